@@ -1,0 +1,274 @@
+"""Client for the control socket of sluiced (docs/control-socket.md).
+
+JSON-RPC 2.0 over a Unix stream socket, one JSON object per line::
+
+    with Client("demo") as c:
+        print(c.call("status")["uptime_s"])
+        c.call("chain.set", hops=["firewall", "port:out"])
+
+One connection is kept open and reused. If sluiced closed it in the
+meantime (it restarted, or dropped an idle client), the next call connects
+again; a request that may have reached sluiced is sent a second time only
+when repeating it is harmless (reads, ``chain.set``, ``lb.set``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import itertools
+import json
+import socket
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+SOCKET_DIR = Path("/var/run/sluice")
+
+# Methods that change nothing, or set a state absolutely, so sending them
+# twice is harmless. Others (shutdown, nf.stop) are never sent twice.
+RETRY_SAFE = frozenset(
+    {"status", "nf.list", "port.list", "service.list", "stats", "chain.get",
+     "chain.set", "lb.set"}
+)
+
+MAX_LINE = 64 * 1024 * 1024  # a response longer than this is not sluiced talking
+
+
+def socket_path_for(node: str) -> Path:
+    """The control socket of the sluiced named ``node``."""
+    return SOCKET_DIR / f"{node}.sock"
+
+
+class SluiceError(Exception):
+    """Base of the errors this package reports to users (one clear line)."""
+
+
+class RpcError(SluiceError):
+    """sluiced answered with a JSON-RPC error object."""
+
+    def __init__(self, code: int, message: str, data: Any = None, method: str = ""):
+        super().__init__(code, message)
+        self.code = code
+        self.message = message
+        self.data = data
+        self.method = method
+
+    def __str__(self) -> str:
+        where = f"{self.method}: " if self.method else ""
+        return f"{where}{self.message} (JSON-RPC error {self.code})"
+
+
+class ConnectError(SluiceError):
+    """No sluiced listens on the socket (or it may not be used)."""
+
+
+class ConnectionLost(SluiceError):
+    """sluiced closed the connection, or sent something that is not JSON-RPC."""
+
+
+class _Closed(ConnectionLost):
+    """The connection was closed before any byte of the answer arrived."""
+
+
+class _NotSent(_Closed):
+    """The connection was found closed when sending: sluiced got nothing."""
+
+
+class RpcTimeout(SluiceError):
+    """sluiced did not answer in time."""
+
+
+class Client:
+    """A connection to one sluiced.
+
+    ``node`` names the sluiced (its ``--name``); ``socket_path`` overrides
+    the path derived from it. ``timeout`` bounds connecting and each call,
+    in seconds.
+    """
+
+    def __init__(self, node: str = "sluice", socket_path: str | Path | None = None,
+                 timeout: float = 5.0):
+        self.node = node
+        self.socket_path = Path(socket_path) if socket_path else socket_path_for(node)
+        self.timeout = timeout
+        self._sock: socket.socket | None = None
+        self._buf = b""
+        self._ids = itertools.count(1)
+        self._used = False  # the open connection has carried a request already
+
+    # -- connection ---------------------------------------------------------
+
+    def connect(self) -> None:
+        """Opens the connection if it is not open."""
+        if self._sock is not None:
+            return
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(self.timeout)
+        try:
+            s.connect(str(self.socket_path))
+        except OSError as e:
+            s.close()
+            raise ConnectError(self._connect_hint(e)) from None
+        self._sock = s
+        self._buf = b""
+        self._used = False
+
+    def _connect_hint(self, e: OSError) -> str:
+        path = self.socket_path
+        if e.errno in (errno.ENOENT, errno.ECONNREFUSED):
+            return (f"cannot connect to {path}: no sluiced is running for node "
+                    f"'{self.node}' (start one with `sluice up DEPLOYMENT.yaml`, "
+                    f"or give the node name with --node)")
+        if e.errno in (errno.EACCES, errno.EPERM):
+            return f"cannot connect to {path}: permission denied (run as root)"
+        if isinstance(e, TimeoutError):
+            return f"cannot connect to {path}: no answer within {self.timeout:g} s"
+        return f"cannot connect to {path}: {e.strerror or e}"
+
+    def close(self) -> None:
+        """Closes the connection; the next call opens a new one."""
+        if self._sock is not None:
+            with contextlib.suppress(OSError):
+                self._sock.close()
+        self._sock = None
+        self._buf = b""
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- calls --------------------------------------------------------------
+
+    def call(self, method: str, **params: Any) -> Any:
+        """Calls ``method`` with named ``params``; returns its result.
+
+        Raises RpcError when sluiced answers with an error, ConnectError when
+        nobody listens, ConnectionLost when the connection breaks, RpcTimeout.
+        """
+        request: dict[str, Any] = {"jsonrpc": "2.0", "id": next(self._ids), "method": method}
+        if params:
+            request["params"] = params
+        line = json.dumps(request, separators=(",", ":")).encode() + b"\n"
+        reused = self._sock is not None and self._used
+        try:
+            return self._exchange(request, line)
+        except _Closed as e:
+            # A connection that sat idle may have been closed by sluiced
+            # before our request arrived: try once more on a new one.
+            if not reused or not (isinstance(e, _NotSent) or method in RETRY_SAFE):
+                raise
+        return self._exchange(request, line)
+
+    def _exchange(self, request: dict[str, Any], line: bytes) -> Any:
+        self.connect()
+        assert self._sock is not None
+        self._used = True
+        method = request["method"]
+        try:
+            self._sock.sendall(line)
+        except TimeoutError:
+            self.close()
+            raise RpcTimeout(f"{method}: sluiced did not take the request within "
+                             f"{self.timeout:g} s") from None
+        except OSError as e:
+            self.close()
+            raise _NotSent(f"{method}: connection to {self.socket_path} lost "
+                           f"while sending ({e.strerror or e})") from None
+        while True:
+            response = self._read_message(method)
+            if not isinstance(response, dict):
+                self.close()
+                raise ConnectionLost(f"{method}: sluiced sent a JSON-RPC response that is "
+                                     f"not an object: {_short(response)}")
+            if "id" not in response:
+                continue  # a notification (event), not our answer
+            if response["id"] != request["id"]:
+                if response["id"] is None and "error" in response:
+                    # sluiced could not read our request at all
+                    raise _rpc_error(response["error"], method)
+                continue  # a late answer to an earlier, timed-out request
+            if "error" in response:
+                raise _rpc_error(response["error"], method)
+            if "result" not in response:
+                self.close()
+                raise ConnectionLost(f"{method}: response has neither result nor error: "
+                                     f"{_short(response)}")
+            return response["result"]
+
+    def _read_message(self, method: str) -> Any:
+        assert self._sock is not None
+        deadline = time.monotonic() + self.timeout
+        while b"\n" not in self._buf:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self.close()
+                raise RpcTimeout(f"{method}: no answer from sluiced within {self.timeout:g} s")
+            self._sock.settimeout(remaining)
+            try:
+                chunk = self._sock.recv(1 << 16)
+            except TimeoutError:
+                self.close()
+                raise RpcTimeout(f"{method}: no answer from sluiced within "
+                                 f"{self.timeout:g} s") from None
+            except OSError as e:
+                partial = bool(self._buf)
+                self.close()
+                cls = ConnectionLost if partial else _Closed
+                raise cls(f"{method}: connection to {self.socket_path} lost "
+                          f"({e.strerror or e})") from None
+            if not chunk:
+                partial = bool(self._buf)
+                self.close()
+                cls = ConnectionLost if partial else _Closed
+                raise cls(f"{method}: sluiced closed the connection without answering")
+            self._buf += chunk
+            if len(self._buf) > MAX_LINE:
+                self.close()
+                raise ConnectionLost(f"{method}: answer longer than {MAX_LINE} bytes")
+        raw, self._buf = self._buf.split(b"\n", 1)
+        try:
+            return json.loads(raw)
+        except ValueError as e:
+            self.close()
+            raise ConnectionLost(f"{method}: sluiced sent a line that is not JSON ({e}): "
+                                 f"{_short(raw)}") from None
+
+    def wait_ready(self, timeout: float = 10.0, check: Callable[[], None] | None = None,
+                   interval: float = 0.05) -> dict[str, Any]:
+        """Waits until sluiced answers ``status``; returns that status.
+
+        ``check`` is called between attempts and may raise to give up early
+        (the launcher uses it to notice that sluiced exited). Raises
+        RpcTimeout after ``timeout`` seconds, naming the last error seen.
+        """
+        deadline = time.monotonic() + timeout
+        last: Exception | None = None
+        while True:
+            try:
+                return self.call("status")
+            except (ConnectError, ConnectionLost, RpcTimeout) as e:
+                last = e
+                self.close()
+            if check is not None:
+                check()
+            if time.monotonic() >= deadline:
+                raise RpcTimeout(f"sluiced did not answer on {self.socket_path} within "
+                                 f"{timeout:g} s (last error: {last})")
+            time.sleep(interval)
+
+
+def _rpc_error(err: Any, method: str) -> RpcError:
+    if isinstance(err, dict):
+        code = err.get("code", 0)
+        return RpcError(code if isinstance(code, int) else 0,
+                        str(err.get("message", "unknown error")), err.get("data"), method)
+    return RpcError(0, f"malformed error object: {_short(err)}", None, method)
+
+
+def _short(v: Any, n: int = 200) -> str:
+    s = v.decode(errors="replace") if isinstance(v, bytes) else repr(v)
+    return s if len(s) <= n else s[:n] + "..."
