@@ -1,0 +1,693 @@
+"""The deployment file: schema, loading and validation (docs/deployment.md).
+
+A deployment file says what one node runs: its cores and mode, its ports,
+its NFs and the default chain. ``load_deployment`` reads and checks one;
+every problem becomes one line of the form::
+
+    demo.yaml: nfs[1].program: 'sluice-frewall' not found (looked in build/nfs/*/ and PATH)
+
+that is, the file, the key path, what is wrong and what to do.
+
+Checks come in two kinds. The schema and the cross references (unknown
+keys, types, port device syntax, unique names, chain hops) depend only on
+the file. The environment checks (programs found, files named in device
+strings exist, cores exist) look at this machine; ``sluice check`` runs
+both, and so does ``sluice up`` before it starts anything.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import shutil
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Literal, get_args, get_origin
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from pydantic_core import PydanticCustomError
+
+from .client import SluiceError, socket_path_for
+
+# Virtual device drivers and the device arguments each accepts (DPDK 22.11;
+# a few later additions are accepted too, DPDK itself rejects them if old).
+VDEV_KEYS: dict[str, frozenset[str]] = {
+    "net_pcap": frozenset({"rx_pcap", "tx_pcap", "rx_iface", "rx_iface_in", "tx_iface",
+                           "iface", "phy_mac", "infinite_rx"}),
+    "net_tap": frozenset({"iface", "mac", "remote", "persist"}),
+    "net_af_packet": frozenset({"iface", "qpairs", "blocksz", "framesz", "framecnt",
+                                "qdisc_bypass", "fanout_mode"}),
+    "net_null": frozenset({"size", "copy", "no-rx"}),
+    "net_ring": frozenset({"nodeaction", "internal"}),
+    "net_memif": frozenset({"id", "role", "bsize", "rsize", "socket", "socket-abstract",
+                            "owner-uid", "owner-gid", "mac", "zero-copy", "secret"}),
+}
+# Device arguments that name a file to read (must exist) or to write (its
+# folder must exist). Relative paths are resolved against the deployment
+# file's folder.
+READ_FILE_KEYS = frozenset({"rx_pcap"})
+WRITE_FILE_KEYS = frozenset({"tx_pcap"})
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$")
+_NODE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$")
+_SERVICE_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,31}$")
+_VDEV_RE = re.compile(r"^(net_[a-z_]*[a-z])(\d+)$")
+_PCI_RE = re.compile(r"^([0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
+
+DOC = "docs/deployment.md"
+
+
+class DeploymentError(SluiceError):
+    """One or more problems in a deployment file, one line each."""
+
+    def __init__(self, issues: list[str]):
+        super().__init__("\n".join(issues))
+        self.issues = issues
+
+
+# -- schema -------------------------------------------------------------------
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+
+def _str_args(v: Any) -> Any:
+    """NF and EAL arguments: numbers are taken as their text (`--count 5`)."""
+    if isinstance(v, list):
+        return [str(x) if isinstance(x, int | float) and not isinstance(x, bool) else x
+                for x in v]
+    return v
+
+
+class NodeSpec(_Strict):
+    name: str = "sluice"
+    mode: Literal["shared", "poll"] = "shared"
+    cores: list[int] | None = None
+    handoff: Literal["direct", "mgr"] | None = None
+    ring_size: int | None = Field(default=None, ge=64)
+    mbufs: int | None = Field(default=None, ge=1024)
+    max_nfs: int | None = Field(default=None, ge=1)
+    max_services: int | None = Field(default=None, ge=1)
+    backpressure_us: int | None = Field(default=None, ge=0)
+    idle_sleep_us: int | None = Field(default=None, ge=0)
+    socket: str | None = None
+    eal_args: list[str] = []
+    sluiced_args: list[str] = []
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not _NODE_RE.match(v):
+            raise PydanticCustomError(
+                "sluice", f"{v!r} is not a valid node name: use 1-32 letters, digits, "
+                "'_' or '-', starting with a letter or digit")
+        return v
+
+    @field_validator("cores")
+    @classmethod
+    def _cores(cls, v: list[int] | None) -> list[int] | None:
+        if v is None:
+            return v
+        if not v:
+            raise PydanticCustomError("sluice", "empty: list at least one CPU, e.g. [0, 1]")
+        seen: set[int] = set()
+        for c in v:
+            if c < 0:
+                raise PydanticCustomError("sluice", "CPU {c} is negative: CPUs count from 0",
+                                          {"c": c})
+            if c in seen:
+                raise PydanticCustomError("sluice", "CPU {c} is listed twice: list each once",
+                                          {"c": c})
+            seen.add(c)
+        return v
+
+    @field_validator("ring_size")
+    @classmethod
+    def _ring(cls, v: int | None) -> int | None:
+        if v is not None and v & (v - 1):
+            raise PydanticCustomError(
+                "sluice", "{v} is not a power of two: use e.g. {p}",
+                {"v": v, "p": 1 << (v.bit_length() - 1)})
+        return v
+
+    _args = field_validator("eal_args", "sluiced_args", mode="before")(_str_args)
+
+
+class PortSpec(_Strict):
+    name: str
+    device: str
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not _NAME_RE.match(v):
+            raise PydanticCustomError(
+                "sluice", f"{v!r} is not a valid port name: use 1-32 letters, digits, "
+                "'_', '.' or '-', starting with a letter or digit")
+        return v
+
+    @field_validator("device")
+    @classmethod
+    def _device(cls, v: str) -> str:
+        msg = device_syntax_error(v)
+        if msg:
+            raise PydanticCustomError("sluice", msg)
+        return v
+
+
+class NFSpec(_Strict):
+    name: str
+    program: str
+    service: str
+    args: list[str] = []
+    replicas: int = Field(default=1, ge=1)
+    mode: Literal["shared", "poll"] | None = None
+    core: int | None = Field(default=None, ge=0)
+    eal_args: list[str] = []
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not _NAME_RE.match(v):
+            raise PydanticCustomError(
+                "sluice", f"{v!r} is not a valid NF name: use 1-32 letters, digits, "
+                "'_', '.' or '-', starting with a letter or digit")
+        return v
+
+    @field_validator("service")
+    @classmethod
+    def _service(cls, v: str) -> str:
+        if v == "drop" or not _SERVICE_RE.match(v):
+            raise PydanticCustomError(
+                "sluice", f"{v!r} is not a valid service name: use 1-32 letters, digits, "
+                "'_', '.' or '-', starting with a letter (and not 'drop')")
+        return v
+
+    @field_validator("program")
+    @classmethod
+    def _program(cls, v: str) -> str:
+        if not v.strip():
+            raise PydanticCustomError("sluice", "empty: name a program, e.g. sluice-forward")
+        return v
+
+    _args = field_validator("args", "eal_args", mode="before")(_str_args)
+
+
+class Deployment(_Strict):
+    node: NodeSpec = NodeSpec()
+    ports: list[PortSpec]
+    nfs: list[NFSpec] = []
+    chain: list[str]
+
+    _source: str = PrivateAttr(default="<deployment>")
+    _base_dir: Path = PrivateAttr(default_factory=Path.cwd)
+
+    # -- loading ---------------------------------------------------------------
+
+    @classmethod
+    def from_dict(cls, data: Any, source: str = "<deployment>",
+                  base_dir: str | Path | None = None, check_env: bool = True,
+                  build_dir: Path | None = None) -> Deployment:
+        """Validates a parsed deployment; raises DeploymentError.
+
+        ``source`` names the file in messages; relative paths are resolved
+        against ``base_dir`` (default: the current directory).
+        """
+        if data is None:
+            raise DeploymentError([f"{source}: the file is empty; a deployment needs at least "
+                                   f"ports and chain (see {DOC})"])
+        if not isinstance(data, dict):
+            raise DeploymentError([f"{source}: expected a mapping of keys (node, ports, nfs, "
+                                   f"chain), got {_kind(data)} (see {DOC})"])
+        try:
+            dep = cls.model_validate(data)
+        except ValidationError as e:
+            raise DeploymentError([f"{source}: {m}" for m in _pydantic_issues(e)]) from None
+        dep._source = source
+        dep._base_dir = Path(base_dir).resolve() if base_dir is not None else Path.cwd()
+        issues = dep.structure_issues()
+        if check_env:
+            issues += dep.environment_issues(build_dir)
+        if issues:
+            raise DeploymentError([f"{source}: {m}" for m in issues])
+        return dep
+
+    @property
+    def source(self) -> str:
+        return self._source
+
+    @property
+    def base_dir(self) -> Path:
+        return self._base_dir
+
+    # -- checks that need only the file ---------------------------------------
+
+    def structure_issues(self) -> list[str]:
+        issues: list[str] = []
+        port_names: dict[str, int] = {}
+        devices: dict[str, int] = {}
+        for i, p in enumerate(self.ports):
+            if p.name in port_names:
+                issues.append(f"ports[{i}].name: port '{p.name}' is already declared at "
+                              f"ports[{port_names[p.name]}]: give each port its own name")
+            else:
+                port_names[p.name] = i
+            dev = p.device.split(",", 1)[0]
+            if dev in devices:
+                issues.append(f"ports[{i}].device: device '{dev}' is already used by "
+                              f"ports[{devices[dev]}]: give each device its own number, e.g. "
+                              f"{_next_instance(dev, devices)}")
+            else:
+                devices[dev] = i
+        nf_names: dict[str, int] = {}
+        for i, nf in enumerate(self.nfs):
+            if nf.name in nf_names:
+                issues.append(f"nfs[{i}].name: NF '{nf.name}' is already declared at "
+                              f"nfs[{nf_names[nf.name]}]: give each NF its own name (use "
+                              f"replicas for more instances of one NF)")
+            else:
+                nf_names[nf.name] = i
+        if self.node.mode == "poll" and self.node.cores is not None and len(self.node.cores) < 2:
+            issues.append(f"node.cores: poll mode needs at least 2 CPUs (sluiced's control and "
+                          f"I/O threads each busy-poll one), got {list(self.node.cores)}: list "
+                          f"two CPUs or use mode: shared")
+        issues += self._chain_issues(list(port_names))
+        n_inst = sum(nf.replicas for nf in self.nfs)
+        if self.node.max_nfs is not None and n_inst > self.node.max_nfs:
+            issues.append(f"node.max_nfs: {self.node.max_nfs} is fewer than the {n_inst} NF "
+                          f"instances the deployment starts: raise it to at least {n_inst}")
+        n_svc = len(self.services())
+        if self.node.max_services is not None and n_svc > self.node.max_services:
+            issues.append(f"node.max_services: {self.node.max_services} is fewer than the "
+                          f"{n_svc} services of the NFs: raise it to at least {n_svc}")
+        return issues
+
+    def _chain_issues(self, ports: list[str]) -> list[str]:
+        issues: list[str] = []
+        services = self.services()
+        if not self.chain:
+            return [f"chain: empty: list the hops, e.g. [{', '.join(services[:2] or ['drop'])}"
+                    f"{', port:' + ports[-1] if ports else ''}]"]
+        seen: dict[str, int] = {}
+        for i, hop in enumerate(self.chain):
+            where = f"chain[{i}]"
+            if i > 0 and _is_sink(self.chain[i - 1]):
+                issues.append(f"{where}: '{hop}' comes after '{self.chain[i - 1]}', which "
+                              f"ends the chain: remove it or move the sink to the end")
+                break
+            if hop == "drop":
+                continue
+            if hop.startswith("port:"):
+                name = hop[5:]
+                if name not in ports:
+                    issues.append(f"{where}: no port named '{name}' (ports: "
+                                  f"{_list(ports)}){_did_you_mean(name, ports, 'port:')}")
+                continue
+            if hop not in services:
+                options = services + [f"port:{p}" for p in ports] + ["drop"]
+                issues.append(f"{where}: '{hop}' is not the service of any NF in nfs "
+                              f"(services: {_list(services)}), nor port:NAME nor drop: "
+                              f"add an NF with service '{hop}' or fix the name"
+                              f"{_did_you_mean(hop, options)}")
+                continue
+            if hop in seen:
+                issues.append(f"{where}: service '{hop}' is already hop chain[{seen[hop]}]: "
+                              f"a chain visits each service once")
+            seen[hop] = i
+        if not issues and not _is_sink(self.chain[-1]):
+            sink = f"port:{ports[-1]}" if ports else "drop"
+            issues.append(f"chain: ends with service '{self.chain[-1]}', so its packets would "
+                          f"be dropped as end_of_chain: end the chain with port:NAME or drop, "
+                          f"e.g. add '{sink}'")
+        return issues
+
+    # -- checks that look at this machine -------------------------------------
+
+    def environment_issues(self, build_dir: Path | None = None) -> list[str]:
+        issues: list[str] = []
+        online = online_cpus()
+        if self.node.cores is not None:
+            for i, c in enumerate(self.node.cores):
+                if c not in online:
+                    issues.append(f"node.cores[{i}]: CPU {c} does not exist on this machine "
+                                  f"(CPUs: {_ranges(online)}): list existing CPUs")
+        for i, nf in enumerate(self.nfs):
+            if nf.core is not None and nf.core not in online:
+                issues.append(f"nfs[{i}].core: CPU {nf.core} does not exist on this machine "
+                              f"(CPUs: {_ranges(online)}): pick an existing CPU")
+        for i, p in enumerate(self.ports):
+            for key, value in device_args(p.device)[1]:
+                if key in READ_FILE_KEYS or key in WRITE_FILE_KEYS:
+                    path = self.resolve_path(value)
+                    if key in READ_FILE_KEYS and not path.is_file() and not _generated(path):
+                        issues.append(f"ports[{i}].device: {key}={value}: no file {path} "
+                                      f"(relative paths start at the deployment file's "
+                                      f"folder): fix the path, or make a capture with "
+                                      f"`sluice trace gen {path}`")
+                    if key in WRITE_FILE_KEYS and not path.parent.is_dir():
+                        issues.append(f"ports[{i}].device: {key}={value}: no folder "
+                                      f"{path.parent} (relative paths start at the deployment "
+                                      f"file's folder): create it or fix the path")
+        bdir = build_dir or default_build_dir()
+        for i, nf in enumerate(self.nfs):
+            if find_program(nf.program, bdir, self.base_dir) is None:
+                issues.append(f"nfs[{i}].program: {program_not_found(nf.program, bdir)}")
+        return issues
+
+    # -- what the launcher needs ------------------------------------------------
+
+    def services(self) -> list[str]:
+        """Service names of the NFs, in order of first appearance."""
+        return list(dict.fromkeys(nf.service for nf in self.nfs))
+
+    def cores(self) -> list[int]:
+        """The node's CPUs: node.cores, or every CPU this process may use."""
+        if self.node.cores is not None:
+            return list(self.node.cores)
+        return sorted(os.sched_getaffinity(0))
+
+    def socket_path(self) -> Path:
+        if self.node.socket:
+            return self.resolve_path(self.node.socket)
+        return socket_path_for(self.node.name)
+
+    def resolve_path(self, value: str) -> Path:
+        p = Path(value).expanduser()
+        return p if p.is_absolute() else (self.base_dir / p).resolve()
+
+    def device_for(self, port: PortSpec) -> str:
+        """The device string with file paths made absolute (for sluiced)."""
+        dev, args = device_args(port.device)
+        out = [dev]
+        for k, v in args:
+            if k in READ_FILE_KEYS or k in WRITE_FILE_KEYS:
+                v = str(self.resolve_path(v))
+            out.append(f"{k}={v}")
+        return ",".join(out)
+
+    def trace_files(self) -> list[Path]:
+        """Files the ports read from (rx_pcap), resolved."""
+        return [self.resolve_path(v) for p in self.ports
+                for k, v in device_args(p.device)[1] if k in READ_FILE_KEYS]
+
+    def describe(self) -> str:
+        n_inst = sum(nf.replicas for nf in self.nfs)
+        cores = _ranges(set(self.cores()))
+        return (f"node {self.node.name} ({self.node.mode} mode, CPUs {cores}), "
+                f"{len(self.ports)} port(s), {len(self.nfs)} NF(s) ({n_inst} instance(s)), "
+                f"chain {' -> '.join(self.chain)}")
+
+
+def load_deployment(path: str | Path, check_env: bool = True,
+                    build_dir: Path | None = None) -> Deployment:
+    """Reads and validates a deployment file; raises DeploymentError."""
+    path = Path(path)
+    source = str(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise DeploymentError([f"{source}: no such file"]) from None
+    except IsADirectoryError:
+        raise DeploymentError([f"{source}: is a folder, not a deployment file"]) from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise DeploymentError([f"{source}: cannot read: {e}"]) from None
+    try:
+        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader)
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        what = " ".join(x for x in (e.context, e.problem) if x)
+        raise DeploymentError([f"{source}: {where}invalid YAML ({what})"]) from None
+    except yaml.YAMLError as e:
+        raise DeploymentError([f"{source}: invalid YAML ({e})"]) from None
+    return Deployment.from_dict(data, source=source, base_dir=path.resolve().parent,
+                                check_env=check_env, build_dir=build_dir)
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """SafeLoader that rejects a key given twice in one mapping."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key '{key}' is given twice in one mapping", key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+# -- port devices ---------------------------------------------------------------
+
+def device_args(device: str) -> tuple[str, list[tuple[str, str]]]:
+    """Splits 'net_pcap0,rx_pcap=x,infinite_rx=1' into its name and arguments."""
+    parts = device.split(",")
+    args = []
+    for part in parts[1:]:
+        k, _, v = part.partition("=")
+        args.append((k.strip(), v.strip()))
+    return parts[0].strip(), args
+
+
+def device_syntax_error(device: str) -> str | None:
+    """What is wrong with a DPDK device string, or None."""
+    known = ", ".join(VDEV_KEYS)
+    if not device.strip():
+        return (f"empty: give a DPDK device such as net_null0 or "
+                f"net_pcap0,rx_pcap=FILE (drivers: {known}, or a PCI address)")
+    parts = device.split(",")
+    dev = parts[0].strip()
+    if _PCI_RE.match(dev):
+        driver = None
+    else:
+        m = _VDEV_RE.match(dev)
+        if m is None:
+            bare = re.sub(r"\d+$", "", dev)
+            if bare in VDEV_KEYS:
+                return f"'{dev}' needs an instance number: write {bare}0 (or {bare}1, ...)"
+            return (f"'{dev}' is not a known device: use one of {known} followed by a "
+                    f"number (e.g. net_pcap0), or a PCI address like 0000:03:00.0"
+                    f"{_did_you_mean(bare, list(VDEV_KEYS))}")
+        driver = m.group(1)
+        if driver not in VDEV_KEYS:
+            return (f"unknown driver '{driver}' in '{dev}': use one of {known}, or a PCI "
+                    f"address like 0000:03:00.0{_did_you_mean(driver, list(VDEV_KEYS))}")
+    seen: set[str] = set()
+    for part in parts[1:]:
+        k, eq, v = part.partition("=")
+        k = k.strip()
+        if not eq or not k or not v.strip():
+            return (f"'{part}' is not key=value: device arguments are comma-separated "
+                    f"key=value pairs after the device name, e.g. "
+                    f"net_pcap0,rx_pcap=FILE,infinite_rx=1")
+        if driver is not None and k not in VDEV_KEYS[driver]:
+            return (f"{driver} has no argument '{k}' (it takes: "
+                    f"{', '.join(sorted(VDEV_KEYS[driver]))})"
+                    f"{_did_you_mean(k, list(VDEV_KEYS[driver]))}")
+        if k in seen:
+            return f"argument '{k}' is given twice: give it once"
+        seen.add(k)
+    return None
+
+
+# -- programs ---------------------------------------------------------------------
+
+def repo_root() -> Path:
+    """The source tree this package runs from (python/sluice/ inside it)."""
+    return Path(__file__).resolve().parents[2]
+
+
+def default_build_dir() -> Path:
+    env = os.environ.get("SLUICE_BUILD_DIR")
+    return Path(env).resolve() if env else repo_root() / "build"
+
+
+def find_program(program: str, build_dir: Path | None = None,
+                 base_dir: Path | None = None) -> Path | None:
+    """Where an NF program is: build/nfs/<x>/sluice-<x>, a path, or on PATH."""
+    if "/" in program:
+        p = Path(program).expanduser()
+        if not p.is_absolute():
+            p = (base_dir or Path.cwd()) / p
+        return p.resolve() if p.is_file() and os.access(p, os.X_OK) else None
+    bdir = build_dir or default_build_dir()
+    if program.startswith("sluice-"):
+        p = bdir / "nfs" / program[len("sluice-"):] / program
+        if p.is_file() and os.access(p, os.X_OK):
+            return p
+    found = shutil.which(program)
+    return Path(found) if found else None
+
+
+def built_programs(build_dir: Path) -> list[str]:
+    return sorted(p.name for p in build_dir.glob("nfs/*/sluice-*")
+                  if p.is_file() and os.access(p, os.X_OK))
+
+
+def program_not_found(program: str, build_dir: Path) -> str:
+    if "/" in program:
+        return (f"'{program}' not found or not executable (relative paths are resolved "
+                f"against the deployment file's folder)")
+    msg = f"'{program}' not found (looked in {_show(build_dir)}/nfs/*/ and PATH)"
+    if not build_dir.is_dir():
+        return f"{msg}; {_show(build_dir)}/ does not exist: build first with `make build`"
+    return msg + _did_you_mean(program, built_programs(build_dir))
+
+
+# -- helpers ------------------------------------------------------------------------
+
+def online_cpus() -> set[int]:
+    try:
+        text = Path("/sys/devices/system/cpu/online").read_text().strip()
+        return set(_parse_ranges(text))
+    except (OSError, ValueError):
+        return set(range(os.cpu_count() or 1))
+
+
+def _parse_ranges(text: str) -> Iterable[int]:
+    for part in text.split(","):
+        a, _, b = part.partition("-")
+        yield from range(int(a), int(b or a) + 1)
+
+
+def _ranges(cpus: set[int]) -> str:
+    out: list[str] = []
+    for c in sorted(cpus):
+        if out and out[-1].split("-")[-1] == str(c - 1):
+            out[-1] = f"{out[-1].split('-')[0]}-{c}"
+        else:
+            out.append(str(c))
+    return ",".join(out)
+
+
+def _is_sink(hop: str) -> bool:
+    return hop == "drop" or hop.startswith("port:")
+
+
+def _generated(path: Path) -> bool:
+    from .traces import generated_trace_params
+    return generated_trace_params(path) is not None
+
+
+def _show(p: Path) -> str:
+    """A path as short as it can be said: relative to the current folder if inside."""
+    try:
+        rel = p.resolve().relative_to(Path.cwd())
+        return str(rel) if str(rel) != "." else "."
+    except ValueError:
+        return str(p)
+
+
+def _list(names: list[str]) -> str:
+    return ", ".join(names) if names else "none"
+
+
+def _did_you_mean(word: str, options: list[str], prefix: str = "") -> str:
+    m = difflib.get_close_matches(word, options, n=1, cutoff=0.6)
+    return f"; did you mean '{prefix}{m[0]}'?" if m else ""
+
+
+def _next_instance(dev: str, used: dict[str, int]) -> str:
+    m = _VDEV_RE.match(dev)
+    if not m:
+        return "another PCI address"
+    n = int(m.group(2)) + 1
+    while f"{m.group(1)}{n}" in used:
+        n += 1
+    return f"{m.group(1)}{n}"
+
+
+def _kind(v: Any) -> str:
+    if isinstance(v, bool):
+        return f"a boolean ({str(v).lower()})"
+    if isinstance(v, int | float):
+        return f"a number ({v})"
+    if isinstance(v, str):
+        return f"a string ({v!r})"
+    if isinstance(v, list):
+        return "a list"
+    if isinstance(v, dict):
+        return "a mapping"
+    if v is None:
+        return "nothing (null)"
+    return type(v).__name__
+
+
+def _loc(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + part
+    return out
+
+
+def _model_at(loc: tuple[int | str, ...]) -> type[BaseModel] | None:
+    """The schema class that holds the key at ``loc`` (for unknown-key help)."""
+    cls: Any = Deployment
+    for part in loc[:-1]:
+        if isinstance(part, int):
+            continue
+        if not (isinstance(cls, type) and issubclass(cls, BaseModel)):
+            return None
+        field = cls.model_fields.get(part)
+        if field is None:
+            return None
+        cls = _unwrap(field.annotation)
+    return cls if isinstance(cls, type) and issubclass(cls, BaseModel) else None
+
+
+def _unwrap(tp: Any) -> Any:
+    while get_origin(tp) is not None:
+        args = [a for a in get_args(tp) if a is not type(None)]
+        if not args:
+            return tp
+        tp = args[0]
+    return tp
+
+
+_TYPE_NAMES = {
+    "int_type": "an integer", "int_parsing": "an integer", "string_type": "a string",
+    "list_type": "a list", "bool_type": "true or false", "dict_type": "a mapping",
+    "float_type": "a number",
+}
+
+
+def _pydantic_issues(e: ValidationError) -> list[str]:
+    out = []
+    for err in e.errors(include_url=False):
+        loc = tuple(err["loc"])
+        path = _loc(loc)
+        typ = err["type"]
+        inp = err.get("input")
+        ctx = err.get("ctx") or {}
+        if typ == "extra_forbidden":
+            model = _model_at(loc)
+            known = list(model.model_fields) if model else []
+            msg = (f"unknown key (known keys here: {', '.join(known)})"
+                   f"{_did_you_mean(str(loc[-1]), known)}")
+        elif typ == "missing":
+            msg = f"missing: this key is required (see {DOC})"
+        elif typ == "model_type":
+            model = _model_at(loc + ("x",))
+            keys = ", ".join(model.model_fields) if model else "..."
+            msg = f"expected a mapping with keys {keys}; got {_kind(inp)}"
+        elif typ in _TYPE_NAMES:
+            msg = f"expected {_TYPE_NAMES[typ]}, got {_kind(inp)}"
+        elif typ == "literal_error":
+            expected = str(ctx.get("expected", "")).replace("'", "").replace(" or ", ", ")
+            msg = f"{inp!r} is not one of: {expected}"
+        elif typ in ("greater_than_equal", "greater_than"):
+            op = "at least" if typ == "greater_than_equal" else "more than"
+            bound = ctx.get("ge", ctx.get("gt"))
+            msg = f"must be {op} {bound}, got {inp!r}"
+        elif typ == "sluice":
+            msg = err["msg"]
+        else:
+            msg = f"{err['msg']} (got {_kind(inp)})"
+        out.append(f"{path}: {msg}" if path else msg)
+    return out
