@@ -1,0 +1,52 @@
+# Sluice: the two commands of the README are `make demo` and `make test`.
+# Both install what is missing first (scripts/setup.sh).
+
+VENV   := .venv
+BIN    := $(VENV)/bin
+BUILD  := build
+ASAN   := build-asan
+
+.PHONY: all setup build build-asan demo test test-unit test-asan test-py lint bench clean
+
+all: build
+
+setup:
+	@scripts/setup.sh
+
+$(BUILD)/build.ninja:
+	meson setup $(BUILD) --buildtype=release
+
+$(ASAN)/build.ninja:
+	meson setup $(ASAN) --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false
+
+build: $(BUILD)/build.ninja
+	ninja -C $(BUILD)
+
+build-asan: $(ASAN)/build.ninja
+	ninja -C $(ASAN)
+
+demo: setup build
+	$(BIN)/sluice up examples/demo.yaml --duration 20
+
+test-unit: build build-asan
+	meson test -C $(BUILD) --print-errorlogs
+	meson test -C $(ASAN) --print-errorlogs
+
+lint:
+	$(BIN)/ruff check python tests bench
+
+test-py:
+	$(BIN)/pytest -q tests
+
+test: setup
+	$(MAKE) build build-asan
+	$(MAKE) lint
+	$(MAKE) test-unit
+	$(MAKE) test-py
+
+bench: setup build
+	$(BIN)/python bench/chain.py --quick
+	$(BIN)/python bench/port.py --quick
+
+clean:
+	rm -rf $(BUILD) $(ASAN)

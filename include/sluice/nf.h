@@ -1,0 +1,173 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * The Sluice NF API.
+ *
+ * An NF is a const struct sl_nf_ops and a one-line main:
+ *
+ *     static const struct sl_nf_ops ops = {
+ *             .name = "forward",
+ *             .service = "forward",
+ *             .access = SL_ACCESS_READ,
+ *             .process_pkt = fwd_pkt,
+ *     };
+ *     int main(int argc, char **argv) { return sl_nf_main(&ops, argc, argv); }
+ *
+ * libsluice owns everything else: EAL init as a DPDK secondary process,
+ * argument parsing, registration with sluiced, the receive loop, batching,
+ * idle sleeping, signals, statistics and clean shutdown.
+ *
+ * Command line of every NF:
+ *
+ *     sluice-X [EAL args] -- [--node NAME] [--service NAME] [--instance N]
+ *                            [--mode shared|poll] [--core N] [NF args]
+ *
+ * NF-specific arguments are handed to ops->init() with argv[0] set to the
+ * program name; libsluice's own options are removed first.
+ */
+#ifndef SLUICE_NF_H
+#define SLUICE_NF_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct rte_mbuf;
+struct rte_mempool;
+struct sl_nf;
+
+/**
+ * A verdict says where a packet goes after this NF. It is a 32-bit value:
+ * the kind in bits 16..23, the service or port id in bits 0..15.
+ */
+typedef uint32_t sl_verdict_t;
+
+#define SL_VERDICT_KIND_SHIFT 16
+#define SL_VERDICT_NEXT 0u /**< follow the default edge of the graph */
+#define SL_VERDICT_TO 1u   /**< go to a service (must be an allowed edge) */
+#define SL_VERDICT_OUT 2u  /**< leave through a port */
+#define SL_VERDICT_DROP 3u /**< drop (counted as an NF verdict drop) */
+
+#define SL_NEXT ((sl_verdict_t)0)
+#define SL_TO(service_id)                                                      \
+	((sl_verdict_t)((SL_VERDICT_TO << SL_VERDICT_KIND_SHIFT) |              \
+			((service_id)&0xffffu)))
+#define SL_OUT(port_id)                                                        \
+	((sl_verdict_t)((SL_VERDICT_OUT << SL_VERDICT_KIND_SHIFT) |             \
+			((port_id)&0xffffu)))
+#define SL_DROP ((sl_verdict_t)(SL_VERDICT_DROP << SL_VERDICT_KIND_SHIFT))
+
+static inline unsigned
+sl_verdict_kind(sl_verdict_t v)
+{
+	return (v >> SL_VERDICT_KIND_SHIFT) & 0xffu;
+}
+
+static inline uint16_t
+sl_verdict_id(sl_verdict_t v)
+{
+	return (uint16_t)(v & 0xffffu);
+}
+
+/** Access declaration: what the NF does to packets (bit mask). */
+#define SL_ACCESS_READ 0x1u  /**< reads packet bytes */
+#define SL_ACCESS_WRITE 0x2u /**< modifies packet bytes */
+#define SL_ACCESS_ROUTE 0x4u /**< changes flow routing (TO, OUT, requests) */
+
+struct sl_nf_ops {
+	/** Program name, for logs (required). */
+	const char *name;
+	/** Default service name; --service overrides it (required). */
+	const char *service;
+	/** SL_ACCESS_* bits. */
+	uint32_t access;
+	/**
+	 * Called once after registration, before the first packet, with the
+	 * NF-specific arguments. Returns 0, or a positive errno after printing
+	 * what was wrong (the NF then exits with status 1). May be NULL.
+	 */
+	int (*init)(struct sl_nf *nf, int argc, char **argv);
+	/**
+	 * Burst handler: set a verdict for each of pkts[0..n) with
+	 * sl_pkt_set_verdict(). Packets whose verdict is not set follow NEXT.
+	 * Exactly one of process and process_pkt must be set.
+	 */
+	void (*process)(struct sl_nf *nf, struct rte_mbuf **pkts, uint16_t n);
+	/** Per-packet convenience form of process; returns the verdict. */
+	sl_verdict_t (*process_pkt)(struct sl_nf *nf, struct rte_mbuf *pkt);
+	/**
+	 * Called from the NF loop about every tick_ms milliseconds (and when
+	 * idle). May be NULL.
+	 */
+	void (*tick)(struct sl_nf *nf, uint64_t now_ns);
+	/** Period of tick in milliseconds; 0 means 1000. */
+	uint32_t tick_ms;
+	/** Called on SIGHUP, from the NF loop (not the signal handler). */
+	void (*reload)(struct sl_nf *nf);
+	/**
+	 * Called when a free-form message arrives for this NF. May be NULL.
+	 */
+	void (*on_message)(struct sl_nf *nf, const char *key, const char *value);
+	/** Called once on shutdown, after the last packet. May be NULL. */
+	void (*fini)(struct sl_nf *nf);
+};
+
+/**
+ * Runs an NF: parses argv, initialises EAL as a secondary process of the
+ * sluiced named by --node, registers, calls ops->init, runs the loop until
+ * SIGINT/SIGTERM or sluiced asks it to stop, calls ops->fini, deregisters.
+ *
+ * @return process exit status (0 on clean shutdown).
+ */
+int sl_nf_main(const struct sl_nf_ops *ops, int argc, char **argv);
+
+/** Sets the verdict of a packet inside a burst handler. */
+void sl_pkt_set_verdict(struct rte_mbuf *m, sl_verdict_t v);
+/** Returns the verdict currently set on a packet. */
+sl_verdict_t sl_pkt_verdict(const struct rte_mbuf *m);
+/** Ingress port (ethdev id) of a packet, or UINT16_MAX if NF-made. */
+uint16_t sl_pkt_in_port(const struct rte_mbuf *m);
+/** Symmetric flow hash computed once at ingress (0 if not IP). */
+uint32_t sl_pkt_flow_hash(const struct rte_mbuf *m);
+
+/** Service id by name, or -1 if no such service is known to sluiced. */
+int sl_service_id(const struct sl_nf *nf, const char *name);
+/** Port (ethdev) id by sluice port name, or -1 if unknown. */
+int sl_port_id(const struct sl_nf *nf, const char *name);
+
+/** This instance's id, service id, and private pointer for NF state. */
+uint16_t sl_nf_instance(const struct sl_nf *nf);
+uint16_t sl_nf_service(const struct sl_nf *nf);
+void *sl_nf_priv(const struct sl_nf *nf);
+void sl_nf_set_priv(struct sl_nf *nf, void *priv);
+
+/** The shared packet pool, for NFs that create packets (speedtest). */
+struct rte_mempool *sl_nf_pktmbuf_pool(const struct sl_nf *nf);
+
+/**
+ * Sends packets that this NF created (or holds) as if it had processed
+ * them: each follows its verdict from this NF's position in the graph.
+ * Ownership passes to Sluice for every packet (sent or dropped-and-counted).
+ */
+void sl_nf_send(struct sl_nf *nf, struct rte_mbuf **pkts, uint16_t n);
+
+/**
+ * 1 when the default chain has an edge out of this NF's service and every
+ * service on the chain has a live instance: packets this NF sends with
+ * SL_NEXT will get through. For NFs that generate traffic.
+ */
+int sl_nf_chain_ready(const struct sl_nf *nf);
+
+/** Asks the NF loop to stop after the current burst. */
+void sl_nf_stop(struct sl_nf *nf);
+
+/** Current time in ns from the TSC (cheap; for NFs' own windows). */
+uint64_t sl_now_ns(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SLUICE_NF_H */

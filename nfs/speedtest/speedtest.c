@@ -1,0 +1,296 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * sluice-speedtest: creates N packets once, sends them along the chain and
+ * counts them each time they come back (the chain must loop back to this
+ * service, e.g. "speedtest,forward,speedtest"). Prints Mpps and cycles per
+ * packet every --report seconds and a JSON summary at the end.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_byteorder.h>
+#include <rte_cycles.h>
+#include <rte_ether.h>
+#include <rte_ip.h>
+#include <rte_mbuf.h>
+#include <rte_udp.h>
+
+#include <sluice/nf.h>
+
+#define MAX_SAMPLES 4096
+
+struct st {
+	uint32_t n_pkts;
+	uint32_t size;
+	uint32_t flows;
+	double duration_s;
+	double report_s;
+	int latency;
+	int injected;
+	uint64_t count;       /* packets received back */
+	uint64_t t_start;     /* TSC when the packets were sent */
+	uint64_t last_tsc;
+	uint64_t last_count;
+	uint64_t hz;
+	double samples[MAX_SAMPLES]; /* Mpps per report interval */
+	uint32_t n_samples;
+	uint64_t lat_sum, lat_n, lat_min, lat_max; /* TSC cycles */
+	struct rte_mbuf *pkts[1 << 16];
+};
+
+static struct st g;
+
+/* Latency stamp lives after the UDP header. */
+#define STAMP_OFF                                                              \
+	(sizeof(struct rte_ether_hdr) + sizeof(struct rte_ipv4_hdr) +          \
+	 sizeof(struct rte_udp_hdr))
+
+static int
+build(struct sl_nf *nf)
+{
+	struct rte_mempool *mp = sl_nf_pktmbuf_pool(nf);
+
+	for (uint32_t i = 0; i < g.n_pkts; i++) {
+		struct rte_mbuf *m = rte_pktmbuf_alloc(mp);
+		struct rte_ether_hdr *eth;
+		struct rte_ipv4_hdr *ip;
+		struct rte_udp_hdr *udp;
+		uint32_t flow = i % g.flows;
+
+		if (m == NULL) {
+			fprintf(stderr,
+				"sluice-speedtest: the packet pool ran out "
+				"after %u packets; lower --packets\n",
+				i);
+			return ENOMEM;
+		}
+		eth = (struct rte_ether_hdr *)rte_pktmbuf_append(m, g.size);
+		memset(eth, 0, g.size);
+		eth->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4);
+		eth->src_addr.addr_bytes[0] = 0x02;
+		eth->dst_addr.addr_bytes[0] = 0x02;
+		eth->dst_addr.addr_bytes[5] = 0x01;
+		ip = (struct rte_ipv4_hdr *)(eth + 1);
+		ip->version_ihl = RTE_IPV4_VHL_DEF;
+		ip->total_length = rte_cpu_to_be_16(
+			(uint16_t)(g.size - sizeof(*eth)));
+		ip->time_to_live = 64;
+		ip->next_proto_id = IPPROTO_UDP;
+		ip->src_addr = rte_cpu_to_be_32(0x0a000000u | flow);
+		ip->dst_addr = rte_cpu_to_be_32(0xc0a80001u);
+		ip->hdr_checksum = rte_ipv4_cksum(ip);
+		udp = (struct rte_udp_hdr *)(ip + 1);
+		udp->src_port = rte_cpu_to_be_16((uint16_t)(1024 + flow % 60000));
+		udp->dst_port = rte_cpu_to_be_16(9);
+		udp->dgram_len = rte_cpu_to_be_16(
+			(uint16_t)(g.size - sizeof(*eth) - sizeof(*ip)));
+		sl_pkt_set_verdict(m, SL_NEXT);
+		g.pkts[i] = m;
+	}
+	return 0;
+}
+
+static int
+st_init(struct sl_nf *nf, int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{"packets", required_argument, NULL, 'n'},
+		{"size", required_argument, NULL, 's'},
+		{"flows", required_argument, NULL, 'f'},
+		{"duration", required_argument, NULL, 'd'},
+		{"report", required_argument, NULL, 'r'},
+		{"latency", no_argument, NULL, 'l'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	char *end;
+	int c;
+
+	g.n_pkts = 128;
+	g.size = 64;
+	g.flows = 1;
+	g.report_s = 1.0;
+	g.hz = rte_get_tsc_hz();
+	g.lat_min = UINT64_MAX;
+	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		unsigned long v = 0;
+
+		if (c == 'n' || c == 's' || c == 'f') {
+			v = strtoul(optarg, &end, 10);
+			if (*end != '\0' || v == 0) {
+				fprintf(stderr,
+					"sluice-speedtest: '%s' is not a "
+					"positive number\n",
+					optarg);
+				return EINVAL;
+			}
+		}
+		switch (c) {
+		case 'n':
+			if (v > RTE_DIM(g.pkts)) {
+				fprintf(stderr,
+					"sluice-speedtest: --packets is at "
+					"most %zu\n",
+					RTE_DIM(g.pkts));
+				return EINVAL;
+			}
+			g.n_pkts = (uint32_t)v;
+			break;
+		case 's':
+			if (v < 64 || v > 1518) {
+				fprintf(stderr,
+					"sluice-speedtest: --size must be "
+					"64..1518 bytes\n");
+				return EINVAL;
+			}
+			g.size = (uint32_t)v;
+			break;
+		case 'f':
+			g.flows = (uint32_t)v;
+			break;
+		case 'd':
+			g.duration_s = strtod(optarg, &end);
+			if (*end != '\0' || g.duration_s < 0) {
+				fprintf(stderr,
+					"sluice-speedtest: --duration '%s' is "
+					"not a number of seconds\n",
+					optarg);
+				return EINVAL;
+			}
+			break;
+		case 'r':
+			g.report_s = strtod(optarg, &end);
+			if (*end != '\0' || g.report_s <= 0) {
+				fprintf(stderr,
+					"sluice-speedtest: --report '%s' is "
+					"not a positive number of seconds\n",
+					optarg);
+				return EINVAL;
+			}
+			break;
+		case 'l':
+			g.latency = 1;
+			break;
+		case 'h':
+			fprintf(stderr,
+				"sluice-speedtest options: [--packets N (128)] "
+				"[--size B (64)] [--flows N (1)] [--duration S "
+				"(0: until stopped)] [--report S (1)] "
+				"[--latency]\n");
+			exit(0);
+		default:
+			fprintf(stderr, "sluice-speedtest: unknown option\n");
+			return EINVAL;
+		}
+	}
+	return build(nf);
+}
+
+static void
+st_burst(struct sl_nf *nf, struct rte_mbuf **pkts, uint16_t n)
+{
+	(void)nf;
+	g.count += n;
+	if (g.latency) {
+		uint64_t now = rte_rdtsc();
+
+		for (uint16_t i = 0; i < n; i++) {
+			uint64_t *stamp = rte_pktmbuf_mtod_offset(
+				pkts[i], uint64_t *, STAMP_OFF);
+			uint64_t d = now - *stamp;
+
+			g.lat_sum += d;
+			g.lat_n++;
+			g.lat_min = RTE_MIN(g.lat_min, d);
+			g.lat_max = RTE_MAX(g.lat_max, d);
+			*stamp = now;
+		}
+	}
+	/* verdicts stay NEXT: round the loop again */
+}
+
+static void
+st_tick(struct sl_nf *nf, uint64_t now_ns)
+{
+	uint64_t now = rte_rdtsc();
+
+	(void)now_ns;
+	if (!g.injected) {
+		if (!sl_nf_chain_ready(nf))
+			return;
+		g.injected = 1;
+		g.t_start = g.last_tsc = now;
+		if (g.latency)
+			for (uint32_t i = 0; i < g.n_pkts; i++)
+				*rte_pktmbuf_mtod_offset(g.pkts[i], uint64_t *,
+							 STAMP_OFF) = now;
+		for (uint32_t i = 0; i < g.n_pkts; i += 32)
+			sl_nf_send(nf, &g.pkts[i],
+				   (uint16_t)RTE_MIN(32u, g.n_pkts - i));
+		fprintf(stderr,
+			"sluice-speedtest: sent %u packets of %u bytes over "
+			"%u flow(s)\n",
+			g.n_pkts, g.size, g.flows);
+		return;
+	}
+	if ((double)(now - g.last_tsc) / (double)g.hz >= g.report_s) {
+		double secs = (double)(now - g.last_tsc) / (double)g.hz;
+		double mpps = (double)(g.count - g.last_count) / secs / 1e6;
+
+		if (g.n_samples < MAX_SAMPLES)
+			g.samples[g.n_samples++] = mpps;
+		fprintf(stderr, "sluice-speedtest: %.2f Mpps\n", mpps);
+		g.last_tsc = now;
+		g.last_count = g.count;
+	}
+	if (g.duration_s > 0 &&
+	    (double)(now - g.t_start) / (double)g.hz >= g.duration_s)
+		sl_nf_stop(nf);
+}
+
+static void
+st_fini(struct sl_nf *nf)
+{
+	double secs = g.injected ? (double)(rte_rdtsc() - g.t_start) /
+					   (double)g.hz
+				 : 0;
+
+	(void)nf;
+	printf("{\"packets\": %u, \"size\": %u, \"flows\": %u, "
+	       "\"seconds\": %.3f, \"received\": %" PRIu64
+	       ", \"mpps\": %.4f, \"samples_mpps\": [",
+	       g.n_pkts, g.size, g.flows, secs, g.count,
+	       secs > 0 ? (double)g.count / secs / 1e6 : 0.0);
+	for (uint32_t i = 0; i < g.n_samples; i++)
+		printf("%s%.4f", i ? ", " : "", g.samples[i]);
+	printf("], \"tsc_hz\": %" PRIu64, g.hz);
+	if (g.latency && g.lat_n > 0)
+		printf(", \"latency_ns\": {\"min\": %.0f, \"avg\": %.0f, "
+		       "\"max\": %.0f}",
+		       (double)g.lat_min * 1e9 / (double)g.hz,
+		       (double)g.lat_sum / (double)g.lat_n * 1e9 / (double)g.hz,
+		       (double)g.lat_max * 1e9 / (double)g.hz);
+	printf("}\n");
+	fflush(stdout);
+}
+
+static const struct sl_nf_ops st_ops = {
+	.name = "speedtest",
+	.service = "speedtest",
+	.access = SL_ACCESS_READ,
+	.init = st_init,
+	.process = st_burst,
+	.tick = st_tick,
+	.tick_ms = 50,
+	.fini = st_fini,
+};
+
+int
+main(int argc, char **argv)
+{
+	return sl_nf_main(&st_ops, argc, argv);
+}

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Installs everything Sluice needs on a fresh Debian 12 machine, idempotently:
+# system packages, the Python virtualenv (.venv) and hugepages.
+# Usage: scripts/setup.sh            (run as root)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PKGS=(
+    libdpdk-dev dpdk-dev meson ninja-build pkg-config gcc
+    libcmocka-dev libjansson-dev libyaml-dev libpcap-dev libnuma-dev
+    python3-venv python3-dev iproute2
+)
+
+if [ "$(id -u)" -ne 0 ]; then
+    echo "scripts/setup.sh: must run as root (it installs packages and reserves hugepages); try: sudo $0" >&2
+    exit 1
+fi
+
+missing=()
+for p in "${APT_PKGS[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "setup: installing ${missing[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+    echo "setup: creating .venv with $($PY --version)"
+    "$PY" -m venv .venv
+fi
+# Reinstall the package when pyproject.toml changed since the last install.
+if [ ! -f .venv/.stamp ] || [ pyproject.toml -nt .venv/.stamp ]; then
+    echo "setup: installing the sluice Python package and its dependencies"
+    .venv/bin/pip install -q --upgrade pip
+    .venv/bin/pip install -q -e '.[dev]'
+    touch .venv/.stamp
+fi
+
+scripts/hugepages.sh

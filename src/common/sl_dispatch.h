@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Next-hop resolution and hand-off, shared by libsluice (an NF handing its
+ * burst on) and sluiced's I/O threads (ingress from ports, NF tx rings).
+ *
+ * For each packet: verdict (+ the chain's default edge for NEXT) -> hop ->
+ * instance (load balancer) or port -> enqueue. Consecutive packets with the
+ * same destination are enqueued as one burst, so per-flow order is kept.
+ * A full destination ring never drops a whole batch: what fits goes, the
+ * rest stays pending in the context (backpressure) and is retried until
+ * shm->backpressure_cycles have passed, then dropped as ring_full. A context
+ * with pending packets must not take new ones (sl_dispatch_pending() != 0).
+ */
+#ifndef SL_DISPATCH_H
+#define SL_DISPATCH_H
+
+#include <stdint.h>
+
+#include <rte_mbuf.h>
+
+#include "sl_shared.h"
+
+#define SL_BURST_MAX 64
+
+struct sl_dispatch;
+
+/*
+ * Sends a run of packets to port `port`. Returns how many it took (it owns
+ * those: sent, buffered or dropped-and-counted); the rest stay with the
+ * caller, which keeps them pending.
+ */
+typedef uint16_t (*sl_port_out_fn)(struct sl_dispatch *d, uint16_t port,
+				   struct rte_mbuf **pkts, uint16_t n);
+
+struct sl_dispatch {
+	struct sl_shm *shm;
+	int meta_off;
+	/* Owner tag of packets this context holds: instance + 1, or 0. */
+	uint16_t self_owner;
+	/* Counters charged: handed-on packets and drops by reason. */
+	struct sl_ctx_stats *fwd;
+	uint64_t *drops;
+	sl_port_out_fn port_out;
+	void *port_arg;
+	uint32_t *rr; /* [max_services] round-robin counters (local memory) */
+	/* Hand every packet to port_out unresolved: an NF in "mgr" hand-off
+	 * mode, where sluiced's I/O thread resolves next hops. */
+	uint8_t all_out;
+	/* How long pending packets wait before being dropped as ring_full
+	 * (TSC cycles; UINT64_MAX: wait for ever, used at ingress). */
+	uint64_t bp_cycles;
+
+	uint16_t n_pending;
+	uint64_t pending_since; /* TSC when the oldest pending packet waited */
+	struct rte_mbuf *pending[SL_BURST_MAX];
+};
+
+/* Prepares a context; rr is allocated here (free with _fini). 0 or -errno */
+int sl_dispatch_init(struct sl_dispatch *d, struct sl_shm *shm,
+		     uint16_t self_owner, struct sl_ctx_stats *fwd,
+		     uint64_t *drops, sl_port_out_fn port_out, void *port_arg);
+void sl_dispatch_fini(struct sl_dispatch *d);
+
+/*
+ * Resolves and hands on pkts[0..n), n <= SL_BURST_MAX, which must have no
+ * pending packets before the call. Each packet's meta holds its verdict and
+ * its current graph node (meta->service, SL_SERVICE_NONE at ingress).
+ * Returns the number of packets left pending.
+ */
+uint16_t sl_dispatch(struct sl_dispatch *d, struct rte_mbuf **pkts,
+		     uint16_t n);
+
+/*
+ * Retries pending packets; drops them as ring_full once they have waited
+ * longer than the backpressure bound (now is the TSC). Returns the number
+ * still pending.
+ */
+uint16_t sl_dispatch_retry(struct sl_dispatch *d, uint64_t now);
+
+/* Drops every pending packet with the given reason (used at shutdown). */
+void sl_dispatch_drop_pending(struct sl_dispatch *d, enum sl_drop_reason r);
+
+static inline uint16_t
+sl_dispatch_pending(const struct sl_dispatch *d)
+{
+	return d->n_pending;
+}
+
+/*
+ * Frees packets counted under a drop reason. Clears each packet's owner
+ * first so a freed mbuf never looks held by an NF.
+ */
+void sl_drop_pkts(struct sl_shm *shm, uint64_t *drops, enum sl_drop_reason r,
+		  struct rte_mbuf **pkts, uint16_t n);
+
+/*
+ * Picks the instance of service s for a packet with flow hash h, or
+ * SL_INSTANCE_NONE if the service has no live instance. rr is the caller's
+ * round-robin counter for s.
+ */
+static inline uint16_t
+sl_lb_pick(const struct sl_shm *shm, uint16_t s, uint32_t h, uint32_t *rr)
+{
+	const struct sl_service *svc = &shm->services[s];
+	uint16_t n = __atomic_load_n(&svc->n_live, __ATOMIC_ACQUIRE);
+	uint16_t inst;
+
+	if (n == 0)
+		return SL_INSTANCE_NONE;
+	if (n == 1)
+		return svc->live[0];
+	if (__atomic_load_n(&svc->lb_mode, __ATOMIC_RELAXED) == SL_LB_RR)
+		return svc->live[(*rr)++ % n];
+	inst = __atomic_load_n(&svc->bucket[h & (SL_LB_BUCKETS - 1)],
+			       __ATOMIC_RELAXED);
+	/* A bucket may briefly name an instance that is leaving: fall back
+	 * to a stable choice among the live ones until it is rebalanced. */
+	if (inst >= shm->max_nfs ||
+	    __atomic_load_n(&shm->nfs[inst].state, __ATOMIC_RELAXED) !=
+		    SL_NF_RUNNING)
+		inst = svc->live[h % n];
+	return inst;
+}
+
+#endif /* SL_DISPATCH_H */

@@ -1,0 +1,361 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * sluiced's I/O thread(s). With one I/O lcore, one thread does RX (ports
+ * -> first hop) and TX (NF tx rings -> next hop or port). With two, thread
+ * 0 does RX and thread 1 TX; RX hands port-bound packets to TX through a
+ * ring, so only the TX thread ever writes a port's TX queue.
+ */
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_cycles.h>
+#include <rte_ethdev.h>
+#include <rte_lcore.h>
+#include <rte_malloc.h>
+#include <rte_ring.h>
+
+#include "sl_futex.h"
+#include "sluice/pkt.h"
+#include "sluiced.h"
+
+#define TXBUF_CAP (2 * SL_BURST_MAX)
+#define SLEEP_PORTS_NS 200000ull   /* ports cannot wake us: poll them */
+#define SLEEP_NOPORTS_NS 20000000ull
+
+struct io_txbuf {
+	uint16_t n;
+	struct rte_mbuf *pkts[TXBUF_CAP];
+};
+
+struct io_ctx {
+	unsigned int idx;
+	int do_rx;
+	int do_tx;
+	struct sl_shm *shm;
+	uint64_t tx_retry_cycles;
+	struct sl_dispatch ingress[SL_MAX_PORTS];
+	struct sl_dispatch *from_nf; /* [max_nfs]: NF tx rings */
+	struct sl_dispatch from_rx;  /* split mode: the RX->TX ring */
+	struct io_txbuf txbuf[SL_MAX_PORTS];
+};
+
+/* Split mode only: RX -> TX hand-off of port-bound packets. */
+static struct rte_ring *g_rx2tx;
+
+static void
+txbuf_flush(struct io_ctx *c, uint16_t port)
+{
+	struct io_txbuf *b = &c->txbuf[port];
+	struct sl_ctx_stats *ps = &c->shm->port_stats[c->idx][port];
+	uint64_t deadline = 0;
+	uint16_t sent = 0;
+
+	while (sent < b->n) {
+		sent += rte_eth_tx_burst(port, 0, b->pkts + sent,
+					 (uint16_t)(b->n - sent));
+		if (sent == b->n)
+			break;
+		if (deadline == 0)
+			deadline = rte_rdtsc() + c->tx_retry_cycles;
+		else if (rte_rdtsc() > deadline)
+			break;
+	}
+	for (uint16_t i = 0; i < sent; i++)
+		ps->tx_bytes += rte_pktmbuf_pkt_len(b->pkts[i]);
+	ps->tx_pkts += sent;
+	if (sent < b->n)
+		sl_drop_pkts(c->shm, ps->drop, SL_DROP_TX_FULL, b->pkts + sent,
+			     (uint16_t)(b->n - sent));
+	b->n = 0;
+}
+
+/* TX thread: buffer for the port; always takes everything. */
+static uint16_t
+io_port_out(struct sl_dispatch *d, uint16_t port, struct rte_mbuf **pkts,
+	    uint16_t n)
+{
+	struct io_ctx *c = d->port_arg;
+	struct io_txbuf *b = &c->txbuf[port];
+
+	if (b->n + n > TXBUF_CAP)
+		txbuf_flush(c, port);
+	memcpy(b->pkts + b->n, pkts, n * sizeof(*pkts));
+	b->n = (uint16_t)(b->n + n);
+	if (b->n >= c->shm->burst)
+		txbuf_flush(c, port);
+	return n;
+}
+
+/* RX thread in split mode: hand port-bound packets to the TX thread. */
+static uint16_t
+io_port_out_split(struct sl_dispatch *d, uint16_t port,
+		  struct rte_mbuf **pkts, uint16_t n)
+{
+	struct sl_shm *shm = d->shm;
+	unsigned int k;
+
+	(void)port;
+	k = rte_ring_sp_enqueue_burst(g_rx2tx, (void **)pkts, n, NULL);
+	if (k > 0) {
+		rte_atomic_thread_fence(__ATOMIC_SEQ_CST);
+		if (__atomic_load_n(&shm->io_sleeping[1], __ATOMIC_RELAXED))
+			sl_futex_wake(&shm->io_wake[1]);
+	}
+	return (uint16_t)k;
+}
+
+static void
+ingress_meta(const struct io_ctx *c, struct rte_mbuf *m, uint16_t port)
+{
+	struct sl_pkt_meta *meta = sl_meta(m, c->shm->dynfield_offset);
+	struct sl_5tuple t;
+
+	meta->verdict = SL_NEXT;
+	meta->service = SL_SERVICE_NONE;
+	meta->owner = 0;
+	meta->in_port = port;
+	meta->flags = 0;
+	if (m->ol_flags & RTE_MBUF_F_RX_RSS_HASH)
+		meta->flow_hash = m->hash.rss; /* symmetric key: see ports.c */
+	else if (sl_pkt_5tuple(m, &t) == 0)
+		meta->flow_hash = sl_5tuple_hash(&t);
+	else
+		meta->flow_hash = 0;
+}
+
+static unsigned int
+do_rx(struct io_ctx *c, uint64_t now)
+{
+	struct sl_shm *shm = c->shm;
+	struct rte_mbuf *pkts[SL_BURST_MAX];
+	unsigned int work = 0;
+
+	if (!__atomic_load_n(&shm->rx_enabled, __ATOMIC_ACQUIRE))
+		return 0;
+	for (uint16_t p = 0; p < SL_MAX_PORTS; p++) {
+		struct sl_ctx_stats *ps = &shm->port_stats[c->idx][p];
+		uint64_t bytes = 0;
+		uint16_t n;
+
+		if (!shm->ports[p].used ||
+		    !__atomic_load_n(&shm->ports[p].started, __ATOMIC_ACQUIRE))
+			continue;
+		if (sl_dispatch_pending(&c->ingress[p])) {
+			/* Backpressure at ingress: do not read the port
+			 * until the first hop has room. */
+			if (sl_dispatch_retry(&c->ingress[p], now) != 0) {
+				ps->stalls++;
+				continue;
+			}
+			work++;
+		}
+		n = rte_eth_rx_burst(p, 0, pkts, (uint16_t)shm->burst);
+		if (n == 0)
+			continue;
+		work += n;
+		for (uint16_t i = 0; i < n; i++) {
+			ingress_meta(c, pkts[i], p);
+			bytes += rte_pktmbuf_pkt_len(pkts[i]);
+		}
+		ps->rx_pkts += n;
+		ps->rx_bytes += bytes;
+		sl_dispatch(&c->ingress[p], pkts, n);
+	}
+	return work;
+}
+
+static unsigned int
+drain_ring(struct io_ctx *c, struct sl_dispatch *d, struct rte_ring *r,
+	   struct sl_ctx_stats *st, uint64_t now)
+{
+	struct rte_mbuf *pkts[SL_BURST_MAX];
+	unsigned int n;
+
+	if (sl_dispatch_pending(d) && sl_dispatch_retry(d, now) != 0) {
+		st->stalls++;
+		return 0;
+	}
+	n = rte_ring_sc_dequeue_burst(r, (void **)pkts, c->shm->burst, NULL);
+	if (n == 0)
+		return 0;
+	st->rx_pkts += n;
+	sl_dispatch(d, pkts, (uint16_t)n);
+	return n;
+}
+
+static unsigned int
+do_tx(struct io_ctx *c, uint64_t now)
+{
+	struct sl_shm *shm = c->shm;
+	uint16_t hwm = __atomic_load_n(&shm->nf_hwm, __ATOMIC_ACQUIRE);
+	unsigned int work = 0;
+
+	for (uint16_t i = 0; i < hwm; i++) {
+		struct sl_nf_slot *s = &shm->nfs[i];
+
+		/* A freed slot may still have packets pending here. */
+		if ((__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) ==
+			     SL_NF_FREE &&
+		     !sl_dispatch_pending(&c->from_nf[i])) ||
+		    s->tx == NULL)
+			continue;
+		work += drain_ring(c, &c->from_nf[i], s->tx, &s->mgr, now);
+	}
+	if (g_rx2tx != NULL)
+		work += drain_ring(c, &c->from_rx, g_rx2tx, &shm->io[c->idx],
+				   now);
+	for (uint16_t p = 0; p < SL_MAX_PORTS; p++)
+		if (c->txbuf[p].n > 0)
+			txbuf_flush(c, p);
+	return work;
+}
+
+/* Something queued for us that a sleeping thread would miss? */
+static int
+has_input(const struct io_ctx *c)
+{
+	const struct sl_shm *shm = c->shm;
+	uint16_t hwm = __atomic_load_n(&shm->nf_hwm, __ATOMIC_ACQUIRE);
+
+	if (c->do_tx) {
+		for (uint16_t i = 0; i < hwm; i++)
+			if (shm->nfs[i].state != SL_NF_FREE &&
+			    shm->nfs[i].tx != NULL &&
+			    rte_ring_count(shm->nfs[i].tx) > 0)
+				return 1;
+		if (g_rx2tx != NULL && rte_ring_count(g_rx2tx) > 0)
+			return 1;
+	}
+	return 0;
+}
+
+static void
+io_idle(struct io_ctx *c, uint64_t now, uint64_t *idle_since)
+{
+	struct sl_shm *shm = c->shm;
+	uint32_t w;
+
+	if (g_mgr.o.mode == SL_MODE_POLL) {
+		rte_pause();
+		return;
+	}
+	if (*idle_since == 0)
+		*idle_since = now;
+	if (now - *idle_since < shm->idle_sleep_cycles) {
+		sched_yield();
+		return;
+	}
+	w = __atomic_load_n(&shm->io_wake[c->idx], __ATOMIC_ACQUIRE);
+	__atomic_store_n(&shm->io_sleeping[c->idx], 1, __ATOMIC_RELAXED);
+	rte_atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (!has_input(c) && !__atomic_load_n(&shm->shutdown, __ATOMIC_ACQUIRE)) {
+		shm->io[c->idx].sleeps++;
+		sl_futex_wait(&shm->io_wake[c->idx], w,
+			      c->do_rx && shm->n_ports > 0 &&
+					      shm->rx_enabled
+				      ? SLEEP_PORTS_NS
+				      : SLEEP_NOPORTS_NS);
+	}
+	__atomic_store_n(&shm->io_sleeping[c->idx], 0, __ATOMIC_RELAXED);
+}
+
+static int
+io_ctx_init(struct io_ctx *c, unsigned int idx)
+{
+	struct sl_shm *shm = g_mgr.shm;
+	sl_port_out_fn out;
+
+	memset(c, 0, sizeof(*c));
+	c->idx = idx;
+	c->shm = shm;
+	c->do_rx = idx == 0;
+	c->do_tx = idx == shm->n_io - 1;
+	c->tx_retry_cycles = shm->tsc_hz / 1000000 * g_mgr.o.tx_retry_us;
+	out = c->do_tx ? io_port_out : io_port_out_split;
+	for (uint16_t p = 0; p < SL_MAX_PORTS; p++) {
+		if (sl_dispatch_init(&c->ingress[p], shm, 0, &shm->io[idx],
+				     shm->port_stats[idx][p].drop, out, c))
+			return -1;
+		/* Never drop at ingress for waiting: stop reading instead. */
+		c->ingress[p].bp_cycles = UINT64_MAX;
+	}
+	c->from_nf = calloc(shm->max_nfs, sizeof(*c->from_nf));
+	if (c->from_nf == NULL)
+		return -1;
+	for (uint16_t i = 0; i < shm->max_nfs; i++)
+		if (sl_dispatch_init(&c->from_nf[i], shm, 0, &shm->nfs[i].mgr,
+				     shm->nfs[i].mgr.drop, io_port_out, c))
+			return -1;
+	if (sl_dispatch_init(&c->from_rx, shm, 0, &shm->io[idx],
+			     shm->io[idx].drop, io_port_out, c))
+		return -1;
+	return 0;
+}
+
+static void
+io_ctx_fini(struct io_ctx *c)
+{
+	for (uint16_t p = 0; p < SL_MAX_PORTS; p++) {
+		sl_dispatch_drop_pending(&c->ingress[p], SL_DROP_NF_LOST);
+		sl_dispatch_fini(&c->ingress[p]);
+		if (c->txbuf[p].n > 0)
+			txbuf_flush(c, p);
+	}
+	for (uint16_t i = 0; c->from_nf != NULL && i < c->shm->max_nfs; i++) {
+		sl_dispatch_drop_pending(&c->from_nf[i], SL_DROP_NF_LOST);
+		sl_dispatch_fini(&c->from_nf[i]);
+	}
+	free(c->from_nf);
+	sl_dispatch_drop_pending(&c->from_rx, SL_DROP_NF_LOST);
+	sl_dispatch_fini(&c->from_rx);
+}
+
+int
+sl_io_init(struct sl_mgr *m)
+{
+	char name[RTE_RING_NAMESIZE];
+
+	if (m->shm->n_io < 2)
+		return 0;
+	snprintf(name, sizeof(name), "sl_%.16s_rx2tx", m->shm->node);
+	g_rx2tx = rte_ring_create(name, m->shm->ring_size, rte_socket_id(),
+				  RING_F_SP_ENQ | RING_F_SC_DEQ);
+	return g_rx2tx == NULL ? -1 : 0;
+}
+
+int
+sl_io_thread(void *arg)
+{
+	unsigned int idx = (unsigned int)(uintptr_t)arg;
+	struct sl_shm *shm = g_mgr.shm;
+	struct io_ctx *c;
+	uint64_t idle_since = 0;
+
+	c = rte_zmalloc("sl_io_ctx", sizeof(*c), RTE_CACHE_LINE_SIZE);
+	if (c == NULL || io_ctx_init(c, idx) != 0) {
+		sl_log("I/O thread %u: out of memory; stopping", idx);
+		g_mgr.quit = 1;
+		return -1;
+	}
+	while (!__atomic_load_n(&shm->shutdown, __ATOMIC_ACQUIRE)) {
+		uint64_t now = rte_rdtsc();
+		unsigned int work = 0;
+
+		__atomic_store_n(&shm->io_heartbeat[idx],
+				 shm->io_heartbeat[idx] + 1, __ATOMIC_RELEASE);
+		if (c->do_rx)
+			work += do_rx(c, now);
+		if (c->do_tx)
+			work += do_tx(c, now);
+		if (work == 0) {
+			io_idle(c, now, &idle_since);
+		} else {
+			idle_since = 0;
+			shm->io[idx].bursts++;
+		}
+	}
+	io_ctx_fini(c);
+	rte_free(c);
+	return 0;
+}

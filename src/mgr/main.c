@@ -1,0 +1,738 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * sluiced: the Sluice node manager (DPDK primary process).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rte_cycles.h>
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
+#include <rte_malloc.h>
+#include <rte_mbuf.h>
+#include <rte_mbuf_dyn.h>
+#include <rte_memzone.h>
+#include <rte_ring.h>
+
+#include "sl_chain.h"
+#include "sl_futex.h"
+#include "sluiced.h"
+
+#define MAX_EAL_ARGS 128
+
+struct sl_mgr g_mgr;
+
+void
+sl_log(const char *fmt, ...)
+{
+	char buf[1024];
+	struct timespec ts;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	fprintf(stderr, "sluiced[%s] %ld.%03ld: %s\n", g_mgr.o.name,
+		(long)ts.tv_sec, ts.tv_nsec / 1000000, buf);
+}
+
+static void
+on_signal(int sig)
+{
+	(void)sig;
+	g_mgr.quit = 1;
+}
+
+static void
+usage(void)
+{
+	fprintf(stderr,
+		"usage: sluiced [EAL args] -- [options]\n"
+		"  --name NAME            node name: socket, file prefix "
+		"(default sluice)\n"
+		"  --port NAME=DEVICE     a port, e.g. in=net_pcap0,rx_pcap=a.pcap "
+		"(repeat)\n"
+		"  --chain HOPS           default chain, e.g. "
+		"firewall,monitor,port:out\n"
+		"  --mode shared|poll     sluiced's I/O threads yield/sleep when "
+		"idle, or busy poll (shared)\n"
+		"  --handoff direct|mgr   NF->NF: enqueue straight into the next "
+		"NF, or via the I/O thread (direct)\n"
+		"  --socket PATH          control socket "
+		"(/var/run/sluice/NAME.sock)\n"
+		"  --max-nfs N            NF instances (128)\n"
+		"  --max-services N       services (64)\n"
+		"  --ring-size N          NF rx/tx ring entries, power of 2 "
+		"(4096)\n"
+		"  --mbufs N              packet buffers in the pool (65535)\n"
+		"  --mbuf-cache N         per-lcore pool cache (256)\n"
+		"  --burst N              packets per burst, <= %d (32)\n"
+		"  --backpressure-us N    how long a full next hop is waited "
+		"for before dropping (10000)\n"
+		"  --idle-sleep-us N      idle time before a shared-mode thread "
+		"sleeps (1000)\n"
+		"  --tx-retry-us N        how long a full port TX queue is "
+		"retried (1000)\n"
+		"  --rxd N / --txd N      port descriptors per queue (1024)\n",
+		SL_BURST_MAX);
+}
+
+static int
+parse_u32(const char *opt, const char *v, uint32_t min, uint32_t max,
+	  uint32_t *out)
+{
+	char *end;
+	unsigned long x;
+
+	errno = 0;
+	x = strtoul(v, &end, 10);
+	if (errno != 0 || *end != '\0' || v[0] == '\0' || x < min || x > max) {
+		fprintf(stderr,
+			"sluiced: %s '%s' is not a number in %u..%u\n", opt, v,
+			min, max);
+		return -1;
+	}
+	*out = (uint32_t)x;
+	return 0;
+}
+
+static int
+parse_opts(struct sl_mgr_opts *o, int argc, char **argv)
+{
+	enum {
+		O_NAME = 256, O_PORT, O_CHAIN, O_MODE, O_HANDOFF, O_SOCKET,
+		O_MAXNFS, O_MAXSVC, O_RING, O_MBUFS, O_CACHE, O_BURST, O_BP,
+		O_IDLE, O_TXRETRY, O_RXD, O_TXD, O_HELP
+	};
+	static const struct option lo[] = {
+		{"name", required_argument, NULL, O_NAME},
+		{"port", required_argument, NULL, O_PORT},
+		{"chain", required_argument, NULL, O_CHAIN},
+		{"mode", required_argument, NULL, O_MODE},
+		{"handoff", required_argument, NULL, O_HANDOFF},
+		{"socket", required_argument, NULL, O_SOCKET},
+		{"max-nfs", required_argument, NULL, O_MAXNFS},
+		{"max-services", required_argument, NULL, O_MAXSVC},
+		{"ring-size", required_argument, NULL, O_RING},
+		{"mbufs", required_argument, NULL, O_MBUFS},
+		{"mbuf-cache", required_argument, NULL, O_CACHE},
+		{"burst", required_argument, NULL, O_BURST},
+		{"backpressure-us", required_argument, NULL, O_BP},
+		{"idle-sleep-us", required_argument, NULL, O_IDLE},
+		{"tx-retry-us", required_argument, NULL, O_TXRETRY},
+		{"rxd", required_argument, NULL, O_RXD},
+		{"txd", required_argument, NULL, O_TXD},
+		{"help", no_argument, NULL, O_HELP},
+		{NULL, 0, NULL, 0},
+	};
+	uint32_t v;
+	int c;
+
+	snprintf(o->name, sizeof(o->name), "sluice");
+	o->mode = SL_MODE_SHARED;
+	o->max_nfs = 128;
+	o->max_services = 64;
+	o->ring_size = 4096;
+	o->mbufs = 65535;
+	o->mbuf_cache = 256;
+	o->burst = 32;
+	o->backpressure_us = 10000;
+	o->idle_sleep_us = 1000;
+	o->tx_retry_us = 1000;
+	o->rxd = 1024;
+	o->txd = 1024;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		switch (c) {
+		case O_NAME:
+			if (!sl_name_valid(optarg) ||
+			    strlen(optarg) > SL_NODE_NAME_MAX) {
+				fprintf(stderr,
+					"sluiced: --name '%s' is not valid: "
+					"1-%d characters of A-Z a-z 0-9 _ - .\n",
+					optarg, SL_NODE_NAME_MAX);
+				return -1;
+			}
+			snprintf(o->name, sizeof(o->name), "%s", optarg);
+			break;
+		case O_PORT: {
+			char *eq = strchr(optarg, '=');
+			struct sl_port_opt *p;
+
+			if (o->n_ports == SL_MAX_PORTS) {
+				fprintf(stderr, "sluiced: more than %d ports\n",
+					SL_MAX_PORTS);
+				return -1;
+			}
+			if (eq == NULL || eq == optarg || eq[1] == '\0') {
+				fprintf(stderr,
+					"sluiced: --port '%s' must be "
+					"NAME=DEVICE, e.g. "
+					"out=net_null0,no-rx=1\n",
+					optarg);
+				return -1;
+			}
+			p = &o->ports[o->n_ports];
+			*eq = '\0';
+			if (!sl_name_valid(optarg)) {
+				fprintf(stderr,
+					"sluiced: port name '%s' is not valid\n",
+					optarg);
+				return -1;
+			}
+			for (uint16_t i = 0; i < o->n_ports; i++)
+				if (strcmp(o->ports[i].name, optarg) == 0) {
+					fprintf(stderr,
+						"sluiced: port name '%s' is "
+						"given twice\n",
+						optarg);
+					return -1;
+				}
+			snprintf(p->name, sizeof(p->name), "%s", optarg);
+			snprintf(p->device, sizeof(p->device), "%s", eq + 1);
+			o->n_ports++;
+			break;
+		}
+		case O_CHAIN:
+			o->chain = optarg;
+			break;
+		case O_MODE:
+			if (strcmp(optarg, "shared") == 0) {
+				o->mode = SL_MODE_SHARED;
+			} else if (strcmp(optarg, "poll") == 0) {
+				o->mode = SL_MODE_POLL;
+			} else {
+				fprintf(stderr,
+					"sluiced: --mode '%s': use shared or "
+					"poll\n",
+					optarg);
+				return -1;
+			}
+			break;
+		case O_HANDOFF:
+			if (strcmp(optarg, "direct") == 0) {
+				o->handoff = 0;
+			} else if (strcmp(optarg, "mgr") == 0) {
+				o->handoff = 1;
+			} else {
+				fprintf(stderr,
+					"sluiced: --handoff '%s': use direct or "
+					"mgr\n",
+					optarg);
+				return -1;
+			}
+			break;
+		case O_SOCKET:
+			if (strlen(optarg) >= sizeof(o->socket_path)) {
+				fprintf(stderr,
+					"sluiced: --socket path is longer than "
+					"%zu characters\n",
+					sizeof(o->socket_path) - 1);
+				return -1;
+			}
+			snprintf(o->socket_path, sizeof(o->socket_path), "%s",
+				 optarg);
+			break;
+		case O_MAXNFS:
+			if (parse_u32("--max-nfs", optarg, 1, 4096, &v))
+				return -1;
+			o->max_nfs = (uint16_t)v;
+			break;
+		case O_MAXSVC:
+			if (parse_u32("--max-services", optarg, 1, 4096, &v))
+				return -1;
+			o->max_services = (uint16_t)v;
+			break;
+		case O_RING:
+			if (parse_u32("--ring-size", optarg, 64, 1u << 20, &v))
+				return -1;
+			if (v & (v - 1)) {
+				fprintf(stderr,
+					"sluiced: --ring-size %u is not a power "
+					"of 2\n",
+					v);
+				return -1;
+			}
+			o->ring_size = v;
+			break;
+		case O_MBUFS:
+			if (parse_u32("--mbufs", optarg, 1024, 1u << 24,
+				      &o->mbufs))
+				return -1;
+			break;
+		case O_CACHE:
+			if (parse_u32("--mbuf-cache", optarg, 0, 512,
+				      &o->mbuf_cache))
+				return -1;
+			break;
+		case O_BURST:
+			if (parse_u32("--burst", optarg, 1, SL_BURST_MAX,
+				      &o->burst))
+				return -1;
+			break;
+		case O_BP:
+			if (parse_u32("--backpressure-us", optarg, 0, 10000000,
+				      &o->backpressure_us))
+				return -1;
+			break;
+		case O_IDLE:
+			if (parse_u32("--idle-sleep-us", optarg, 0, 10000000,
+				      &o->idle_sleep_us))
+				return -1;
+			break;
+		case O_TXRETRY:
+			if (parse_u32("--tx-retry-us", optarg, 0, 10000000,
+				      &o->tx_retry_us))
+				return -1;
+			break;
+		case O_RXD:
+			if (parse_u32("--rxd", optarg, 32, 32768, &v))
+				return -1;
+			o->rxd = (uint16_t)v;
+			break;
+		case O_TXD:
+			if (parse_u32("--txd", optarg, 32, 32768, &v))
+				return -1;
+			o->txd = (uint16_t)v;
+			break;
+		case O_HELP:
+			usage();
+			exit(0);
+		default:
+			fprintf(stderr,
+				"sluiced: unknown option '%s' (EAL options go "
+				"before '--'; see sluiced -- --help)\n",
+				argv[optind - 1]);
+			return -1;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "sluiced: unexpected argument '%s'\n",
+			argv[optind]);
+		return -1;
+	}
+	if (o->socket_path[0] == '\0')
+		snprintf(o->socket_path, sizeof(o->socket_path),
+			 "/var/run/sluice/%s.sock", o->name);
+	return 0;
+}
+
+/* ---- start-up checks: each says what is wrong and what to do ------- */
+
+static int
+meminfo(const char *key, unsigned long *val)
+{
+	char line[256];
+	FILE *f = fopen("/proc/meminfo", "r");
+	size_t klen = strlen(key);
+
+	if (f == NULL)
+		return -1;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (strncmp(line, key, klen) == 0 && line[klen] == ':') {
+			*val = strtoul(line + klen + 1, NULL, 10);
+			fclose(f);
+			return 0;
+		}
+	fclose(f);
+	return -1;
+}
+
+static int
+hugetlbfs_mounted(void)
+{
+	char line[512];
+	FILE *f = fopen("/proc/mounts", "r");
+	int found = 0;
+
+	if (f == NULL)
+		return 0;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (strstr(line, " hugetlbfs ") != NULL)
+			found = 1;
+	fclose(f);
+	return found;
+}
+
+static int
+precheck(const struct sl_mgr_opts *o)
+{
+	unsigned long free_pages = 0, page_kb = 0;
+	unsigned long long need;
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd;
+
+	if (geteuid() != 0) {
+		fprintf(stderr,
+			"sluiced: must run as root: it maps hugepages and owns "
+			"the ports; run it with sudo\n");
+		return -1;
+	}
+	if (!hugetlbfs_mounted()) {
+		fprintf(stderr,
+			"sluiced: hugetlbfs is not mounted: run "
+			"scripts/hugepages.sh (or: mount -t hugetlbfs nodev "
+			"/dev/hugepages)\n");
+		return -1;
+	}
+	if (meminfo("HugePages_Free", &free_pages) != 0 ||
+	    meminfo("Hugepagesize", &page_kb) != 0 || free_pages == 0) {
+		fprintf(stderr,
+			"sluiced: no free hugepages (HugePages_Free is 0): "
+			"reserve some with scripts/hugepages.sh (or: echo 1024 "
+			"> /proc/sys/vm/nr_hugepages), or stop what holds "
+			"them\n");
+		return -1;
+	}
+	/* Packet pool + rings + slack for DPDK's own structures. */
+	need = (unsigned long long)o->mbufs *
+		       (RTE_MBUF_DEFAULT_BUF_SIZE + sizeof(struct rte_mbuf) +
+			64) +
+	       (unsigned long long)o->max_nfs * 2 * o->ring_size * 8 +
+	       (48ull << 20);
+	if ((unsigned long long)free_pages * page_kb * 1024 < need) {
+		fprintf(stderr,
+			"sluiced: %lu free hugepages of %lu kB hold %llu MiB, "
+			"but --mbufs %u and --ring-size %u need about %llu "
+			"MiB: reserve more (scripts/hugepages.sh PAGES) or "
+			"lower --mbufs\n",
+			free_pages, page_kb,
+			(unsigned long long)free_pages * page_kb / 1024,
+			o->mbufs, o->ring_size, need >> 20);
+		return -1;
+	}
+
+	/* The control socket: in use by a live sluiced, or stale. */
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", o->socket_path);
+	fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	if (fd >= 0 &&
+	    connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+		close(fd);
+		fprintf(stderr,
+			"sluiced: control socket %s is in use by a running "
+			"sluiced: stop it, or start this one with another "
+			"--name\n",
+			o->socket_path);
+		return -1;
+	}
+	if (fd >= 0)
+		close(fd);
+	return 0;
+}
+
+/* ---- shared memory ------------------------------------------------- */
+
+static void
+zero_meta(struct rte_mempool *mp, void *arg, void *obj, unsigned int idx)
+{
+	(void)mp;
+	(void)idx;
+	memset(sl_meta(obj, *(int *)arg), 0, sizeof(struct sl_pkt_meta));
+}
+
+static int
+shm_init(struct sl_mgr *m)
+{
+	const struct sl_mgr_opts *o = &m->o;
+	static const struct rte_mbuf_dynfield meta_desc = {
+		.name = SL_DYNFIELD_NAME,
+		.size = sizeof(struct sl_pkt_meta),
+		.align = __alignof__(struct sl_pkt_meta),
+	};
+	char name[RTE_MEMZONE_NAMESIZE];
+	const struct rte_memzone *mz;
+	struct sl_shm *shm;
+	size_t sz_nfs = sizeof(struct sl_nf_slot) * o->max_nfs;
+	size_t sz_svc = sizeof(struct sl_service) * o->max_services;
+	size_t sz_live = sizeof(uint16_t) * o->max_nfs * o->max_services;
+	size_t off_nfs = RTE_ALIGN_CEIL(sizeof(struct sl_shm), 64);
+	size_t off_svc = RTE_ALIGN_CEIL(off_nfs + sz_nfs, 64);
+	size_t off_live = RTE_ALIGN_CEIL(off_svc + sz_svc, 64);
+	int off;
+
+	snprintf(name, sizeof(name), SL_MZ_SHM, o->name);
+	mz = rte_memzone_reserve_aligned(name, off_live + sz_live,
+					 rte_socket_id(), 0, 64);
+	if (mz == NULL) {
+		fprintf(stderr, "sluiced: cannot reserve shared memory: %s\n",
+			rte_strerror(rte_errno));
+		return -1;
+	}
+	shm = mz->addr;
+	memset(shm, 0, off_live + sz_live);
+	m->shm = shm;
+	shm->magic = SL_SHM_MAGIC;
+	shm->version = SL_SHM_VERSION;
+	snprintf(shm->node, sizeof(shm->node), "%s", o->name);
+	shm->mgr_pid = getpid();
+	shm->max_nfs = o->max_nfs;
+	shm->max_services = o->max_services;
+	shm->ring_size = o->ring_size;
+	shm->burst = o->burst;
+	shm->handoff = o->handoff;
+	shm->tsc_hz = rte_get_tsc_hz();
+	shm->backpressure_cycles = shm->tsc_hz / 1000000 * o->backpressure_us;
+	shm->idle_sleep_cycles = shm->tsc_hz / 1000000 * o->idle_sleep_us;
+	shm->nfs = (struct sl_nf_slot *)((char *)shm + off_nfs);
+	shm->services = (struct sl_service *)((char *)shm + off_svc);
+	for (uint16_t s = 0; s < o->max_services; s++)
+		shm->services[s].live =
+			(uint16_t *)((char *)shm + off_live) + s * o->max_nfs;
+
+	off = rte_mbuf_dynfield_register(&meta_desc);
+	if (off < 0) {
+		fprintf(stderr,
+			"sluiced: cannot register mbuf field %s: %s\n",
+			SL_DYNFIELD_NAME, rte_strerror(rte_errno));
+		return -1;
+	}
+	shm->dynfield_offset = off;
+
+	snprintf(name, sizeof(name), "sl_%.16s_pkts", o->name);
+	shm->pktmbuf_pool = rte_pktmbuf_pool_create(
+		name, o->mbufs, o->mbuf_cache, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
+		rte_socket_id());
+	if (shm->pktmbuf_pool == NULL) {
+		fprintf(stderr,
+			"sluiced: cannot create a pool of %u packet buffers: "
+			"%s; lower --mbufs or reserve more hugepages\n",
+			o->mbufs, rte_strerror(rte_errno));
+		return -1;
+	}
+	rte_mempool_obj_iter(shm->pktmbuf_pool, zero_meta, &off);
+
+	snprintf(name, sizeof(name), SL_MZ_MSG_RING, o->name);
+	shm->msg_ring = rte_ring_create(name, 1024, rte_socket_id(),
+					RING_F_SC_DEQ);
+	snprintf(name, sizeof(name), SL_MZ_MSG_POOL, o->name);
+	shm->msg_pool = rte_mempool_create(name, 1023, sizeof(struct sl_msg),
+					   0, 0, NULL, NULL, NULL, NULL,
+					   rte_socket_id(), 0);
+	if (shm->msg_ring == NULL || shm->msg_pool == NULL) {
+		fprintf(stderr, "sluiced: cannot create the message ring: %s\n",
+			rte_strerror(rte_errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- clean-up of DPDK files ---------------------------------------- */
+
+static void
+remove_dpdk_files(const char *prefix)
+{
+	char path[512], line[512];
+	FILE *f = fopen("/proc/mounts", "r");
+	DIR *d;
+	struct dirent *e;
+	size_t plen = strlen(prefix);
+
+	while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
+		char dev[128], dir[256], type[64];
+
+		if (sscanf(line, "%127s %255s %63s", dev, dir, type) != 3 ||
+		    strcmp(type, "hugetlbfs") != 0)
+			continue;
+		d = opendir(dir);
+		while (d != NULL && (e = readdir(d)) != NULL) {
+			if (strncmp(e->d_name, prefix, plen) == 0 &&
+			    strncmp(e->d_name + plen, "map_", 4) == 0) {
+				snprintf(path, sizeof(path), "%s/%s", dir,
+					 e->d_name);
+				unlink(path);
+			}
+		}
+		if (d != NULL)
+			closedir(d);
+	}
+	if (f != NULL)
+		fclose(f);
+	snprintf(path, sizeof(path), "/var/run/dpdk/%s", prefix);
+	d = opendir(path);
+	while (d != NULL && (e = readdir(d)) != NULL) {
+		char p2[1024];
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(p2, sizeof(p2), "%s/%s", path, e->d_name);
+		unlink(p2);
+	}
+	if (d != NULL)
+		closedir(d);
+	rmdir(path);
+}
+
+/* ---- main ------------------------------------------------------------ */
+
+static int
+has_eal_opt(int argc, char **argv, const char *a, const char *b)
+{
+	for (int i = 1; i < argc; i++)
+		if (strncmp(argv[i], a, strlen(a)) == 0 ||
+		    (b != NULL && strncmp(argv[i], b, strlen(b)) == 0))
+			return 1;
+	return 0;
+}
+
+/* "0000:01:00.0" or "01:00.0", optionally followed by ",args". */
+static int
+is_pci_addr(const char *dev)
+{
+	unsigned int a, b, c, d;
+	char tail;
+
+	return sscanf(dev, "%x:%x:%x.%x%c", &a, &b, &c, &d, &tail) >= 4 ||
+	       sscanf(dev, "%x:%x.%x%c", &a, &b, &c, &tail) >= 3;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct sl_mgr *m = &g_mgr;
+	char *eal_argv[MAX_EAL_ARGS];
+	char prefix_arg[64], prefix[48], err[512];
+	int sep = argc, eal_argc = 0, rc = 1, n_io = 0;
+	unsigned int lc;
+
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--") == 0) {
+			sep = i;
+			break;
+		}
+	if (sep + 1 > MAX_EAL_ARGS - 8) {
+		fprintf(stderr, "sluiced: too many EAL arguments\n");
+		return 1;
+	}
+	if (parse_opts(&m->o, sep < argc ? argc - sep : 1,
+		       sep < argc ? argv + sep : argv) != 0)
+		return 1;
+	if (precheck(&m->o) != 0)
+		return 1;
+
+	snprintf(prefix, sizeof(prefix), "sluice_%.16s", m->o.name);
+	eal_argv[eal_argc++] = argv[0];
+	for (int i = 1; i < sep; i++)
+		eal_argv[eal_argc++] = argv[i];
+	if (!has_eal_opt(eal_argc, eal_argv, "--file-prefix", NULL)) {
+		snprintf(prefix_arg, sizeof(prefix_arg), "--file-prefix=%.40s",
+			 prefix);
+		eal_argv[eal_argc++] = prefix_arg;
+	}
+	/* Do not grab the machine's own NICs unless asked to. */
+	if (!has_eal_opt(eal_argc, eal_argv, "-a", "--allow") &&
+	    !has_eal_opt(eal_argc, eal_argv, "-b", "--block") &&
+	    !has_eal_opt(eal_argc, eal_argv, "--no-pci", NULL)) {
+		int pci = 0;
+
+		for (uint16_t i = 0; i < m->o.n_ports; i++)
+			pci |= is_pci_addr(m->o.ports[i].device);
+		if (!pci)
+			eal_argv[eal_argc++] = "--no-pci";
+	}
+	if (!has_eal_opt(eal_argc, eal_argv, "--log-level", NULL))
+		eal_argv[eal_argc++] = "--log-level=lib.eal:warning";
+	eal_argv[eal_argc] = NULL;
+
+	if (rte_eal_init(eal_argc, eal_argv) < 0) {
+		fprintf(stderr,
+			"sluiced: DPDK EAL initialisation failed: %s; check the "
+			"EAL arguments before '--' (and that no other "
+			"sluiced uses --name %s)\n",
+			rte_strerror(rte_errno), m->o.name);
+		return 1;
+	}
+	m->start_tsc = rte_rdtsc();
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGPIPE, SIG_IGN);
+
+	RTE_LCORE_FOREACH_WORKER(lc)
+	{
+		if (n_io < 2)
+			m->io_lcores[n_io++] = lc;
+	}
+	if (n_io == 0) {
+		fprintf(stderr,
+			"sluiced: needs at least 2 lcores (control + I/O): "
+			"pass e.g. -l 0,1 or --lcores=0@(0,1),1@(0,1) before "
+			"'--'\n");
+		goto out_eal;
+	}
+	if (shm_init(m) != 0)
+		goto out_eal;
+	m->shm->n_io = (uint32_t)n_io;
+	if (sl_registry_init(m) != 0)
+		goto out_eal;
+	if (sl_ports_init(m, err, sizeof(err)) != 0) {
+		fprintf(stderr, "sluiced: %s\n", err);
+		goto out_eal;
+	}
+	if (m->o.chain != NULL) {
+		char text[SL_CHAIN_MAX_TEXT], *hops[1024];
+		int n;
+
+		if (strlen(m->o.chain) >= sizeof(text)) {
+			fprintf(stderr, "sluiced: --chain is longer than %zu "
+				"characters\n", sizeof(text) - 1);
+			goto out_ports;
+		}
+		strcpy(text, m->o.chain);
+		n = sl_chain_split(text, hops, 1024, err, sizeof(err));
+		if (n < 0 || sl_chain_apply(m, (const char *const *)hops,
+					    (uint16_t)n, err,
+					    sizeof(err)) != 0) {
+			fprintf(stderr, "sluiced: --chain: %s\n", err);
+			goto out_ports;
+		}
+	}
+	if (sl_control_init(m, err, sizeof(err)) != 0) {
+		fprintf(stderr, "sluiced: %s\n", err);
+		goto out_ports;
+	}
+	if (sl_io_init(m) != 0) {
+		fprintf(stderr, "sluiced: cannot create the RX->TX ring\n");
+		goto out_ports;
+	}
+	for (int i = 0; i < n_io; i++)
+		rte_eal_remote_launch(sl_io_thread, (void *)(uintptr_t)i,
+				      m->io_lcores[i]);
+	sl_log("ready: %u port(s), %d I/O thread(s), %s mode, %s hand-off, "
+	       "socket %s",
+	       m->o.n_ports, n_io,
+	       m->o.mode == SL_MODE_POLL ? "poll" : "shared",
+	       m->o.handoff ? "mgr" : "direct", m->o.socket_path);
+
+	sl_control_run(m); /* until SIGINT/SIGTERM or the shutdown method */
+
+	sl_log("shutting down");
+	sl_stop_all_nfs(m, 2000);
+	__atomic_store_n(&m->shm->shutdown, 1, __ATOMIC_RELEASE);
+	for (int i = 0; i < n_io; i++)
+		sl_futex_wake(&m->shm->io_wake[i]);
+	rte_eal_mp_wait_lcore();
+	sl_qs_drain_all(m);
+	sl_control_close(m);
+	rc = 0;
+out_ports:
+	sl_ports_close(m);
+out_eal:
+	rte_eal_cleanup();
+	remove_dpdk_files(prefix);
+	return rc;
+}

@@ -1,0 +1,207 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Ports: any DPDK ethdev. sluiced probes each --port device itself, so a
+ * wrong device string is reported with the port's name. One RX queue (read
+ * by the RX thread) and one TX queue (written only by the TX thread).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <rte_bus.h>
+#include <rte_dev.h>
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+
+#include "sluiced.h"
+
+/* Symmetric Toeplitz key: both directions of a flow get the same hash. */
+static uint8_t sym_rss_key[40] = {
+	0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a,
+	0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a,
+	0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a,
+	0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a,
+};
+
+static int
+find_or_probe(const char *pname, const char *device, uint16_t *port_id,
+	      char *err, size_t errlen)
+{
+	char devname[128];
+	size_t len = strcspn(device, ",");
+	int rc;
+
+	if (len == 0 || len >= sizeof(devname)) {
+		snprintf(err, errlen,
+			 "port '%s': device '%s' has no driver name; write "
+			 "e.g. net_pcap0,rx_pcap=in.pcap or a PCI address",
+			 pname, device);
+		return -1;
+	}
+	memcpy(devname, device, len);
+	devname[len] = '\0';
+	if (rte_eth_dev_get_port_by_name(devname, port_id) == 0)
+		return 0; /* given in the EAL arguments */
+	rc = rte_dev_probe(device);
+	if (rc < 0) {
+		snprintf(err, errlen,
+			 "port '%s': cannot create device '%s': %s; check the "
+			 "driver name (net_pcap, net_tap, net_af_packet, "
+			 "net_null, net_ring, net_memif, or a PCI address) "
+			 "and its arguments, and that files it names exist",
+			 pname, device, rte_strerror(-rc));
+		return -1;
+	}
+	if (rte_eth_dev_get_port_by_name(devname, port_id) != 0) {
+		snprintf(err, errlen,
+			 "port '%s': device '%s' was created but has no "
+			 "ethdev named '%s'",
+			 pname, device, devname);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+port_setup(struct sl_mgr *m, uint16_t pid, const char *pname, char *err,
+	   size_t errlen)
+{
+	struct rte_eth_conf conf;
+	struct rte_eth_dev_info info;
+	int rc;
+
+	memset(&conf, 0, sizeof(conf));
+	rc = rte_eth_dev_info_get(pid, &info);
+	if (rc != 0) {
+		snprintf(err, errlen, "port '%s': cannot read device info: %s",
+			 pname, rte_strerror(-rc));
+		return -1;
+	}
+	/* Ask only for what the device says it can do. */
+	if (info.flow_type_rss_offloads & (RTE_ETH_RSS_IP | RTE_ETH_RSS_TCP |
+					   RTE_ETH_RSS_UDP)) {
+		conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
+		conf.rx_adv_conf.rss_conf.rss_hf =
+			info.flow_type_rss_offloads &
+			(RTE_ETH_RSS_IP | RTE_ETH_RSS_TCP | RTE_ETH_RSS_UDP);
+		if (info.hash_key_size == sizeof(sym_rss_key)) {
+			conf.rx_adv_conf.rss_conf.rss_key = sym_rss_key;
+			conf.rx_adv_conf.rss_conf.rss_key_len =
+				sizeof(sym_rss_key);
+		}
+	}
+	rc = rte_eth_dev_configure(pid, 1, 1, &conf);
+	if (rc != 0) {
+		snprintf(err, errlen, "port '%s': configure failed: %s", pname,
+			 rte_strerror(-rc));
+		return -1;
+	}
+	rc = rte_eth_rx_queue_setup(pid, 0, m->o.rxd, rte_eth_dev_socket_id(pid),
+				    NULL, m->shm->pktmbuf_pool);
+	if (rc == 0)
+		rc = rte_eth_tx_queue_setup(pid, 0, m->o.txd,
+					    rte_eth_dev_socket_id(pid), NULL);
+	if (rc != 0) {
+		snprintf(err, errlen, "port '%s': queue setup failed: %s",
+			 pname, rte_strerror(-rc));
+		return -1;
+	}
+	rte_eth_promiscuous_enable(pid); /* best effort: not all can */
+	rc = rte_eth_dev_start(pid);
+	if (rc != 0) {
+		snprintf(err, errlen, "port '%s': start failed: %s", pname,
+			 rte_strerror(-rc));
+		return -1;
+	}
+	return 0;
+}
+
+int
+sl_ports_init(struct sl_mgr *m, char *err, size_t errlen)
+{
+	struct sl_shm *shm = m->shm;
+
+	for (uint16_t i = 0; i < m->o.n_ports; i++) {
+		const struct sl_port_opt *po = &m->o.ports[i];
+		struct sl_port *p;
+		uint16_t pid;
+
+		if (find_or_probe(po->name, po->device, &pid, err, errlen))
+			return -1;
+		if (pid >= SL_MAX_PORTS) {
+			snprintf(err, errlen,
+				 "port '%s': ethdev id %u is above the limit "
+				 "of %d ports",
+				 po->name, pid, SL_MAX_PORTS);
+			return -1;
+		}
+		p = &shm->ports[pid];
+		if (p->used) {
+			snprintf(err, errlen,
+				 "port '%s': device '%s' is already port '%s'",
+				 po->name, po->device, p->name);
+			return -1;
+		}
+		snprintf(p->name, sizeof(p->name), "%s", po->name);
+		snprintf(p->device, sizeof(p->device), "%s", po->device);
+		p->n_txq = 1;
+		p->used = 1;
+		shm->n_ports++;
+		if (port_setup(m, pid, po->name, err, errlen) != 0)
+			return -1;
+		__atomic_store_n(&p->started, 1, __ATOMIC_RELEASE);
+	}
+	return 0;
+}
+
+void
+sl_ports_close(struct sl_mgr *m)
+{
+	if (m->shm == NULL)
+		return;
+	for (uint16_t pid = 0; pid < SL_MAX_PORTS; pid++) {
+		struct sl_port *p = &m->shm->ports[pid];
+
+		if (!p->used)
+			continue;
+		if (p->started) {
+			__atomic_store_n(&p->started, 0, __ATOMIC_RELEASE);
+			rte_eth_dev_stop(pid);
+		}
+		rte_eth_dev_close(pid); /* flushes e.g. a pcap being written */
+		p->used = 0;
+	}
+}
+
+int
+sl_port_by_name(const struct sl_mgr *m, const char *name)
+{
+	for (uint16_t pid = 0; pid < SL_MAX_PORTS; pid++)
+		if (m->shm->ports[pid].used &&
+		    strcmp(m->shm->ports[pid].name, name) == 0)
+			return pid;
+	return -ENOENT;
+}
+
+json_t *
+sl_ports_json(const struct sl_mgr *m)
+{
+	json_t *a = json_array();
+
+	for (uint16_t pid = 0; pid < SL_MAX_PORTS; pid++) {
+		const struct sl_port *p = &m->shm->ports[pid];
+		struct rte_eth_link link;
+
+		if (!p->used)
+			continue;
+		memset(&link, 0, sizeof(link));
+		rte_eth_link_get_nowait(pid, &link);
+		json_array_append_new(
+			a, json_pack("{s:i, s:s, s:s, s:b, s:b, s:i, s:i}", "id",
+				     pid, "name", p->name, "device", p->device,
+				     "started", p->started, "link_up",
+				     link.link_status == RTE_ETH_LINK_UP,
+				     "rx_queues", 1, "tx_queues", p->n_txq));
+	}
+	return a;
+}

@@ -1,0 +1,754 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Services and NF instances, from the control thread (the only writer of
+ * the registry tables in shared memory).
+ *
+ * Removing anything that a data-path thread may still be using (an old
+ * chain, a leaving or dead instance's rings) is deferred to a quiescent
+ * point: every running NF and I/O thread has gone round its loop (or is
+ * asleep) since the change was published.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <rte_cycles.h>
+#include <rte_malloc.h>
+#include <rte_mempool.h>
+#include <rte_ring.h>
+
+#include "sl_chain.h"
+#include "sluiced.h"
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+
+static const char *const state_names[] = {"free", "running", "stopping",
+					  "dead"};
+
+const char *
+sl_nf_state_name(uint32_t state)
+{
+	return state < RTE_DIM(state_names) ? state_names[state] : "?";
+}
+
+int
+sl_registry_init(struct sl_mgr *m)
+{
+	m->pidfd = malloc(sizeof(*m->pidfd) * m->o.max_nfs);
+	m->svc_retired = calloc(m->o.max_services, sizeof(*m->svc_retired));
+	if (m->pidfd == NULL || m->svc_retired == NULL) {
+		fprintf(stderr, "sluiced: out of memory\n");
+		return -1;
+	}
+	for (uint16_t i = 0; i < m->o.max_nfs; i++)
+		m->pidfd[i] = -1;
+	return 0;
+}
+
+/* ---- services and load-balancer tables ----------------------------- */
+
+int
+sl_service_get(struct sl_mgr *m, const char *name, int create, char *err,
+	       size_t errlen)
+{
+	struct sl_shm *shm = m->shm;
+	int free_id = -1;
+
+	for (uint16_t s = 0; s < shm->max_services; s++) {
+		struct sl_service *svc = &shm->services[s];
+
+		if (svc->used && strcmp(svc->name, name) == 0)
+			return s;
+		if (!svc->used && free_id < 0)
+			free_id = s;
+	}
+	if (!create)
+		return -ENOENT;
+	if (free_id < 0) {
+		snprintf(err, errlen,
+			 "all %u services are in use: raise --max-services",
+			 shm->max_services);
+		return -ENOSPC;
+	}
+	struct sl_service *svc = &shm->services[free_id];
+
+	snprintf(svc->name, sizeof(svc->name), "%s", name);
+	svc->lb_mode = SL_LB_FLOW;
+	svc->n_live = 0;
+	memset(&m->svc_retired[free_id], 0, sizeof(m->svc_retired[free_id]));
+	__atomic_store_n(&svc->used, 1, __ATOMIC_RELEASE);
+	return free_id;
+}
+
+/*
+ * Flow-sticky buckets with minimal movement: buckets of instances that
+ * left are handed out, and instances above their fair share give buckets
+ * to those below it; every other bucket keeps its instance.
+ */
+static void
+lb_rebuild(struct sl_mgr *m, struct sl_service *svc)
+{
+	uint16_t n = svc->n_live;
+	uint16_t quota[SL_LB_BUCKETS], have[SL_LB_BUCKETS];
+	int pos_of_bucket[SL_LB_BUCKETS];
+
+	if (n == 0)
+		return;
+	if (n > SL_LB_BUCKETS)
+		n = SL_LB_BUCKETS; /* more instances than buckets: rr covers */
+	for (uint16_t k = 0; k < n; k++) {
+		quota[k] = (uint16_t)(SL_LB_BUCKETS / n +
+				      (k < SL_LB_BUCKETS % n ? 1 : 0));
+		have[k] = 0;
+	}
+	/* Which live position owns each bucket (-1: orphan). */
+	for (int b = 0; b < SL_LB_BUCKETS; b++) {
+		pos_of_bucket[b] = -1;
+		for (uint16_t k = 0; k < n; k++)
+			if (svc->bucket[b] == svc->live[k]) {
+				pos_of_bucket[b] = k;
+				break;
+			}
+		if (pos_of_bucket[b] >= 0) {
+			uint16_t k = (uint16_t)pos_of_bucket[b];
+
+			if (have[k] < quota[k])
+				have[k]++;
+			else
+				pos_of_bucket[b] = -1; /* over quota: give */
+		}
+	}
+	for (int b = 0, k = 0; b < SL_LB_BUCKETS; b++) {
+		if (pos_of_bucket[b] >= 0)
+			continue;
+		while (have[k] >= quota[k])
+			k++;
+		have[k]++;
+		__atomic_store_n(&svc->bucket[b], svc->live[k],
+				 __ATOMIC_RELAXED);
+	}
+	(void)m;
+}
+
+static void
+live_add(struct sl_mgr *m, uint16_t s, uint16_t inst)
+{
+	struct sl_service *svc = &m->shm->services[s];
+
+	svc->live[svc->n_live] = inst;
+	__atomic_store_n(&svc->n_live, (uint16_t)(svc->n_live + 1),
+			 __ATOMIC_RELEASE);
+	lb_rebuild(m, svc);
+}
+
+static void
+live_remove(struct sl_mgr *m, uint16_t s, uint16_t inst)
+{
+	struct sl_service *svc = &m->shm->services[s];
+	uint16_t n = svc->n_live;
+
+	for (uint16_t k = 0; k < n; k++) {
+		if (svc->live[k] != inst)
+			continue;
+		svc->live[k] = svc->live[n - 1];
+		__atomic_store_n(&svc->n_live, (uint16_t)(n - 1),
+				 __ATOMIC_RELEASE);
+		lb_rebuild(m, svc);
+		return;
+	}
+}
+
+int
+sl_lb_set(struct sl_mgr *m, uint16_t service, enum sl_lb_mode mode)
+{
+	struct sl_service *svc = &m->shm->services[service];
+
+	__atomic_store_n(&svc->lb_mode, (uint8_t)mode, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* ---- chains ------------------------------------------------------- */
+
+static int
+resolve_service(void *arg, const char *name, char *err, size_t errlen)
+{
+	return sl_service_get(arg, name, 1, err, errlen);
+}
+
+static int
+resolve_port(void *arg, const char *name)
+{
+	return sl_port_by_name(arg, name);
+}
+
+int
+sl_chain_complete(const struct sl_mgr *m)
+{
+	const struct sl_chain *c = m->shm->chain;
+
+	if (c == NULL)
+		return 0;
+	for (uint16_t i = 0; i < c->n_hops; i++)
+		if (sl_verdict_kind(c->hops[i]) == SL_VERDICT_TO &&
+		    m->shm->services[sl_verdict_id(c->hops[i])].n_live == 0)
+			return 0;
+	return 1;
+}
+
+static void
+maybe_enable_rx(struct sl_mgr *m)
+{
+	if (m->shm->rx_enabled || !sl_chain_complete(m))
+		return;
+	__atomic_store_n(&m->shm->rx_enabled, 1, __ATOMIC_RELEASE);
+	sl_log("chain complete: reading ports");
+}
+
+static struct sl_qs_action *qs_new(struct sl_mgr *m, enum sl_qs_kind kind);
+
+int
+sl_chain_apply(struct sl_mgr *m, const char *const *hops, uint16_t n,
+	       char *err, size_t errlen)
+{
+	struct sl_shm *shm = m->shm;
+	struct sl_chain *c, *old;
+	size_t sz = sizeof(*c) + sizeof(sl_hop_t) * (shm->max_services + n);
+	struct sl_qs_action *a;
+
+	c = rte_zmalloc("sl_chain", sz, RTE_CACHE_LINE_SIZE);
+	if (c == NULL) {
+		snprintf(err, errlen, "out of memory for a chain of %u hops",
+			 n);
+		return -ENOMEM;
+	}
+	c->next = (sl_hop_t *)(c + 1);
+	c->hops = c->next + shm->max_services;
+	c->n_hops = n;
+	struct sl_chain_resolver r = {
+		.service = resolve_service, .port = resolve_port, .arg = m};
+	if (sl_chain_compile(hops, n, &r, shm->max_services, &c->first,
+			     c->next, c->hops, err, errlen) != 0) {
+		rte_free(c);
+		return -EINVAL;
+	}
+	c->version = ++m->chain_version;
+	old = shm->chain;
+	__atomic_store_n(&shm->chain, c, __ATOMIC_RELEASE);
+	if (old != NULL) {
+		a = qs_new(m, SL_QS_FREE_CHAIN);
+		if (a != NULL)
+			a->ptr = old;
+	}
+	maybe_enable_rx(m);
+	sl_event("chain.set", json_pack("{s:i, s:o}", "version", c->version,
+					"hops", sl_chain_json(m)));
+	return 0;
+}
+
+json_t *
+sl_chain_json(const struct sl_mgr *m)
+{
+	const struct sl_chain *c = m->shm->chain;
+	json_t *a = json_array();
+
+	for (uint16_t i = 0; c != NULL && i < c->n_hops; i++) {
+		sl_hop_t h = c->hops[i];
+		uint16_t id = sl_verdict_id(h);
+		char buf[SL_NAME_LEN + 8];
+
+		switch (sl_verdict_kind(h)) {
+		case SL_VERDICT_TO:
+			json_array_append_new(
+				a, json_string(m->shm->services[id].name));
+			break;
+		case SL_VERDICT_OUT:
+			snprintf(buf, sizeof(buf), "port:%s",
+				 m->shm->ports[id].name);
+			json_array_append_new(a, json_string(buf));
+			break;
+		default:
+			json_array_append_new(a, json_string("drop"));
+		}
+	}
+	return a;
+}
+
+/* ---- quiescent-state actions --------------------------------------- */
+
+static struct sl_qs_action *
+qs_new(struct sl_mgr *m, enum sl_qs_kind kind)
+{
+	struct sl_shm *shm = m->shm;
+	struct sl_qs_action *a = calloc(1, sizeof(*a));
+
+	if (a == NULL)
+		return NULL;
+	a->nf_hb = malloc(sizeof(uint64_t) * shm->max_nfs);
+	if (a->nf_hb == NULL) {
+		free(a);
+		return NULL;
+	}
+	a->kind = kind;
+	a->t0 = rte_rdtsc();
+	for (uint16_t i = 0; i < shm->max_nfs; i++)
+		a->nf_hb[i] = __atomic_load_n(&shm->nfs[i].heartbeat,
+					      __ATOMIC_ACQUIRE);
+	for (uint32_t t = 0; t < shm->n_io; t++)
+		a->io_hb[t] = __atomic_load_n(&shm->io_heartbeat[t],
+					      __ATOMIC_ACQUIRE);
+	/* Append: actions complete in order. */
+	struct sl_qs_action **pp = &m->qs;
+
+	while (*pp != NULL)
+		pp = &(*pp)->next;
+	*pp = a;
+	return a;
+}
+
+static int
+qs_passed(const struct sl_mgr *m, const struct sl_qs_action *a)
+{
+	const struct sl_shm *shm = m->shm;
+	uint16_t hwm = shm->nf_hwm;
+
+	if (rte_rdtsc() - a->t0 < shm->tsc_hz / 1000)
+		return 0;
+	for (uint16_t i = 0; i < hwm; i++) {
+		const struct sl_nf_slot *s = &shm->nfs[i];
+		uint32_t st = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
+
+		if (st != SL_NF_RUNNING && st != SL_NF_STOPPING)
+			continue;
+		if (__atomic_load_n(&s->heartbeat, __ATOMIC_ACQUIRE) ==
+			    a->nf_hb[i] &&
+		    !__atomic_load_n(&s->sleeping, __ATOMIC_ACQUIRE))
+			return 0;
+	}
+	for (uint32_t t = 0; t < shm->n_io; t++)
+		if (__atomic_load_n(&shm->io_heartbeat[t], __ATOMIC_ACQUIRE) ==
+			    a->io_hb[t] &&
+		    !__atomic_load_n(&shm->io_sleeping[t], __ATOMIC_ACQUIRE) &&
+		    !__atomic_load_n(&shm->shutdown, __ATOMIC_ACQUIRE))
+			return 0;
+	return 1;
+}
+
+struct reclaim_arg {
+	int off;
+	uint16_t owner;
+	uint64_t n;
+};
+
+static void
+reclaim_one(struct rte_mempool *mp, void *arg, void *obj, unsigned int idx)
+{
+	struct reclaim_arg *r = arg;
+	struct rte_mbuf *mb = obj;
+	struct sl_pkt_meta *meta = sl_meta(mb, r->off);
+
+	(void)mp;
+	(void)idx;
+	if (meta->owner != r->owner)
+		return;
+	meta->owner = 0;
+	rte_pktmbuf_free(mb);
+	r->n++;
+}
+
+static void
+slot_retire_stats(struct sl_mgr *m, struct sl_nf_slot *s)
+{
+	struct sl_ctx_stats *r = &m->svc_retired[s->service];
+	const struct sl_ctx_stats *src[2] = {&s->nf, &s->mgr};
+
+	for (int k = 0; k < 2; k++) {
+		r->rx_pkts += k == 0 ? src[k]->rx_pkts : 0;
+		r->rx_bytes += k == 0 ? src[k]->rx_bytes : 0;
+		r->tx_pkts += src[k]->tx_pkts;
+		r->tx_bytes += src[k]->tx_bytes;
+		r->cycles += src[k]->cycles;
+		for (int d = 0; d < SL_DROP_MAX; d++)
+			r->drop[d] += src[k]->drop[d];
+	}
+}
+
+/*
+ * A dead or departed instance: free every packet it held (its rx ring and
+ * whatever it had in hand: all tagged with its owner id), then, once
+ * sluiced has drained its tx ring, free the slot.
+ * Returns 0 when done, -EAGAIN to be retried later.
+ */
+static int
+reclaim(struct sl_mgr *m, uint16_t inst)
+{
+	struct sl_shm *shm = m->shm;
+	struct sl_nf_slot *s = &shm->nfs[inst];
+	struct reclaim_arg r = {.off = shm->dynfield_offset,
+				.owner = (uint16_t)(inst + 1)};
+
+	if (s->tx != NULL && rte_ring_count(s->tx) > 0)
+		return -EAGAIN; /* the TX thread still hands those on */
+	rte_mempool_obj_iter(shm->pktmbuf_pool, reclaim_one, &r);
+	rte_ring_reset(s->rx);
+	s->mgr.drop[SL_DROP_NF_LOST] += r.n;
+	if (r.n > 0)
+		sl_log("instance %u (%s): %" PRIu64
+		       " packet(s) it held were lost",
+		       inst, shm->services[s->service].name, r.n);
+	slot_retire_stats(m, s);
+	__atomic_store_n(&s->state, SL_NF_FREE, __ATOMIC_RELEASE);
+	sl_event("nf.freed",
+		 json_pack("{s:i, s:s, s:I}", "instance", inst, "service",
+			   shm->services[s->service].name, "lost",
+			   (json_int_t)r.n));
+	return 0;
+}
+
+static int
+qs_run(struct sl_mgr *m, struct sl_qs_action *a)
+{
+	struct sl_msg *msg;
+
+	switch (a->kind) {
+	case SL_QS_FREE_CHAIN:
+		rte_free(a->ptr);
+		return 0;
+	case SL_QS_DEREGISTER:
+		msg = a->ptr;
+		msg->result = 0;
+		__atomic_store_n(&msg->done, 1, __ATOMIC_RELEASE);
+		return 0;
+	case SL_QS_RECLAIM:
+		return reclaim(m, a->instance);
+	}
+	return 0;
+}
+
+static void
+qs_poll(struct sl_mgr *m)
+{
+	struct sl_qs_action **pp = &m->qs;
+
+	while (*pp != NULL) {
+		struct sl_qs_action *a = *pp;
+
+		if (!qs_passed(m, a) || qs_run(m, a) != 0) {
+			pp = &a->next;
+			continue;
+		}
+		*pp = a->next;
+		free(a->nf_hb);
+		free(a);
+	}
+}
+
+void
+sl_qs_drain_all(struct sl_mgr *m)
+{
+	/* At shutdown every data-path thread has stopped. */
+	while (m->qs != NULL) {
+		struct sl_qs_action *a = m->qs;
+
+		m->qs = a->next;
+		if (a->kind == SL_QS_RECLAIM) {
+			/* tx rings are no longer drained: drop as lost */
+			struct sl_nf_slot *s = &m->shm->nfs[a->instance];
+			void *obj;
+
+			while (s->tx != NULL &&
+			       rte_ring_sc_dequeue(s->tx, &obj) == 0) {
+				rte_pktmbuf_free(obj);
+				s->mgr.drop[SL_DROP_NF_LOST]++;
+			}
+		}
+		qs_run(m, a);
+		free(a->nf_hb);
+		free(a);
+	}
+}
+
+/* ---- registration ------------------------------------------------- */
+
+static void
+reply(struct sl_msg *msg, int result, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void
+reply(struct sl_msg *msg, int result, const char *fmt, ...)
+{
+	va_list ap;
+
+	msg->result = result;
+	if (fmt != NULL) {
+		va_start(ap, fmt);
+		vsnprintf(msg->error, sizeof(msg->error), fmt, ap);
+		va_end(ap);
+	}
+	__atomic_store_n(&msg->done, 1, __ATOMIC_RELEASE);
+}
+
+static int
+slot_rings(struct sl_mgr *m, struct sl_nf_slot *s, uint16_t inst)
+{
+	struct sl_shm *shm = m->shm;
+	char name[RTE_RING_NAMESIZE];
+
+	if (s->rx == NULL) {
+		snprintf(name, sizeof(name), "sl_%.16s_rx%u", shm->node, inst);
+		s->rx = rte_ring_create(name, shm->ring_size, rte_socket_id(),
+					RING_F_SC_DEQ);
+		snprintf(name, sizeof(name), "sl_%.16s_tx%u", shm->node, inst);
+		s->tx = rte_ring_create(name, shm->ring_size, rte_socket_id(),
+					RING_F_SP_ENQ | RING_F_SC_DEQ);
+		if (s->rx == NULL || s->tx == NULL)
+			return -ENOMEM;
+	} else {
+		rte_ring_reset(s->rx);
+		rte_ring_reset(s->tx);
+	}
+	return 0;
+}
+
+static void
+handle_register(struct sl_mgr *m, struct sl_msg *msg)
+{
+	struct sl_shm *shm = m->shm;
+	char err[160] = "";
+	struct sl_nf_slot *s;
+	int svc, inst = -1, pidfd;
+
+	msg->service_name[sizeof(msg->service_name) - 1] = '\0';
+	msg->prog[sizeof(msg->prog) - 1] = '\0';
+	if (!sl_name_valid(msg->service_name) || msg->pid <= 0) {
+		reply(msg, EINVAL, "bad registration (service '%s', pid %d)",
+		      msg->service_name, msg->pid);
+		return;
+	}
+	if (msg->instance != SL_INSTANCE_NONE) {
+		if (msg->instance >= shm->max_nfs) {
+			reply(msg, EINVAL,
+			      "instance %u is above --max-nfs %u; omit "
+			      "--instance to get a free one",
+			      msg->instance, shm->max_nfs);
+			return;
+		}
+		if (shm->nfs[msg->instance].state != SL_NF_FREE) {
+			reply(msg, EBUSY,
+			      "instance %u is in use by pid %d; omit "
+			      "--instance to get a free one",
+			      msg->instance, shm->nfs[msg->instance].pid);
+			return;
+		}
+		inst = msg->instance;
+	} else {
+		for (uint16_t i = 0; i < shm->max_nfs; i++)
+			if (shm->nfs[i].state == SL_NF_FREE) {
+				inst = i;
+				break;
+			}
+		if (inst < 0) {
+			reply(msg, ENOSPC,
+			      "all %u NF instances are in use: raise "
+			      "sluiced --max-nfs",
+			      shm->max_nfs);
+			return;
+		}
+	}
+	svc = sl_service_get(m, msg->service_name, 1, err, sizeof(err));
+	if (svc < 0) {
+		reply(msg, ENOSPC, "%s", err);
+		return;
+	}
+	pidfd = (int)syscall(SYS_pidfd_open, msg->pid, 0);
+	if (pidfd < 0) {
+		reply(msg, errno, "cannot watch pid %d: %s", msg->pid,
+		      strerror(errno));
+		return;
+	}
+	s = &shm->nfs[inst];
+	if (slot_rings(m, s, (uint16_t)inst) != 0) {
+		close(pidfd);
+		reply(msg, ENOMEM,
+		      "cannot create rings of %u entries: reserve more "
+		      "hugepages or lower --ring-size",
+		      shm->ring_size);
+		return;
+	}
+	memset(&s->nf, 0, sizeof(s->nf));
+	memset(&s->mgr, 0, sizeof(s->mgr));
+	s->instance = (uint16_t)inst;
+	s->service = (uint16_t)svc;
+	s->pid = msg->pid;
+	s->mode = msg->mode;
+	s->access = msg->access;
+	snprintf(s->prog, sizeof(s->prog), "%s", msg->prog);
+	s->stop = 0;
+	s->sleeping = 0;
+	s->started_tsc = rte_rdtsc();
+	__atomic_store_n(&s->state, SL_NF_RUNNING, __ATOMIC_RELEASE);
+	if (inst + 1 > shm->nf_hwm)
+		__atomic_store_n(&shm->nf_hwm, (uint16_t)(inst + 1),
+				 __ATOMIC_RELEASE);
+	live_add(m, (uint16_t)svc, (uint16_t)inst);
+	m->pidfd[inst] = pidfd;
+	sl_control_watch_pid(m, (uint16_t)inst, pidfd);
+
+	msg->instance = (uint16_t)inst;
+	msg->service = (uint16_t)svc;
+	reply(msg, 0, NULL);
+	sl_log("NF up: instance %d, service %s (%d), pid %d, %s", inst,
+	       msg->service_name, svc, msg->pid, msg->prog);
+	sl_event("nf.up", json_pack("{s:i, s:s, s:i, s:s}", "instance", inst,
+				    "service", msg->service_name, "pid",
+				    msg->pid, "prog", msg->prog));
+	maybe_enable_rx(m);
+}
+
+static void
+handle_deregister(struct sl_mgr *m, struct sl_msg *msg)
+{
+	struct sl_shm *shm = m->shm;
+	struct sl_nf_slot *s;
+	struct sl_qs_action *a;
+
+	if (msg->instance >= shm->max_nfs ||
+	    shm->nfs[msg->instance].pid != msg->pid ||
+	    shm->nfs[msg->instance].state != SL_NF_RUNNING) {
+		reply(msg, EINVAL, "instance %u is not registered to pid %d",
+		      msg->instance, msg->pid);
+		return;
+	}
+	s = &shm->nfs[msg->instance];
+	__atomic_store_n(&s->state, SL_NF_STOPPING, __ATOMIC_RELEASE);
+	live_remove(m, s->service, msg->instance);
+	a = qs_new(m, SL_QS_DEREGISTER);
+	if (a == NULL) {
+		reply(msg, 0, NULL);
+		return;
+	}
+	a->ptr = msg;
+	a->instance = msg->instance;
+	sl_log("NF stopping: instance %u, service %s", msg->instance,
+	       shm->services[s->service].name);
+}
+
+void
+sl_nf_died(struct sl_mgr *m, uint16_t inst)
+{
+	struct sl_shm *shm = m->shm;
+	struct sl_nf_slot *s = &shm->nfs[inst];
+	uint32_t st = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
+	struct sl_qs_action *a;
+
+	if (st != SL_NF_RUNNING && st != SL_NF_STOPPING)
+		return;
+	if (st == SL_NF_RUNNING)
+		live_remove(m, s->service, inst);
+	__atomic_store_n(&s->state, SL_NF_DEAD, __ATOMIC_RELEASE);
+	if (m->pidfd[inst] >= 0) {
+		close(m->pidfd[inst]);
+		m->pidfd[inst] = -1;
+	}
+	a = qs_new(m, SL_QS_RECLAIM);
+	if (a != NULL)
+		a->instance = inst;
+	if (st == SL_NF_RUNNING)
+		sl_log("NF died: instance %u, service %s, pid %d; its flows "
+		       "move to %u remaining instance(s)",
+		       inst, shm->services[s->service].name, s->pid,
+		       shm->services[s->service].n_live);
+	else
+		sl_log("NF exited: instance %u, service %s, pid %d", inst,
+		       shm->services[s->service].name, s->pid);
+	sl_event("nf.down",
+		 json_pack("{s:i, s:s, s:i, s:s}", "instance", inst, "service",
+			   shm->services[s->service].name, "pid", s->pid,
+			   "reason", st == SL_NF_RUNNING ? "died" : "stopped"));
+}
+
+void
+sl_registry_poll(struct sl_mgr *m)
+{
+	void *msgs[32];
+	unsigned int n;
+
+	n = rte_ring_sc_dequeue_burst(m->shm->msg_ring, msgs, RTE_DIM(msgs),
+				      NULL);
+	for (unsigned int i = 0; i < n; i++) {
+		struct sl_msg *msg = msgs[i];
+
+		switch (msg->type) {
+		case SL_MSG_REGISTER:
+			handle_register(m, msg);
+			break;
+		case SL_MSG_DEREGISTER:
+			handle_deregister(m, msg);
+			break;
+		default:
+			reply(msg, EINVAL, "unknown message type %u",
+			      msg->type);
+		}
+	}
+	qs_poll(m);
+}
+
+/* 1 when the process has exited (a zombie counts as exited). */
+static int
+pid_gone(const struct sl_mgr *m, uint16_t inst)
+{
+	struct pollfd p = {.fd = m->pidfd[inst], .events = POLLIN};
+
+	if (m->pidfd[inst] < 0)
+		return kill(m->shm->nfs[inst].pid, 0) != 0 && errno == ESRCH;
+	return poll(&p, 1, 0) > 0;
+}
+
+void
+sl_stop_all_nfs(struct sl_mgr *m, unsigned int timeout_ms)
+{
+	struct sl_shm *shm = m->shm;
+	uint64_t deadline = rte_rdtsc() + shm->tsc_hz / 1000 * timeout_ms;
+	int left;
+
+	for (uint16_t i = 0; i < shm->nf_hwm; i++)
+		__atomic_store_n(&shm->nfs[i].stop, 1, __ATOMIC_RELEASE);
+	do {
+		left = 0;
+		sl_registry_poll(m); /* answer deregistrations */
+		for (uint16_t i = 0; i < shm->nf_hwm; i++) {
+			struct sl_nf_slot *s = &shm->nfs[i];
+			uint32_t st = __atomic_load_n(&s->state,
+						      __ATOMIC_ACQUIRE);
+
+			if (st != SL_NF_RUNNING && st != SL_NF_STOPPING)
+				continue;
+			if (pid_gone(m, i))
+				sl_nf_died(m, i);
+			else
+				left++;
+		}
+		if (left > 0)
+			usleep(1000);
+	} while (left > 0 && rte_rdtsc() < deadline);
+	for (uint16_t i = 0; i < shm->nf_hwm; i++) {
+		struct sl_nf_slot *s = &shm->nfs[i];
+		uint32_t st = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
+
+		if (st == SL_NF_RUNNING || st == SL_NF_STOPPING) {
+			sl_log("NF instance %u (pid %d) did not stop within "
+			       "%u ms: killing it",
+			       i, s->pid, timeout_ms);
+			kill(s->pid, SIGKILL);
+			sl_nf_died(m, i);
+		}
+	}
+}

@@ -1,0 +1,510 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * JSON-RPC 2.0 methods of the control socket (docs/control-socket.md).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rte_cycles.h>
+#include <rte_ring.h>
+
+#include "sl_chain.h"
+#include "sluiced.h"
+
+#define E_PARSE -32700
+#define E_REQUEST -32600
+#define E_METHOD -32601
+#define E_PARAMS -32602
+#define E_FAILED -32000
+
+static const char *const drop_names[SL_DROP_MAX] = SL_DROP_NAMES;
+static const char *const lb_names[SL_LB_MAX] = {"flow", "rr"};
+
+struct rpc_err {
+	int code;
+	char msg[512];
+};
+
+typedef json_t *(*rpc_fn)(struct sl_mgr *m, json_t *params,
+			  struct rpc_err *e);
+
+static json_t *
+fail(struct rpc_err *e, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static json_t *
+fail(struct rpc_err *e, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	e->code = code;
+	va_start(ap, fmt);
+	vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
+	va_end(ap);
+	return NULL;
+}
+
+static json_t *
+drops_json(const uint64_t *a, const uint64_t *b)
+{
+	json_t *o = json_object();
+
+	for (int d = 0; d < SL_DROP_MAX; d++)
+		json_object_set_new(o, drop_names[d],
+				    json_integer((json_int_t)(a[d] +
+							      (b ? b[d] : 0))));
+	return o;
+}
+
+static json_t *
+ring_json(const struct rte_ring *r)
+{
+	if (r == NULL)
+		return json_pack("{s:i, s:i}", "count", 0, "size", 0);
+	return json_pack("{s:I, s:I}", "count",
+			 (json_int_t)rte_ring_count(r), "size",
+			 (json_int_t)rte_ring_get_capacity(r));
+}
+
+/* Looks up a service given by name or id in params[key]. */
+static int
+param_service(struct sl_mgr *m, json_t *params, const char *key,
+	      struct rpc_err *e)
+{
+	json_t *v = json_object_get(params, key);
+	int s;
+
+	if (json_is_integer(v)) {
+		s = (int)json_integer_value(v);
+		if (s >= 0 && s < m->shm->max_services &&
+		    m->shm->services[s].used)
+			return s;
+	} else if (json_is_string(v)) {
+		char dummy[8];
+
+		s = sl_service_get(m, json_string_value(v), 0, dummy,
+				   sizeof(dummy));
+		if (s >= 0)
+			return s;
+	} else {
+		fail(e, E_PARAMS, "param '%s' (service name or id) is missing",
+		     key);
+		return -1;
+	}
+	fail(e, E_FAILED, "no service %s; service.list shows the services",
+	     json_is_string(v) ? json_string_value(v) : "with that id");
+	return -1;
+}
+
+/* ---- methods -------------------------------------------------------- */
+
+static json_t *rpc_status(struct sl_mgr *m, json_t *p, struct rpc_err *e);
+
+static json_t *
+rpc_nf_list(struct sl_mgr *m, json_t *p, struct rpc_err *e)
+{
+	struct sl_shm *shm = m->shm;
+	json_t *a = json_array();
+
+	(void)p;
+	(void)e;
+	for (uint16_t i = 0; i < shm->nf_hwm; i++) {
+		const struct sl_nf_slot *s = &shm->nfs[i];
+
+		if (s->state == SL_NF_FREE)
+			continue;
+		json_array_append_new(
+			a,
+			json_pack("{s:i, s:s, s:i, s:s, s:i, s:s, s:s, s:i, "
+				  "s:o, s:o}",
+				  "instance", i, "service",
+				  shm->services[s->service].name, "service_id",
+				  s->service, "prog", s->prog, "pid", s->pid,
+				  "state", sl_nf_state_name(s->state), "mode",
+				  s->mode == SL_MODE_POLL ? "poll" : "shared",
+				  "access", s->access, "rx_ring",
+				  ring_json(s->rx), "tx_ring",
+				  ring_json(s->tx)));
+	}
+	return a;
+}
+
+static json_t *
+rpc_nf_stop(struct sl_mgr *m, json_t *p, struct rpc_err *e)
+{
+	json_t *v = json_object_get(p, "instance");
+	json_int_t i;
+
+	if (!json_is_integer(v))
+		return fail(e, E_PARAMS,
+			    "param 'instance' (integer) is missing");
+	i = json_integer_value(v);
+	if (i < 0 || i >= m->shm->max_nfs ||
+	    m->shm->nfs[i].state != SL_NF_RUNNING)
+		return fail(e, E_FAILED,
+			    "no running NF instance %lld; nf.list shows them",
+			    (long long)i);
+	__atomic_store_n(&m->shm->nfs[i].stop, 1, __ATOMIC_RELEASE);
+	return json_pack("{s:I, s:s}", "instance", i, "state", "stopping");
+}
+
+static json_t *
+rpc_port_list(struct sl_mgr *m, json_t *p, struct rpc_err *e)
+{
+	(void)p;
+	(void)e;
+	return sl_ports_json(m);
+}
+
+static json_t *
+rpc_service_list(struct sl_mgr *m, json_t *p, struct rpc_err *e)
+{
+	struct sl_shm *shm = m->shm;
+	json_t *a = json_array();
+
+	(void)p;
+	(void)e;
+	for (uint16_t s = 0; s < shm->max_services; s++) {
+		const struct sl_service *svc = &shm->services[s];
+		json_t *inst = json_array();
+
+		if (!svc->used) {
+			json_decref(inst);
+			continue;
+		}
+		for (uint16_t k = 0; k < svc->n_live; k++)
+			json_array_append_new(inst, json_integer(svc->live[k]));
+		json_array_append_new(
+			a, json_pack("{s:i, s:s, s:s, s:o}", "id", s, "name",
+				     svc->name, "lb", lb_names[svc->lb_mode],
+				     "instances", inst));
+	}
+	return a;
+}
+
+static void
+add_stats(struct sl_ctx_stats *to, const struct sl_ctx_stats *from,
+	  int with_rx)
+{
+	if (with_rx) {
+		to->rx_pkts += from->rx_pkts;
+		to->rx_bytes += from->rx_bytes;
+	}
+	to->tx_pkts += from->tx_pkts;
+	to->tx_bytes += from->tx_bytes;
+	to->cycles += from->cycles;
+	to->stalls += from->stalls;
+	for (int d = 0; d < SL_DROP_MAX; d++)
+		to->drop[d] += from->drop[d];
+}
+
+static json_t *
+rpc_stats(struct sl_mgr *m, json_t *p, struct rpc_err *e)
+{
+	struct sl_shm *shm = m->shm;
+	json_t *ports = json_array(), *nfs = json_array(), *svcs = json_array();
+	struct sl_ctx_stats io_sum;
+	uint64_t total_drops = 0;
+
+	(void)p;
+	(void)e;
+	memset(&io_sum, 0, sizeof(io_sum));
+	for (uint16_t pid = 0; pid < SL_MAX_PORTS; pid++) {
+		struct sl_ctx_stats sum;
+
+		if (!shm->ports[pid].used)
+			continue;
+		memset(&sum, 0, sizeof(sum));
+		for (uint32_t t = 0; t < shm->n_io; t++)
+			add_stats(&sum, &shm->port_stats[t][pid], 1);
+		for (int d = 0; d < SL_DROP_MAX; d++)
+			total_drops += sum.drop[d];
+		json_array_append_new(
+			ports,
+			json_pack("{s:i, s:s, s:I, s:I, s:I, s:I, s:I, s:o}",
+				  "id", pid, "name", shm->ports[pid].name,
+				  "rx_pkts", (json_int_t)sum.rx_pkts,
+				  "rx_bytes", (json_int_t)sum.rx_bytes,
+				  "tx_pkts", (json_int_t)sum.tx_pkts,
+				  "tx_bytes", (json_int_t)sum.tx_bytes,
+				  "rx_stalls", (json_int_t)sum.stalls, "drops",
+				  drops_json(sum.drop, NULL)));
+	}
+	for (uint32_t t = 0; t < shm->n_io; t++)
+		for (int d = 0; d < SL_DROP_MAX; d++)
+			total_drops += shm->io[t].drop[d];
+
+	for (uint16_t i = 0; i < shm->nf_hwm; i++) {
+		const struct sl_nf_slot *s = &shm->nfs[i];
+
+		if (s->state == SL_NF_FREE)
+			continue;
+		for (int d = 0; d < SL_DROP_MAX; d++)
+			total_drops += s->nf.drop[d] + s->mgr.drop[d];
+		json_array_append_new(
+			nfs,
+			json_pack("{s:i, s:s, s:s, s:I, s:I, s:I, s:I, s:o, "
+				  "s:o, s:I, s:f, s:I, s:I}",
+				  "instance", i, "service",
+				  shm->services[s->service].name, "state",
+				  sl_nf_state_name(s->state), "rx_pkts",
+				  (json_int_t)s->nf.rx_pkts, "rx_bytes",
+				  (json_int_t)s->nf.rx_bytes, "tx_pkts",
+				  (json_int_t)s->nf.tx_pkts, "tx_bytes",
+				  (json_int_t)s->nf.tx_bytes, "drops",
+				  drops_json(s->nf.drop, s->mgr.drop),
+				  "rx_ring", ring_json(s->rx), "cycles",
+				  (json_int_t)s->nf.cycles, "cycles_per_pkt",
+				  s->nf.rx_pkts
+					  ? (double)s->nf.cycles /
+						    (double)s->nf.rx_pkts
+					  : 0.0,
+				  "sleeps", (json_int_t)s->nf.sleeps, "stalls",
+				  (json_int_t)s->nf.stalls));
+	}
+	for (uint16_t sv = 0; sv < shm->max_services; sv++) {
+		const struct sl_service *svc = &shm->services[sv];
+		struct sl_ctx_stats sum = m->svc_retired[sv];
+		json_t *inst = json_array();
+
+		if (!svc->used) {
+			json_decref(inst);
+			continue;
+		}
+		total_drops += 0; /* retired drops are already in the sum */
+		for (uint16_t i = 0; i < shm->nf_hwm; i++) {
+			const struct sl_nf_slot *s = &shm->nfs[i];
+
+			if (s->state == SL_NF_FREE || s->service != sv)
+				continue;
+			add_stats(&sum, &s->nf, 1);
+			add_stats(&sum, &s->mgr, 0);
+			json_array_append_new(inst, json_integer(i));
+		}
+		json_array_append_new(
+			svcs, json_pack("{s:i, s:s, s:o, s:I, s:I, s:o}", "id",
+					sv, "name", svc->name, "instances",
+					inst, "rx_pkts",
+					(json_int_t)sum.rx_pkts, "tx_pkts",
+					(json_int_t)sum.tx_pkts, "drops",
+					drops_json(sum.drop, NULL)));
+		for (int d = 0; d < SL_DROP_MAX; d++)
+			total_drops += m->svc_retired[sv].drop[d];
+	}
+	return json_pack("{s:I, s:o, s:o, s:o, s:I}", "tsc_hz",
+			 (json_int_t)shm->tsc_hz, "ports", ports, "nfs", nfs,
+			 "services", svcs, "drops_total",
+			 (json_int_t)total_drops);
+}
+
+static json_t *
+rpc_chain_get(struct sl_mgr *m, json_t *p, struct rpc_err *e)
+{
+	(void)p;
+	(void)e;
+	return json_pack("{s:i, s:o}", "version",
+			 m->shm->chain ? (int)m->shm->chain->version : 0,
+			 "hops", sl_chain_json(m));
+}
+
+static json_t *
+rpc_chain_set(struct sl_mgr *m, json_t *p, struct rpc_err *e)
+{
+	json_t *hops = json_object_get(p, "hops");
+	const char *h[1024];
+	char err[512];
+	size_t i, n;
+
+	if (!json_is_array(hops))
+		return fail(e, E_PARAMS,
+			    "param 'hops' (array of strings) is missing, e.g. "
+			    "{\"hops\": [\"firewall\", \"port:out\"]}");
+	n = json_array_size(hops);
+	if (n > RTE_DIM(h))
+		return fail(e, E_PARAMS, "param 'hops': more than %zu hops",
+			    RTE_DIM(h));
+	for (i = 0; i < n; i++) {
+		json_t *v = json_array_get(hops, i);
+
+		if (!json_is_string(v))
+			return fail(e, E_PARAMS,
+				    "param 'hops'[%zu] is not a string", i);
+		h[i] = json_string_value(v);
+	}
+	if (sl_chain_apply(m, h, (uint16_t)n, err, sizeof(err)) != 0)
+		return fail(e, E_FAILED, "%s", err);
+	return json_pack("{s:i}", "version", (int)m->shm->chain->version);
+}
+
+static json_t *
+rpc_lb_set(struct sl_mgr *m, json_t *p, struct rpc_err *e)
+{
+	const char *mode = json_string_value(json_object_get(p, "mode"));
+	int s, md = -1;
+
+	if (mode == NULL)
+		return fail(e, E_PARAMS,
+			    "param 'mode' is missing: use flow or rr");
+	for (int i = 0; i < SL_LB_MAX; i++)
+		if (strcmp(mode, lb_names[i]) == 0)
+			md = i;
+	if (md < 0)
+		return fail(e, E_PARAMS, "param 'mode' '%s': use flow or rr",
+			    mode);
+	s = param_service(m, p, "service", e);
+	if (s < 0)
+		return NULL;
+	sl_lb_set(m, (uint16_t)s, (enum sl_lb_mode)md);
+	return json_pack("{s:s, s:s}", "service", m->shm->services[s].name,
+			 "mode", mode);
+}
+
+static json_t *
+rpc_shutdown(struct sl_mgr *m, json_t *p, struct rpc_err *e)
+{
+	(void)p;
+	(void)e;
+	m->quit = 1;
+	return json_object();
+}
+
+static const struct {
+	const char *name;
+	rpc_fn fn;
+} methods[] = {
+	{"status", rpc_status},
+	{"nf.list", rpc_nf_list},
+	{"nf.stop", rpc_nf_stop},
+	{"port.list", rpc_port_list},
+	{"service.list", rpc_service_list},
+	{"stats", rpc_stats},
+	{"chain.get", rpc_chain_get},
+	{"chain.set", rpc_chain_set},
+	{"lb.set", rpc_lb_set},
+	{"subscribe", NULL},
+	{"shutdown", rpc_shutdown},
+};
+
+static json_t *
+rpc_status(struct sl_mgr *m, json_t *p, struct rpc_err *e)
+{
+	struct sl_shm *shm = m->shm;
+	json_t *names = json_array();
+	int n_nfs = 0, n_svc = 0;
+
+	(void)p;
+	(void)e;
+	for (size_t i = 0; i < RTE_DIM(methods); i++)
+		json_array_append_new(names, json_string(methods[i].name));
+	for (uint16_t i = 0; i < shm->nf_hwm; i++)
+		n_nfs += shm->nfs[i].state == SL_NF_RUNNING;
+	for (uint16_t s = 0; s < shm->max_services; s++)
+		n_svc += shm->services[s].used;
+	return json_pack(
+		"{s:s, s:s, s:i, s:s, s:s, s:f, s:b, s:i, s:i, s:i, s:i, s:i, "
+		"s:i, s:i, s:i, s:o}",
+		"node", shm->node, "version", SL_VERSION, "pid", (int)getpid(),
+		"mode", m->o.mode == SL_MODE_POLL ? "poll" : "shared",
+		"handoff", shm->handoff ? "mgr" : "direct", "uptime_s",
+		(double)(rte_rdtsc() - m->start_tsc) / (double)shm->tsc_hz,
+		"rx_enabled", shm->rx_enabled, "max_nfs", shm->max_nfs,
+		"max_services", shm->max_services, "ring_size",
+		(int)shm->ring_size, "burst", (int)shm->burst, "n_nfs", n_nfs,
+		"n_services", n_svc, "n_ports", shm->n_ports, "io_threads",
+		(int)shm->n_io, "methods", names);
+}
+
+static json_t *
+error_resp(json_t *id, int code, const char *msg)
+{
+	return json_pack("{s:s, s:O, s:{s:i, s:s}}", "jsonrpc", "2.0", "id",
+			 id ? id : json_null(), "error", "code", code,
+			 "message", msg);
+}
+
+json_t *
+sl_rpc_handle(struct sl_mgr *m, const char *line, size_t len, int *subscribe)
+{
+	struct rpc_err e = {0, ""};
+	json_error_t jerr;
+	json_t *req, *id, *params, *result = NULL, *resp;
+	const char *method;
+	char buf[600];
+	size_t i;
+
+	req = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (req == NULL) {
+		snprintf(buf, sizeof(buf), "parse error at column %d: %s",
+			 jerr.column, jerr.text);
+		return error_resp(NULL, E_PARSE, buf);
+	}
+	if (!json_is_object(req)) {
+		json_decref(req);
+		return error_resp(NULL, E_REQUEST,
+				  "a request must be a JSON object");
+	}
+	id = json_object_get(req, "id");
+	if (id != NULL && !json_is_string(id) && !json_is_integer(id) &&
+	    !json_is_null(id)) {
+		json_decref(req);
+		return error_resp(NULL, E_REQUEST,
+				  "'id' must be a string, an integer or null");
+	}
+	if (!json_is_string(json_object_get(req, "jsonrpc")) ||
+	    strcmp(json_string_value(json_object_get(req, "jsonrpc")),
+		   "2.0") != 0) {
+		resp = error_resp(id, E_REQUEST, "'jsonrpc' must be \"2.0\"");
+		json_decref(req);
+		return resp;
+	}
+	method = json_string_value(json_object_get(req, "method"));
+	if (method == NULL) {
+		resp = error_resp(id, E_REQUEST,
+				  "'method' (a string) is missing");
+		json_decref(req);
+		return resp;
+	}
+	params = json_object_get(req, "params");
+	if (params != NULL && !json_is_object(params)) {
+		resp = error_resp(id, E_PARAMS,
+				  "'params' must be an object of named "
+				  "params");
+		json_decref(req);
+		return resp;
+	}
+	if (params == NULL)
+		params = json_object();
+	else
+		json_incref(params);
+
+	for (i = 0; i < RTE_DIM(methods); i++)
+		if (strcmp(methods[i].name, method) == 0)
+			break;
+	if (i == RTE_DIM(methods)) {
+		e.code = E_METHOD;
+		snprintf(e.msg, sizeof(e.msg),
+			 "method '%.200s' not found; 'status' lists the methods",
+			 method);
+	} else if (methods[i].fn == NULL) { /* subscribe */
+		*subscribe = 1;
+		result = json_pack("{s:b}", "subscribed", 1);
+	} else {
+		result = methods[i].fn(m, params, &e);
+	}
+	json_decref(params);
+	if (id == NULL) { /* a notification gets no answer */
+		json_decref(result);
+		json_decref(req);
+		return NULL;
+	}
+	if (result != NULL)
+		resp = json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id,
+				 "result", result);
+	else
+		resp = error_resp(id, e.code ? e.code : E_FAILED,
+				  e.msg[0] ? e.msg : "internal error");
+	json_decref(req);
+	return resp;
+}

@@ -1,0 +1,815 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * libsluice: runs an NF as a DPDK secondary process of sluiced.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <rte_cycles.h>
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_lcore.h>
+#include <rte_mbuf.h>
+#include <rte_mbuf_dyn.h>
+#include <rte_memzone.h>
+#include <rte_ring.h>
+
+#include "sl_chain.h"
+#include "sl_dispatch.h"
+#include "sl_futex.h"
+#include "sl_shared.h"
+#include "sluice/nf.h"
+#include "sluice/pkt.h"
+
+#define REGISTER_TIMEOUT_MS 5000
+#define DEREGISTER_TIMEOUT_MS 3000
+#define SLEEP_TIMEOUT_NS 10000000ull /* re-check stop/ticks every 10 ms */
+#define MAX_ARGS 256
+
+struct sl_nf {
+	const struct sl_nf_ops *ops;
+	const char *prog;
+	struct sl_shm *shm;
+	struct sl_nf_slot *slot;
+	uint16_t instance;
+	uint16_t service;
+	uint32_t mode;
+	int core;
+	uint32_t burst;
+	void *priv;
+	struct sl_dispatch disp;
+	char node[SL_NAME_LEN];
+	char service_name[SL_NAME_LEN];
+	int stop;
+};
+
+static volatile sig_atomic_t g_stop;
+static volatile sig_atomic_t g_reload;
+static int g_meta_off = -1;
+
+static void
+on_signal(int sig)
+{
+	if (sig == SIGHUP)
+		g_reload = 1;
+	else
+		g_stop = 1;
+}
+
+static inline struct sl_pkt_meta *
+meta_of(const struct rte_mbuf *m)
+{
+	return sl_meta(m, g_meta_off);
+}
+
+void
+sl_pkt_set_verdict(struct rte_mbuf *m, sl_verdict_t v)
+{
+	meta_of(m)->verdict = v;
+}
+
+sl_verdict_t
+sl_pkt_verdict(const struct rte_mbuf *m)
+{
+	return meta_of(m)->verdict;
+}
+
+uint16_t
+sl_pkt_in_port(const struct rte_mbuf *m)
+{
+	return meta_of(m)->in_port;
+}
+
+uint32_t
+sl_pkt_flow_hash(const struct rte_mbuf *m)
+{
+	return meta_of(m)->flow_hash;
+}
+
+int
+sl_service_id(const struct sl_nf *nf, const char *name)
+{
+	for (uint16_t s = 0; s < nf->shm->max_services; s++) {
+		const struct sl_service *svc = &nf->shm->services[s];
+
+		if (__atomic_load_n(&svc->used, __ATOMIC_ACQUIRE) &&
+		    strcmp(svc->name, name) == 0)
+			return s;
+	}
+	return -1;
+}
+
+int
+sl_port_id(const struct sl_nf *nf, const char *name)
+{
+	for (uint16_t p = 0; p < SL_MAX_PORTS; p++)
+		if (nf->shm->ports[p].used &&
+		    strcmp(nf->shm->ports[p].name, name) == 0)
+			return p;
+	return -1;
+}
+
+uint16_t
+sl_nf_instance(const struct sl_nf *nf)
+{
+	return nf->instance;
+}
+
+uint16_t
+sl_nf_service(const struct sl_nf *nf)
+{
+	return nf->service;
+}
+
+void *
+sl_nf_priv(const struct sl_nf *nf)
+{
+	return nf->priv;
+}
+
+void
+sl_nf_set_priv(struct sl_nf *nf, void *priv)
+{
+	nf->priv = priv;
+}
+
+struct rte_mempool *
+sl_nf_pktmbuf_pool(const struct sl_nf *nf)
+{
+	return nf->shm->pktmbuf_pool;
+}
+
+int
+sl_nf_chain_ready(const struct sl_nf *nf)
+{
+	const struct sl_chain *c =
+		__atomic_load_n(&nf->shm->chain, __ATOMIC_ACQUIRE);
+
+	if (c == NULL || c->next[nf->service] == SL_HOP_NONE)
+		return 0;
+	for (uint16_t i = 0; i < c->n_hops; i++)
+		if (sl_verdict_kind(c->hops[i]) == SL_VERDICT_TO &&
+		    __atomic_load_n(
+			    &nf->shm->services[sl_verdict_id(c->hops[i])].n_live,
+			    __ATOMIC_ACQUIRE) == 0)
+			return 0;
+	return 1;
+}
+
+void
+sl_nf_stop(struct sl_nf *nf)
+{
+	nf->stop = 1;
+}
+
+uint64_t
+sl_now_ns(void)
+{
+	static uint64_t hz;
+
+	if (hz == 0)
+		hz = rte_get_tsc_hz();
+	return (uint64_t)((double)rte_rdtsc() * 1e9 / (double)hz);
+}
+
+/* OUT(port), and everything in "mgr" hand-off mode: to our tx ring. */
+static uint16_t
+nf_port_out(struct sl_dispatch *d, uint16_t port, struct rte_mbuf **pkts,
+	    uint16_t n)
+{
+	struct sl_nf *nf = d->port_arg;
+	struct sl_shm *shm = nf->shm;
+	unsigned int k;
+
+	(void)port; /* sluiced re-resolves the verdict kept in the meta */
+	k = rte_ring_sp_enqueue_burst(nf->slot->tx, (void **)pkts, n, NULL);
+	if (k == 0)
+		return 0;
+	d->fwd->tx_pkts += k;
+	for (unsigned int i = 0; i < k; i++)
+		d->fwd->tx_bytes += rte_pktmbuf_pkt_len(pkts[i]);
+	rte_atomic_thread_fence(__ATOMIC_SEQ_CST);
+	for (uint32_t t = 0; t < shm->n_io; t++) {
+		if (__atomic_load_n(&shm->io_sleeping[t], __ATOMIC_RELAXED)) {
+			sl_futex_wake(&shm->io_wake[t]);
+			d->fwd->wakeups++;
+		}
+	}
+	return (uint16_t)k;
+}
+
+void
+sl_nf_send(struct sl_nf *nf, struct rte_mbuf **pkts, uint16_t n)
+{
+	for (uint16_t i = 0; i < n; i++) {
+		struct sl_pkt_meta *m = meta_of(pkts[i]);
+		struct sl_5tuple t;
+		sl_verdict_t v = m->verdict;
+
+		memset(m, 0, sizeof(*m));
+		m->verdict = v;
+		m->service = nf->service;
+		m->owner = (uint16_t)(nf->instance + 1);
+		m->in_port = UINT16_MAX;
+		if (sl_pkt_5tuple(pkts[i], &t) == 0)
+			m->flow_hash = sl_5tuple_hash(&t);
+	}
+	while (n > 0) {
+		uint16_t chunk = RTE_MIN(n, (uint16_t)nf->burst);
+
+		while (sl_dispatch_pending(&nf->disp) &&
+		       sl_dispatch_retry(&nf->disp, rte_rdtsc()) != 0)
+			sched_yield();
+		sl_dispatch(&nf->disp, pkts, chunk);
+		pkts += chunk;
+		n = (uint16_t)(n - chunk);
+	}
+}
+
+/* ---- argument handling -------------------------------------------- */
+
+static void
+usage(const char *prog)
+{
+	fprintf(stderr,
+		"usage: %s [EAL args] -- [--node NAME] [--service NAME] "
+		"[--instance N] [--mode shared|poll] [--core N] [NF args]\n"
+		"  --node      the sluiced to attach to (default: $SLUICE_NODE "
+		"or 'sluice')\n"
+		"  --service   service to register (default: the NF's own)\n"
+		"  --instance  ask for this instance id (default: any free)\n"
+		"  --mode      shared (yield/sleep when idle, default) or poll\n"
+		"  --core      CPU to pin to (poll mode)\n",
+		prog);
+}
+
+static int
+take_value(int *i, int argc, char **argv, const char *opt, const char **out)
+{
+	size_t len = strlen(opt);
+
+	if (strcmp(argv[*i], opt) == 0) {
+		if (*i + 1 >= argc) {
+			fprintf(stderr, "%s: option %s needs a value\n",
+				argv[0], opt);
+			return -1;
+		}
+		*out = argv[++*i];
+		return 1;
+	}
+	if (strncmp(argv[*i], opt, len) == 0 && argv[*i][len] == '=') {
+		*out = argv[*i] + len + 1;
+		return 1;
+	}
+	return 0;
+}
+
+static int
+has_opt(char **argv, int argc, const char *a, const char *b)
+{
+	for (int i = 1; i < argc; i++)
+		if (strncmp(argv[i], a, strlen(a)) == 0 ||
+		    (b != NULL && strncmp(argv[i], b, strlen(b)) == 0))
+			return 1;
+	return 0;
+}
+
+struct nf_args {
+	const char *node;
+	const char *service;
+	long instance;
+	uint32_t mode;
+	int core;
+	int eal_argc;
+	char *eal_argv[MAX_ARGS];
+	int nf_argc;
+	char *nf_argv[MAX_ARGS];
+	char prefix_arg[64];
+	char lcore_arg[32];
+};
+
+static int
+parse_args(struct nf_args *a, const struct sl_nf_ops *ops, int argc,
+	   char **argv)
+{
+	int sep = -1, i;
+	const char *v;
+
+	memset(a, 0, sizeof(*a));
+	a->node = getenv("SLUICE_NODE") ? getenv("SLUICE_NODE") : "sluice";
+	a->service = ops->service;
+	a->instance = -1;
+	a->mode = SL_MODE_SHARED;
+	a->core = -1;
+	if (argc + 8 > MAX_ARGS) {
+		fprintf(stderr, "%s: too many arguments (%d)\n", argv[0], argc);
+		return -1;
+	}
+	for (i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--") == 0) {
+			sep = i;
+			break;
+		}
+	a->eal_argv[a->eal_argc++] = argv[0];
+	for (i = 1; sep > 0 && i < sep; i++)
+		a->eal_argv[a->eal_argc++] = argv[i];
+
+	a->nf_argv[a->nf_argc++] = argv[0];
+	for (i = sep > 0 ? sep + 1 : 1; i < argc; i++) {
+		int r;
+
+		if (strcmp(argv[i], "-h") == 0 ||
+		    strcmp(argv[i], "--help") == 0) {
+			usage(argv[0]);
+			a->nf_argv[a->nf_argc++] = argv[i];
+			continue;
+		}
+		if ((r = take_value(&i, argc, argv, "--node", &v)) != 0) {
+			if (r < 0)
+				return -1;
+			a->node = v;
+		} else if ((r = take_value(&i, argc, argv, "--service", &v)) !=
+			   0) {
+			if (r < 0)
+				return -1;
+			a->service = v;
+		} else if ((r = take_value(&i, argc, argv, "--instance",
+					   &v)) != 0) {
+			char *end;
+
+			if (r < 0)
+				return -1;
+			a->instance = strtol(v, &end, 10);
+			if (*end != '\0' || a->instance < 0 ||
+			    a->instance >= SL_INSTANCE_NONE) {
+				fprintf(stderr,
+					"%s: --instance '%s' is not an "
+					"instance id (0..65534)\n",
+					argv[0], v);
+				return -1;
+			}
+		} else if ((r = take_value(&i, argc, argv, "--mode", &v)) !=
+			   0) {
+			if (r < 0)
+				return -1;
+			if (strcmp(v, "shared") == 0) {
+				a->mode = SL_MODE_SHARED;
+			} else if (strcmp(v, "poll") == 0) {
+				a->mode = SL_MODE_POLL;
+			} else {
+				fprintf(stderr,
+					"%s: --mode '%s': use shared or poll\n",
+					argv[0], v);
+				return -1;
+			}
+		} else if ((r = take_value(&i, argc, argv, "--core", &v)) !=
+			   0) {
+			char *end;
+			long c;
+
+			if (r < 0)
+				return -1;
+			c = strtol(v, &end, 10);
+			if (*end != '\0' || c < 0 || c >= CPU_SETSIZE) {
+				fprintf(stderr,
+					"%s: --core '%s' is not a CPU number\n",
+					argv[0], v);
+				return -1;
+			}
+			a->core = (int)c;
+		} else {
+			a->nf_argv[a->nf_argc++] = argv[i];
+		}
+	}
+	a->nf_argv[a->nf_argc] = NULL;
+
+	if (a->service == NULL || !sl_name_valid(a->service)) {
+		fprintf(stderr,
+			"%s: service name '%s' is not valid (1-%d characters "
+			"of A-Z a-z 0-9 _ - .); pass --service NAME\n",
+			argv[0], a->service ? a->service : "", SL_NAME_LEN - 1);
+		return -1;
+	}
+	if (!sl_name_valid(a->node) || strlen(a->node) > SL_NODE_NAME_MAX) {
+		fprintf(stderr, "%s: node name '%s' is not valid\n", argv[0],
+			a->node);
+		return -1;
+	}
+
+	/* EAL arguments libsluice adds unless given. */
+	a->eal_argv[a->eal_argc++] = "--proc-type=secondary";
+	if (!has_opt(a->eal_argv, a->eal_argc, "--file-prefix", NULL)) {
+		snprintf(a->prefix_arg, sizeof(a->prefix_arg),
+			 "--file-prefix=sluice_%.16s", a->node);
+		a->eal_argv[a->eal_argc++] = a->prefix_arg;
+	}
+	if (!has_opt(a->eal_argv, a->eal_argc, "-a", "--allow") &&
+	    !has_opt(a->eal_argv, a->eal_argc, "--no-pci", NULL))
+		a->eal_argv[a->eal_argc++] = "--no-pci";
+	if (!has_opt(a->eal_argv, a->eal_argc, "--no-telemetry", NULL) &&
+	    !has_opt(a->eal_argv, a->eal_argc, "--telemetry", NULL))
+		a->eal_argv[a->eal_argc++] = "--no-telemetry";
+	if (!has_opt(a->eal_argv, a->eal_argc, "--log-level", NULL))
+		a->eal_argv[a->eal_argc++] = "--log-level=lib.eal:warning";
+	if (!has_opt(a->eal_argv, a->eal_argc, "-l", "--lcores") &&
+	    !has_opt(a->eal_argv, a->eal_argc, "-c", NULL)) {
+		/* One lcore: libsluice restores the CPU affinity after EAL
+		 * init, so the NF runs wherever it was allowed to. */
+		cpu_set_t set;
+		int first = 0;
+
+		if (sched_getaffinity(0, sizeof(set), &set) == 0)
+			for (first = 0; first < CPU_SETSIZE; first++)
+				if (CPU_ISSET(first, &set))
+					break;
+		snprintf(a->lcore_arg, sizeof(a->lcore_arg), "--lcores=0@%d",
+			 a->core >= 0 ? a->core : first);
+		a->eal_argv[a->eal_argc++] = a->lcore_arg;
+	}
+	a->eal_argv[a->eal_argc] = NULL;
+	return 0;
+}
+
+/* ---- registration ------------------------------------------------- */
+
+static int
+attach(struct sl_nf *nf)
+{
+	char name[RTE_MEMZONE_NAMESIZE];
+	const struct rte_memzone *mz;
+
+	snprintf(name, sizeof(name), SL_MZ_SHM, nf->node);
+	mz = rte_memzone_lookup(name);
+	if (mz == NULL) {
+		fprintf(stderr,
+			"%s: sluiced '%s' has no shared state (memzone %s); "
+			"is it a sluiced of this version?\n",
+			nf->prog, nf->node, name);
+		return -1;
+	}
+	nf->shm = mz->addr;
+	if (nf->shm->magic != SL_SHM_MAGIC ||
+	    nf->shm->version != SL_SHM_VERSION) {
+		fprintf(stderr,
+			"%s: sluiced '%s' speaks shared-memory version %u, this "
+			"NF was built for %u: rebuild the NF and sluiced from "
+			"the same tree\n",
+			nf->prog, nf->node, nf->shm->version, SL_SHM_VERSION);
+		return -1;
+	}
+	g_meta_off = rte_mbuf_dynfield_lookup(SL_DYNFIELD_NAME, NULL);
+	if (g_meta_off < 0 || g_meta_off != nf->shm->dynfield_offset) {
+		fprintf(stderr, "%s: packet metadata field '%s' not found\n",
+			nf->prog, SL_DYNFIELD_NAME);
+		return -1;
+	}
+	nf->burst = nf->shm->burst;
+	return 0;
+}
+
+static void nf_handle(struct sl_nf *nf, struct rte_mbuf **pkts, uint16_t n);
+
+/* Sends a message to sluiced and waits for the answer. */
+static int
+ask_sluiced(struct sl_nf *nf, struct sl_msg *m, unsigned int timeout_ms,
+	    int keep_running)
+{
+	uint64_t deadline = rte_rdtsc() + rte_get_tsc_hz() / 1000 * timeout_ms;
+	struct rte_mbuf *pkts[SL_BURST_MAX];
+
+	if (rte_ring_mp_enqueue(nf->shm->msg_ring, m) != 0) {
+		fprintf(stderr, "%s: sluiced '%s' message ring is full\n",
+			nf->prog, nf->node);
+		return -1;
+	}
+	while (!__atomic_load_n(&m->done, __ATOMIC_ACQUIRE)) {
+		if (rte_rdtsc() > deadline ||
+		    __atomic_load_n(&nf->shm->shutdown, __ATOMIC_ACQUIRE))
+			return -1;
+		if (keep_running && nf->slot != NULL) {
+			/* Deregistering: keep serving what is queued. */
+			unsigned int n;
+
+			nf->slot->heartbeat++;
+			if (sl_dispatch_pending(&nf->disp) &&
+			    sl_dispatch_retry(&nf->disp, rte_rdtsc()))
+				continue;
+			n = rte_ring_sc_dequeue_burst(nf->slot->rx,
+						      (void **)pkts, nf->burst,
+						      NULL);
+			if (n > 0) {
+				nf_handle(nf, pkts, (uint16_t)n);
+				continue;
+			}
+		}
+		usleep(100);
+	}
+	return 0;
+}
+
+static int
+do_register(struct sl_nf *nf, const struct nf_args *a)
+{
+	struct sl_msg *m;
+	void *obj;
+	int rc = 0;
+
+	if (rte_mempool_get(nf->shm->msg_pool, &obj) != 0) {
+		fprintf(stderr, "%s: sluiced '%s' has no free message\n",
+			nf->prog, nf->node);
+		return -1;
+	}
+	m = obj;
+	memset(m, 0, sizeof(*m));
+	m->type = SL_MSG_REGISTER;
+	m->pid = getpid();
+	m->mode = a->mode;
+	m->access = nf->ops->access;
+	m->instance = a->instance < 0 ? SL_INSTANCE_NONE
+				      : (uint16_t)a->instance;
+	snprintf(m->service_name, sizeof(m->service_name), "%s", a->service);
+	snprintf(m->prog, sizeof(m->prog), "%s", nf->ops->name);
+	if (ask_sluiced(nf, m, REGISTER_TIMEOUT_MS, 0) != 0) {
+		fprintf(stderr,
+			"%s: sluiced '%s' did not answer the registration "
+			"within %d ms; is it running and not overloaded?\n",
+			nf->prog, nf->node, REGISTER_TIMEOUT_MS);
+		return -1; /* the message is left to sluiced */
+	}
+	if (m->result != 0) {
+		fprintf(stderr, "%s: sluiced refused the registration: %s\n",
+			nf->prog, m->error);
+		rc = -1;
+	} else {
+		nf->instance = m->instance;
+		nf->service = m->service;
+		nf->slot = &nf->shm->nfs[nf->instance];
+		snprintf(nf->service_name, sizeof(nf->service_name), "%s",
+			 a->service);
+	}
+	rte_mempool_put(nf->shm->msg_pool, m);
+	return rc;
+}
+
+static void
+do_deregister(struct sl_nf *nf)
+{
+	struct sl_msg *m;
+	void *obj;
+
+	if (__atomic_load_n(&nf->shm->shutdown, __ATOMIC_ACQUIRE) ||
+	    rte_mempool_get(nf->shm->msg_pool, &obj) != 0)
+		return;
+	m = obj;
+	memset(m, 0, sizeof(*m));
+	m->type = SL_MSG_DEREGISTER;
+	m->pid = getpid();
+	m->instance = nf->instance;
+	/* sluiced stops sending to us, waits until no producer can still
+	 * hold our ring, then answers; we keep serving until then. */
+	if (ask_sluiced(nf, m, DEREGISTER_TIMEOUT_MS, 1) == 0)
+		rte_mempool_put(nf->shm->msg_pool, m);
+}
+
+/* ---- the loop ----------------------------------------------------- */
+
+/* Processes one received burst and hands it on. */
+static void
+nf_handle(struct sl_nf *nf, struct rte_mbuf **pkts, uint16_t n)
+{
+	struct sl_ctx_stats *st = &nf->slot->nf;
+	const struct sl_nf_ops *ops = nf->ops;
+	uint64_t bytes = 0, t0;
+
+	for (uint16_t i = 0; i < n; i++)
+		bytes += rte_pktmbuf_pkt_len(pkts[i]);
+	st->rx_pkts += n;
+	st->rx_bytes += bytes;
+	st->bursts++;
+	t0 = rte_rdtsc();
+	if (ops->process != NULL) {
+		ops->process(nf, pkts, n);
+	} else {
+		for (uint16_t i = 0; i < n; i++)
+			meta_of(pkts[i])->verdict =
+				ops->process_pkt(nf, pkts[i]);
+	}
+	st->cycles += rte_rdtsc() - t0;
+	sl_dispatch(&nf->disp, pkts, n);
+}
+
+static void
+idle(struct sl_nf *nf, uint64_t now, uint64_t *idle_since)
+{
+	struct sl_nf_slot *slot = nf->slot;
+	uint32_t w;
+
+	if (nf->mode == SL_MODE_POLL) {
+		rte_pause();
+		return;
+	}
+	if (*idle_since == 0)
+		*idle_since = now;
+	if (now - *idle_since < nf->shm->idle_sleep_cycles ||
+	    sl_dispatch_pending(&nf->disp)) {
+		sched_yield();
+		return;
+	}
+	w = __atomic_load_n(&slot->wake, __ATOMIC_ACQUIRE);
+	__atomic_store_n(&slot->sleeping, 1, __ATOMIC_RELAXED);
+	/* Pairs with the producer's fence in wake_if_sleeping(). */
+	rte_atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (rte_ring_count(slot->rx) == 0 && !g_stop && !g_reload) {
+		slot->nf.sleeps++;
+		sl_futex_wait(&slot->wake, w, SLEEP_TIMEOUT_NS);
+	}
+	__atomic_store_n(&slot->sleeping, 0, __ATOMIC_RELAXED);
+}
+
+static int
+must_stop(const struct sl_nf *nf)
+{
+	return g_stop || nf->stop ||
+	       __atomic_load_n(&nf->slot->stop, __ATOMIC_ACQUIRE) ||
+	       __atomic_load_n(&nf->shm->shutdown, __ATOMIC_ACQUIRE);
+}
+
+static void
+run(struct sl_nf *nf)
+{
+	const struct sl_nf_ops *ops = nf->ops;
+	struct sl_nf_slot *slot = nf->slot;
+	struct rte_mbuf *pkts[SL_BURST_MAX];
+	uint64_t hz = rte_get_tsc_hz();
+	uint64_t tick_cycles = hz / 1000 * (ops->tick_ms ? ops->tick_ms : 1000);
+	uint64_t next_tick = rte_rdtsc() + tick_cycles;
+	uint64_t idle_since = 0;
+
+	while (!must_stop(nf)) {
+		uint64_t now = rte_rdtsc();
+		unsigned int n;
+
+		__atomic_store_n(&slot->heartbeat, slot->heartbeat + 1,
+				 __ATOMIC_RELEASE);
+		if (g_reload) {
+			g_reload = 0;
+			if (ops->reload != NULL)
+				ops->reload(nf);
+		}
+		if (ops->tick != NULL && now >= next_tick) {
+			ops->tick(nf, sl_now_ns());
+			next_tick = now + tick_cycles;
+		}
+		if (sl_dispatch_pending(&nf->disp) &&
+		    sl_dispatch_retry(&nf->disp, now) != 0) {
+			slot->nf.stalls++;
+			idle(nf, now, &idle_since);
+			continue;
+		}
+		n = rte_ring_sc_dequeue_burst(slot->rx, (void **)pkts,
+					      nf->burst, NULL);
+		if (n == 0) {
+			idle(nf, now, &idle_since);
+			continue;
+		}
+		idle_since = 0;
+		nf_handle(nf, pkts, (uint16_t)n);
+	}
+}
+
+/*
+ * After deregistration no producer can reach our rx ring any more: serve
+ * what is left in it, then hand on what waits on a full next hop (bounded
+ * by the backpressure bound, after which it is dropped and counted).
+ */
+static void
+drain(struct sl_nf *nf)
+{
+	struct rte_mbuf *pkts[SL_BURST_MAX];
+	unsigned int n;
+
+	if (__atomic_load_n(&nf->shm->shutdown, __ATOMIC_ACQUIRE))
+		return;
+	for (;;) {
+		if (sl_dispatch_pending(&nf->disp)) {
+			if (sl_dispatch_retry(&nf->disp, rte_rdtsc()) != 0)
+				sched_yield();
+			continue;
+		}
+		n = rte_ring_sc_dequeue_burst(nf->slot->rx, (void **)pkts,
+					      nf->burst, NULL);
+		if (n == 0)
+			break;
+		nf_handle(nf, pkts, (uint16_t)n);
+	}
+}
+
+int
+sl_nf_main(const struct sl_nf_ops *ops, int argc, char **argv)
+{
+	static struct nf_args a;
+	struct sl_nf nf;
+	char path[256];
+	struct stat st;
+	cpu_set_t saved;
+	int rc;
+
+	memset(&nf, 0, sizeof(nf));
+	nf.ops = ops;
+	nf.prog = argv[0];
+	if (ops == NULL || ops->name == NULL ||
+	    (ops->process == NULL) == (ops->process_pkt == NULL)) {
+		fprintf(stderr,
+			"%s: bad sl_nf_ops: set name and exactly one of "
+			"process and process_pkt\n",
+			argv[0]);
+		return 1;
+	}
+	if (parse_args(&a, ops, argc, argv) != 0)
+		return 1;
+	snprintf(nf.node, sizeof(nf.node), "%s", a.node);
+	nf.mode = a.mode;
+	nf.core = a.core;
+
+	snprintf(path, sizeof(path), "/var/run/dpdk/sluice_%s/config",
+		 a.node);
+	if (stat(path, &st) != 0) {
+		fprintf(stderr,
+			"%s: no sluiced named '%s' is running (%s not found): "
+			"start it first (sluiced -- --name %s), or pass "
+			"--node NAME\n",
+			argv[0], a.node, path, a.node);
+		return 1;
+	}
+
+	sched_getaffinity(0, sizeof(saved), &saved);
+	rc = rte_eal_init(a.eal_argc, a.eal_argv);
+	if (rc < 0) {
+		fprintf(stderr,
+			"%s: cannot attach to sluiced '%s' as a DPDK secondary "
+			"process: %s\n",
+			argv[0], a.node, rte_strerror(rte_errno));
+		return 1;
+	}
+	/* No per-lcore mempool cache: several NF processes may share an
+	 * lcore id, and a shared cache would be corrupted. */
+	RTE_PER_LCORE(_lcore_id) = LCORE_ID_ANY;
+	if (a.core >= 0) {
+		CPU_ZERO(&saved);
+		CPU_SET(a.core, &saved);
+	}
+	pthread_setaffinity_np(pthread_self(), sizeof(saved), &saved);
+
+	if (attach(&nf) != 0) {
+		rte_eal_cleanup();
+		return 1;
+	}
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGHUP, on_signal);
+	signal(SIGPIPE, SIG_IGN);
+
+	if (do_register(&nf, &a) != 0) {
+		rte_eal_cleanup();
+		return 1;
+	}
+	if (sl_dispatch_init(&nf.disp, nf.shm, (uint16_t)(nf.instance + 1),
+			     &nf.slot->nf, nf.slot->nf.drop, nf_port_out,
+			     &nf) != 0) {
+		fprintf(stderr, "%s: out of memory\n", argv[0]);
+		rc = 1;
+		goto out;
+	}
+	nf.disp.all_out = nf.shm->handoff != 0;
+
+	rc = 0;
+	if (ops->init != NULL) {
+		optind = 1;
+		rc = ops->init(&nf, a.nf_argc, a.nf_argv);
+		if (rc != 0) {
+			fprintf(stderr, "%s: initialisation failed (%s)\n",
+				argv[0], strerror(rc));
+			rc = 1;
+			do_deregister(&nf);
+			goto out;
+		}
+	}
+	run(&nf);
+	do_deregister(&nf);
+	drain(&nf);
+	if (ops->fini != NULL)
+		ops->fini(&nf);
+out:
+	sl_dispatch_fini(&nf.disp);
+	rte_eal_cleanup();
+	return rc;
+}
