@@ -1,17 +1,38 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * sluice-forward: hands every packet on, along the default edge (NEXT), to
- * a named service (--to), or out of a named port (--out). Does not touch
- * packet bytes.
+ * a named service (--to), out of a named port (--out), or between two ports
+ * by ingress (--bridge A,B). By default it does not touch packet bytes;
+ * --tag-src-mac writes the instance id into the last byte of the source
+ * MAC address, to see which replica handled a packet.
  */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include <rte_ether.h>
+#include <rte_mbuf.h>
 
 #include <sluice/nf.h>
 
 static sl_verdict_t g_verdict = SL_NEXT;
+static int g_bridge[2] = {-1, -1};
+static int g_tag;
+
+static int
+port_arg(struct sl_nf *nf, const char *opt, const char *name)
+{
+	int id = sl_port_id(nf, name);
+
+	if (id < 0)
+		fprintf(stderr,
+			"sluice-forward: %s '%s': no such port (sluice "
+			"status lists them)\n",
+			opt, name);
+	return id;
+}
 
 static int
 fwd_init(struct sl_nf *nf, int argc, char **argv)
@@ -19,9 +40,12 @@ fwd_init(struct sl_nf *nf, int argc, char **argv)
 	static const struct option lo[] = {
 		{"to", required_argument, NULL, 't'},
 		{"out", required_argument, NULL, 'o'},
+		{"bridge", required_argument, NULL, 'b'},
+		{"tag-src-mac", no_argument, NULL, 'm'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
+	char *comma;
 	int c, id;
 
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -38,24 +62,38 @@ fwd_init(struct sl_nf *nf, int argc, char **argv)
 			g_verdict = SL_TO(id);
 			break;
 		case 'o':
-			id = sl_port_id(nf, optarg);
-			if (id < 0) {
+			id = port_arg(nf, "--out", optarg);
+			if (id < 0)
+				return EINVAL;
+			g_verdict = SL_OUT(id);
+			break;
+		case 'b':
+			comma = strchr(optarg, ',');
+			if (comma == NULL) {
 				fprintf(stderr,
-					"sluice-forward: --out '%s': no such "
-					"port (sluice status lists them)\n",
+					"sluice-forward: --bridge '%s': give "
+					"two ports, e.g. --bridge left,right\n",
 					optarg);
 				return EINVAL;
 			}
-			g_verdict = SL_OUT(id);
+			*comma = '\0';
+			g_bridge[0] = port_arg(nf, "--bridge", optarg);
+			g_bridge[1] = port_arg(nf, "--bridge", comma + 1);
+			if (g_bridge[0] < 0 || g_bridge[1] < 0)
+				return EINVAL;
+			break;
+		case 'm':
+			g_tag = 1;
 			break;
 		case 'h':
-			fprintf(stderr, "sluice-forward options: [--to SERVICE "
-					"| --out PORT]\n");
+			fprintf(stderr,
+				"sluice-forward options: [--to SERVICE | --out "
+				"PORT | --bridge PORT,PORT] [--tag-src-mac]\n");
 			exit(0);
 		default:
 			fprintf(stderr,
-				"sluice-forward: unknown option; use --to "
-				"SERVICE or --out PORT\n");
+				"sluice-forward: unknown option; see "
+				"sluice-forward -- --help\n");
 			return EINVAL;
 		}
 	}
@@ -65,7 +103,29 @@ fwd_init(struct sl_nf *nf, int argc, char **argv)
 static void
 fwd_burst(struct sl_nf *nf, struct rte_mbuf **pkts, uint16_t n)
 {
-	(void)nf;
+	if (g_tag) {
+		uint8_t id = (uint8_t)sl_nf_instance(nf);
+
+		for (uint16_t i = 0; i < n; i++) {
+			struct rte_ether_hdr *eth;
+
+			if (rte_pktmbuf_data_len(pkts[i]) < sizeof(*eth))
+				continue;
+			eth = rte_pktmbuf_mtod(pkts[i], struct rte_ether_hdr *);
+			eth->src_addr.addr_bytes[5] = id;
+		}
+	}
+	if (g_bridge[0] >= 0) {
+		for (uint16_t i = 0; i < n; i++) {
+			uint16_t in = sl_pkt_in_port(pkts[i]);
+
+			if (in == g_bridge[0])
+				sl_pkt_set_verdict(pkts[i], SL_OUT(g_bridge[1]));
+			else if (in == g_bridge[1])
+				sl_pkt_set_verdict(pkts[i], SL_OUT(g_bridge[0]));
+		}
+		return;
+	}
 	if (g_verdict == SL_NEXT)
 		return; /* unset verdicts follow NEXT */
 	for (uint16_t i = 0; i < n; i++)

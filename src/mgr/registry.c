@@ -25,6 +25,7 @@
 #include <rte_ring.h>
 
 #include "sl_chain.h"
+#include "sl_lb.h"
 #include "sluiced.h"
 
 #ifndef SYS_pidfd_open
@@ -89,56 +90,6 @@ sl_service_get(struct sl_mgr *m, const char *name, int create, char *err,
 	return free_id;
 }
 
-/*
- * Flow-sticky buckets with minimal movement: buckets of instances that
- * left are handed out, and instances above their fair share give buckets
- * to those below it; every other bucket keeps its instance.
- */
-static void
-lb_rebuild(struct sl_mgr *m, struct sl_service *svc)
-{
-	uint16_t n = svc->n_live;
-	uint16_t quota[SL_LB_BUCKETS], have[SL_LB_BUCKETS];
-	int pos_of_bucket[SL_LB_BUCKETS];
-
-	if (n == 0)
-		return;
-	if (n > SL_LB_BUCKETS)
-		n = SL_LB_BUCKETS; /* more instances than buckets: rr covers */
-	for (uint16_t k = 0; k < n; k++) {
-		quota[k] = (uint16_t)(SL_LB_BUCKETS / n +
-				      (k < SL_LB_BUCKETS % n ? 1 : 0));
-		have[k] = 0;
-	}
-	/* Which live position owns each bucket (-1: orphan). */
-	for (int b = 0; b < SL_LB_BUCKETS; b++) {
-		pos_of_bucket[b] = -1;
-		for (uint16_t k = 0; k < n; k++)
-			if (svc->bucket[b] == svc->live[k]) {
-				pos_of_bucket[b] = k;
-				break;
-			}
-		if (pos_of_bucket[b] >= 0) {
-			uint16_t k = (uint16_t)pos_of_bucket[b];
-
-			if (have[k] < quota[k])
-				have[k]++;
-			else
-				pos_of_bucket[b] = -1; /* over quota: give */
-		}
-	}
-	for (int b = 0, k = 0; b < SL_LB_BUCKETS; b++) {
-		if (pos_of_bucket[b] >= 0)
-			continue;
-		while (have[k] >= quota[k])
-			k++;
-		have[k]++;
-		__atomic_store_n(&svc->bucket[b], svc->live[k],
-				 __ATOMIC_RELAXED);
-	}
-	(void)m;
-}
-
 static void
 live_add(struct sl_mgr *m, uint16_t s, uint16_t inst)
 {
@@ -147,7 +98,7 @@ live_add(struct sl_mgr *m, uint16_t s, uint16_t inst)
 	svc->live[svc->n_live] = inst;
 	__atomic_store_n(&svc->n_live, (uint16_t)(svc->n_live + 1),
 			 __ATOMIC_RELEASE);
-	lb_rebuild(m, svc);
+	sl_lb_rebuild(svc);
 }
 
 static void
@@ -162,7 +113,7 @@ live_remove(struct sl_mgr *m, uint16_t s, uint16_t inst)
 		svc->live[k] = svc->live[n - 1];
 		__atomic_store_n(&svc->n_live, (uint16_t)(n - 1),
 				 __ATOMIC_RELEASE);
-		lb_rebuild(m, svc);
+		sl_lb_rebuild(svc);
 		return;
 	}
 }
@@ -207,8 +158,9 @@ sl_chain_complete(const struct sl_mgr *m)
 static void
 maybe_enable_rx(struct sl_mgr *m)
 {
-	if (m->shm->rx_enabled || !sl_chain_complete(m))
+	if (m->rx_started || !sl_chain_complete(m))
 		return;
+	m->rx_started = 1; /* only the first time: rx.pause sticks */
 	__atomic_store_n(&m->shm->rx_enabled, 1, __ATOMIC_RELEASE);
 	sl_log("chain complete: reading ports");
 }

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <rte_cycles.h>
+#include <rte_mempool.h>
 #include <rte_ring.h>
 
 #include "sl_chain.h"
@@ -362,6 +363,28 @@ rpc_lb_set(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 }
 
 static json_t *
+rpc_rx_pause(struct sl_mgr *m, json_t *p, struct rpc_err *e)
+{
+	(void)p;
+	(void)e;
+	__atomic_store_n(&m->shm->rx_enabled, 0, __ATOMIC_RELEASE);
+	sl_log("ports paused: not reading them");
+	return json_pack("{s:b}", "rx_enabled", 0);
+}
+
+static json_t *
+rpc_rx_resume(struct sl_mgr *m, json_t *p, struct rpc_err *e)
+{
+	(void)p;
+	if (!sl_chain_complete(m))
+		return fail(e, E_FAILED,
+			    "the chain is not complete (a service on it has "
+			    "no NF): start the NFs or chain.set first");
+	__atomic_store_n(&m->shm->rx_enabled, 1, __ATOMIC_RELEASE);
+	return json_pack("{s:b}", "rx_enabled", 1);
+}
+
+static json_t *
 rpc_shutdown(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 {
 	(void)p;
@@ -383,6 +406,8 @@ static const struct {
 	{"chain.get", rpc_chain_get},
 	{"chain.set", rpc_chain_set},
 	{"lb.set", rpc_lb_set},
+	{"rx.pause", rpc_rx_pause},
+	{"rx.resume", rpc_rx_resume},
 	{"subscribe", NULL},
 	{"shutdown", rpc_shutdown},
 };
@@ -404,7 +429,7 @@ rpc_status(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 		n_svc += shm->services[s].used;
 	return json_pack(
 		"{s:s, s:s, s:i, s:s, s:s, s:f, s:b, s:i, s:i, s:i, s:i, s:i, "
-		"s:i, s:i, s:i, s:o}",
+		"s:i, s:i, s:i, s:o, s:{s:i, s:i}}",
 		"node", shm->node, "version", SL_VERSION, "pid", (int)getpid(),
 		"mode", m->o.mode == SL_MODE_POLL ? "poll" : "shared",
 		"handoff", shm->handoff ? "mgr" : "direct", "uptime_s",
@@ -413,7 +438,9 @@ rpc_status(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 		"max_services", shm->max_services, "ring_size",
 		(int)shm->ring_size, "burst", (int)shm->burst, "n_nfs", n_nfs,
 		"n_services", n_svc, "n_ports", shm->n_ports, "io_threads",
-		(int)shm->n_io, "methods", names);
+		(int)shm->n_io, "methods", names, "mbufs", "size",
+		(int)shm->pktmbuf_pool->size, "in_use",
+		(int)rte_mempool_in_use_count(shm->pktmbuf_pool));
 }
 
 static json_t *

@@ -74,6 +74,7 @@ struct sl_mgr {
 	struct sl_ctx_stats *svc_retired; /* [max_services] */
 	struct sl_qs_action *qs; /* pending quiescent-state actions */
 	uint32_t chain_version;
+	int rx_started; /* ports were enabled once (a complete chain) */
 	int epfd;
 	int listen_fd;
 	unsigned int io_lcores[SL_MAX_IO_THREADS];
