@@ -1,0 +1,613 @@
+"""`sluice up`: start sluiced, the NFs and the chain; watch; stop it all.
+
+The order matters. sluiced starts without a chain (it reads no port until a
+complete chain is set), the NFs start and register, and only when every NF
+is in ``nf.list`` does the launcher set the chain, so no packet meets a
+missing service. Stopping is the reverse: the ``shutdown`` call (sluiced
+stops its NFs and frees its memory), then SIGTERM and SIGKILL for whatever
+is still running after a timeout, then removal of DPDK files a crash may
+have left.
+
+Every process writes its output to a file in the run folder
+(``/tmp/sluice-NODE/`` unless told otherwise); nothing else is written,
+except the demo capture under examples/traces/ when it is missing.
+
+For tests::
+
+    dep = Deployment.from_dict({...}, base_dir=tmp_path)
+    with Launcher(dep) as run:
+        run.client.call("stats")
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from rich import box
+from rich.console import Console, Group
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from .client import Client, ConnectError, ConnectionLost, RpcError, RpcTimeout, SluiceError
+from .deploy import (
+    Deployment,
+    NFSpec,
+    default_build_dir,
+    find_program,
+    load_deployment,
+    program_not_found,
+)
+from .traces import ensure_trace
+
+TAIL_LINES = 15
+
+
+class LaunchError(SluiceError):
+    """Starting or running a deployment failed; the message says why."""
+
+
+@dataclass
+class Proc:
+    """One process the launcher started."""
+
+    label: str  # "sluiced", "fw", "fw.2"
+    argv: list[str]
+    log: Path
+    popen: subprocess.Popen[bytes] | None = None
+    nf: NFSpec | None = None
+    logf: IO[bytes] | None = field(default=None, repr=False)
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid if self.popen else -1
+
+    def exited(self) -> int | None:
+        return self.popen.poll() if self.popen else None
+
+    def tail(self, n: int = TAIL_LINES) -> str:
+        return log_tail(self.log, n)
+
+
+def log_tail(path: Path, n: int = TAIL_LINES) -> str:
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return f"    ({path} cannot be read)"
+    if not lines:
+        return f"    ({path} is empty)"
+    return "\n".join("    " + line for line in lines[-n:])
+
+
+def _status_text(rc: int) -> str:
+    if rc < 0:
+        try:
+            return f"was killed by {signal.Signals(-rc).name}"
+        except ValueError:
+            return f"was killed by signal {-rc}"
+    return f"exited with status {rc}"
+
+
+class Launcher:
+    """Runs one deployment: ``start()``, then ``stop()`` (or use ``with``).
+
+    ``log_dir``: the run folder (default /tmp/sluice-NODE). Timeouts in
+    seconds: ``ready_timeout`` for sluiced's socket, ``register_timeout`` for
+    the NFs to register, ``stop_timeout`` for a clean exit after shutdown,
+    ``term_timeout`` between SIGTERM and SIGKILL for what is left.
+    ``say`` receives progress lines (default: none).
+    """
+
+    def __init__(self, deployment: Deployment | dict[str, Any],
+                 log_dir: str | Path | None = None, build_dir: str | Path | None = None,
+                 ready_timeout: float = 15.0, register_timeout: float = 20.0,
+                 stop_timeout: float = 5.0, term_timeout: float = 2.0,
+                 say: Callable[[str], None] | None = None):
+        if isinstance(deployment, dict):
+            deployment = Deployment.from_dict(deployment, source="<deployment>",
+                                              build_dir=Path(build_dir) if build_dir else None)
+        self.dep = deployment
+        self.node = deployment.node.name
+        self.build_dir = Path(build_dir).resolve() if build_dir else default_build_dir()
+        self.run_dir = Path(log_dir) if log_dir else Path(f"/tmp/sluice-{self.node}")
+        self.ready_timeout = ready_timeout
+        self.register_timeout = register_timeout
+        self.stop_timeout = stop_timeout
+        self.term_timeout = term_timeout
+        self.say = say or (lambda _msg: None)
+        self.client = Client(self.node, deployment.socket_path(), timeout=5.0)
+        self.sluiced: Proc | None = None
+        self.nfs: list[Proc] = []
+        self.final_stats: dict[str, Any] | None = None
+        self.started = False
+        self._stopped = False
+
+    # -- command lines -----------------------------------------------------------
+
+    def sluiced_path(self) -> Path:
+        return self.build_dir / "src" / "mgr" / "sluiced"
+
+    def sluiced_argv(self) -> list[str]:
+        d, n = self.dep, self.dep.node
+        cores = d.cores()
+        if n.mode == "shared":
+            c = ",".join(map(str, cores))
+            eal = [f"--lcores=0@({c}),1@({c})"]
+        else:
+            eal = ["-l", ",".join(map(str, cores[:2]))]
+        if not any(_is_pci(p.device) for p in d.ports):
+            eal.append("--no-pci")
+        eal.append(f"--file-prefix=sluice_{self.node}")
+        eal += n.eal_args
+        opts = ["--name", self.node, "--mode", n.mode]
+        for p in d.ports:
+            opts += ["--port", f"{p.name}={d.device_for(p)}"]
+        if n.socket:
+            opts += ["--socket", str(d.socket_path())]
+        for key in ("handoff", "ring_size", "mbufs", "max_nfs", "max_services",
+                    "backpressure_us", "idle_sleep_us"):
+            v = getattr(n, key)
+            if v is not None:
+                opts += ["--" + key.replace("_", "-"), str(v)]
+        return [str(self.sluiced_path()), *eal, "--", *opts, *n.sluiced_args]
+
+    def nf_argv(self, nf: NFSpec, program: Path) -> list[str]:
+        argv = [str(program), *nf.eal_args, "--", "--node", self.node,
+                "--service", nf.service, "--mode", nf.mode or self.dep.node.mode]
+        if nf.core is not None:
+            argv += ["--core", str(nf.core)]
+        return argv + list(nf.args)
+
+    # -- start ------------------------------------------------------------------------
+
+    def start(self) -> Launcher:
+        """Starts sluiced, the NFs and the chain; raises LaunchError."""
+        if self.started:
+            return self
+        self.started = True
+        try:
+            self._start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _start(self) -> None:
+        d = self.dep
+        for trace in d.trace_files():
+            if ensure_trace(trace):
+                self.say(f"generated the demo capture {trace}")
+        sluiced = self.sluiced_path()
+        if not (sluiced.is_file() and os.access(sluiced, os.X_OK)):
+            raise LaunchError(f"sluiced not found at {sluiced}: build it with `make build` "
+                              f"(or set SLUICE_BUILD_DIR to the build folder)")
+        programs = []
+        for i, nf in enumerate(d.nfs):
+            prog = find_program(nf.program, self.build_dir, d.base_dir)
+            if prog is None:
+                raise LaunchError(f"{d.source}: nfs[{i}].program: "
+                                  f"{program_not_found(nf.program, self.build_dir)}")
+            programs.append(prog)
+        self._refuse_if_running()
+        cleanup_node(self.node)
+        try:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise LaunchError(f"cannot create the run folder {self.run_dir}: {e.strerror}; "
+                              f"pick another with --log-dir") from None
+
+        (self.run_dir / "commands.txt").write_text("")
+        self.sluiced = self._spawn("sluiced", self.sluiced_argv())
+        self.say(f"sluiced started (pid {self.sluiced.pid}), log {self.sluiced.log}")
+        try:
+            self.client.wait_ready(self.ready_timeout, check=self._check_sluiced)
+        except RpcTimeout as e:
+            raise LaunchError(f"{e}; last lines of {self.sluiced.log}:\n"
+                              f"{self.sluiced.tail()}") from None
+
+        for nf, prog in zip(d.nfs, programs, strict=True):
+            for r in range(nf.replicas):
+                label = nf.name if nf.replicas == 1 else f"{nf.name}.{r + 1}"
+                p = self._spawn(label, self.nf_argv(nf, prog), nf)
+                self.nfs.append(p)
+        self.say(f"started {len(self.nfs)} NF instance(s); waiting for them to register")
+        self._wait_registered()
+        try:
+            self.client.call("chain.set", hops=list(d.chain))
+        except RpcError as e:
+            raise LaunchError(f"{d.source}: chain: sluiced refused it: {e.message}") from None
+        self.say(f"chain set: {' -> '.join(d.chain)}")
+
+    def _refuse_if_running(self) -> None:
+        probe = Client(self.node, self.dep.socket_path(), timeout=1.0)
+        try:
+            st = probe.call("status")
+        except (ConnectError, ConnectionLost, RpcTimeout, RpcError):
+            return
+        finally:
+            probe.close()
+        raise LaunchError(f"a sluiced for node '{self.node}' is already running (pid "
+                          f"{st.get('pid', '?')}, socket {self.dep.socket_path()}): stop it "
+                          f"first, or give this deployment another node.name")
+
+    def _spawn(self, label: str, argv: list[str], nf: NFSpec | None = None) -> Proc:
+        log = self.run_dir / f"{label}.log"
+        p = Proc(label, argv, log, nf=nf)
+        p.logf = open(log, "wb")  # noqa: SIM115 (kept open while the process runs)
+        p.logf.write(("$ " + " ".join(argv) + "\n").encode())
+        p.logf.flush()
+        cores = set(self.dep.cores())
+        try:
+            p.popen = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=p.logf, stderr=subprocess.STDOUT,
+                cwd=self.dep.base_dir, start_new_session=True,
+                preexec_fn=lambda: os.sched_setaffinity(0, cores))
+        except OSError as e:
+            p.logf.close()
+            raise LaunchError(f"cannot start {label} ({argv[0]}): {e.strerror}") from None
+        with open(self.run_dir / "commands.txt", "a") as f:
+            f.write(f"{label} (pid {p.pid}): {' '.join(argv)}\n")
+        return p
+
+    def _check_sluiced(self) -> None:
+        assert self.sluiced is not None
+        rc = self.sluiced.exited()
+        if rc is not None:
+            raise LaunchError(f"sluiced {_status_text(rc)}; last lines of "
+                              f"{self.sluiced.log}:\n{self.sluiced.tail()}")
+
+    def _wait_registered(self) -> None:
+        deadline = time.monotonic() + self.register_timeout
+        waiting = list(self.nfs)
+        while True:
+            self._check_sluiced()
+            for p in waiting:
+                rc = p.exited()
+                if rc is not None:
+                    raise LaunchError(f"NF '{p.label}' ({Path(p.argv[0]).name}) {_status_text(rc)} "
+                                      f"before it registered; last lines of {p.log}:\n{p.tail()}")
+            try:
+                listed = self.client.call("nf.list")
+            except (ConnectionLost, RpcTimeout):
+                listed = []
+            pids = {e.get("pid") for e in listed if isinstance(e, dict)}
+            waiting = [p for p in waiting if p.pid not in pids]
+            if not waiting:
+                return
+            if time.monotonic() >= deadline:
+                p = waiting[0]
+                names = ", ".join(f"'{w.label}'" for w in waiting)
+                raise LaunchError(f"NF {names} did not register with sluiced within "
+                                  f"{self.register_timeout:g} s; last lines of {p.log}:\n"
+                                  f"{p.tail()}")
+            time.sleep(0.05)
+
+    # -- running ------------------------------------------------------------------------
+
+    def check_alive(self) -> None:
+        """Raises LaunchError if sluiced has exited."""
+        self._check_sluiced()
+
+    def processes(self) -> list[Proc]:
+        return ([self.sluiced] if self.sluiced else []) + self.nfs
+
+    # -- stop ---------------------------------------------------------------------------
+
+    def stop(self) -> dict[str, Any] | None:
+        """Stops everything this launcher started; returns the last stats
+        read before the shutdown (None if sluiced did not answer)."""
+        if self._stopped:
+            return self.final_stats
+        self._stopped = True
+        sl = self.sluiced
+        if sl is not None and sl.exited() is None:
+            with contextlib.suppress(SluiceError):
+                self.final_stats = self.client.call("stats")
+            try:
+                self.client.call("shutdown")
+            except SluiceError:
+                _signal(sl, signal.SIGTERM)
+        self.client.close()
+        procs = self.processes()
+        if sl is not None:
+            _wait_all([sl], self.stop_timeout)
+        # sluiced stops its NFs before it exits: what is left after a
+        # moment more was never registered, or does not listen.
+        _wait_all(self.nfs, 1.0)
+        for p in procs:
+            if p.exited() is None:
+                self.say(f"{p.label} (pid {p.pid}) still running; sending SIGTERM")
+                _signal(p, signal.SIGTERM)
+        _wait_all(procs, self.term_timeout)
+        for p in procs:
+            if p.exited() is None:
+                self.say(f"{p.label} (pid {p.pid}) still running; sending SIGKILL")
+                _signal(p, signal.SIGKILL)
+        _wait_all(procs, 2.0)
+        for p in procs:
+            if p.logf:
+                p.logf.close()
+        if self.sluiced is not None:
+            cleanup_node(self.node)
+        return self.final_stats
+
+    def __enter__(self) -> Launcher:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _signal(p: Proc, sig: int) -> None:
+    if p.popen and p.popen.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            p.popen.send_signal(sig)
+
+
+def _wait_all(procs: list[Proc], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    for p in procs:
+        if p.popen is None:
+            continue
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            p.popen.wait(max(0.0, deadline - time.monotonic()))
+
+
+def _is_pci(device: str) -> bool:
+    from .deploy import _PCI_RE
+    return bool(_PCI_RE.match(device.split(",", 1)[0]))
+
+
+# -- leftovers ------------------------------------------------------------------------
+
+def _prefix_in_use(prefix: str) -> bool:
+    """Whether a live process was started with --file-prefix=PREFIX."""
+    needle = f"--file-prefix={prefix}".encode()
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            args = (d / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if needle in args:
+            return True
+    return False
+
+
+def hugetlbfs_mounts() -> list[Path]:
+    try:
+        lines = Path("/proc/mounts").read_text().splitlines()
+    except OSError:
+        return []
+    return [Path(f[1]) for f in (line.split() for line in lines)
+            if len(f) > 2 and f[2] == "hugetlbfs"]
+
+
+def cleanup_node(node: str) -> list[Path]:
+    """Removes the hugepage files and /var/run/dpdk folder of a node whose
+    processes are gone (what scripts/cleanup.sh NODE does); returns what it
+    removed. Does nothing while a process still uses the node's prefix."""
+    prefix = f"sluice_{node}"
+    if _prefix_in_use(prefix):
+        return []
+    removed: list[Path] = []
+    for mount in hugetlbfs_mounts():
+        with contextlib.suppress(OSError):
+            for f in mount.glob(f"{prefix}map_*"):
+                with contextlib.suppress(OSError):
+                    f.unlink()
+                    removed.append(f)
+    rundir = Path("/var/run/dpdk") / prefix
+    if rundir.is_dir():
+        import shutil
+        shutil.rmtree(rundir, ignore_errors=True)
+        removed.append(rundir)
+    return removed
+
+
+# -- the live table -------------------------------------------------------------------
+
+def _rate(now: dict[str, Any], prev: dict[str, Any] | None, key: str, dt: float) -> str:
+    if prev is None or dt <= 0:
+        return "-"
+    return _si(max(0, now.get(key, 0) - prev.get(key, 0)) / dt)
+
+
+def _si(v: float) -> str:
+    for unit, div in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if v >= div:
+            return f"{v / div:.2f}{unit}"
+    return f"{v:.0f}"
+
+
+def _drops(d: dict[str, int] | None) -> str:
+    if not d:
+        return ""
+    return " ".join(f"{k}={_si(v)}" for k, v in sorted(d.items()) if v)
+
+
+def _drop_rate(now: dict[str, Any], prev: dict[str, Any] | None, dt: float) -> str:
+    if prev is None or dt <= 0:
+        return "-"
+    a = sum((now.get("drops") or {}).values())
+    b = sum((prev.get("drops") or {}).values())
+    return _si(max(0, a - b) / dt)
+
+
+def stats_tables(stats: dict[str, Any], prev: dict[str, Any] | None = None,
+                 dt: float = 0.0, title: str = "") -> Group:
+    """Ports and NFs as two rich tables: packets/s (with ``prev`` and ``dt``)
+    or cumulative counts, drops by reason, NF ring occupancy, cycles/pkt."""
+    rates = prev is not None
+    pprev = {p.get("name"): p for p in (prev or {}).get("ports", [])}
+    nprev = {n.get("instance"): n for n in (prev or {}).get("nfs", [])}
+
+    def table(first: str, extra: list[str]) -> Table:
+        t = Table(box=box.SIMPLE_HEAD, expand=False, pad_edge=False)
+        t.add_column(first, no_wrap=True)
+        for col in (["in/s", "out/s", "drop/s"] if rates else ["in", "out", "dropped"]):
+            t.add_column(col, justify="right", no_wrap=True)
+        for col in extra:
+            t.add_column(col, justify="right", no_wrap=True)
+        t.add_column("drops by reason", overflow="fold")
+        return t
+
+    def counts(now: dict[str, Any], before: dict[str, Any] | None) -> list[str]:
+        if rates:
+            return [_rate(now, before, "rx_pkts", dt), _rate(now, before, "tx_pkts", dt),
+                    _drop_rate(now, before, dt)]
+        return [_si(now.get("rx_pkts", 0)), _si(now.get("tx_pkts", 0)),
+                _si(sum((now.get("drops") or {}).values()))]
+
+    pt = table("port", ["stalls/s" if rates else "stalls"])
+    for p in stats.get("ports", []):
+        pp = pprev.get(p.get("name"))
+        stalls = _rate(p, pp, "rx_stalls", dt) if rates else _si(p.get("rx_stalls", 0))
+        pt.add_row(str(p.get("name")), *counts(p, pp), stalls, _drops(p.get("drops")))
+
+    nt = table("NF", ["ring", "cyc/pkt"])
+    for n in stats.get("nfs", []):
+        ring = n.get("rx_ring") or {}
+        cpp = n.get("cycles_per_pkt")
+        name = f"{n.get('service')}#{n.get('instance')}"
+        if n.get("state", "running") != "running":
+            name += f" ({n.get('state')})"
+        nt.add_row(name, *counts(n, nprev.get(n.get("instance"))),
+                   f"{ring.get('count', 0)}/{ring.get('size', 0)}",
+                   f"{cpp:.0f}" if isinstance(cpp, int | float) else "-",
+                   _drops(n.get("drops")))
+    parts: list[Any] = [Text(title)] if title else []
+    return Group(*parts, pt, nt)
+
+
+@dataclass
+class Totals:
+    rx: int = 0
+    tx: int = 0
+    drops: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def dropped(self) -> int:
+        return sum(self.drops.values())
+
+    @property
+    def in_flight(self) -> int:
+        return self.rx - self.tx - self.dropped
+
+
+def totals(stats: dict[str, Any]) -> Totals:
+    """Packets in and out of the ports, and drops by reason: those counted at
+    ports plus those of services (which keep the counts of departed NFs)."""
+    t = Totals()
+    for p in stats.get("ports", []):
+        t.rx += int(p.get("rx_pkts", 0))
+        t.tx += int(p.get("tx_pkts", 0))
+        for k, v in (p.get("drops") or {}).items():
+            t.drops[k] = t.drops.get(k, 0) + int(v)
+    for s in stats.get("services", []):
+        for k, v in (s.get("drops") or {}).items():
+            t.drops[k] = t.drops.get(k, 0) + int(v)
+    return t
+
+
+def summary_text(stats: dict[str, Any]) -> str:
+    t = totals(stats)
+    lines = [f"packets in: {t.rx:,}   out: {t.tx:,}   dropped: {t.dropped:,}"
+             + (f"   in flight at stop: {t.in_flight:,}" if t.in_flight else "")]
+    for k, v in sorted(t.drops.items()):
+        if v:
+            lines.append(f"  dropped {k}: {v:,}")
+    return "\n".join(lines)
+
+
+# -- `sluice up` --------------------------------------------------------------------------
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    def handler(_sig: int, _frm: object) -> None:
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def run_up(path: str | Path, duration: float | None = None, log_dir: str | Path | None = None,
+           console: Console | None = None, interval: float = 1.0) -> int:
+    """What `sluice up` does; returns the exit status (raises LaunchError)."""
+    con = console or Console()
+    dep = load_deployment(path)
+    run = Launcher(dep, log_dir=log_dir, say=lambda m: con.print(Text(m, style="dim")))
+    con.print(Text(f"sluice up: {dep.describe()}"))
+    con.print(Text(f"logs: {run.run_dir}/ (sluiced.log and one .log per NF)"))
+    failed: LaunchError | None = None
+    with _sigterm_as_interrupt():
+        try:
+            run.start()
+            _watch(run, con, duration, interval)
+        except KeyboardInterrupt:
+            con.print(Text("stopping (interrupted)"))
+        except LaunchError as e:
+            failed = e
+        finally:
+            old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+            try:
+                stats = run.stop()
+            finally:
+                signal.signal(signal.SIGINT, old)
+    if failed is not None:
+        raise failed
+    if stats:
+        con.print()
+        con.print(summary_text(stats), markup=False, highlight=False)
+    con.print(Text(f"stopped; logs are in {run.run_dir}/"))
+    return 0
+
+
+def _watch(run: Launcher, con: Console, duration: float | None, interval: float) -> None:
+    t0 = time.monotonic()
+    end = t0 + duration if duration else None
+    prev: dict[str, Any] | None = None
+    tprev = t0
+    reported: set[str] = set()
+    with Live(Text("waiting for statistics..."), console=con, refresh_per_second=4,
+              transient=False) as live:
+        while True:
+            run.check_alive()
+            for p in run.nfs:
+                rc = p.exited()
+                if rc is not None and p.label not in reported:
+                    reported.add(p.label)
+                    live.console.print(Text(f"NF '{p.label}' {_status_text(rc)}; see {p.log}"))
+            now = time.monotonic()
+            try:
+                stats = run.client.call("stats")
+            except (ConnectionLost, RpcTimeout):
+                run.check_alive()
+                raise
+            elapsed = now - t0
+            left = f", {max(0.0, end - now):.0f} s left" if end else ", Ctrl-C to stop"
+            title = (f"node {run.node}: {elapsed:.0f} s{left}   "
+                     f"(in {_si(totals(stats).rx)}, out {_si(totals(stats).tx)}, "
+                     f"dropped {_si(totals(stats).dropped)})")
+            live.update(stats_tables(stats, prev, now - tprev, title))
+            prev, tprev = stats, now
+            if end is not None and now >= end:
+                return
+            wake = now + interval
+            if end is not None:
+                wake = min(wake, end)
+            while time.monotonic() < wake:
+                time.sleep(min(0.1, max(0.0, wake - time.monotonic())))
+                run.check_alive()
