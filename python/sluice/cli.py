@@ -234,19 +234,26 @@ def trace_gen(out: Path = typer.Argument(..., help="pcap file to write."),
 # -- placement (the placement engine's own command) -----------------------------------------
 
 def _register_place() -> None:
-    try:
-        from .placement.cli import place
-    except ImportError as e:
-        reason = str(e)
-
-        @app.command("place", context_settings={"ignore_unknown_options": True,
-                                                "allow_extra_args": True})
-        def place_missing() -> None:
-            """Plan which NF runs on which node (placement engine not available)."""
-            raise fail(f"sluice place: the placement engine is not available "
-                       f"(sluice.placement.cli: {reason})")
+    """Registers the placement engineer's `place` command. Until
+    python/sluice/placement/cli.py exists (or while it cannot be imported) a
+    stub says so; the placement package is not imported before then, as it
+    is slow to import."""
+    if (Path(__file__).parent / "placement" / "cli.py").exists():
+        try:
+            from .placement.cli import place
+        except ImportError as e:
+            reason = f"sluice.placement.cli: {e}"
+        else:
+            app.command("place")(place)
+            return
     else:
-        app.command("place")(place)
+        reason = "python/sluice/placement/cli.py does not exist yet"
+
+    @app.command("place", context_settings={"ignore_unknown_options": True,
+                                            "allow_extra_args": True})
+    def place_missing() -> None:
+        """Plan which NF runs on which node (placement engine not available)."""
+        raise fail(f"sluice place: the placement engine is not available ({reason})")
 
 
 _register_place()

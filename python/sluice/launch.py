@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import socket
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -269,11 +270,11 @@ class Launcher:
         waiting = list(self.nfs)
         while True:
             self._check_sluiced()
-            for p in waiting:
+            for p in self.nfs:
                 rc = p.exited()
                 if rc is not None:
                     raise LaunchError(f"NF '{p.label}' ({Path(p.argv[0]).name}) {_status_text(rc)} "
-                                      f"before it registered; last lines of {p.log}:\n{p.tail()}")
+                                      f"while starting; last lines of {p.log}:\n{p.tail()}")
             try:
                 listed = self.client.call("nf.list")
             except (ConnectionLost, RpcTimeout):
@@ -337,6 +338,7 @@ class Launcher:
                 p.logf.close()
         if self.sluiced is not None:
             cleanup_node(self.node)
+            _remove_stale_socket(self.dep.socket_path())
         return self.final_stats
 
     def __enter__(self) -> Launcher:
@@ -359,6 +361,22 @@ def _wait_all(procs: list[Proc], timeout: float) -> None:
             continue
         with contextlib.suppress(subprocess.TimeoutExpired):
             p.popen.wait(max(0.0, deadline - time.monotonic()))
+
+
+def _remove_stale_socket(path: Path) -> None:
+    """Removes the control socket a killed sluiced left, if nobody listens."""
+    if not path.is_socket():
+        return
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.connect(str(path))
+    except ConnectionRefusedError:
+        with contextlib.suppress(OSError):
+            path.unlink()
+    except OSError:
+        pass
+    finally:
+        s.close()
 
 
 def _is_pci(device: str) -> bool:
@@ -557,6 +575,7 @@ def run_up(path: str | Path, duration: float | None = None, log_dir: str | Path 
             run.start()
             _watch(run, con, duration, interval)
         except KeyboardInterrupt:
+            con.print()
             con.print(Text("stopping (interrupted)"))
         except LaunchError as e:
             failed = e

@@ -246,8 +246,8 @@ def test_up_reports_an_nf_that_exits(fake: Path, monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("FAKE_NF_FAIL", "monitor")
     r = runner.invoke(app, ["up", str(deployment(fake)), "--log-dir", str(fake / "run")])
     assert r.exit_code == 1
-    assert r.stderr.startswith(f"NF 'mon' (sluice-monitor) exited with status 3 before it "
-                               f"registered; last lines of {fake}/run/mon.log:\n")
+    assert r.stderr.startswith(f"NF 'mon' (sluice-monitor) exited with status 3 while "
+                               f"starting; last lines of {fake}/run/mon.log:\n")
     assert "    monitor: cannot read --rules nosuch.yaml: No such file or directory" in r.stderr
     no_processes_left(fake)
 
