@@ -245,7 +245,8 @@ class Launcher:
         p.logf = open(log, "wb")  # noqa: SIM115 (kept open while the process runs)
         p.logf.write(("$ " + " ".join(argv) + "\n").encode())
         p.logf.flush()
-        cores = set(self.dep.cores())
+        # The node's CPUs, as far as this process may use them itself.
+        cores = set(self.dep.cores()) & os.sched_getaffinity(0) or os.sched_getaffinity(0)
         try:
             p.popen = subprocess.Popen(
                 argv, stdin=subprocess.DEVNULL, stdout=p.logf, stderr=subprocess.STDOUT,

@@ -171,13 +171,16 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     shutil.rmtree(d, ignore_errors=True)
 
 
+CPU = min(os.sched_getaffinity(0))  # a CPU the tests may use
+
+
 def node_name() -> str:
     return f"pytest{os.getpid()}"
 
 
 def deployment(d: Path, **node: Any) -> Path:
     text = f"""\
-    node: {{name: {node_name()}, cores: [0], socket: s.sock}}
+    node: {{name: {node_name()}, cores: [{CPU}], socket: s.sock}}
     ports:
       - {{name: in, device: "net_null0"}}
       - {{name: out, device: "net_null1"}}
@@ -212,7 +215,7 @@ def test_up_runs_and_stops_everything(fake: Path) -> None:
     assert "packets in: " in out and "dropped: 10" in out and "dropped nf_verdict: 10" in out
     # sluiced was started without a chain, with the core layout and ports
     sl = json.loads((fake / "sluiced.argv").read_text())
-    assert sl["argv"] == ["--lcores=0@(0),1@(0)", "--no-pci",
+    assert sl["argv"] == [f"--lcores=0@({CPU}),1@({CPU})", "--no-pci",
                           f"--file-prefix=sluice_{node_name()}", "--",
                           "--name", node_name(), "--mode", "shared",
                           "--port", "in=net_null0", "--port", "out=net_null1",
@@ -257,7 +260,7 @@ def test_launcher_times_out_on_an_nf_that_never_registers(fake: Path,
                                                           ) -> None:
     monkeypatch.setenv("FAKE_NF_SILENT", "monitor")
     dep = Deployment.from_dict(
-        {"node": {"name": node_name(), "cores": [0], "socket": "s.sock"},
+        {"node": {"name": node_name(), "cores": [CPU], "socket": "s.sock"},
          "ports": [{"name": "out", "device": "net_null0"}],
          "nfs": [{"name": "mon", "program": "sluice-monitor", "service": "monitor"}],
          "chain": ["monitor", "port:out"]}, base_dir=fake)
@@ -274,7 +277,7 @@ def test_launcher_as_context_manager_and_stubborn_nf(fake: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FAKE_NF_STUBBORN", "forward")
     dep = Deployment.from_dict(
-        {"node": {"name": node_name(), "cores": [0], "socket": "s.sock"},
+        {"node": {"name": node_name(), "cores": [CPU], "socket": "s.sock"},
          "ports": [{"name": "out", "device": "net_null0"}],
          "nfs": [{"name": "fwd", "program": "sluice-forward", "service": "forward"}],
          "chain": ["forward", "port:out"]}, base_dir=fake)
@@ -293,7 +296,7 @@ def test_launcher_as_context_manager_and_stubborn_nf(fake: Path,
 def test_launcher_refuses_a_chain_sluiced_rejects(fake: Path) -> None:
     # a chain sluiced refuses (the fake knows no service 'nosuch'): reported, all stopped
     dep = Deployment.from_dict(
-        {"node": {"name": node_name(), "cores": [0], "socket": "s.sock"},
+        {"node": {"name": node_name(), "cores": [CPU], "socket": "s.sock"},
          "ports": [{"name": "out", "device": "net_null0"}],
          "nfs": [{"name": "x", "program": "sluice-forward", "service": "nosuch"}],
          "chain": ["nosuch", "port:out"]}, base_dir=fake, source="t.yaml")
@@ -444,7 +447,7 @@ def test_commands_without_sluiced(tmp_path: Path) -> None:
 def test_check(fake: Path) -> None:
     r = runner.invoke(app, ["check", str(deployment(fake))])
     assert r.exit_code == 0
-    assert r.stdout == (f"{fake}/dep.yaml: ok: node {node_name()} (shared mode, CPUs 0), "
+    assert r.stdout == (f"{fake}/dep.yaml: ok: node {node_name()} (shared mode, CPUs {CPU}), "
                         f"2 port(s), 2 NF(s) (3 instance(s)), chain monitor -> forward -> "
                         f"port:out\n")
     r = runner.invoke(app, ["check", "nosuch.yaml"])
