@@ -228,6 +228,11 @@ class Launcher:
         self.say(f"chain set: {' -> '.join(d.chain)}")
 
     def _refuse_if_running(self) -> None:
+        pids = prefix_users(f"sluice_{self.node}")
+        if pids:
+            raise LaunchError(f"a sluiced for node '{self.node}' is already running (pid "
+                              f"{pids[0]}): stop it first, or give this deployment another "
+                              f"node.name")
         probe = Client(self.node, self.dep.socket_path(), timeout=1.0)
         try:
             st = probe.call("status")
@@ -387,9 +392,11 @@ def _is_pci(device: str) -> bool:
 
 # -- leftovers ------------------------------------------------------------------------
 
-def _prefix_in_use(prefix: str) -> bool:
-    """Whether a live process was started with --file-prefix=PREFIX."""
+def prefix_users(prefix: str) -> list[int]:
+    """Live processes started with --file-prefix=PREFIX (the launcher always
+    passes it, so this finds a node's sluiced even before its socket is up)."""
     needle = f"--file-prefix={prefix}".encode()
+    pids = []
     for d in Path("/proc").iterdir():
         if not d.name.isdigit():
             continue
@@ -398,8 +405,12 @@ def _prefix_in_use(prefix: str) -> bool:
         except OSError:
             continue
         if needle in args:
-            return True
-    return False
+            pids.append(int(d.name))
+    return pids
+
+
+def _prefix_in_use(prefix: str) -> bool:
+    return bool(prefix_users(prefix))
 
 
 def hugetlbfs_mounts() -> list[Path]:

@@ -319,6 +319,22 @@ def test_up_refuses_a_second_instance(fake: Path) -> None:
                         f"node.name\n")
 
 
+def test_up_refuses_a_node_whose_sluiced_is_starting(fake: Path) -> None:
+    # no socket yet, but a process with the node's DPDK file prefix
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)",
+                              f"--file-prefix=sluice_{node_name()}"])
+    try:
+        r = runner.invoke(app, ["up", str(deployment(fake)), "--log-dir", str(fake / "run")])
+    finally:
+        other.kill()
+        other.wait()
+    assert r.exit_code == 1
+    assert r.stderr == (f"a sluiced for node '{node_name()}' is already running (pid "
+                        f"{other.pid}): stop it first, or give this deployment another "
+                        f"node.name\n")
+    assert not (fake / "run").exists()
+
+
 def test_up_without_a_built_sluiced(fake: Path) -> None:
     (fake / "build" / "src" / "mgr" / "sluiced").unlink()
     r = runner.invoke(app, ["up", str(deployment(fake))])
