@@ -82,12 +82,14 @@ usage(void)
 		"  --mbuf-cache N         per-lcore pool cache (256)\n"
 		"  --burst N              packets per burst, <= %d (32)\n"
 		"  --backpressure-us N    how long a full next hop is waited "
-		"for before dropping (10000)\n"
+		"for before dropping (100000)\n"
 		"  --idle-sleep-us N      idle time before a shared-mode thread "
 		"sleeps (1000)\n"
 		"  --tx-retry-us N        how long a full port TX queue is "
 		"retried (1000)\n"
-		"  --rxd N / --txd N      port descriptors per queue (1024)\n",
+		"  --rxd N / --txd N      port descriptors per queue (1024)\n"
+		"  --nf-mem MB            hugepage memory set aside for NFs' "
+		"own tables (256)\n",
 		SL_BURST_MAX);
 }
 
@@ -116,7 +118,7 @@ parse_opts(struct sl_mgr_opts *o, int argc, char **argv)
 	enum {
 		O_NAME = 256, O_PORT, O_CHAIN, O_MODE, O_HANDOFF, O_SOCKET,
 		O_MAXNFS, O_MAXSVC, O_RING, O_MBUFS, O_CACHE, O_BURST, O_BP,
-		O_IDLE, O_TXRETRY, O_RXD, O_TXD, O_HELP
+		O_IDLE, O_TXRETRY, O_RXD, O_TXD, O_NFMEM, O_HELP
 	};
 	static const struct option lo[] = {
 		{"name", required_argument, NULL, O_NAME},
@@ -136,6 +138,7 @@ parse_opts(struct sl_mgr_opts *o, int argc, char **argv)
 		{"tx-retry-us", required_argument, NULL, O_TXRETRY},
 		{"rxd", required_argument, NULL, O_RXD},
 		{"txd", required_argument, NULL, O_TXD},
+		{"nf-mem", required_argument, NULL, O_NFMEM},
 		{"help", no_argument, NULL, O_HELP},
 		{NULL, 0, NULL, 0},
 	};
@@ -150,11 +153,12 @@ parse_opts(struct sl_mgr_opts *o, int argc, char **argv)
 	o->mbufs = 65535;
 	o->mbuf_cache = 256;
 	o->burst = 32;
-	o->backpressure_us = 10000;
+	o->backpressure_us = 100000;
 	o->idle_sleep_us = 1000;
 	o->tx_retry_us = 1000;
 	o->rxd = 1024;
 	o->txd = 1024;
+	o->nf_mem_mb = 256;
 
 	optind = 1;
 	opterr = 0;
@@ -311,6 +315,11 @@ parse_opts(struct sl_mgr_opts *o, int argc, char **argv)
 				return -1;
 			o->txd = (uint16_t)v;
 			break;
+		case O_NFMEM:
+			if (parse_u32("--nf-mem", optarg, 0, 1u << 20,
+				      &o->nf_mem_mb))
+				return -1;
+			break;
 		case O_HELP:
 			usage();
 			exit(0);
@@ -370,6 +379,24 @@ hugetlbfs_mounted(void)
 	return found;
 }
 
+/*
+ * Hugepage memory sluiced needs: packet pool, rings, slack for DPDK's own
+ * structures, and --nf-mem for NFs' tables. It is all reserved at start-up
+ * (--socket-mem): NFs are secondary processes, and a secondary that makes
+ * the shared heap grow or shrink goes through DPDK's multi-process
+ * memory hotplug, an IPC round trip with every process that was seen to
+ * stall NFs at shutdown. Preallocated memory is never hot-plugged.
+ */
+static unsigned long long
+memory_need(const struct sl_mgr_opts *o)
+{
+	return (unsigned long long)o->mbufs *
+		       (RTE_MBUF_DEFAULT_BUF_SIZE + sizeof(struct rte_mbuf) +
+			128) +
+	       (unsigned long long)o->max_nfs * 2 * o->ring_size * 8 +
+	       (64ull << 20) + ((unsigned long long)o->nf_mem_mb << 20);
+}
+
 static int
 precheck(const struct sl_mgr_opts *o)
 {
@@ -400,18 +427,13 @@ precheck(const struct sl_mgr_opts *o)
 			"them\n");
 		return -1;
 	}
-	/* Packet pool + rings + slack for DPDK's own structures. */
-	need = (unsigned long long)o->mbufs *
-		       (RTE_MBUF_DEFAULT_BUF_SIZE + sizeof(struct rte_mbuf) +
-			64) +
-	       (unsigned long long)o->max_nfs * 2 * o->ring_size * 8 +
-	       (48ull << 20);
+	need = memory_need(o);
 	if ((unsigned long long)free_pages * page_kb * 1024 < need) {
 		fprintf(stderr,
 			"sluiced: %lu free hugepages of %lu kB hold %llu MiB, "
-			"but --mbufs %u and --ring-size %u need about %llu "
-			"MiB: reserve more (scripts/hugepages.sh PAGES) or "
-			"lower --mbufs\n",
+			"but --mbufs %u, --ring-size %u and --nf-mem need about "
+			"%llu MiB: reserve more (scripts/hugepages.sh PAGES) "
+			"or lower --mbufs / --nf-mem\n",
 			free_pages, page_kb,
 			(unsigned long long)free_pages * page_kb / 1024,
 			o->mbufs, o->ring_size, need >> 20);
@@ -606,7 +628,7 @@ main(int argc, char **argv)
 {
 	struct sl_mgr *m = &g_mgr;
 	char *eal_argv[MAX_EAL_ARGS];
-	char prefix_arg[64], prefix[48], err[512];
+	char prefix_arg[64], prefix[48], err[512], mem_arg[48];
 	int sep = argc, eal_argc = 0, rc = 1, n_io = 0;
 	unsigned int lc;
 
@@ -647,6 +669,12 @@ main(int argc, char **argv)
 	}
 	if (!has_eal_opt(eal_argc, eal_argv, "--log-level", NULL))
 		eal_argv[eal_argc++] = "--log-level=lib.eal:warning";
+	if (!has_eal_opt(eal_argc, eal_argv, "--socket-mem", "-m") &&
+	    !has_eal_opt(eal_argc, eal_argv, "--legacy-mem", NULL)) {
+		snprintf(mem_arg, sizeof(mem_arg), "--socket-mem=%llu",
+			 (memory_need(&m->o) >> 20) + 1);
+		eal_argv[eal_argc++] = mem_arg;
+	}
 	eal_argv[eal_argc] = NULL;
 
 	if (rte_eal_init(eal_argc, eal_argv) < 0) {

@@ -41,6 +41,7 @@ struct sl_mgr_opts {
 	uint32_t backpressure_us;
 	uint32_t idle_sleep_us;
 	uint32_t tx_retry_us;
+	uint32_t nf_mem_mb;
 	uint16_t rxd;
 	uint16_t txd;
 	const char *chain;

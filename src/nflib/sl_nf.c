@@ -700,6 +700,8 @@ drain(struct sl_nf *nf)
 	if (__atomic_load_n(&nf->shm->shutdown, __ATOMIC_ACQUIRE))
 		return;
 	for (;;) {
+		__atomic_store_n(&nf->slot->heartbeat, nf->slot->heartbeat + 1,
+				 __ATOMIC_RELEASE);
 		if (sl_dispatch_pending(&nf->disp)) {
 			if (sl_dispatch_retry(&nf->disp, rte_rdtsc()) != 0)
 				sched_yield();
@@ -769,19 +771,15 @@ sl_nf_main(const struct sl_nf_ops *ops, int argc, char **argv)
 	}
 	pthread_setaffinity_np(pthread_self(), sizeof(saved), &saved);
 
-	if (attach(&nf) != 0) {
-		rte_eal_cleanup();
+	if (attach(&nf) != 0)
 		return 1;
-	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGHUP, on_signal);
 	signal(SIGPIPE, SIG_IGN);
 
-	if (do_register(&nf, &a) != 0) {
-		rte_eal_cleanup();
+	if (do_register(&nf, &a) != 0)
 		return 1;
-	}
 	if (sl_dispatch_init(&nf.disp, nf.shm, (uint16_t)(nf.instance + 1),
 			     &nf.slot->nf, nf.slot->nf.drop, nf_port_out,
 			     &nf) != 0) {
@@ -806,10 +804,19 @@ sl_nf_main(const struct sl_nf_ops *ops, int argc, char **argv)
 	run(&nf);
 	do_deregister(&nf);
 	drain(&nf);
+	/* From here on this NF reads no shared routing state: tell sluiced's
+	 * quiescence checks not to wait for it (it may take a while to exit). */
+	__atomic_store_n(&nf.slot->sleeping, 1, __ATOMIC_RELEASE);
 	if (ops->fini != NULL)
 		ops->fini(&nf);
 out:
 	sl_dispatch_fini(&nf.disp);
-	rte_eal_cleanup();
+	/*
+	 * No rte_eal_cleanup() here: in a secondary it takes the shared
+	 * memory-hotplug lock for writing to unmap memory, and at shutdown it
+	 * was seen to spin on that lock for ever. The process's mappings go
+	 * with it, and sluiced removes the runtime files when it exits.
+	 */
+	fflush(NULL);
 	return rc;
 }
