@@ -1,0 +1,410 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Bounds-checked packet header parsing (include/sluice/pkt.h).
+ *
+ * sluiced runs this on every packet at ingress, so it is written to be
+ * cheap: no allocation, no loops except the bounded VLAN and IPv6
+ * extension-header walks, byte loads only (no alignment assumptions).
+ *
+ * Rules, in the order they are checked:
+ * - Ethernet needs 14 bytes; up to two VLAN tags (0x8100, 0x88A8) of 4
+ *   bytes each follow. A third tag is not parsed: the frame is then
+ *   reported as non-IP with ether_type 0x8100/0x88A8.
+ * - IPv4: 20 bytes, version 4, IHL >= 5, IHL*4 bytes present, total
+ *   length >= IHL*4. Fragment: MF set or offset != 0; later fragment:
+ *   offset != 0 (no L4 header: l4_off = l4_len = 0).
+ * - IPv6: 40 bytes, version 6, then hop-by-hop (0), routing (43),
+ *   fragment (44) and destination options (60) headers, at most
+ *   SL_IPV6_MAX_EXT of them (more is -EINVAL). A fragment header with
+ *   offset != 0 marks a later fragment and ends the walk.
+ * - The IP datagram ends at the IP total/payload length when that is
+ *   inside the frame (the rest is Ethernet padding), else at the frame
+ *   end (a capture cut short is still parsed). l4_len counts the bytes
+ *   from l4_off to that end.
+ * - The L4 header must have its base size in the datagram: TCP 20,
+ *   UDP 8, SCTP 12, ICMP/ICMPv6 4; other protocols 0. So after a
+ *   successful parse the TCP/UDP/SCTP ports are always readable.
+ *
+ * On error the fields of info describe the layers parsed before the
+ * failing one; the others are 0.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <rte_branch_prediction.h>
+#include <rte_hash_crc.h>
+#include <rte_mbuf.h>
+
+#include "sluice/pkt.h"
+
+#define SL_ETH_HLEN 14
+#define SL_VLAN_HLEN 4
+#define SL_IPV4_HLEN 20
+#define SL_IPV6_HLEN 40
+#define SL_IPV6_EXT_MIN 8
+#define SL_IPV6_MAX_EXT 8 /* extension headers walked before giving up */
+
+#define SL_IPV4_MF 0x2000
+#define SL_IPV4_OFF_MASK 0x1fff
+#define SL_IPV6_FRAG_OFF_MASK 0xfff8
+#define SL_IPV6_FRAG_M 0x0001
+
+#define SL_HASH_SEED 0x736c7563u /* "sluc" */
+
+/* Minimum L4 header bytes that must be present, by IP protocol. */
+static const uint8_t sl_l4_min[256] = {
+	[IPPROTO_TCP] = 20,
+	[IPPROTO_UDP] = 8,
+	[IPPROTO_SCTP] = 12,
+	[IPPROTO_ICMP] = 4,
+	[IPPROTO_ICMPV6] = 4,
+};
+
+static inline uint16_t
+sl_rd16(const uint8_t *p)
+{
+	return (uint16_t)((uint16_t)p[0] << 8 | p[1]);
+}
+
+static inline int
+sl_has_ports(uint8_t proto)
+{
+	return proto == IPPROTO_TCP || proto == IPPROTO_UDP ||
+	       proto == IPPROTO_SCTP;
+}
+
+/* Locates the L4 header at off in a datagram ending at end (off <= end). */
+static inline int
+sl_parse_l4(struct sl_pkt_info *info, uint32_t off, uint32_t end)
+{
+	info->l4_off = (uint16_t)off;
+	info->l4_len = (uint16_t)(end - off);
+	if (unlikely(info->l4_len < sl_l4_min[info->l4_proto]))
+		return -EMSGSIZE;
+	return 0;
+}
+
+static inline int
+sl_parse_ipv4(const uint8_t *p, uint32_t off, uint32_t len,
+	      struct sl_pkt_info *info)
+{
+	const uint8_t *ip = p + off;
+	uint32_t avail = len - off;
+	uint32_t ihl, tot, frag, end;
+
+	if (unlikely(avail < SL_IPV4_HLEN))
+		return -EMSGSIZE;
+	if (unlikely((ip[0] >> 4) != 4))
+		return -EINVAL;
+	ihl = (uint32_t)(ip[0] & 0xf) * 4;
+	if (unlikely(ihl < SL_IPV4_HLEN))
+		return -EINVAL;
+	if (unlikely(ihl > avail))
+		return -EMSGSIZE;
+	tot = sl_rd16(ip + 2);
+	if (unlikely(tot < ihl))
+		return -EINVAL;
+
+	info->ip_version = 4;
+	info->l4_proto = ip[9];
+	info->ip_options = ihl > SL_IPV4_HLEN;
+	frag = sl_rd16(ip + 6);
+	if (unlikely(frag & (SL_IPV4_MF | SL_IPV4_OFF_MASK))) {
+		info->fragment = 1;
+		if (frag & SL_IPV4_OFF_MASK) {
+			info->later_fragment = 1;
+			return 0;
+		}
+	}
+	end = tot < avail ? off + tot : len;
+	return sl_parse_l4(info, off + ihl, end);
+}
+
+static inline int
+sl_parse_ipv6(const uint8_t *p, uint32_t off, uint32_t len,
+	      struct sl_pkt_info *info)
+{
+	const uint8_t *ip = p + off;
+	uint32_t avail = len - off;
+	uint32_t plen, end, hl, i;
+	uint16_t fo;
+	uint8_t nh;
+
+	if (unlikely(avail < SL_IPV6_HLEN))
+		return -EMSGSIZE;
+	if (unlikely((ip[0] >> 4) != 6))
+		return -EINVAL;
+	/* Payload length 0 is a jumbogram (or a lie): trust the frame. */
+	plen = sl_rd16(ip + 4);
+	end = plen != 0 && plen < avail - SL_IPV6_HLEN ?
+		      off + SL_IPV6_HLEN + plen :
+		      len;
+	info->ip_version = 6;
+	nh = ip[6];
+	off += SL_IPV6_HLEN;
+
+	for (i = 0;; i++) {
+		switch (nh) {
+		case IPPROTO_HOPOPTS:
+		case IPPROTO_ROUTING:
+		case IPPROTO_DSTOPTS:
+			if (unlikely(i == SL_IPV6_MAX_EXT))
+				return -EINVAL;
+			if (unlikely(end - off < SL_IPV6_EXT_MIN))
+				return -EMSGSIZE;
+			hl = ((uint32_t)p[off + 1] + 1) * 8;
+			if (unlikely(end - off < hl))
+				return -EMSGSIZE;
+			nh = p[off];
+			off += hl;
+			info->ip_options = 1;
+			break;
+		case IPPROTO_FRAGMENT:
+			if (unlikely(i == SL_IPV6_MAX_EXT))
+				return -EINVAL;
+			if (unlikely(end - off < SL_IPV6_EXT_MIN))
+				return -EMSGSIZE;
+			fo = sl_rd16(p + off + 2);
+			nh = p[off];
+			off += SL_IPV6_EXT_MIN;
+			info->ip_options = 1;
+			if (fo & (SL_IPV6_FRAG_OFF_MASK | SL_IPV6_FRAG_M))
+				info->fragment = 1;
+			if (fo & SL_IPV6_FRAG_OFF_MASK) {
+				info->l4_proto = nh;
+				info->later_fragment = 1;
+				return 0;
+			}
+			break;
+		default:
+			info->l4_proto = nh;
+			return sl_parse_l4(info, off, end);
+		}
+	}
+}
+
+static inline int
+sl_parse_inline(const uint8_t *p, uint32_t len, struct sl_pkt_info *info)
+{
+	uint32_t off = SL_ETH_HLEN;
+	uint16_t type;
+
+	memset(info, 0, sizeof(*info));
+	if (unlikely(len > UINT16_MAX))
+		len = UINT16_MAX;
+	info->frame_len = (uint16_t)len;
+	if (unlikely(len < SL_ETH_HLEN))
+		return -EMSGSIZE;
+	type = sl_rd16(p + 12);
+	if (type == SL_ETHER_TYPE_VLAN || type == SL_ETHER_TYPE_QINQ) {
+		if (unlikely(len < off + SL_VLAN_HLEN))
+			return -EMSGSIZE;
+		info->vlan_tci = sl_rd16(p + off);
+		type = sl_rd16(p + off + 2);
+		off += SL_VLAN_HLEN;
+		info->n_vlans = 1;
+		if (type == SL_ETHER_TYPE_VLAN || type == SL_ETHER_TYPE_QINQ) {
+			if (unlikely(len < off + SL_VLAN_HLEN))
+				return -EMSGSIZE;
+			type = sl_rd16(p + off + 2);
+			off += SL_VLAN_HLEN;
+			info->n_vlans = 2;
+		}
+	}
+	info->ether_type = type;
+	info->l3_off = (uint16_t)off;
+	if (likely(type == SL_ETHER_TYPE_IPV4))
+		return sl_parse_ipv4(p, off, len, info);
+	if (type == SL_ETHER_TYPE_IPV6)
+		return sl_parse_ipv6(p, off, len, info);
+	return 0;
+}
+
+static inline int
+sl_5tuple_from_info(const uint8_t *p, const struct sl_pkt_info *info,
+		    struct sl_5tuple *t)
+{
+	const uint8_t *ip = p + info->l3_off;
+
+	if (info->ip_version == 0)
+		return -ENOENT;
+	memset(t, 0, sizeof(*t));
+	t->proto = info->l4_proto;
+	if (info->ip_version == 4) {
+		t->family = 4;
+		memcpy(&t->src.v4, ip + 12, 4);
+		memcpy(&t->dst.v4, ip + 16, 4);
+	} else {
+		t->family = 6;
+		memcpy(t->src.v6, ip + 8, 16);
+		memcpy(t->dst.v6, ip + 24, 16);
+	}
+	/* l4_off is 0 for later fragments; sl_l4_min guarantees 4 bytes. */
+	if (sl_has_ports(t->proto) && info->l4_off != 0) {
+		memcpy(&t->sport, p + info->l4_off, 2);
+		memcpy(&t->dport, p + info->l4_off + 2, 2);
+	}
+	return 0;
+}
+
+int
+sl_parse(const void *data, uint32_t len, struct sl_pkt_info *info)
+{
+	return sl_parse_inline(data, len, info);
+}
+
+/*
+ * On error t is left unspecified (it may be partly written or untouched).
+ */
+int
+sl_5tuple_get(const void *data, uint32_t len, struct sl_5tuple *t)
+{
+	struct sl_pkt_info info;
+	int rc;
+
+	rc = sl_parse_inline(data, len, &info);
+	if (unlikely(rc != 0))
+		return rc;
+	return sl_5tuple_from_info(data, &info, t);
+}
+
+/*
+ * Symmetric: the (address, port) pairs of both ends are put in a fixed
+ * order before hashing, so A->B and B->A hash the same. Any total order
+ * works as long as it depends only on the pair, so raw loads are compared.
+ */
+uint32_t
+sl_5tuple_hash(const struct sl_5tuple *t)
+{
+	uint32_t h = rte_hash_crc_4byte(
+		(uint32_t)t->proto | (uint32_t)t->family << 8, SL_HASH_SEED);
+
+	if (t->family == 6) {
+		uint64_t a[2], b[2];
+		uint16_t pa = t->sport, pb = t->dport;
+
+		memcpy(a, t->src.v6, 16);
+		memcpy(b, t->dst.v6, 16);
+		int swap = a[0] != b[0] ? a[0] > b[0] :
+			   a[1] != b[1] ? a[1] > b[1] :
+					  pa > pb;
+
+		if (swap) {
+			h = rte_hash_crc_8byte(b[0], h);
+			h = rte_hash_crc_8byte(b[1], h);
+			h = rte_hash_crc_8byte(a[0], h);
+			h = rte_hash_crc_8byte(a[1], h);
+			h = rte_hash_crc_4byte((uint32_t)pb << 16 | pa, h);
+		} else {
+			h = rte_hash_crc_8byte(a[0], h);
+			h = rte_hash_crc_8byte(a[1], h);
+			h = rte_hash_crc_8byte(b[0], h);
+			h = rte_hash_crc_8byte(b[1], h);
+			h = rte_hash_crc_4byte((uint32_t)pa << 16 | pb, h);
+		}
+	} else {
+		uint64_t a = (uint64_t)t->src.v4 << 16 | t->sport;
+		uint64_t b = (uint64_t)t->dst.v4 << 16 | t->dport;
+
+		if (a > b) {
+			uint64_t x = a;
+
+			a = b;
+			b = x;
+		}
+		h = rte_hash_crc_8byte(a, h);
+		h = rte_hash_crc_8byte(b, h);
+	}
+	return h != 0 ? h : 1;
+}
+
+static const char *
+sl_proto_name(uint8_t proto, char *tmp, size_t size)
+{
+	switch (proto) {
+	case IPPROTO_TCP:
+		return "tcp";
+	case IPPROTO_UDP:
+		return "udp";
+	case IPPROTO_SCTP:
+		return "sctp";
+	case IPPROTO_ICMP:
+		return "icmp";
+	case IPPROTO_ICMPV6:
+		return "icmp6";
+	default:
+		snprintf(tmp, size, "proto-%u", proto);
+		return tmp;
+	}
+}
+
+static void
+sl_addr_format(const struct sl_5tuple *t, int src, int port, char *out,
+	       size_t size)
+{
+	char a[INET6_ADDRSTRLEN];
+	const void *addr = src ? (const void *)&t->src : (const void *)&t->dst;
+	uint16_t p = ntohs(src ? t->sport : t->dport);
+
+	inet_ntop(t->family == 4 ? AF_INET : AF_INET6, addr, a, sizeof(a));
+	if (!port)
+		snprintf(out, size, "%s", a);
+	else if (t->family == 4)
+		snprintf(out, size, "%s:%u", a, p);
+	else
+		snprintf(out, size, "[%s]:%u", a, p);
+}
+
+/*
+ * Output: "tcp 10.0.0.1:1234 > 192.168.0.1:80",
+ * "udp [2001:db8::1]:53 > [2001:db8::2]:5353", "icmp 10.0.0.1 > 10.0.0.2"
+ * (ports only for TCP, UDP and SCTP; other protocols as "proto-N").
+ *
+ * @return the length of the string (without the NUL); -EINVAL if t is not
+ *   an IPv4/IPv6 5-tuple or buf is NULL/size 0; -ENOSPC if it was cut
+ *   short (buf then holds the truncated, NUL-terminated string).
+ */
+int
+sl_5tuple_format(const struct sl_5tuple *t, char *buf, uint32_t size)
+{
+	char tmp[16], src[INET6_ADDRSTRLEN + 8], dst[INET6_ADDRSTRLEN + 8];
+	int ports, n;
+
+	if (buf == NULL || size == 0)
+		return -EINVAL;
+	buf[0] = '\0';
+	if (t == NULL || (t->family != 4 && t->family != 6))
+		return -EINVAL;
+	ports = sl_has_ports(t->proto);
+	sl_addr_format(t, 1, ports, src, sizeof(src));
+	sl_addr_format(t, 0, ports, dst, sizeof(dst));
+	n = snprintf(buf, size, "%s %s > %s",
+		     sl_proto_name(t->proto, tmp, sizeof(tmp)), src, dst);
+	if (n < 0)
+		return -EINVAL;
+	return (uint32_t)n < size ? n : -ENOSPC;
+}
+
+int
+sl_pkt_parse(const struct rte_mbuf *m, struct sl_pkt_info *info)
+{
+	return sl_parse_inline(rte_pktmbuf_mtod(m, const uint8_t *),
+			       rte_pktmbuf_data_len(m), info);
+}
+
+int
+sl_pkt_5tuple(const struct rte_mbuf *m, struct sl_5tuple *t)
+{
+	const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
+	struct sl_pkt_info info;
+	int rc;
+
+	rc = sl_parse_inline(p, rte_pktmbuf_data_len(m), &info);
+	if (unlikely(rc != 0))
+		return rc;
+	return sl_5tuple_from_info(p, &info, t);
+}
