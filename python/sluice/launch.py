@@ -552,7 +552,7 @@ def totals(stats: dict[str, Any]) -> Totals:
 def summary_text(stats: dict[str, Any]) -> str:
     t = totals(stats)
     lines = [f"packets in: {t.rx:,}   out: {t.tx:,}   dropped: {t.dropped:,}"
-             + (f"   in flight at stop: {t.in_flight:,}" if t.in_flight else "")]
+             + (f"   in flight: {t.in_flight:,}" if t.in_flight else "")]
     for k, v in sorted(t.drops.items()):
         if v:
             lines.append(f"  dropped {k}: {v:,}")

@@ -423,7 +423,7 @@ def test_stats(sock: tuple[FakeSluiced, str]) -> None:
     r = runner.invoke(app, ["stats", "--socket", sock[1]], env={"COLUMNS": "200"})
     assert r.exit_code == 0
     assert "no_instance=2" in r.stdout and "nf_verdict=5" in r.stdout and "1/4096" in r.stdout
-    assert "packets in: 100   out: 90   dropped: 7   in flight at stop: 3" in r.stdout
+    assert "packets in: 100   out: 90   dropped: 7   in flight: 3" in r.stdout
 
 
 def test_totals() -> None:
