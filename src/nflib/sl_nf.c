@@ -50,6 +50,7 @@ struct sl_nf {
 	char node[SL_NAME_LEN];
 	char service_name[SL_NAME_LEN];
 	int stop;
+	int mgr_dead; /* sluiced was killed: nobody to deregister with */
 };
 
 static volatile sig_atomic_t g_stop;
@@ -477,6 +478,7 @@ attach(struct sl_nf *nf)
 }
 
 static void nf_handle(struct sl_nf *nf, struct rte_mbuf **pkts, uint16_t n);
+static int mgr_gone(const struct sl_nf *nf);
 
 /* Sends a message to sluiced and waits for the answer. */
 static int
@@ -493,7 +495,8 @@ ask_sluiced(struct sl_nf *nf, struct sl_msg *m, unsigned int timeout_ms,
 	}
 	while (!__atomic_load_n(&m->done, __ATOMIC_ACQUIRE)) {
 		if (rte_rdtsc() > deadline ||
-		    __atomic_load_n(&nf->shm->shutdown, __ATOMIC_ACQUIRE))
+		    __atomic_load_n(&nf->shm->shutdown, __ATOMIC_ACQUIRE) ||
+		    mgr_gone(nf))
 			return -1;
 		if (keep_running && nf->slot != NULL) {
 			/* Deregistering: keep serving what is queued. */
@@ -566,7 +569,8 @@ do_deregister(struct sl_nf *nf)
 	struct sl_msg *m;
 	void *obj;
 
-	if (__atomic_load_n(&nf->shm->shutdown, __ATOMIC_ACQUIRE) ||
+	if (nf->mgr_dead ||
+	    __atomic_load_n(&nf->shm->shutdown, __ATOMIC_ACQUIRE) ||
 	    rte_mempool_get(nf->shm->msg_pool, &obj) != 0)
 		return;
 	m = obj;
@@ -635,6 +639,13 @@ idle(struct sl_nf *nf, uint64_t now, uint64_t *idle_since)
 	__atomic_store_n(&slot->sleeping, 0, __ATOMIC_RELAXED);
 }
 
+/* 1 once sluiced has gone away without a clean shutdown (killed). */
+static int
+mgr_gone(const struct sl_nf *nf)
+{
+	return kill(nf->shm->mgr_pid, 0) != 0 && errno == ESRCH;
+}
+
 static int
 must_stop(const struct sl_nf *nf)
 {
@@ -652,12 +663,25 @@ run(struct sl_nf *nf)
 	uint64_t hz = rte_get_tsc_hz();
 	uint64_t tick_cycles = hz / 1000 * (ops->tick_ms ? ops->tick_ms : 1000);
 	uint64_t next_tick = rte_rdtsc() + tick_cycles;
+	uint64_t mgr_check_cycles = hz / 10, next_mgr_check = 0;
 	uint64_t idle_since = 0;
 
 	while (!must_stop(nf)) {
 		uint64_t now = rte_rdtsc();
 		unsigned int n;
 
+		if (now >= next_mgr_check) {
+			/* Every 100 ms: was sluiced killed? */
+			if (mgr_gone(nf)) {
+				fprintf(stderr,
+					"%s: sluiced '%s' (pid %d) is gone; "
+					"stopping\n",
+					nf->prog, nf->node, nf->shm->mgr_pid);
+				nf->mgr_dead = 1;
+				break;
+			}
+			next_mgr_check = now + mgr_check_cycles;
+		}
 		__atomic_store_n(&slot->heartbeat, slot->heartbeat + 1,
 				 __ATOMIC_RELEASE);
 		if (g_reload) {
@@ -697,7 +721,8 @@ drain(struct sl_nf *nf)
 	struct rte_mbuf *pkts[SL_BURST_MAX];
 	unsigned int n;
 
-	if (__atomic_load_n(&nf->shm->shutdown, __ATOMIC_ACQUIRE))
+	if (nf->mgr_dead ||
+	    __atomic_load_n(&nf->shm->shutdown, __ATOMIC_ACQUIRE))
 		return;
 	for (;;) {
 		__atomic_store_n(&nf->slot->heartbeat, nf->slot->heartbeat + 1,
@@ -725,6 +750,8 @@ sl_nf_main(const struct sl_nf_ops *ops, int argc, char **argv)
 	cpu_set_t saved;
 	int rc;
 
+	/* Logs go to files: keep each line whole even if the NF is killed. */
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	memset(&nf, 0, sizeof(nf));
 	nf.ops = ops;
 	nf.prog = argv[0];
