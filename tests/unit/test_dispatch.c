@@ -1,0 +1,1151 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Unit tests of verdict validation and hand-off (src/common/sl_dispatch.c)
+ * on a real EAL: this process is a DPDK primary without hugepages, PCI,
+ * shared files or telemetry. Packets are real mbufs from a real pktmbuf
+ * pool with the registered sluice metadata field; the NF rx rings are real
+ * rte_rings; struct sl_shm is a fake in heap memory.
+ *
+ * Fake node used by every test:
+ *   services: 0 "fw"    live {0}          (flow-sticky)
+ *             1 "mon"   live {1, 2}       (flow-sticky, or RR in one test)
+ *             2 "empty" used, no live instance
+ *             3         not used
+ *   instances 0..2 RUNNING (mode poll), 3 free; rx rings hold RING_CAP
+ *   ports:    0 used + started, 1 used + stopped, 2.. unused
+ *   chain:    first = fw; next[fw] = mon; next[mon] = port 0;
+ *             next[empty] = drop; next[3] = none
+ * The dispatching context is instance 0 (owner tag 1).
+ */
+#include <errno.h>
+#include <limits.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_mbuf.h>
+#include <rte_mbuf_dyn.h>
+#include <rte_mempool.h>
+#include <rte_ring.h>
+
+#include "sl_dispatch.h"
+#include "sl_lb.h"
+
+#define MAX_NFS 4
+#define MAX_SVC 4
+#define RING_CAP 64
+#define POOL_SIZE 511
+#define SELF_OWNER 1
+#define BP_CYCLES 1000000u
+#define IN_PORT 7
+#define FLAGS 0x5a5a
+
+static struct rte_mempool *g_pool;
+static int g_off = -1;
+static unsigned g_pool_full; /* avail count of the idle pool */
+static unsigned g_rings;     /* rings created, for unique names */
+
+/* What the port_out callback saw. */
+#define PORT_LOG 256
+static struct {
+	uint16_t take; /* how many of a run it accepts (UINT16_MAX: all) */
+	unsigned calls;
+	uint16_t port[PORT_LOG];
+	uint16_t run[PORT_LOG]; /* run length offered */
+	unsigned n_got;
+	struct rte_mbuf *got[PORT_LOG]; /* accepted packets, in order */
+	struct sl_dispatch *d;
+} g_port;
+
+struct env {
+	struct sl_shm *shm;
+	struct sl_chain chain;
+	sl_hop_t next[MAX_SVC];
+	uint16_t live[MAX_SVC][MAX_NFS];
+	struct sl_ctx_stats stats;
+	struct sl_dispatch d;
+};
+
+/* ---- helpers -------------------------------------------------------- */
+
+static struct sl_pkt_meta *
+meta(struct rte_mbuf *m)
+{
+	return sl_meta(m, g_off);
+}
+
+static void *
+zalloc_aligned(size_t size)
+{
+	size_t sz = RTE_ALIGN_CEIL(size, SL_CACHE_LINE);
+	void *p = aligned_alloc(SL_CACHE_LINE, sz);
+
+	assert_non_null(p);
+	memset(p, 0, sz);
+	return p;
+}
+
+/* A packet of len bytes with the given metadata, held by SELF_OWNER. */
+static struct rte_mbuf *
+mk(sl_verdict_t v, uint16_t service, uint32_t hash, uint16_t len)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(g_pool);
+	struct sl_pkt_meta *mt;
+
+	assert_non_null(m);
+	assert_non_null(rte_pktmbuf_append(m, len));
+	mt = meta(m);
+	mt->verdict = v;
+	mt->flow_hash = hash;
+	mt->service = service;
+	mt->owner = SELF_OWNER;
+	mt->in_port = IN_PORT;
+	mt->flags = FLAGS;
+	return m;
+}
+
+static void
+check_meta(struct rte_mbuf *m, sl_verdict_t v, uint16_t service,
+	   uint16_t owner, uint32_t hash)
+{
+	struct sl_pkt_meta *mt = meta(m);
+
+	assert_int_equal(mt->verdict, v);
+	assert_int_equal(mt->service, service);
+	assert_int_equal(mt->owner, owner);
+	assert_int_equal(mt->flow_hash, hash);
+	assert_int_equal(mt->in_port, IN_PORT);
+	assert_int_equal(mt->flags, FLAGS);
+}
+
+static struct rte_ring *
+rx_of(struct env *e, uint16_t inst)
+{
+	return e->shm->nfs[inst].rx;
+}
+
+/* Dequeues up to n packets from instance inst's rx ring. */
+static unsigned
+take_rx(struct env *e, uint16_t inst, struct rte_mbuf **pkts, unsigned n)
+{
+	return rte_ring_dequeue_burst(rx_of(e, inst), (void **)pkts, n, NULL);
+}
+
+/* Fills instance inst's rx ring with dummies, leaving room for k. */
+static char g_dummy[RING_CAP];
+
+static int
+is_dummy(const void *p)
+{
+	return (const char *)p >= g_dummy &&
+	       (const char *)p < g_dummy + RING_CAP;
+}
+
+static void
+leave_room(struct env *e, uint16_t inst, unsigned k)
+{
+	unsigned fill = rte_ring_free_count(rx_of(e, inst)) - k;
+	void *objs[RING_CAP];
+
+	for (unsigned i = 0; i < fill; i++)
+		objs[i] = &g_dummy[i];
+	assert_int_equal(rte_ring_enqueue_bulk(rx_of(e, inst), objs, fill,
+					       NULL),
+			 fill);
+	assert_int_equal(rte_ring_free_count(rx_of(e, inst)), k);
+}
+
+/* Dequeues n dummies from the head of instance inst's rx ring. */
+static void
+drain_dummies(struct env *e, uint16_t inst, unsigned n)
+{
+	void *objs[RING_CAP];
+
+	assert_int_equal(rte_ring_dequeue_bulk(rx_of(e, inst), objs, n, NULL),
+			 n);
+	for (unsigned i = 0; i < n; i++)
+		assert_true(is_dummy(objs[i]));
+}
+
+static uint64_t
+drops_total(const struct env *e)
+{
+	uint64_t t = 0;
+
+	for (int r = 0; r < SL_DROP_MAX; r++)
+		t += e->stats.drop[r];
+	return t;
+}
+
+/* Exactly n drops, all with reason r. */
+static void
+check_drops(const struct env *e, enum sl_drop_reason r, uint64_t n)
+{
+	assert_int_equal(e->stats.drop[r], n);
+	assert_int_equal(drops_total(e), n);
+}
+
+static void
+check_pool_full(void)
+{
+	assert_int_equal(rte_mempool_avail_count(g_pool), g_pool_full);
+}
+
+static uint16_t
+port_out(struct sl_dispatch *d, uint16_t port, struct rte_mbuf **pkts,
+	 uint16_t n)
+{
+	uint16_t k = n < g_port.take ? n : g_port.take;
+
+	assert_ptr_equal(d, g_port.d);
+	assert_true(g_port.calls < PORT_LOG);
+	g_port.port[g_port.calls] = port;
+	g_port.run[g_port.calls] = n;
+	g_port.calls++;
+	/* Packets handed to a port are held by nobody. */
+	for (uint16_t i = 0; i < n; i++)
+		assert_int_equal(meta(pkts[i])->owner, 0);
+	for (uint16_t i = 0; i < k; i++) {
+		assert_true(g_port.n_got < PORT_LOG);
+		g_port.got[g_port.n_got++] = pkts[i];
+	}
+	return k;
+}
+
+static void
+free_port_got(void)
+{
+	rte_pktmbuf_free_bulk(g_port.got, g_port.n_got);
+	g_port.n_got = 0;
+}
+
+/* ---- fixtures ------------------------------------------------------- */
+
+/*
+ * EAL as a primary with no hugepages, no PCI, no shared config files and
+ * no telemetry. Not --in-memory: in DPDK 22.11 --no-huge turns on legacy
+ * memory mode, which --in-memory refuses ("Option --legacy-mem is not
+ * compatible with --in-memory"), so rte_eal_init() fails with EINVAL.
+ * --no-shconf writes no files and opens no IPC socket, but EAL still
+ * creates an empty runtime directory; group_teardown removes it.
+ */
+static char g_runtime_dir[PATH_MAX];
+
+static int
+group_setup(void **state)
+{
+	static const struct rte_mbuf_dynfield desc = {
+		.name = SL_DYNFIELD_NAME,
+		.size = sizeof(struct sl_pkt_meta),
+		.align = __alignof__(struct sl_pkt_meta),
+	};
+	char lcore[16], prefix[64];
+	cpu_set_t cpus;
+	int cpu = 0;
+	char *argv[] = {
+		"test_dispatch", "--no-huge", "-m", "128", "--no-pci",
+		"--no-shconf", "--no-telemetry", "--log-level=*:error", "-l",
+		lcore, prefix, NULL,
+	};
+
+	(void)state;
+	/* One lcore, one we may run on. */
+	if (sched_getaffinity(0, sizeof(cpus), &cpus) == 0)
+		while (cpu < CPU_SETSIZE - 1 && !CPU_ISSET(cpu, &cpus))
+			cpu++;
+	snprintf(lcore, sizeof(lcore), "%d", cpu);
+	snprintf(prefix, sizeof(prefix), "--file-prefix=sl_ut_dispatch_%d",
+		 (int)getpid());
+	if (rte_eal_init((int)RTE_DIM(argv) - 1, argv) < 0) {
+		fprintf(stderr, "rte_eal_init: %s\n", rte_strerror(rte_errno));
+		return -1;
+	}
+	snprintf(g_runtime_dir, sizeof(g_runtime_dir), "%s",
+		 rte_eal_get_runtime_dir());
+	g_off = rte_mbuf_dynfield_register(&desc);
+	if (g_off < 0) {
+		fprintf(stderr, "dynfield: %s\n", rte_strerror(rte_errno));
+		return -1;
+	}
+	/* No per-lcore cache: rte_mempool_avail_count() is exact. */
+	g_pool = rte_pktmbuf_pool_create("sl_ut_pkts", POOL_SIZE, 0, 0,
+					 RTE_MBUF_DEFAULT_BUF_SIZE,
+					 SOCKET_ID_ANY);
+	if (g_pool == NULL) {
+		fprintf(stderr, "pool: %s\n", rte_strerror(rte_errno));
+		return -1;
+	}
+	g_pool_full = rte_mempool_avail_count(g_pool);
+	return g_pool_full == POOL_SIZE ? 0 : -1;
+}
+
+static int
+group_teardown(void **state)
+{
+	int rc;
+
+	(void)state;
+	rte_mempool_free(g_pool);
+	g_pool = NULL;
+	rc = rte_eal_cleanup();
+	if (g_runtime_dir[0] != '\0' && rmdir(g_runtime_dir) != 0)
+		fprintf(stderr, "rmdir %s: %s\n", g_runtime_dir,
+			strerror(errno));
+	return rc == 0 ? 0 : -1;
+}
+
+static void
+set_live(struct env *e, uint16_t s, int n, const uint16_t *ids)
+{
+	struct sl_service *svc = &e->shm->services[s];
+
+	for (int k = 0; k < n; k++)
+		svc->live[k] = ids[k];
+	svc->n_live = (uint16_t)n;
+	sl_lb_rebuild(svc);
+}
+
+static int
+setup(void **state)
+{
+	static const uint16_t fw[] = {0}, mon[] = {1, 2};
+	struct env *e = zalloc_aligned(sizeof(*e));
+	struct sl_shm *shm = zalloc_aligned(sizeof(*shm));
+
+	e->shm = shm;
+	shm->magic = SL_SHM_MAGIC;
+	shm->version = SL_SHM_VERSION;
+	shm->max_nfs = MAX_NFS;
+	shm->max_services = MAX_SVC;
+	shm->ring_size = RING_CAP;
+	shm->burst = SL_BURST;
+	shm->backpressure_cycles = BP_CYCLES;
+	shm->dynfield_offset = g_off;
+	shm->pktmbuf_pool = g_pool;
+	shm->nfs = zalloc_aligned(sizeof(struct sl_nf_slot) * MAX_NFS);
+	shm->services = zalloc_aligned(sizeof(struct sl_service) * MAX_SVC);
+	shm->nf_hwm = 3;
+
+	for (uint16_t i = 0; i < MAX_NFS; i++) {
+		struct sl_nf_slot *s = &shm->nfs[i];
+		char name[RTE_RING_NAMESIZE];
+
+		s->instance = i;
+		s->mode = SL_MODE_POLL;
+		s->state = i < 3 ? SL_NF_RUNNING : SL_NF_FREE;
+		s->service = i == 0 ? 0 : 1;
+		/* unique: a failed test may leave its rings behind */
+		snprintf(name, sizeof(name), "sl_ut_rx%u_%u", i, g_rings++);
+		s->rx = rte_ring_create(name, RING_CAP, SOCKET_ID_ANY,
+					RING_F_SC_DEQ | RING_F_EXACT_SZ);
+		assert_non_null(s->rx);
+		assert_int_equal(rte_ring_get_capacity(s->rx), RING_CAP);
+	}
+	for (uint16_t s = 0; s < MAX_SVC; s++)
+		shm->services[s].live = e->live[s];
+	snprintf(shm->services[0].name, SL_NAME_LEN, "fw");
+	snprintf(shm->services[1].name, SL_NAME_LEN, "mon");
+	snprintf(shm->services[2].name, SL_NAME_LEN, "empty");
+	for (uint16_t s = 0; s < 3; s++)
+		shm->services[s].used = 1;
+	set_live(e, 0, 1, fw);
+	set_live(e, 1, 2, mon);
+
+	shm->ports[0].used = 1;
+	shm->ports[0].started = 1;
+	shm->ports[1].used = 1;
+	shm->n_ports = 2;
+
+	e->next[0] = SL_HOP_SERVICE(1);
+	e->next[1] = SL_HOP_PORT(0);
+	e->next[2] = SL_HOP_DROP;
+	e->next[3] = SL_HOP_NONE;
+	e->chain.version = 1;
+	e->chain.first = SL_HOP_SERVICE(0);
+	e->chain.next = e->next;
+	shm->chain = &e->chain;
+
+	memset(&g_port, 0, sizeof(g_port));
+	g_port.take = UINT16_MAX;
+	g_port.d = &e->d;
+	assert_int_equal(sl_dispatch_init(&e->d, shm, SELF_OWNER, &e->stats,
+					  e->stats.drop, port_out, NULL),
+			 0);
+	assert_int_equal(e->d.bp_cycles, BP_CYCLES);
+	assert_int_equal(e->d.meta_off, g_off);
+	*state = e;
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	struct env *e = *state;
+	struct rte_mbuf *pkts[RING_CAP];
+
+	free_port_got();
+	sl_dispatch_drop_pending(&e->d, SL_DROP_NF_LOST);
+	for (uint16_t i = 0; i < MAX_NFS; i++) {
+		unsigned n;
+
+		/* Tests drain their dummies; skip any a failed test left. */
+		while ((n = take_rx(e, i, pkts, RING_CAP)) > 0)
+			for (unsigned k = 0; k < n; k++)
+				if (!is_dummy(pkts[k]))
+					rte_pktmbuf_free(pkts[k]);
+		rte_ring_free(e->shm->nfs[i].rx);
+	}
+	sl_dispatch_fini(&e->d);
+	assert_null(e->d.rr);
+	free(e->shm->nfs);
+	free(e->shm->services);
+	free(e->shm);
+	free(e);
+	/* Every test gives back every packet. A test that failed half-way
+	 * may not have: report it once, without failing the next tests. */
+	{
+		unsigned avail = rte_mempool_avail_count(g_pool);
+
+		if (avail != g_pool_full) {
+			unsigned want = g_pool_full;
+
+			g_pool_full = avail;
+			fail_msg("%u packet(s) not returned to the pool",
+				 want - avail);
+		}
+	}
+	return 0;
+}
+
+/* ---- NEXT ----------------------------------------------------------- */
+
+static void
+next_follows_chain(void **state)
+{
+	struct env *e = *state;
+	struct sl_service *mon = &e->shm->services[1];
+	struct rte_mbuf *p[3], *got[8];
+	uint16_t inst;
+
+	p[0] = mk(SL_NEXT, SL_SERVICE_NONE, 0x11, 60); /* ingress: first */
+	p[1] = mk(SL_NEXT, 0, 0x22, 70);               /* fw -> mon */
+	p[2] = mk(SL_NEXT, 1, 0x33, 80);               /* mon -> port 0 */
+	assert_int_equal(sl_dispatch(&e->d, p, 3), 0);
+	assert_int_equal(sl_dispatch_pending(&e->d), 0);
+
+	assert_int_equal(take_rx(e, 0, got, 4), 1);
+	assert_ptr_equal(got[0], p[0]);
+	check_meta(p[0], SL_NEXT, 0, 0 + 1, 0x11);
+
+	inst = mon->bucket[0x22];
+	assert_true(inst == 1 || inst == 2);
+	assert_int_equal(take_rx(e, inst, got, 4), 1);
+	assert_int_equal(take_rx(e, (uint16_t)(3 - inst), got + 1, 4), 0);
+	assert_ptr_equal(got[0], p[1]);
+	check_meta(p[1], SL_NEXT, 1, (uint16_t)(inst + 1), 0x22);
+
+	assert_int_equal(g_port.calls, 1);
+	assert_int_equal(g_port.port[0], 0);
+	assert_int_equal(g_port.n_got, 1);
+	assert_ptr_equal(g_port.got[0], p[2]);
+	/* Port-bound packets keep their verdict; owner is cleared. */
+	check_meta(p[2], SL_NEXT, 1, 0, 0x33);
+
+	check_drops(e, SL_DROP_NF_VERDICT, 0);
+	assert_int_equal(e->stats.tx_pkts, 2);
+	assert_int_equal(e->stats.tx_bytes, 60 + 70);
+	rte_pktmbuf_free(got[0]);
+	rte_pktmbuf_free(p[0]);
+}
+
+static void
+next_flow_sticky_spreads(void **state)
+{
+	/* NEXT from fw to mon: each packet goes to its bucket's instance;
+	 * both instances get some. */
+	struct env *e = *state;
+	struct sl_service *mon = &e->shm->services[1];
+	struct rte_mbuf *p[SL_BURST_MAX], *got[SL_BURST_MAX];
+	unsigned n1, n2, want1 = 0;
+
+	for (int i = 0; i < SL_BURST_MAX; i++) {
+		p[i] = mk(SL_NEXT, 0, (uint32_t)i * 2654435761u, 64);
+		want1 += mon->bucket[((uint32_t)i * 2654435761u) & 255] == 1;
+	}
+	assert_int_equal(sl_dispatch(&e->d, p, SL_BURST_MAX), 0);
+	n1 = take_rx(e, 1, got, SL_BURST_MAX);
+	assert_int_equal(n1, want1);
+	for (unsigned i = 0; i < n1; i++) {
+		check_meta(got[i], SL_NEXT, 1, 2, meta(got[i])->flow_hash);
+		assert_int_equal(mon->bucket[meta(got[i])->flow_hash & 255],
+				 1);
+	}
+	rte_pktmbuf_free_bulk(got, n1);
+	n2 = take_rx(e, 2, got, SL_BURST_MAX);
+	assert_int_equal(n1 + n2, SL_BURST_MAX);
+	assert_true(n1 > 0 && n2 > 0);
+	for (unsigned i = 0; i < n2; i++)
+		check_meta(got[i], SL_NEXT, 1, 3, meta(got[i])->flow_hash);
+	rte_pktmbuf_free_bulk(got, n2);
+	assert_int_equal(e->stats.tx_pkts, SL_BURST_MAX);
+	assert_int_equal(e->stats.tx_bytes, SL_BURST_MAX * 64);
+}
+
+static void
+next_graph_drop_and_end(void **state)
+{
+	struct env *e = *state;
+	struct rte_mbuf *p[4];
+
+	p[0] = mk(SL_NEXT, 2, 1, 64);       /* next[empty] = drop */
+	p[1] = mk(SL_NEXT, 2, 2, 64);
+	p[2] = mk(SL_NEXT, 3, 3, 64);       /* next[3] = none */
+	p[3] = mk(SL_NEXT, MAX_SVC, 4, 64); /* a node beyond max_services */
+	assert_int_equal(sl_dispatch(&e->d, p, 4), 0);
+	assert_int_equal(e->stats.drop[SL_DROP_GRAPH], 2);
+	assert_int_equal(e->stats.drop[SL_DROP_END_OF_CHAIN], 1);
+	assert_int_equal(e->stats.drop[SL_DROP_INVALID_DEST], 1);
+	assert_int_equal(drops_total(e), 4);
+	assert_int_equal(e->stats.tx_pkts, 0);
+	assert_int_equal(e->stats.tx_bytes, 0);
+	check_pool_full();
+	/* Freed packets are held by nobody. */
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(meta(p[i])->owner, 0);
+}
+
+static void
+next_without_chain(void **state)
+{
+	struct env *e = *state;
+	struct rte_mbuf *p[3], *got[2];
+
+	e->shm->chain = NULL;
+	p[0] = mk(SL_NEXT, SL_SERVICE_NONE, 1, 64);
+	p[1] = mk(SL_NEXT, 0, 2, 64);
+	p[2] = mk(SL_TO(0), 1, 3, 100); /* TO does not need the chain */
+	assert_int_equal(sl_dispatch(&e->d, p, 3), 0);
+	check_drops(e, SL_DROP_END_OF_CHAIN, 2);
+	assert_int_equal(meta(p[0])->owner, 0);
+	assert_int_equal(meta(p[1])->owner, 0);
+	assert_int_equal(take_rx(e, 0, got, 2), 1);
+	assert_ptr_equal(got[0], p[2]);
+	check_meta(p[2], SL_NEXT, 0, 1, 3);
+	assert_int_equal(e->stats.tx_pkts, 1);
+	assert_int_equal(e->stats.tx_bytes, 100);
+	assert_int_equal(rte_mempool_avail_count(g_pool), g_pool_full - 1);
+	rte_pktmbuf_free(got[0]);
+}
+
+/* ---- TO ------------------------------------------------------------- */
+
+static void
+to_valid_service(void **state)
+{
+	struct env *e = *state;
+	struct sl_service *mon = &e->shm->services[1];
+	struct rte_mbuf *p[2], *got[2];
+	uint16_t inst;
+
+	p[0] = mk(SL_TO(1), 0, 0x5, 90);
+	p[1] = mk(SL_TO(0), 1, 0x6, 91); /* back to fw: any edge is taken */
+	assert_int_equal(sl_dispatch(&e->d, p, 2), 0);
+	inst = mon->bucket[5];
+	assert_int_equal(take_rx(e, inst, got, 2), 1);
+	assert_ptr_equal(got[0], p[0]);
+	/* Reset for the receiver: NEXT, at the target, held by it. */
+	check_meta(p[0], SL_NEXT, 1, (uint16_t)(inst + 1), 0x5);
+	assert_int_equal(take_rx(e, 0, got + 1, 2), 1);
+	assert_ptr_equal(got[1], p[1]);
+	check_meta(p[1], SL_NEXT, 0, 1, 0x6);
+	assert_int_equal(drops_total(e), 0);
+	assert_int_equal(e->stats.tx_pkts, 2);
+	assert_int_equal(e->stats.tx_bytes, 181);
+	rte_pktmbuf_free_bulk(got, 2);
+}
+
+static void
+to_invalid_service(void **state)
+{
+	struct env *e = *state;
+	struct rte_mbuf *p[4];
+
+	p[0] = mk(SL_TO(MAX_SVC), 0, 1, 64);         /* out of range */
+	p[1] = mk(SL_TO(SL_SERVICE_NONE), 0, 2, 64); /* way out of range */
+	p[2] = mk(SL_TO(3), 0, 3, 64);               /* not used */
+	p[3] = mk(SL_TO(3), 0, 4, 64);
+	assert_int_equal(rte_mempool_avail_count(g_pool), g_pool_full - 4);
+	assert_int_equal(sl_dispatch(&e->d, p, 4), 0);
+	check_drops(e, SL_DROP_INVALID_DEST, 4);
+	check_pool_full();
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(meta(p[i])->owner, 0);
+	assert_int_equal(e->stats.tx_pkts, 0);
+	for (uint16_t i = 0; i < MAX_NFS; i++)
+		assert_int_equal(rte_ring_count(rx_of(e, i)), 0);
+}
+
+static void
+to_service_without_instance(void **state)
+{
+	struct env *e = *state;
+	struct rte_mbuf *p[2];
+
+	p[0] = mk(SL_TO(2), 0, 1, 64);
+	p[1] = mk(SL_TO(2), 0, 2, 64);
+	assert_int_equal(sl_dispatch(&e->d, p, 2), 0);
+	check_drops(e, SL_DROP_NO_INSTANCE, 2);
+	check_pool_full();
+	assert_int_equal(meta(p[0])->owner, 0);
+	assert_int_equal(meta(p[1])->owner, 0);
+}
+
+static void
+to_round_robin(void **state)
+{
+	/* RR on mon: packets alternate between instances 1 and 2, each its
+	 * own run, in order within each ring. */
+	struct env *e = *state;
+	struct rte_mbuf *p[6], *got[6];
+
+	e->shm->services[1].lb_mode = SL_LB_RR;
+	for (int i = 0; i < 6; i++)
+		p[i] = mk(SL_TO(1), 0, 0x77, (uint16_t)(64 + i));
+	assert_int_equal(sl_dispatch(&e->d, p, 6), 0);
+	assert_int_equal(take_rx(e, 1, got, 6), 3);
+	for (int i = 0; i < 3; i++) {
+		assert_ptr_equal(got[i], p[2 * i]);
+		check_meta(got[i], SL_NEXT, 1, 2, 0x77);
+	}
+	rte_pktmbuf_free_bulk(got, 3);
+	assert_int_equal(take_rx(e, 2, got, 6), 3);
+	for (int i = 0; i < 3; i++) {
+		assert_ptr_equal(got[i], p[2 * i + 1]);
+		check_meta(got[i], SL_NEXT, 1, 3, 0x77);
+	}
+	rte_pktmbuf_free_bulk(got, 3);
+	assert_int_equal(e->d.rr[1], 6);
+	assert_int_equal(e->stats.tx_pkts, 6);
+	assert_int_equal(e->stats.tx_bytes, 6 * 64 + 15);
+}
+
+static void
+to_leaving_instance_falls_back(void **state)
+{
+	/*
+	 * mon has instances 1, 2, 3; 1 leaves. The control thread stops it,
+	 * removes it from live[] (last entry into the hole: {3, 2}) and
+	 * stores n_live = 2 before it rebuilds the buckets: in that window
+	 * a bucket still names 1, and its flows must go to a live instance
+	 * (live[h % n_live]), never to 1's ring.
+	 */
+	struct env *e = *state;
+	struct sl_service *mon = &e->shm->services[1];
+	static const uint16_t three[] = {1, 2, 3};
+	struct rte_mbuf *p[SL_BURST_MAX];
+	int n = 0;
+
+	e->shm->nfs[3].state = SL_NF_RUNNING;
+	set_live(e, 1, 3, three);
+	e->shm->nfs[1].state = SL_NF_STOPPING;
+	mon->live[0] = 3;
+	mon->n_live = 2;
+	for (uint32_t h = 0; h < SL_LB_BUCKETS && n < SL_BURST_MAX; h++)
+		if (mon->bucket[h] == 1)
+			p[n++] = mk(SL_TO(1), 0, h, 64);
+	assert_int_equal(n, SL_BURST_MAX);
+	assert_int_equal(sl_dispatch(&e->d, p, (uint16_t)n), 0);
+	assert_int_equal(rte_ring_count(rx_of(e, 1)), 0);
+	assert_int_equal(rte_ring_count(rx_of(e, 2)) +
+				 rte_ring_count(rx_of(e, 3)),
+			 SL_BURST_MAX);
+	for (int i = 0; i < n; i++) {
+		uint32_t h = meta(p[i])->flow_hash;
+
+		check_meta(p[i], SL_NEXT, 1,
+			   (uint16_t)((h % 2 == 0 ? 3 : 2) + 1), h);
+	}
+	for (uint16_t i = 2; i <= 3; i++) {
+		struct rte_mbuf *got[SL_BURST_MAX];
+		unsigned k = take_rx(e, i, got, SL_BURST_MAX);
+
+		rte_pktmbuf_free_bulk(got, k);
+	}
+	/* Flows of the other instances do not move. */
+	for (uint32_t h = 0; h < SL_LB_BUCKETS; h++) {
+		struct rte_mbuf *q[1], *got[1];
+		uint16_t b = mon->bucket[h];
+
+		if (b == 1)
+			continue;
+		q[0] = mk(SL_TO(1), 0, h, 64);
+		assert_int_equal(sl_dispatch(&e->d, q, 1), 0);
+		assert_int_equal(take_rx(e, b, got, 1), 1);
+		assert_ptr_equal(got[0], q[0]);
+		rte_pktmbuf_free(got[0]);
+	}
+}
+
+/* ---- OUT and DROP --------------------------------------------------- */
+
+static void
+out_ports(void **state)
+{
+	struct env *e = *state;
+	struct rte_mbuf *p[7];
+
+	p[0] = mk(SL_OUT(2), 0, 1, 64);            /* unused port */
+	p[1] = mk(SL_OUT(SL_MAX_PORTS), 0, 2, 64); /* beyond the table */
+	p[2] = mk(SL_OUT(0xffff), 0, 3, 64);
+	p[3] = mk(SL_OUT(1), 0, 4, 64);            /* not started */
+	p[4] = mk(SL_OUT(0), 0, 5, 64);            /* ok: one run of 3 */
+	p[5] = mk(SL_OUT(0), 0, 6, 65);
+	p[6] = mk(SL_OUT(0), 0, 7, 66);
+	assert_int_equal(sl_dispatch(&e->d, p, 7), 0);
+	assert_int_equal(e->stats.drop[SL_DROP_INVALID_DEST], 3);
+	assert_int_equal(e->stats.drop[SL_DROP_PORT_DOWN], 1);
+	assert_int_equal(drops_total(e), 4);
+	assert_int_equal(g_port.calls, 1);
+	assert_int_equal(g_port.port[0], 0);
+	assert_int_equal(g_port.run[0], 3);
+	assert_int_equal(g_port.n_got, 3);
+	for (int i = 0; i < 3; i++) {
+		assert_ptr_equal(g_port.got[i], p[4 + i]);
+		check_meta(p[4 + i], SL_OUT(0), 0, 0, (uint32_t)(5 + i));
+	}
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(meta(p[i])->owner, 0);
+	/* Port-bound packets are counted by the port_out callback, not
+	 * by sl_dispatch. */
+	assert_int_equal(e->stats.tx_pkts, 0);
+	assert_int_equal(rte_mempool_avail_count(g_pool), g_pool_full - 3);
+	free_port_got();
+	check_pool_full();
+}
+
+static void
+out_port_started_later(void **state)
+{
+	struct env *e = *state;
+	struct rte_mbuf *p[1];
+
+	e->shm->ports[1].started = 1;
+	p[0] = mk(SL_OUT(1), 0, 1, 64);
+	assert_int_equal(sl_dispatch(&e->d, p, 1), 0);
+	assert_int_equal(g_port.calls, 1);
+	assert_int_equal(g_port.port[0], 1);
+	assert_int_equal(drops_total(e), 0);
+}
+
+static void
+drop_verdict(void **state)
+{
+	struct env *e = *state;
+	struct rte_mbuf *p[3];
+
+	p[0] = mk(SL_DROP, 0, 1, 64);
+	p[1] = mk(SL_DROP, SL_SERVICE_NONE, 2, 64);
+	p[2] = mk(SL_DROP | 0x1234, 1, 3, 64); /* id bits are ignored */
+	assert_int_equal(sl_dispatch(&e->d, p, 3), 0);
+	check_drops(e, SL_DROP_NF_VERDICT, 3);
+	check_pool_full();
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(meta(p[i])->owner, 0);
+}
+
+static void
+unknown_verdict_kind(void **state)
+{
+	struct env *e = *state;
+	struct rte_mbuf *p[2];
+
+	p[0] = mk((sl_verdict_t)(4u << SL_VERDICT_KIND_SHIFT), 0, 1, 64);
+	p[1] = mk(0xffffffffu, 0, 2, 64);
+	assert_int_equal(sl_dispatch(&e->d, p, 2), 0);
+	check_drops(e, SL_DROP_INVALID_DEST, 2);
+	check_pool_full();
+}
+
+static void
+mixed_burst_every_packet_accounted(void **state)
+{
+	struct env *e = *state;
+	struct rte_mbuf *p[8], *got[8];
+	unsigned n = 0;
+
+	p[0] = mk(SL_NEXT, SL_SERVICE_NONE, 1, 64); /* -> inst 0 */
+	p[1] = mk(SL_DROP, 0, 2, 64);               /* nf_verdict */
+	p[2] = mk(SL_TO(3), 0, 3, 64);              /* invalid_dest */
+	p[3] = mk(SL_TO(2), 0, 4, 64);              /* no_instance */
+	p[4] = mk(SL_OUT(0), 0, 5, 64);             /* port 0 */
+	p[5] = mk(SL_OUT(1), 0, 6, 64);             /* port_down */
+	p[6] = mk(SL_NEXT, 3, 7, 64);               /* end_of_chain */
+	p[7] = mk(SL_NEXT, SL_SERVICE_NONE, 8, 64); /* -> inst 0 */
+	assert_int_equal(sl_dispatch(&e->d, p, 8), 0);
+	assert_int_equal(e->stats.drop[SL_DROP_NF_VERDICT], 1);
+	assert_int_equal(e->stats.drop[SL_DROP_INVALID_DEST], 1);
+	assert_int_equal(e->stats.drop[SL_DROP_NO_INSTANCE], 1);
+	assert_int_equal(e->stats.drop[SL_DROP_PORT_DOWN], 1);
+	assert_int_equal(e->stats.drop[SL_DROP_END_OF_CHAIN], 1);
+	assert_int_equal(drops_total(e), 5);
+	n = take_rx(e, 0, got, 8);
+	assert_int_equal(n, 2);
+	assert_ptr_equal(got[0], p[0]);
+	assert_ptr_equal(got[1], p[7]);
+	assert_int_equal(g_port.n_got, 1);
+	assert_int_equal(e->stats.tx_pkts + g_port.n_got + drops_total(e), 8);
+	rte_pktmbuf_free_bulk(got, n);
+}
+
+/* ---- backpressure --------------------------------------------------- */
+
+static void
+backpressure_partial_then_retry(void **state)
+{
+	struct env *e = *state;
+	struct rte_mbuf *p[6], *got[RING_CAP];
+	const unsigned room = 3;
+
+	leave_room(e, 0, room);
+	for (int i = 0; i < 6; i++)
+		p[i] = mk(SL_NEXT, SL_SERVICE_NONE, (uint32_t)i,
+			  (uint16_t)(100 + i));
+	assert_int_equal(sl_dispatch(&e->d, p, 6), 3);
+	assert_int_equal(sl_dispatch_pending(&e->d), 3);
+	assert_int_equal(rte_ring_free_count(rx_of(e, 0)), 0);
+	/* The ring took p0..p2; p3..p5 wait, in order, looking untouched. */
+	for (int i = 0; i < 3; i++) {
+		assert_ptr_equal(e->d.pending[i], p[3 + i]);
+		check_meta(p[3 + i], SL_NEXT, SL_SERVICE_NONE, SELF_OWNER,
+			   (uint32_t)(3 + i));
+		check_meta(p[i], SL_NEXT, 0, 1, (uint32_t)i);
+	}
+	assert_int_equal(e->stats.tx_pkts, 3);
+	assert_int_equal(e->stats.tx_bytes, 100 + 101 + 102);
+	assert_true(e->d.pending_since != 0);
+
+	/* Still full: nothing moves, nothing is dropped. */
+	assert_int_equal(sl_dispatch_retry(&e->d, e->d.pending_since), 3);
+	assert_int_equal(drops_total(e), 0);
+
+	/* Room for 2: p3, p4 go, p5 waits. */
+	drain_dummies(e, 0, 2);
+	assert_int_equal(sl_dispatch_retry(&e->d, e->d.pending_since + 1), 1);
+	assert_ptr_equal(e->d.pending[0], p[5]);
+	check_meta(p[5], SL_NEXT, SL_SERVICE_NONE, SELF_OWNER, 5);
+	assert_int_equal(e->stats.tx_pkts, 5);
+
+	/* Room for all. */
+	drain_dummies(e, 0, RING_CAP - room - 2);
+	assert_int_equal(sl_dispatch_retry(&e->d, e->d.pending_since + 2), 0);
+	assert_int_equal(sl_dispatch_pending(&e->d), 0);
+	assert_int_equal(take_rx(e, 0, got, RING_CAP), 6);
+	for (int i = 0; i < 6; i++) {
+		assert_ptr_equal(got[i], p[i]);
+		check_meta(p[i], SL_NEXT, 0, 1, (uint32_t)i);
+	}
+	assert_int_equal(drops_total(e), 0);
+	assert_int_equal(e->stats.tx_pkts, 6);
+	assert_int_equal(e->stats.tx_bytes, 6 * 100 + 15);
+	rte_pktmbuf_free_bulk(got, 6);
+	/* Retry with nothing pending is a no-op. */
+	assert_int_equal(sl_dispatch_retry(&e->d, 0), 0);
+}
+
+static void
+backpressure_keeps_order_across_runs(void **state)
+{
+	/* [A1 A2 B1 A3 C1]: A's ring has room for 1. A1 goes; A2, B1, A3,
+	 * C1 all wait (B1 is not overtaken past A2, nor C1, a port). */
+	struct env *e = *state;
+	struct rte_mbuf *p[5], *got[RING_CAP];
+
+	leave_room(e, 0, 1);
+	p[0] = mk(SL_TO(0), 1, 10, 64);
+	p[1] = mk(SL_TO(0), 1, 11, 64);
+	p[2] = mk(SL_DROP, 1, 12, 64);
+	p[3] = mk(SL_TO(0), 1, 13, 64);
+	p[4] = mk(SL_OUT(0), 1, 14, 64);
+	assert_int_equal(sl_dispatch(&e->d, p, 5), 4);
+	for (int i = 0; i < 4; i++)
+		assert_ptr_equal(e->d.pending[i], p[1 + i]);
+	check_meta(p[1], SL_TO(0), 1, SELF_OWNER, 11);
+	check_meta(p[2], SL_DROP, 1, SELF_OWNER, 12);
+	check_meta(p[3], SL_TO(0), 1, SELF_OWNER, 13);
+	check_meta(p[4], SL_OUT(0), 1, SELF_OWNER, 14);
+	assert_int_equal(drops_total(e), 0);
+	assert_int_equal(g_port.calls, 0);
+
+	drain_dummies(e, 0, RING_CAP - 1);
+	assert_int_equal(sl_dispatch_retry(&e->d, e->d.pending_since), 0);
+	assert_int_equal(take_rx(e, 0, got, RING_CAP), 3);
+	assert_ptr_equal(got[0], p[0]);
+	assert_ptr_equal(got[1], p[1]);
+	assert_ptr_equal(got[2], p[3]);
+	check_drops(e, SL_DROP_NF_VERDICT, 1);
+	assert_int_equal(g_port.n_got, 1);
+	assert_ptr_equal(g_port.got[0], p[4]);
+	rte_pktmbuf_free_bulk(got, 3);
+}
+
+static void
+backpressure_drops_after_bound(void **state)
+{
+	struct env *e = *state;
+	struct rte_mbuf *p[4];
+	uint64_t since;
+
+	leave_room(e, 0, 1);
+	for (int i = 0; i < 4; i++)
+		p[i] = mk(SL_NEXT, SL_SERVICE_NONE, (uint32_t)i, 64);
+	assert_int_equal(sl_dispatch(&e->d, p, 4), 3);
+	since = e->d.pending_since;
+	/* Exactly the bound: still waiting, and the wait counts from the
+	 * first try. */
+	assert_int_equal(sl_dispatch_retry(&e->d, since + BP_CYCLES), 3);
+	assert_int_equal(e->d.pending_since, since);
+	assert_int_equal(drops_total(e), 0);
+	/* Past the bound: dropped as ring_full, back in the pool. */
+	assert_int_equal(sl_dispatch_retry(&e->d, since + BP_CYCLES + 1), 0);
+	check_drops(e, SL_DROP_RING_FULL, 3);
+	for (int i = 1; i < 4; i++)
+		assert_int_equal(meta(p[i])->owner, 0);
+	assert_int_equal(rte_mempool_avail_count(g_pool), g_pool_full - 1);
+	assert_int_equal(e->stats.tx_pkts, 1);
+	drain_dummies(e, 0, RING_CAP - 1);
+}
+
+static void
+backpressure_partial_progress_then_bound(void **state)
+{
+	/* A retry that moves some but not all: the rest still counts its
+	 * wait from the first try and is dropped once past the bound. */
+	struct env *e = *state;
+	struct rte_mbuf *p[4];
+	uint64_t since;
+
+	leave_room(e, 0, 0);
+	for (int i = 0; i < 4; i++)
+		p[i] = mk(SL_NEXT, SL_SERVICE_NONE, (uint32_t)i, 64);
+	assert_int_equal(sl_dispatch(&e->d, p, 4), 4);
+	since = e->d.pending_since;
+	drain_dummies(e, 0, 1);
+	assert_int_equal(sl_dispatch_retry(&e->d, since + BP_CYCLES + 1), 0);
+	check_drops(e, SL_DROP_RING_FULL, 3);
+	assert_int_equal(e->stats.tx_pkts, 1);
+	drain_dummies(e, 0, RING_CAP - 1);
+}
+
+static void
+backpressure_forever_at_ingress(void **state)
+{
+	struct env *e = *state;
+	struct rte_mbuf *p[2];
+
+	e->d.bp_cycles = UINT64_MAX;
+	leave_room(e, 0, 0);
+	p[0] = mk(SL_NEXT, SL_SERVICE_NONE, 1, 64);
+	p[1] = mk(SL_NEXT, SL_SERVICE_NONE, 2, 64);
+	assert_int_equal(sl_dispatch(&e->d, p, 2), 2);
+	assert_int_equal(sl_dispatch_retry(&e->d, UINT64_MAX), 2);
+	assert_int_equal(drops_total(e), 0);
+	drain_dummies(e, 0, RING_CAP);
+	assert_int_equal(sl_dispatch_retry(&e->d, UINT64_MAX), 0);
+	assert_int_equal(rte_ring_count(rx_of(e, 0)), 2);
+}
+
+static void
+backpressure_port_out_partial(void **state)
+{
+	struct env *e = *state;
+	struct rte_mbuf *p[5];
+
+	g_port.take = 2;
+	for (int i = 0; i < 5; i++)
+		p[i] = mk(SL_OUT(0), 0, (uint32_t)i, 64);
+	assert_int_equal(sl_dispatch(&e->d, p, 5), 3);
+	assert_int_equal(g_port.n_got, 2);
+	for (int i = 2; i < 5; i++) {
+		assert_ptr_equal(e->d.pending[i - 2], p[i]);
+		check_meta(p[i], SL_OUT(0), 0, SELF_OWNER, (uint32_t)i);
+	}
+	g_port.take = 0;
+	assert_int_equal(sl_dispatch_retry(&e->d, e->d.pending_since), 3);
+	g_port.take = UINT16_MAX;
+	assert_int_equal(sl_dispatch_retry(&e->d, e->d.pending_since), 0);
+	assert_int_equal(g_port.n_got, 5);
+	for (int i = 0; i < 5; i++) {
+		assert_ptr_equal(g_port.got[i], p[i]);
+		assert_int_equal(meta(p[i])->owner, 0);
+	}
+	assert_int_equal(g_port.calls, 3);
+	assert_int_equal(drops_total(e), 0);
+}
+
+static void
+drop_pending_with_reason(void **state)
+{
+	struct env *e = *state;
+	struct rte_mbuf *p[3];
+
+	leave_room(e, 0, 0);
+	for (int i = 0; i < 3; i++)
+		p[i] = mk(SL_NEXT, SL_SERVICE_NONE, (uint32_t)i, 64);
+	assert_int_equal(sl_dispatch(&e->d, p, 3), 3);
+	sl_dispatch_drop_pending(&e->d, SL_DROP_NF_LOST);
+	assert_int_equal(sl_dispatch_pending(&e->d), 0);
+	check_drops(e, SL_DROP_NF_LOST, 3);
+	check_pool_full();
+	drain_dummies(e, 0, RING_CAP);
+}
+
+/* ---- hand-off via the manager, wake-ups ------------------------------ */
+
+static void
+all_out_sends_everything_unresolved(void **state)
+{
+	struct env *e = *state;
+	struct rte_mbuf *p[5];
+	static const sl_verdict_t v[5] = {SL_NEXT, SL_DROP, SL_TO(3),
+					  SL_OUT(1), SL_TO(0)};
+
+	e->d.all_out = 1;
+	for (int i = 0; i < 5; i++)
+		p[i] = mk(v[i], 0, (uint32_t)i, 64);
+	assert_int_equal(sl_dispatch(&e->d, p, 5), 0);
+	assert_int_equal(g_port.calls, 1);
+	assert_int_equal(g_port.port[0], SL_PORT_NONE);
+	assert_int_equal(g_port.run[0], 5);
+	for (int i = 0; i < 5; i++) {
+		assert_ptr_equal(g_port.got[i], p[i]);
+		/* verdict and node kept for sluiced to resolve */
+		check_meta(p[i], v[i], 0, 0, (uint32_t)i);
+	}
+	assert_int_equal(drops_total(e), 0);
+	assert_int_equal(rte_ring_count(rx_of(e, 0)), 0);
+	assert_int_equal(e->stats.tx_pkts, 0);
+
+	/* When the tx ring is full they wait like any other. */
+	g_port.take = 1;
+	for (int i = 0; i < 3; i++)
+		p[i] = mk(v[i], 0, (uint32_t)i, 64);
+	assert_int_equal(sl_dispatch(&e->d, p, 3), 2);
+	check_meta(p[1], SL_DROP, 0, SELF_OWNER, 1);
+	check_meta(p[2], SL_TO(3), 0, SELF_OWNER, 2);
+	g_port.take = UINT16_MAX;
+	assert_int_equal(sl_dispatch_retry(&e->d, e->d.pending_since), 0);
+	assert_int_equal(g_port.n_got, 8);
+}
+
+static void
+wakes_sleeping_shared_nf(void **state)
+{
+	struct env *e = *state;
+	struct sl_nf_slot *s = &e->shm->nfs[0];
+	struct rte_mbuf *p[2];
+
+	/* Poll mode: never woken. */
+	s->sleeping = 1;
+	p[0] = mk(SL_TO(0), 1, 1, 64);
+	assert_int_equal(sl_dispatch(&e->d, p, 1), 0);
+	assert_int_equal(s->wake, 0);
+	assert_int_equal(e->stats.wakeups, 0);
+	/* Shared mode, awake: no wake-up. */
+	s->mode = SL_MODE_SHARED;
+	s->sleeping = 0;
+	p[0] = mk(SL_TO(0), 1, 1, 64);
+	assert_int_equal(sl_dispatch(&e->d, p, 1), 0);
+	assert_int_equal(s->wake, 0);
+	assert_int_equal(e->stats.wakeups, 0);
+	/* Shared mode, asleep: one wake-up per run. */
+	s->sleeping = 1;
+	p[0] = mk(SL_TO(0), 1, 1, 64);
+	p[1] = mk(SL_TO(0), 1, 1, 64);
+	assert_int_equal(sl_dispatch(&e->d, p, 2), 0);
+	assert_int_equal(s->wake, 1);
+	assert_int_equal(e->stats.wakeups, 1);
+	/* Nothing enqueued (ring full): no wake-up. */
+	{
+		struct rte_mbuf *got[4];
+
+		assert_int_equal(take_rx(e, 0, got, 4), 4);
+		rte_pktmbuf_free_bulk(got, 4);
+	}
+	leave_room(e, 0, 0);
+	p[0] = mk(SL_TO(0), 1, 1, 64);
+	assert_int_equal(sl_dispatch(&e->d, p, 1), 1);
+	assert_int_equal(s->wake, 1);
+	assert_int_equal(e->stats.wakeups, 1);
+	sl_dispatch_drop_pending(&e->d, SL_DROP_NF_LOST);
+	drain_dummies(e, 0, RING_CAP);
+}
+
+static void
+full_burst(void **state)
+{
+	/* SL_BURST_MAX packets to one instance: one run, all in order. */
+	struct env *e = *state;
+	struct rte_mbuf *p[SL_BURST_MAX], *got[SL_BURST_MAX];
+	uint64_t bytes = 0;
+
+	for (int i = 0; i < SL_BURST_MAX; i++) {
+		p[i] = mk(SL_NEXT, SL_SERVICE_NONE, (uint32_t)i,
+			  (uint16_t)(60 + i * 20));
+		bytes += 60 + (uint64_t)i * 20;
+	}
+	assert_int_equal(sl_dispatch(&e->d, p, SL_BURST_MAX), 0);
+	assert_int_equal(take_rx(e, 0, got, SL_BURST_MAX), SL_BURST_MAX);
+	for (int i = 0; i < SL_BURST_MAX; i++)
+		assert_ptr_equal(got[i], p[i]);
+	assert_int_equal(e->stats.tx_pkts, SL_BURST_MAX);
+	assert_int_equal(e->stats.tx_bytes, bytes);
+	rte_pktmbuf_free_bulk(got, SL_BURST_MAX);
+	/* An empty burst does nothing. */
+	assert_int_equal(sl_dispatch(&e->d, p, 0), 0);
+}
+
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		T(next_follows_chain),
+		T(next_flow_sticky_spreads),
+		T(next_graph_drop_and_end),
+		T(next_without_chain),
+		T(to_valid_service),
+		T(to_invalid_service),
+		T(to_service_without_instance),
+		T(to_round_robin),
+		T(to_leaving_instance_falls_back),
+		T(out_ports),
+		T(out_port_started_later),
+		T(drop_verdict),
+		T(unknown_verdict_kind),
+		T(mixed_burst_every_packet_accounted),
+		T(backpressure_partial_then_retry),
+		T(backpressure_keeps_order_across_runs),
+		T(backpressure_drops_after_bound),
+		T(backpressure_partial_progress_then_bound),
+		T(backpressure_forever_at_ingress),
+		T(backpressure_port_out_partial),
+		T(drop_pending_with_reason),
+		T(all_out_sends_everything_unresolved),
+		T(wakes_sleeping_shared_nf),
+		T(full_burst),
+	};
+
+	return cmocka_run_group_tests_name("dispatch", tests, group_setup,
+					   group_teardown);
+}
