@@ -1,0 +1,406 @@
+"""What bench/chain.py and bench/port.py share: processes, nodes, cleanup, stats.
+
+Every process a benchmark starts goes through ``Processes``, which records its
+exact command line and CPU set, keeps its output in a log directory, and stops
+it (by its own pid, never by name) when the benchmark ends or is interrupted.
+``Node`` runs one ``sluiced`` under a unique name and, when it stops, checks
+that sluiced removed its hugepage files and its runtime directory; anything
+left is recorded as a leak (a sluiced bug to report) and then removed.
+
+Nothing here sends packets anywhere but DPDK virtual devices: no PCI device
+is probed (sluiced and the NFs pass --no-pci) and no ``net_tap`` or
+``net_af_packet`` port is ever created.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import platform
+import shlex
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sluice.client import Client, SluiceError
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "bench" / "results"
+HUGEPAGE_DIRS = (Path("/dev/hugepages"),)
+DPDK_RUN_DIR = Path("/var/run/dpdk")
+SOCKET_DIR = Path("/var/run/sluice")
+
+
+class BenchError(Exception):
+    """A run could not be completed; the message says why."""
+
+
+def log(msg: str) -> None:
+    """Progress goes to stderr; stdout carries only the results."""
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def binaries(build: Path) -> dict[str, Path]:
+    """The programs under ``build``; raises BenchError naming what is missing."""
+    progs = {
+        "sluiced": build / "src" / "mgr" / "sluiced",
+        "forward": build / "nfs" / "forward" / "sluice-forward",
+        "speedtest": build / "nfs" / "speedtest" / "sluice-speedtest",
+    }
+    missing = [str(p) for p in progs.values() if not os.access(p, os.X_OK)]
+    if missing:
+        raise BenchError(f"not built: {', '.join(missing)} (run: ninja -C {build})")
+    return progs
+
+
+def parse_cpus(text: str) -> list[int]:
+    """'0,1' or '0-3' -> [0, 1] / [0, 1, 2, 3]."""
+    cpus: list[int] = []
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        cpus.extend(range(int(lo), int(hi or lo) + 1))
+    if len(cpus) < 2:
+        raise BenchError(f"--cpus {text}: give at least two CPUs (sluiced needs 2 lcores)")
+    allowed = os.sched_getaffinity(0)
+    if not set(cpus) <= allowed:
+        raise BenchError(f"--cpus {text}: this process may only use CPUs "
+                         f"{cpu_list(sorted(allowed))}")
+    return cpus
+
+
+def cpu_list(cpus: Iterable[int]) -> str:
+    return ",".join(str(c) for c in cpus)
+
+
+def unique_name(tag: str, seq: int) -> str:
+    """A node name no other run (or other benchmark process) uses: <= 16 chars."""
+    return f"{tag}{os.getpid() % 100000}-{seq}"
+
+
+def stats_summary(values: list[float]) -> dict[str, float] | None:
+    if not values:
+        return None
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+
+
+# -- host description ---------------------------------------------------------------
+
+def _run_text(argv: list[str]) -> str:
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=10,
+                              check=False).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+
+
+def host_info() -> dict[str, Any]:
+    """What the results depend on: machine, load, software versions, commit."""
+    model = ""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    meminfo: dict[str, str] = {}
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            k, _, v = line.partition(":")
+            if k.startswith("HugePages_") or k == "Hugepagesize":
+                meminfo[k] = v.strip()
+    dirty = _run_text(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"])
+    return {
+        "hostname": platform.node(),
+        "kernel": platform.release(),
+        "cpu_model": model,
+        "online_cpus": os.cpu_count(),
+        "loadavg_at_start": os.getloadavg(),
+        "hugepages": meminfo,
+        "dpdk": _run_text(["pkg-config", "--modversion", "libdpdk"]),
+        "git_commit": _run_text(["git", "-C", str(ROOT), "rev-parse", "HEAD"]),
+        "git_tracked_files_modified": bool(dirty),
+        "python": platform.python_version(),
+    }
+
+
+# -- processes ---------------------------------------------------------------------
+
+@dataclass
+class Started:
+    role: str
+    argv: list[str]
+    proc: subprocess.Popen[bytes]
+    stdout: Path
+    stderr: Path
+    cpus: str
+    t_start: float = field(default_factory=time.monotonic)
+
+    def record(self) -> dict[str, Any]:
+        return {"role": self.role, "cmd": shlex.join(self.argv), "pid": self.proc.pid,
+                "cpus": self.cpus, "exit_code": self.proc.returncode}
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def tail(self, n: int = 8) -> str:
+        """The first and last ``n`` lines of stderr (then stdout): where errors are."""
+        lines: list[str] = []
+        for p in (self.stderr, self.stdout):
+            with contextlib.suppress(OSError):
+                lines += p.read_text(errors="replace").splitlines()
+        if len(lines) > 2 * n:
+            lines = [*lines[:n], "...", *lines[-n:]]
+        return "\n".join(lines)
+
+
+class Processes:
+    """The processes of one run; ``stop_all`` ends those still alive, by pid."""
+
+    def __init__(self, logdir: Path):
+        self.logdir = logdir
+        self.logdir.mkdir(parents=True, exist_ok=True)
+        self.started: list[Started] = []
+
+    def start(self, role: str, argv: list[str], cpus: str, env: dict[str, str] | None = None
+              ) -> Started:
+        n = len(self.started)
+        out = self.logdir / f"{n:02d}-{role}.out"
+        err = self.logdir / f"{n:02d}-{role}.err"
+        with open(out, "wb") as fo, open(err, "wb") as fe:
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=fo, stderr=fe,
+                                    cwd=ROOT, env=env, start_new_session=True)
+        s = Started(role, argv, proc, out, err, cpus)
+        self.started.append(s)
+        return s
+
+    def records(self) -> list[dict[str, Any]]:
+        return [s.record() for s in self.started]
+
+    def stop_all(self, grace: float = 3.0) -> list[str]:
+        """SIGTERM, then SIGKILL after ``grace`` s, every process still running.
+
+        Returns the roles of those that had to be killed (stragglers)."""
+        stragglers = [s for s in self.started if s.alive()]
+        for s in stragglers:
+            with contextlib.suppress(ProcessLookupError):
+                s.proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        for s in stragglers:
+            try:
+                s.proc.wait(timeout=max(0.05, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    s.proc.kill()
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    s.proc.wait(timeout=5)
+        return [f"{s.role} (pid {s.proc.pid})" for s in stragglers]
+
+
+def dpdk_leftovers(prefix: str) -> list[Path]:
+    """Hugepage files and the runtime directory of the DPDK file prefix ``prefix``."""
+    found: list[Path] = []
+    for d in HUGEPAGE_DIRS:
+        if d.is_dir():
+            found += sorted(d.glob(f"{prefix}map_*"))
+    run = DPDK_RUN_DIR / prefix
+    if run.exists():
+        found.append(run)
+    return found
+
+
+def remove_paths(paths: Iterable[Path]) -> None:
+    for p in paths:
+        with contextlib.suppress(OSError):
+            if p.is_dir() and not p.is_symlink():
+                for child in p.iterdir():
+                    with contextlib.suppress(OSError):
+                        child.unlink()
+                p.rmdir()
+            else:
+                p.unlink()
+
+
+# -- one sluiced --------------------------------------------------------------------
+
+class Node:
+    """One sluiced and its NFs for one run.
+
+    Use as a context manager: on exit sluiced gets SIGINT (it stops its NFs
+    and removes its files), stragglers are killed by pid, and leftovers are
+    recorded in ``self.leaks`` and removed.
+    """
+
+    def __init__(self, name: str, procs: Processes, progs: dict[str, Path], cpus: list[int],
+                 mode: str, handoff: str | None, extra: list[str]):
+        self.name = name
+        self.procs = procs
+        self.progs = progs
+        self.cpus = cpus
+        self.mode = mode
+        self.handoff = handoff
+        self.extra = extra
+        self.client = Client(node=name, timeout=5.0)
+        self.sluiced: Started | None = None
+        self.nfs: list[Started] = []
+        self.leaks: list[str] = []
+        self.stragglers: list[str] = []
+        self.sluiced_exit: int | None = None
+        self.layout: dict[str, str] = {}
+
+    # sluiced's lcores: shared mode floats both on all CPUs; poll mode pins
+    # control to the first CPU and the I/O thread to the second.
+    def eal_args(self) -> list[str]:
+        c = cpu_list(self.cpus)
+        if self.mode == "shared":
+            return [f"--lcores=0@({c}),1@({c})"]
+        return ["-l", f"{self.cpus[0]},{self.cpus[1]}"]
+
+    def taskset(self) -> list[str]:
+        return ["taskset", "-c", cpu_list(self.cpus)]
+
+    def __enter__(self) -> Node:
+        argv = [*self.taskset(), str(self.progs["sluiced"]), *self.eal_args(), "--",
+                "--name", self.name, "--mode", self.mode]
+        if self.handoff is not None:  # None: sluiced's default
+            argv += ["--handoff", self.handoff]
+        argv += self.extra
+        self.sluiced = self.procs.start("sluiced", argv, cpu_list(self.cpus))
+        if self.mode == "shared":
+            self.layout["sluiced"] = (f"control + 1 I/O thread, both floating on CPUs "
+                                      f"{cpu_list(self.cpus)} (yield, then sleep when idle)")
+        else:
+            self.layout["sluiced"] = (f"control on CPU {self.cpus[0]}, I/O thread busy-polling "
+                                      f"on CPU {self.cpus[1]}")
+        sl = self.sluiced
+
+        def check() -> None:
+            if not sl.alive():
+                raise BenchError(f"sluiced exited with {sl.proc.returncode}:\n{sl.tail()}")
+
+        try:
+            self.client.wait_ready(timeout=15, check=check)
+        except SluiceError as e:
+            check()
+            raise BenchError(f"sluiced did not become ready: {e}") from None
+        return self
+
+    def start_nf(self, role: str, prog: str, service: str, core: int | None,
+                 nf_args: Iterable[str] = ()) -> Started:
+        """Starts an NF; in poll mode it is pinned to ``core``."""
+        argv = [*self.taskset(), str(self.progs[prog]), "--", "--node", self.name,
+                "--service", service, "--mode", self.mode]
+        if self.mode == "poll" and core is not None:
+            argv += ["--core", str(core)]
+            self.layout[role] = f"busy-polling, pinned to CPU {core}"
+        else:
+            self.layout[role] = f"shared: floating on CPUs {cpu_list(self.cpus)}"
+        argv += list(nf_args)
+        s = self.procs.start(role, argv, cpu_list(self.cpus))
+        self.nfs.append(s)
+        return s
+
+    def wait_registered(self, service: str, nf: Started, timeout: float = 15.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not nf.alive():
+                raise BenchError(f"{nf.role} exited with {nf.proc.returncode} before "
+                                 f"registering:\n{nf.tail()}")
+            if any(e.get("service") == service for e in self.client.call("nf.list")):
+                return
+            time.sleep(0.05)
+        raise BenchError(f"{nf.role} did not register service {service} within {timeout:g} s")
+
+    def stats(self) -> dict[str, Any]:
+        return self.client.call("stats")
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        self.client.close()
+        sl = self.sluiced
+        if sl is not None and sl.alive():
+            with contextlib.suppress(ProcessLookupError):
+                sl.proc.send_signal(signal.SIGINT)
+            try:
+                sl.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.stragglers.append("sluiced did not exit within 10 s of SIGINT")
+        # sluiced stops its NFs on SIGINT; give them a moment, then anything
+        # still running is a straggler.
+        deadline = time.monotonic() + 3
+        for nf in self.nfs:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                nf.proc.wait(timeout=max(0.05, deadline - time.monotonic()))
+        self.stragglers += self.procs.stop_all()
+        if sl is not None:
+            self.sluiced_exit = sl.proc.returncode
+        prefix = f"sluice_{self.name}"
+        left = dpdk_leftovers(prefix)
+        sock = SOCKET_DIR / f"{self.name}.sock"
+        if sock.exists():
+            left.append(sock)
+        if left:
+            self.leaks = [str(p) for p in left]
+            remove_paths(left)
+
+
+def nf_rates(a: dict[str, Any], b: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Per NF instance between two ``stats`` snapshots: packets, cycles/packet."""
+    before = {n["instance"]: n for n in a.get("nfs", [])}
+    out: dict[str, dict[str, Any]] = {}
+    for n in b.get("nfs", []):
+        p = before.get(n["instance"])
+        if p is None or p.get("service") != n.get("service"):
+            continue
+        pkts = n["rx_pkts"] - p["rx_pkts"]
+        cyc = n["cycles"] - p["cycles"]
+        out[n["service"]] = {
+            "instance": n["instance"],
+            "rx_pkts": pkts,
+            "cycles_per_pkt": cyc / pkts if pkts > 0 else None,
+            # times the NF slept on its futex / found its next hop full
+            "sleeps": n.get("sleeps", 0) - p.get("sleeps", 0),
+            "stalls": n.get("stalls", 0) - p.get("stalls", 0),
+            "drops": {k: v - p["drops"].get(k, 0) for k, v in n["drops"].items()
+                      if v - p["drops"].get(k, 0)},
+        }
+    return out
+
+
+def write_json(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2) + "\n")
+    tmp.replace(path)
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM/SIGHUP end the benchmark like Ctrl-C: runs clean up after themselves."""
+    def handler(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    old = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def free_hugepage_mib() -> float:
+    pages = size_kb = 0
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("HugePages_Free:"):
+                pages = int(line.split()[1])
+            elif line.startswith("Hugepagesize:"):
+                size_kb = int(line.split()[1])
+    return pages * size_kb / 1024
