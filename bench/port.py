@@ -1,0 +1,430 @@
+#!/usr/bin/env python3
+"""Port benchmark: net_pcap replay -> 1 sluice-forward NF -> net_null, against testpmd.
+
+Input: a capture of 64-byte UDP frames (python/sluice/traces.py fixed_size)
+replayed from memory forever (net_pcap0,...,infinite_rx=1); output: a pure
+sink (net_null0,no-rx=1). Two captures: 1 flow and 100,000 flows (one
+packet per flow; at least --min-packets packets in each capture).
+
+For each capture and run, in the same run and one after the other:
+  testpmd     dpdk-testpmd io forwarding on one forwarding core, same vdevs:
+              the ceiling. Rate: port 0 Rx-pps from its per-second stats.
+  sluice      sluiced with the two ports and chain forward,port:out, one
+              forward NF in a separate process; shared mode and poll mode.
+              Rate: the out port's tx_pkts from sluiced `stats`, sampled
+              every second after a warm-up.
+Reported: Mpps median/min/max per configuration and the ratio
+Sluice (best mode) / testpmd per flow count (target >= 75 %).
+
+Output: JSON on stdout and in bench/results/port.json, a plot in
+bench/results/port.png. --quick: one run, 1 s warm-up + 3 s; the last line
+is `port ratio: 1flow=..% 100kflows=..%`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from harness import (
+    RESULTS,
+    BenchError,
+    Node,
+    Processes,
+    binaries,
+    cpu_list,
+    dpdk_leftovers,
+    free_hugepage_mib,
+    host_info,
+    log,
+    nf_rates,
+    parse_cpus,
+    remove_paths,
+    sigterm_as_interrupt,
+    stats_summary,
+    unique_name,
+    write_json,
+)
+from sluice.client import SluiceError
+from sluice.traces import fixed_size, write_pcap
+
+FLOW_COUNTS = (1, 100_000)
+MBUFS = 262143  # sluiced --mbufs; testpmd --total-num-mbufs 262144: the same pool
+TESTPMD = "/usr/bin/dpdk-testpmd"
+TARGET_RATIO = 0.75
+NEED_HUGEPAGE_MIB = 800  # one 262k-mbuf pool at a time, with room
+
+
+def flow_label(flows: int) -> str:
+    return f"{flows // 1000}kflows" if flows >= 1000 and flows % 1000 == 0 else (
+        "1flow" if flows == 1 else f"{flows}flows")
+
+
+def pcap_device(path: Path) -> str:
+    return f"net_pcap0,rx_pcap={path},infinite_rx=1"
+
+
+SINK_DEVICE = "net_null0,no-rx=1"
+
+
+# -- testpmd ------------------------------------------------------------------------
+
+_PORT_RE = re.compile(r"NIC statistics for port (\d+)")
+_PPS_RE = re.compile(r"(Rx|Tx)-pps:\s+(\d+)")
+
+
+def parse_testpmd_stats(text: str) -> dict[str, list[int]]:
+    """testpmd --stats-period output -> {'rx0': [...], 'tx1': [...], ...} per-second pps."""
+    out: dict[str, list[int]] = {}
+    port = None
+    for line in text.splitlines():
+        m = _PORT_RE.search(line)
+        if m:
+            port = m.group(1)
+            continue
+        for m in _PPS_RE.finditer(line):
+            if port is not None:
+                out.setdefault(f"{m.group(1).lower()}{port}", []).append(int(m.group(2)))
+    return out
+
+
+def run_testpmd(args: argparse.Namespace, pcap: Path, seq: int, logroot: Path
+                ) -> dict[str, Any]:
+    prefix = unique_name("tp", seq)
+    procs = Processes(logroot / prefix)
+    c = args.cpus
+    argv = ["stdbuf", "-oL", "-eL", "taskset", "-c", cpu_list(c[:2]), TESTPMD,
+            "-l", f"{c[0]},{c[1]}", "--no-pci", f"--file-prefix={prefix}", "--huge-unlink",
+            "--vdev", pcap_device(pcap), "--vdev", SINK_DEVICE, "--",
+            "--forward-mode=io", "--nb-cores=1", "--auto-start", "--stats-period", "1",
+            f"--total-num-mbufs={MBUFS + 1}"]
+    run: dict[str, Any] = {"prefix": prefix, "error": None,
+                           "core_layout": {"testpmd": f"main lcore (stats printing) on CPU "
+                                                      f"{c[0]}, io forwarding lcore on CPU "
+                                                      f"{c[1]}"}}
+    # samples: the first print is at ~1 s (all zero), then one per second
+    need = 1 + int(args.warmup) + int(args.duration)
+    deadline = time.monotonic() + need + 30
+    tp = procs.start("testpmd", argv, cpu_list(c[:2]))
+    try:
+        while True:
+            text = tp.stdout.read_text(errors="replace")
+            if len(parse_testpmd_stats(text).get("rx0", [])) >= need + 1:
+                break
+            if not tp.alive():
+                raise BenchError(f"testpmd exited with {tp.proc.returncode}:\n{tp.tail()}")
+            if time.monotonic() > deadline:
+                raise BenchError(f"testpmd printed no stats within {need + 30} s:\n"
+                                 f"{tp.tail()}")
+            time.sleep(0.25)
+    except BenchError as e:
+        run["error"] = str(e)
+    finally:
+        if tp.alive():
+            with contextlib.suppress(ProcessLookupError):
+                tp.proc.send_signal(signal.SIGINT)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                tp.proc.wait(timeout=10)
+        stragglers = procs.stop_all()
+        left = dpdk_leftovers(prefix)
+        remove_paths(left)
+        run["commands"] = procs.records()
+        run["stragglers"] = stragglers
+        # testpmd leaves its runtime directory; hugepage files would be a problem
+        run["hugepage_leftovers"] = [str(p) for p in left if p.name != prefix]
+    if run["error"] is None:
+        stats = parse_testpmd_stats(tp.stdout.read_text(errors="replace"))
+        skip = 1 + int(args.warmup)
+        rx = stats["rx0"][skip:skip + int(args.duration)]
+        tx = stats.get("tx1", [])[skip:skip + int(args.duration)]
+        run["samples_rx0_pps"] = rx
+        run["samples_tx1_pps"] = tx
+        run["mpps"] = statistics.median(rx) / 1e6
+    return run
+
+
+# -- sluice -------------------------------------------------------------------------
+
+def run_sluice(args: argparse.Namespace, progs: dict[str, Path], pcap: Path, mode: str,
+               seq: int, logroot: Path) -> dict[str, Any]:
+    name = unique_name("bp", seq)
+    procs = Processes(logroot / name)
+    extra = ["--port", f"in={pcap_device(pcap)}", "--port", f"out={SINK_DEVICE}",
+             "--chain", "forward,port:out", "--mbufs", str(MBUFS)]
+    node = Node(name, procs, progs, args.cpus, mode, args.handoff, extra)
+    run: dict[str, Any] = {"name": name, "mode": mode, "error": None}
+    deadline = time.monotonic() + args.warmup + args.duration + 60
+    try:
+        with node:
+            nf = node.start_nf("forward", "forward", "forward", args.cpus[0])
+            node.wait_registered("forward", nf)
+            # traffic starts once the chain is complete; wait for the first packets out
+            while True:
+                s = node.stats()
+                if out_port(s)["tx_pkts"] > 0:
+                    break
+                if not nf.alive():
+                    raise BenchError(f"forward exited with {nf.proc.returncode}:\n{nf.tail()}")
+                if time.monotonic() > deadline:
+                    raise BenchError("no packet left the out port")
+                time.sleep(0.05)
+            time.sleep(args.warmup)
+            snaps = []
+            for i in range(int(args.duration) + 1):
+                if i:
+                    time.sleep(max(0.0, snaps[0][0] + i - time.monotonic()))
+                t0 = time.monotonic()
+                s = node.stats()
+                snaps.append(((t0 + time.monotonic()) / 2, s))
+            if not nf.alive():
+                raise BenchError(f"forward exited during the run with {nf.proc.returncode}")
+            run.update(rates(snaps))
+    except (BenchError, SluiceError) as e:
+        run["error"] = str(e)
+    finally:
+        run["commands"] = procs.records()
+        run["core_layout"] = node.layout
+        run["leaks"] = node.leaks
+        run["stragglers"] = node.stragglers
+        run["sluiced_exit"] = node.sluiced_exit
+    for problem in ("leaks", "stragglers"):
+        if run[problem]:
+            log(f"  {name}: {problem}: {run[problem]}")
+    if run["sluiced_exit"] not in (0, None):
+        log(f"  {name}: sluiced exited with {run['sluiced_exit']}")
+    return run
+
+
+def out_port(stats: dict[str, Any]) -> dict[str, Any]:
+    return next(p for p in stats["ports"] if p["name"] == "out")
+
+
+def in_port(stats: dict[str, Any]) -> dict[str, Any]:
+    return next(p for p in stats["ports"] if p["name"] == "in")
+
+
+def rates(snaps: list[tuple[float, dict[str, Any]]]) -> dict[str, Any]:
+    """Per-second out-port pps samples, whole-interval rates, NF and drop counters."""
+    samples = []
+    for (t0, a), (t1, b) in zip(snaps, snaps[1:], strict=False):
+        samples.append((out_port(b)["tx_pkts"] - out_port(a)["tx_pkts"]) / (t1 - t0))
+    (ta, a), (tb, b) = snaps[0], snaps[-1]
+    secs = tb - ta
+    ia, ib = in_port(a), in_port(b)
+    port_drops = {k: v - ia["drops"].get(k, 0) for k, v in ib["drops"].items()
+                  if v - ia["drops"].get(k, 0)}
+    return {
+        "samples_tx_pps": samples,
+        "mpps": statistics.median(samples) / 1e6,
+        "interval_s": secs,
+        "out_tx_mpps_interval": (out_port(b)["tx_pkts"] - out_port(a)["tx_pkts"]) / secs / 1e6,
+        "in_rx_mpps_interval": (ib["rx_pkts"] - ia["rx_pkts"]) / secs / 1e6,
+        "in_rx_stalls": ib.get("rx_stalls", 0) - ia.get("rx_stalls", 0),
+        "in_port_drops": port_drops,
+        "drops_total": b.get("drops_total", 0) - a.get("drops_total", 0),
+        "nfs": nf_rates(a, b),
+    }
+
+
+# -- report -------------------------------------------------------------------------
+
+def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    ok = [r["mpps"] for r in runs if r["error"] is None]
+    return {"mpps": stats_summary(ok), "runs_ok": len(ok), "runs": len(runs)}
+
+
+def plot(report: dict[str, Any], path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = list(report["flows"])
+    configs = ["testpmd", *(f"sluice-{m}" for m in report["modes"])]
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    width = 0.8 / len(configs)
+    for j, cfg in enumerate(configs):
+        xs, ys, lo, hi = [], [], [], []
+        for i, fl in enumerate(labels):
+            m = report["flows"][fl]["configs"][cfg]["mpps"]
+            if m is None:
+                continue
+            xs.append(i + (j - (len(configs) - 1) / 2) * width)
+            ys.append(m["median"])
+            lo.append(m["median"] - m["min"])
+            hi.append(m["max"] - m["median"])
+        bars = ax.bar(xs, ys, width, yerr=[lo, hi], capsize=3, label=cfg)
+        if cfg != "testpmd":
+            for b, fl in zip(bars, labels, strict=True):
+                t = report["flows"][fl]["configs"]["testpmd"]["mpps"]
+                if t:
+                    ax.annotate(f"{100 * b.get_height() / t['median']:.0f}%",
+                                (b.get_x() + b.get_width() / 2, b.get_height()),
+                                ha="center", va="bottom", fontsize=8)
+    for i, fl in enumerate(labels):
+        t = report["flows"][fl]["configs"]["testpmd"]["mpps"]
+        if t:
+            ax.hlines(TARGET_RATIO * t["median"], i - 0.45, i + 0.45, colors="k",
+                      linestyles="dotted", label="75 % of testpmd" if i == 0 else None)
+    ax.set_xticks(range(len(labels)))
+    ax.set_xticklabels(labels)
+    ax.set_ylabel("Mpps (median, min-max bars)")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=8)
+    ax.grid(True, axis="y", alpha=0.3)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true",
+                    help="one run, 1 s warm-up + 3 s measured (unless overridden)")
+    ap.add_argument("--runs", type=int, help="runs per configuration (3; --quick: 1)")
+    ap.add_argument("--duration", type=int, help="measured seconds per run (5; --quick: 3)")
+    ap.add_argument("--warmup", type=int, help="seconds before measuring (2; --quick: 1)")
+    ap.add_argument("--flows", default=",".join(map(str, FLOW_COUNTS)),
+                    help="flow counts, one capture each (1,100000)")
+    ap.add_argument("--min-packets", type=int, default=4096,
+                    help="packets per capture: max(flows, this) (4096)")
+    ap.add_argument("--modes", default="shared,poll", help="sluiced/NF modes (shared,poll)")
+    ap.add_argument("--handoff", choices=("direct", "mgr"),
+                    help="sluiced --handoff (default: sluiced's own default)")
+    ap.add_argument("--cpus", default="0,1", help="CPUs for everything (0,1)")
+    ap.add_argument("--build", type=Path, default=Path(__file__).resolve().parent.parent / "build")
+    ap.add_argument("--out", type=Path, default=RESULTS / "port.json")
+    ap.add_argument("--plot", type=Path, default=RESULTS / "port.png")
+    args = ap.parse_args()
+    args.runs = args.runs or (1 if args.quick else 3)
+    args.duration = args.duration or (3 if args.quick else 5)
+    args.warmup = args.warmup if args.warmup is not None else (1 if args.quick else 2)
+    if args.duration < 1 or args.runs < 1 or args.warmup < 0:
+        ap.error("--duration and --runs must be >= 1, --warmup >= 0")
+    try:
+        args.cpus = parse_cpus(args.cpus)
+        progs = binaries(args.build)
+        flows = [int(x) for x in args.flows.split(",") if x]
+        modes = [m for m in args.modes.split(",") if m]
+        if any(m not in ("shared", "poll") for m in modes) or not modes:
+            raise BenchError(f"--modes {args.modes}: use shared and/or poll")
+        if not Path(TESTPMD).exists():
+            raise BenchError(f"{TESTPMD} not found: apt-get install dpdk-dev")
+        if any(max(f, args.min_packets) > MBUFS - 65536 for f in flows):
+            raise BenchError(f"a capture must fit in the {MBUFS}-mbuf pool with room for "
+                             f"packets in flight: at most {MBUFS - 65536} packets")
+        if free_hugepage_mib() < NEED_HUGEPAGE_MIB:
+            raise BenchError(f"only {free_hugepage_mib():.0f} MiB of free hugepages; "
+                             f"this benchmark needs about {NEED_HUGEPAGE_MIB} MiB")
+    except (BenchError, ValueError) as e:
+        print(f"port.py: {e}", file=sys.stderr)
+        return 2
+
+    per_run = 3 * (args.warmup + args.duration + 75)
+    log(f"{len(flows)} capture(s) x {args.runs} run(s) x (testpmd + {len(modes)} sluice "
+        f"mode(s)); at most {len(flows) * args.runs * per_run / 60:.0f} min")
+    report: dict[str, Any] = {
+        "benchmark": "port",
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "argv": sys.argv,
+        "host": host_info(),
+        "params": {"runs": args.runs, "warmup_s": args.warmup, "duration_s": args.duration,
+                   "cpus": cpu_list(args.cpus), "modes": modes, "handoff": args.handoff,
+                   "frame_size": 64, "mbufs": MBUFS, "quick": args.quick},
+        "method": ("testpmd: median of port 0 Rx-pps from --stats-period 1 after the "
+                   "warm-up. Sluice: median of per-second out-port tx_pkts rates from "
+                   "sluiced stats after the warm-up. ratio = Sluice best mode median / "
+                   "testpmd median, per flow count; testpmd and Sluice runs alternate."),
+        "target_ratio": TARGET_RATIO,
+        "modes": modes,
+        "flows": {},
+    }
+    seq = 0
+    failed = 0
+    with tempfile.TemporaryDirectory(prefix="sluice-bench-port-") as tmp, sigterm_as_interrupt():
+        tmpdir = Path(tmp)
+        try:
+            for fl in flows:
+                label = flow_label(fl)
+                pcap = tmpdir / f"udp64-{label}.pcap"
+                n = write_pcap(pcap, fixed_size(max(fl, args.min_packets), fl, 64))
+                log(f"{label}: capture of {n} packets, 64 bytes, {fl} flow(s)")
+                runs: dict[str, list[dict[str, Any]]] = {"testpmd": []}
+                runs.update({f"sluice-{m}": [] for m in modes})
+                for r in range(args.runs):
+                    seq += 1
+                    tp = run_testpmd(args, pcap, seq, tmpdir / "logs")
+                    runs["testpmd"].append(tp)
+                    for m in modes:
+                        seq += 1
+                        runs[f"sluice-{m}"].append(
+                            run_sluice(args, progs, pcap, m, seq, tmpdir / "logs"))
+                    for cfg, rs in runs.items():
+                        x = rs[-1]
+                        if x["error"]:
+                            failed += 1
+                            log(f"{label} {cfg} run {r + 1}: FAILED: {x['error']}")
+                        else:
+                            log(f"{label} {cfg} run {r + 1}: {x['mpps']:.2f} Mpps")
+                entry: dict[str, Any] = {
+                    "flows": fl, "capture_packets": n,
+                    "capture": "python/sluice/traces.py fixed_size(packets, flows, 64), "
+                               "written to a temporary file",
+                    "configs": {cfg: summarize(rs) | {"run_details": rs}
+                                for cfg, rs in runs.items()},
+                }
+                tpm = entry["configs"]["testpmd"]["mpps"]
+                best = None
+                for m in modes:
+                    sm = entry["configs"][f"sluice-{m}"]["mpps"]
+                    if sm and (best is None or sm["median"] > best[1]):
+                        best = (m, sm["median"])
+                entry["best_mode"] = best[0] if best else None
+                entry["ratio"] = best[1] / tpm["median"] if best and tpm else None
+                report["flows"][label] = entry
+        except KeyboardInterrupt:
+            log("interrupted: writing what was measured")
+            report["interrupted"] = True
+    parts = []
+    for label, e in report["flows"].items():
+        parts.append(f"{label}={100 * e['ratio']:.0f}%" if e["ratio"] is not None
+                     else f"{label}=n/a")
+    summary = "port ratio: " + " ".join(parts)
+    report["summary"] = summary
+    report["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    write_json(args.out, report)
+    try:
+        if report["flows"]:
+            plot(report, args.plot,
+                 f"net_pcap (64 B, from memory) -> 1 NF -> net_null; CPUs "
+                 f"{cpu_list(args.cpus)}; {args.runs} run(s) x {args.duration} s; "
+                 f"{report['started']}")
+    except Exception as e:  # the numbers matter more than the picture
+        log(f"plot failed: {e}")
+    brief = json.loads(json.dumps(report))
+    for e in brief["flows"].values():
+        for c in e["configs"].values():
+            c.pop("run_details", None)
+    print(json.dumps(brief, indent=2))
+    print(f"results: {args.out}, plot: {args.plot}")
+    for label, e in report["flows"].items():
+        cfgs = " ".join(f"{cfg}={c['mpps']['median']:.2f}" if c["mpps"] else f"{cfg}=n/a"
+                        for cfg, c in e["configs"].items())
+        print(f"{label}: Mpps {cfgs}; best Sluice mode {e['best_mode']}")
+    print(summary)
+    return 1 if failed or report.get("interrupted") else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
