@@ -1,0 +1,781 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * sluice-firewall driven through its ops (nfs/firewall/firewall.c) with the
+ * libsluice stand-in of nf_stub.c: verdicts, counters as printed, reload,
+ * arguments, malformed packets, and rte_acl against the linear reference
+ * matcher on random rule sets and packets.
+ */
+#undef main /* meson.build renames firewall.c's main to sl_fw_main */
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <cmocka.h>
+
+#include <rte_mbuf.h>
+
+#include "sluice/nf.h"
+#include "sluice/pkt.h"
+
+#include "nf_stub.h"
+#include "pkt_build.h"
+#include "rules.h"
+
+int sl_fw_main(int argc, char **argv);
+
+#define MAX_ARGS 16
+
+static char *
+write_file(const char *suffix, const char *text)
+{
+	char *path = malloc(64);
+	FILE *f;
+	int fd;
+
+	assert_non_null(path);
+	snprintf(path, 64, "/tmp/sl_fw_test_XXXXXX%s", suffix);
+	fd = mkstemps(path, (int)strlen(suffix));
+	assert_true(fd >= 0);
+	f = fdopen(fd, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+	return path;
+}
+
+static void
+rewrite_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+struct init_call {
+	const char *args[MAX_ARGS];
+	int rc;
+};
+
+static void
+do_init(void *arg)
+{
+	struct init_call *c = arg;
+	char *argv[MAX_ARGS + 2];
+	int argc = 0;
+
+	argv[argc++] = (char *)(uintptr_t)"sluice-firewall";
+	while (c->args[argc - 1] != NULL)
+		argv[argc] = (char *)(uintptr_t)c->args[argc - 1], argc++;
+	argv[argc] = NULL;
+	c->rc = stub_ops->init(stub_nf(), argc, argv);
+}
+
+/* Calls init with the arguments (NULL-terminated); returns its stderr. */
+static char *
+init_with(int *rc, ...)
+{
+	struct init_call c = {0};
+	const char *a;
+	va_list ap;
+	int n = 0;
+	char *out;
+
+	va_start(ap, rc);
+	while ((a = va_arg(ap, const char *)) != NULL && n < MAX_ARGS - 1)
+		c.args[n++] = a;
+	va_end(ap);
+	out = stub_capture_stderr(do_init, &c);
+	assert_non_null(out);
+	*rc = c.rc;
+	return out;
+}
+
+static void
+do_fini(void *arg)
+{
+	(void)arg;
+	stub_ops->fini(stub_nf());
+}
+
+static void
+do_reload(void *arg)
+{
+	(void)arg;
+	stub_ops->reload(stub_nf());
+}
+
+static char *
+fini_output(void)
+{
+	char *out = stub_capture_stderr(do_fini, NULL);
+
+	assert_non_null(out);
+	assert_null(sl_nf_priv(stub_nf()));
+	return out;
+}
+
+static void
+assert_has(const char *text, const char *line)
+{
+	if (strstr(text, line) == NULL)
+		fail_msg("missing \"%s\" in:\n%s", line, text);
+}
+
+/* Runs frames through ops->process in one burst; returns verdicts. */
+static void
+run_frames(struct frame *f, unsigned n, sl_verdict_t *v)
+{
+	struct rte_mbuf *m[64];
+	unsigned i;
+
+	assert_true(n <= 64);
+	for (i = 0; i < n; i++) {
+		m[i] = stub_mbuf(f[i].b, f[i].len);
+		assert_non_null(m[i]);
+	}
+	stub_ops->process(stub_nf(), m, (uint16_t)n);
+	for (i = 0; i < n; i++) {
+		assert_true(stub_verdict_set(m[i]));
+		v[i] = sl_pkt_verdict(m[i]);
+		stub_mbuf_free(m[i]);
+	}
+}
+
+static const char basic_rules[] =
+	"default: allow\n"
+	"rules:\n"
+	"  - {name: quarantine, action: deny, src: 10.0.1.0/24}\n"
+	"  - {name: no-dns, action: deny, proto: udp, src: 10.0.128.0/17,"
+	" dport: 53}\n"
+	"  - {name: web, action: allow, proto: tcp, dport: 80}\n"
+	"  - {action: deny, proto: tcp}\n"
+	"  - {name: v6-block, action: deny, src: '2001:db8::/32'}\n";
+
+static const uint8_t v6_other[16] = {0x20, 0x01, 0x0d, 0xb9, 0, 0, 0, 0,
+				     0,    0,    0,    0,    0, 0, 0, 9};
+
+/* Frames of the basic test, and what each must get. */
+static unsigned
+basic_frames(struct frame *f, sl_verdict_t *expect, int non_ip_deny)
+{
+	unsigned n = 0;
+
+	frame_ip4(&f[n], IPPROTO_TCP, IP4(10, 0, 1, 5), 1000,
+		  IP4(192, 168, 0, 1), 80, 0);
+	expect[n++] = SL_DROP; /* rule 1 */
+	frame_ip4(&f[n], IPPROTO_TCP, IP4(10, 0, 2, 5), 1000,
+		  IP4(192, 168, 0, 1), 80, 10);
+	expect[n++] = SL_NEXT; /* rule 3 */
+	frame_ip4(&f[n], IPPROTO_TCP, IP4(10, 0, 2, 5), 1000,
+		  IP4(192, 168, 0, 1), 22, 0);
+	expect[n++] = SL_DROP; /* rule 4 */
+	frame_ip4(&f[n], IPPROTO_UDP, IP4(10, 0, 200, 1), 999,
+		  IP4(192, 168, 0, 1), 53, 4);
+	expect[n++] = SL_DROP; /* rule 2 */
+	frame_ip4(&f[n], IPPROTO_UDP, IP4(10, 0, 2, 1), 999,
+		  IP4(192, 168, 0, 1), 53, 4);
+	expect[n++] = SL_NEXT; /* default */
+	frame_ip6(&f[n], IPPROTO_UDP, v6_a, 1, v6_b, 2, 0);
+	expect[n++] = SL_DROP; /* rule 5 */
+	frame_ip6(&f[n], IPPROTO_TCP, v6_other, 5000, v6_b, 80, 0);
+	expect[n++] = SL_NEXT; /* rule 3: no address, both families */
+	frame_ip6(&f[n], IPPROTO_TCP, v6_other, 5000, v6_b, 22, 0);
+	expect[n++] = SL_DROP; /* rule 4 */
+	memset(&f[n], 0, sizeof(f[n]));
+	put_eth(&f[n], 0x0806, 0, NULL);
+	put_zero(&f[n], 28);
+	expect[n++] = non_ip_deny ? SL_DROP : SL_NEXT; /* non-IP */
+	frame_ip4(&f[n], IPPROTO_TCP, 1, 2, 3, 4, 0);
+	f[n].len = 20;
+	expect[n++] = non_ip_deny ? SL_DROP : SL_NEXT; /* malformed */
+	return n;
+}
+
+static void
+check_basic(const char *matcher, int non_ip_deny)
+{
+	struct frame f[16];
+	sl_verdict_t expect[16], v[16];
+	char *path = write_file(".yaml", basic_rules);
+	char *out, line[256];
+	unsigned n, i;
+	int rc;
+
+	n = basic_frames(f, expect, non_ip_deny);
+	out = init_with(&rc, "--rules", path, "--matcher", matcher,
+			"--non-ip", non_ip_deny ? "deny" : "allow", NULL);
+	assert_int_equal(rc, 0);
+	snprintf(line, sizeof(line),
+		 "sluice-firewall: loaded 5 rules from %s, default allow, "
+		 "non-IP %s, matcher %s\n",
+		 path, non_ip_deny ? "deny" : "allow", matcher);
+	assert_has(out, line);
+	assert_has(out, "sluice-firewall:   rule 2 (no-dns): deny proto udp "
+			"src 10.0.128.0/17 dport 53\n");
+	assert_has(out, "sluice-firewall:   rule 4: deny proto tcp\n");
+	free(out);
+
+	/* Twice: counters add up across bursts. */
+	run_frames(f, n, v);
+	for (i = 0; i < n; i++)
+		if (v[i] != expect[i])
+			fail_msg("%s: frame %u: verdict %#x, expected %#x",
+				 matcher, i, v[i], expect[i]);
+	run_frames(f, n, v);
+
+	out = fini_output();
+	snprintf(line, sizeof(line),
+		 "fw-counters: reason=exit file=%s rules=5 matcher=%s\n", path,
+		 matcher);
+	assert_has(out, line);
+	snprintf(line, sizeof(line),
+		 "fw-counter: rule=1 name=quarantine action=deny packets=2 "
+		 "bytes=%u\n",
+		 2 * f[0].len);
+	assert_has(out, line);
+	snprintf(line, sizeof(line),
+		 "fw-counter: rule=2 name=no-dns action=deny packets=2 "
+		 "bytes=%u\n",
+		 2 * f[3].len);
+	assert_has(out, line);
+	snprintf(line, sizeof(line),
+		 "fw-counter: rule=3 name=web action=allow packets=4 "
+		 "bytes=%u\n",
+		 2 * (f[1].len + f[6].len));
+	assert_has(out, line);
+	snprintf(line, sizeof(line),
+		 "fw-counter: rule=4 name=- action=deny packets=4 bytes=%u\n",
+		 2 * (f[2].len + f[7].len));
+	assert_has(out, line);
+	snprintf(line, sizeof(line),
+		 "fw-counter: rule=5 name=v6-block action=deny packets=2 "
+		 "bytes=%u\n",
+		 2 * f[5].len);
+	assert_has(out, line);
+	snprintf(line, sizeof(line),
+		 "fw-counter: rule=default name=- action=allow packets=2 "
+		 "bytes=%u\n",
+		 2 * f[4].len);
+	assert_has(out, line);
+	snprintf(line, sizeof(line),
+		 "fw-counter: rule=non-ip name=- action=%s packets=2 "
+		 "bytes=84\n",
+		 non_ip_deny ? "deny" : "allow");
+	assert_has(out, line);
+	snprintf(line, sizeof(line),
+		 "fw-counter: rule=malformed name=- action=%s packets=2 "
+		 "bytes=40\n",
+		 non_ip_deny ? "deny" : "allow");
+	assert_has(out, line);
+	snprintf(line, sizeof(line),
+		 "fw-counters: end packets=20 allowed=%u denied=%u\n",
+		 non_ip_deny ? 6 : 10, non_ip_deny ? 14 : 10);
+	assert_has(out, line);
+	free(out);
+	unlink(path);
+	free(path);
+}
+
+static void
+test_basic_acl(void **state)
+{
+	(void)state;
+	check_basic("acl", 0);
+	check_basic("acl", 1);
+}
+
+static void
+test_basic_linear(void **state)
+{
+	(void)state;
+	check_basic("linear", 0);
+	check_basic("linear", 1);
+}
+
+static void
+test_args(void **state)
+{
+	char *path = write_file(".yaml", basic_rules);
+	char *bad = write_file(".yaml",
+			       "rules:\n  - {action: allow}\n"
+			       "  - {action: allow}\n"
+			       "  - {action: deny, dst: 10.0.0.0/33}\n");
+	char *out, line[512];
+	int rc;
+
+	(void)state;
+	out = init_with(&rc, NULL);
+	assert_int_equal(rc, EINVAL);
+	assert_has(out, "sluice-firewall: missing --rules FILE\n");
+	free(out);
+	out = init_with(&rc, "--rules", path, "--bogus", NULL);
+	assert_int_equal(rc, EINVAL);
+	assert_has(out, "unrecognized option '--bogus'");
+	assert_has(out, "usage: sluice-firewall");
+	free(out);
+	out = init_with(&rc, "--rules", path, "extra", NULL);
+	assert_int_equal(rc, EINVAL);
+	assert_has(out, "sluice-firewall: unexpected argument 'extra'\n");
+	free(out);
+	out = init_with(&rc, "--rules", path, "--non-ip", "maybe", NULL);
+	assert_int_equal(rc, EINVAL);
+	assert_has(out, "sluice-firewall: --non-ip: 'maybe' is not allow or "
+			"deny\n");
+	free(out);
+	out = init_with(&rc, "--rules", path, "--matcher", "tree", NULL);
+	assert_int_equal(rc, EINVAL);
+	assert_has(out, "sluice-firewall: --matcher: 'tree' is not acl or "
+			"linear\n");
+	free(out);
+	out = init_with(&rc, "--rules", "/nonexistent/fw.yaml", NULL);
+	assert_int_equal(rc, ENOENT);
+	assert_has(out, "sluice-firewall: /nonexistent/fw.yaml: cannot open: "
+			"No such file or directory\n");
+	free(out);
+	out = init_with(&rc, "--rules", bad, NULL);
+	assert_int_equal(rc, EINVAL);
+	snprintf(line, sizeof(line),
+		 "sluice-firewall: %s: rule 3: 'dst': '10.0.0.0/33' is not a "
+		 "valid prefix\n",
+		 bad);
+	assert_has(out, line);
+	free(out);
+	assert_null(sl_nf_priv(stub_nf()));
+	unlink(path);
+	unlink(bad);
+	free(path);
+	free(bad);
+}
+
+static void
+test_reload(void **state)
+{
+	char *path = write_file(".json",
+				"{\"rules\": [{\"action\": \"deny\", "
+				"\"proto\": \"tcp\", \"dport\": 22}]}");
+	struct frame f[2];
+	sl_verdict_t v[2];
+	char *out, line[512];
+	int rc;
+
+	(void)state;
+	frame_ip4(&f[0], IPPROTO_TCP, IP4(10, 0, 0, 1), 5000,
+		  IP4(192, 168, 0, 1), 22, 0);
+	frame_ip4(&f[1], IPPROTO_TCP, IP4(10, 0, 0, 1), 5000,
+		  IP4(192, 168, 0, 1), 80, 0);
+	out = init_with(&rc, "--rules", path, NULL);
+	assert_int_equal(rc, 0);
+	free(out);
+	run_frames(f, 2, v);
+	assert_int_equal(v[0], SL_DROP);
+	assert_int_equal(v[1], SL_NEXT);
+
+	/* A bad file: counters printed, error named, old rules kept. */
+	rewrite_file(path, "{\"rules\": [{\"action\": \"deny\", \"proto\": "
+			   "\"tcp\", \"dport\": 99999}]}");
+	out = stub_capture_stderr(do_reload, NULL);
+	assert_has(out, "fw-counters: reason=reload");
+	assert_has(out, "fw-counter: rule=1 name=- action=deny packets=1 "
+			"bytes=54\n");
+	snprintf(line, sizeof(line),
+		 "sluice-firewall: reload failed, keeping the 1 current "
+		 "rules: %s: rule 1: 'dport': 99999 is not a valid port or "
+		 "port range (0-65535, 'LO-HI' or 'any')\n",
+		 path);
+	assert_has(out, line);
+	free(out);
+	run_frames(f, 2, v);
+	assert_int_equal(v[0], SL_DROP);
+	assert_int_equal(v[1], SL_NEXT);
+
+	/* A good file: new rules, counters start again. */
+	rewrite_file(path, "{\"default\": \"deny\", \"rules\": [{\"action\": "
+			   "\"allow\", \"name\": \"ssh\", \"proto\": \"tcp\", "
+			   "\"dport\": 22}]}");
+	out = stub_capture_stderr(do_reload, NULL);
+	assert_has(out, "fw-counter: rule=1 name=- action=deny packets=2 "
+			"bytes=108\n");
+	snprintf(line, sizeof(line),
+		 "sluice-firewall: reloaded 1 rules from %s, default deny, "
+		 "non-IP allow, matcher acl\n",
+		 path);
+	assert_has(out, line);
+	free(out);
+	run_frames(f, 2, v);
+	assert_int_equal(v[0], SL_NEXT);
+	assert_int_equal(v[1], SL_DROP);
+
+	out = fini_output();
+	assert_has(out, "fw-counter: rule=1 name=ssh action=allow packets=1 "
+			"bytes=54\n");
+	assert_has(out, "fw-counter: rule=default name=- action=deny "
+			"packets=1 bytes=54\n");
+	free(out);
+	unlink(path);
+	free(path);
+}
+
+/* Every truncation of some frames goes through without a crash. */
+static void
+test_malformed(void **state)
+{
+	char *path = write_file(".yaml", basic_rules);
+	struct rte_mbuf *m[256];
+	struct frame f;
+	uint32_t len, n = 0, i;
+	char *out;
+	int rc;
+
+	(void)state;
+	out = init_with(&rc, "--rules", path, NULL);
+	assert_int_equal(rc, 0);
+	free(out);
+	frame_ip4(&f, IPPROTO_TCP, IP4(10, 0, 1, 5), 1, IP4(1, 2, 3, 4), 2,
+		  8);
+	for (len = 0; len <= f.len; len++)
+		m[n++] = stub_mbuf(f.b, len);
+	frame_ip6(&f, IPPROTO_UDP, v6_a, 1, v6_b, 2, 8);
+	for (len = 0; len <= f.len; len++)
+		m[n++] = stub_mbuf(f.b, len);
+	assert_true(n <= 256);
+	stub_ops->process(stub_nf(), m, (uint16_t)n);
+	for (i = 0; i < n; i++) {
+		assert_true(stub_verdict_set(m[i]));
+		stub_mbuf_free(m[i]);
+	}
+	out = fini_output();
+	/* 63 + 71 frames; those with complete headers (54..62 and 62..70
+	 * bytes) match rules 1 and 5, all shorter ones are malformed. */
+	assert_has(out, "fw-counter: rule=1 name=quarantine action=deny "
+			"packets=9 ");
+	assert_has(out, "fw-counter: rule=5 name=v6-block action=deny "
+			"packets=9 ");
+	assert_has(out, "fw-counter: rule=malformed name=- action=allow "
+			"packets=116 ");
+	assert_has(out, "fw-counter: rule=non-ip name=- action=allow "
+			"packets=0 ");
+	assert_has(out, "fw-counters: end packets=134 allowed=116 "
+			"denied=18\n");
+	free(out);
+	unlink(path);
+	free(path);
+}
+
+static uint64_t rng_state;
+
+static uint64_t
+rng(void)
+{
+	rng_state ^= rng_state >> 12;
+	rng_state ^= rng_state << 25;
+	rng_state ^= rng_state >> 27;
+	return rng_state * 0x2545f4914f6cdd1dull;
+}
+
+/* Addresses come from small pools so that rules and packets meet. */
+static uint32_t
+rand_v4(void)
+{
+	static const uint32_t bases[] = {IP4(10, 0, 0, 0), IP4(10, 0, 128, 0),
+					 IP4(192, 168, 0, 0),
+					 IP4(172, 16, 0, 0)};
+
+	return bases[rng() % 4] | (uint32_t)(rng() & 0x1ff);
+}
+
+static void
+rand_v6(uint8_t *a)
+{
+	memcpy(a, v6_a, 16);
+	a[4] = (uint8_t)(rng() % 3);
+	a[7] = (uint8_t)(rng() % 2);
+	a[14] = (uint8_t)(rng() % 4);
+	a[15] = (uint8_t)rng();
+}
+
+static uint16_t
+rand_port(void)
+{
+	static const uint16_t common[] = {22, 53, 80, 443, 1024, 8080};
+
+	return rng() % 3 ? common[rng() % 6] : (uint16_t)rng();
+}
+
+static int
+put_prefix(char *buf, size_t size, unsigned family)
+{
+	char a[INET6_ADDRSTRLEN];
+	unsigned len;
+
+	if (family == 4) {
+		static const unsigned lens[] = {0, 8, 16, 23, 24, 27, 32};
+		uint32_t x, mask;
+
+		len = lens[rng() % 7];
+		mask = len ? ~0u << (32 - len) : 0;
+		x = htonl(rand_v4() & mask);
+		inet_ntop(AF_INET, &x, a, sizeof(a));
+	} else {
+		static const unsigned lens[] = {0, 32, 37, 48, 63, 64, 100,
+						127, 128};
+		uint8_t x[16];
+		unsigned i;
+
+		len = lens[rng() % 9];
+		rand_v6(x);
+		for (i = 0; i < 16; i++) {
+			unsigned bits = len > 8 * i ? len - 8 * i : 0;
+
+			if (bits < 8)
+				x[i] &= (uint8_t)(0xff00 >> bits);
+		}
+		inet_ntop(AF_INET6, x, a, sizeof(a));
+	}
+	return snprintf(buf, size, "\"%s/%u\"", a, len);
+}
+
+/* A random rule set in JSON. */
+static char *
+random_rules(unsigned n)
+{
+	static const char *const protos[] = {"\"any\"", "\"tcp\"", "\"udp\"",
+					     "\"icmp\"", "47", "\"icmp6\""};
+	size_t size = 256 + (size_t)n * 256, off = 0;
+	char *text = malloc(size);
+	unsigned i;
+
+	assert_non_null(text);
+	off += (size_t)snprintf(text + off, size - off,
+				"{\"default\": \"%s\", \"rules\": [\n",
+				rng() % 2 ? "allow" : "deny");
+	for (i = 0; i < n; i++) {
+		unsigned family = (unsigned)(rng() % 10);
+		unsigned p = (unsigned)(rng() % 6);
+		char pre[80];
+
+		family = family < 4 ? 4 : family < 7 ? 6 : 0;
+		off += (size_t)snprintf(text + off, size - off,
+					"%s{\"action\": \"%s\"", i ? ",\n" : "",
+					rng() % 2 ? "allow" : "deny");
+		if (rng() % 3)
+			off += (size_t)snprintf(text + off, size - off,
+						", \"proto\": %s", protos[p]);
+		else
+			p = 0;
+		if (family && rng() % 2) {
+			put_prefix(pre, sizeof(pre), family);
+			off += (size_t)snprintf(text + off, size - off,
+						", \"src\": %s", pre);
+		}
+		if (family && rng() % 2) {
+			put_prefix(pre, sizeof(pre), family);
+			off += (size_t)snprintf(text + off, size - off,
+						", \"dst\": %s", pre);
+		}
+		if (p <= 2 && rng() % 2) {
+			uint16_t a = rand_port(), b = rand_port();
+
+			off += (size_t)snprintf(
+				text + off, size - off,
+				", \"sport\": \"%u-%u\"",
+				a < b ? a : b, a < b ? b : a);
+		}
+		if (p <= 2 && rng() % 2) {
+			uint16_t a = rand_port(), b = rand_port();
+
+			if (rng() % 2)
+				b = a;
+			off += (size_t)snprintf(
+				text + off, size - off,
+				", \"dport\": \"%u-%u\"",
+				a < b ? a : b, a < b ? b : a);
+		}
+		off += (size_t)snprintf(text + off, size - off, "}");
+		assert_true(off < size);
+	}
+	snprintf(text + off, size - off, "\n]}\n");
+	return text;
+}
+
+static void
+random_frame(struct frame *f)
+{
+	static const uint8_t protos[] = {IPPROTO_TCP, IPPROTO_UDP,
+					 IPPROTO_ICMP, 47};
+	uint8_t proto = protos[rng() % 4];
+	uint32_t payload = (uint32_t)(rng() % 64);
+
+	if (rng() % 10 < 6) {
+		frame_ip4(f, proto, rand_v4(), rand_port(), rand_v4(),
+			  rand_port(), payload);
+	} else {
+		uint8_t s[16], d[16];
+
+		rand_v6(s);
+		rand_v6(d);
+		if (proto == IPPROTO_ICMP)
+			proto = IPPROTO_ICMPV6;
+		frame_ip6(f, proto, s, rand_port(), d, rand_port(), payload);
+	}
+	if (proto == 47)
+		f->b[f->b[12] == 0x08 ? 23 : 20] = 47; /* GRE, no ports */
+}
+
+/*
+ * Random rule sets and packets: the NF's verdicts and printed counters
+ * must equal what the reference linear matcher says, for both matchers.
+ */
+static void
+check_random(unsigned seed, unsigned n_rules, unsigned n_pkts)
+{
+	static const char *const matchers[] = {"acl", "linear"};
+	char *text, *path, *out, line[256], err[512];
+	struct fw_ruleset *rs = NULL;
+	struct frame *frames;
+	uint64_t *expect;
+	unsigned k, i;
+
+	rng_state = 0x9e3779b97f4a7c15ull * (seed + 1);
+	text = random_rules(n_rules);
+	path = write_file(".json", text);
+	free(text);
+	if (fw_rules_load(path, &rs, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	frames = calloc(n_pkts, sizeof(*frames));
+	expect = calloc(n_rules + 1, sizeof(*expect));
+	assert_non_null(frames);
+	assert_non_null(expect);
+	for (i = 0; i < n_pkts; i++) {
+		struct sl_5tuple t;
+		int m;
+
+		random_frame(&frames[i]);
+		assert_int_equal(sl_5tuple_get(frames[i].b, frames[i].len, &t),
+				 0);
+		m = fw_rules_match(rs, &t);
+		expect[m < 0 ? n_rules : (unsigned)m]++;
+	}
+
+	for (k = 0; k < 2; k++) {
+		int rc;
+
+		out = init_with(&rc, "--rules", path, "--matcher", matchers[k],
+				NULL);
+		assert_int_equal(rc, 0);
+		snprintf(line, sizeof(line), "matcher %s\n", matchers[k]);
+		assert_has(out, line);
+		free(out);
+		for (i = 0; i < n_pkts;) {
+			struct rte_mbuf *m[150];
+			unsigned n = 1 + (unsigned)(rng() % 150), j;
+
+			if (n > n_pkts - i)
+				n = n_pkts - i;
+			for (j = 0; j < n; j++)
+				m[j] = stub_mbuf(frames[i + j].b,
+						 frames[i + j].len);
+			stub_ops->process(stub_nf(), m, (uint16_t)n);
+			for (j = 0; j < n; j++) {
+				struct sl_5tuple t;
+				int r, deny;
+
+				sl_5tuple_get(frames[i + j].b,
+					      frames[i + j].len, &t);
+				r = fw_rules_match(rs, &t);
+				deny = (r < 0 ? rs->default_action :
+						rs->rules[r].action) == FW_DENY;
+				if (sl_pkt_verdict(m[j]) !=
+				    (deny ? SL_DROP : SL_NEXT))
+					fail_msg("seed %u %s packet %u: rule "
+						 "%d, verdict %#x",
+						 seed, matchers[k], i + j, r,
+						 sl_pkt_verdict(m[j]));
+				stub_mbuf_free(m[j]);
+			}
+			i += n;
+		}
+		out = fini_output();
+		for (i = 0; i < n_rules; i++) {
+			snprintf(line, sizeof(line),
+				 "fw-counter: rule=%u name=- action=%s "
+				 "packets=%" PRIu64 " ",
+				 i + 1, fw_action_name(rs->rules[i].action),
+				 expect[i]);
+			assert_has(out, line);
+		}
+		snprintf(line, sizeof(line),
+			 "fw-counter: rule=default name=- action=%s "
+			 "packets=%" PRIu64 " ",
+			 fw_action_name(rs->default_action), expect[n_rules]);
+		assert_has(out, line);
+		free(out);
+	}
+	fw_rules_free(rs);
+	free(frames);
+	free(expect);
+	unlink(path);
+	free(path);
+}
+
+static void
+test_acl_vs_linear(void **state)
+{
+	unsigned seed;
+
+	(void)state;
+	for (seed = 0; seed < 6; seed++)
+		check_random(seed, 1 + seed * 40, 3000);
+	check_random(99, 2000, 5000);
+}
+
+static int
+setup(void **state)
+{
+	char *argv[] = {(char *)(uintptr_t)"sluice-firewall", NULL};
+	int rc;
+
+	(void)state;
+	rc = stub_eal_init();
+	if (rc != 0) {
+		fprintf(stderr, "EAL init failed: %s\n", strerror(-rc));
+		return -1;
+	}
+	assert_int_equal(sl_fw_main(1, argv), 0);
+	return stub_ops == NULL ? -1 : 0;
+}
+
+static int
+teardown(void **state)
+{
+	(void)state;
+	stub_eal_cleanup();
+	return 0;
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_basic_acl),
+		cmocka_unit_test(test_basic_linear),
+		cmocka_unit_test(test_args),
+		cmocka_unit_test(test_reload),
+		cmocka_unit_test(test_malformed),
+		cmocka_unit_test(test_acl_vs_linear),
+	};
+
+	return cmocka_run_group_tests_name("firewall", tests, setup, teardown);
+}
