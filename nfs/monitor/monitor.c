@@ -1,0 +1,463 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * sluice-monitor: a read-only NF that counts packets per protocol class
+ * and per flow, and prints the top flows by bytes every --interval seconds
+ * and at exit. Every packet goes on with SL_NEXT.
+ *
+ * Flows are keyed by the directional 5-tuple in an rte_hash of --flows
+ * entries, created with the extendable-bucket option so that exactly that
+ * many flows fit. When it is full, packets of new flows are counted as
+ * flows_untracked. Output format: nfs/monitor/README.md.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <netinet/in.h>
+
+#include <rte_errno.h>
+#include <rte_hash.h>
+#include <rte_hash_crc.h>
+#include <rte_mbuf.h>
+#include <rte_memory.h>
+
+#include "sluice/nf.h"
+#include "sluice/pkt.h"
+
+#define MON_PROG "sluice-monitor"
+#define MON_CHUNK 64                 /* keys per bulk lookup */
+#define MON_DEFAULT_FLOWS 65536
+#define MON_MAX_FLOWS (1u << 24)
+#define MON_MIN_HASH_ENTRIES 16      /* rte_hash wants at least a bucket */
+#define MON_DEFAULT_TOP 10
+#define MON_MAX_TOP 1000
+#define MON_TICK_MS 100
+#define MON_NS 1000000000ull
+
+/* Protocol classes: each packet is in exactly one. */
+enum mon_class {
+	MON_TCP = 0,    /* IPv4 or IPv6 */
+	MON_UDP,        /* IPv4 or IPv6 */
+	MON_ICMP,       /* ICMP or ICMPv6 */
+	MON_OTHER_IPV4, /* IPv4, another protocol */
+	MON_OTHER_IPV6, /* IPv6, another protocol */
+	MON_NON_IP,
+	MON_MALFORMED,  /* sl_parse() refused it */
+	MON_CLASS_MAX
+};
+
+static const char *const mon_class_names[MON_CLASS_MAX] = {
+	"tcp", "udp", "icmp", "other_ipv4", "other_ipv6", "non_ip",
+	"malformed",
+};
+
+struct mon_count {
+	uint64_t pkts;
+	uint64_t bytes;
+};
+
+struct mon_state {
+	struct rte_hash *h;
+	struct mon_count *flows; /* by rte_hash position */
+	uint32_t capacity;       /* --flows */
+	uint32_t n_flows;
+	struct mon_count cls[MON_CLASS_MAX];
+	struct mon_count total;
+	uint64_t ipv4, ipv6;     /* packets per IP version */
+	struct mon_count untracked; /* packets of flows that did not fit */
+
+	uint32_t top_n;
+	uint64_t interval_ns;    /* 0: print only at exit */
+	uint64_t start_ns;
+	uint64_t next_ns;        /* next periodic print */
+	uint64_t last_ns;        /* time and packet count at the last print */
+	uint64_t last_pkts;
+	struct mon_top *top;     /* [top_n], scratch for printing */
+};
+
+struct mon_top {
+	const struct sl_5tuple *key;
+	struct mon_count c;
+};
+
+static uint32_t
+mon_hash(const void *key, uint32_t len, uint32_t init)
+{
+	return rte_hash_crc(key, len, init);
+}
+
+static enum mon_class
+mon_classify(const struct sl_5tuple *t)
+{
+	switch (t->proto) {
+	case IPPROTO_TCP:
+		return MON_TCP;
+	case IPPROTO_UDP:
+		return MON_UDP;
+	case IPPROTO_ICMP:
+	case IPPROTO_ICMPV6:
+		return MON_ICMP;
+	default:
+		return t->family == 4 ? MON_OTHER_IPV4 : MON_OTHER_IPV6;
+	}
+}
+
+static void
+mon_count_chunk(struct mon_state *mon, struct rte_mbuf **pkts, uint16_t n)
+{
+	struct sl_5tuple keys[MON_CHUNK];
+	const void *kp[MON_CHUNK];
+	uint32_t len[MON_CHUNK];
+	int32_t pos[MON_CHUNK];
+	uint16_t i, nk = 0;
+	enum mon_class c;
+	int rc;
+
+	for (i = 0; i < n; i++) {
+		uint32_t bytes = rte_pktmbuf_pkt_len(pkts[i]);
+		struct sl_5tuple *t = &keys[nk];
+
+		mon->total.pkts++;
+		mon->total.bytes += bytes;
+		sl_pkt_set_verdict(pkts[i], SL_NEXT);
+		rc = sl_pkt_5tuple(pkts[i], t);
+		if (unlikely(rc != 0)) {
+			c = rc == -ENOENT ? MON_NON_IP : MON_MALFORMED;
+		} else {
+			c = mon_classify(t);
+			if (t->family == 4)
+				mon->ipv4++;
+			else
+				mon->ipv6++;
+			kp[nk] = t;
+			len[nk++] = bytes;
+		}
+		mon->cls[c].pkts++;
+		mon->cls[c].bytes += bytes;
+	}
+	if (nk == 0)
+		return;
+	if (rte_hash_lookup_bulk(mon->h, kp, nk, pos) != 0)
+		for (i = 0; i < nk; i++)
+			pos[i] = -ENOENT;
+	for (i = 0; i < nk; i++) {
+		int32_t p = pos[i];
+
+		/* A miss may be a flow an earlier packet of this chunk
+		 * added: adding returns its position, and when the table
+		 * is full a second lookup finds it. */
+		if (unlikely(p < 0)) {
+			if (mon->n_flows < mon->capacity) {
+				p = rte_hash_add_key(mon->h, kp[i]);
+				if (p >= 0 && mon->flows[p].pkts == 0)
+					mon->n_flows++;
+			} else {
+				p = rte_hash_lookup(mon->h, kp[i]);
+			}
+		}
+		if (likely(p >= 0)) {
+			mon->flows[p].pkts++;
+			mon->flows[p].bytes += len[i];
+		} else {
+			mon->untracked.pkts++;
+			mon->untracked.bytes += len[i];
+		}
+	}
+}
+
+static void
+mon_process(struct sl_nf *nf, struct rte_mbuf **pkts, uint16_t n)
+{
+	struct mon_state *mon = sl_nf_priv(nf);
+	uint16_t done, k;
+
+	for (done = 0; done < n; done += k) {
+		k = n - done < MON_CHUNK ? n - done : MON_CHUNK;
+		mon_count_chunk(mon, pkts + done, k);
+	}
+}
+
+/* Fills mon->top with the top_n flows by bytes; returns how many. */
+static uint32_t
+mon_top_flows(struct mon_state *mon)
+{
+	const void *key;
+	void *data;
+	uint32_t next = 0, n = 0, j;
+	int32_t p;
+
+	while ((p = rte_hash_iterate(mon->h, &key, &data, &next)) >= 0) {
+		const struct mon_count *c = &mon->flows[p];
+
+		if (n == mon->top_n && c->bytes <= mon->top[n - 1].c.bytes)
+			continue;
+		j = n < mon->top_n ? n++ : n - 1;
+		/* Insertion into the sorted array, largest first. */
+		while (j > 0 && mon->top[j - 1].c.bytes < c->bytes) {
+			mon->top[j] = mon->top[j - 1];
+			j--;
+		}
+		mon->top[j].key = key;
+		mon->top[j].c = *c;
+	}
+	return n;
+}
+
+/* The report; format documented in README.md. */
+static void
+mon_print(struct mon_state *mon, const char *reason, uint64_t now)
+{
+	double up = (double)(now - mon->start_ns) / MON_NS;
+	double dt = (double)(now - mon->last_ns) / MON_NS;
+	double pps = dt > 0 ? (double)(mon->total.pkts - mon->last_pkts) / dt :
+			      0;
+	char flow[128];
+	uint32_t i, n;
+
+	fprintf(stderr,
+		"mon-stats: reason=%s uptime=%.1f packets=%" PRIu64
+		" bytes=%" PRIu64 " pps=%.0f ipv4=%" PRIu64 " ipv6=%" PRIu64
+		" flows=%" PRIu32 " flows_capacity=%" PRIu32
+		" flows_untracked=%" PRIu64 " untracked_bytes=%" PRIu64 "\n",
+		reason, up, mon->total.pkts, mon->total.bytes, pps, mon->ipv4,
+		mon->ipv6, mon->n_flows, mon->capacity, mon->untracked.pkts,
+		mon->untracked.bytes);
+	fprintf(stderr, "mon-proto: packets");
+	for (i = 0; i < MON_CLASS_MAX; i++)
+		fprintf(stderr, " %s=%" PRIu64, mon_class_names[i],
+			mon->cls[i].pkts);
+	fprintf(stderr, "\nmon-proto: bytes");
+	for (i = 0; i < MON_CLASS_MAX; i++)
+		fprintf(stderr, " %s=%" PRIu64, mon_class_names[i],
+			mon->cls[i].bytes);
+	fprintf(stderr, "\n");
+	n = mon_top_flows(mon);
+	for (i = 0; i < n; i++) {
+		sl_5tuple_format(mon->top[i].key, flow, sizeof(flow));
+		fprintf(stderr,
+			"mon-top: rank=%" PRIu32 " packets=%" PRIu64
+			" bytes=%" PRIu64 " flow=%s\n",
+			i + 1, mon->top[i].c.pkts, mon->top[i].c.bytes, flow);
+	}
+	fflush(stderr);
+	mon->last_ns = now;
+	mon->last_pkts = mon->total.pkts;
+}
+
+static void
+mon_tick(struct sl_nf *nf, uint64_t now_ns)
+{
+	struct mon_state *mon = sl_nf_priv(nf);
+
+	if (mon->interval_ns == 0 || now_ns < mon->next_ns)
+		return;
+	mon_print(mon, "interval", now_ns);
+	mon->next_ns = now_ns + mon->interval_ns;
+}
+
+static void
+mon_state_free(struct mon_state *mon)
+{
+	if (mon == NULL)
+		return;
+	rte_hash_free(mon->h);
+	free(mon->flows);
+	free(mon->top);
+	free(mon);
+}
+
+static void
+mon_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: " MON_PROG " [EAL args] -- [libsluice args] [--flows N]"
+		" [--interval S] [--top N]\n"
+		"  --flows N       flow table capacity (default %u, max %u)\n"
+		"  --interval S    print every S seconds (default 5; 0 = only "
+		"at exit)\n"
+		"  --top N         flows listed, by bytes (default %u, max "
+		"%u)\n",
+		MON_DEFAULT_FLOWS, MON_MAX_FLOWS, MON_DEFAULT_TOP, MON_MAX_TOP);
+}
+
+/* A whole decimal number in [min, max]. */
+static int
+mon_parse_u32(const char *opt, const char *s, uint32_t min, uint32_t max,
+	      uint32_t *out)
+{
+	unsigned long long v;
+	char *end;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (s[0] == '\0' || s[0] == '-' || *end != '\0' || errno != 0 ||
+	    v < min || v > max) {
+		fprintf(stderr,
+			MON_PROG ": %s: '%s' is not a number from %" PRIu32
+				 " to %" PRIu32 "\n",
+			opt, s, min, max);
+		return EINVAL;
+	}
+	*out = (uint32_t)v;
+	return 0;
+}
+
+static int
+mon_parse_args(struct mon_state *mon, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"flows", required_argument, NULL, 'f'},
+		{"interval", required_argument, NULL, 'i'},
+		{"top", required_argument, NULL, 't'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	double secs;
+	char *end;
+	int c, rc = 0;
+
+	optind = 0; /* glibc: restart scanning (libsluice used getopt) */
+	while (rc == 0 &&
+	       (c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'f':
+			rc = mon_parse_u32("--flows", optarg, 1, MON_MAX_FLOWS,
+					   &mon->capacity);
+			break;
+		case 't':
+			rc = mon_parse_u32("--top", optarg, 1, MON_MAX_TOP,
+					   &mon->top_n);
+			break;
+		case 'i':
+			errno = 0;
+			secs = strtod(optarg, &end);
+			if (optarg[0] == '\0' || *end != '\0' || errno != 0 ||
+			    !isfinite(secs) || secs < 0 || secs > 86400) {
+				fprintf(stderr,
+					MON_PROG ": --interval: '%s' is not a "
+						 "number of seconds from 0 to "
+						 "86400\n",
+					optarg);
+				rc = EINVAL;
+			}
+			mon->interval_ns = (uint64_t)(secs * MON_NS);
+			break;
+		case 'h':
+			mon_usage(stdout);
+			return ECANCELED;
+		default: /* getopt_long has said what was wrong */
+			mon_usage(stderr);
+			return EINVAL;
+		}
+	}
+	if (rc == 0 && optind < argc) {
+		fprintf(stderr, MON_PROG ": unexpected argument '%s'\n",
+			argv[optind]);
+		mon_usage(stderr);
+		rc = EINVAL;
+	}
+	return rc;
+}
+
+static int
+mon_create_table(struct mon_state *mon, uint16_t instance)
+{
+	char name[RTE_HASH_NAMESIZE];
+	struct rte_hash_parameters p = {
+		.name = name,
+		.entries = mon->capacity < MON_MIN_HASH_ENTRIES ?
+				   MON_MIN_HASH_ENTRIES :
+				   mon->capacity,
+		.key_len = sizeof(struct sl_5tuple),
+		.hash_func = mon_hash,
+		.socket_id = SOCKET_ID_ANY,
+		.extra_flag = RTE_HASH_EXTRA_FLAGS_EXT_TABLE,
+	};
+	struct rte_hash *old;
+	int32_t max_id;
+
+	snprintf(name, sizeof(name), "slmon%d_%u", (int)getpid(), instance);
+	/* Our pid is in the name: one left over is from a dead process. */
+	old = rte_hash_find_existing(name);
+	if (old != NULL)
+		rte_hash_free(old);
+	mon->h = rte_hash_create(&p);
+	if (mon->h == NULL) {
+		fprintf(stderr,
+			MON_PROG ": cannot create a flow table of %" PRIu32
+				 " flows: %s\n",
+			mon->capacity, rte_strerror(rte_errno));
+		return rte_errno ? rte_errno : ENOMEM;
+	}
+	max_id = rte_hash_max_key_id(mon->h);
+	mon->flows = calloc((size_t)max_id + 1, sizeof(mon->flows[0]));
+	mon->top = calloc(mon->top_n, sizeof(mon->top[0]));
+	if (max_id < 0 || mon->flows == NULL || mon->top == NULL) {
+		fprintf(stderr, MON_PROG ": out of memory\n");
+		return ENOMEM;
+	}
+	return 0;
+}
+
+static int
+mon_init(struct sl_nf *nf, int argc, char **argv)
+{
+	struct mon_state *mon;
+	int rc;
+
+	mon = calloc(1, sizeof(*mon));
+	if (mon == NULL)
+		return ENOMEM;
+	mon->capacity = MON_DEFAULT_FLOWS;
+	mon->top_n = MON_DEFAULT_TOP;
+	mon->interval_ns = 5 * MON_NS;
+	rc = mon_parse_args(mon, argc, argv);
+	if (rc == 0)
+		rc = mon_create_table(mon, sl_nf_instance(nf));
+	if (rc != 0) {
+		mon_state_free(mon);
+		return rc;
+	}
+	mon->start_ns = mon->last_ns = sl_now_ns();
+	mon->next_ns = mon->start_ns + mon->interval_ns;
+	sl_nf_set_priv(nf, mon);
+	fprintf(stderr,
+		MON_PROG ": tracking up to %" PRIu32 " flows, top %" PRIu32
+			 " every %.1f s\n",
+		mon->capacity, mon->top_n, (double)mon->interval_ns / MON_NS);
+	return 0;
+}
+
+static void
+mon_fini(struct sl_nf *nf)
+{
+	struct mon_state *mon = sl_nf_priv(nf);
+
+	if (mon == NULL)
+		return;
+	mon_print(mon, "exit", sl_now_ns());
+	mon_state_free(mon);
+	sl_nf_set_priv(nf, NULL);
+}
+
+static const struct sl_nf_ops mon_ops = {
+	.name = MON_PROG,
+	.service = "monitor",
+	.access = SL_ACCESS_READ,
+	.init = mon_init,
+	.process = mon_process,
+	.tick = mon_tick,
+	.tick_ms = MON_TICK_MS,
+	.fini = mon_fini,
+};
+
+int
+main(int argc, char **argv)
+{
+	return sl_nf_main(&mon_ops, argc, argv);
+}
