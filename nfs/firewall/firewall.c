@@ -343,8 +343,9 @@ fw_table_load(struct fw_state *fw, struct fw_table **out, char *err,
 		}
 		if (rc != 0) {
 			fprintf(stderr,
-				FW_PROG ": cannot build rte_acl (%s); using "
-					"the linear matcher\n",
+				FW_PROG ": cannot build rte_acl (%s; sluiced "
+					"--nf-mem sets the memory NFs may "
+					"use); using the linear matcher\n",
 				why);
 			rte_acl_free(tb->acl4);
 			tb->acl4 = NULL;

@@ -38,6 +38,7 @@
 #define MON_MAX_TOP 1000
 #define MON_TICK_MS 100
 #define MON_NS 1000000000ull
+#define MON_HASH_BYTES_PER_FLOW 74 /* rte_hash, 40-byte keys, measured */
 
 /* Protocol classes: each packet is in exactly one. */
 enum mon_class {
@@ -388,10 +389,15 @@ mon_create_table(struct mon_state *mon, uint16_t instance)
 		rte_hash_free(old);
 	mon->h = rte_hash_create(&p);
 	if (mon->h == NULL) {
+		uint64_t mb = ((uint64_t)p.entries * MON_HASH_BYTES_PER_FLOW >>
+			       20) + 1;
+
 		fprintf(stderr,
 			MON_PROG ": cannot create a flow table of %" PRIu32
-				 " flows: %s\n",
-			mon->capacity, rte_strerror(rte_errno));
+				 " flows (about %" PRIu64 " MB of the hugepage "
+				 "memory sluiced sets aside with --nf-mem): "
+				 "%s\n",
+			mon->capacity, mb, rte_strerror(rte_errno));
 		return rte_errno ? rte_errno : ENOMEM;
 	}
 	max_id = rte_hash_max_key_id(mon->h);

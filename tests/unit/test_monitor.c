@@ -392,6 +392,13 @@ test_args(void **state)
 	assert_int_equal(rc, EINVAL);
 	assert_has(out, "sluice-monitor: unexpected argument 'stray'\n");
 	free(out);
+	/* A table bigger than the EAL heap (128 MB here): a clear refusal. */
+	out = init_with(&rc, "--flows", "16777216", NULL);
+	assert_int_not_equal(rc, 0);
+	assert_has(out, "sluice-monitor: cannot create a flow table of "
+			"16777216 flows (about 1185 MB of the hugepage memory "
+			"sluiced sets aside with --nf-mem): ");
+	free(out);
 	assert_null(sl_nf_priv(stub_nf()));
 	/* Defaults. */
 	out = init_with(&rc, NULL);
