@@ -168,17 +168,34 @@ to_instance(struct sl_dispatch *d, uint16_t svc, uint16_t inst,
 	return (uint16_t)k;
 }
 
+/*
+ * Hands a run to port_out. A resolved port is written into the verdict, so
+ * that whoever transmits (sluiced's TX thread, for an NF) uses this
+ * resolution and not a newer chain's: a packet sees one chain version.
+ * Unresolved runs (all_out) keep their verdict for sluiced to resolve.
+ */
 static uint16_t
 to_port(struct sl_dispatch *d, uint16_t port, struct rte_mbuf **pkts,
 	uint16_t n)
 {
+	sl_verdict_t saved_v[SL_BURST_MAX];
 	uint16_t k;
 
-	for (uint16_t i = 0; i < n; i++)
-		sl_meta(pkts[i], d->meta_off)->owner = 0;
+	for (uint16_t i = 0; i < n; i++) {
+		struct sl_pkt_meta *m = sl_meta(pkts[i], d->meta_off);
+
+		saved_v[i] = m->verdict;
+		if (port != SL_PORT_NONE)
+			m->verdict = SL_OUT(port);
+		m->owner = 0;
+	}
 	k = d->port_out(d, port, pkts, n);
-	for (uint16_t i = k; i < n; i++)
-		sl_meta(pkts[i], d->meta_off)->owner = d->self_owner;
+	for (uint16_t i = k; i < n; i++) {
+		struct sl_pkt_meta *m = sl_meta(pkts[i], d->meta_off);
+
+		m->verdict = saved_v[i];
+		m->owner = d->self_owner;
+	}
 	return k;
 }
 

@@ -130,9 +130,10 @@ do_rx(struct io_ctx *c, uint64_t now)
 	struct sl_shm *shm = c->shm;
 	struct rte_mbuf *pkts[SL_BURST_MAX];
 	unsigned int work = 0;
+	/* Paused (or not started): read nothing new, but still hand on what
+	 * was read and waits on a full first hop. */
+	int enabled = __atomic_load_n(&shm->rx_enabled, __ATOMIC_ACQUIRE);
 
-	if (!__atomic_load_n(&shm->rx_enabled, __ATOMIC_ACQUIRE))
-		return 0;
 	for (uint16_t p = 0; p < SL_MAX_PORTS; p++) {
 		struct sl_ctx_stats *ps = &shm->port_stats[c->idx][p];
 		uint64_t bytes = 0;
@@ -150,6 +151,8 @@ do_rx(struct io_ctx *c, uint64_t now)
 			}
 			work++;
 		}
+		if (!enabled)
+			continue;
 		n = rte_eth_rx_burst(p, 0, pkts, (uint16_t)shm->burst);
 		if (n == 0)
 			continue;

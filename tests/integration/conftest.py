@@ -79,7 +79,7 @@ def wait_drained(run: Launcher, timeout: float = 20.0) -> dict[str, Any]:
     """Waits until no packet is in flight: every packet read from a port is
     out of a port or dropped (needs finite sources or rx.pause), and the
     counters stopped moving. Returns the stats."""
-    last: list[Any] = [None]
+    last: list[Any] = [None, None]
 
     def settled() -> dict[str, Any] | None:
         st = run.client.call("stats")
@@ -87,10 +87,13 @@ def wait_drained(run: Launcher, timeout: float = 20.0) -> dict[str, Any]:
         tx = sum(p["tx_pkts"] for p in st["ports"])
         key = (rx, tx, st["drops_total"])
         stable = key == last[0] and rx == tx + st["drops_total"]
-        last[0] = key
+        last[0], last[1] = key, st
         return st if stable else None
 
-    return wait_until(settled, timeout, "the packets in flight to drain", interval=0.2)
+    try:
+        return wait_until(settled, timeout, "the packets in flight to drain", interval=0.2)
+    except AssertionError as e:
+        raise AssertionError(f"{e}; (rx, tx, drops) = {last[0]}; stats: {last[1]}") from None
 
 
 def deployment(node: str, ports: list[dict[str, str]], nfs: list[dict[str, Any]],
@@ -104,8 +107,9 @@ def deployment(node: str, ports: list[dict[str, str]], nfs: list[dict[str, Any]]
 
 
 @pytest.fixture
-def launch(tmp_path: Path) -> Iterator[Callable[..., Launcher]]:
-    """launch(dict) starts a deployment; it is stopped after the test."""
+def launch(tmp_path: Path, node: str) -> Iterator[Callable[..., Launcher]]:
+    """launch(dict) starts a deployment; it is stopped after the test (and
+    before `node` checks that nothing was left behind)."""
     runs: list[Launcher] = []
 
     def start(dep: dict[str, Any], build: Path | None = None) -> Launcher:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 import random
 from pathlib import Path
 
 from scapy.all import IP, TCP, UDP, Ether, IPv6, Raw, rdpcap, wrpcap
+
+logging.getLogger("scapy.runtime").setLevel(logging.ERROR)  # DNS-looking padding
 
 
 def mixed(n: int, flows: int, seed: int = 1) -> list[bytes]:

@@ -1,0 +1,171 @@
+"""The control socket and sluiced's start-up errors, against a real sluiced."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+
+import pytest
+from conftest import build_dir, deployment, port, prog, wait_drained, wait_until
+from packets import mixed, write
+
+
+def _sluiced(*args, name=None, timeout=30):
+    argv = [str(build_dir() / "src" / "mgr" / "sluiced"), "-l", "0,1", "--"]
+    if name:
+        argv += ["--name", name]
+    return subprocess.run(argv + list(args), capture_output=True, text=True, timeout=timeout)
+
+
+def _exchange(path: str, lines: list[bytes]) -> list[dict]:
+    with socket.socket(socket.AF_UNIX) as s:
+        s.connect(path)
+        f = s.makefile("rwb")
+        out = []
+        for line in lines:
+            f.write(line + b"\n")
+            f.flush()
+            out.append(json.loads(f.readline()))
+        return out
+
+
+def test_malformed_requests_get_errors_and_the_connection_stays(launch, node, tmp_path):
+    run = launch(deployment(node, ports=[], nfs=[
+        {"name": "f", "program": prog("forward"), "service": "f"}], chain=["f", "drop"]))
+    r = _exchange(str(run.dep.socket_path()), [
+        b"{not json",
+        b"[1, 2]",
+        b'{"id": 1, "method": "status"}',
+        b'{"jsonrpc": "2.0", "id": 2}',
+        b'{"jsonrpc": "2.0", "id": 3, "method": "no.such"}',
+        b'{"jsonrpc": "2.0", "id": 4, "method": "chain.set", "params": {"hops": "f"}}',
+        b'{"jsonrpc": "2.0", "id": 5, "method": "chain.set", "params": {"hops": ["f", "port:x"]}}',
+        b'{"jsonrpc": "2.0", "id": 6, "method": "chain.set", "params": {"hops": ["drop", "f"]}}',
+        b'{"jsonrpc": "2.0", "id": 7, "method": "nf.stop", "params": {"instance": 99}}',
+        b'{"jsonrpc": "2.0", "id": 8, "method": "lb.set", "params": {"service": "f", "mode": "x"}}',
+        b'{"jsonrpc": "2.0", "id": 9, "method": "status", "params": [1]}',
+        b'{"jsonrpc": "2.0", "id": 10, "method": "status"}',
+    ])
+    errs = [(x.get("id"), x["error"]["code"], x["error"]["message"]) for x in r[:-1]]
+    assert errs[0][:2] == (None, -32700) and errs[0][2].startswith("parse error at column")
+    assert errs[1] == (None, -32600, "a request must be a JSON object")
+    assert errs[2] == (1, -32600, "'jsonrpc' must be \"2.0\"")
+    assert errs[3] == (2, -32600, "'method' (a string) is missing")
+    assert errs[4] == (3, -32601, "method 'no.such' not found; 'status' lists the methods")
+    assert errs[5][:2] == (4, -32602) and "'hops' (array of strings)" in errs[5][2]
+    assert errs[6] == (5, -32000, "chain hop 2 'port:x': no port named 'x'; "
+                                  "use a name from port.list")
+    assert errs[7][:2] == (6, -32000) and "must be the last hop" in errs[7][2]
+    assert errs[8] == (7, -32000, "no running NF instance 99; nf.list shows them")
+    assert errs[9] == (8, -32602, "param 'mode' 'x': use flow or rr")
+    assert errs[10] == (9, -32602, "'params' must be an object of named params")
+    assert r[-1]["id"] == 10 and r[-1]["result"]["node"] == node  # still usable
+    assert run.client.call("chain.get")["hops"] == ["f", "drop"]
+
+
+def test_chain_replaced_at_runtime(launch, node, tmp_path):
+    src = write(tmp_path / "in.pcap", mixed(200, flows=20))
+    run = launch(deployment(
+        node,
+        ports=[{"name": "in", "device": f"net_pcap0,rx_pcap={src},infinite_rx=1"},
+               {"name": "out", "device": "net_null0,no-rx=1"}],
+        nfs=[{"name": "a", "program": prog("forward"), "service": "a"},
+             {"name": "b", "program": prog("forward"), "service": "b"}],
+        chain=["a", "port:out"]))
+    st = lambda: run.client.call("stats")  # noqa: E731
+    wait_until(lambda: port(st(), "out")["tx_pkts"] > 10_000, 20, "traffic")
+    v1 = run.client.call("chain.get")["version"]
+    assert run.client.call("chain.set", hops=["a", "b", "drop"])["version"] == v1 + 1
+    assert run.client.call("chain.get")["hops"] == ["a", "b", "drop"]
+    svc_b = lambda: next(s for s in st()["services"] if s["name"] == "b")  # noqa: E731
+    wait_until(lambda: svc_b()["drops"]["graph_drop"] > 10_000, 10, "packets through b to drop")
+    out = port(st(), "out")["tx_pkts"]
+    wait_until(lambda: svc_b()["drops"]["graph_drop"] > 20_000, 10, "more")
+    assert port(st(), "out")["tx_pkts"] == out  # nothing reaches the port any more
+    run.client.call("rx.pause")
+    s = wait_drained(run)
+    nonzero = {(x["name"], k): v for x in s["services"] + s["ports"]
+               for k, v in x["drops"].items() if v}
+    b_drops = next(x for x in s["services"] if x["name"] == "b")["drops"]["graph_drop"]
+    assert s["drops_total"] == b_drops, nonzero
+
+
+def test_bad_port_device_is_named(node):
+    r = _sluiced("--port", "in=net_pcapx0,rx_pcap=/nonexistent.pcap", name=node)
+    assert r.returncode == 1
+    assert "sluiced: port 'in': cannot create device 'net_pcapx0,rx_pcap=/nonexistent.pcap'" \
+        in r.stderr
+    assert "check the driver name" in r.stderr
+
+
+def test_bad_options_are_explained(node):
+    cases = {
+        ("--ring-size", "1000"): "sluiced: --ring-size 1000 is not a power of 2",
+        ("--port", "nameonly"): "sluiced: --port 'nameonly' must be NAME=DEVICE",
+        ("--mode", "fast"): "sluiced: --mode 'fast': use shared or poll",
+        ("--chain", "a,,b"): "has an empty hop",
+        ("--burst", "1000"): "sluiced: --burst '1000' is not a number in 1..64",
+        ("--bogus",): "sluiced: unknown option '--bogus'",
+    }
+    for args, msg in cases.items():
+        r = _sluiced(*args, name=node)
+        assert r.returncode == 1, args
+        assert msg in r.stderr, (args, r.stderr)
+    r = _sluiced(name="a-name-far-too-long-for-dpdk")
+    assert "--name 'a-name-far-too-long-for-dpdk' is not valid" in r.stderr
+
+
+def test_not_enough_hugepages_is_explained(node):
+    r = _sluiced("--mbufs", "16000000", name=node)
+    assert r.returncode == 1
+    assert "free hugepages of 2048 kB hold" in r.stderr
+    assert "reserve more (scripts/hugepages.sh PAGES) or lower --mbufs" in r.stderr
+
+
+def test_not_root_is_explained(node):
+    r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                        str(build_dir() / "src" / "mgr" / "sluiced"), "--", "--name", node],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 1
+    assert r.stderr.strip() == ("sluiced: must run as root: it maps hugepages and owns the "
+                                "ports; run it with sudo")
+
+
+def test_no_hugetlbfs_is_explained(node):
+    """In a private mount namespace without hugetlbfs."""
+    sluiced = build_dir() / "src" / "mgr" / "sluiced"
+    script = ("for m in $(awk '$3==\"hugetlbfs\"{print $2}' /proc/mounts); do umount $m; done; "
+              f"exec {sluiced} -- --name {node}")
+    r = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 1
+    assert "sluiced: hugetlbfs is not mounted: run scripts/hugepages.sh" in r.stderr
+
+
+def test_socket_in_use_and_a_second_instance(launch, node, tmp_path):
+    run = launch(deployment(node, ports=[], nfs=[
+        {"name": "f", "program": prog("forward"), "service": "f"}], chain=["f", "drop"]))
+    r = _sluiced(name=node)
+    assert r.returncode == 1
+    assert f"control socket /var/run/sluice/{node}.sock is in use by a running sluiced" \
+        in r.stderr
+    # Another node beside it runs fine.
+    other = launch(deployment(node + "b", ports=[], nfs=[
+        {"name": "f", "program": prog("forward"), "service": "f"}], chain=["f", "drop"]))
+    assert other.client.call("status")["node"] == node + "b"
+    assert run.client.call("status")["n_nfs"] == 1
+    other.stop()
+    from sluice.launch import hugetlbfs_mounts
+    assert not [p for d in hugetlbfs_mounts() for p in d.glob(f"sluice_{node}bmap_*")]
+
+
+@pytest.mark.parametrize("argv, msg", [
+    (["--", "--node", "nosuchnode"], "no sluiced named 'nosuchnode' is running"),
+    (["--", "--mode", "fast"], "--mode 'fast': use shared or poll"),
+    (["--", "--service", "bad name"], "service name 'bad name' is not valid"),
+])
+def test_nf_argument_errors(argv, msg):
+    r = subprocess.run([prog("forward"), *argv], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 1
+    assert msg in r.stderr
