@@ -51,27 +51,20 @@ sl_chain_split(char *text, char **hops, uint16_t max, char *err,
 	return n;
 }
 
-int
-sl_chain_compile(const char *const *hops, uint16_t n,
-		 const struct sl_chain_resolver *r, uint16_t max_services,
-		 sl_hop_t *first, sl_hop_t *next, sl_hop_t *list, char *err,
-		 size_t errlen)
+/*
+ * Checks everything that needs no service id: where ports and drop stand,
+ * that ports exist, service names, and repeats. Runs before any service
+ * is resolved, because sluiced's resolver creates services: a rejected
+ * chain must not leave services behind.
+ */
+static int
+chain_check(const char *const *hops, uint16_t n,
+	    const struct sl_chain_resolver *r, int *port, char *err,
+	    size_t errlen)
 {
-	char e[160];
-
-	if (n == 0) {
-		snprintf(err, errlen,
-			 "chain is empty; give at least one hop, e.g. "
-			 "[forward, \"port:out\"]");
-		return -EINVAL;
-	}
-	for (uint16_t s = 0; s < max_services; s++)
-		next[s] = SL_HOP_NONE;
-
 	for (uint16_t i = 0; i < n; i++) {
 		const char *h = hops[i];
 		int last = i == n - 1;
-		int id;
 
 		if (strcmp(h, "drop") == 0 || strncmp(h, "port:", 5) == 0) {
 			if (!last) {
@@ -82,30 +75,67 @@ sl_chain_compile(const char *const *hops, uint16_t n,
 					 i + 1, h, n - i - 1);
 				return -EINVAL;
 			}
-			if (h[0] == 'd') {
-				list[i] = SL_HOP_DROP;
-			} else {
-				id = r->port(r->arg, h + 5);
-				if (id < 0) {
-					snprintf(err, errlen,
-						 "chain hop %u '%s': no port "
-						 "named '%s'; use a name from "
-						 "port.list",
-						 i + 1, h, h + 5);
-					return -EINVAL;
-				}
-				list[i] = SL_HOP_PORT((uint16_t)id);
-			}
-		} else {
-			if (!sl_name_valid(h)) {
+			if (h[0] == 'p' &&
+			    (*port = r->port(r->arg, h + 5)) < 0) {
 				snprintf(err, errlen,
-					 "chain hop %u '%s' is not a valid "
-					 "service name (1-%d characters of "
-					 "A-Z a-z 0-9 _ - .), 'port:NAME' or "
-					 "'drop'",
-					 i + 1, h, SL_NAME_LEN - 1);
+					 "chain hop %u '%s': no port named "
+					 "'%s'; use a name from port.list",
+					 i + 1, h, h + 5);
 				return -EINVAL;
 			}
+			continue;
+		}
+		if (!sl_name_valid(h)) {
+			snprintf(err, errlen,
+				 "chain hop %u '%s' is not a valid service "
+				 "name (1-%d characters of A-Z a-z 0-9 _ - .), "
+				 "'port:NAME' or 'drop'",
+				 i + 1, h, SL_NAME_LEN - 1);
+			return -EINVAL;
+		}
+		for (uint16_t j = 0; j < i && !last; j++) {
+			if (strcmp(hops[j], h) != 0)
+				continue;
+			snprintf(err, errlen,
+				 "chain: service '%s' appears twice (hops %u "
+				 "and %u); only the last hop may repeat an "
+				 "earlier service, to close a loop",
+				 h, j + 1, i + 1);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+int
+sl_chain_compile(const char *const *hops, uint16_t n,
+		 const struct sl_chain_resolver *r, uint16_t max_services,
+		 sl_hop_t *first, sl_hop_t *next, sl_hop_t *list, char *err,
+		 size_t errlen)
+{
+	char e[160];
+	int port = -1;
+
+	if (n == 0) {
+		snprintf(err, errlen,
+			 "chain is empty; give at least one hop, e.g. "
+			 "[forward, \"port:out\"]");
+		return -EINVAL;
+	}
+	if (chain_check(hops, n, r, &port, err, errlen) != 0)
+		return -EINVAL;
+	for (uint16_t s = 0; s < max_services; s++)
+		next[s] = SL_HOP_NONE;
+
+	for (uint16_t i = 0; i < n; i++) {
+		const char *h = hops[i];
+		int id;
+
+		if (strcmp(h, "drop") == 0) {
+			list[i] = SL_HOP_DROP;
+		} else if (strncmp(h, "port:", 5) == 0) {
+			list[i] = SL_HOP_PORT((uint16_t)port); /* checked */
+		} else {
 			e[0] = '\0';
 			id = r->service(r->arg, h, e, sizeof(e));
 			if (id < 0) {
@@ -121,20 +151,6 @@ sl_chain_compile(const char *const *hops, uint16_t n,
 				return -EINVAL;
 			}
 			list[i] = SL_HOP_SERVICE((uint16_t)id);
-			for (uint16_t j = 0; j < i; j++) {
-				if (list[j] != list[i])
-					continue;
-				if (!last) {
-					snprintf(err, errlen,
-						 "chain: service '%s' appears "
-						 "twice (hops %u and %u); only "
-						 "the last hop may repeat an "
-						 "earlier service, to close a "
-						 "loop",
-						 h, j + 1, i + 1);
-					return -EINVAL;
-				}
-			}
 		}
 		if (i > 0 && sl_verdict_kind(list[i - 1]) == SL_VERDICT_TO)
 			next[sl_verdict_id(list[i - 1])] = list[i];

@@ -31,7 +31,9 @@ struct sl_chain_resolver {
 /*
  * Compiles hops[0..n) into first, next[0..max_services) (every entry not on
  * the chain is SL_HOP_NONE) and list[0..n). Returns 0, or -EINVAL with a
- * message in err naming the hop and what to do.
+ * message in err naming the hop and what to do. r->service (which may
+ * create services) is called only once every check that needs no service
+ * id has passed, so a malformed chain creates no service.
  */
 int sl_chain_compile(const char *const *hops, uint16_t n,
 		     const struct sl_chain_resolver *r, uint16_t max_services,

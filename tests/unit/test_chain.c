@@ -142,6 +142,22 @@ check_rejected(const char *const *hops, uint16_t n, const char *msg)
 	assert_string_equal(c.err, msg);
 }
 
+/*
+ * Rejected before any service is resolved: sluiced's resolver creates
+ * services, and a rejected chain must not leave any behind.
+ */
+static void
+check_rejected_early(const char *const *hops, uint16_t n, const char *msg)
+{
+	struct compiled c;
+
+	compile(&c, hops, n);
+	assert_int_equal(c.rc, -EINVAL);
+	assert_string_equal(c.err, msg);
+	assert_int_equal(c.f.service_calls, 0);
+	assert_int_equal(c.f.n_svc, 3);
+}
+
 /* ---- sl_chain_split ------------------------------------------------- */
 
 static void
@@ -198,8 +214,9 @@ split_empty_hop(void **state)
 			 "chain '%s' has an empty hop; write hops separated "
 			 "by single commas, e.g. firewall,monitor,port:out",
 			 bad[i]);
-		assert_int_equal(sl_chain_split(text, hops, 8, err, sizeof(err)),
-				 -EINVAL);
+		assert_int_equal(
+			sl_chain_split(text, hops, 8, err, sizeof(err)),
+			-EINVAL);
 		assert_string_equal(err, want);
 	}
 }
@@ -427,13 +444,13 @@ reject_port_not_last(void **state)
 	static const char *const drop_mid[] = {"firewall", "drop", "monitor"};
 
 	(void)state;
-	check_rejected(port_first, 2,
+	check_rejected_early(port_first, 2,
 		       "chain hop 1 'port:out' ends the chain but 1 hop(s) "
 		       "follow it; a port or drop must be the last hop");
-	check_rejected(port_mid, 4,
+	check_rejected_early(port_mid, 4,
 		       "chain hop 2 'port:out' ends the chain but 2 hop(s) "
 		       "follow it; a port or drop must be the last hop");
-	check_rejected(drop_mid, 3,
+	check_rejected_early(drop_mid, 3,
 		       "chain hop 2 'drop' ends the chain but 1 hop(s) "
 		       "follow it; a port or drop must be the last hop");
 }
@@ -443,12 +460,17 @@ reject_unknown_port(void **state)
 {
 	static const char *const hops[] = {"firewall", "port:nope"};
 	static const char *const empty[] = {"port:"};
+	static const char *const new_then_bad[] = {"nat", "ids", "port:nope"};
 
 	(void)state;
-	check_rejected(hops, 2,
+	check_rejected_early(hops, 2,
 		       "chain hop 2 'port:nope': no port named 'nope'; use a "
 		       "name from port.list");
-	check_rejected(empty, 1,
+	/* "nat" and "ids" would be new services: none is created. */
+	check_rejected_early(new_then_bad, 3,
+		       "chain hop 3 'port:nope': no port named 'nope'; use a "
+		       "name from port.list");
+	check_rejected_early(empty, 1,
 		       "chain hop 1 'port:': no port named ''; use a name "
 		       "from port.list");
 }
@@ -459,20 +481,25 @@ reject_duplicate_service(void **state)
 	static const char *const aab[] = {"firewall", "firewall", "monitor"};
 	static const char *const abac[] = {"firewall", "monitor", "firewall",
 					   "forward"};
+	static const char *const new_dup[] = {"nat", "nat", "port:out"};
 	static const char *const abca_port[] = {"firewall", "monitor",
 						"forward", "monitor",
 						"port:out"};
 
 	(void)state;
-	check_rejected(aab, 3,
+	check_rejected_early(aab, 3,
 		       "chain: service 'firewall' appears twice (hops 1 and "
 		       "2); only the last hop may repeat an earlier service, "
 		       "to close a loop");
-	check_rejected(abac, 4,
+	check_rejected_early(abac, 4,
 		       "chain: service 'firewall' appears twice (hops 1 and "
 		       "3); only the last hop may repeat an earlier service, "
 		       "to close a loop");
-	check_rejected(abca_port, 5,
+	check_rejected_early(new_dup, 3,
+		       "chain: service 'nat' appears twice (hops 1 and 2); "
+		       "only the last hop may repeat an earlier service, to "
+		       "close a loop");
+	check_rejected_early(abca_port, 5,
 		       "chain: service 'monitor' appears twice (hops 2 and "
 		       "4); only the last hop may repeat an earlier service, "
 		       "to close a loop");
@@ -488,15 +515,15 @@ reject_invalid_name(void **state)
 		"01234567890123456789012345678901"};
 
 	(void)state;
-	check_rejected(bang, 2,
+	check_rejected_early(bang, 2,
 		       "chain hop 2 'fw!' is not a valid service name (1-31 "
 		       "characters of A-Z a-z 0-9 _ - .), 'port:NAME' or "
 		       "'drop'");
-	check_rejected(empty, 1,
+	check_rejected_early(empty, 1,
 		       "chain hop 1 '' is not a valid service name (1-31 "
 		       "characters of A-Z a-z 0-9 _ - .), 'port:NAME' or "
 		       "'drop'");
-	check_rejected(too_long, 1,
+	check_rejected_early(too_long, 1,
 		       "chain hop 1 '01234567890123456789012345678901' is not "
 		       "a valid service name (1-31 characters of A-Z a-z 0-9 "
 		       "_ - .), 'port:NAME' or 'drop'");
@@ -521,7 +548,8 @@ reject_resolver_errors(void **state)
 	check_rejected(full, 2,
 		       "chain hop 2 'full': all 8 services are in use: raise "
 		       "--max-services");
-	check_rejected(huge, 2, "chain hop 1 'huge': service id 9 out of range");
+	check_rejected(huge, 2,
+		       "chain hop 1 'huge': service id 9 out of range");
 }
 
 static void
