@@ -458,8 +458,9 @@ next_follows_chain(void **state)
 	assert_int_equal(g_port.port[0], 0);
 	assert_int_equal(g_port.n_got, 1);
 	assert_ptr_equal(g_port.got[0], p[2]);
-	/* Port-bound packets keep their verdict; owner is cleared. */
-	check_meta(p[2], SL_NEXT, 1, 0, 0x33);
+	/* A resolved port is written into the verdict (the transmitter
+	 * must not re-resolve against a newer chain); owner is cleared. */
+	check_meta(p[2], SL_OUT(0), 1, 0, 0x33);
 
 	check_drops(e, SL_DROP_NF_VERDICT, 0);
 	assert_int_equal(e->stats.tx_pkts, 2);
@@ -990,6 +991,20 @@ backpressure_port_out_partial(void **state)
 	}
 	assert_int_equal(g_port.calls, 3);
 	assert_int_equal(drops_total(e), 0);
+	free_port_got();
+
+	/* NEXT resolved to a port: what the port takes carries OUT(port),
+	 * what it leaves gets its NEXT verdict back. */
+	g_port.take = 1;
+	p[0] = mk(SL_NEXT, 1, 1, 64);
+	p[1] = mk(SL_NEXT, 1, 2, 64);
+	assert_int_equal(sl_dispatch(&e->d, p, 2), 1);
+	check_meta(p[0], SL_OUT(0), 1, 0, 1);
+	check_meta(p[1], SL_NEXT, 1, SELF_OWNER, 2);
+	assert_ptr_equal(e->d.pending[0], p[1]);
+	g_port.take = UINT16_MAX;
+	assert_int_equal(sl_dispatch_retry(&e->d, e->d.pending_since), 0);
+	check_meta(p[1], SL_OUT(0), 1, 0, 2);
 }
 
 static void
