@@ -313,10 +313,14 @@ class Deployment(_Strict):
                               f"{_did_you_mean(hop, options)}")
                 continue
             if hop in seen:
+                if i == len(self.chain) - 1:
+                    continue  # the last hop may close a loop (the speedtest chain)
                 issues.append(f"{where}: service '{hop}' is already hop chain[{seen[hop]}]: "
-                              f"a chain visits each service once")
+                              f"a chain visits each service once (only the last hop may "
+                              f"repeat an earlier one, to close a loop)")
             seen[hop] = i
-        if not issues and not _is_sink(self.chain[-1]):
+        closes_loop = self.chain[-1] in self.chain[:-1]
+        if not issues and not _is_sink(self.chain[-1]) and not closes_loop:
             sink = f"port:{ports[-1]}" if ports else "drop"
             issues.append(f"chain: ends with service '{self.chain[-1]}', so its packets would "
                           f"be dropped as end_of_chain: end the chain with port:NAME or drop, "

@@ -185,7 +185,7 @@ def test_schema_errors(site: Path, old: str, new: str, expected: str) -> None:
      "the sink to the end"),
     ("[firewall, monitor, forward", "[firewall, monitor, firewall",
      "d.yaml: chain[2]: service 'firewall' is already hop chain[0]: a chain visits each service "
-     "once"),
+     "once (only the last hop may repeat an earlier one, to close a loop)"),
     ("chain: [firewall, monitor, forward, \"port:out\"]", "chain: []",
      "d.yaml: chain: empty: list the hops, e.g. [firewall, monitor, port:out]"),
     ("mode: shared", "mode: poll",
