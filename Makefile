@@ -16,16 +16,19 @@ setup:
 $(BUILD)/build.ninja:
 	meson setup $(BUILD) --buildtype=release
 
-# ASan+UBSan build. ASan and LeakSanitizer need no options: the unit
-# tests, sluiced and NFs exit with no report under the defaults. UBSan
-# only prints by default and the test still passes (meson 1.0 sets no
-# UBSAN_OPTIONS), so the unit tests run with SAN_ENV.
+# ASan+UBSan build, run with SAN_ENV. ASan needs no options. UBSan only
+# prints by default and the test still passes (meson 1.0 sets no
+# UBSAN_OPTIONS): halt_on_error makes it fail. LeakSanitizer: the unit
+# tests and sluiced are clean, but an ASan NF on a node with a net_pcap
+# rx port reports libpcap's capture handle, opened by DPDK in the NF and
+# never closed (scripts/lsan.supp says why); it is suppressed.
 # DPDK's default base address 0x100000000 lies in ASan's shadow gap, so
 # an ASan process maps DPDK memory wherever the kernel puts it, and an
 # ASan NF cannot attach to a release sluiced ("Cannot mmap memory for
 # rte_config at [0x100000000]"). ASan sluiced + any NF works; to pin the
 # addresses for any mix, give sluiced --base-virtaddr=0x200000000000.
-SAN_ENV := UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+SAN_ENV := UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	   LSAN_OPTIONS=suppressions=$(CURDIR)/scripts/lsan.supp
 $(ASAN)/build.ninja:
 	meson setup $(ASAN) --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false
 
@@ -47,7 +50,7 @@ lint:
 
 # The ASan chain test must run, not skip, under make test.
 test-py:
-	SLUICE_REQUIRE_ASAN=1 $(BIN)/pytest -q tests
+	SLUICE_REQUIRE_ASAN=1 $(SAN_ENV) $(BIN)/pytest -q tests
 
 test: setup
 	$(MAKE) build build-asan
