@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 APT_PKGS=(
     libdpdk-dev dpdk-dev meson ninja-build pkg-config gcc
     libcmocka-dev libjansson-dev libyaml-dev libpcap-dev libnuma-dev
-    python3-venv python3-dev iproute2
+    python3-venv python3-dev iproute2 iputils-ping util-linux
 )
 
 if [ "$(id -u)" -ne 0 ]; then
