@@ -34,8 +34,9 @@ def _run_chain(launch, node: str, tmp_path: Path, length: int, build: Path | Non
     return frames, read(dst), st
 
 
-@pytest.mark.parametrize("length", [1, 3])
+@pytest.mark.parametrize("length", [1, 3, 6])
 def test_chain_is_byte_exact_and_in_order(launch, node, tmp_path, length):
+    """Shared mode on 2 CPUs; 6 NFs + sluiced's threads must not starve."""
     frames, out, st = _run_chain(launch, node, tmp_path, length)
     assert len(out) == N
     assert out == frames  # one path, FIFO rings: even the global order holds

@@ -169,3 +169,25 @@ def test_nf_argument_errors(argv, msg):
     r = subprocess.run([prog("forward"), *argv], capture_output=True, text=True, timeout=30)
     assert r.returncode == 1
     assert msg in r.stderr
+
+
+def test_sigterm_stops_everything_cleanly(launch, node, tmp_path):
+    """SIGTERM to sluiced: it stops its NFs, they exit 0, nothing is left."""
+    import signal
+    import time
+    src = write(tmp_path / "in.pcap", mixed(300, flows=30))
+    run = launch(deployment(
+        node,
+        ports=[{"name": "in", "device": f"net_pcap0,rx_pcap={src},infinite_rx=1"},
+               {"name": "out", "device": "net_null0,no-rx=1"}],
+        nfs=[{"name": f"f{i}", "program": prog("forward"), "service": f"f{i}"}
+             for i in range(3)],
+        chain=["f0", "f1", "f2", "port:out"]))
+    wait_until(lambda: port(run.client.call("stats"), "out")["tx_pkts"] > 10_000, 20, "traffic")
+    run.sluiced.popen.send_signal(signal.SIGTERM)
+    t0 = time.monotonic()
+    wait_until(lambda: all(p.exited() is not None for p in run.processes()), 10, "all to exit")
+    assert time.monotonic() - t0 < 5
+    assert [p.exited() for p in run.processes()] == [0, 0, 0, 0]
+    log = run.sluiced.log.read_text()
+    assert "shutting down" in log and "did not stop" not in log
