@@ -22,11 +22,13 @@ $(BUILD)/build.ninja:
 # tests and sluiced are clean, but an ASan NF on a node with a net_pcap
 # rx port reports libpcap's capture handle, opened by DPDK in the NF and
 # never closed (scripts/lsan.supp says why); it is suppressed.
-# DPDK's default base address 0x100000000 lies in ASan's shadow gap, so
-# an ASan process maps DPDK memory wherever the kernel puts it, and an
-# ASan NF cannot attach to a release sluiced ("Cannot mmap memory for
-# rte_config at [0x100000000]"). ASan sluiced + any NF works; to pin the
-# addresses for any mix, give sluiced --base-virtaddr=0x200000000000.
+# DPDK's default base address 0x100000000 lies in ASan's shadow gap: an
+# ASan NF never attaches to a release sluiced ("Cannot mmap memory for
+# rte_config at [0x100000000]"), and an ASan sluiced maps its memory
+# wherever the kernel puts it (0x7f...), where an NF's own libraries may
+# already sit (2 of 18 ASan NFs failed: "Cannot reserve 17179869184 bytes
+# at [0x7f...]"). sluiced with EAL --base-virtaddr=0x200000000000 fixes
+# both (18 of 18, and ASan NF + release sluiced).
 SAN_ENV := UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	   LSAN_OPTIONS=suppressions=$(CURDIR)/scripts/lsan.supp
 $(ASAN)/build.ninja:
