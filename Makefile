@@ -27,8 +27,8 @@ $(BUILD)/build.ninja:
 # rte_config at [0x100000000]"), and an ASan sluiced maps its memory
 # wherever the kernel puts it (0x7f...), where an NF's own libraries may
 # already sit (2 of 18 ASan NFs failed: "Cannot reserve 17179869184 bytes
-# at [0x7f...]"). sluiced with EAL --base-virtaddr=0x200000000000 fixes
-# both (18 of 18, and ASan NF + release sluiced).
+# at [0x7f...]"). sluiced therefore passes EAL --base-virtaddr=0x200000000000
+# unless told otherwise (18 of 18, and ASan NF + release sluiced).
 SAN_ENV := UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	   LSAN_OPTIONS=suppressions=$(CURDIR)/scripts/lsan.supp
 $(ASAN)/build.ninja:

@@ -167,7 +167,7 @@ _Static_assert(offsetof(struct sl_nf_slot, mgr) % SL_CACHE_LINE == 0,
 /* A sluice port: an ethdev with a user-given name. Index = ethdev id. */
 struct sl_port {
 	char name[SL_NAME_LEN];
-	char device[64];
+	char device[256]; /* as given, for port.list */
 	uint8_t used;
 	uint8_t started;
 	uint16_t n_txq;

@@ -669,6 +669,14 @@ main(int argc, char **argv)
 	}
 	if (!has_eal_opt(eal_argc, eal_argv, "--log-level", NULL))
 		eal_argv[eal_argc++] = "--log-level=lib.eal:warning";
+	/*
+	 * A fixed base address far from where the kernel and sanitizers map
+	 * things: every NF (a secondary) must map sluiced's memory at the
+	 * same addresses, and DPDK's default (4 GiB) falls inside the region
+	 * ASan reserves, so ASan-built NFs often failed to attach.
+	 */
+	if (!has_eal_opt(eal_argc, eal_argv, "--base-virtaddr", NULL))
+		eal_argv[eal_argc++] = "--base-virtaddr=0x200000000000";
 	if (!has_eal_opt(eal_argc, eal_argv, "--socket-mem", "-m") &&
 	    !has_eal_opt(eal_argc, eal_argv, "--legacy-mem", NULL)) {
 		snprintf(mem_arg, sizeof(mem_arg), "--socket-mem=%llu",

@@ -786,7 +786,10 @@ sl_nf_main(const struct sl_nf_ops *ops, int argc, char **argv)
 		fprintf(stderr,
 			"%s: cannot attach to sluiced '%s' as a DPDK secondary "
 			"process: %s\n",
-			argv[0], a.node, rte_strerror(rte_errno));
+			argv[0], a.node,
+			rte_errno != 0 ? rte_strerror(rte_errno)
+				       : "see the EAL messages above (is this "
+					 "NF built from the same tree?)");
 		return 1;
 	}
 	/* No per-lcore mempool cache: several NF processes may share an
