@@ -9,6 +9,7 @@
 
 #include "sl_dispatch.h"
 #include "sl_futex.h"
+#include "sluice/pkt.h"
 
 /* A resolved destination: kind in bits 32..39. */
 enum { DEST_DROP = 1, DEST_INST, DEST_PORT };
@@ -53,10 +54,39 @@ sl_drop_pkts(struct sl_shm *shm, uint64_t *drops, enum sl_drop_reason r,
 	drops[r] += n;
 }
 
-/* Where one packet goes. Never touches the packet, only reads its meta. */
+uint32_t
+sl_meta_flow_hash(const struct rte_mbuf *m, struct sl_pkt_meta *meta)
+{
+	struct sl_5tuple t;
+
+	if (!(meta->flags & SL_META_HASH)) {
+		meta->flow_hash =
+			sl_pkt_5tuple(m, &t) == 0 ? sl_5tuple_hash(&t) : 0;
+		meta->flags |= SL_META_HASH;
+	}
+	return meta->flow_hash;
+}
+
+/* The instance of service s for this packet (SL_INSTANCE_NONE if none). */
+static inline uint16_t
+pick(struct sl_dispatch *d, uint16_t s, const struct rte_mbuf *m,
+     struct sl_pkt_meta *meta)
+{
+	const struct sl_service *svc = &d->shm->services[s];
+	uint16_t n = __atomic_load_n(&svc->n_live, __ATOMIC_ACQUIRE);
+
+	if (n <= 1) /* no choice to make: no hash needed */
+		return n == 0 ? SL_INSTANCE_NONE : svc->live[0];
+	return sl_lb_pick(d->shm, s,
+			  svc->lb_mode == SL_LB_FLOW ? sl_meta_flow_hash(m, meta)
+						     : 0,
+			  &d->rr[s]);
+}
+
+/* Where one packet goes. Reads its meta (and may cache its flow hash). */
 static inline uint64_t
 resolve(struct sl_dispatch *d, const struct sl_chain *chain,
-	const struct sl_pkt_meta *meta)
+	const struct rte_mbuf *m, struct sl_pkt_meta *meta)
 {
 	const struct sl_shm *shm = d->shm;
 	sl_hop_t hop = meta->verdict;
@@ -82,7 +112,7 @@ resolve(struct sl_dispatch *d, const struct sl_chain *chain,
 		if (id >= shm->max_services ||
 		    !__atomic_load_n(&shm->services[id].used, __ATOMIC_ACQUIRE))
 			return DEST(DEST_DROP, 0, SL_DROP_INVALID_DEST);
-		inst = sl_lb_pick(shm, id, meta->flow_hash, &d->rr[id]);
+		inst = pick(d, id, m, meta);
 		if (inst == SL_INSTANCE_NONE)
 			return DEST(DEST_DROP, 0, SL_DROP_NO_INSTANCE);
 		return DEST(DEST_INST, id, inst);
@@ -209,7 +239,7 @@ sl_dispatch(struct sl_dispatch *d, struct rte_mbuf **pkts, uint16_t n)
 
 	RTE_ASSERT(d->n_pending == 0 && n <= SL_BURST_MAX);
 	for (i = 0; i < n; i++)
-		dest[i] = resolve(d, chain, sl_meta(pkts[i], d->meta_off));
+		dest[i] = resolve(d, chain, pkts[i], sl_meta(pkts[i], d->meta_off));
 
 	for (i = 0; i < n; i = j) {
 		for (j = (uint16_t)(i + 1); j < n && dest[j] == dest[i]; j++)

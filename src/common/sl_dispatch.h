@@ -94,6 +94,15 @@ void sl_drop_pkts(struct sl_shm *shm, uint64_t *drops, enum sl_drop_reason r,
 		  struct rte_mbuf **pkts, uint16_t n);
 
 /*
+ * The packet's flow hash, computed on first use and cached in its meta:
+ * the port's RSS hash when the port gave one (set at ingress), otherwise
+ * the symmetric 5-tuple hash; 0 for non-IP or malformed packets. Lazy, so
+ * a packet whose path never needs it (one instance per service, round
+ * robin) is never parsed for it; at most once per packet otherwise.
+ */
+uint32_t sl_meta_flow_hash(const struct rte_mbuf *m, struct sl_pkt_meta *meta);
+
+/*
  * Picks the instance of service s for a packet with flow hash h, or
  * SL_INSTANCE_NONE if the service has no live instance. rr is the caller's
  * round-robin counter for s.

@@ -71,7 +71,8 @@ enum sl_drop_reason {
 /* Per-packet metadata: an mbuf dynamic field registered by sluiced. */
 struct sl_pkt_meta {
 	sl_verdict_t verdict; /* set by the NF holding the packet */
-	uint32_t flow_hash;   /* symmetric 5-tuple hash, set at ingress */
+	uint32_t flow_hash;   /* symmetric flow hash, valid with
+			       * SL_META_HASH (see sl_meta_flow_hash()) */
 	uint16_t service;     /* graph node: service that holds / held it */
 	uint16_t owner;       /* instance id + 1 whose rx ring or hands hold
 			       * it; 0 when sluiced holds it. Lets sluiced
@@ -260,6 +261,9 @@ struct sl_shm {
 	struct sl_ctx_stats io[SL_MAX_IO_THREADS];
 	struct sl_port_stats port_stats[SL_MAX_IO_THREADS][SL_MAX_PORTS];
 };
+
+/* sl_pkt_meta.flags */
+#define SL_META_HASH 0x1u /* flow_hash is valid */
 
 static inline struct sl_pkt_meta *
 sl_meta(const struct rte_mbuf *m, int offset)

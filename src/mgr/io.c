@@ -109,19 +109,20 @@ static void
 ingress_meta(const struct io_ctx *c, struct rte_mbuf *m, uint16_t port)
 {
 	struct sl_pkt_meta *meta = sl_meta(m, c->shm->dynfield_offset);
-	struct sl_5tuple t;
 
 	meta->verdict = SL_NEXT;
 	meta->service = SL_SERVICE_NONE;
 	meta->owner = 0;
 	meta->in_port = port;
-	meta->flags = 0;
-	if (m->ol_flags & RTE_MBUF_F_RX_RSS_HASH)
-		meta->flow_hash = m->hash.rss; /* symmetric key: see ports.c */
-	else if (sl_pkt_5tuple(m, &t) == 0)
-		meta->flow_hash = sl_5tuple_hash(&t);
-	else
+	/* The port's RSS hash is free (symmetric key: see ports.c); the
+	 * software hash is computed only if a hop needs it. */
+	if (m->ol_flags & RTE_MBUF_F_RX_RSS_HASH) {
+		meta->flow_hash = m->hash.rss;
+		meta->flags = SL_META_HASH;
+	} else {
 		meta->flow_hash = 0;
+		meta->flags = 0;
+	}
 }
 
 static unsigned int

@@ -93,7 +93,7 @@ sl_pkt_in_port(const struct rte_mbuf *m)
 uint32_t
 sl_pkt_flow_hash(const struct rte_mbuf *m)
 {
-	return meta_of(m)->flow_hash;
+	return sl_meta_flow_hash(m, meta_of(m));
 }
 
 int
@@ -213,16 +213,13 @@ sl_nf_send(struct sl_nf *nf, struct rte_mbuf **pkts, uint16_t n)
 {
 	for (uint16_t i = 0; i < n; i++) {
 		struct sl_pkt_meta *m = meta_of(pkts[i]);
-		struct sl_5tuple t;
 		sl_verdict_t v = m->verdict;
 
-		memset(m, 0, sizeof(*m));
+		memset(m, 0, sizeof(*m)); /* flow hash: computed if needed */
 		m->verdict = v;
 		m->service = nf->service;
 		m->owner = (uint16_t)(nf->instance + 1);
 		m->in_port = UINT16_MAX;
-		if (sl_pkt_5tuple(pkts[i], &t) == 0)
-			m->flow_hash = sl_5tuple_hash(&t);
 	}
 	while (n > 0) {
 		uint16_t chunk = RTE_MIN(n, (uint16_t)nf->burst);

@@ -39,6 +39,7 @@
 #include <rte_ring.h>
 
 #include "sl_dispatch.h"
+#include "sluice/pkt.h"
 #include "sl_lb.h"
 
 #define MAX_NFS 4
@@ -48,7 +49,7 @@
 #define SELF_OWNER 1
 #define BP_CYCLES 1000000u
 #define IN_PORT 7
-#define FLAGS 0x5a5a
+#define FLAGS (SL_META_HASH | 0x40u) /* a given (valid) hash and another flag */
 
 static struct rte_mempool *g_pool;
 static int g_off = -1;
@@ -1129,6 +1130,44 @@ full_burst(void **state)
 	assert_int_equal(sl_dispatch(&e->d, p, 0), 0);
 }
 
+static void
+flow_hash_is_lazy(void **state)
+{
+	/* A packet without a valid hash: a one-instance hop does not compute
+	 * it; a flow-sticky choice between two instances computes it once
+	 * (the symmetric 5-tuple hash), caches it and picks by it. */
+	static const uint8_t frame[42] = {
+		[12] = 0x08, [13] = 0x00,			/* IPv4 */
+		[14] = 0x45, [17] = 28, [22] = 64, [23] = 17,	/* UDP */
+		[26] = 10, [29] = 1, [30] = 192, [31] = 168, [33] = 7,
+		[34] = 0x04, [35] = 0xd2, [36] = 0x00, [37] = 0x35, [39] = 8,
+	};
+	struct env *e = *state;
+	struct sl_service *mon = &e->shm->services[1];
+	struct rte_mbuf *p[2], *got[2];
+	struct sl_5tuple t;
+	uint32_t want;
+
+	assert_int_equal(sl_5tuple_get(frame, sizeof(frame), &t), 0);
+	want = sl_5tuple_hash(&t);
+	for (int i = 0; i < 2; i++) {
+		p[i] = mk(SL_TO((uint16_t)i), 0, 0, sizeof(frame));
+		memcpy(rte_pktmbuf_mtod(p[i], void *), frame, sizeof(frame));
+		meta(p[i])->flags = 0;
+		meta(p[i])->flow_hash = 0;
+	}
+	assert_int_equal(sl_dispatch(&e->d, p, 2), 0);
+	assert_int_equal(take_rx(e, 0, got, 2), 1); /* service 0: one NF */
+	assert_ptr_equal(got[0], p[0]);
+	assert_int_equal(meta(p[0])->flags & SL_META_HASH, 0);
+	assert_int_equal(meta(p[0])->flow_hash, 0);
+	assert_int_equal(meta(p[1])->flags & SL_META_HASH, SL_META_HASH);
+	assert_int_equal(meta(p[1])->flow_hash, want);
+	assert_int_equal(take_rx(e, mon->bucket[want & 255], got + 1, 2), 1);
+	assert_ptr_equal(got[1], p[1]);
+	rte_pktmbuf_free_bulk(p, 2);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int
@@ -1159,6 +1198,7 @@ main(void)
 		T(all_out_sends_everything_unresolved),
 		T(wakes_sleeping_shared_nf),
 		T(full_burst),
+		T(flow_hash_is_lazy),
 	};
 
 	return cmocka_run_group_tests_name("dispatch", tests, group_setup,
