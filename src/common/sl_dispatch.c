@@ -265,6 +265,9 @@ sl_dispatch(struct sl_dispatch *d, struct rte_mbuf **pkts, uint16_t n)
 
 			memcpy(d->pending, &pkts[i + k], rest * sizeof(*pkts));
 			d->n_pending = rest;
+			d->pending_reason = DEST_KIND(dest[i]) == DEST_INST
+						    ? SL_DROP_RING_FULL
+						    : SL_DROP_TX_FULL;
 			d->pending_since = rte_rdtsc();
 			return rest;
 		}
@@ -287,7 +290,7 @@ sl_dispatch_retry(struct sl_dispatch *d, uint64_t now)
 		return 0;
 	d->pending_since = since; /* the wait counts from the first try */
 	if (now - since > d->bp_cycles)
-		sl_dispatch_drop_pending(d, SL_DROP_RING_FULL);
+		sl_dispatch_drop_pending(d, (enum sl_drop_reason)d->pending_reason);
 	return d->n_pending;
 }
 

@@ -51,6 +51,7 @@ struct sl_dispatch {
 	uint64_t bp_cycles;
 
 	uint16_t n_pending;
+	uint8_t pending_reason; /* ring_full, or tx_full for a port */
 	uint64_t pending_since; /* TSC when the oldest pending packet waited */
 	struct rte_mbuf *pending[SL_BURST_MAX];
 };
@@ -71,9 +72,9 @@ uint16_t sl_dispatch(struct sl_dispatch *d, struct rte_mbuf **pkts,
 		     uint16_t n);
 
 /*
- * Retries pending packets; drops them as ring_full once they have waited
- * longer than the backpressure bound (now is the TSC). Returns the number
- * still pending.
+ * Retries pending packets; drops them once they have waited longer than
+ * the backpressure bound (now is the TSC): as ring_full, or tx_full when
+ * a port's TX queue was what stayed full. Returns the number still pending.
  */
 uint16_t sl_dispatch_retry(struct sl_dispatch *d, uint64_t now);
 

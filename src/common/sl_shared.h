@@ -139,6 +139,9 @@ struct sl_nf_slot {
 	struct rte_ring *rx; /* MP/SC: producers are sluiced and other NFs */
 	struct rte_ring *tx; /* SP/SC: NF -> sluiced I/O thread */
 	uint64_t started_tsc;
+	/* This instance's own TX queue on every port that has more than txq
+	 * queues (queue 0 is sluiced's); 0: none, send through the tx ring. */
+	uint16_t txq;
 
 	/*
 	 * Wake-up word. The NF stores sleeping = 1, fences, re-checks its rx
@@ -152,6 +155,11 @@ struct sl_nf_slot {
 
 	/* Counters written by the NF. */
 	struct sl_ctx_stats nf;
+	/* Packets this NF transmitted itself, per port (NF-written). */
+	struct {
+		uint64_t pkts;
+		uint64_t bytes;
+	} port_tx[SL_MAX_PORTS] __rte_cache_aligned;
 	/* Counters written by sluiced on the NF's behalf: packets sluiced
 	 * dispatched from this NF's tx ring, and packets reclaimed (lost)
 	 * after it died. */
@@ -171,7 +179,7 @@ struct sl_port {
 	char device[256]; /* as given, for port.list */
 	uint8_t used;
 	uint8_t started;
-	uint16_t n_txq;
+	uint16_t n_txq; /* queue 0: sluiced's TX thread; 1..: NFs' (txq) */
 };
 
 /* A service. Index = service id. */

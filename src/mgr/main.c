@@ -89,7 +89,9 @@ usage(void)
 		"retried (1000)\n"
 		"  --rxd N / --txd N      port descriptors per queue (1024)\n"
 		"  --nf-mem MB            hugepage memory set aside for NFs' "
-		"own tables (256)\n",
+		"own tables (256)\n"
+		"  --nf-tx-queues N       per port, TX queues NFs transmit on "
+		"directly (16; 0: all TX through sluiced)\n",
 		SL_BURST_MAX);
 }
 
@@ -118,7 +120,7 @@ parse_opts(struct sl_mgr_opts *o, int argc, char **argv)
 	enum {
 		O_NAME = 256, O_PORT, O_CHAIN, O_MODE, O_HANDOFF, O_SOCKET,
 		O_MAXNFS, O_MAXSVC, O_RING, O_MBUFS, O_CACHE, O_BURST, O_BP,
-		O_IDLE, O_TXRETRY, O_RXD, O_TXD, O_NFMEM, O_HELP
+		O_IDLE, O_TXRETRY, O_RXD, O_TXD, O_NFMEM, O_NFTXQ, O_HELP
 	};
 	static const struct option lo[] = {
 		{"name", required_argument, NULL, O_NAME},
@@ -139,6 +141,7 @@ parse_opts(struct sl_mgr_opts *o, int argc, char **argv)
 		{"rxd", required_argument, NULL, O_RXD},
 		{"txd", required_argument, NULL, O_TXD},
 		{"nf-mem", required_argument, NULL, O_NFMEM},
+		{"nf-tx-queues", required_argument, NULL, O_NFTXQ},
 		{"help", no_argument, NULL, O_HELP},
 		{NULL, 0, NULL, 0},
 	};
@@ -159,6 +162,7 @@ parse_opts(struct sl_mgr_opts *o, int argc, char **argv)
 	o->rxd = 1024;
 	o->txd = 1024;
 	o->nf_mem_mb = 256;
+	o->nf_txq = 16;
 
 	optind = 1;
 	opterr = 0;
@@ -318,6 +322,11 @@ parse_opts(struct sl_mgr_opts *o, int argc, char **argv)
 		case O_NFMEM:
 			if (parse_u32("--nf-mem", optarg, 0, 1u << 20,
 				      &o->nf_mem_mb))
+				return -1;
+			break;
+		case O_NFTXQ:
+			if (parse_u32("--nf-tx-queues", optarg, 0, 1023,
+				      &o->nf_txq))
 				return -1;
 			break;
 		case O_HELP:

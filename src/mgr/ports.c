@@ -68,6 +68,7 @@ port_setup(struct sl_mgr *m, uint16_t pid, const char *pname, char *err,
 {
 	struct rte_eth_conf conf;
 	struct rte_eth_dev_info info;
+	uint16_t n_txq;
 	int rc;
 
 	memset(&conf, 0, sizeof(conf));
@@ -90,7 +91,22 @@ port_setup(struct sl_mgr *m, uint16_t pid, const char *pname, char *err,
 				sizeof(sym_rss_key);
 		}
 	}
-	rc = rte_eth_dev_configure(pid, 1, 1, &conf);
+	/* Queue 0 is sluiced's; NFs get their own where the device has more
+	 * (a net_pcap port writing one file has one). */
+	n_txq = (uint16_t)(1 + RTE_MIN(m->o.nf_txq,
+				       info.max_tx_queues > 1
+					       ? info.max_tx_queues - 1u
+					       : 0u));
+	if (m->o.handoff)
+		n_txq = 1; /* mgr hand-off: NFs touch nothing but their rings */
+	rc = rte_eth_dev_configure(pid, 1, n_txq, &conf);
+	if (rc != 0 && n_txq > 1) {
+		/* Some devices (net_tap) want as many RX as TX queues, and an
+		 * RX queue nobody reads would lose packets: NFs then send
+		 * through sluiced instead of their own queues. */
+		n_txq = 1;
+		rc = rte_eth_dev_configure(pid, 1, n_txq, &conf);
+	}
 	if (rc != 0) {
 		snprintf(err, errlen, "port '%s': configure failed: %s", pname,
 			 rte_strerror(-rc));
@@ -98,14 +114,15 @@ port_setup(struct sl_mgr *m, uint16_t pid, const char *pname, char *err,
 	}
 	rc = rte_eth_rx_queue_setup(pid, 0, m->o.rxd, rte_eth_dev_socket_id(pid),
 				    NULL, m->shm->pktmbuf_pool);
-	if (rc == 0)
-		rc = rte_eth_tx_queue_setup(pid, 0, m->o.txd,
+	for (uint16_t q = 0; rc == 0 && q < n_txq; q++)
+		rc = rte_eth_tx_queue_setup(pid, q, m->o.txd,
 					    rte_eth_dev_socket_id(pid), NULL);
 	if (rc != 0) {
 		snprintf(err, errlen, "port '%s': queue setup failed: %s",
 			 pname, rte_strerror(-rc));
 		return -1;
 	}
+	m->shm->ports[pid].n_txq = n_txq;
 	rte_eth_promiscuous_enable(pid); /* best effort: not all can */
 	rc = rte_eth_dev_start(pid);
 	if (rc != 0) {
@@ -144,7 +161,6 @@ sl_ports_init(struct sl_mgr *m, char *err, size_t errlen)
 		}
 		snprintf(p->name, sizeof(p->name), "%s", po->name);
 		snprintf(p->device, sizeof(p->device), "%s", po->device);
-		p->n_txq = 1;
 		p->used = 1;
 		shm->n_ports++;
 		if (port_setup(m, pid, po->name, err, errlen) != 0)

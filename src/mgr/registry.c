@@ -46,7 +46,8 @@ sl_registry_init(struct sl_mgr *m)
 {
 	m->pidfd = malloc(sizeof(*m->pidfd) * m->o.max_nfs);
 	m->svc_retired = calloc(m->o.max_services, sizeof(*m->svc_retired));
-	if (m->pidfd == NULL || m->svc_retired == NULL) {
+	m->txq_owner = calloc(1 + m->o.nf_txq, sizeof(*m->txq_owner));
+	if (m->pidfd == NULL || m->svc_retired == NULL || m->txq_owner == NULL) {
 		fprintf(stderr, "sluiced: out of memory\n");
 		return -1;
 	}
@@ -322,6 +323,11 @@ slot_retire_stats(struct sl_mgr *m, struct sl_nf_slot *s)
 	struct sl_ctx_stats *r = &m->svc_retired[s->service];
 	const struct sl_ctx_stats *src[2] = {&s->nf, &s->mgr};
 
+	for (int p = 0; p < SL_MAX_PORTS; p++) {
+		m->port_tx_retired[p][0] += s->port_tx[p].pkts;
+		m->port_tx_retired[p][1] += s->port_tx[p].bytes;
+	}
+
 	for (int k = 0; k < 2; k++) {
 		r->rx_pkts += k == 0 ? src[k]->rx_pkts : 0;
 		r->rx_bytes += k == 0 ? src[k]->rx_bytes : 0;
@@ -357,6 +363,8 @@ reclaim(struct sl_mgr *m, uint16_t inst)
 		       " packet(s) it held were lost",
 		       inst, shm->services[s->service].name, r.n);
 	slot_retire_stats(m, s);
+	if (s->txq != 0)
+		m->txq_owner[s->txq] = 0;
 	__atomic_store_n(&s->state, SL_NF_FREE, __ATOMIC_RELEASE);
 	sl_event("nf.freed",
 		 json_pack("{s:i, s:s, s:I}", "instance", inst, "service",
@@ -537,6 +545,15 @@ handle_register(struct sl_mgr *m, struct sl_msg *msg)
 	}
 	memset(&s->nf, 0, sizeof(s->nf));
 	memset(&s->mgr, 0, sizeof(s->mgr));
+	memset(s->port_tx, 0, sizeof(s->port_tx));
+	/* Its own TX queue on the ports, if one is free (else the tx ring). */
+	s->txq = 0;
+	for (uint16_t q = 1; !m->o.handoff && q <= m->o.nf_txq; q++)
+		if (m->txq_owner[q] == 0) {
+			m->txq_owner[q] = (uint16_t)(inst + 1);
+			s->txq = q;
+			break;
+		}
 	s->instance = (uint16_t)inst;
 	s->service = (uint16_t)svc;
 	s->pid = msg->pid;

@@ -220,6 +220,14 @@ rpc_stats(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 		memset(&sum, 0, sizeof(sum));
 		for (uint32_t t = 0; t < shm->n_io; t++)
 			add_stats(&sum, &shm->port_stats[t][pid], 1);
+		/* What NFs transmitted on their own queues of this port. */
+		sum.tx_pkts += m->port_tx_retired[pid][0];
+		sum.tx_bytes += m->port_tx_retired[pid][1];
+		for (uint16_t i = 0; i < shm->nf_hwm; i++)
+			if (shm->nfs[i].state != SL_NF_FREE) {
+				sum.tx_pkts += shm->nfs[i].port_tx[pid].pkts;
+				sum.tx_bytes += shm->nfs[i].port_tx[pid].bytes;
+			}
 		for (int d = 0; d < SL_DROP_MAX; d++)
 			total_drops += sum.drop[d];
 		json_array_append_new(

@@ -42,6 +42,7 @@ struct sl_mgr_opts {
 	uint32_t idle_sleep_us;
 	uint32_t tx_retry_us;
 	uint32_t nf_mem_mb;
+	uint32_t nf_txq; /* TX queues per port for NFs to transmit directly */
 	uint16_t rxd;
 	uint16_t txd;
 	const char *chain;
@@ -72,6 +73,8 @@ struct sl_mgr {
 	uint64_t start_tsc;
 	volatile int quit;
 	int *pidfd;              /* [max_nfs] */
+	uint16_t *txq_owner;     /* [1 + nf_txq]: instance + 1 using it, 0 */
+	uint64_t port_tx_retired[SL_MAX_PORTS][2]; /* NFs gone: pkts, bytes */
 	struct sl_ctx_stats *svc_retired; /* [max_services] */
 	struct sl_qs_action *qs; /* pending quiescent-state actions */
 	uint32_t chain_version;

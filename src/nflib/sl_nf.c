@@ -16,6 +16,7 @@
 
 #include <rte_cycles.h>
 #include <rte_eal.h>
+#include <rte_ethdev.h>
 #include <rte_errno.h>
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
@@ -182,17 +183,34 @@ sl_now_ns(void)
 	return (uint64_t)((double)rte_rdtsc() * 1e9 / (double)hz);
 }
 
-/* OUT(port), and everything in "mgr" hand-off mode: to our tx ring. */
+/*
+ * OUT(port): straight out on this NF's own TX queue of the port when it
+ * has one; otherwise (and for everything in "mgr" hand-off mode) into our
+ * tx ring, for sluiced's TX thread.
+ */
 static uint16_t
 nf_port_out(struct sl_dispatch *d, uint16_t port, struct rte_mbuf **pkts,
 	    uint16_t n)
 {
 	struct sl_nf *nf = d->port_arg;
 	struct sl_shm *shm = nf->shm;
+	struct sl_nf_slot *slot = nf->slot;
 	unsigned int k;
 
-	(void)port; /* sluiced re-resolves the verdict kept in the meta */
-	k = rte_ring_sp_enqueue_burst(nf->slot->tx, (void **)pkts, n, NULL);
+	if (port != SL_PORT_NONE && slot->txq != 0 &&
+	    slot->txq < shm->ports[port].n_txq) {
+		uint64_t bytes = 0;
+
+		k = rte_eth_tx_burst(port, slot->txq, pkts, n);
+		for (unsigned int i = 0; i < k; i++)
+			bytes += rte_pktmbuf_pkt_len(pkts[i]);
+		slot->port_tx[port].pkts += k;
+		slot->port_tx[port].bytes += bytes;
+		d->fwd->tx_pkts += k;
+		d->fwd->tx_bytes += bytes;
+		return (uint16_t)k;
+	}
+	k = rte_ring_sp_enqueue_burst(slot->tx, (void **)pkts, n, NULL);
 	if (k == 0)
 		return 0;
 	d->fwd->tx_pkts += k;
