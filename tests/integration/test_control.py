@@ -191,3 +191,65 @@ def test_sigterm_stops_everything_cleanly(launch, node, tmp_path):
     assert [p.exited() for p in run.processes()] == [0, 0, 0, 0]
     log = run.sluiced.log.read_text()
     assert "shutting down" in log and "did not stop" not in log
+
+
+def test_instance_and_service_limits_refuse_with_a_reason(launch, node, tmp_path):
+    run = launch(deployment(
+        node, ports=[],
+        nfs=[{"name": "a", "program": prog("forward"), "service": "a", "replicas": 2}],
+        chain=["a", "drop"], max_nfs=3, max_services=2))
+
+    def register(service: str) -> subprocess.CompletedProcess:
+        return subprocess.run([prog("forward"), "--", "--node", node, "--service", service],
+                              capture_output=True, text=True, timeout=30)
+
+    # A third instance, of a second service, fills both limits.
+    b = subprocess.Popen([prog("forward"), "--", "--node", node, "--service", "b"])
+    try:
+        wait_until(lambda: len(run.client.call("nf.list")) == 3, 10, "a third instance")
+        r = register("a")
+        assert r.returncode == 1
+        assert ("sluiced refused the registration: all 3 NF instances are in use: "
+                "raise sluiced --max-nfs") in r.stderr
+        # Free an instance: a new service still does not fit.
+        run.client.call("nf.stop", instance=0)
+        wait_until(lambda: len(run.client.call("nf.list")) == 2, 10, "instance 0 to leave")
+        r = register("c")
+        assert r.returncode == 1
+        assert ("sluiced refused the registration: all 2 services are in use: "
+                "raise --max-services") in r.stderr
+    finally:
+        b.terminate()
+        b.wait(10)
+
+
+def test_split_rx_and_tx_threads(node, tmp_path):
+    """Three lcores: control, an RX thread and a TX thread; byte exact."""
+    import time
+    frames = mixed(1500, flows=40, seed=9)
+    src, dst = write(tmp_path / "in.pcap", frames), tmp_path / "out.pcap"
+    sluiced = subprocess.Popen(
+        [str(build_dir() / "src" / "mgr" / "sluiced"), "--lcores=0@(0,1),1@(0,1),2@(0,1)",
+         "--", "--name", node, "--port", f"in=net_pcap0,rx_pcap={src}",
+         "--port", f"out=net_pcap1,tx_pcap={dst}", "--chain", "f,port:out"],
+        stderr=subprocess.PIPE, text=True)
+    nf = None
+    try:
+        from sluice.client import Client
+        c = Client(node)
+        c.wait_ready(15)
+        assert c.call("status")["io_threads"] == 2
+        nf = subprocess.Popen([prog("forward"), "--", "--node", node, "--service", "f"])
+        wait_until(lambda: (s := c.call("stats")) and
+                   port(s, "out")["tx_pkts"] == len(frames), 30, "all packets out")
+        c.call("shutdown")
+        c.close()
+        assert sluiced.wait(15) == 0 and nf.wait(15) == 0
+    finally:
+        for p in (sluiced, nf):
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.wait()
+        time.sleep(0.1)
+    from packets import read
+    assert read(dst) == frames
