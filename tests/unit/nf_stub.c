@@ -213,3 +213,50 @@ stub_capture_stderr(void (*fn)(void *), void *arg)
 	fclose(tmp);
 	return out;
 }
+
+struct init_call {
+	char *argv[STUB_MAX_ARGS + 2];
+	int argc;
+	int rc;
+};
+
+static void
+do_init(void *arg)
+{
+	struct init_call *c = arg;
+
+	c->rc = stub_ops->init(stub_nf(), c->argc, c->argv);
+}
+
+char *
+stub_init_output(int *rc, const char *prog, ...)
+{
+	struct init_call c = {.argc = 0};
+	const char *a;
+	va_list ap;
+	char *out;
+
+	c.argv[c.argc++] = (char *)(uintptr_t)prog;
+	va_start(ap, prog);
+	while ((a = va_arg(ap, const char *)) != NULL &&
+	       c.argc < STUB_MAX_ARGS)
+		c.argv[c.argc++] = (char *)(uintptr_t)a;
+	va_end(ap);
+	c.argv[c.argc] = NULL;
+	out = stub_capture_stderr(do_init, &c);
+	*rc = c.rc;
+	return out;
+}
+
+static void
+do_fini(void *arg)
+{
+	(void)arg;
+	stub_ops->fini(stub_nf());
+}
+
+char *
+stub_fini_output(void)
+{
+	return stub_capture_stderr(do_fini, NULL);
+}

@@ -50,4 +50,13 @@ int stub_init(const char *arg, ...);
  */
 char *stub_capture_stderr(void (*fn)(void *), void *arg);
 
+/**
+ * Calls ops->init with argv[0] = prog and the given arguments
+ * (NULL-terminated), capturing its stderr: returns that (caller frees)
+ * and init's result in *rc.
+ */
+char *stub_init_output(int *rc, const char *prog, ...);
+/** Calls ops->fini, capturing its stderr (caller frees). */
+char *stub_fini_output(void);
+
 #endif /* SL_TEST_NF_STUB_H */

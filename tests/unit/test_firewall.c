@@ -35,6 +35,8 @@
 int sl_fw_main(int argc, char **argv);
 
 #define MAX_ARGS 16
+/* init with the given arguments (NULL-terminated); returns its stderr. */
+#define init_with(rc, ...) stub_init_output(rc, "sluice-firewall", __VA_ARGS__)
 
 static char *
 write_file(const char *suffix, const char *text)
@@ -64,52 +66,6 @@ rewrite_file(const char *path, const char *text)
 	fclose(f);
 }
 
-struct init_call {
-	const char *args[MAX_ARGS];
-	int rc;
-};
-
-static void
-do_init(void *arg)
-{
-	struct init_call *c = arg;
-	char *argv[MAX_ARGS + 2];
-	int argc = 0;
-
-	argv[argc++] = (char *)(uintptr_t)"sluice-firewall";
-	while (c->args[argc - 1] != NULL)
-		argv[argc] = (char *)(uintptr_t)c->args[argc - 1], argc++;
-	argv[argc] = NULL;
-	c->rc = stub_ops->init(stub_nf(), argc, argv);
-}
-
-/* Calls init with the arguments (NULL-terminated); returns its stderr. */
-static char *
-init_with(int *rc, ...)
-{
-	struct init_call c = {0};
-	const char *a;
-	va_list ap;
-	int n = 0;
-	char *out;
-
-	va_start(ap, rc);
-	while ((a = va_arg(ap, const char *)) != NULL && n < MAX_ARGS - 1)
-		c.args[n++] = a;
-	va_end(ap);
-	out = stub_capture_stderr(do_init, &c);
-	assert_non_null(out);
-	*rc = c.rc;
-	return out;
-}
-
-static void
-do_fini(void *arg)
-{
-	(void)arg;
-	stub_ops->fini(stub_nf());
-}
-
 static void
 do_reload(void *arg)
 {
@@ -120,7 +76,7 @@ do_reload(void *arg)
 static char *
 fini_output(void)
 {
-	char *out = stub_capture_stderr(do_fini, NULL);
+	char *out = stub_fini_output();
 
 	assert_non_null(out);
 	assert_null(sl_nf_priv(stub_nf()));
