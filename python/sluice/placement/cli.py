@@ -1,0 +1,213 @@
+"""``sluice place``: place NF instances and route flows from the command line.
+
+The main ``sluice`` app registers :func:`place` as a sub-command; this module
+also runs on its own: ``python -m sluice.placement.cli TOPOLOGY FLOWS ...``.
+
+Exit status: 0 done (some flows may be rejected, see the table), 1 bad input
+file, 2 bad option, 3 the plan failed validation (a bug: please report it),
+4 the plan could not be written or drawn.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+ALGOS = ("division", "milp", "greedy", "affinity")
+MAX_REJECTED_SHOWN = 15
+
+
+def place(
+    topology: Annotated[
+        Path,
+        typer.Argument(
+            help="Topology: a YAML/JSON file, or topohub:<key> (e.g. topohub:sndlib/geant).",
+            show_default=False,
+        ),
+    ],
+    flows: Annotated[
+        Path,
+        typer.Argument(help="Flows file (YAML/JSON): services, chains, flows.", show_default=False),
+    ],
+    algo: Annotated[
+        str,
+        typer.Option("--algo", "-a", help="Algorithm: division, milp, greedy or affinity."),
+    ] = "division",
+    time_limit: Annotated[
+        float,
+        typer.Option(
+            "--time-limit", "-t", help="Seconds the MILP solver may use (milp, division)."
+        ),
+    ] = 60.0,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", "-o", help="Write the plan as JSON to this file ('-': stdout)."),
+    ] = None,
+    plot: Annotated[
+        Path | None,
+        typer.Option("--plot", help="Draw the placement to this PNG file."),
+    ] = None,
+    seed: Annotated[
+        int,
+        typer.Option(help="Seed for generated flows/topologies without their own, and the solver."),
+    ] = 0,
+    solver: Annotated[
+        str, typer.Option(help="MILP solver: cbc (bundled with PuLP) or highs (highspy).")
+    ] = "cbc",
+    mip_gap: Annotated[
+        float, typer.Option(help="Relative MIP gap at which the solver may stop (0 = prove).")
+    ] = 0.0,
+    batch_size: Annotated[
+        int, typer.Option(help="Flows per MILP batch for the division heuristic.")
+    ] = 5,
+) -> None:
+    """Place NF instances on nodes and route flows through their service chains."""
+    from .io import InputError, load_problem
+    from .solve import solve
+    from .validate import validate
+
+    json_to_stdout = out is not None and str(out) == "-"
+    console = Console(stderr=json_to_stdout, highlight=False)
+    err = Console(stderr=True, highlight=False)
+
+    def fail(code: int, lines: list[str] | str) -> None:
+        for line in [lines] if isinstance(lines, str) else lines:
+            err.print(f"[bold red]error:[/] {line}", markup=True, soft_wrap=True)
+        raise typer.Exit(code)
+
+    if algo not in ALGOS:
+        fail(2, f"unknown algorithm {algo!r}; choose one of: {', '.join(ALGOS)}")
+    if solver not in ("cbc", "highs"):
+        fail(2, f"unknown solver {solver!r}; choose cbc or highs")
+    if time_limit <= 0:
+        fail(2, f"--time-limit must be positive, got {time_limit:g}")
+    if not 0 <= mip_gap < 1:
+        fail(2, f"--mip-gap must be in [0, 1), got {mip_gap:g}")
+    if batch_size < 1:
+        fail(2, f"--batch-size must be at least 1, got {batch_size}")
+
+    try:
+        problem = load_problem(topology, flows, seed=seed)
+    except InputError as e:
+        fail(1, e.issues + ["fix the file(s) above; docs/placement.md describes the formats"])
+
+    console.print(
+        f"[bold]{problem.name}[/]: {problem.graph.number_of_nodes()} nodes, "
+        f"{problem.graph.number_of_edges()} links, {problem.total_cores} cores, "
+        f"{len(problem.flows)} flows -> {algo}",
+        markup=True,
+    )
+    t0 = time.perf_counter()
+    if algo == "division":
+        with Progress(
+            TextColumn("[progress.description]{task.description}"),
+            BarColumn(),
+            TextColumn("{task.completed}/{task.total} flows, {task.fields[accepted]} accepted"),
+            TimeElapsedColumn(),
+            console=err,
+            transient=True,
+        ) as progress:
+            task = progress.add_task("division batches", total=len(problem.flows), accepted=0)
+
+            def report(done: int, total: int, accepted: int) -> None:
+                progress.update(task, completed=done, total=total, accepted=accepted)
+
+            plan = solve(
+                problem, algo, time_limit=time_limit, seed=seed, solver=solver,
+                mip_gap=mip_gap, batch_size=batch_size, progress=report,
+            )
+    else:
+        with err.status(f"running {algo}..."):
+            plan = solve(
+                problem, algo, time_limit=time_limit, seed=seed, solver=solver,
+                mip_gap=mip_gap, batch_size=batch_size,
+            )
+    wall = time.perf_counter() - t0
+
+    violations = validate(problem, plan)
+    _summary(console, problem, plan, wall, len(violations))
+    if violations:
+        fail(3, [f"plan violates {v}" for v in violations[:20]]
+             + ["this is a bug in the placement engine; please report it with the input files"])
+
+    if out is not None:
+        data = plan.to_dict(problem)
+        data["command"] = " ".join(["sluice place", *sys.argv[1:]]) if sys.argv else None
+        text = json.dumps(data, indent=2, default=_json_default)
+        if json_to_stdout:
+            sys.stdout.write(text + "\n")
+        else:
+            try:
+                Path(out).write_text(text + "\n")
+            except OSError as e:
+                fail(4, f"cannot write {out}: {e.strerror or e}")
+            console.print(f"plan written to {out}")
+    if plot is not None:
+        from .plot import draw
+
+        try:
+            draw(problem, plan, Path(plot), seed=seed)
+        except OSError as e:
+            fail(4, f"cannot write {plot}: {e.strerror or e}")
+        console.print(f"placement drawn to {plot}")
+
+
+def _json_default(x: object) -> object:
+    if isinstance(x, float) and x == float("inf"):
+        return None
+    return str(x)
+
+
+def _summary(console: Console, problem, plan, wall: float, n_violations: int) -> None:  # noqa: ANN001
+    t = Table(title="placement", show_header=False, title_justify="left")
+    t.add_column("what", style="bold")
+    t.add_column("value")
+    t.add_row("algorithm", plan.algorithm)
+    status = plan.status
+    if plan.algorithm == "milp":
+        adm = plan.details.get("admission")
+        ut = plan.details.get("utilisation")
+        status += f" (flow count: {adm}, U: {ut})"
+    t.add_row("status", status)
+    accepted = f"{plan.accepted} of {len(problem.flows)}"
+    if plan.accepted_bound is not None and plan.accepted_bound != plan.accepted:
+        accepted += f" (at most {plan.accepted_bound} possible)"
+    t.add_row("flows accepted", accepted)
+    t.add_row("U (max link/core utilisation)", f"{plan.utilisation:.3f}")
+    t.add_row("cores used", f"{plan.cores_used} of {problem.total_cores}")
+    t.add_row("instances", str(len(plan.instances)) + " (node, service) pairs")
+    if plan.protection:
+        t.add_row("protected flows", f"{len(plan.protection)} (backup route for every single "
+                  "node failure)")
+    t.add_row("solve time", f"{plan.solve_time:.2f} s (wall {wall:.2f} s)")
+    t.add_row("validator", "OK" if n_violations == 0 else f"{n_violations} violation(s)")
+    console.print(t)
+    if plan.rejected:
+        r = Table(title=f"rejected flows ({len(plan.rejected)})", title_justify="left")
+        r.add_column("flow")
+        r.add_column("constraint")
+        r.add_column("reason")
+        for rej in plan.rejected[:MAX_REJECTED_SHOWN]:
+            r.add_row(rej.flow, rej.constraint, rej.reason)
+        if len(plan.rejected) > MAX_REJECTED_SHOWN:
+            r.add_row("...", "", f"{len(plan.rejected) - MAX_REJECTED_SHOWN} more in the JSON "
+                      "output (--out)")
+        console.print(r)
+
+
+def main() -> None:
+    app = typer.Typer(add_completion=False, help=__doc__.splitlines()[0] if __doc__ else None)
+    app.command()(place)
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,133 @@
+"""SDNFV's division heuristic (paper section 3.5).
+
+"We divide the problem into sub-problems, each having a small number of
+flows (e.g., 5) so as to compute the solution quickly. After solving a
+sub-problem, a post processing step updates the available resources, removes
+unused switches and solves the next sub-problem for the next small subset of
+flows."
+
+Each batch is the full MILP of :mod:`.milp` over the batch's flows, on top of
+the instances, flows and link load committed by earlier batches (which are
+never moved). New flows may use spare slots of instances started earlier.
+"Removes unused switches": nodes with no free core and no spare slot are not
+offered as hosts, and links without room for a flow are not offered to it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from .diagnose import Analyzer, capacity_reason
+from .milp import MilpOptions, solve_batch
+from .model import Flow, Problem
+from .plan import C_TIME, Plan, Rejection, Route, usage
+from .state import Residual
+
+# progress(flows_done, flows_total, flows_accepted)
+ProgressFn = Callable[[int, int, int], None]
+
+
+def division(
+    problem: Problem,
+    *,
+    batch_size: int = 5,
+    solver: str = "cbc",
+    time_limit: float | None = 60.0,
+    batch_time_limit: float | None = 10.0,
+    priority: str = "cores",
+    mip_gap: float = 0.0,
+    seed: int = 0,
+    threads: int = 1,
+    polish_time: float | None = 5.0,
+    polish_nodes: int | None = 100,
+    progress: ProgressFn | None = None,
+) -> Plan:
+    """Place flows in input order, ``batch_size`` at a time.
+
+    Each batch gets at most ``batch_time_limit`` seconds and at most its fair
+    share of what is left of ``time_limit``; flows whose batch cannot start
+    before ``time_limit`` are rejected with reason "time limit".
+    Within a batch the number of flows is always solved first (and proved
+    optimal unless the batch time runs out); then at most ``polish_nodes``
+    branch-and-bound nodes and ``polish_time`` seconds go to minimising U.
+    The node limit keeps results reproducible (as long as no time limit is
+    reached, which depends on the machine).
+    ``priority="cores"`` (the default) makes each batch start as few new
+    cores as possible before minimising U, which leaves more cores for later
+    batches; ``"utilisation"`` is the paper's plain min-U per batch.
+    """
+    if batch_size < 1:
+        raise ValueError(f"batch size must be at least 1, got {batch_size}")
+    MilpOptions(
+        solver, time_limit, mip_gap, "max", priority, seed, threads, polish_time, polish_nodes
+    ).check()
+    t0 = time.perf_counter()
+    analyzer = Analyzer(problem)
+    state = Residual(problem)
+    rejected: dict[str, Rejection] = {}
+    routes: dict[str, Route] = {}
+    ok: list[Flow] = []
+    for f in problem.flows:
+        rej = analyzer.precheck(f)
+        if rej is None:
+            ok.append(f)
+        else:
+            rejected[f.id] = rej
+    batches = [ok[i : i + batch_size] for i in range(0, len(ok), batch_size)]
+    statuses: dict[str, int] = {}
+    done = len(rejected)
+    total = len(problem.flows)
+    if progress:
+        progress(done, total, 0)
+    for b, batch in enumerate(batches):
+        left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
+        if left is not None and left <= 0:
+            for f in (g for later in batches[b:] for g in later):
+                rejected[f.id] = Rejection(
+                    f.id, C_TIME,
+                    f"the {time_limit:g} s time limit ran out before this flow's batch "
+                    f"(batch {b + 1} of {len(batches)}); raise the time limit",
+                )
+            statuses["not-run"] = len(batches) - b
+            break
+        share = None if left is None else left / (len(batches) - b)
+        limit = _min_opt(batch_time_limit, share)
+        opts = MilpOptions(
+            solver, limit, mip_gap, "max", priority, seed, threads, polish_time, polish_nodes
+        )
+        res = solve_batch(problem, batch, state, analyzer, opts)
+        statuses[res.status] = statuses.get(res.status, 0) + 1
+        for f in batch:  # commit in input order
+            if f.id in res.routes:
+                routes[f.id] = res.routes[f.id]
+                state.commit(f, res.routes[f.id])
+        for f in res.unplaced:
+            rejected[f.id] = capacity_reason(analyzer, f, state)
+        done += len(batch)
+        if progress:
+            progress(done, total, len(routes))
+    plan = Plan(
+        algorithm="division",
+        status="heuristic",
+        instances=dict(state.instances),
+        routes={f.id: routes[f.id] for f in problem.flows if f.id in routes},
+        rejected=tuple(rejected[f.id] for f in problem.flows if f.id in rejected),
+        solve_time=time.perf_counter() - t0,
+        details={
+            "solver": solver,
+            "batch_size": batch_size,
+            "batches": len(batches),
+            "batch_status": statuses,
+            "priority": priority,
+        },
+    )
+    return usage(problem, plan)
+
+
+def _min_opt(a: float | None, b: float | None) -> float | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return max(0.5, min(a, b))

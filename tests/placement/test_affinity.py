@@ -1,0 +1,160 @@
+"""OpenPATH affinity placement: high-affinity chains, backup sub-chains on
+other nodes, and a complete pre-computed path after any single node failure."""
+
+from __future__ import annotations
+
+import networkx as nx
+import pytest
+from conftest import flow, problem
+
+from sluice.placement import random_flows, synthetic_graph
+from sluice.placement.affinity import affinity
+from sluice.placement.model import make_problem
+from sluice.placement.plan import C_BACKUP, Plan, Route
+from sluice.placement.validate import validate
+
+
+def route_after_failure(plan: Plan, fid: str, x: str) -> Route:
+    prot = plan.protection[fid]
+    return prot.scenarios.get(x, plan.routes[fid])
+
+
+def assert_survives_every_single_failure(p, plan: Plan) -> int:
+    """Remove each node in turn: every accepted flow must still have a
+    complete path (its pre-computed backup route) in the remaining graph,
+    through nodes running its services, within its delay bound."""
+    checked = 0
+    for x in p.nodes:
+        g = p.graph.copy()
+        g.remove_node(x)
+        for fid in plan.routes:
+            f = p.flow_by_id[fid]
+            if x in (f.ingress, f.egress):
+                # the flow's own endpoint: it keeps forwarding, but no
+                # service may stay there (NF failure on that node)
+                r = route_after_failure(plan, fid, x)
+                assert x not in r.hosts
+                continue
+            r = route_after_failure(plan, fid, x)
+            assert x not in r.path, (fid, x, r)
+            for u, v in r.arcs():
+                assert g.has_edge(u, v)
+            for host, svc in zip(r.hosts, f.chain, strict=True):
+                assert plan.instances.get((host, svc), 0) >= 1
+            assert r.path[0] == f.ingress and r.path[-1] == f.egress
+            assert r.delay(p) <= f.max_delay + 1e-9
+            checked += 1
+    return checked
+
+
+def net(seed=3, n_flows=30, cores=6):
+    """A 2-connected network (no single node separates any pair)."""
+    g = synthetic_graph(12, 26, seed=seed, cores=cores, capacity=1000)
+    assert nx.node_connectivity(g) >= 2
+    flows = random_flows(g, n_flows, ("fw", "ids", "nat"), seed=seed, bandwidth=(20, 80),
+                         delay_stretch=3.0, min_delay=5)
+    return make_problem(g, {"fw": 6, "ids": 3, "nat": 6}, flows, "aff")
+
+
+@pytest.mark.parametrize("seed", [3, 4, 5])
+def test_any_single_node_failure_leaves_a_complete_path(seed):
+    p = net(seed)
+    plan = affinity(p)
+    assert plan.accepted >= 10
+    assert validate(p, plan) == []
+    assert set(plan.protection) == set(plan.routes)
+    assert assert_survives_every_single_failure(p, plan) > 0
+
+
+def test_high_affinity_whole_chain_on_one_node():
+    p = net(3, n_flows=10, cores=8)
+    plan = affinity(p)
+    assert plan.details["single_node_chains"] == plan.accepted == 10
+    for fid, r in plan.routes.items():
+        assert len(set(r.hosts)) == 1
+        # low affinity: the backup of that chain is on a different node
+        backups = {b for b in plan.protection[fid].backup_hosts if b is not None}
+        assert r.hosts[0] not in backups
+
+
+def test_chain_is_split_when_no_node_can_run_it():
+    # each node has one core: a 3-service chain needs three nodes
+    p = problem(
+        {x: 1 for x in "ABCDEF"},
+        [("A", "B", 100, 1), ("B", "C", 100, 1), ("C", "D", 100, 1), ("D", "A", 100, 1),
+         ("A", "E", 100, 1), ("E", "C", 100, 1), ("B", "F", 100, 1), ("F", "D", 100, 1)],
+        {"a": 5, "b": 5, "c": 5},
+        [flow("f", ["a", "b", "c"], "A", "C")],
+    )
+    plan = affinity(p)
+    assert plan.accepted == 1
+    assert len(set(plan.routes["f"].hosts)) == 3
+    assert validate(p, plan) == []
+    assert_survives_every_single_failure(p, plan)
+
+
+def test_cut_vertex_makes_flow_unprotectable():
+    # A - B - C in a line: every A->C path crosses B, so no backup exists
+    p = problem(
+        {"A": 2, "B": 2, "C": 2},
+        [("A", "B", 100, 1), ("B", "C", 100, 1)],
+        {"s": 4},
+        [flow("through", ["s"], "A", "C"), flow("local", ["s"], "A", "B")],
+    )
+    plan = affinity(p)
+    rej = plan.rejection("through")
+    assert rej is not None and rej.constraint == C_BACKUP
+    assert "B" in rej.reason
+    # A->B needs no transit node: its services fail over between A and B
+    assert "local" in plan.routes
+    prot = plan.protection["local"]
+    assert set(prot.scenarios) == set(plan.routes["local"].hosts)
+    assert validate(p, plan) == []
+
+
+def test_backup_capacity_is_reserved_and_shared():
+    # four flows, each can run on A or B; one core per node carries 4 flows.
+    # Active on A (nearest), backups on B: B keeps 4 slots reserved, so a
+    # fifth flow (A has no room left) cannot take B's reserved capacity.
+    p = problem(
+        {"A": 1, "B": 1, "I": 0, "E": 0},
+        [("I", "A", 100, 1), ("A", "E", 100, 1), ("I", "B", 100, 2), ("B", "E", 100, 2)],
+        {"s": 4},
+        [flow(f"f{i}", ["s"], "I", "E") for i in range(5)],
+    )
+    plan = affinity(p)
+    assert plan.accepted == 4
+    assert all(plan.routes[f].hosts == ("A",) for f in plan.routes)
+    assert all(plan.protection[f].backup_hosts == ("B",) for f in plan.routes)
+    assert plan.instances == {("A", "s"): 1, ("B", "s"): 1}
+    assert plan.details["reserved_backup_slots"] == 4
+    assert validate(p, plan) == []
+    assert_survives_every_single_failure(p, plan)
+
+
+def test_validator_catches_missing_backup():
+    p = net(4, n_flows=8)
+    plan = affinity(p)
+    fid = next(f for f, r in plan.routes.items() if len(r.path) > 2)
+    plan.protection[fid] = type(plan.protection[fid])(plan.protection[fid].backup_hosts, {})
+    found = validate(p, plan)
+    assert any(v.constraint == C_BACKUP and v.subject == fid for v in found)
+
+
+def test_failure_property_fails_for_unprotected_plans():
+    """The property test itself must be able to fail: greedy routes through
+    transit nodes without backups."""
+    from sluice.placement.greedy import greedy
+
+    p = net(4, n_flows=8)
+    plan = greedy(p)
+    plan.protection = {f: type_empty() for f in plan.routes}
+    with pytest.raises(AssertionError):
+        assert_survives_every_single_failure(p, plan)
+    assert nx.is_connected(p.graph)
+
+
+def type_empty():
+    from sluice.placement.plan import Protection
+
+    return Protection((), {})

@@ -1,0 +1,224 @@
+"""Every algorithm returns valid plans, rejects infeasible flows with the
+constraint that failed, and is deterministic."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import brute_force, flow, problem, random_tiny
+
+from sluice.placement import random_flows, synthetic_graph
+from sluice.placement.affinity import affinity
+from sluice.placement.division import division
+from sluice.placement.greedy import greedy
+from sluice.placement.milp import milp
+from sluice.placement.model import Service, make_problem
+from sluice.placement.plan import (
+    C_CAPACITY,
+    C_CORES,
+    C_DELAY,
+    C_FLOWS_PER_CORE,
+    C_LINK,
+    C_ROUTE,
+    C_TIME,
+)
+from sluice.placement.solve import solve
+from sluice.placement.validate import validate
+
+ALGOS = {
+    # a node cap on phase 2 keeps the MILP reproducible; the time limit only
+    # matters for the medium instance (then the plan must still be valid)
+    "milp": lambda p: milp(p, time_limit=6, polish_nodes=50),
+    "division": lambda p: division(p, time_limit=20),
+    "greedy": greedy,
+    "affinity": affinity,
+}
+
+
+def medium(seed: int = 3, n_flows: int = 24, cores: int = 1):
+    g = synthetic_graph(10, 16, seed=seed, cores=cores, capacity=600)
+    flows = random_flows(g, n_flows, ("fw", "ids", "nat"), seed=seed, bandwidth=(50, 150),
+                         delay_stretch=2.5, min_delay=3)
+    return make_problem(g, {"fw": 8, "ids": 3, "nat": 8}, flows, "medium")
+
+
+@pytest.mark.parametrize("algo", sorted(ALGOS))
+def test_valid_on_example(algo, example_problem):
+    plan = ALGOS[algo](example_problem)
+    assert validate(example_problem, plan) == []
+    assert plan.accepted + len(plan.rejected) == len(example_problem.flows)
+    assert plan.accepted > 0
+
+
+@pytest.mark.parametrize("algo", sorted(ALGOS))
+def test_valid_on_medium_instance(algo):
+    p = medium()
+    plan = ALGOS[algo](p)
+    assert validate(p, plan) == [], validate(p, plan)[:3]
+    # capacity is scarce: the instance must make every algorithm reject some
+    assert 0 < plan.accepted < len(p.flows)
+    for r in plan.rejected:
+        assert r.reason and r.constraint
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("algo", ["greedy", "division", "affinity"])
+def test_heuristics_never_beat_the_optimum(algo, seed):
+    p = random_tiny(seed)
+    best, _ = brute_force(p)
+    plan = ALGOS[algo](p)
+    assert validate(p, plan) == []
+    assert plan.accepted <= best
+
+
+def test_division_with_one_batch_is_the_milp():
+    p = random_tiny(0)
+    best, _ = brute_force(p)
+    plan = division(p, batch_size=len(p.flows), time_limit=20, polish_time=None)
+    assert plan.accepted == best
+
+
+def test_division_reports_progress_and_batches():
+    p = medium(n_flows=12)
+    seen = []
+    plan = division(p, batch_size=5, time_limit=30, progress=lambda d, t, a: seen.append((d, t, a)))
+    assert plan.details["batches"] == 3
+    assert seen[0] == (0, 12, 0)
+    assert seen[-1][0] == 12 and seen[-1][2] == plan.accepted
+    assert [d for d, _, _ in seen] == sorted(d for d, _, _ in seen)
+
+
+def test_division_time_limit_rejects_remaining_flows_with_reason():
+    p = medium(n_flows=40)
+    plan = division(p, batch_size=1, time_limit=0.001)
+    assert validate(p, plan) == []
+    timed_out = [r for r in plan.rejected if r.constraint == C_TIME]
+    assert timed_out and "time limit" in timed_out[0].reason
+
+
+def test_greedy_uses_path_then_neighbours():
+    # path I-M-E; M has a free core, E has none; neighbour N of M has one.
+    p = problem(
+        {"I": 0, "M": 1, "E": 0, "N": 1},
+        [("I", "M", 10, 1), ("M", "E", 10, 1), ("M", "N", 10, 1)],
+        {"a": 5, "b": 5},
+        [flow("f", ["a", "b"], "I", "E")],
+    )
+    plan = greedy(p)
+    assert plan.routes["f"].hosts == ("M", "N")
+    assert plan.routes["f"].path == ("I", "M", "N", "M", "E")
+    assert validate(p, plan) == []
+
+
+def test_greedy_shares_instances():
+    p = problem({"A": 1, "B": 0}, [("A", "B", 100, 1)], {"s": 3},
+                [flow(f"f{i}", ["s"], "A", "B") for i in range(4)])
+    plan = greedy(p)
+    assert plan.accepted == 3  # one core, three flows per core
+    assert plan.instances == {("A", "s"): 1}
+    assert plan.rejected[0].flow == "f3"
+    assert plan.rejected[0].constraint == C_FLOWS_PER_CORE
+
+
+# ----- infeasible inputs: a clear report, never an exception ----------------------
+
+
+def infeasible_problem():
+    g_nodes = {"A": 1, "B": 1, "C": 0, "Z": 1}
+    links = [("A", "B", 100, 5), ("B", "C", 10, 1)]
+    flows = [
+        flow("too-fast", ["s"], "A", "B", 1, max_delay=2),  # shortest is 5
+        flow("too-big", ["s"], "B", "C", 50),  # link B-C has 10
+        flow("island", ["s"], "A", "Z", 1),  # Z is not connected
+        flow("no-host", ["t"], "A", "B", 1),  # nobody can run t
+        flow("ok", ["s"], "A", "B", 1),
+    ]
+    nodes = {**g_nodes}
+    p = problem(nodes, links, {"s": 1, "t": 1}, flows)
+    # make t impossible: no node runs it
+    p.node_flows_per_core.update({(n, "t"): 0 for n in nodes})
+    return p
+
+
+@pytest.mark.parametrize("algo", sorted(ALGOS))
+def test_infeasible_flows_are_reported_with_the_constraint(algo):
+    p = infeasible_problem()
+    plan = ALGOS[algo](p)
+    by_flow = {r.flow: r for r in plan.rejected}
+    assert set(plan.routes) == {"ok"}
+    assert by_flow["too-fast"].constraint == C_DELAY
+    assert "takes 5" in by_flow["too-fast"].reason and "allows 2" in by_flow["too-fast"].reason
+    assert by_flow["too-big"].constraint == C_LINK
+    assert by_flow["island"].constraint == C_ROUTE
+    assert "not connected" in by_flow["island"].reason
+    assert by_flow["no-host"].constraint == C_CORES
+    assert "'t'" in by_flow["no-host"].reason
+    assert validate(p, plan) == []
+
+
+@pytest.mark.parametrize("algo", sorted(ALGOS))
+def test_capacity_rejection_names_the_constraint(algo):
+    # two cores of one flow each, three flows; affinity also keeps one core
+    # free as the backup of the first flow, so it accepts only one
+    p = problem({"A": 1, "B": 1}, [("A", "B", 100, 1)], {"s": 1},
+                [flow(f"f{i}", ["s"], "A", "B") for i in range(3)])
+    plan = ALGOS[algo](p)
+    assert plan.accepted == (1 if algo == "affinity" else 2)
+    for rej in plan.rejected:
+        assert rej.constraint in (C_FLOWS_PER_CORE, C_CAPACITY)
+        assert "core" in rej.reason
+
+
+def test_empty_flow_set():
+    p = problem({"A": 1}, [], {"s": 1}, [])
+    for algo in ALGOS.values():
+        plan = algo(p)
+        assert plan.accepted == 0 and plan.rejected == () and validate(p, plan) == []
+
+
+# ----- determinism ---------------------------------------------------------------------
+
+
+def _strip(d):
+    d = dict(d)
+    d.pop("solve_time_s")
+    return d
+
+
+@pytest.mark.parametrize("algo", sorted(ALGOS))
+def test_deterministic(algo, example_problem):
+    if algo == "milp":  # the medium instance hits the time limit: use the example
+        p1 = p2 = example_problem
+    else:
+        p1 = medium(seed=5)
+        p2 = medium(seed=5)
+    a = _strip(ALGOS[algo](p1).to_dict(p1))
+    b = _strip(ALGOS[algo](p2).to_dict(p2))
+    assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
+def test_seed_changes_generated_instances():
+    a = medium(seed=1)
+    b = medium(seed=2)
+    assert [f.ingress for f in a.flows] != [f.ingress for f in b.flows]
+    assert synthetic_graph(22, 64, seed=4).number_of_edges() == 64
+    assert sorted(synthetic_graph(22, 64, seed=4).edges) == sorted(
+        synthetic_graph(22, 64, seed=4).edges
+    )
+
+
+def test_solve_dispatch_and_errors():
+    p = medium(n_flows=5)
+    assert solve(p, "greedy").algorithm == "greedy"
+    with pytest.raises(ValueError, match="unknown algorithm"):
+        solve(p, "annealing")
+
+
+def test_scaled_problem_scales_capacity():
+    p = medium(n_flows=3)
+    q = p.scaled(10)
+    u, v = next(iter(p.graph.edges))
+    assert q.capacity(u, v) == pytest.approx(10 * p.capacity(u, v))
+    assert q.services["ids"] == Service("ids", 30)
+    assert q.cores(u) == p.cores(u)
