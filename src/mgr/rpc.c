@@ -255,7 +255,7 @@ rpc_stats(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 		json_array_append_new(
 			nfs,
 			json_pack("{s:i, s:s, s:s, s:I, s:I, s:I, s:I, s:o, "
-				  "s:o, s:I, s:f, s:I, s:I}",
+				  "s:o, s:I, s:f, s:I, s:I, s:I}",
 				  "instance", i, "service",
 				  shm->services[s->service].name, "state",
 				  sl_nf_state_name(s->state), "rx_pkts",
@@ -271,7 +271,8 @@ rpc_stats(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 						    (double)s->nf.rx_pkts
 					  : 0.0,
 				  "sleeps", (json_int_t)s->nf.sleeps, "stalls",
-				  (json_int_t)s->nf.stalls));
+				  (json_int_t)s->nf.stalls, "bursts",
+				  (json_int_t)s->nf.bursts));
 	}
 	for (uint16_t sv = 0; sv < shm->max_services; sv++) {
 		const struct sl_service *svc = &shm->services[sv];

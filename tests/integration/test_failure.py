@@ -7,13 +7,15 @@ import os
 import signal
 import time
 
+import pytest
+
 from conftest import deployment, port, prog, service, wait_drained, wait_until
 from packets import mixed, write
 
 REPLAY = 1000  # packets in the replayed capture (held by the pcap PMD)
 
 
-def _start(launch, node, tmp_path, replicas):
+def _start(launch, node, tmp_path, replicas, nf_txq=0):
     src = write(tmp_path / "in.pcap", mixed(REPLAY, flows=64, seed=3))
     return launch(deployment(
         node,
@@ -22,6 +24,7 @@ def _start(launch, node, tmp_path, replicas):
         nfs=[{"name": "fwd", "program": prog("forward"), "service": "fwd",
               "replicas": replicas}],
         chain=["fwd", "port:out"],
+        sluiced_args=["--nf-tx-queues", str(nf_txq)],
     ))
 
 
@@ -29,8 +32,9 @@ def _out(run):
     return port(run.client.call("stats"), "out")["tx_pkts"]
 
 
-def test_killed_replica_flows_move_and_loss_is_counted(launch, node, tmp_path):
-    run = _start(launch, node, tmp_path, replicas=2)
+@pytest.mark.parametrize("nf_txq", [0, 4], ids=["tx-via-sluiced", "tx-by-nf"])
+def test_killed_replica_flows_move_and_loss_is_counted(launch, node, tmp_path, nf_txq):
+    run = _start(launch, node, tmp_path, replicas=2, nf_txq=nf_txq)
     wait_until(lambda: _out(run) > 200_000, 20, "traffic through both replicas")
     victim = run.client.call("nf.list")[0]
     events = []
@@ -77,9 +81,11 @@ def test_killed_last_instance_drops_at_ingress_and_recovers(launch, node, tmp_pa
                "every mbuf back in the pool")
 
 
-def test_clean_stop_of_a_replica_loses_nothing(launch, node, tmp_path):
-    """nf.stop: the NF deregisters, drains its ring and exits; no packet lost."""
-    run = _start(launch, node, tmp_path, replicas=2)
+@pytest.mark.parametrize("nf_txq", [0, 4], ids=["tx-via-sluiced", "tx-by-nf"])
+def test_clean_stop_of_a_replica_loses_nothing(launch, node, tmp_path, nf_txq):
+    """nf.stop: the NF deregisters, drains its ring and exits; no packet lost
+    (and what it sent on its own TX queue still counts for the port)."""
+    run = _start(launch, node, tmp_path, replicas=2, nf_txq=nf_txq)
     wait_until(lambda: _out(run) > 100_000, 20, "traffic")
     victim = run.client.call("nf.list")[0]
     run.client.call("nf.stop", instance=victim["instance"])
