@@ -13,6 +13,7 @@
 #include <rte_ethdev.h>
 #include <rte_lcore.h>
 #include <rte_malloc.h>
+#include <rte_prefetch.h>
 #include <rte_ring.h>
 
 #include "sl_futex.h"
@@ -183,6 +184,12 @@ drain_ring(struct io_ctx *c, struct sl_dispatch *d, struct rte_ring *r,
 	n = rte_ring_sc_dequeue_burst(r, (void **)pkts, c->shm->burst, NULL);
 	if (n == 0)
 		return 0;
+	/* Last written by an NF on another core: fetch the header and meta
+	 * lines of the whole burst at once. */
+	for (unsigned int i = 0; i < n; i++) {
+		rte_prefetch0(pkts[i]);
+		rte_prefetch0(sl_meta(pkts[i], c->shm->dynfield_offset));
+	}
 	st->rx_pkts += n;
 	sl_dispatch(d, pkts, (uint16_t)n);
 	return n;
