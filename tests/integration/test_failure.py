@@ -8,7 +8,6 @@ import signal
 import time
 
 import pytest
-
 from conftest import deployment, port, prog, service, wait_drained, wait_until
 from packets import mixed, write
 
