@@ -283,7 +283,6 @@ rpc_stats(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 			json_decref(inst);
 			continue;
 		}
-		total_drops += 0; /* retired drops are already in the sum */
 		for (uint16_t i = 0; i < shm->nf_hwm; i++) {
 			const struct sl_nf_slot *s = &shm->nfs[i];
 
