@@ -41,6 +41,12 @@ class Reach:
     hosts: list[list[str]]
     arcs: list[list[Arc]]
     best_delay: float
+    # least delay from the ingress to a host of position l (having served
+    # positions 1..l), and from it to the egress (serving the rest); index
+    # 0 is the ingress stage, len(chain)+1 the egress stage
+    fwd: list[dict[str, float]] | None = None
+    bwd: list[dict[str, float]] | None = None
+    dist: dict[str, dict[str, float]] | None = None  # the distances used
 
 
 def _distances(problem: Problem, usable: Callable[[str, str], bool]) -> dict[str, dict[str, float]]:
@@ -145,7 +151,7 @@ class Analyzer:
                     if usable(u, v) and _within(arrive[u] + p.delay(u, v) + remain[v], limit)
                 ]
             )
-        return Reach(hosts, arcs, best)
+        return Reach(hosts, arcs, best, fwd, bwd, dist)
 
     def precheck(self, flow: Flow) -> Rejection | None:
         """Why ``flow`` cannot be placed even in an empty network, or None."""

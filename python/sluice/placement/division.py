@@ -41,6 +41,7 @@ def division(
     threads: int = 1,
     polish_time: float | None = 5.0,
     polish_nodes: int | None = 100,
+    lookahead: bool = True,
     progress: ProgressFn | None = None,
 ) -> Plan:
     """Place flows in input order, ``batch_size`` at a time.
@@ -56,6 +57,9 @@ def division(
     ``priority="cores"`` (the default) makes each batch start as few new
     cores as possible before minimising U, which leaves more cores for later
     batches; ``"utilisation"`` is the paper's plain min-U per batch.
+    ``lookahead`` (default on) makes that choice demand-aware: a new
+    instance costs less on a node that more of the flows still to come could
+    use (see ``_demand_aware_costs``); off, every new core costs the same.
     """
     if batch_size < 1:
         raise ValueError(f"batch size must be at least 1, got {batch_size}")
@@ -75,6 +79,7 @@ def division(
         else:
             rejected[f.id] = rej
     batches = [ok[i : i + batch_size] for i in range(0, len(ok), batch_size)]
+    core_cost = _demand_aware_costs(problem, analyzer, ok) if lookahead else None
     statuses: dict[str, int] = {}
     done = len(rejected)
     total = len(problem.flows)
@@ -96,7 +101,7 @@ def division(
         opts = MilpOptions(
             solver, limit, mip_gap, "max", priority, seed, threads, polish_time, polish_nodes
         )
-        res = solve_batch(problem, batch, state, analyzer, opts)
+        res = solve_batch(problem, batch, state, analyzer, opts, core_cost=core_cost)
         statuses[res.status] = statuses.get(res.status, 0) + 1
         for f in batch:  # commit in input order
             if f.id in res.routes:
@@ -123,6 +128,24 @@ def division(
         },
     )
     return usage(problem, plan)
+
+
+def _demand_aware_costs(
+    problem: Problem, analyzer: Analyzer, flows: list[Flow]
+) -> dict[tuple[str, str], float]:
+    """Cost of starting an instance of service j on node i, between 0.5 and
+    1: lower where more of all the flows to place could use it (i is a
+    delay-feasible host for j in their chain), so early batches put shared
+    instances where later batches can fill them."""
+    demand: dict[tuple[str, str], int] = {}
+    for f in flows:
+        for svc, hosts in zip(f.chain, analyzer.reach(f).hosts, strict=True):
+            for n in hosts:
+                demand[(n, svc)] = demand.get((n, svc), 0) + 1
+    top: dict[str, int] = {}
+    for (_, svc), c in demand.items():
+        top[svc] = max(top.get(svc, 0), c)
+    return {k: 1.0 - 0.5 * c / top[k[1]] for k, c in demand.items()}
 
 
 def _min_opt(a: float | None, b: float | None) -> float | None:

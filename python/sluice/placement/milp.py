@@ -44,7 +44,7 @@ import re
 import tempfile
 import time
 import warnings
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -76,6 +76,9 @@ class MilpOptions:
     # branch-and-bound nodes for phase 2 (None: no limit). A node limit, unlike
     # a time limit, keeps results reproducible on any machine.
     polish_nodes: int | None = None
+    # share of the time limit spent on the relax-and-lift starting solution
+    # and the core-counting cut (0 = neither); see _relax_and_lift
+    relax_share: float = 0.0
 
     def check(self) -> None:
         if self.solver not in SOLVERS:
@@ -109,16 +112,24 @@ def solve_batch(
     analyzer: Analyzer,
     opts: MilpOptions,
     initial: dict[str, Route] | None = None,
+    layout: dict[tuple[str, str], int] | None = None,
+    core_cost: dict[tuple[str, str], float] | None = None,
 ) -> BatchResult:
     """Solve the MILP for ``flows`` on top of the committed usage in ``state``
     (which is not modified). Flows must already have passed the precheck.
     ``initial`` routes (a feasible placement of some of the flows, e.g. from
-    a heuristic) are given to the solver as a starting solution."""
+    a heuristic) are given to the solver as a starting solution. ``layout``
+    fixes the number of instances per (node, service) (a restriction used to
+    find starting solutions). ``core_cost`` weighs a new instance per
+    (node, service) in the tie-break (default 1; division uses it to favour
+    nodes that later flows can also reach)."""
     t0 = time.perf_counter()
     p = problem
     lp = pulp.LpProblem("sdnfv_placement", pulp.LpMinimize)
 
     def hostable(n: str, s: str) -> bool:
+        if layout is not None:
+            return layout.get((n, s), 0) > 0
         return state.hostable(n, s)
 
     reaches = {}
@@ -164,9 +175,10 @@ def solve_batch(
     M: dict[tuple[str, str], Any] = {}
     for (n, svc) in sorted(pairs):
         m0 = state.instances[(n, svc)]
-        M[(n, svc)] = _var(
-            lp, f"M_{node_idx[n]}_{svc_index(p, svc)}", m0, m0 + state.free_cores(n), "Integer"
-        )
+        hi = m0 + state.free_cores(n)
+        if layout is not None:
+            m0 = hi = layout[(n, svc)]
+        M[(n, svc)] = _var(lp, f"M_{node_idx[n]}_{svc_index(p, svc)}", m0, hi, "Integer")
 
     # (3) one node per position, linked to admission; (2) only where an instance runs
     for f in modelled:
@@ -260,7 +272,8 @@ def solve_batch(
         lp += pulp.lpSum(terms) + state.link[arc] <= p.capacity(*arc) * U
 
     # objective terms
-    new_cores = pulp.lpSum(M[k] - state.instances[k] for k in M)
+    cost = core_cost or {}
+    new_cores = pulp.lpSum(cost.get(k, 1.0) * (M[k] - state.instances[k]) for k in M)
     free = sum(state.free_cores(n) for n in by_node) + 1
     hops = pulp.lpSum(v.values())
     hops_max = sum((len(f.chain) + 1) * len(p.nodes) for f in modelled) + 1
@@ -283,6 +296,21 @@ def solve_batch(
     snapshot: dict[str, float | None] | None = None
     n_adm = len(modelled)
 
+    ub = None
+    if opts.accept == "max" and opts.relax_share > 0:
+        ub = _admission_bound(p, modelled, state, opts, _remaining(deadline, 1.0))
+        if ub is not None and ub < len(modelled):
+            lp += admitted <= ub, "core_count_bound"
+            phases["core_count_bound"] = str(ub)
+        if opts.relax_share > 0 and deadline is not None:
+            share = opts.relax_share * (deadline - time.perf_counter())
+            lifted = _relax_and_lift(
+                p, modelled, reaches, state, opts, share / 2, ub, restricted_time=share / 2,
+                initial=initial,
+            )
+            phases["relax_lift_start"] = f"{len(lifted)} flows"
+            if len(lifted) > len(initial or {}):
+                initial = lifted
     warm = False
     if initial and opts.accept == "max":
         warm = _set_start(p, modelled, initial, state, a, x, v, M, U, total_vars)
@@ -348,6 +376,211 @@ def solve_batch(
         routes, unplaced, status, obj2, b2, accepted_bound,
         time.perf_counter() - t0, {**size, **phases},
     )
+
+
+def _admission_bound(
+    p: Problem, flows: list[Flow], state: Residual, opts: MilpOptions, limit: float | None
+) -> int | None:
+    """Most flows that fit by counting cores alone: every service needs whole
+    cores (sum of its instances T_j >= flows_j / P_j, T_j integer) and all
+    services share the network's cores. A valid upper bound on admitted
+    flows that the MILP's LP relaxation (fractional cores) does not see."""
+    lp = pulp.LpProblem("core_count_bound", pulp.LpMaximize)
+    a = {f.id: _var(lp, f"a_{k}", cat="Binary") for k, f in enumerate(flows)}
+    services = sorted({s for f in flows for s in f.chain})
+    other = sum(m for (_, s), m in state.instances.items() if s not in services)
+    totals = []
+    for j, s in enumerate(services):
+        base = sum(m for (_, s2), m in state.instances.items() if s2 == s)
+        pmax = max(p.flows_per_core(n, s) for n in p.nodes if p.cores(n) > 0)
+        T = _var(lp, f"T_{j}", base, None, "Integer")
+        totals.append(T)
+        served = sum(c for (_, s2), c in state.flows.items() if s2 == s)
+        lp += pmax * T >= served + pulp.lpSum(a[f.id] * f.chain.count(s) for f in flows)
+    lp += pulp.lpSum(totals) + other <= p.total_cores
+    lp.setObjective(pulp.lpSum(a.values()))
+    quick = MilpOptions(opts.solver, None, 0.0, "max", opts.priority, opts.seed, opts.threads)
+    status, obj, _ = _run_solver(lp, quick, None if limit is None else max(1.0, 0.1 * limit))
+    if status != "optimal" or obj is None:
+        return None
+    return int(round(obj))
+
+
+def _relax_and_lift(
+    p: Problem,
+    flows: list[Flow],
+    reaches: dict[str, Any],
+    state: Residual,
+    opts: MilpOptions,
+    limit: float,
+    bound: int | None,
+    restricted_time: float = 0.0,
+    initial: dict[str, Route] | None = None,
+) -> dict[str, Route]:
+    """A starting solution: solve the placement without routes and link
+    limits (hosts, instances and cores only, hosts restricted to those a
+    delay-feasible route can reach, nearby hosts preferred), then route each
+    admitted flow on least-delay paths between its hosts and keep it if the
+    route meets its delay bound and link capacity."""
+
+    lp = pulp.LpProblem("relaxed_hosts", pulp.LpMaximize)
+    idx = {n: i for i, n in enumerate(p.nodes)}
+    a: dict[str, Any] = {}
+    x: dict[tuple[str, int, str], Any] = {}
+    pairs: dict[tuple[str, str], list[Any]] = defaultdict(list)
+    detour = []
+    for k, f in enumerate(flows):
+        r = reaches[f.id]
+        a[f.id] = _var(lp, f"a_{k}", cat="Binary")
+        for l_, hosts in enumerate(r.hosts):
+            for n in hosts:
+                var = x[f.id, l_, n] = _var(lp, f"x_{k}_{l_}_{idx[n]}", cat="Binary")
+                pairs[(n, f.chain[l_])].append(var)
+                slack = r.fwd[l_ + 1][n] + r.bwd[l_ + 1][n] - r.best_delay
+                scale = f.max_delay - r.best_delay if math.isfinite(f.max_delay) else 1.0
+                detour.append(min(1.0, slack / max(scale, 1e-9)) * var)
+            lp += pulp.lpSum(x[f.id, l_, n] for n in hosts) == a[f.id]
+    M = {}
+    for (n, s), xs in pairs.items():
+        m0 = state.instances[(n, s)]
+        M[(n, s)] = _var(
+            lp, f"M_{idx[n]}_{svc_index(p, s)}", m0, m0 + state.free_cores(n), "Integer"
+        )
+        lp += pulp.lpSum(xs) + state.flows[(n, s)] <= p.flows_per_core(n, s) * M[(n, s)]
+    for n in {n for n, _ in M}:
+        fixed = sum(m for (nn, s), m in state.instances.items() if nn == n and (n, s) not in M)
+        lp += pulp.lpSum(var for (nn, _), var in M.items() if nn == n) + fixed <= p.cores(n)
+    admitted = pulp.lpSum(a.values())
+    if bound is not None:
+        lp += admitted <= bound
+    n_pos = sum(len(f.chain) for f in flows) + 1
+    lp.setObjective(admitted - 0.5 * pulp.lpSum(detour) / n_pos)
+    warm = False
+    if initial:  # any placement is a solution of this relaxation: start there
+        for var in lp.variables():
+            var.setInitialValue(0)
+        used: Counter[tuple[str, str]] = Counter()
+        for f in flows:
+            r = initial.get(f.id)
+            keys = [(f.id, l_, h) for l_, h in enumerate(r.hosts)] if r else []
+            if r is None or not all(k in x for k in keys):
+                continue
+            a[f.id].setInitialValue(1)
+            for k in keys:
+                x[k].setInitialValue(1)
+            used.update(zip(r.hosts, f.chain, strict=True))
+            warm = True
+        for key, var in M.items():
+            need = math.ceil((used[key] + state.flows[key]) / p.flows_per_core(*key) - EPS)
+            var.setInitialValue(max(var.lowBound or 0, need))
+    quick = MilpOptions(opts.solver, None, 0.0, "max", opts.priority, opts.seed, opts.threads)
+    status, _, _ = _run_solver(lp, quick, max(1.0, limit), gap_abs=0.5, warm=warm)
+    if status not in ("optimal", "feasible"):
+        return {}
+    layout = {key: int(round(_val(var))) for key, var in M.items()}
+    chosen = {
+        f.id: tuple(
+            max(cands, key=lambda n, l_=l_, f=f: _val(x[f.id, l_, n]))
+            for l_, cands in enumerate(reaches[f.id].hosts)
+        )
+        for f in flows
+        if _val(a[f.id]) > 0.5
+    }
+    lifted = _lift(p, [f for f in flows if f.id in chosen], layout, state, chosen)
+    if restricted_time > 1.0:
+        # the full MILP restricted to this instance layout: much smaller
+        # (no integer instance counts, few hosts), so it finds good routes fast
+        sub = MilpOptions(opts.solver, restricted_time, 0.0, "max", opts.priority, opts.seed,
+                          opts.threads, polish_time=0.0)
+        res = solve_batch(p, flows, state, Analyzer(p), sub, initial=lifted, layout=layout)
+        if len(res.routes) > len(lifted):
+            return res.routes
+    return lifted
+
+
+def _lift(
+    p: Problem,
+    flows: list[Flow],
+    layout: dict[tuple[str, str], int],
+    state: Residual,
+    chosen: dict[str, tuple[str, ...]] | None = None,
+) -> dict[str, Route]:
+    """Route flows through a fixed instance layout. First every flow tries
+    its ``chosen`` hosts; then each flow left takes the least-delay sequence
+    of hosts with a spare slot (a shortest path through the layered graph of
+    hosts). Routes between hosts are least-delay paths; a flow is kept if
+    its route meets its delay bound and fits the links."""
+
+    trial = Residual(p)
+    trial.instances.update(state.instances)
+    trial.flows.update(state.flows)
+    trial.link.update(state.link)
+    for key, m in layout.items():
+        trial.instances[key] = max(trial.instances[key], m)
+    routes: dict[str, Route] = {}
+    analyzer = Analyzer(p)
+    for f in flows:
+        if chosen and f.id in chosen:
+            route = _route_through(p, trial, f, chosen[f.id])
+            if route is not None:
+                trial.commit(f, route)
+                routes[f.id] = route
+    for f in flows:
+        if f.id in routes:
+            continue
+        dist = analyzer.dist(f.bandwidth, room=trial.room)
+
+        def d(u: str, w: str, dist: dict = dist) -> float:
+            return dist.get(u, {}).get(w, math.inf)
+
+        best: dict[str, tuple[float, tuple[str, ...]]] = {f.ingress: (0.0, ())}
+        for svc in f.chain:
+            nxt: dict[str, tuple[float, tuple[str, ...]]] = {}
+            for n in p.nodes:
+                spare = p.flows_per_core(n, svc) * trial.instances[(n, svc)] - trial.flows[
+                    (n, svc)
+                ]
+                if spare <= 0:
+                    continue
+                cands = [(t + d(m, n), hs + (n,)) for m, (t, hs) in best.items()]
+                c = min(cands, default=(math.inf, ()))
+                if math.isfinite(c[0]):
+                    nxt[n] = c
+            best = nxt
+        if not best:
+            continue
+        total, hosts = min(
+            ((t + d(m, f.egress), hs) for m, (t, hs) in best.items()), default=(math.inf, ())
+        )
+        if total > f.max_delay + EPS:
+            continue
+        route = _route_through(p, trial, f, hosts)
+        if route is not None:
+            trial.commit(f, route)
+            routes[f.id] = route
+    return routes
+
+
+def _route_through(
+    p: Problem, trial: Residual, f: Flow, hosts: tuple[str, ...]
+) -> Route | None:
+    """Least-delay route through ``hosts`` if it fits the instances' spare
+    slots, the links' spare bandwidth and the flow's delay bound."""
+    from .state import shortest_path
+
+    used = Counter(zip(hosts, f.chain, strict=True))
+    if any(trial.flows[k] + c > p.flows_per_core(*k) * trial.instances[k] for k, c in used.items()):
+        return None
+    segs = []
+    for src, dst in pairwise([f.ingress, *hosts, f.egress]):
+        sp = shortest_path(p, src, dst, lambda u, w, b=f.bandwidth: trial.room((u, w)) + EPS >= b)
+        if sp is None:
+            return None
+        segs.append(sp[0])
+    route = Route(tuple(hosts), tuple(segs))
+    if route.delay(p) > f.max_delay + EPS or trial.route_fits(f, route) is not None:
+        return None
+    return route
 
 
 def _set_start(
@@ -574,6 +807,7 @@ def milp(
     polish_time: float | None = None,
     polish_nodes: int | None = None,
     start: str | Plan | None = "greedy",
+    relax_share: float = 0.25,
 ) -> Plan:
     """Solve SDNFV's placement MILP for all flows at once.
 
@@ -585,6 +819,10 @@ def milp(
     the greedy baseline's plan, computed first), any :class:`Plan` for the
     same problem, or None. It never changes the optimum, only how soon good
     solutions are found; optimality is proved by the solver's bound.
+    Before the MILP, ``relax_share`` of the time limit goes to a second
+    starting solution (relax-and-lift: hosts and cores without routes, then
+    least-delay routes; the better start is used), and a core-counting bound
+    on the number of flows is added as a cut (see ``_admission_bound``).
 
     ``status`` of the plan: ``optimal`` (proved), ``feasible`` (stopped by the
     time limit or gap with a solution; ``accepted_bound`` then says how many
@@ -592,7 +830,8 @@ def milp(
     not every flow fits), ``no-solution`` (time limit before any solution).
     """
     opts = MilpOptions(
-        solver, time_limit, mip_gap, accept, priority, seed, threads, polish_time, polish_nodes
+        solver, time_limit, mip_gap, accept, priority, seed, threads, polish_time, polish_nodes,
+        relax_share,
     )
     opts.check()
     t0 = time.perf_counter()

@@ -1,0 +1,191 @@
+"""Input files, topohub topologies and the `place` command end to end."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+import typer
+import yaml
+from conftest import EXAMPLES, ROOT
+from typer.testing import CliRunner
+
+from sluice.placement.cli import place
+from sluice.placement.io import InputError, load_problem, problem_from_dicts
+
+app = typer.Typer()
+app.command()(place)
+runner = CliRunner()
+
+TOPO = {"nodes": ["A", "B", {"name": "C", "cores": 4}], "links": [["A", "B"], ["B", "C"]]}
+FLOWS = {
+    "services": {"s": 2},
+    "chains": {"web": ["s"]},
+    "flows": [{"id": "f1", "class": "web", "ingress": "A", "egress": "C", "bandwidth": 10}],
+}
+
+
+def write(tmp_path, name, data):
+    path = tmp_path / name
+    path.write_text(data if isinstance(data, str) else yaml.safe_dump(data))
+    return path
+
+
+# ----- loading ------------------------------------------------------------------------
+
+
+def test_example_files_load():
+    p = load_problem(EXAMPLES / "topology.yaml", EXAMPLES / "flows.yaml")
+    assert p.graph.number_of_nodes() == 6
+    assert len(p.flows) == 20  # 8 listed + 12 generated
+    assert p.cores("core-1") == 4
+    assert p.flow_by_id["video-1"].chain == ("firewall", "transcoder")
+    assert p.services["transcoder"].flows_per_core == 2
+
+
+def test_generated_flows_follow_the_seed():
+    d = {**FLOWS, "generate": {"count": 5, "class": "web", "bandwidth": [1, 9]}}
+    a = problem_from_dicts(TOPO, d, seed=1)
+    b = problem_from_dicts(TOPO, d, seed=1)
+    c = problem_from_dicts(TOPO, d, seed=2)
+    key = [(f.ingress, f.egress, f.bandwidth) for f in a.flows]
+    assert key == [(f.ingress, f.egress, f.bandwidth) for f in b.flows]
+    assert key != [(f.ingress, f.egress, f.bandwidth) for f in c.flows]
+
+
+def test_topohub_and_synthetic_topologies():
+    p = problem_from_dicts({"topohub": "sndlib/geant", "defaults": {"cores": 2}}, {"services": {}})
+    assert p.graph.number_of_nodes() == 22 and p.graph.number_of_edges() == 36
+    assert all(p.cores(n) == 2 for n in p.nodes)
+    assert all(p.delay(u, v) > 0 for u, v in p.graph.edges)
+    s = problem_from_dicts({"synthetic": {"nodes": 22, "edges": 64, "seed": 3}}, {"services": {}})
+    assert s.graph.number_of_edges() == 64
+
+
+@pytest.mark.parametrize(
+    ("topo", "flows", "message"),
+    [
+        (TOPO, {**FLOWS, "flows": [{**FLOWS["flows"][0], "ingress": "Q"}]},
+         "flow 'f1': ingress 'Q' is not a node"),
+        (TOPO, {**FLOWS, "chains": {"web": ["nope"]}}, "service 'nope' in its chain"),
+        (TOPO, {**FLOWS, "flows": [{**FLOWS["flows"][0], "class": "mail"}]},
+         "class 'mail' is not under 'chains'"),
+        (TOPO, {**FLOWS, "flows": [{**FLOWS["flows"][0], "bandwidth": -1}]},
+         "flows.0.bandwidth: Input should be greater than or equal to 0"),
+        (TOPO, {**FLOWS, "flows": [{**FLOWS["flows"][0], "colour": "red"}]},
+         "flows.0.colour: Extra inputs are not permitted"),
+        ({"nodes": ["A"], "links": [["A", "Z"]]}, FLOWS, "'Z' not listed under 'nodes'"),
+        ({"topohub": "sndlib/atlantis"}, FLOWS, "topohub has no topology 'sndlib/atlantis'"),
+        ({"nodes": ["A"], "topohub": "sndlib/geant"}, FLOWS, "give exactly one of"),
+        ({"synthetic": {"nodes": 5, "edges": 50}}, FLOWS, "between 4 and 10 links"),
+        (TOPO, {**FLOWS, "flows": [FLOWS["flows"][0], FLOWS["flows"][0]]}, "duplicate flow id"),
+        ([1, 2], FLOWS, "expected a mapping"),
+    ],
+)
+def test_bad_input_names_the_problem(topo, flows, message):
+    with pytest.raises(InputError) as err:
+        problem_from_dicts(topo, flows)
+    assert message in str(err.value)
+
+
+def test_unreadable_files(tmp_path):
+    with pytest.raises(InputError, match="no such file"):
+        load_problem(tmp_path / "missing.yaml", tmp_path / "f.yaml")
+    bad = write(tmp_path, "t.yaml", "nodes: [A, B\nlinks: []\n")
+    with pytest.raises(InputError, match=r"not valid YAML: .* line \d+"):
+        load_problem(bad, bad)
+    badj = write(tmp_path, "t.json", '{"nodes": [}')
+    with pytest.raises(InputError, match="not valid JSON: .* line 1"):
+        load_problem(badj, badj)
+
+
+# ----- CLI -----------------------------------------------------------------------------
+
+
+def test_cli_example_end_to_end(tmp_path):
+    out = tmp_path / "plan.json"
+    png = tmp_path / "plan.png"
+    res = runner.invoke(app, [str(EXAMPLES / "topology.yaml"), str(EXAMPLES / "flows.yaml"),
+                              "--algo", "greedy", "--out", str(out), "--plot", str(png)])
+    assert res.exit_code == 0, res.output
+    assert "flows accepted" in res.output and "validator" in res.output
+    data = json.loads(out.read_text())
+    assert data["algorithm"] == "greedy"
+    assert data["flows_offered"] == 20
+    assert data["flows_accepted"] == len(data["flows"])
+    assert data["flows_accepted"] + len(data["rejected"]) == 20
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_cli_division_shows_rejections_and_writes_stdout_json():
+    res = runner.invoke(app, [str(EXAMPLES / "topology.yaml"), str(EXAMPLES / "flows.yaml"),
+                              "--out", "-", "-t", "30"])
+    assert res.exit_code == 0, res.output
+    start = res.stdout.index("{")
+    data = json.loads(res.stdout[start:])
+    assert data["algorithm"] == "division"
+    assert data["details"]["batches"] == 4
+
+
+def test_cli_affinity_reports_protection(tmp_path):
+    res = runner.invoke(app, [str(EXAMPLES / "topology.yaml"), str(EXAMPLES / "flows.yaml"),
+                              "-a", "affinity"])
+    assert res.exit_code == 0, res.output
+    assert "protected flows" in res.output
+    assert "rejected flows" in res.output  # some flows cannot be protected
+
+
+def test_cli_topohub_reference(tmp_path):
+    flows = write(tmp_path, "f.yaml", {
+        "services": {"s": 4},
+        "flows": [{"chain": ["s"], "ingress": "at1.at", "egress": "de1.de", "bandwidth": 10}],
+    })
+    res = runner.invoke(app, ["topohub:sndlib/geant", str(flows), "-a", "greedy"])
+    assert res.exit_code == 0, res.output
+    assert "1 of 1" in res.output
+
+
+def test_cli_bad_inputs_give_a_clear_message(tmp_path):
+    flows = write(tmp_path, "f.yaml", {**FLOWS, "flows": [{**FLOWS["flows"][0], "egress": "X"}]})
+    topo = write(tmp_path, "t.yaml", TOPO)
+    res = runner.invoke(app, [str(topo), str(flows)])
+    assert res.exit_code == 1
+    assert "egress 'X' is not a node of the topology" in res.output
+    assert "Traceback" not in res.output
+
+    res = runner.invoke(app, [str(tmp_path / "nope.yaml"), str(flows)])
+    assert res.exit_code == 1 and "no such file" in res.output
+
+    garbage = write(tmp_path, "g.yaml", "services: {s: 1\n")
+    res = runner.invoke(app, [str(topo), str(garbage)])
+    assert res.exit_code == 1 and "not valid YAML" in res.output
+
+    res = runner.invoke(app, [str(topo), str(topo)])  # a topology given as flows
+    assert res.exit_code == 1 and "services: Field required" in res.output
+
+    res = runner.invoke(app, [str(topo), str(flows), "--algo", "annealing"])
+    assert res.exit_code == 2 and "unknown algorithm 'annealing'" in res.output
+
+    res = runner.invoke(app, [str(topo), str(flows), "-t", "0"])
+    assert res.exit_code == 2 and "--time-limit must be positive" in res.output
+
+
+def test_cli_unwritable_output(tmp_path):
+    res = runner.invoke(app, [str(EXAMPLES / "topology.yaml"), str(EXAMPLES / "flows.yaml"),
+                              "-a", "greedy", "-o", str(tmp_path / "no" / "such" / "dir.json")])
+    assert res.exit_code == 4 and "cannot write" in res.output
+
+
+def test_module_runs_standalone():
+    res = subprocess.run([sys.executable, "-m", "sluice.placement.cli", "--help"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert res.returncode == 0
+    assert "--algo" in res.stdout and "--time-limit" in res.stdout
+
+
+def test_place_is_a_plain_function(tmp_path):
+    out = tmp_path / "p.json"
+    place(EXAMPLES / "topology.yaml", EXAMPLES / "flows.yaml", algo="greedy", out=out)
+    assert json.loads(out.read_text())["flows_offered"] == 20
