@@ -212,6 +212,31 @@ def nf_list(node: str = NodeOpt, socket: Path = SocketOpt, as_json: bool = JsonO
     Console().print(t)
 
 
+# -- REST API ----------------------------------------------------------------------------
+
+@app.command("api")
+@errors
+def api(node: str = NodeOpt, socket: Path = SocketOpt,
+        host: str = typer.Option("127.0.0.1", "--host",
+                                 help="Address to listen on; not loopback needs --token."),
+        port: int = typer.Option(8080, "--port", min=1, max=65535, help="TCP port."),
+        token: str = typer.Option(None, "--token", envvar="SLUICE_API_TOKEN",
+                                  help="Require 'Authorization: Bearer TOKEN' (or "
+                                       "'X-Sluice-Token') on every request."),
+        timeout: float = TimeoutOpt) -> None:
+    """Serve the REST API and Prometheus /metrics of a running node (docs/api.md)."""
+    from .api import check_bind, create_app
+
+    try:
+        check_bind(host, token)
+    except SluiceError as e:
+        raise fail(f"sluice api: {e}") from None
+    import uvicorn
+
+    uvicorn.run(create_app(node or default_node(), socket, token, timeout=timeout),
+                host=host, port=port, log_level="info")
+
+
 # -- traces ------------------------------------------------------------------------------
 
 @trace_app.command("gen")
