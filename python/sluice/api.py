@@ -19,6 +19,7 @@ import ipaddress
 import json
 import re
 import threading
+import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any, Literal
@@ -425,11 +426,58 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def check_bind(host: str, token: str | None, option: str = "--host") -> None:
+def check_bind(host: str, token: str | None, option: str = "--host",
+               token_option: str = "--token") -> None:
     """Refuses to serve beyond loopback without a token (raises SluiceError)."""
     if not token and not is_loopback(host):
-        raise SluiceError(f"{option} {host} is not a loopback address: give --token TOKEN "
-                          f"too (clients then send 'Authorization: Bearer TOKEN')")
+        raise SluiceError(f"{option} {host} is not a loopback address: give {token_option} "
+                          f"TOKEN too (clients then send 'Authorization: Bearer TOKEN')")
+
+
+def parse_listen(value: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``[::1]:8080`` for IPv6) as (host, port); raises SluiceError."""
+    host, sep, port = value.rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise SluiceError(f"--api {value!r}: give HOST:PORT, e.g. 127.0.0.1:8080")
+    return host, int(port)
+
+
+class ApiServer:
+    """The API served by uvicorn on a background thread (``sluice up --api``)."""
+
+    def __init__(self, app: FastAPI, host: str, port: int):
+        import uvicorn
+
+        self.host, self.port = host, port
+        self.server = uvicorn.Server(uvicorn.Config(app, host=host, port=port,
+                                                    log_level="warning", access_log=False))
+        self.thread = threading.Thread(target=self._run, name="sluice-api", daemon=True)
+
+    def _run(self) -> None:
+        with contextlib.suppress(SystemExit):  # uvicorn exits when it cannot listen
+            self.server.run()
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    def start(self, timeout: float = 10.0) -> None:
+        """Starts serving; raises SluiceError if it cannot listen."""
+        self.thread.start()
+        deadline = time.monotonic() + timeout
+        while not self.server.started:
+            if not self.thread.is_alive() or time.monotonic() > deadline:
+                self.stop()
+                raise SluiceError(f"--api {self.host}:{self.port}: cannot listen there "
+                                  f"(address in use, or not an address of this machine?)")
+            time.sleep(0.02)
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        if self.thread.is_alive():
+            self.thread.join(10)
 
 
 # -- events -------------------------------------------------------------------------------

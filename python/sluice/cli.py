@@ -109,12 +109,18 @@ def up(deployment: Path = typer.Argument(..., help="Deployment file (docs/deploy
        duration: float = typer.Option(None, "--duration", "-d", min=0.0,
                                       help="Stop after this many seconds (default: Ctrl-C)."),
        log_dir: Path = typer.Option(None, "--log-dir",
-                                    help="Run folder for the logs (default /tmp/sluice-NODE).")
+                                    help="Run folder for the logs (default /tmp/sluice-NODE)."),
+       api: str = typer.Option(None, "--api", metavar="HOST:PORT",
+                               help="Also serve the REST API and /metrics there (docs/api.md)."),
+       api_token: str = typer.Option(None, "--api-token", envvar="SLUICE_API_TOKEN",
+                                     help="Token the API requires (needed unless HOST is "
+                                          "loopback).")
        ) -> None:
     """Start sluiced, the NFs and the chain; show live statistics; stop on Ctrl-C."""
     from .launch import run_up
 
-    raise typer.Exit(run_up(deployment, duration=duration or None, log_dir=log_dir))
+    raise typer.Exit(run_up(deployment, duration=duration or None, log_dir=log_dir,
+                            api=api, api_token=api_token))
 
 
 @app.command()

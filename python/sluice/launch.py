@@ -574,17 +574,35 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 
 
 def run_up(path: str | Path, duration: float | None = None, log_dir: str | Path | None = None,
-           console: Console | None = None, interval: float = 1.0) -> int:
-    """What `sluice up` does; returns the exit status (raises LaunchError)."""
+           console: Console | None = None, interval: float = 1.0,
+           api: str | None = None, api_token: str | None = None) -> int:
+    """What `sluice up` does; returns the exit status (raises LaunchError).
+
+    ``api`` (HOST:PORT) also serves the REST API (docs/api.md) while the
+    deployment runs."""
     con = console or Console()
+    if api:
+        from .api import check_bind, parse_listen
+
+        api_host, api_port = parse_listen(api)
+        check_bind(api_host, api_token, option="--api", token_option="--api-token")
     dep = load_deployment(path)
     run = Launcher(dep, log_dir=log_dir, say=lambda m: con.print(Text(m, style="dim")))
     con.print(Text(f"sluice up: {dep.describe()}"))
     con.print(Text(f"logs: {run.run_dir}/ (sluiced.log and one .log per NF)"))
     failed: LaunchError | None = None
+    server: Any = None
     with _sigterm_as_interrupt():
         try:
             run.start()
+            if api:
+                from .api import ApiServer, create_app
+
+                server = ApiServer(create_app(dep.node.name, str(dep.socket_path()), api_token),
+                                   api_host, api_port)
+                server.start()
+                con.print(Text(f"API: {server.url}/api/v1/status, metrics at "
+                               f"{server.url}/metrics"))
             _watch(run, con, duration, interval)
         except KeyboardInterrupt:
             con.print()
@@ -594,6 +612,8 @@ def run_up(path: str | Path, duration: float | None = None, log_dir: str | Path 
         finally:
             old = signal.signal(signal.SIGINT, signal.SIG_IGN)
             try:
+                if server is not None:
+                    server.stop()
                 stats = run.stop()
             finally:
                 signal.signal(signal.SIGINT, old)

@@ -16,8 +16,9 @@ import pytest
 from conftest import STATUS
 from typer.testing import CliRunner
 
-from sluice.api import is_loopback
+from sluice.api import ApiServer, create_app, is_loopback, parse_listen
 from sluice.cli import app
+from sluice.client import SluiceError
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.7", "::", "example.com"])
@@ -67,3 +68,44 @@ def test_sluice_api_serves_on_loopback(fake: Any, sockdir: Path) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+# -- sluice up --api ---------------------------------------------------------------------------
+
+def test_up_api_non_loopback_needs_a_token_and_is_checked_first(tmp_path: Path) -> None:
+    r = CliRunner().invoke(app, ["up", str(tmp_path / "none.yaml"), "--api", "0.0.0.0:8080"],
+                           env={"SLUICE_API_TOKEN": ""})
+    assert r.exit_code == 1
+    assert r.output.strip() == (
+        "--api 0.0.0.0 is not a loopback address: give --api-token TOKEN too "
+        "(clients then send 'Authorization: Bearer TOKEN')")
+    r = CliRunner().invoke(app, ["up", str(tmp_path / "none.yaml"), "--api", "8080"])
+    assert (r.exit_code, r.output.strip()) == (
+        1, "--api '8080': give HOST:PORT, e.g. 127.0.0.1:8080")
+
+
+def test_parse_listen() -> None:
+    assert parse_listen("127.0.0.1:8080") == ("127.0.0.1", 8080)
+    assert parse_listen("[::1]:9100") == ("::1", 9100)
+    for bad in ["127.0.0.1", ":80", "h:0", "h:70000", "h:x"]:
+        with pytest.raises(SluiceError):
+            parse_listen(bad)
+
+
+def test_api_server_thread(fake: Any, sockdir: Path) -> None:
+    port = _free_port()
+    server = ApiServer(create_app("t", str(sockdir / "t.sock")), "127.0.0.1", port)
+    server.start()
+    try:
+        assert server.url == f"http://127.0.0.1:{port}"
+        assert httpx.get(f"{server.url}/api/v1/status", timeout=2).json() == STATUS
+        # a second one on the same port cannot listen, and says so
+        other = ApiServer(create_app("t", str(sockdir / "t.sock")), "127.0.0.1", port)
+        with pytest.raises(SluiceError, match=f"--api 127.0.0.1:{port}: cannot listen there"):
+            other.start()
+        assert not other.thread.is_alive()
+    finally:
+        server.stop()
+    assert not server.thread.is_alive()
+    with pytest.raises(httpx.TransportError):
+        httpx.get(f"{server.url}/api/v1/status", timeout=2)
