@@ -39,7 +39,7 @@ def write(tmp_path, name, data):
 def test_example_files_load():
     p = load_problem(EXAMPLES / "topology.yaml", EXAMPLES / "flows.yaml")
     assert p.graph.number_of_nodes() == 6
-    assert len(p.flows) == 20  # 8 listed + 12 generated
+    assert len(p.flows) == 21  # 9 listed + 12 generated
     assert p.cores("core-1") == 4
     assert p.flow_by_id["video-1"].chain == ("firewall", "transcoder")
     assert p.services["transcoder"].flows_per_core == 2
@@ -113,9 +113,12 @@ def test_cli_example_end_to_end(tmp_path):
     assert "flows accepted" in res.output and "validator" in res.output
     data = json.loads(out.read_text())
     assert data["algorithm"] == "greedy"
-    assert data["flows_offered"] == 20
+    assert data["flows_offered"] == 21
     assert data["flows_accepted"] == len(data["flows"])
-    assert data["flows_accepted"] + len(data["rejected"]) == 20
+    assert data["flows_accepted"] + len(data["rejected"]) == 21
+    too_fast = next(r for r in data["rejected"] if r["flow"] == "too-fast")
+    assert too_fast["constraint"] == "delay bound (6)"
+    assert "takes 6" in too_fast["reason"] and "allows 3" in too_fast["reason"]
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -188,4 +191,4 @@ def test_module_runs_standalone():
 def test_place_is_a_plain_function(tmp_path):
     out = tmp_path / "p.json"
     place(EXAMPLES / "topology.yaml", EXAMPLES / "flows.yaml", algo="greedy", out=out)
-    assert json.loads(out.read_text())["flows_offered"] == 20
+    assert json.loads(out.read_text())["flows_offered"] == 21

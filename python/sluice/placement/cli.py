@@ -11,6 +11,7 @@ file, 2 bad option, 3 the plan failed validation (a bug: please report it),
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -140,7 +141,7 @@ def place(
 
     if out is not None:
         data = plan.to_dict(problem)
-        data["command"] = " ".join(["sluice place", *sys.argv[1:]]) if sys.argv else None
+        data["command"] = _command_line()
         text = json.dumps(data, indent=2, default=_json_default)
         if json_to_stdout:
             sys.stdout.write(text + "\n")
@@ -158,6 +159,16 @@ def place(
         except OSError as e:
             fail(4, f"cannot write {plot}: {e.strerror or e}")
         console.print(f"placement drawn to {plot}")
+
+
+def _command_line() -> str:
+    argv = list(sys.argv)
+    if not argv:
+        return "place"
+    prog = Path(argv[0]).name
+    if prog in ("cli.py", "__main__.py"):
+        prog = "python -m sluice.placement.cli"
+    return " ".join([prog, *(shlex.quote(a) for a in argv[1:])])
 
 
 def _json_default(x: object) -> object:

@@ -58,6 +58,7 @@ from .plan import C_INPUT, C_TIME, EPS, Plan, Rejection, Route, usage
 from .state import Residual
 
 SOLVERS = ("cbc", "highs")
+DETOUR_BUDGET = 1.5  # see _relax_and_lift
 TIE = 0.45  # total weight of phase-1 tie-breaks, < 0.5 so a flow always wins
 
 
@@ -432,14 +433,21 @@ def _relax_and_lift(
     for k, f in enumerate(flows):
         r = reaches[f.id]
         a[f.id] = _var(lp, f"a_{k}", cat="Binary")
+        mine = []
         for l_, hosts in enumerate(r.hosts):
             for n in hosts:
                 var = x[f.id, l_, n] = _var(lp, f"x_{k}_{l_}_{idx[n]}", cat="Binary")
                 pairs[(n, f.chain[l_])].append(var)
                 slack = r.fwd[l_ + 1][n] + r.bwd[l_ + 1][n] - r.best_delay
                 scale = f.max_delay - r.best_delay if math.isfinite(f.max_delay) else 1.0
-                detour.append(min(1.0, slack / max(scale, 1e-9)) * var)
+                mine.append(min(1.0, slack / max(scale, 1e-9)) * var)
             lp += pulp.lpSum(x[f.id, l_, n] for n in hosts) == a[f.id]
+        detour.extend(mine)
+        # Heuristic, not a relaxation: the hosts' detours, each a fraction of
+        # the flow's delay slack, may add up to at most DETOUR_BUDGET slacks,
+        # so that least-delay routes through them tend to meet the bound.
+        if math.isfinite(f.max_delay):
+            lp += pulp.lpSum(mine) <= DETOUR_BUDGET * a[f.id]
     M = {}
     for (n, s), xs in pairs.items():
         m0 = state.instances[(n, s)]
