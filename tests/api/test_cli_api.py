@@ -109,3 +109,31 @@ def test_api_server_thread(fake: Any, sockdir: Path) -> None:
     assert not server.thread.is_alive()
     with pytest.raises(httpx.TransportError):
         httpx.get(f"{server.url}/api/v1/status", timeout=2)
+
+
+def _sockets() -> int:
+    return sum(os.readlink(f"/proc/self/fd/{fd}").startswith("socket:")
+               for fd in os.listdir("/proc/self/fd") if os.path.exists(f"/proc/self/fd/{fd}"))
+
+
+def test_event_stream_ends_when_the_client_goes_away(fake: Any, sockdir: Path) -> None:
+    ok = {"jsonrpc": "2.0", "id": 1, "result": {"subscribed": True}}
+    fake[0].fail["subscribe"] = [ok]  # sluiced keeps the subscription open, sends nothing
+    server = ApiServer(create_app("t", str(sockdir / "t.sock"), keepalive=0.1),
+                       "127.0.0.1", _free_port())
+    server.start()
+    try:
+        before = _sockets()
+        with httpx.Client(timeout=5) as c, c.stream("GET", f"{server.url}/api/v1/events") as r:
+            assert r.status_code == 200
+            lines = r.iter_lines()
+            assert next(lines) == ": subscribed"
+            assert next(lines) == ""
+            assert next(lines) == ": keepalive"
+            assert _sockets() > before
+        deadline = time.monotonic() + 10
+        while _sockets() > before:  # our end and the fake's end of the subscription
+            assert time.monotonic() < deadline, "the subscription to sluiced stayed open"
+            time.sleep(0.05)
+    finally:
+        server.stop()
