@@ -4,43 +4,53 @@ Pure library API -- every algorithm takes a :class:`Problem` and returns a
 :class:`Plan`; nothing here reads or writes files except :mod:`.io` (loading
 problems), :mod:`.plot` and :mod:`.cli`.
 
-    from sluice.placement import load_problem, solve, validate
+    from sluice.placement import load_problem, solve
+    from sluice.placement.validate import validate
+
     problem = load_problem("topology.yaml", "flows.yaml")
     plan = solve(problem, "division", time_limit=60)
     assert validate(problem, plan) == []
+
+The algorithms themselves: :func:`sluice.placement.milp.milp`,
+:func:`sluice.placement.division.division`, :func:`sluice.placement.greedy.greedy`,
+:func:`sluice.placement.affinity.affinity`.
+
+Names are imported on first use, so ``import sluice.placement.cli`` (done by
+every ``sluice`` command) stays cheap.
 """
 
-from .affinity import affinity
-from .division import division
-from .greedy import greedy
-from .io import InputError, load_problem, problem_from_dicts
-from .milp import milp
-from .model import Flow, Problem, ProblemError, Service, make_problem, random_flows, synthetic_graph
-from .plan import Plan, Protection, Rejection, Route
-from .solve import ALGORITHMS, solve
-from .validate import Violation, validate
+from __future__ import annotations
 
-__all__ = [
-    "ALGORITHMS",
-    "Flow",
-    "InputError",
-    "Plan",
-    "Problem",
-    "ProblemError",
-    "Protection",
-    "Rejection",
-    "Route",
-    "Service",
-    "Violation",
-    "affinity",
-    "division",
-    "greedy",
-    "load_problem",
-    "make_problem",
-    "milp",
-    "problem_from_dicts",
-    "random_flows",
-    "solve",
-    "synthetic_graph",
-    "validate",
-]
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "ALGORITHMS": "solve",
+    "solve": "solve",
+    "Flow": "model",
+    "Problem": "model",
+    "ProblemError": "model",
+    "Service": "model",
+    "make_problem": "model",
+    "random_flows": "model",
+    "synthetic_graph": "model",
+    "Plan": "plan",
+    "Protection": "plan",
+    "Rejection": "plan",
+    "Route": "plan",
+    "InputError": "io",
+    "load_problem": "io",
+    "problem_from_dicts": "io",
+    "Violation": "validate",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'sluice.placement' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value

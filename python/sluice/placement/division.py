@@ -108,7 +108,14 @@ def division(
                 routes[f.id] = res.routes[f.id]
                 state.commit(f, res.routes[f.id])
         for f in res.unplaced:
-            rejected[f.id] = capacity_reason(analyzer, f, state)
+            if res.status in ("optimal", "feasible"):
+                rejected[f.id] = capacity_reason(analyzer, f, state)
+            else:
+                rejected[f.id] = Rejection(
+                    f.id, C_TIME,
+                    f"the solver found no solution for this flow's batch (batch {b + 1}) "
+                    f"within {limit or 0:g} s; raise the time limit or use smaller batches",
+                )
         done += len(batch)
         if progress:
             progress(done, total, len(routes))
