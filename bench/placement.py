@@ -212,7 +212,9 @@ def plot(result: dict, path: Path) -> None:
     left.set_xticklabels([f"{t}\n(substitute for AS-16631)" for t in topos])
     left.set_ylabel("flows accommodated (1x capacity)")
     left.set_title("1x capacity; black line: MILP's proved upper bound")
-    left.legend()
+    top = max([r["accepted_bound"] or r["accepted"] for r in rows if r["multiplier"] == 1])
+    left.set_ylim(0, top * 1.45)
+    left.legend(loc="upper left", fontsize=8)
     styles = {t: s for t, s in zip(topos, ("-", "--", ":"), strict=False)}
     for algo in ("greedy", "division", "optimal"):
         for topo in topos:
@@ -247,7 +249,14 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--json", type=Path, default=RESULTS / "placement.json")
     ap.add_argument("--plot", type=Path, default=RESULTS / "placement.png")
+    ap.add_argument("--from-json", type=Path,
+                    help="do not run: redraw the plot and summary from an earlier --json file")
     args = ap.parse_args()
+    if args.from_json:
+        result = json.loads(args.from_json.read_text())
+        plot(result, args.plot)
+        summary(result)
+        return
     default_m = "1,2" if args.quick else "1,2,5,10,25,100"
     args.multipliers = [float(x) for x in (args.multipliers or default_m).split(",")]
     args.optimal_multipliers = [
@@ -296,7 +305,11 @@ def main() -> None:
     args.json.write_text(text + "\n")
     args.plot.parent.mkdir(parents=True, exist_ok=True)
     plot(result, args.plot)
-    for t in args.topologies:
+    summary(result)
+
+
+def summary(result: dict) -> None:
+    for t in result["meta"]["topologies"]:
         r = result["ratios_1x"][t]
         print(f"{t}: division/optimal={r['division/optimal']} greedy/optimal="
               f"{r['greedy/optimal']} (division/bound={r['division/bound']})")
