@@ -1,7 +1,8 @@
 """The deployment file: schema, loading and validation (docs/deployment.md).
 
 A deployment file says what one node runs: its cores and mode, its ports,
-its NFs and the default chain. ``load_deployment`` reads and checks one;
+its NFs, the default chain and, optionally, more service graphs and the
+rules that send flows to them (docs/graphs.md). ``load_deployment`` reads and checks one;
 every problem becomes one line of the form::
 
     demo.yaml: nfs[1].program: 'sluice-frewall' not found (looked in build/nfs/*/ and PATH)
@@ -30,6 +31,8 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 from pydantic_core import PydanticCustomError
 
 from .client import SluiceError, socket_path_for
+from .graph import GraphSpec, RuleSpec
+from .graph import validate as validate_graphs
 
 # Virtual device drivers and the device arguments each accepts (DPDK 22.11;
 # a few later additions are accepted too, DPDK itself rejects them if old).
@@ -200,6 +203,8 @@ class Deployment(_Strict):
     ports: list[PortSpec]
     nfs: list[NFSpec] = []
     chain: list[str]
+    graphs: list[GraphSpec] = []
+    rules: list[RuleSpec] = []
 
     _source: str = PrivateAttr(default="<deployment>")
     _base_dir: Path = PrivateAttr(default_factory=Path.cwd)
@@ -224,7 +229,8 @@ class Deployment(_Strict):
         try:
             dep = cls.model_validate(data)
         except ValidationError as e:
-            raise DeploymentError([f"{source}: {m}" for m in _pydantic_issues(e)]) from None
+            raise DeploymentError([f"{source}: {m}"
+                                   for m in pydantic_issues(e, cls, data)]) from None
         dep._source = source
         dep._base_dir = Path(base_dir).resolve() if base_dir is not None else Path.cwd()
         issues = dep.structure_issues()
@@ -274,6 +280,8 @@ class Deployment(_Strict):
                           f"I/O threads each busy-poll one), got {list(self.node.cores)}: list "
                           f"two CPUs or use mode: shared")
         issues += self._chain_issues(list(port_names))
+        issues += validate_graphs(self.graphs, self.rules, self.services(), list(port_names),
+                                  allow_default=False)
         n_inst = sum(nf.replicas for nf in self.nfs)
         if self.node.max_nfs is not None and n_inst > self.node.max_nfs:
             issues.append(f"node.max_nfs: {self.node.max_nfs} is fewer than the {n_inst} NF "
@@ -399,14 +407,35 @@ class Deployment(_Strict):
     def describe(self) -> str:
         n_inst = sum(nf.replicas for nf in self.nfs)
         cores = _ranges(set(self.cores()))
-        return (f"node {self.node.name} ({self.node.mode} mode, CPUs {cores}), "
+        text = (f"node {self.node.name} ({self.node.mode} mode, CPUs {cores}), "
                 f"{len(self.ports)} port(s), {len(self.nfs)} NF(s) ({n_inst} instance(s)), "
                 f"chain {' -> '.join(self.chain)}")
+        if self.graphs:
+            text += f", graph(s) {', '.join(g.name for g in self.graphs)}"
+        n_rules = len(self.rule_params())
+        if n_rules:
+            text += f", {n_rules} rule(s)"
+        return text
+
+    def rule_params(self) -> list[dict[str, Any]]:
+        """The ``rule.add`` params of every rule: each graph's ``match``, then ``rules``."""
+        from .graph import GraphSet
+
+        return GraphSet(graphs=self.graphs, rules=self.rules).rule_params()
 
 
 def load_deployment(path: str | Path, check_env: bool = True,
                     build_dir: Path | None = None) -> Deployment:
     """Reads and validates a deployment file; raises DeploymentError."""
+    path = Path(path)
+    data = read_yaml(path)
+    return Deployment.from_dict(data, source=str(path), base_dir=path.resolve().parent,
+                                check_env=check_env, build_dir=build_dir)
+
+
+def read_yaml(path: str | Path, what: str = "deployment file") -> Any:
+    """The parsed YAML of a file (a key given twice is an error); raises
+    DeploymentError with one line that names the file."""
     path = Path(path)
     source = str(path)
     try:
@@ -414,7 +443,7 @@ def load_deployment(path: str | Path, check_env: bool = True,
     except FileNotFoundError:
         raise DeploymentError([f"{source}: no such file"]) from None
     except IsADirectoryError:
-        raise DeploymentError([f"{source}: is a folder, not a deployment file"]) from None
+        raise DeploymentError([f"{source}: is a folder, not a {what}"]) from None
     except (OSError, UnicodeDecodeError) as e:
         raise DeploymentError([f"{source}: cannot read: {e}"]) from None
     try:
@@ -426,8 +455,7 @@ def load_deployment(path: str | Path, check_env: bool = True,
         raise DeploymentError([f"{source}: {where}invalid YAML ({what})"]) from None
     except yaml.YAMLError as e:
         raise DeploymentError([f"{source}: invalid YAML ({e})"]) from None
-    return Deployment.from_dict(data, source=source, base_dir=path.resolve().parent,
-                                check_env=check_env, build_dir=build_dir)
+    return data
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
@@ -630,9 +658,10 @@ def _loc(loc: tuple[int | str, ...]) -> str:
     return out
 
 
-def _model_at(loc: tuple[int | str, ...]) -> type[BaseModel] | None:
+def _model_at(loc: tuple[int | str, ...], root: type[BaseModel] | None = None
+              ) -> type[BaseModel] | None:
     """The schema class that holds the key at ``loc`` (for unknown-key help)."""
-    cls: Any = Deployment
+    cls: Any = root or Deployment
     for part in loc[:-1]:
         if isinstance(part, int):
             continue
@@ -661,7 +690,11 @@ _TYPE_NAMES = {
 }
 
 
-def _pydantic_issues(e: ValidationError) -> list[str]:
+def pydantic_issues(e: ValidationError, root: type[BaseModel] | None = None,
+                    data: Any = None) -> list[str]:
+    """One line per schema problem: ``key.path: message``. ``root`` is the
+    model that was validated (default Deployment); with the ``data`` it was
+    given, problems inside a graph also name the graph (and node)."""
     out = []
     for err in e.errors(include_url=False):
         loc = tuple(err["loc"])
@@ -670,14 +703,14 @@ def _pydantic_issues(e: ValidationError) -> list[str]:
         inp = err.get("input")
         ctx = err.get("ctx") or {}
         if typ == "extra_forbidden":
-            model = _model_at(loc)
+            model = _model_at(loc, root)
             known = list(model.model_fields) if model else []
             msg = (f"unknown key (known keys here: {', '.join(known)})"
                    f"{_did_you_mean(str(loc[-1]), known)}")
         elif typ == "missing":
             msg = f"missing: this key is required (see {DOC})"
         elif typ == "model_type":
-            model = _model_at(loc + ("x",))
+            model = _model_at(loc + ("x",), root)
             keys = ", ".join(model.model_fields) if model else "..."
             msg = f"expected a mapping with keys {keys}; got {_kind(inp)}"
         elif typ in _TYPE_NAMES:
@@ -693,5 +726,23 @@ def _pydantic_issues(e: ValidationError) -> list[str]:
             msg = err["msg"]
         else:
             msg = f"{err['msg']} (got {_kind(inp)})"
+        msg = _graph_context(loc, data) + msg
         out.append(f"{path}: {msg}" if path else msg)
     return out
+
+
+def _graph_context(loc: tuple[int | str, ...], data: Any) -> str:
+    """``graph 'NAME': node 'N': `` for a problem at graphs[i](.nodes.N...), if named."""
+    if len(loc) < 2 or loc[0] != "graphs" or not isinstance(loc[1], int):
+        return ""
+    try:
+        graph = data["graphs"][loc[1]]
+        name = graph["name"]
+    except (KeyError, IndexError, TypeError):
+        return ""
+    if not isinstance(name, str):
+        return ""
+    text = f"graph '{name}': "
+    if len(loc) > 3 and loc[2] == "nodes" and isinstance(loc[3], str):
+        text += f"node '{loc[3]}': "
+    return text

@@ -286,7 +286,8 @@ def test_missing_top_level_keys(site: Path) -> None:
 def test_from_dict_names_its_source(site: Path) -> None:
     with pytest.raises(DeploymentError) as e:
         Deployment.from_dict({"ports": [], "chain": ["drop"], "x": 1}, source="<test>")
-    assert str(e.value) == ("<test>: x: unknown key (known keys here: node, ports, nfs, chain)")
+    assert str(e.value) == ("<test>: x: unknown key (known keys here: node, ports, nfs, chain, "
+                            "graphs, rules)")
 
 
 @pytest.mark.parametrize("device", [

@@ -1,0 +1,543 @@
+"""Service graphs and the rules that send flows to them (docs/graphs.md).
+
+A graph file lists graphs (and, optionally, rules)::
+
+    graphs:
+      - name: anomaly
+        entry: firewall            # optional, default: the first node
+        nodes:                     # service -> allowed next hops, the first is the default
+          firewall: [sampler, drop]
+          sampler: [ids, ddos-detect]
+          ids: [scrubber]
+          ddos-detect: [scrubber]
+          scrubber: ["port:out", drop]
+        match:                     # optional: rules that send flows to this graph
+          - {priority: 10, proto: udp, dst: 10.0.0.0/8, dport: 53, in_port: in}
+    rules:                         # optional: more rules, each naming its graph
+      - {graph: anomaly, proto: tcp, dport: 80}
+
+A deployment file may hold the same ``graphs:`` and ``rules:`` keys. Everything
+is checked here, before anything reaches sluiced (which checks again): every
+problem is one line that names the key path, the graph and the node, and
+says what to do::
+
+    anomaly.yaml: graphs[0].nodes.sampler[1]: graph 'anomaly': node 'sampler': edge to
+    'idss', which is not a node of this graph (add it under nodes, or use port:NAME or
+    drop); did you mean 'ids'?
+
+``load_graphs(path)`` reads and checks a file, ``validate(...)`` checks
+graphs and rules already parsed (optionally against the services of a
+deployment's NFs and its ports), ``to_rpc(graph)`` gives the params of
+``graph.apply`` and ``rule_params(...)`` those of ``rule.add``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import ipaddress
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+
+from .client import SluiceError
+
+DOC = "docs/graphs.md"
+
+DEFAULT_GRAPH = "default"  # the chain: chain.set writes it, chain.get reads it
+PROTOS = {"tcp": 6, "udp": 17, "icmp": 1}
+# Names people write for protocols sluiced knows only by number.
+OTHER_PROTOS = {"sctp": 132, "icmpv6": 58, "icmp6": 58, "ipv6-icmp": 58, "gre": 47,
+                "esp": 50, "ah": 51, "udplite": 136}
+MAX_PRIORITY = 65535
+MATCH_KEYS = ("priority", "proto", "src", "dst", "sport", "dport", "in_port")
+
+_GRAPH_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,31}$")
+_SERVICE_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,31}$")
+_PORT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$")
+_RANGE_RE = re.compile(r"^\s*(\d+)\s*-\s*(\d+)\s*$")
+
+
+class GraphError(SluiceError):
+    """One or more problems in a graph file (or in graphs given otherwise), one line each."""
+
+    def __init__(self, issues: list[str]):
+        super().__init__("\n".join(issues))
+        self.issues = issues
+
+
+# -- schema -------------------------------------------------------------------------
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+
+class MatchSpec(_Strict):
+    """A rule inside a graph (its graph is that graph). Values are checked by
+    ``validate`` (their messages name the graph), not by the schema."""
+
+    priority: Any = 0
+    proto: Any = None
+    src: Any = None
+    dst: Any = None
+    sport: Any = None
+    dport: Any = None
+    in_port: Any = None
+
+
+class RuleSpec(MatchSpec):
+    """A rule of the top-level ``rules:`` list: a match and the graph it sends flows to."""
+
+    graph: str
+
+
+class GraphSpec(_Strict):
+    name: str
+    entry: str | None = None
+    nodes: dict[str, list[str]]
+    match: list[MatchSpec] = []
+
+    @field_validator("nodes", mode="before")
+    @classmethod
+    def _nodes(cls, v: Any) -> Any:
+        # a lone hop is a list of one (`ids: scrubber`); no hop (`ids:`) is an
+        # empty list, which validate() reports as a node without a default
+        if isinstance(v, dict):
+            return {k: [h] if isinstance(h, str) else [] if h is None else h
+                    for k, h in v.items()}
+        return v
+
+    def entry_node(self) -> str | None:
+        """The entry: ``entry`` if given, else the first node."""
+        if self.entry is not None:
+            return self.entry
+        return next(iter(self.nodes), None)
+
+    def describe(self) -> str:
+        return f"{self.name} ({len(self.nodes)} node(s), entry {self.entry_node()})"
+
+
+class GraphSet(_Strict):
+    """A graph file: graphs, and rules that name their graph."""
+
+    graphs: list[GraphSpec] = []
+    rules: list[RuleSpec] = []
+
+    def rule_params(self) -> list[dict[str, Any]]:
+        """The ``rule.add`` params of every rule: each graph's ``match``, then ``rules``."""
+        out = [rule_params(m, g.name) for g in self.graphs for m in g.match]
+        return out + [rule_params(r) for r in self.rules]
+
+    def describe(self) -> str:
+        n_rules = len(self.rule_params())
+        return (f"{len(self.graphs)} graph(s) ({', '.join(g.name for g in self.graphs) or '-'}), "
+                f"{n_rules} rule(s)")
+
+
+# -- loading ------------------------------------------------------------------------
+
+def load_graphs(path: str | Path, services: Iterable[str] | None = None,
+                ports: Iterable[str] | None = None) -> GraphSet:
+    """Reads and checks a graph file; raises GraphError.
+
+    A deployment file is accepted too: its ``graphs`` and ``rules`` are
+    taken, checked against its NFs and ports. ``services`` and ``ports``
+    (if given) are those the graphs may use."""
+    from .deploy import Deployment, DeploymentError, read_yaml
+
+    source = str(path)
+    try:
+        data = read_yaml(path, "graph file")
+        if isinstance(data, dict) and {"ports", "nfs", "chain", "node"} & set(data):
+            dep = Deployment.from_dict(data, source=source,
+                                       base_dir=Path(path).resolve().parent, check_env=False)
+            return GraphSet(graphs=dep.graphs, rules=dep.rules)
+    except DeploymentError as e:
+        raise GraphError(e.issues) from None
+    return parse_graphs(data, source, services, ports)
+
+
+def parse_graphs(data: Any, source: str = "<graphs>", services: Iterable[str] | None = None,
+                 ports: Iterable[str] | None = None) -> GraphSet:
+    """Checks a parsed graph file; raises GraphError (lines start with ``source``)."""
+    from .deploy import pydantic_issues
+
+    if data is None:
+        raise GraphError([f"{source}: the file is empty; a graph file needs graphs: "
+                          f"(see {DOC})"])
+    if not isinstance(data, dict):
+        raise GraphError([f"{source}: expected a mapping with keys graphs, rules; got "
+                          f"{_kind(data)} (see {DOC})"])
+    if "graphs" not in data:
+        raise GraphError([f"{source}: no graphs: a graph file lists them under graphs: "
+                          f"(see {DOC})"])
+    try:
+        gs = GraphSet.model_validate(data)
+    except ValidationError as e:
+        raise GraphError([f"{source}: {m}"
+                          for m in pydantic_issues(e, GraphSet, data)]) from None
+    issues = validate(gs.graphs, gs.rules, services, ports)
+    if not gs.graphs:
+        issues.insert(0, "graphs: empty: list at least one graph")
+    if issues:
+        raise GraphError([f"{source}: {m}" for m in issues])
+    return gs
+
+
+# -- checks -------------------------------------------------------------------------
+
+def validate(graphs: Sequence[GraphSpec], rules: Sequence[RuleSpec] = (),
+             services: Iterable[str] | None = None, ports: Iterable[str] | None = None,
+             allow_default: bool = True) -> list[str]:
+    """Problems of graphs and rules, one line each (``key.path: message``).
+
+    ``services``: the services the graphs may use (a deployment's NFs); None
+    does not check. ``ports``: the port names; None does not check.
+    ``allow_default``: whether a graph may be called "default" (the chain;
+    a deployment sets it with ``chain:``)."""
+    svc = list(services) if services is not None else None
+    prt = list(ports) if ports is not None else None
+    issues: list[str] = []
+    names: dict[str, int] = {}
+    for i, g in enumerate(graphs):
+        where = f"graphs[{i}]"
+        if g.name in names:
+            issues.append(f"{where}.name: graph '{g.name}' is already declared at "
+                          f"graphs[{names[g.name]}]: give each graph its own name")
+        else:
+            names[g.name] = i
+        issues += graph_issues(g, where, svc, prt, allow_default)
+    known = list(names) + [DEFAULT_GRAPH]
+    for i, r in enumerate(rules):
+        where = f"rules[{i}]"
+        if r.graph not in known:
+            options = list(names) or ["..."]
+            issues.append(f"{where}.graph: no graph named '{r.graph}' (graphs: "
+                          f"{', '.join(known)}): name one of them, or add graph "
+                          f"'{r.graph}' under graphs{_did_you_mean(r.graph, options)}")
+        _, problems = match_params(r.model_dump(exclude={"graph"}), prt)
+        issues += [f"{where}.{k}: rule for graph '{r.graph}': {m}" for k, m in problems]
+    return issues
+
+
+def graph_issues(g: GraphSpec, where: str = "graph", services: list[str] | None = None,
+                 ports: list[str] | None = None, allow_default: bool = True) -> list[str]:
+    """Problems of one graph; ``where`` is its key path (``graphs[0]``)."""
+    issues: list[str] = []
+    gname = f"graph '{g.name}'"
+    if not _GRAPH_RE.match(g.name):
+        issues.append(f"{where}.name: {g.name!r} is not a valid graph name: use 1-32 "
+                      f"letters, digits, '_', '.' or '-', starting with a letter")
+    elif g.name == DEFAULT_GRAPH and not allow_default:
+        issues.append(f"{where}.name: graph 'default' is the chain: set it with chain:, "
+                      f"or give this graph another name")
+    nodes = list(g.nodes)
+    if not nodes:
+        return issues + [f"{where}.nodes: {gname}: no nodes: list at least one, e.g. "
+                         f"firewall: [\"port:out\", drop]"]
+    entry = g.entry_node()
+    if g.entry is not None and g.entry not in g.nodes:
+        issues.append(f"{where}.entry: {gname}: entry '{g.entry}' is not a node of this "
+                      f"graph (nodes: {', '.join(nodes)}): name one of them, or leave entry "
+                      f"out to start at the first node{_did_you_mean(g.entry, nodes)}")
+        entry = None
+    dag: nx.DiGraph = nx.DiGraph()
+    dag.add_nodes_from(nodes)
+    for node, hops in g.nodes.items():
+        at = f"{where}.nodes.{node}"
+        what = f"{gname}: node '{node}'"
+        if node == "drop" or node.startswith("port:"):
+            issues.append(f"{at}: {gname}: '{node}' cannot be a node: ports and drop are "
+                          f"where a graph ends; list them as next hops of a node")
+            continue
+        if not _SERVICE_RE.match(node):
+            issues.append(f"{at}: {what}: not a valid service name: use 1-32 letters, "
+                          f"digits, '_', '.' or '-', starting with a letter")
+            continue
+        if services is not None and node not in services:
+            issues.append(f"{at}: {what}: no NF in nfs has service '{node}' (services: "
+                          f"{_list(services)}): add an NF with service '{node}' or fix the "
+                          f"name{_did_you_mean(node, services)}")
+        if not hops:
+            issues.append(f"{at}: {what} has no next hop: list at least one (the first is "
+                          f"the default), e.g. [\"port:out\"] or [drop]")
+            continue
+        seen: set[str] = set()
+        for j, hop in enumerate(hops):
+            hat = f"{at}[{j}]"
+            if hop in seen:
+                issues.append(f"{hat}: {what}: next hop '{hop}' is listed twice: list each "
+                              f"once")
+                continue
+            seen.add(hop)
+            if hop == "drop":
+                continue
+            if hop.startswith("port:"):
+                port = hop[5:]
+                if not _PORT_RE.match(port):
+                    issues.append(f"{hat}: {what}: '{hop}' names no valid port: write "
+                                  f"port:NAME with a port of the node")
+                elif ports is not None and port not in ports:
+                    issues.append(f"{hat}: {what}: no port named '{port}' (ports: "
+                                  f"{_list(ports)}){_did_you_mean(port, ports, 'port:')}")
+                continue
+            if hop not in g.nodes:
+                options = nodes + [f"port:{p}" for p in ports or []] + ["drop"]
+                hint = _did_you_mean(hop, options)
+                issues.append(f"{hat}: {what}: edge to '{hop}', which is not a node of this "
+                              f"graph (add it under nodes, or use port:NAME or drop){hint}")
+                continue
+            dag.add_edge(node, hop)
+    issues += _cycle_issues(dag, nodes, where, gname)
+    if entry is not None:
+        reach = nx.descendants(dag, entry) | {entry}
+        for node in nodes:
+            if node not in reach and not (node == "drop" or node.startswith("port:")):
+                issues.append(f"{where}.nodes.{node}: {gname}: node '{node}' is not "
+                              f"reachable from entry '{entry}': add an edge to it from "
+                              f"another node, or remove it")
+    for j, m in enumerate(g.match):
+        _, problems = match_params(m.model_dump(), ports)
+        issues += [f"{where}.match[{j}].{k}: {gname}: {msg}" for k, msg in problems]
+    return issues
+
+
+def _cycle_issues(dag: nx.DiGraph, order: list[str], where: str, gname: str) -> list[str]:
+    """One cycle per strongly connected part of the graph, as a path
+    starting at its first node in file order."""
+    issues = []
+    rank = {n: i for i, n in enumerate(order)}
+    parts = [sorted(c, key=rank.__getitem__) for c in nx.strongly_connected_components(dag)]
+    for part in sorted(parts, key=lambda c: rank[c[0]]):
+        start = part[0]
+        if len(part) == 1 and not dag.has_edge(start, start):
+            continue
+        sub = dag.subgraph(part)
+        edges = nx.find_cycle(sub, source=start)
+        path = [edges[0][0]] + [v for _, v in edges]
+        issues.append(f"{where}.nodes.{path[0]}: {gname}: cycle {' -> '.join(path)}: a "
+                      f"graph must not loop; remove one of its edges (or end the path "
+                      f"with port:NAME or drop)")
+    return issues
+
+
+# -- rule fields --------------------------------------------------------------------
+
+def match_params(fields: Mapping[str, Any], ports: Iterable[str] | None = None
+                 ) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+    """Checks and normalizes the fields of a rule or a flow filter.
+
+    Returns (params without the unset fields, [(field, problem)]). Fields:
+    priority, proto, src, dst, sport, dport, in_port, port (a flow filter:
+    source or destination port). Unknown fields are problems too."""
+    prt = list(ports) if ports is not None else None
+    out: dict[str, Any] = {}
+    problems: list[tuple[str, str]] = []
+    fams: dict[str, int] = {}
+    for key, value in fields.items():
+        if value is None:
+            continue
+        if key == "priority":
+            if isinstance(value, bool) or not isinstance(value, int):
+                problems.append((key, f"expected an integer from 0 to {MAX_PRIORITY}, got "
+                                      f"{_kind(value)}"))
+            elif not 0 <= value <= MAX_PRIORITY:
+                problems.append((key, f"{value} is out of range: use 0 to {MAX_PRIORITY} "
+                                      f"(higher wins)"))
+            else:
+                out[key] = value
+        elif key == "proto":
+            v, err = _proto(value)
+            problems += [(key, err)] if err else []
+            if err is None:
+                out[key] = v
+        elif key in ("src", "dst"):
+            net, err = _prefix(value)
+            if err:
+                problems.append((key, err))
+            else:
+                assert net is not None
+                fams[key] = net.version
+                out[key] = value.strip() if isinstance(value, str) else value
+        elif key in ("sport", "dport", "port"):
+            v, err = _l4port(value)
+            problems += [(key, err)] if err else []
+            if err is None:
+                out[key] = v
+        elif key == "in_port":
+            if not isinstance(value, str) or not _PORT_RE.match(value):
+                hint = (f": write in_port: {value[5:]}" if isinstance(value, str)
+                        and value.startswith("port:") else
+                        ": give the name of a port of the node, e.g. in")
+                problems.append((key, f"{value!r} is not a port name{hint}"))
+            elif prt is not None and value not in prt:
+                problems.append((key, f"no port named '{value}' (ports: {_list(prt)})"
+                                      f"{_did_you_mean(value, prt)}"))
+            else:
+                out[key] = value
+        else:
+            known = list(MATCH_KEYS) + (["port"] if "port" in fields else [])
+            problems.append((key, f"unknown key (known keys here: {', '.join(known)})"
+                                  f"{_did_you_mean(str(key), known)}"))
+    if len(set(fams.values())) > 1:
+        problems.append(("dst", f"src is IPv{fams['src']} and dst is IPv{fams['dst']}: a "
+                                f"flow has one address family; make them the same"))
+    proto = out.get("proto")
+    l4 = [k for k in ("sport", "dport", "port") if k in out]
+    if l4 and proto in ("icmp", 1, 58):
+        problems.append((l4[0], f"{l4[0]} needs proto tcp or udp (or no proto): an {proto} "
+                                f"packet has no ports"))
+    return out, problems
+
+
+def _proto(value: Any) -> tuple[Any, str | None]:
+    if isinstance(value, bool):
+        return None, f"expected tcp, udp, icmp or a number 0-255, got {_kind(value)}"
+    if isinstance(value, int):
+        if 0 <= value <= 255:
+            return value, None
+        return None, f"{value} is not an IP protocol number: use 0 to 255"
+    if isinstance(value, str):
+        v = value.strip().lower()
+        if v in PROTOS:
+            return v, None
+        if v.isdigit():
+            return _proto(int(v))
+        if v in OTHER_PROTOS:
+            return None, (f"'{value}' is not a protocol name sluiced knows (tcp, udp, icmp): "
+                          f"give its number, {OTHER_PROTOS[v]}")
+        return None, (f"'{value}' is not a protocol: use tcp, udp, icmp or a number 0-255"
+                      f"{_did_you_mean(v, list(PROTOS))}")
+    return None, f"expected tcp, udp, icmp or a number 0-255, got {_kind(value)}"
+
+
+def _prefix(value: Any) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network | None,
+                                 str | None]:
+    if not isinstance(value, str):
+        return None, (f"expected an address or prefix such as 10.0.0.0/8 or 2001:db8::/32, "
+                      f"got {_kind(value)}")
+    try:
+        return ipaddress.ip_network(value.strip(), strict=True), None
+    except ValueError as e:
+        if "host bits set" in str(e):
+            net = ipaddress.ip_network(value.strip(), strict=False)
+            return None, (f"'{value}' has bits set after the prefix length: write {net} "
+                          f"(or the address alone for one host)")
+        return None, (f"'{value}' is not an IPv4 or IPv6 address or prefix: write e.g. "
+                      f"10.0.0.0/8, 10.0.0.1 or 2001:db8::/32")
+
+
+def _l4port(value: Any) -> tuple[Any, str | None]:
+    usage = "a port 0-65535 or a range N-M such as 1024-65535"
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        return None, f"expected {usage}, got {_kind(value)}"
+    if isinstance(value, str):
+        s = value.strip()
+        if s.isdigit():
+            return _l4port(int(s))
+        m = _RANGE_RE.match(s)
+        if not m:
+            return None, f"'{value}' is not {usage}"
+        lo, hi = int(m.group(1)), int(m.group(2))
+        if hi > 65535:
+            return None, f"'{value}': {hi} is not a port: ports go from 0 to 65535"
+        if lo > hi:
+            return None, f"'{value}' is an empty range: write {hi}-{lo}"
+        return f"{lo}-{hi}", None
+    if not 0 <= value <= 65535:
+        return None, f"{value} is not a port: ports go from 0 to 65535"
+    return value, None
+
+
+# -- what sluiced is sent -----------------------------------------------------------
+
+def to_rpc(graph: GraphSpec) -> dict[str, Any]:
+    """The params of ``graph.apply``: ``{name, entry, nodes}`` (entry made explicit)."""
+    return {"name": graph.name, "entry": graph.entry_node(),
+            "nodes": {k: list(v) for k, v in graph.nodes.items()}}
+
+
+def rule_params(rule: MatchSpec, graph: str | None = None) -> dict[str, Any]:
+    """The params of ``rule.add`` for a rule (``graph``: for a graph's ``match``)."""
+    fields = rule.model_dump()
+    g = fields.pop("graph", None) or graph
+    params, problems = match_params(fields)
+    if problems:
+        raise GraphError([f"{k}: {m}" for k, m in problems])
+    return {"graph": g, "priority": params.pop("priority", 0), **params}
+
+
+# -- showing graphs, rules and flows ---------------------------------------------------
+
+def format_match(rule: Mapping[str, Any]) -> str:
+    """A rule's match in one line: ``udp dst 10.0.0.0/8 dport 53``."""
+    parts = []
+    proto = rule.get("proto")
+    if proto not in (None, "", "*", "any"):
+        parts.append(str(proto))
+    for k in ("src", "dst", "sport", "dport", "in_port"):
+        v = rule.get(k)
+        if v not in (None, "", "*", "any"):
+            parts.append(f"{k} {v}")
+    return " ".join(parts) or "any flow"
+
+
+def same_rule(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """Whether two rules (params we send, or entries of ``rule.list``) match the
+    same flows with the same priority for the same graph."""
+    return _rule_key(a) == _rule_key(b)
+
+
+def _rule_key(r: Mapping[str, Any]) -> tuple[Any, ...]:
+    def wild(v: Any) -> bool:
+        return v is None or v in ("", "*", "any")
+
+    def proto(v: Any) -> Any:
+        if wild(v):
+            return None
+        return PROTOS.get(str(v).lower(), int(v) if str(v).isdigit() else v)
+
+    def net(v: Any) -> Any:
+        if wild(v):
+            return None
+        try:
+            return ipaddress.ip_network(str(v), strict=False)
+        except ValueError:
+            return v
+
+    def l4(v: Any) -> Any:
+        if wild(v):
+            return None
+        s = str(v).strip()
+        m = _RANGE_RE.match(s)
+        if m:
+            lo, hi = int(m.group(1)), int(m.group(2))
+            if lo == 0 and hi == 65535:
+                return None
+            return (lo, hi)
+        return (int(s), int(s)) if s.isdigit() else s
+
+    return (r.get("graph"), int(r.get("priority") or 0), proto(r.get("proto")),
+            net(r.get("src")), net(r.get("dst")), l4(r.get("sport")), l4(r.get("dport")),
+            None if wild(r.get("in_port")) else r.get("in_port"))
+
+
+# -- helpers -------------------------------------------------------------------------
+
+def _list(names: Iterable[str]) -> str:
+    names = list(names)
+    return ", ".join(names) if names else "none"
+
+
+def _did_you_mean(word: str, options: Iterable[str], prefix: str = "") -> str:
+    m = difflib.get_close_matches(word, list(options), n=1, cutoff=0.6)
+    return f"; did you mean '{prefix}{m[0]}'?" if m else ""
+
+
+def _kind(v: Any) -> str:
+    from .deploy import _kind as kind
+
+    return kind(v)
