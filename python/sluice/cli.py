@@ -12,6 +12,8 @@ import json
 import os
 import sys
 from collections.abc import Callable
+from datetime import datetime
+from enum import Enum
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -37,7 +39,21 @@ chain_app = typer.Typer(help="Show or replace the default chain of a running nod
 nf_app = typer.Typer(help="The NF instances of a running node.", no_args_is_help=True)
 trace_app = typer.Typer(help="Packet captures for the demo and the benchmarks.",
                         no_args_is_help=True)
+graph_app = typer.Typer(help="Service graphs of a running node (docs/graphs.md).",
+                        no_args_is_help=True)
+rule_app = typer.Typer(help="Rules that send new flows to graphs.", no_args_is_help=True)
+flow_app = typer.Typer(help="The flow table of a running node.", no_args_is_help=True)
+request_app = typer.Typer(help="Cross-layer requests about flows, as NFs make them "
+                               "(SkipMe, RequestMe, ChangeDefault, Message).",
+                          no_args_is_help=True)
+lb_app = typer.Typer(help="Load balancing across the instances of a service.",
+                     no_args_is_help=True)
 app.add_typer(chain_app, name="chain")
+app.add_typer(graph_app, name="graph")
+app.add_typer(rule_app, name="rule")
+app.add_typer(flow_app, name="flow")
+flow_app.add_typer(request_app, name="request")
+app.add_typer(lb_app, name="lb")
 app.add_typer(nf_app, name="nf")
 app.add_typer(trace_app, name="trace")
 
@@ -216,6 +232,518 @@ def nf_list(node: str = NodeOpt, socket: Path = SocketOpt, as_json: bool = JsonO
                   str(n.get("mode", "")), f"{rx.get('count', 0)}/{rx.get('size', 0)}",
                   f"{tx.get('count', 0)}/{tx.get('size', 0)}")
     Console().print(t)
+
+
+@nf_app.command("scale")
+@errors
+def nf_scale(service: str = typer.Argument(..., help="The service to scale."),
+             replicas: int = typer.Argument(..., min=1,
+                                            help="Instances it should have (at least 1)."),
+             node: str = NodeOpt, socket: Path = SocketOpt, as_json: bool = JsonOpt,
+             timeout: float = TimeoutOpt) -> None:
+    """Start or stop instances of a service until it has REPLICAS (copies of its newest)."""
+    res = _call(node, socket, "nf.scale", timeout, service=service, replicas=replicas)
+    if as_json:
+        _print_json(res)
+        return
+    started, stopping = res.get("started") or [], res.get("stopping") or []
+    what = []
+    if started:
+        what.append(f"started instance(s) {_ids(started)}")
+    if stopping:
+        what.append(f"stopping instance(s) {_ids(stopping)}")
+    typer.echo(f"service {res.get('service', service)}: {replicas} replica(s): "
+               f"{'; '.join(what) or 'nothing to do'}")
+
+
+def _ids(v: list[Any]) -> str:
+    return ", ".join(map(str, v))
+
+
+# -- load balancing -----------------------------------------------------------------------
+
+class LbMode(str, Enum):
+    flow = "flow"
+    queue = "queue"
+    rr = "rr"
+
+
+LB_MODES = {"flow": "flow-sticky", "queue": "shortest queue", "rr": "round robin"}
+
+
+@lb_app.command("set")
+@errors
+def lb_set(service: str = typer.Argument(..., help="The service."),
+           mode: LbMode = typer.Argument(..., help="flow: a flow stays on one instance; "
+                                                   "queue: the shortest queue; rr: round "
+                                                   "robin."),
+           node: str = NodeOpt, socket: Path = SocketOpt, as_json: bool = JsonOpt,
+           timeout: float = TimeoutOpt) -> None:
+    """Choose how packets of a service are spread over its instances."""
+    res = _call(node, socket, "lb.set", timeout, service=service, mode=mode.value)
+    if as_json:
+        _print_json(res)
+        return
+    m = res.get("mode", mode.value)
+    typer.echo(f"service {res.get('service', service)}: load balancing {m} "
+               f"({LB_MODES.get(m, m)})")
+
+
+# -- graphs -------------------------------------------------------------------------------
+
+@graph_app.command("apply")
+@errors
+def graph_apply(file: Path = typer.Argument(..., help="Graph file (or a deployment file): "
+                                                      "its graphs and rules."),
+                dry_run: bool = typer.Option(False, "--dry-run",
+                                             help="Check the file and show the calls; send "
+                                                  "nothing."),
+                node: str = NodeOpt, socket: Path = SocketOpt, as_json: bool = JsonOpt,
+                timeout: float = TimeoutOpt) -> None:
+    """Apply the graphs of FILE (replacing those of the same name), then add its rules.
+
+    A rule the node already has (same graph, priority and match) is not added
+    again, so applying a file twice is harmless."""
+    from .graph import format_match, load_graphs, same_rule, to_rpc
+
+    gs = load_graphs(file)
+    rules = gs.rule_params()
+    if dry_run:
+        calls = ([{"method": "graph.apply", "params": to_rpc(g)} for g in gs.graphs]
+                 + [{"method": "rule.add", "params": r} for r in rules])
+        if as_json:
+            _print_json(calls)
+            return
+        typer.echo(f"{file}: ok: {gs.describe()}; nothing sent (--dry-run). The calls:")
+        for c in calls:
+            typer.echo(f"  {c['method']} {json.dumps(c['params'])}")
+        return
+    out: dict[str, list[Any]] = {"graphs": [], "rules": []}
+    say = (lambda _m: None) if as_json else typer.echo
+    with _client(node, socket, timeout) as c:
+        for g in gs.graphs:
+            try:
+                res = c.call("graph.apply", **to_rpc(g))
+            except SluiceError as e:
+                raise fail(f"{file}: graph '{g.name}': {e}") from None
+            out["graphs"].append(res)
+            say(f"graph {g.name}: applied (id {res.get('id')}, version {res.get('version')}), "
+                f"{len(g.nodes)} node(s), entry {g.entry_node()}")
+        existing = c.call("rule.list").get("rules", []) if rules else []
+        for r in rules:
+            have = next((x for x in existing if same_rule(x, r)), None)
+            if have is not None:
+                out["rules"].append({"id": have.get("id"), "added": False, **r})
+                say(f"rule {have.get('id')}: already there: {_rule_text(r, format_match)}")
+                continue
+            try:
+                res = c.call("rule.add", **r)
+            except SluiceError as e:
+                raise fail(f"{file}: rule {_rule_text(r, format_match)}: {e}") from None
+            out["rules"].append({"id": res.get("id"), "added": True, **r})
+            say(f"rule {res.get('id')}: added: {_rule_text(r, format_match)}")
+        names = {g.name for g in gs.graphs}
+        for x in existing:
+            if x.get("graph") in names and not any(same_rule(x, r) for r in rules):
+                say(f"rule {x.get('id')}: not in {file}, kept: {_rule_text(x, format_match)} "
+                    f"(`sluice rule remove {x.get('id')}` removes it)")
+    if as_json:
+        _print_json(out)
+
+
+def _rule_text(r: dict[str, Any], format_match: Callable[[dict[str, Any]], str]) -> str:
+    return f"priority {r.get('priority', 0)}, {format_match(r)} -> graph {r.get('graph')}"
+
+
+def _graph_lines(g: dict[str, Any]) -> list[str]:
+    nodes = g.get("nodes") or {}
+    head = (f"graph {g.get('name')}: id {g.get('id')}, version {g.get('version')}, "
+            f"entry {g.get('entry')}")
+    width = max((len(n) for n in nodes), default=0)
+    lines = [head]
+    for n, hops in nodes.items():
+        hops = list(hops or [])
+        text = ", ".join([f"{hops[0]} (default)", *hops[1:]]) if hops else "(no next hop)"
+        lines.append(f"  {n:<{width}} -> {text}")
+    return lines
+
+
+@graph_app.command("get")
+@errors
+def graph_get(name: str = typer.Argument(None, help="The graph (default: all)."),
+              node: str = NodeOpt, socket: Path = SocketOpt, as_json: bool = JsonOpt,
+              timeout: float = TimeoutOpt) -> None:
+    """Show one graph, or all (the first next hop of a node is its default)."""
+    params = {"name": name} if name is not None else {}
+    res = _call(node, socket, "graph.get", timeout, **params)
+    if as_json:
+        _print_json(res)
+        return
+    graphs = [res] if name is not None else res.get("graphs", [])
+    if not graphs:
+        typer.echo("no graphs")
+    for i, g in enumerate(graphs):
+        if i:
+            typer.echo("")
+        typer.echo("\n".join(_graph_lines(g)))
+
+
+@graph_app.command("remove")
+@errors
+def graph_remove(name: str = typer.Argument(..., help="The graph."),
+                 node: str = NodeOpt, socket: Path = SocketOpt, as_json: bool = JsonOpt,
+                 timeout: float = TimeoutOpt) -> None:
+    """Remove a graph and its rules; its flows go by the other rules or the chain."""
+    res = _call(node, socket, "graph.remove", timeout, name=name)
+    if as_json:
+        _print_json(res)
+        return
+    typer.echo(f"graph {res.get('removed', name)}: removed, with its "
+               f"{res.get('rules_removed', 0)} rule(s)")
+
+
+# -- rules --------------------------------------------------------------------------------
+
+ProtoOpt = typer.Option(None, "--proto", help="tcp, udp, icmp or a protocol number.")
+SrcOpt = typer.Option(None, "--src", help="Source address or prefix (10.0.0.0/8, 2001:db8::/32).")
+DstOpt = typer.Option(None, "--dst", help="Destination address or prefix.")
+SportOpt = typer.Option(None, "--sport", help="Source port N or range N-M.")
+DportOpt = typer.Option(None, "--dport", help="Destination port N or range N-M.")
+
+
+def _match(command: str, fields: dict[str, Any]) -> dict[str, Any]:
+    """Checked and normalized match fields (unset ones left out), or exit 1
+    with one line per problem."""
+    from .graph import match_params
+
+    params, problems = match_params(fields)
+    if problems:
+        raise fail("\n".join(f"sluice {command}: --{k.replace('_', '-')}: {m}"
+                             for k, m in problems))
+    return params
+
+
+@rule_app.command("add")
+@errors
+def rule_add(graph: str = typer.Option(..., "--graph", "-g", help="The graph new flows go to."),
+             priority: int = typer.Option(0, "--priority", "-p",
+                                          help="0-65535; higher wins, then the older rule."),
+             proto: str = ProtoOpt, src: str = SrcOpt, dst: str = DstOpt,
+             sport: str = SportOpt, dport: str = DportOpt,
+             in_port: str = typer.Option(None, "--in-port", help="The port packets arrive on."),
+             node: str = NodeOpt, socket: Path = SocketOpt, as_json: bool = JsonOpt,
+             timeout: float = TimeoutOpt) -> None:
+    """Send new flows that match to a graph (flows already seen keep theirs)."""
+    from .graph import format_match
+
+    params = {"graph": graph, **_match("rule add", {
+        "priority": priority, "proto": proto, "src": src, "dst": dst, "sport": sport,
+        "dport": dport, "in_port": in_port})}
+    params.setdefault("priority", priority)
+    res = _call(node, socket, "rule.add", timeout, **params)
+    if as_json:
+        _print_json(res)
+        return
+    typer.echo(f"rule {res.get('id')}: added: {_rule_text(params, format_match)}")
+
+
+@rule_app.command("list")
+@errors
+def rule_list(node: str = NodeOpt, socket: Path = SocketOpt, as_json: bool = JsonOpt,
+              timeout: float = TimeoutOpt) -> None:
+    """List the rules, the highest priority first as sluiced gives them."""
+    from .graph import format_match
+
+    res = _call(node, socket, "rule.list", timeout)
+    if as_json:
+        _print_json(res)
+        return
+    rules = res.get("rules", [])
+    if not rules:
+        typer.echo("no rules (every new flow takes the chain)")
+        return
+    t = Table()
+    for col in ("id", "priority", "match", "graph", "flows"):
+        t.add_column(col, justify="right" if col in ("id", "priority", "flows") else "left")
+    for r in rules:
+        t.add_row(str(r.get("id")), str(r.get("priority", 0)), format_match(r),
+                  str(r.get("graph")), f"{r.get('flows', 0):,}")
+    Console().print(t)
+
+
+@rule_app.command("remove")
+@errors
+def rule_remove(rule_id: int = typer.Argument(..., metavar="ID", help="The rule (rule list)."),
+                node: str = NodeOpt, socket: Path = SocketOpt, as_json: bool = JsonOpt,
+                timeout: float = TimeoutOpt) -> None:
+    """Remove a rule (flows it classified keep their graph until they end)."""
+    res = _call(node, socket, "rule.remove", timeout, id=rule_id)
+    if as_json:
+        _print_json(res)
+        return
+    typer.echo(f"rule {res.get('removed', rule_id)}: removed")
+
+
+# -- flows --------------------------------------------------------------------------------
+
+FGraphOpt = typer.Option(None, "--graph", "-g", help="Flows of this graph.")
+FPortOpt = typer.Option(None, "--port", help="Flows with this source or destination port "
+                                             "(N or N-M).")
+FServiceOpt = typer.Option(None, "--service", help="Flows that involve this service.")
+
+
+def _flow_filters(command: str, graph: str | None, proto: str | None, src: str | None,
+                  dst: str | None, port: str | None, service: str | None) -> dict[str, Any]:
+    params = _match(command, {"proto": proto, "src": src, "dst": dst, "port": port})
+    if graph is not None:
+        params["graph"] = graph
+    if service is not None:
+        params["service"] = service
+    return params
+
+
+def _flow_state(f: dict[str, Any]) -> str:
+    parts = [f"{s}#{i}" for s, i in (f.get("pins") or {}).items()]
+    for o in f.get("overrides") or []:
+        if o.get("type") == "skip":
+            parts.append(f"skip {o.get('service')}")
+        else:
+            parts.append(f"{o.get('service')} default {o.get('to')}")
+    return ", ".join(parts)
+
+
+def _idle(ms: Any) -> str:
+    if not isinstance(ms, int | float):
+        return "-"
+    return f"{ms:.0f} ms" if ms < 10000 else f"{ms / 1000:.0f} s"
+
+
+@flow_app.command("list")
+@errors
+def flow_list(graph: str = FGraphOpt, proto: str = ProtoOpt, src: str = SrcOpt,
+              dst: str = DstOpt, port: str = FPortOpt, service: str = FServiceOpt,
+              limit: int = typer.Option(100, "--limit", "-l", min=1,
+                                        help="Show at most this many flows."),
+              node: str = NodeOpt, socket: Path = SocketOpt, as_json: bool = JsonOpt,
+              timeout: float = TimeoutOpt) -> None:
+    """List flows of the flow table (at most --limit; says how many more matched)."""
+    params = {"limit": limit,
+              **_flow_filters("flow list", graph, proto, src, dst, port, service)}
+    res = _call(node, socket, "flow.list", timeout, **params)
+    if as_json:
+        _print_json(res)
+        return
+    flows = res.get("flows", [])
+    if flows:
+        t = Table()
+        for col in ("id", "flow", "graph", "pkts", "bytes", "idle", "pins, overrides"):
+            t.add_column(col, justify="right" if col in ("id", "pkts", "bytes", "idle")
+                         else "left", no_wrap=col != "pins, overrides")
+        for f in flows:
+            t.add_row(str(f.get("id")), str(f.get("key")), str(f.get("graph")),
+                      f"{f.get('pkts', 0):,}", f"{f.get('bytes', 0):,}",
+                      _idle(f.get("idle_ms")), _flow_state(f))
+        Console().print(t)
+    total, matched = res.get("total", len(flows)), res.get("matched", len(flows))
+    table = f" ({total:,} in the table)" if len(params) > 1 else ""
+    what = "matching flow(s)" if table else "flow(s)"
+    if res.get("truncated") or len(flows) < matched:
+        typer.echo(f"{len(flows):,} of {matched:,} {what} shown{table}; --limit N shows more")
+    else:
+        typer.echo(f"{matched:,} {what}{table}")
+
+
+@flow_app.command("get")
+@errors
+def flow_get(flow_id: int = typer.Argument(None, metavar="[ID]", help="The flow (flow list)."),
+             key: str = typer.Option(None, "--key", "-k",
+                                     help="The flow by its key, as flow list shows it: "
+                                          "'tcp 10.0.0.1:1234 > 10.0.0.2:80'."),
+             node: str = NodeOpt, socket: Path = SocketOpt, as_json: bool = JsonOpt,
+             timeout: float = TimeoutOpt) -> None:
+    """Show one flow: its graph, counters, pinned instances and overrides."""
+    if (flow_id is None) == (key is None):
+        raise fail("sluice flow get: give a flow ID or --key KEY (one of them)")
+    params = {"id": flow_id} if flow_id is not None else {"key": key}
+    f = _call(node, socket, "flow.get", timeout, **params)
+    if as_json:
+        _print_json(f)
+        return
+    lines = [f"flow {f.get('id')}: {f.get('key')}",
+             f"  graph:     {f.get('graph')}",
+             f"  packets:   {f.get('pkts', 0):,}",
+             f"  bytes:     {f.get('bytes', 0):,}",
+             f"  idle:      {_idle(f.get('idle_ms'))}"]
+    pins = f.get("pins") or {}
+    lines.append("  pinned:    " + (", ".join(f"{s} -> instance {i}" for s, i in pins.items())
+                                    or "-"))
+    ov = []
+    for o in f.get("overrides") or []:
+        if o.get("type") == "skip":
+            ov.append(f"skip {o.get('service')}")
+        else:
+            ov.append(f"default of {o.get('service')} is {o.get('to')}")
+    lines.append("  overrides: " + (", ".join(ov) or "-"))
+    typer.echo("\n".join(lines))
+
+
+@flow_app.command("delete")
+@errors
+def flow_delete(flow_id: int = typer.Argument(None, metavar="[ID]", help="The flow."),
+                all_flows: bool = typer.Option(False, "--all", help="Every flow."),
+                graph: str = FGraphOpt, proto: str = ProtoOpt, src: str = SrcOpt,
+                dst: str = DstOpt, port: str = FPortOpt, service: str = FServiceOpt,
+                node: str = NodeOpt, socket: Path = SocketOpt, as_json: bool = JsonOpt,
+                timeout: float = TimeoutOpt) -> None:
+    """Forget flows: their next packet is classified again (rules, else the chain)."""
+    filters = _flow_filters("flow delete", graph, proto, src, dst, port, service)
+    given = [flow_id is not None, all_flows, bool(filters)]
+    if sum(given) != 1:
+        raise fail("sluice flow delete: say which flows: a flow ID, --all, or filters "
+                   "(--graph, --proto, --src, --dst, --port, --service); one of the three")
+    params: dict[str, Any] = ({"id": flow_id} if flow_id is not None
+                              else {"all": True} if all_flows else filters)
+    res = _call(node, socket, "flow.delete", timeout, **params)
+    if as_json:
+        _print_json(res)
+        return
+    typer.echo(f"deleted {res.get('deleted', 0):,} flow(s)")
+
+
+# -- cross-layer requests --------------------------------------------------------------------
+
+FlowKeyOpt = typer.Option(None, "--flow", "-f", help="One flow, by its key "
+                                                     "('tcp 10.0.0.1:1234 > 10.0.0.2:80').")
+AllFlowsOpt = typer.Option(False, "--all-flows", help="Every flow.")
+
+
+def _request_flow(command: str, key: str | None, all_flows: bool,
+                  fields: dict[str, Any]) -> dict[str, Any]:
+    match = _match(command, fields)
+    if sum([key is not None, all_flows, bool(match)]) != 1:
+        raise fail(f"sluice {command}: say which flows: --flow KEY, a match (--proto, --src, "
+                   f"--dst, --sport, --dport) or --all-flows; one of the three")
+    return {"key": key} if key is not None else {"match": match}
+
+
+def _request(node: str | None, socket: Path | None, timeout: float, as_json: bool,
+             **params: Any) -> None:
+    res = _call(node, socket, "flow.request", timeout, **params)
+    if as_json:
+        _print_json(res)
+        return
+    typer.echo(f"{params['type']}: applied to {res.get('applied', 0):,} flow(s)")
+
+
+@request_app.command("skip-me")
+@errors
+def request_skip_me(service: str = typer.Argument(..., help="The service to skip."),
+                    flow: str = FlowKeyOpt, proto: str = ProtoOpt, src: str = SrcOpt,
+                    dst: str = DstOpt, sport: str = SportOpt, dport: str = DportOpt,
+                    all_flows: bool = AllFlowsOpt,
+                    node: str = NodeOpt, socket: Path = SocketOpt, as_json: bool = JsonOpt,
+                    timeout: float = TimeoutOpt) -> None:
+    """SkipMe: the flows go past SERVICE, to its default next hop."""
+    f = _request_flow("flow request skip-me", flow, all_flows, {
+        "proto": proto, "src": src, "dst": dst, "sport": sport, "dport": dport})
+    _request(node, socket, timeout, as_json, type="skip_me", flow=f, service=service)
+
+
+@request_app.command("request-me")
+@errors
+def request_request_me(service: str = typer.Argument(..., help="The service that asks."),
+                       flow: str = FlowKeyOpt, proto: str = ProtoOpt, src: str = SrcOpt,
+                       dst: str = DstOpt, sport: str = SportOpt, dport: str = DportOpt,
+                       all_flows: bool = AllFlowsOpt,
+                       node: str = NodeOpt, socket: Path = SocketOpt, as_json: bool = JsonOpt,
+                       timeout: float = TimeoutOpt) -> None:
+    """RequestMe: the flows are sent to SERVICE where the graph allows an edge to it."""
+    f = _request_flow("flow request request-me", flow, all_flows, {
+        "proto": proto, "src": src, "dst": dst, "sport": sport, "dport": dport})
+    _request(node, socket, timeout, as_json, type="request_me", flow=f, service=service)
+
+
+@request_app.command("change-default")
+@errors
+def request_change_default(service: str = typer.Argument(..., help="The node whose default "
+                                                                   "changes."),
+                           to: str = typer.Option(..., "--to", help="Its new default: one of "
+                                                                    "its next hops."),
+                           flow: str = FlowKeyOpt, proto: str = ProtoOpt, src: str = SrcOpt,
+                           dst: str = DstOpt, sport: str = SportOpt, dport: str = DportOpt,
+                           all_flows: bool = AllFlowsOpt,
+                           node: str = NodeOpt, socket: Path = SocketOpt,
+                           as_json: bool = JsonOpt, timeout: float = TimeoutOpt) -> None:
+    """ChangeDefault: for the flows, SERVICE's default next hop becomes --to."""
+    f = _request_flow("flow request change-default", flow, all_flows, {
+        "proto": proto, "src": src, "dst": dst, "sport": sport, "dport": dport})
+    _request(node, socket, timeout, as_json, type="change_default", flow=f, service=service,
+             to=to)
+
+
+@request_app.command("message")
+@errors
+def request_message(service: str = typer.Argument(..., help="The service it is for."),
+                    key: str = typer.Argument(..., help="Message key."),
+                    value: str = typer.Argument(..., help="Message value."),
+                    node: str = NodeOpt, socket: Path = SocketOpt, as_json: bool = JsonOpt,
+                    timeout: float = TimeoutOpt) -> None:
+    """Message: send KEY and VALUE to the NFs of SERVICE (their on_message)."""
+    _request(node, socket, timeout, as_json, type="message", service=service, key=key,
+             value=value)
+
+
+# -- events -------------------------------------------------------------------------------
+
+def event_line(ev: dict[str, Any]) -> str:
+    """An event in one line: ``HH:MM:SS.mmm KIND key=value ...`` (local time)."""
+    ts = ev.get("ts")
+    when = (datetime.fromtimestamp(ts).strftime("%H:%M:%S.%f")[:-3]
+            if isinstance(ts, int | float) else "--:--:--.---")
+    data = ev.get("data")
+    if isinstance(data, dict):
+        fields = " ".join(f"{k}={_event_value(v)}" for k, v in data.items())
+    else:
+        fields = json.dumps(data) if data is not None else ""
+    return f"{when} {ev.get('kind')} {fields}".rstrip()
+
+
+def _event_value(v: Any) -> str:
+    """Plain strings and numbers as they are; the rest (and strings with
+    spaces) as JSON, so that a line splits back into its fields."""
+    if isinstance(v, str) and v and " " not in v and "=" not in v:
+        return v
+    if isinstance(v, int | float) and not isinstance(v, bool):
+        return str(v)
+    return json.dumps(v)
+
+
+@app.command()
+@errors
+def events(kind: list[str] = typer.Option(None, "--kind", "-k",
+                                          help="Only these kinds (nf.up) or families (flow); "
+                                               "may be repeated."),
+           count: int = typer.Option(None, "--count", "-c", min=1,
+                                     help="Stop after this many events (default: Ctrl-C)."),
+           node: str = NodeOpt, socket: Path = SocketOpt,
+           as_json: bool = typer.Option(False, "--json", help="One JSON object per line."),
+           timeout: float = TimeoutOpt) -> None:
+    """Print the node's events as they happen (NFs, graphs, rules, flow requests, messages)."""
+    kinds = list(kind or [])
+    shown = 0
+    with _client(node, socket, timeout) as c:
+        typer.echo(f"events of {c.socket_path} (Ctrl-C stops)", err=True)
+        try:
+            for ev in c.events():
+                k = str(ev.get("kind"))
+                if kinds and not any(k == x or k.startswith(x + ".") for x in kinds):
+                    continue
+                typer.echo(json.dumps(ev) if as_json else event_line(ev))
+                shown += 1
+                if count is not None and shown >= count:
+                    return
+        except KeyboardInterrupt:
+            return
 
 
 # -- REST API ----------------------------------------------------------------------------

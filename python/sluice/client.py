@@ -9,7 +9,14 @@ JSON-RPC 2.0 over a Unix stream socket, one JSON object per line::
 One connection is kept open and reused. If sluiced closed it in the
 meantime (it restarted, or dropped an idle client), the next call connects
 again; a request that may have reached sluiced is sent a second time only
-when repeating it is harmless (reads, ``chain.set``, ``lb.set``).
+when repeating it is harmless (reads, ``chain.set``, ``graph.apply``,
+``lb.set``).
+
+Events come on a connection of their own::
+
+    with Client("demo") as c:
+        for ev in c.events():          # {kind, ts, data}, until sluiced goes away
+            print(ev["kind"], ev["data"])
 """
 
 from __future__ import annotations
@@ -20,17 +27,19 @@ import itertools
 import json
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 SOCKET_DIR = Path("/var/run/sluice")
 
 # Methods that change nothing, or set a state absolutely, so sending them
-# twice is harmless. Others (shutdown, nf.stop) are never sent twice.
+# twice is harmless. Others (shutdown, nf.stop, rule.add, nf.scale, ...) are
+# never sent twice.
 RETRY_SAFE = frozenset(
     {"status", "nf.list", "port.list", "service.list", "stats", "chain.get",
-     "chain.set", "lb.set"}
+     "chain.set", "lb.set", "graph.get", "graph.apply", "rule.list", "flow.list",
+     "flow.get"}
 )
 
 MAX_LINE = 64 * 1024 * 1024  # a response longer than this is not sluiced talking
@@ -199,12 +208,37 @@ class Client:
                                      f"{_short(response)}")
             return response["result"]
 
-    def _read_message(self, method: str) -> Any:
+    def events(self) -> Iterator[dict[str, Any]]:
+        """Subscribes and yields sluiced's events, ``{kind, ts, data}``, as they come.
+
+        The connection then carries events only: use a Client of its own.
+        Waits as long as it takes; ends with ConnectionLost when sluiced
+        closes the connection (it stopped). Closing the client (or the
+        generator) unsubscribes."""
+        self.call("subscribe")
+        try:
+            while True:
+                try:
+                    msg = self._read_message("subscribe", wait=None)
+                except ConnectionLost:
+                    raise ConnectionLost(f"events: sluiced closed the connection on "
+                                         f"{self.socket_path} (it stopped?)") from None
+                if isinstance(msg, dict) and msg.get("method") == "event" \
+                        and isinstance(msg.get("params"), dict):
+                    yield msg["params"]
+        finally:
+            self.close()
+
+    def _read_message(self, method: str, wait: float | None = -1.0) -> Any:
+        """The next message; ``wait``: seconds (default: the client's
+        timeout), or None for as long as it takes."""
         assert self._sock is not None
-        deadline = time.monotonic() + self.timeout
+        if wait is not None and wait < 0:
+            wait = self.timeout
+        deadline = None if wait is None else time.monotonic() + wait
         while b"\n" not in self._buf:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
                 self.close()
                 raise RpcTimeout(f"{method}: no answer from sluiced within {self.timeout:g} s")
             self._sock.settimeout(remaining)
