@@ -3,10 +3,11 @@
 The order matters. sluiced starts without a chain (it reads no port until a
 complete chain is set), the NFs start and register, and only when every NF
 is in ``nf.list`` does the launcher set the chain, so no packet meets a
-missing service. Stopping is the reverse: the ``shutdown`` call (sluiced
-stops its NFs and frees its memory), then SIGTERM and SIGKILL for whatever
-is still running after a timeout, then removal of DPDK files a crash may
-have left.
+missing service. Then come the other graphs and the rules that send flows
+to them (and the flows that arrived meanwhile are classified again).
+Stopping is the reverse: the ``shutdown`` call (sluiced stops its NFs and
+frees its memory), then SIGTERM and SIGKILL for whatever is still running
+after a timeout, then removal of DPDK files a crash may have left.
 
 Every process writes its output to a file in the run folder
 (``/tmp/sluice-NODE/`` unless told otherwise); nothing else is written,
@@ -226,6 +227,44 @@ class Launcher:
         except RpcError as e:
             raise LaunchError(f"{d.source}: chain: sluiced refused it: {e.message}") from None
         self.say(f"chain set: {' -> '.join(d.chain)}")
+        self._apply_graphs()
+
+    def _apply_graphs(self) -> None:
+        """Applies the deployment's graphs, then its rules (``graph.apply``,
+        ``rule.add``). Flows that arrived since the chain was set were all
+        classified to the chain; with rules added, ``flow.delete {all}``
+        makes their next packet go by the rules."""
+        from .graph import format_match, to_rpc
+
+        d = self.dep
+        for i, g in enumerate(d.graphs):
+            try:
+                res = self.client.call("graph.apply", **to_rpc(g))
+            except RpcError as e:
+                raise LaunchError(f"{d.source}: graphs[{i}]: graph '{g.name}': sluiced "
+                                  f"refused it: {e.message}") from None
+            self.say(f"graph {g.name} applied (version {res.get('version')}): "
+                     f"{len(g.nodes)} node(s), entry {g.entry_node()}")
+        rules = d.rule_params()
+        for r in rules:
+            try:
+                res = self.client.call("rule.add", **r)
+            except RpcError as e:
+                raise LaunchError(f"{d.source}: rule for graph '{r['graph']}' "
+                                  f"({format_match(r)}): sluiced refused it: "
+                                  f"{e.message}") from None
+            self.say(f"rule {res.get('id')} added: priority {r['priority']}, "
+                     f"{format_match(r)} -> graph {r['graph']}")
+        if rules:
+            try:
+                res = self.client.call("flow.delete", all=True)
+            except RpcError as e:
+                self.say(f"flows seen before the rules were added keep the chain "
+                         f"(flow.delete: {e.message})")
+            else:
+                if res.get("deleted"):
+                    self.say(f"{res['deleted']} flow(s) seen before the rules were added "
+                             f"will be classified again")
 
     def _refuse_if_running(self) -> None:
         pids = prefix_users(f"sluice_{self.node}")

@@ -73,11 +73,26 @@ def handle(req):
     if m == "nf.list":
         return [{"instance": i, "service": n["service"], "pid": n["pid"], "state": "running"}
                 for i, n in enumerate(nfs)]
+    if m in ("chain.set", "graph.apply", "rule.add", "flow.delete"):
+        with open(os.environ["FAKE_DIR"] + "/calls.jsonl", "a") as cf:
+            cf.write(json.dumps([m, p]) + "\n")
     if m == "chain.set":
         if "nosuch" in p["hops"]:
             raise ValueError("unknown service 'nosuch'")
         chain = p["hops"]
         return {"version": 1}
+    if m == "graph.apply":
+        if "nosuch" in p["nodes"]:
+            raise ValueError(f"graph '{p['name']}': node 'nosuch': no service 'nosuch'")
+        return {"name": p["name"], "id": 1, "version": 1}
+    if m == "rule.add":
+        if p.get("in_port") == "nosuch":
+            raise ValueError("param 'in_port': no port 'nosuch'")
+        return {"id": 5}
+    if m == "flow.delete":
+        if os.environ.get("FAKE_NO_FLOW_DELETE"):
+            raise ValueError("the flow table is off (--flow-lookup off)")
+        return {"deleted": 3}
     if m == "chain.get":
         return {"version": 1, "hops": chain or []}
     if m == "stats":
@@ -164,7 +179,7 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.setenv("FAKE_DIR", str(d))
     monkeypatch.setenv("FAKE_SOCKET", str(d / "s.sock"))
     for k in ("FAKE_SLUICED_FAIL", "FAKE_NF_FAIL", "FAKE_NF_SILENT", "FAKE_NF_STUBBORN",
-              "FAKE_SLUICED_DIE_AFTER"):
+              "FAKE_SLUICED_DIE_AFTER", "FAKE_NO_FLOW_DELETE"):
         monkeypatch.delenv(k, raising=False)
     monkeypatch.chdir(d)
     yield d
@@ -305,6 +320,115 @@ def test_launcher_refuses_a_chain_sluiced_rejects(fake: Path) -> None:
         run.start()
     assert str(e.value) == "t.yaml: chain: sluiced refused it: unknown service 'nosuch'"
     assert all(p.exited() is not None for p in run.processes())
+
+
+GRAPH_DEP = {
+    "ports": [{"name": "in", "device": "net_null0"}, {"name": "out", "device": "net_null1"}],
+    "nfs": [{"name": "mon", "program": "sluice-monitor", "service": "monitor"},
+            {"name": "fwd", "program": "sluice-forward", "service": "forward"}],
+    "chain": ["forward", "port:out"],
+    "graphs": [{"name": "watch", "nodes": {"monitor": ["forward", "drop"],
+                                           "forward": ["port:out"]},
+                "match": [{"priority": 10, "proto": "udp", "dport": 53, "in_port": "in"}]},
+               {"name": "direct", "entry": "forward", "nodes": {"forward": ["port:out"]}}],
+    "rules": [{"graph": "direct", "proto": "tcp", "dst": "10.0.0.0/8"}],
+}
+
+
+def graph_deployment(fake: Path, **changes: Any) -> Deployment:
+    return Deployment.from_dict(
+        {"node": {"name": node_name(), "cores": [CPU], "socket": "s.sock"},
+         **GRAPH_DEP, **changes}, base_dir=fake, source="g.yaml")
+
+
+def calls(fake: Path) -> list[list[Any]]:
+    return [json.loads(line) for line in (fake / "calls.jsonl").read_text().splitlines()]
+
+
+def test_launcher_applies_graphs_and_rules_after_the_chain(fake: Path) -> None:
+    said: list[str] = []
+    with Launcher(graph_deployment(fake), log_dir=fake / "run", say=said.append):
+        pass
+    assert calls(fake) == [
+        ["chain.set", {"hops": ["forward", "port:out"]}],
+        ["graph.apply", {"name": "watch", "entry": "monitor",
+                         "nodes": {"monitor": ["forward", "drop"], "forward": ["port:out"]}}],
+        ["graph.apply", {"name": "direct", "entry": "forward",
+                         "nodes": {"forward": ["port:out"]}}],
+        ["rule.add", {"graph": "watch", "priority": 10, "proto": "udp", "dport": 53,
+                      "in_port": "in"}],
+        ["rule.add", {"graph": "direct", "priority": 0, "proto": "tcp", "dst": "10.0.0.0/8"}],
+        ["flow.delete", {"all": True}]]
+    i = said.index("chain set: forward -> port:out")
+    assert said[i + 1:i + 6] == [
+        "graph watch applied (version 1): 2 node(s), entry monitor",
+        "graph direct applied (version 1): 1 node(s), entry forward",
+        "rule 5 added: priority 10, udp dport 53 in_port in -> graph watch",
+        "rule 5 added: priority 0, tcp dst 10.0.0.0/8 -> graph direct",
+        "3 flow(s) seen before the rules were added will be classified again"]
+    no_processes_left(fake)
+
+
+def test_launcher_without_graphs_sends_only_the_chain(fake: Path) -> None:
+    with Launcher(graph_deployment(fake, graphs=[], rules=[]), log_dir=fake / "run"):
+        pass
+    assert calls(fake) == [["chain.set", {"hops": ["forward", "port:out"]}]]
+
+
+def test_launcher_graphs_without_rules_and_no_flow_table(fake: Path,
+                                                         monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
+    said: list[str] = []
+    with Launcher(graph_deployment(fake, rules=[], graphs=GRAPH_DEP["graphs"][1:]),
+                  log_dir=fake / "run", say=said.append):
+        pass
+    assert [c[0] for c in calls(fake)] == ["chain.set", "graph.apply"]
+    (fake / "calls.jsonl").unlink()
+    monkeypatch.setenv("FAKE_NO_FLOW_DELETE", "1")
+    with Launcher(graph_deployment(fake), log_dir=fake / "run", say=said.append):
+        pass
+    assert [c[0] for c in calls(fake)][-1] == "flow.delete"
+    assert said[-1] == ("flows seen before the rules were added keep the chain (flow.delete: "
+                        "the flow table is off (--flow-lookup off))")
+
+
+def test_launcher_reports_a_graph_or_rule_sluiced_refuses(fake: Path) -> None:
+    bad = [{"name": "bad", "nodes": {"forward": ["nosuch"], "nosuch": ["drop"]}}]
+    dep = graph_deployment(fake, rules=[], graphs=bad, nfs=GRAPH_DEP["nfs"] + [
+        {"name": "x", "program": "sluice-forward", "service": "nosuch"}])
+    run = Launcher(dep, log_dir=fake / "run")
+    with pytest.raises(LaunchError) as e:
+        run.start()
+    assert str(e.value) == ("g.yaml: graphs[0]: graph 'bad': sluiced refused it: graph 'bad': "
+                            "node 'nosuch': no service 'nosuch'")
+    assert all(p.exited() is not None for p in run.processes())
+    ports = [{"name": "in", "device": "net_null0"}, {"name": "nosuch", "device": "net_null1"}]
+    dep = graph_deployment(fake, ports=ports, chain=["forward", "drop"], graphs=[],
+                           rules=[{"graph": "default", "in_port": "nosuch"}])
+    run = Launcher(dep, log_dir=fake / "run")
+    with pytest.raises(LaunchError) as e:
+        run.start()
+    assert str(e.value) == ("g.yaml: rule for graph 'default' (in_port nosuch): sluiced "
+                            "refused it: param 'in_port': no port 'nosuch'")
+    assert all(p.exited() is not None for p in run.processes())
+
+
+def test_up_with_graphs(fake: Path) -> None:
+    p = deployment(fake)
+    p.write_text(p.read_text() + textwrap.dedent("""        graphs:
+          - name: web
+            nodes: {forward: ["port:out"]}
+            match: [{proto: tcp, dport: 80}]
+        """))
+    r = runner.invoke(app, ["check", str(p)])
+    assert r.exit_code == 0, r.output
+    assert r.stdout.endswith("chain monitor -> forward -> port:out, graph(s) web, 1 rule(s)\n")
+    r = runner.invoke(app, ["up", str(p), "--duration", "0.5", "--log-dir", str(fake / "run")])
+    assert r.exit_code == 0, r.output
+    assert "graph web applied (version 1): 1 node(s), entry forward" in r.stdout
+    assert [c[0] for c in calls(fake)] == ["chain.set", "graph.apply", "rule.add",
+                                           "flow.delete"]
+    no_processes_left(fake)
 
 
 def test_up_refuses_a_second_instance(fake: Path) -> None:
