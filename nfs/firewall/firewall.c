@@ -3,10 +3,12 @@
  * sluice-firewall: ordered allow/deny rules over the 5-tuple, first match
  * wins, with a default policy. Deny -> SL_DROP, allow -> SL_NEXT.
  *
- * Rules come from a YAML or JSON file (rules.c) and are compiled into two
- * DPDK rte_acl contexts, one for IPv4 and one for IPv6, classified a burst
- * at a time. The linear matcher of rules.c is the reference (the unit
- * tests compare both) and the fallback if rte_acl cannot be built.
+ * Rules come from a YAML or JSON file (rules.c) and are compiled into an
+ * sl_classifier (src/common/sl_classifier.c: two DPDK rte_acl contexts,
+ * one for IPv4 and one for IPv6; common code written for sluiced's flow
+ * rules too), classified a burst at a time. The linear matcher of rules.c
+ * is the reference (the unit tests compare both) and the fallback if
+ * rte_acl cannot be built.
  *
  * SIGHUP re-reads the file: the new rules replace the old ones only if the
  * whole file is valid. Counters are printed on reload and at exit in the
@@ -21,20 +23,17 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <arpa/inet.h>
-
-#include <rte_acl.h>
-#include <rte_errno.h>
 #include <rte_mbuf.h>
-#include <rte_memory.h>
 
 #include "sluice/nf.h"
 #include "sluice/pkt.h"
 
+#include "sl_classifier.h"
+
 #include "rules.h"
 
 #define FW_PROG "sluice-firewall"
-#define FW_CHUNK 64        /* packets classified per rte_acl call */
+#define FW_CHUNK 64        /* packets classified per lookup */
 #define FW_PRINT_RULES 32  /* rules listed at startup */
 
 enum fw_matcher {
@@ -55,8 +54,7 @@ struct fw_counter {
  */
 struct fw_table {
 	struct fw_ruleset *rs;
-	struct rte_acl_ctx *acl4; /* NULL: no IPv4 rules, or linear */
-	struct rte_acl_ctx *acl6; /* NULL: no IPv6 rules, or linear */
+	struct sl_classifier *cls; /* NULL: linear */
 	enum fw_matcher matcher;  /* what is actually used */
 	uint32_t slot_default;
 	uint32_t slot_non_ip;
@@ -69,212 +67,32 @@ struct fw_state {
 	char *rules_path;
 	uint8_t non_ip_action;   /* enum fw_action for non-IP and malformed */
 	enum fw_matcher matcher; /* what --matcher asked for */
-	uint32_t generation;     /* tables built, for unique rte_acl names */
 	struct fw_table *table;
 };
 
-/*
- * rte_acl input keys, built from the parsed 5-tuple so IPv4 options and
- * IPv6 extension headers do not move the fields. Addresses and ports in
- * network order, as rte_acl expects. The first field must be one byte;
- * the others are grouped in 4-byte input words.
- */
-struct fw_key4 {
-	uint8_t proto;
-	uint8_t pad[3];
-	uint32_t src;
-	uint32_t dst;
-	uint16_t sport;
-	uint16_t dport;
-};
-
-struct fw_key6 {
-	uint8_t proto;
-	uint8_t pad[3];
-	uint32_t src[4];
-	uint32_t dst[4];
-	uint16_t sport;
-	uint16_t dport;
-};
-
-enum { F4_PROTO, F4_SRC, F4_DST, F4_SPORT, F4_DPORT, F4_NUM };
-enum { F6_PROTO, F6_SRC, F6_DST = F6_SRC + 4, F6_SPORT = F6_DST + 4,
-       F6_DPORT, F6_NUM };
-
-RTE_ACL_RULE_DEF(fw_acl_rule4, F4_NUM);
-RTE_ACL_RULE_DEF(fw_acl_rule6, F6_NUM);
-
-static const struct rte_acl_field_def fw_defs4[F4_NUM] = {
-	[F4_PROTO] = {.type = RTE_ACL_FIELD_TYPE_BITMASK, .size = 1,
-		      .field_index = F4_PROTO, .input_index = 0,
-		      .offset = offsetof(struct fw_key4, proto)},
-	[F4_SRC] = {.type = RTE_ACL_FIELD_TYPE_MASK, .size = 4,
-		    .field_index = F4_SRC, .input_index = 1,
-		    .offset = offsetof(struct fw_key4, src)},
-	[F4_DST] = {.type = RTE_ACL_FIELD_TYPE_MASK, .size = 4,
-		    .field_index = F4_DST, .input_index = 2,
-		    .offset = offsetof(struct fw_key4, dst)},
-	[F4_SPORT] = {.type = RTE_ACL_FIELD_TYPE_RANGE, .size = 2,
-		      .field_index = F4_SPORT, .input_index = 3,
-		      .offset = offsetof(struct fw_key4, sport)},
-	[F4_DPORT] = {.type = RTE_ACL_FIELD_TYPE_RANGE, .size = 2,
-		      .field_index = F4_DPORT, .input_index = 3,
-		      .offset = offsetof(struct fw_key4, dport)},
-};
-
-static void
-fw_defs6(struct rte_acl_field_def *d)
-{
-	unsigned i;
-
-	memset(d, 0, F6_NUM * sizeof(*d));
-	d[F6_PROTO] = (struct rte_acl_field_def){
-		.type = RTE_ACL_FIELD_TYPE_BITMASK, .size = 1,
-		.field_index = F6_PROTO, .input_index = 0,
-		.offset = offsetof(struct fw_key6, proto)};
-	for (i = 0; i < 4; i++) {
-		d[F6_SRC + i] = (struct rte_acl_field_def){
-			.type = RTE_ACL_FIELD_TYPE_MASK, .size = 4,
-			.field_index = (uint8_t)(F6_SRC + i),
-			.input_index = (uint8_t)(1 + i),
-			.offset = (uint32_t)(offsetof(struct fw_key6, src) +
-					     4 * i)};
-		d[F6_DST + i] = (struct rte_acl_field_def){
-			.type = RTE_ACL_FIELD_TYPE_MASK, .size = 4,
-			.field_index = (uint8_t)(F6_DST + i),
-			.input_index = (uint8_t)(5 + i),
-			.offset = (uint32_t)(offsetof(struct fw_key6, dst) +
-					     4 * i)};
-	}
-	d[F6_SPORT] = (struct rte_acl_field_def){
-		.type = RTE_ACL_FIELD_TYPE_RANGE, .size = 2,
-		.field_index = F6_SPORT, .input_index = 9,
-		.offset = offsetof(struct fw_key6, sport)};
-	d[F6_DPORT] = (struct rte_acl_field_def){
-		.type = RTE_ACL_FIELD_TYPE_RANGE, .size = 2,
-		.field_index = F6_DPORT, .input_index = 9,
-		.offset = offsetof(struct fw_key6, dport)};
-}
-
-/* Bits of a prefix of len bits that fall in 32-bit word i. */
-static uint32_t
-fw_word_bits(unsigned len, unsigned i)
-{
-	if (len <= 32 * i)
-		return 0;
-	return len - 32 * i >= 32 ? 32 : len - 32 * i;
-}
-
-/* Fields common to both families: proto, ports, priority, userdata. */
-static void
-fw_acl_common(const struct fw_rule *r, uint32_t index,
-	      struct rte_acl_rule_data *data, struct rte_acl_field *proto,
-	      struct rte_acl_field *sport, struct rte_acl_field *dport)
-{
-	data->category_mask = 1;
-	/* First match wins: earlier rules get higher priority. */
-	data->priority = (int32_t)(RTE_ACL_MAX_PRIORITY - index);
-	data->userdata = index + 1; /* 0 means "no match" */
-	proto->value.u8 = r->proto_any ? 0 : r->proto;
-	proto->mask_range.u8 = r->proto_any ? 0 : 0xff;
-	sport->value.u16 = r->sport_lo;
-	sport->mask_range.u16 = r->sport_hi;
-	dport->value.u16 = r->dport_lo;
-	dport->mask_range.u16 = r->dport_hi;
-}
-
-/*
- * Builds the rte_acl context of one family from the rules that apply to it
- * (same family, or no address given). *out is NULL if there are none.
- */
+/* Builds the classifier of a rule set: first match wins. */
 static int
-fw_acl_build(const struct fw_ruleset *rs, unsigned family, const char *name,
-	     struct rte_acl_ctx **out, char *err, size_t err_size)
+fw_acl_build(const struct fw_ruleset *rs, struct sl_classifier **out,
+	     char *err, size_t err_size)
 {
-	struct rte_acl_param prm = {
-		.name = name,
-		.socket_id = SOCKET_ID_ANY,
-		.rule_size = family == 4 ? RTE_ACL_RULE_SZ(F4_NUM) :
-					   RTE_ACL_RULE_SZ(F6_NUM),
-	};
-	struct rte_acl_config cfg = {
-		.num_categories = 1,
-		.num_fields = family == 4 ? F4_NUM : F6_NUM,
-	};
-	struct rte_acl_ctx *ctx;
-	uint32_t i, n = 0;
+	const struct sl_match **m;
+	char prefix[SL_CLASSIFIER_PREFIX_MAX + 1];
+	uint32_t i;
 	int rc;
 
-	*out = NULL;
+	m = calloc(rs->n_rules ? rs->n_rules : 1, sizeof(*m));
+	if (m == NULL) {
+		snprintf(err, err_size, "out of memory");
+		return -ENOMEM;
+	}
 	for (i = 0; i < rs->n_rules; i++)
-		n += rs->rules[i].family == 0 || rs->rules[i].family == family;
-	if (n == 0)
-		return 0;
-	prm.max_rule_num = n;
-
-	/* Our pid is in the name: one left over is from a dead process. */
-	ctx = rte_acl_find_existing(name);
-	if (ctx != NULL)
-		rte_acl_free(ctx);
-	ctx = rte_acl_create(&prm);
-	if (ctx == NULL) {
-		snprintf(err, err_size, "rte_acl_create: %s",
-			 rte_strerror(rte_errno));
-		return -(rte_errno ? rte_errno : ENOMEM);
-	}
-
-	for (i = 0, rc = 0; rc == 0 && i < rs->n_rules; i++) {
-		const struct fw_rule *r = &rs->rules[i];
-		unsigned w;
-
-		if (r->family != 0 && r->family != family)
-			continue;
-		if (family == 4) {
-			struct fw_acl_rule4 a;
-
-			memset(&a, 0, sizeof(a));
-			fw_acl_common(r, i, &a.data, &a.field[F4_PROTO],
-				      &a.field[F4_SPORT], &a.field[F4_DPORT]);
-			a.field[F4_SRC].value.u32 = ntohl(r->src[0]);
-			a.field[F4_SRC].mask_range.u32 = r->src_len;
-			a.field[F4_DST].value.u32 = ntohl(r->dst[0]);
-			a.field[F4_DST].mask_range.u32 = r->dst_len;
-			rc = rte_acl_add_rules(ctx, (struct rte_acl_rule *)&a,
-					       1);
-		} else {
-			struct fw_acl_rule6 a;
-
-			memset(&a, 0, sizeof(a));
-			fw_acl_common(r, i, &a.data, &a.field[F6_PROTO],
-				      &a.field[F6_SPORT], &a.field[F6_DPORT]);
-			for (w = 0; w < 4; w++) {
-				struct rte_acl_field *s = &a.field[F6_SRC + w];
-				struct rte_acl_field *d = &a.field[F6_DST + w];
-
-				s->value.u32 = ntohl(r->src[w]);
-				s->mask_range.u32 = fw_word_bits(r->src_len, w);
-				d->value.u32 = ntohl(r->dst[w]);
-				d->mask_range.u32 = fw_word_bits(r->dst_len, w);
-			}
-			rc = rte_acl_add_rules(ctx, (struct rte_acl_rule *)&a,
-					       1);
-		}
-	}
-	if (rc == 0) {
-		if (family == 4)
-			memcpy(cfg.defs, fw_defs4, sizeof(fw_defs4));
-		else
-			fw_defs6(cfg.defs);
-		rc = rte_acl_build(ctx, &cfg);
-	}
-	if (rc != 0) {
-		snprintf(err, err_size, "rte_acl (IPv%u): %s", family,
-			 strerror(-rc));
-		rte_acl_free(ctx);
-		return rc;
-	}
-	*out = ctx;
-	return 0;
+		m[i] = &rs->rules[i].match;
+	/* Our pid in the names: one left over is from a dead process. */
+	snprintf(prefix, sizeof(prefix), "slfw%d_", (int)getpid());
+	rc = sl_classifier_build(m, NULL, rs->n_rules, prefix, out, err,
+				 err_size);
+	free(m);
+	return rc;
 }
 
 static void
@@ -282,8 +100,7 @@ fw_table_free(struct fw_table *tb)
 {
 	if (tb == NULL)
 		return;
-	rte_acl_free(tb->acl4);
-	rte_acl_free(tb->acl6);
+	sl_classifier_free(tb->cls);
 	fw_rules_free(tb->rs);
 	free(tb->deny);
 	free(tb->cnt);
@@ -329,26 +146,16 @@ fw_table_load(struct fw_state *fw, struct fw_table **out, char *err,
 
 	tb->matcher = fw->matcher;
 	if (tb->matcher == FW_MATCH_ACL) {
-		char name[RTE_ACL_NAMESIZE], why[160];
+		char why[160];
 
-		fw->generation++;
-		snprintf(name, sizeof(name), "slfw%d_%" PRIu32 "_4",
-			 (int)getpid(), fw->generation);
-		rc = fw_acl_build(tb->rs, 4, name, &tb->acl4, why,
-				  sizeof(why));
-		if (rc == 0) {
-			name[strlen(name) - 1] = '6';
-			rc = fw_acl_build(tb->rs, 6, name, &tb->acl6, why,
-					  sizeof(why));
-		}
+		rc = fw_acl_build(tb->rs, &tb->cls, why, sizeof(why));
 		if (rc != 0) {
 			fprintf(stderr,
 				FW_PROG ": cannot build rte_acl (%s; sluiced "
 					"--nf-mem sets the memory NFs may "
 					"use); using the linear matcher\n",
 				why);
-			rte_acl_free(tb->acl4);
-			tb->acl4 = NULL;
+			tb->cls = NULL;
 			tb->matcher = FW_MATCH_LINEAR;
 		}
 	}
@@ -360,18 +167,15 @@ fw_table_load(struct fw_state *fw, struct fw_table **out, char *err,
 static void
 fw_classify(struct fw_table *tb, struct rte_mbuf **pkts, uint16_t n)
 {
-	struct fw_key4 k4[FW_CHUNK];
-	struct fw_key6 k6[FW_CHUNK];
-	const uint8_t *d4[FW_CHUNK], *d6[FW_CHUNK];
-	uint32_t r4[FW_CHUNK], r6[FW_CHUNK];
-	uint16_t i4[FW_CHUNK], i6[FW_CHUNK];
-	uint32_t slot[FW_CHUNK];
-	uint16_t i, n4 = 0, n6 = 0;
-	struct sl_5tuple t;
+	struct sl_5tuple t[FW_CHUNK];
+	const struct sl_5tuple *tp[FW_CHUNK];
+	uint32_t slot[FW_CHUNK], res[FW_CHUNK];
+	uint16_t idx[FW_CHUNK];
+	uint16_t i, k = 0;
 	int rc;
 
 	for (i = 0; i < n; i++) {
-		rc = sl_pkt_5tuple(pkts[i], &t);
+		rc = sl_pkt_5tuple(pkts[i], &t[i]);
 		if (unlikely(rc != 0)) {
 			slot[i] = rc == -ENOENT ? tb->slot_non_ip :
 						  tb->slot_malformed;
@@ -379,48 +183,21 @@ fw_classify(struct fw_table *tb, struct rte_mbuf **pkts, uint16_t n)
 		}
 		slot[i] = tb->slot_default;
 		if (tb->matcher == FW_MATCH_LINEAR) {
-			int m = fw_rules_match(tb->rs, &t);
+			int m = fw_rules_match(tb->rs, &t[i]);
 
 			if (m >= 0)
 				slot[i] = (uint32_t)m;
-		} else if (t.family == 4) {
-			struct fw_key4 *k;
-
-			if (tb->acl4 == NULL)
-				continue;
-			k = &k4[n4];
-			memset(k, 0, sizeof(*k));
-			k->proto = t.proto;
-			k->src = t.src.v4;
-			k->dst = t.dst.v4;
-			k->sport = t.sport;
-			k->dport = t.dport;
-			d4[n4] = (const uint8_t *)k;
-			i4[n4++] = i;
 		} else {
-			struct fw_key6 *k;
-
-			if (tb->acl6 == NULL)
-				continue;
-			k = &k6[n6];
-			memset(k->pad, 0, sizeof(k->pad));
-			k->proto = t.proto;
-			memcpy(k->src, t.src.v6, 16);
-			memcpy(k->dst, t.dst.v6, 16);
-			k->sport = t.sport;
-			k->dport = t.dport;
-			d6[n6] = (const uint8_t *)k;
-			i6[n6++] = i;
+			tp[k] = &t[i];
+			idx[k++] = i;
 		}
 	}
-	if (n4 > 0 && rte_acl_classify(tb->acl4, d4, r4, n4, 1) == 0)
-		for (i = 0; i < n4; i++)
-			if (r4[i] != 0)
-				slot[i4[i]] = r4[i] - 1;
-	if (n6 > 0 && rte_acl_classify(tb->acl6, d6, r6, n6, 1) == 0)
-		for (i = 0; i < n6; i++)
-			if (r6[i] != 0)
-				slot[i6[i]] = r6[i] - 1;
+	if (k > 0) {
+		sl_classifier_lookup(tb->cls, tp, NULL, k, res);
+		for (i = 0; i < k; i++)
+			if (res[i] != 0)
+				slot[idx[i]] = res[i] - 1;
+	}
 
 	for (i = 0; i < n; i++) {
 		struct fw_counter *c = &tb->cnt[slot[i]];

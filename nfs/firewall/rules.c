@@ -4,7 +4,9 @@
  *
  * A YAML file is first turned into the same jansson tree a JSON file
  * gives, so both formats go through one validator and give the same
- * messages. Rule file format: see nfs/firewall/README.md.
+ * messages. The match fields (proto, src, dst, sport, dport) are read by
+ * sl_match_from_json() (src/common/sl_match.c), as sluiced's flow rules
+ * are. Rule file format: see nfs/firewall/README.md.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -12,10 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include <arpa/inet.h>
-#include <netinet/in.h>
 
 #include <jansson.h>
 #include <yaml.h>
@@ -96,221 +96,6 @@ fw_describe(const json_t *v, char *buf, size_t size)
 	return buf;
 }
 
-/* Parses "0".."max" made of digits only. */
-static int
-fw_parse_uint(const char *s, size_t n, unsigned long max, unsigned long *out)
-{
-	unsigned long v = 0;
-	size_t i;
-
-	if (n == 0 || n > 10)
-		return -1;
-	for (i = 0; i < n; i++) {
-		if (!isdigit((unsigned char)s[i]))
-			return -1;
-		v = v * 10 + (unsigned long)(s[i] - '0');
-	}
-	if (v > max)
-		return -1;
-	*out = v;
-	return 0;
-}
-
-static void
-fw_prefix_mask(unsigned family, unsigned len, uint32_t mask[4])
-{
-	unsigned i, words = family == 4 ? 1 : 4;
-
-	memset(mask, 0, 4 * sizeof(mask[0]));
-	for (i = 0; i < words; i++) {
-		unsigned bits = len > 32 * i ? len - 32 * i : 0;
-
-		if (bits >= 32)
-			mask[i] = 0xffffffffu;
-		else if (bits > 0)
-			mask[i] = htonl(~0u << (32 - bits));
-	}
-}
-
-/*
- * "any", "A.B.C.D", "A.B.C.D/N", "X:Y::Z", "X:Y::Z/N". Sets family 0 for
- * "any". Returns 0, -1 if not a prefix, -2 if host bits are set.
- */
-static int
-fw_parse_prefix(const char *s, uint8_t *family, uint32_t addr[4],
-		uint32_t mask[4], uint8_t *len)
-{
-	char a[INET6_ADDRSTRLEN];
-	const char *slash = strchr(s, '/');
-	size_t alen = slash ? (size_t)(slash - s) : strlen(s);
-	unsigned long plen;
-	unsigned fam, max, i;
-
-	memset(addr, 0, 4 * sizeof(addr[0]));
-	memset(mask, 0, 4 * sizeof(mask[0]));
-	*len = 0;
-	if (strcmp(s, "any") == 0) {
-		*family = 0;
-		return 0;
-	}
-	if (alen == 0 || alen >= sizeof(a))
-		return -1;
-	memcpy(a, s, alen);
-	a[alen] = '\0';
-	fam = strchr(a, ':') ? 6 : 4;
-	max = fam == 4 ? 32 : 128;
-	if (inet_pton(fam == 4 ? AF_INET : AF_INET6, a, addr) != 1)
-		return -1;
-	if (slash == NULL)
-		plen = max;
-	else if (fw_parse_uint(slash + 1, strlen(slash + 1), max, &plen) != 0)
-		return -1;
-	fw_prefix_mask(fam, (unsigned)plen, mask);
-	*family = (uint8_t)fam;
-	*len = (uint8_t)plen;
-	for (i = 0; i < 4; i++)
-		if (addr[i] & ~mask[i])
-			return -2;
-	return 0;
-}
-
-static int
-fw_get_prefix(const struct fw_ctx *c, const char *key, const json_t *v,
-	      struct fw_rule *r, int is_src)
-{
-	char d[96], fixed[INET6_ADDRSTRLEN];
-	uint32_t *addr = is_src ? r->src : r->dst;
-	uint32_t *mask = is_src ? r->src_mask : r->dst_mask;
-	uint8_t *len = is_src ? &r->src_len : &r->dst_len;
-	uint8_t fam;
-	int rc;
-
-	if (!json_is_string(v))
-		return fw_err(c, key, "%s is not a valid prefix",
-			      fw_describe(v, d, sizeof(d)));
-	rc = fw_parse_prefix(json_string_value(v), &fam, addr, mask, len);
-	if (rc == -2) {
-		uint32_t net[4];
-		unsigned i;
-
-		for (i = 0; i < 4; i++)
-			net[i] = addr[i] & mask[i];
-		inet_ntop(fam == 4 ? AF_INET : AF_INET6, net, fixed,
-			  sizeof(fixed));
-		return fw_err(c, key,
-			      "%s has bits set after the prefix length "
-			      "(did you mean '%s/%u'?)",
-			      fw_describe(v, d, sizeof(d)), fixed, *len);
-	}
-	if (rc != 0)
-		return fw_err(c, key, "%s is not a valid prefix",
-			      fw_describe(v, d, sizeof(d)));
-	if (fam == 0)
-		return 0;
-	if (r->family != 0 && r->family != fam)
-		return fw_err(c, key,
-			      "%s is an IPv%u prefix but 'src' is IPv%u",
-			      fw_describe(v, d, sizeof(d)), fam, r->family);
-	r->family = fam;
-	return 0;
-}
-
-/* A port (integer or string), "LO-HI" or "any". */
-static int
-fw_get_ports(const struct fw_ctx *c, const char *key, const json_t *v,
-	     uint16_t *lo, uint16_t *hi)
-{
-	unsigned long a, b;
-	char d[96];
-
-	if (json_is_integer(v)) {
-		json_int_t x = json_integer_value(v);
-
-		if (x >= 0 && x <= 65535) {
-			*lo = *hi = (uint16_t)x;
-			return 0;
-		}
-	} else if (json_is_string(v)) {
-		const char *s = json_string_value(v);
-		const char *dash = strchr(s, '-');
-
-		if (strcmp(s, "any") == 0) {
-			*lo = 0;
-			*hi = 65535;
-			return 0;
-		}
-		if (dash == NULL &&
-		    fw_parse_uint(s, strlen(s), 65535, &a) == 0) {
-			*lo = *hi = (uint16_t)a;
-			return 0;
-		}
-		if (dash != NULL &&
-		    fw_parse_uint(s, (size_t)(dash - s), 65535, &a) == 0 &&
-		    fw_parse_uint(dash + 1, strlen(dash + 1), 65535, &b) == 0) {
-			if (a > b)
-				return fw_err(c, key, "%s is an empty range "
-						      "(%lu > %lu)",
-					      fw_describe(v, d, sizeof(d)), a,
-					      b);
-			*lo = (uint16_t)a;
-			*hi = (uint16_t)b;
-			return 0;
-		}
-	}
-	return fw_err(c, key,
-		      "%s is not a valid port or port range "
-		      "(0-65535, 'LO-HI' or 'any')",
-		      fw_describe(v, d, sizeof(d)));
-}
-
-static const struct {
-	const char *name;
-	uint8_t proto;
-} fw_protos[] = {
-	{"tcp", IPPROTO_TCP},      {"udp", IPPROTO_UDP},
-	{"icmp", IPPROTO_ICMP},    {"icmp6", IPPROTO_ICMPV6},
-	{"icmpv6", IPPROTO_ICMPV6}, {"sctp", IPPROTO_SCTP},
-	{"gre", IPPROTO_GRE},      {"esp", IPPROTO_ESP},
-	{"ah", IPPROTO_AH},
-};
-
-static int
-fw_get_proto(const struct fw_ctx *c, const json_t *v, struct fw_rule *r)
-{
-	unsigned long n;
-	char d[96];
-	size_t i;
-
-	if (json_is_integer(v)) {
-		json_int_t x = json_integer_value(v);
-
-		if (x >= 0 && x <= 255) {
-			r->proto = (uint8_t)x;
-			return 0;
-		}
-	} else if (json_is_string(v)) {
-		const char *s = json_string_value(v);
-
-		if (strcasecmp(s, "any") == 0) {
-			r->proto_any = 1;
-			return 0;
-		}
-		for (i = 0; i < sizeof(fw_protos) / sizeof(fw_protos[0]); i++)
-			if (strcasecmp(s, fw_protos[i].name) == 0) {
-				r->proto = fw_protos[i].proto;
-				return 0;
-			}
-		if (fw_parse_uint(s, strlen(s), 255, &n) == 0) {
-			r->proto = (uint8_t)n;
-			return 0;
-		}
-	}
-	return fw_err(c, "proto",
-		      "%s is not a protocol (tcp, udp, icmp, icmp6, sctp, "
-		      "gre, esp, ah, any, or a number 0-255)",
-		      fw_describe(v, d, sizeof(d)));
-}
-
 static int
 fw_get_action(const struct fw_ctx *c, const char *key, const json_t *v,
 	      uint8_t *action)
@@ -357,24 +142,16 @@ fw_get_name(const struct fw_ctx *c, const json_t *v, struct fw_rule *r)
 }
 
 static int
-fw_has_ports(const struct fw_rule *r)
-{
-	return r->proto_any || r->proto == IPPROTO_TCP ||
-	       r->proto == IPPROTO_UDP || r->proto == IPPROTO_SCTP;
-}
-
-static int
 fw_parse_rule(const struct fw_ctx *c, json_t *o, struct fw_rule *r)
 {
 	json_t *v;
 	const char *key;
-	char d[96];
+	char d[96], msg[320];
 	size_t i;
 	int rc;
 
 	memset(r, 0, sizeof(*r));
-	r->proto_any = 1;
-	r->sport_hi = r->dport_hi = 65535;
+	sl_match_init(&r->match);
 	if (!json_is_object(o))
 		return fw_err(c, NULL,
 			      "expected a mapping of keys (action, src, ...), "
@@ -396,25 +173,11 @@ fw_parse_rule(const struct fw_ctx *c, json_t *o, struct fw_rule *r)
 	rc = fw_get_action(c, "action", v, &r->action);
 	if (rc == 0 && (v = json_object_get(o, "name")) != NULL)
 		rc = fw_get_name(c, v, r);
-	if (rc == 0 && (v = json_object_get(o, "proto")) != NULL) {
-		r->proto_any = 0;
-		rc = fw_get_proto(c, v, r);
-	}
-	if (rc == 0 && (v = json_object_get(o, "src")) != NULL)
-		rc = fw_get_prefix(c, "src", v, r, 1);
-	if (rc == 0 && (v = json_object_get(o, "dst")) != NULL)
-		rc = fw_get_prefix(c, "dst", v, r, 0);
-	if (rc == 0 && (v = json_object_get(o, "sport")) != NULL)
-		rc = fw_get_ports(c, "sport", v, &r->sport_lo, &r->sport_hi);
-	if (rc == 0 && (v = json_object_get(o, "dport")) != NULL)
-		rc = fw_get_ports(c, "dport", v, &r->dport_lo, &r->dport_hi);
 	if (rc != 0)
 		return rc;
-	if (!fw_has_ports(r) && (json_object_get(o, "sport") != NULL ||
-				 json_object_get(o, "dport") != NULL))
-		return fw_err(c,
-			      json_object_get(o, "sport") ? "sport" : "dport",
-			      "ports need proto tcp, udp, sctp or any");
+	/* proto, src, dst, sport, dport: "'dst': ..." */
+	if (sl_match_from_json(o, &r->match, msg, sizeof(msg)) != 0)
+		return fw_err(c, NULL, "%s", msg);
 	return 0;
 }
 
@@ -724,30 +487,7 @@ fw_rules_free(struct fw_ruleset *rs)
 int
 fw_rule_matches(const struct fw_rule *r, const struct sl_5tuple *t)
 {
-	uint16_t sp = ntohs(t->sport), dp = ntohs(t->dport);
-
-	if (r->family != 0 && r->family != t->family)
-		return 0;
-	if (!r->proto_any && r->proto != t->proto)
-		return 0;
-	if (sp < r->sport_lo || sp > r->sport_hi || dp < r->dport_lo ||
-	    dp > r->dport_hi)
-		return 0;
-	if (r->family == 4)
-		return (t->src.v4 & r->src_mask[0]) == r->src[0] &&
-		       (t->dst.v4 & r->dst_mask[0]) == r->dst[0];
-	if (r->family == 6) {
-		uint32_t s[4], d[4];
-		unsigned i;
-
-		memcpy(s, t->src.v6, sizeof(s));
-		memcpy(d, t->dst.v6, sizeof(d));
-		for (i = 0; i < 4; i++)
-			if ((s[i] & r->src_mask[i]) != r->src[i] ||
-			    (d[i] & r->dst_mask[i]) != r->dst[i])
-				return 0;
-	}
-	return 1;
+	return sl_match_test(&r->match, t, 0);
 }
 
 int
@@ -788,11 +528,11 @@ fw_put(char *buf, size_t size, size_t off, const char *fmt, ...)
 
 static size_t
 fw_put_prefix(char *buf, size_t size, size_t off, const char *key,
-	      const struct fw_rule *r, const uint32_t *addr, uint8_t len)
+	      const struct sl_match *m, const uint32_t *addr, uint8_t len)
 {
 	char a[INET6_ADDRSTRLEN];
 
-	inet_ntop(r->family == 4 ? AF_INET : AF_INET6, addr, a, sizeof(a));
+	inet_ntop(m->family == 4 ? AF_INET : AF_INET6, addr, a, sizeof(a));
 	return fw_put(buf, size, off, " %s %s/%u", key, a, len);
 }
 
@@ -810,31 +550,26 @@ fw_put_ports(char *buf, size_t size, size_t off, const char *key,
 int
 fw_rule_format(const struct fw_rule *r, char *buf, size_t size)
 {
+	const struct sl_match *m = &r->match;
 	size_t off = 0;
-	size_t i;
 
 	off = fw_put(buf, size, off, "%s", fw_action_name(r->action));
-	if (!r->proto_any) {
-		const char *name = NULL;
+	if (!m->proto_any) {
+		const char *name = sl_match_proto_name(m->proto);
 
-		for (i = 0; i < sizeof(fw_protos) / sizeof(fw_protos[0]); i++)
-			if (fw_protos[i].proto == r->proto) {
-				name = fw_protos[i].name;
-				break;
-			}
 		off = name ? fw_put(buf, size, off, " proto %s", name) :
-			     fw_put(buf, size, off, " proto %u", r->proto);
+			     fw_put(buf, size, off, " proto %u", m->proto);
 	}
-	if (r->family != 0 && r->src_len > 0)
-		off = fw_put_prefix(buf, size, off, "src", r, r->src,
-				    r->src_len);
-	if (r->family != 0 && r->dst_len > 0)
-		off = fw_put_prefix(buf, size, off, "dst", r, r->dst,
-				    r->dst_len);
-	off = fw_put_ports(buf, size, off, "sport", r->sport_lo, r->sport_hi);
-	off = fw_put_ports(buf, size, off, "dport", r->dport_lo, r->dport_hi);
-	if (r->family != 0 && r->src_len == 0 && r->dst_len == 0)
-		off = fw_put(buf, size, off, " ipv%u", r->family);
+	if (m->family != 0 && m->src_len > 0)
+		off = fw_put_prefix(buf, size, off, "src", m, m->src,
+				    m->src_len);
+	if (m->family != 0 && m->dst_len > 0)
+		off = fw_put_prefix(buf, size, off, "dst", m, m->dst,
+				    m->dst_len);
+	off = fw_put_ports(buf, size, off, "sport", m->sport_lo, m->sport_hi);
+	off = fw_put_ports(buf, size, off, "dport", m->dport_lo, m->dport_hi);
+	if (m->family != 0 && m->src_len == 0 && m->dst_len == 0)
+		off = fw_put(buf, size, off, " ipv%u", m->family);
 	if (size > 0 && off >= size)
 		buf[size - 1] = '\0';
 	return (int)off;

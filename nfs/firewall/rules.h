@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * sluice-firewall rule sets: parsing (YAML or JSON) and the reference
- * linear first-match matcher. No DPDK EAL dependency, so the unit tests
- * use it directly (tests/unit/test_fw_rules.c).
+ * linear first-match matcher. The match fields of a rule are those of
+ * sl_match (src/common/sl_match.h), shared with sluiced's flow rules. No
+ * DPDK EAL dependency, so the unit tests use it directly
+ * (tests/unit/test_fw_rules.c).
  */
 #ifndef SL_FW_RULES_H
 #define SL_FW_RULES_H
@@ -11,6 +13,8 @@
 #include <stdint.h>
 
 #include "sluice/pkt.h"
+
+#include "sl_match.h"
 
 #define FW_NAME_LEN 32       /* rule names: at most 31 characters */
 #define FW_MAX_RULES 65536   /* rules per file */
@@ -27,23 +31,12 @@ enum fw_format {
 };
 
 /*
- * One rule. A field left out of the rule file matches everything: family
- * 0 (no address given) matches IPv4 and IPv6, proto_any every protocol,
- * port ranges default to 0-65535 and prefix lengths to 0.
+ * One rule: a match (src/common/sl_match.h; a field left out of the rule
+ * file matches everything), an action and a name.
  */
 struct fw_rule {
-	uint32_t src[4];      /* network order, host bits zero */
-	uint32_t dst[4];
-	uint32_t src_mask[4]; /* network order */
-	uint32_t dst_mask[4];
-	uint16_t sport_lo, sport_hi; /* host order, inclusive */
-	uint16_t dport_lo, dport_hi;
-	uint8_t family;    /* 0 (any), 4 or 6: from src/dst */
-	uint8_t proto;     /* IPPROTO_*, unless proto_any */
-	uint8_t proto_any;
+	struct sl_match match;
 	uint8_t action;    /* enum fw_action */
-	uint8_t src_len;   /* prefix lengths (0 = any) */
-	uint8_t dst_len;
 	char name[FW_NAME_LEN]; /* "" if the file gave none */
 };
 

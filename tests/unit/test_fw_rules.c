@@ -117,40 +117,40 @@ test_parse_fields(void **state)
 
 	assert_string_equal(r[0].name, "quarantine");
 	assert_int_equal(r[0].action, FW_DENY);
-	assert_int_equal(r[0].family, 4);
-	assert_int_equal(r[0].proto_any, 1);
-	assert_int_equal(r[0].src[0], htonl(0x0a000100));
-	assert_int_equal(r[0].src_mask[0], htonl(0xffffff00));
-	assert_int_equal(r[0].src_len, 24);
-	assert_int_equal(r[0].dst_len, 0);
-	assert_int_equal(r[0].dst_mask[0], 0);
-	assert_int_equal(r[0].sport_lo, 0);
-	assert_int_equal(r[0].sport_hi, 65535);
+	assert_int_equal(r[0].match.family, 4);
+	assert_int_equal(r[0].match.proto_any, 1);
+	assert_int_equal(r[0].match.src[0], htonl(0x0a000100));
+	assert_int_equal(r[0].match.src_mask[0], htonl(0xffffff00));
+	assert_int_equal(r[0].match.src_len, 24);
+	assert_int_equal(r[0].match.dst_len, 0);
+	assert_int_equal(r[0].match.dst_mask[0], 0);
+	assert_int_equal(r[0].match.sport_lo, 0);
+	assert_int_equal(r[0].match.sport_hi, 65535);
 
 	assert_string_equal(r[1].name, "");
-	assert_int_equal(r[1].proto, IPPROTO_UDP);
-	assert_int_equal(r[1].proto_any, 0);
-	assert_int_equal(r[1].src_len, 17);
-	assert_int_equal(r[1].dport_lo, 53);
-	assert_int_equal(r[1].dport_hi, 53);
+	assert_int_equal(r[1].match.proto, IPPROTO_UDP);
+	assert_int_equal(r[1].match.proto_any, 0);
+	assert_int_equal(r[1].match.src_len, 17);
+	assert_int_equal(r[1].match.dport_lo, 53);
+	assert_int_equal(r[1].match.dport_hi, 53);
 
 	assert_int_equal(r[2].action, FW_ALLOW);
-	assert_int_equal(r[2].dport_lo, 80);
-	assert_int_equal(r[2].dport_hi, 443);
-	assert_int_equal(r[2].sport_lo, 1024);
-	assert_int_equal(r[2].sport_hi, 65535);
+	assert_int_equal(r[2].match.dport_lo, 80);
+	assert_int_equal(r[2].match.dport_hi, 443);
+	assert_int_equal(r[2].match.sport_lo, 1024);
+	assert_int_equal(r[2].match.sport_hi, 65535);
 
-	assert_int_equal(r[3].family, 6);
-	assert_int_equal(r[3].proto, IPPROTO_ICMPV6);
-	assert_int_equal(r[3].src_len, 32);
-	assert_int_equal(r[3].src_mask[0], 0xffffffffu);
-	assert_int_equal(r[3].src_mask[1], 0);
+	assert_int_equal(r[3].match.family, 6);
+	assert_int_equal(r[3].match.proto, IPPROTO_ICMPV6);
+	assert_int_equal(r[3].match.src_len, 32);
+	assert_int_equal(r[3].match.src_mask[0], 0xffffffffu);
+	assert_int_equal(r[3].match.src_mask[1], 0);
 
-	assert_int_equal(r[4].family, 0);
-	assert_int_equal(r[4].proto, 47);
+	assert_int_equal(r[4].match.family, 0);
+	assert_int_equal(r[4].match.proto, 47);
 
-	assert_int_equal(r[5].dst_len, 32);
-	assert_int_equal(r[5].dst_mask[0], 0xffffffffu);
+	assert_int_equal(r[5].match.dst_len, 32);
+	assert_int_equal(r[5].match.dst_mask[0], 0xffffffffu);
 	fw_rules_free(rs);
 }
 
@@ -194,11 +194,11 @@ test_defaults(void **state)
 		      "{action: allow, proto: any, dport: 53}, "
 		      "{action: allow, src: any, dst: '::/0'}]\n",
 		      FW_FORMAT_YAML);
-	assert_int_equal(rs->rules[0].proto, IPPROTO_TCP);
-	assert_int_equal(rs->rules[1].proto, IPPROTO_UDP);
-	assert_int_equal(rs->rules[2].proto_any, 1);
-	assert_int_equal(rs->rules[3].family, 6);
-	assert_int_equal(rs->rules[3].dst_len, 0);
+	assert_int_equal(rs->rules[0].match.proto, IPPROTO_TCP);
+	assert_int_equal(rs->rules[1].match.proto, IPPROTO_UDP);
+	assert_int_equal(rs->rules[2].match.proto_any, 1);
+	assert_int_equal(rs->rules[3].match.family, 6);
+	assert_int_equal(rs->rules[3].match.dst_len, 0);
 	fw_rules_free(rs);
 }
 
