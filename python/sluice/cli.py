@@ -237,8 +237,9 @@ def nf_list(node: str = NodeOpt, socket: Path = SocketOpt, as_json: bool = JsonO
 @nf_app.command("scale")
 @errors
 def nf_scale(service: str = typer.Argument(..., help="The service to scale."),
-             replicas: int = typer.Argument(..., min=1,
-                                            help="Instances it should have (at least 1)."),
+             replicas: int = typer.Argument(..., min=0,
+                                            help="Instances it should have (0 stops them all; "
+                                                 "new ones copy the newest running)."),
              node: str = NodeOpt, socket: Path = SocketOpt, as_json: bool = JsonOpt,
              timeout: float = TimeoutOpt) -> None:
     """Start or stop instances of a service until it has REPLICAS (copies of its newest)."""
@@ -359,6 +360,8 @@ def _graph_lines(g: dict[str, Any]) -> list[str]:
     nodes = g.get("nodes") or {}
     head = (f"graph {g.get('name')}: id {g.get('id')}, version {g.get('version')}, "
             f"entry {g.get('entry')}")
+    if g.get("chain"):
+        head += " (the chain: NFs may also send to any service)"
     width = max((len(n) for n in nodes), default=0)
     lines = [head]
     for n, hops in nodes.items():
@@ -427,7 +430,8 @@ def _match(command: str, fields: dict[str, Any]) -> dict[str, Any]:
 @errors
 def rule_add(graph: str = typer.Option(..., "--graph", "-g", help="The graph new flows go to."),
              priority: int = typer.Option(0, "--priority", "-p",
-                                          help="0-65535; higher wins, then the older rule."),
+                                          help="-1000000..1000000; higher wins, then the "
+                                               "older rule."),
              proto: str = ProtoOpt, src: str = SrcOpt, dst: str = DstOpt,
              sport: str = SportOpt, dport: str = DportOpt,
              in_port: str = typer.Option(None, "--in-port", help="The port packets arrive on."),
@@ -522,8 +526,9 @@ def _idle(ms: Any) -> str:
 @errors
 def flow_list(graph: str = FGraphOpt, proto: str = ProtoOpt, src: str = SrcOpt,
               dst: str = DstOpt, port: str = FPortOpt, service: str = FServiceOpt,
-              limit: int = typer.Option(100, "--limit", "-l", min=1,
-                                        help="Show at most this many flows."),
+              limit: int = typer.Option(100, "--limit", "-l", min=0, max=100000,
+                                        help="Show at most this many flows (0: only count "
+                                             "them)."),
               node: str = NodeOpt, socket: Path = SocketOpt, as_json: bool = JsonOpt,
               timeout: float = TimeoutOpt) -> None:
     """List flows of the flow table (at most --limit; says how many more matched)."""
@@ -547,7 +552,7 @@ def flow_list(graph: str = FGraphOpt, proto: str = ProtoOpt, src: str = SrcOpt,
     total, matched = res.get("total", len(flows)), res.get("matched", len(flows))
     table = f" ({total:,} in the table)" if len(params) > 1 else ""
     what = "matching flow(s)" if table else "flow(s)"
-    if res.get("truncated") or len(flows) < matched:
+    if limit and (res.get("truncated") or len(flows) < matched):
         typer.echo(f"{len(flows):,} of {matched:,} {what} shown{table}; --limit N shows more")
     else:
         typer.echo(f"{matched:,} {what}{table}")

@@ -48,11 +48,13 @@ from .client import SluiceError
 DOC = "docs/graphs.md"
 
 DEFAULT_GRAPH = "default"  # the chain: chain.set writes it, chain.get reads it
-PROTOS = {"tcp": 6, "udp": 17, "icmp": 1}
-# Names people write for protocols sluiced knows only by number.
-OTHER_PROTOS = {"sctp": 132, "icmpv6": 58, "icmp6": 58, "ipv6-icmp": 58, "gre": 47,
-                "esp": 50, "ah": 51, "udplite": 136}
-MAX_PRIORITY = 65535
+# Protocol names sluiced knows (sl_match.h); other protocols go by number.
+PROTOS = {"tcp": 6, "udp": 17, "icmp": 1, "icmp6": 58, "icmpv6": 58, "sctp": 132,
+          "gre": 47, "esp": 50, "ah": 51}
+PORT_PROTOS = (6, 17, 132)  # protocols with ports: a rule may give sport/dport
+ANY = "any"  # a field that says "any" is a wildcard, as if left out
+_ANY_KEYS = ("proto", "src", "dst", "sport", "dport", "port")
+MIN_PRIORITY, MAX_PRIORITY = -1000000, 1000000
 MATCH_KEYS = ("priority", "proto", "src", "dst", "sport", "dport", "in_port")
 
 _GRAPH_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,31}$")
@@ -340,13 +342,15 @@ def match_params(fields: Mapping[str, Any], ports: Iterable[str] | None = None
     for key, value in fields.items():
         if value is None:
             continue
+        if key in _ANY_KEYS and isinstance(value, str) and value.strip().lower() == ANY:
+            continue
         if key == "priority":
             if isinstance(value, bool) or not isinstance(value, int):
-                problems.append((key, f"expected an integer from 0 to {MAX_PRIORITY}, got "
-                                      f"{_kind(value)}"))
-            elif not 0 <= value <= MAX_PRIORITY:
-                problems.append((key, f"{value} is out of range: use 0 to {MAX_PRIORITY} "
-                                      f"(higher wins)"))
+                problems.append((key, f"expected an integer from {MIN_PRIORITY} to "
+                                      f"{MAX_PRIORITY}, got {_kind(value)}"))
+            elif not MIN_PRIORITY <= value <= MAX_PRIORITY:
+                problems.append((key, f"{value} is out of range: use {MIN_PRIORITY} to "
+                                      f"{MAX_PRIORITY} (higher wins)"))
             else:
                 out[key] = value
         elif key == "proto":
@@ -387,15 +391,16 @@ def match_params(fields: Mapping[str, Any], ports: Iterable[str] | None = None
                                 f"flow has one address family; make them the same"))
     proto = out.get("proto")
     l4 = [k for k in ("sport", "dport", "port") if k in out]
-    if l4 and proto in ("icmp", 1, 58):
-        problems.append((l4[0], f"{l4[0]} needs proto tcp or udp (or no proto): an {proto} "
-                                f"packet has no ports"))
+    if l4 and proto is not None and PROTOS.get(str(proto), proto) not in PORT_PROTOS:
+        problems.append((l4[0], f"{l4[0]} needs proto tcp, udp or sctp (or no proto): "
+                                f"{proto} packets have no ports"))
     return out, problems
 
 
 def _proto(value: Any) -> tuple[Any, str | None]:
+    usage = f"{', '.join(PROTOS)}, any or a number 0-255"
     if isinstance(value, bool):
-        return None, f"expected tcp, udp, icmp or a number 0-255, got {_kind(value)}"
+        return None, f"expected {usage}, got {_kind(value)}"
     if isinstance(value, int):
         if 0 <= value <= 255:
             return value, None
@@ -406,12 +411,9 @@ def _proto(value: Any) -> tuple[Any, str | None]:
             return v, None
         if v.isdigit():
             return _proto(int(v))
-        if v in OTHER_PROTOS:
-            return None, (f"'{value}' is not a protocol name sluiced knows (tcp, udp, icmp): "
-                          f"give its number, {OTHER_PROTOS[v]}")
-        return None, (f"'{value}' is not a protocol: use tcp, udp, icmp or a number 0-255"
+        return None, (f"'{value}' is not a protocol sluiced knows: use {usage}"
                       f"{_did_you_mean(v, list(PROTOS))}")
-    return None, f"expected tcp, udp, icmp or a number 0-255, got {_kind(value)}"
+    return None, f"expected {usage}, got {_kind(value)}"
 
 
 def _prefix(value: Any) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network | None,

@@ -261,6 +261,13 @@ def test_graph_get_and_remove(fake: Fake) -> None:
     r = run(["graph", "remove", "anomaly"], fake)
     assert sent(srv)[-1] == ("graph.remove", {"name": "anomaly"})
     assert r.stdout == "graph anomaly: removed, with its 2 rule(s)\n"
+    state.graphs = {"default": {"name": "default", "id": 0, "version": 3, "entry": "fw",
+                                "nodes": {"fw": ["mon"], "mon": ["port:out"]}, "chain": True}}
+    assert run(["graph", "get"], fake).stdout == (
+        "graph default: id 0, version 3, entry fw (the chain: NFs may also send to any "
+        "service)\n"
+        "  fw  -> mon (default)\n"
+        "  mon -> port:out (default)\n")
     state.graphs.clear()
     assert run(["graph", "get"], fake).stdout == "no graphs\n"
     state.fail["graph.remove"] = (-32000, "graph 'default' is the chain; it cannot be removed")
@@ -290,13 +297,14 @@ def test_rule_add(fake: Fake) -> None:
 
 def test_rule_add_checks_before_sending(fake: Fake) -> None:
     r = run(["rule", "add", "-g", "x", "--proto", "icmp", "--dport", "80",
-             "--dst", "10.0.0.1/8", "--priority", "70000"], fake, code=1)
+             "--dst", "10.0.0.1/8", "--priority", "7000000"], fake, code=1)
     assert r.stderr == (
-        "sluice rule add: --priority: 70000 is out of range: use 0 to 65535 (higher wins)\n"
+        "sluice rule add: --priority: 7000000 is out of range: use -1000000 to 1000000 "
+        "(higher wins)\n"
         "sluice rule add: --dst: '10.0.0.1/8' has bits set after the prefix length: write "
         "10.0.0.0/8 (or the address alone for one host)\n"
-        "sluice rule add: --dport: dport needs proto tcp or udp (or no proto): an icmp "
-        "packet has no ports\n")
+        "sluice rule add: --dport: dport needs proto tcp, udp or sctp (or no proto): icmp "
+        "packets have no ports\n")
     assert fake[1].requests == []
     r = run(["rule", "add", "--proto", "udp"], fake, code=2)
     assert "Missing option '--graph'" in r.output
@@ -355,7 +363,11 @@ def test_flow_list_filters(fake: Fake) -> None:
     r = run(["flow", "list", "--port", "http"], fake, code=1)
     assert r.stderr == ("sluice flow list: --port: 'http' is not a port 0-65535 or a range "
                         "N-M such as 1024-65535\n")
-    run(["flow", "list", "--limit", "0"], fake, code=2)
+    r = run(["flow", "list", "--limit", "0"], fake)
+    assert sent(srv)[-1] == ("flow.list", {"limit": 0})
+    assert r.stdout == "1,000,000 flow(s)\n"
+    run(["flow", "list", "--limit", "100001"], fake, code=2)
+    run(["flow", "list", "--limit", "-1"], fake, code=2)
 
 
 def test_flow_get(fake: Fake) -> None:
@@ -467,8 +479,10 @@ def test_nf_scale(fake: Fake) -> None:
     assert r.stdout == "service ids: 1 replica(s): stopping instance(s) 2\n"
     r = run(["nf", "scale", "ids", "2", "--json"], fake)
     assert json.loads(r.stdout) == {"service": "ids", "started": [4, 5], "stopping": []}
-    run(["nf", "scale", "ids", "0"], fake, code=2)
-    assert len(srv.requests) == 3
+    run(["nf", "scale", "ids", "0"], fake)
+    assert sent(srv)[-1] == ("nf.scale", {"service": "ids", "replicas": 0})
+    run(["nf", "scale", "ids", "-1"], fake, code=2)
+    assert len(srv.requests) == 4
 
 
 # -- events ----------------------------------------------------------------------------------

@@ -91,11 +91,16 @@ def test_top_level_rules_and_normalized_fields() -> None:
                                    "match": [{"proto": "TCP", "sport": "1024 - 2000"}]}],
                        "rules": [{"graph": "g", "priority": 3, "proto": "17", "dport": "53",
                                   "src": " 2001:db8::/32 "},
-                                 {"graph": "default", "proto": 132}]})
+                                 {"graph": "default", "proto": 132, "priority": -5},
+                                 {"graph": "g", "proto": "SCTP", "dport": 9, "src": "any",
+                                  "sport": "ANY"},
+                                 {"graph": "g", "proto": "any", "dport": 9}]})
     assert gs.rule_params() == [
         {"graph": "g", "priority": 0, "proto": "tcp", "sport": "1024-2000"},
         {"graph": "g", "priority": 3, "proto": 17, "src": "2001:db8::/32", "dport": 53},
-        {"graph": "default", "priority": 0, "proto": 132}]
+        {"graph": "default", "priority": -5, "proto": 132},
+        {"graph": "g", "priority": 0, "proto": "sctp", "dport": 9},
+        {"graph": "g", "priority": 0, "dport": 9}]
 
 
 def test_the_examples_validate() -> None:
@@ -298,13 +303,12 @@ def match_issue(m: dict[str, Any], **kw: Any) -> str:
 
 
 @pytest.mark.parametrize("m, msg", [
-    ({"proto": "tcpp"}, "proto: graph 'g': 'tcpp' is not a protocol: use tcp, udp, icmp or a "
-                        "number 0-255; did you mean 'tcp'?"),
-    ({"proto": "sctp"}, "proto: graph 'g': 'sctp' is not a protocol name sluiced knows (tcp, "
-                        "udp, icmp): give its number, 132"),
+    ({"proto": "tcpp"}, "proto: graph 'g': 'tcpp' is not a protocol sluiced knows: use tcp, "
+                        "udp, icmp, icmp6, icmpv6, sctp, gre, esp, ah, any or a number 0-255; "
+                        "did you mean 'tcp'?"),
     ({"proto": 256}, "proto: graph 'g': 256 is not an IP protocol number: use 0 to 255"),
-    ({"proto": [6]}, "proto: graph 'g': expected tcp, udp, icmp or a number 0-255, got a "
-                     "list"),
+    ({"proto": [6]}, "proto: graph 'g': expected tcp, udp, icmp, icmp6, icmpv6, sctp, gre, "
+                     "esp, ah, any or a number 0-255, got a list"),
     ({"src": "10.0.0.0/33"}, "src: graph 'g': '10.0.0.0/33' is not an IPv4 or IPv6 address "
                              "or prefix: write e.g. 10.0.0.0/8, 10.0.0.1 or 2001:db8::/32"),
     ({"dst": "10.0.0.1/8"}, "dst: graph 'g': '10.0.0.1/8' has bits set after the prefix "
@@ -325,12 +329,14 @@ def match_issue(m: dict[str, Any], **kw: Any) -> str:
                         "as 1024-65535"),
     ({"sport": True}, "sport: graph 'g': expected a port 0-65535 or a range N-M such as "
                       "1024-65535, got a boolean (true)"),
-    ({"proto": "icmp", "dport": 5}, "dport: graph 'g': dport needs proto tcp or udp (or no "
-                                    "proto): an icmp packet has no ports"),
-    ({"priority": -1}, "priority: graph 'g': -1 is out of range: use 0 to 65535 (higher "
-                       "wins)"),
-    ({"priority": "high"}, "priority: graph 'g': expected an integer from 0 to 65535, got a "
-                           "string ('high')"),
+    ({"proto": "icmp", "dport": 5}, "dport: graph 'g': dport needs proto tcp, udp or sctp "
+                                    "(or no proto): icmp packets have no ports"),
+    ({"proto": 47, "sport": "1-2"}, "sport: graph 'g': sport needs proto tcp, udp or sctp (or "
+                                    "no proto): 47 packets have no ports"),
+    ({"priority": -1000001}, "priority: graph 'g': -1000001 is out of range: use -1000000 to "
+                             "1000000 (higher wins)"),
+    ({"priority": "high"}, "priority: graph 'g': expected an integer from -1000000 to "
+                           "1000000, got a string ('high')"),
     ({"in_port": "port:in"}, "in_port: graph 'g': 'port:in' is not a port name: write "
                              "in_port: in"),
     ({"in_port": ""}, "in_port: graph 'g': '' is not a port name: give the name of a port of "
@@ -353,8 +359,9 @@ def test_top_level_rules_name_their_graph() -> None:
         "g.yaml: rules[0].graph: no graph named 'gg' (graphs: g, default): name one of them, "
         "or add graph 'gg' under graphs; did you mean 'g'?")
     assert one({"graphs": [base], "rules": [{"graph": "g", "proto": "udpp"}]}) == (
-        "g.yaml: rules[0].proto: rule for graph 'g': 'udpp' is not a protocol: use tcp, udp, "
-        "icmp or a number 0-255; did you mean 'udp'?")
+        "g.yaml: rules[0].proto: rule for graph 'g': 'udpp' is not a protocol sluiced knows: "
+        "use tcp, udp, icmp, icmp6, icmpv6, sctp, gre, esp, ah, any or a number 0-255; did "
+        "you mean 'udp'?")
     assert one({"graphs": [base], "rules": [{"graph": "g", "foo": 1}]}) == (
         "g.yaml: rules[0].foo: unknown key (known keys here: priority, proto, src, dst, sport, "
         "dport, in_port, graph)")
