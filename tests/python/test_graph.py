@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from sluice.deploy import Deployment, DeploymentError
+from sluice.deploy import Deployment, DeploymentError, load_deployment
 from sluice.graph import (
     GraphError,
     GraphSpec,
@@ -105,7 +105,12 @@ def test_top_level_rules_and_normalized_fields() -> None:
 
 def test_the_examples_validate() -> None:
     files = sorted(EXAMPLES.glob("*.yaml"))
-    assert [f.name for f in files] == ["anomaly.yaml", "video.yaml"]
+    assert [f.name for f in files] == ["anomaly.yaml", "demo.yaml", "video.yaml"]
+    # demo.yaml goes with the demo deployment
+    demo = load_deployment(EXAMPLES.parent / "demo.yaml", check_env=False)
+    assert load_graphs(EXAMPLES / "demo.yaml", demo.services(),
+                       [p.name for p in demo.ports]).rule_params() == [
+        {"graph": "tls", "priority": 10, "proto": "tcp", "dport": 443}]
     anomaly = load_graphs(EXAMPLES / "anomaly.yaml")
     g = anomaly.graphs[0]
     assert g.name == "anomaly" and g.entry_node() == "firewall"
@@ -454,3 +459,33 @@ def test_deployment_graph_errors() -> None:
         "add graph 'g' under graphs"]
     assert dep_issues({"graphs": [{"name": "g", "nodes": "x"}]}) == [
         "d.yaml: graphs[0].nodes: graph 'g': expected a mapping, got a string ('x')"]
+
+
+def test_the_messages_in_docs_graphs_md_are_real() -> None:
+    """Every example line of docs/graphs.md is what the checks print."""
+    doc = (EXAMPLES.parents[1] / "docs" / "graphs.md").read_text()
+    shown = [line for line in doc.splitlines() if line.startswith(("g.yaml: ", "d.yaml: "))]
+    assert len(shown) == 18
+    made: list[str] = []
+    for data in (
+            graph({"fw": ["ids"], "ids": ["scrub"], "scrub": ["fw", "port:out"]}),
+            graph({"fw": ["ids", "idss"], "ids": ["drop"]}),
+            graph({"fw": ["drop"], "ids": []}),
+            graph({"fw": ["drop"]}, entry="fww"),
+            graph({"fw": ["drop", "drop"], "port:out": ["drop"]}),
+            {"graphs": [{"name": "g", "nodes": {"a": ["drop"]}},
+                        {"name": "g", "nodes": {"b": ["drop"]}}],
+             "rules": [{"graph": "gg"}]},
+            graph({"fw": ["drop"]}, match=[{"proto": "tcpp", "dst": "10.0.0.1/8",
+                                             "sport": "5-3"}]),
+            graph({"fw": ["drop"]}, match=[{"src": "10.0.0.0/8", "dst": "::/0"}]),
+            graph({"fw": ["drop"]}, match=[{"proto": "icmp", "dport": 1}]),
+            graph({"fw": ["drop"]}, match=[{"prot": "tcp"}])):
+        with pytest.raises(GraphError) as e:
+            parse_graphs(data, "g.yaml")
+        made += e.value.issues
+    made += dep_issues({"graphs": [{"name": "web", "nodes": {
+        "firewall": ["monitor"], "monitor": ["port:outt", "ids"], "ids": ["drop"]},
+        "match": [{"in_port": "eth0"}]}]})
+    missing = [line for line in shown if line not in made]
+    assert missing == []
