@@ -107,9 +107,17 @@ struct sl_nf_ops {
 	/** Called on SIGHUP, from the NF loop (not the signal handler). */
 	void (*reload)(struct sl_nf *nf);
 	/**
-	 * Called when a free-form message arrives for this NF. May be NULL.
+	 * Called from the NF loop when a Message(service, key, value) sent to
+	 * this NF's service arrives (sluice/flow.h). May be NULL.
 	 */
 	void (*on_message)(struct sl_nf *nf, const char *key, const char *value);
+	/**
+	 * Called with the outcome of a cross-layer request (sluice/flow.h):
+	 * result 0 when applied, else a positive errno and the reason. May
+	 * be NULL (rejections are then logged to stderr).
+	 */
+	void (*on_reply)(struct sl_nf *nf, int64_t id, int result,
+			 const char *reason);
 	/** Called once on shutdown, after the last packet. May be NULL. */
 	void (*fini)(struct sl_nf *nf);
 };

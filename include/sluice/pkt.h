@@ -81,6 +81,15 @@ uint32_t sl_5tuple_hash(const struct sl_5tuple *t);
 /** Formats a 5-tuple as "proto src:sport > dst:dport" into buf. */
 int sl_5tuple_format(const struct sl_5tuple *t, char *buf, uint32_t size);
 
+/**
+ * Parses the form sl_5tuple_format() writes ("tcp 10.0.0.1:1234 >
+ * 10.0.0.2:80", "udp [2001:db8::1]:53 > [2001:db8::2]:53",
+ * "icmp 10.0.0.1 > 10.0.0.2").
+ *
+ * @return 0, or -EINVAL if the text is not in that form.
+ */
+int sl_5tuple_parse(const char *text, struct sl_5tuple *t);
+
 /** sl_parse() on the first segment of an mbuf. */
 int sl_pkt_parse(const struct rte_mbuf *m, struct sl_pkt_info *info);
 /** sl_5tuple_get() on the first segment of an mbuf. */

@@ -5,10 +5,12 @@
 
 #include <rte_atomic.h>
 #include <rte_cycles.h>
+#include <rte_hash.h>
 #include <rte_ring.h>
 
 #include "sl_dispatch.h"
 #include "sl_futex.h"
+#include "sl_graph.h"
 #include "sluice/pkt.h"
 
 /* A resolved destination: kind in bits 32..39. */
@@ -67,42 +69,287 @@ sl_meta_flow_hash(const struct rte_mbuf *m, struct sl_pkt_meta *meta)
 	return meta->flow_hash;
 }
 
+/* The shortest rx ring among the live instances of svc. */
+static inline uint16_t
+pick_queue(const struct sl_shm *shm, const struct sl_service *svc, uint16_t n)
+{
+	uint16_t best = svc->live[0];
+	unsigned int best_n = UINT32_MAX;
+
+	for (uint16_t k = 0; k < n; k++) {
+		uint16_t inst = svc->live[k];
+		unsigned int c = rte_ring_count(shm->nfs[inst].rx);
+
+		if (c < best_n) {
+			best_n = c;
+			best = inst;
+		}
+	}
+	return best;
+}
+
+static inline int
+inst_running(const struct sl_shm *shm, uint16_t inst, uint16_t s)
+{
+	return inst < shm->max_nfs &&
+	       __atomic_load_n(&shm->nfs[inst].state, __ATOMIC_RELAXED) ==
+		       SL_NF_RUNNING &&
+	       shm->nfs[inst].service == s;
+}
+
+/*
+ * The instance of service s for a flow with an entry: its pinned instance
+ * while that one runs; otherwise the load balancer's choice, pinned with a
+ * compare-and-swap (the first writer wins; everyone then uses its pin).
+ * Without a free pin slot the flow is balanced by its hash bucket.
+ */
+static uint16_t
+pick_pinned(struct sl_dispatch *d, uint16_t s, const struct rte_mbuf *m,
+	    struct sl_pkt_meta *meta, struct sl_flow_entry *e, uint16_t n)
+{
+	const struct sl_shm *shm = d->shm;
+	const struct sl_service *svc = &shm->services[s];
+	uint32_t *pin = sl_flow_pins(shm, e);
+	uint16_t np = shm->flow.n_pins;
+
+	for (int tries = 0; tries < 4; tries++) {
+		uint32_t *slot = NULL, old = UINT32_MAX;
+		uint16_t inst;
+
+		for (uint16_t k = 0; k < np; k++) {
+			uint32_t v = __atomic_load_n(&pin[k], __ATOMIC_ACQUIRE);
+
+			if (v == UINT32_MAX) {
+				if (slot == NULL)
+					slot = &pin[k];
+				continue;
+			}
+			if ((v >> 16) != s)
+				continue;
+			if (inst_running(shm, (uint16_t)v, s))
+				return (uint16_t)v;
+			slot = &pin[k]; /* its instance left: re-pin */
+			old = v;
+			break;
+		}
+		if (n == 0)
+			return SL_INSTANCE_NONE;
+		if (svc->lb_mode == SL_LB_QUEUE)
+			inst = pick_queue(shm, svc, n);
+		else
+			inst = sl_lb_pick(shm, s, sl_meta_flow_hash(m, meta),
+					  &d->rr[s]);
+		if (slot == NULL)
+			return inst; /* no room to pin: hash bucket */
+		if (__atomic_compare_exchange_n(slot, &old,
+						(uint32_t)s << 16 | inst, 0,
+						__ATOMIC_ACQ_REL,
+						__ATOMIC_ACQUIRE))
+			return inst;
+		/* Someone pinned meanwhile: look again. */
+	}
+	return sl_lb_pick(shm, s, sl_meta_flow_hash(m, meta), &d->rr[s]);
+}
+
 /* The instance of service s for this packet (SL_INSTANCE_NONE if none). */
 static inline uint16_t
 pick(struct sl_dispatch *d, uint16_t s, const struct rte_mbuf *m,
-     struct sl_pkt_meta *meta)
+     struct sl_pkt_meta *meta, struct sl_flow_entry *e)
 {
 	const struct sl_service *svc = &d->shm->services[s];
 	uint16_t n = __atomic_load_n(&svc->n_live, __ATOMIC_ACQUIRE);
+	uint8_t mode = __atomic_load_n(&svc->lb_mode, __ATOMIC_RELAXED);
 
+	/* A flow with an entry is pinned even to a lone instance, so that a
+	 * replica joining later leaves it where it is. */
+	if (e != NULL && mode != SL_LB_RR && d->shm->flow.n_pins > 0)
+		return pick_pinned(d, s, m, meta, e, n);
 	if (n <= 1) /* no choice to make: no hash needed */
 		return n == 0 ? SL_INSTANCE_NONE : svc->live[0];
+	if (mode == SL_LB_QUEUE)
+		return pick_queue(d->shm, svc, n);
 	return sl_lb_pick(d->shm, s,
-			  svc->lb_mode == SL_LB_FLOW ? sl_meta_flow_hash(m, meta)
-						     : 0,
+			  mode == SL_LB_FLOW ? sl_meta_flow_hash(m, meta) : 0,
 			  &d->rr[s]);
+}
+
+void
+sl_flow_key_make(const struct sl_5tuple *t, struct sl_flow_key *k)
+{
+	unsigned int alen = t->family == 4 ? 4 : 16;
+	const uint8_t *a = t->family == 4 ? (const uint8_t *)&t->src.v4
+					  : t->src.v6;
+	const uint8_t *b = t->family == 4 ? (const uint8_t *)&t->dst.v4
+					  : t->dst.v6;
+	uint16_t pa = t->sport, pb = t->dport;
+	int c = memcmp(a, b, alen);
+
+	memset(k, 0, sizeof(*k));
+	k->family = t->family;
+	k->proto = t->proto;
+	if (c > 0 || (c == 0 && pa > pb)) { /* canonical: lower end first */
+		const uint8_t *x = a;
+		uint16_t px = pa;
+
+		a = b;
+		b = x;
+		pa = pb;
+		pb = px;
+	}
+	memcpy(k->addr_lo, a, alen);
+	memcpy(k->addr_hi, b, alen);
+	k->port_lo = pa;
+	k->port_hi = pb;
+}
+
+void
+sl_flow_key_tuple(const struct sl_flow_key *k, struct sl_5tuple *t)
+{
+	unsigned int alen = k->family == 4 ? 4 : 16;
+
+	memset(t, 0, sizeof(*t));
+	t->family = k->family;
+	t->proto = k->proto;
+	t->sport = k->port_lo;
+	t->dport = k->port_hi;
+	memcpy(k->family == 4 ? (uint8_t *)&t->src.v4 : t->src.v6, k->addr_lo,
+	       alen);
+	memcpy(k->family == 4 ? (uint8_t *)&t->dst.v4 : t->dst.v6, k->addr_hi,
+	       alen);
+}
+
+/*
+ * The packet's flow-table entry, or NULL (no entry, or the entry was
+ * recycled since the packet cached it). In naive mode the cached position
+ * is ignored after ingress: the packet is parsed, hashed and looked up
+ * again, as a flow director without the cache would.
+ */
+static inline struct sl_flow_entry *
+flow_of(struct sl_dispatch *d, const struct rte_mbuf *m,
+	struct sl_pkt_meta *meta)
+{
+	const struct sl_shm *shm = d->shm;
+	struct sl_flow_entry *e;
+
+	if (shm->flow.lookup == SL_LOOKUP_NAIVE &&
+	    meta->service != SL_SERVICE_NONE) {
+		struct sl_5tuple t;
+		struct sl_flow_key k;
+		int32_t pos;
+
+		meta->flow = SL_FLOW_NONE;
+		if (sl_pkt_5tuple(m, &t) != 0)
+			return NULL;
+		sl_flow_key_make(&t, &k);
+		pos = rte_hash_lookup_with_hash(shm->flow.hash, &k,
+						sl_5tuple_hash(&t));
+		if (pos < 0)
+			return NULL;
+		e = sl_flow_entry(shm, (uint32_t)pos);
+		meta->flow = (uint32_t)pos;
+		meta->flow_gen = (uint16_t)e->gen;
+		return e;
+	}
+	if (meta->flow == SL_FLOW_NONE)
+		return NULL;
+	e = sl_flow_entry(shm, meta->flow);
+	return (uint16_t)__atomic_load_n(&e->gen, __ATOMIC_ACQUIRE) ==
+			       meta->flow_gen
+		       ? e
+		       : NULL;
+}
+
+/* Finds an override of kind for service s in the flow's entry. */
+static inline int
+flow_ovr(const struct sl_shm *shm, struct sl_flow_entry *e, uint16_t s,
+	 uint16_t kind, sl_hop_t *hop)
+{
+	const union sl_flow_ovr *o;
+
+	if (e == NULL || __atomic_load_n(&e->n_ovr, __ATOMIC_RELAXED) == 0)
+		return 0;
+	o = sl_flow_ovrs(shm, e);
+	for (uint16_t k = 0; k < shm->flow.n_ovr; k++) {
+		union sl_flow_ovr v = {
+			.u64 = __atomic_load_n(&o[k].u64, __ATOMIC_RELAXED)};
+
+		if (v.f.kind == kind && v.f.service == s) {
+			if (hop != NULL)
+				*hop = v.f.hop;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* Default next hop of service s for this flow: its override, if the graph
+ * allows it, else the graph's default edge. */
+static inline sl_hop_t
+default_hop(const struct sl_shm *shm, const struct sl_graph *g,
+	    struct sl_flow_entry *e, uint16_t s)
+{
+	sl_hop_t hop;
+
+	if (s >= shm->max_services)
+		return SL_HOP_NONE;
+	if (flow_ovr(shm, e, s, SL_OVR_DEFAULT, &hop) &&
+	    sl_graph_allows(g, s, hop))
+		return hop;
+	return g->next[s];
 }
 
 /* Where one packet goes. Reads its meta (and may cache its flow hash). */
 static inline uint64_t
-resolve(struct sl_dispatch *d, const struct sl_chain *chain,
-	const struct rte_mbuf *m, struct sl_pkt_meta *meta)
+resolve(struct sl_dispatch *d, const struct rte_mbuf *m,
+	struct sl_pkt_meta *meta)
 {
 	const struct sl_shm *shm = d->shm;
+	const struct sl_graph *g;
+	struct sl_flow_entry *e;
 	sl_hop_t hop = meta->verdict;
-	uint16_t id, inst;
+	uint16_t id, inst, s = meta->service;
 
 	if (d->all_out)
 		return DEST(DEST_PORT, 0, SL_PORT_NONE);
-	if (sl_verdict_kind(hop) == SL_VERDICT_NEXT) {
-		if (chain == NULL)
+	if (!(meta->flags & SL_META_GRAPH)) {
+		/* Made by an NF, or the flow table is off: the default. */
+		meta->graph = sl_graph_current(shm, 0);
+		meta->flags |= SL_META_GRAPH;
+	}
+	g = meta->graph == SL_GRAPH_NONE ? NULL : sl_graph_of(shm, meta->graph);
+	if (g == NULL && meta->graph != SL_GRAPH_NONE)
+		return DEST(DEST_DROP, 0, SL_DROP_GRAPH_GONE);
+	if (s != SL_SERVICE_NONE && s >= shm->max_services)
+		return DEST(DEST_DROP, 0, SL_DROP_INVALID_DEST);
+	e = shm->flow.lookup != SL_LOOKUP_OFF ? flow_of(d, m, meta) : NULL;
+
+	switch (sl_verdict_kind(hop)) {
+	case SL_VERDICT_NEXT:
+		if (g == NULL) /* no default chain (yet) */
 			return DEST(DEST_DROP, 0, SL_DROP_END_OF_CHAIN);
-		if (meta->service == SL_SERVICE_NONE)
-			hop = chain->first;
-		else if (meta->service < shm->max_services)
-			hop = chain->next[meta->service];
-		else
+		hop = s == SL_SERVICE_NONE ? g->first
+					   : default_hop(shm, g, e, s);
+		break;
+	case SL_VERDICT_TO:
+	case SL_VERDICT_OUT:
+		/* An NF's choice: only along an edge the graph allows. */
+		if (g != NULL && s != SL_SERVICE_NONE &&
+		    !sl_graph_allows(g, s, hop))
+			return DEST(DEST_DROP, 0, SL_DROP_POLICY);
+		break;
+	default:
+		break;
+	}
+	/* Services the flow skips hand it straight to their own default;
+	 * the graph is acyclic, so this ends within max_services steps. */
+	for (uint16_t guard = 0;
+	     sl_verdict_kind(hop) == SL_VERDICT_TO && e != NULL &&
+	     flow_ovr(shm, e, sl_verdict_id(hop), SL_OVR_SKIP, NULL);
+	     guard++) {
+		if (guard == shm->max_services)
 			return DEST(DEST_DROP, 0, SL_DROP_INVALID_DEST);
+		hop = g != NULL ? default_hop(shm, g, e, sl_verdict_id(hop))
+				: SL_HOP_NONE;
 	}
 	id = sl_verdict_id(hop);
 	switch (sl_verdict_kind(hop)) {
@@ -112,7 +359,7 @@ resolve(struct sl_dispatch *d, const struct sl_chain *chain,
 		if (id >= shm->max_services ||
 		    !__atomic_load_n(&shm->services[id].used, __ATOMIC_ACQUIRE))
 			return DEST(DEST_DROP, 0, SL_DROP_INVALID_DEST);
-		inst = pick(d, id, m, meta);
+		inst = pick(d, id, m, meta, e);
 		if (inst == SL_INSTANCE_NONE)
 			return DEST(DEST_DROP, 0, SL_DROP_NO_INSTANCE);
 		return DEST(DEST_INST, id, inst);
@@ -232,14 +479,12 @@ to_port(struct sl_dispatch *d, uint16_t port, struct rte_mbuf **pkts,
 uint16_t
 sl_dispatch(struct sl_dispatch *d, struct rte_mbuf **pkts, uint16_t n)
 {
-	const struct sl_chain *chain =
-		__atomic_load_n(&d->shm->chain, __ATOMIC_ACQUIRE);
 	uint64_t dest[SL_BURST_MAX];
 	uint16_t i, j, k;
 
 	RTE_ASSERT(d->n_pending == 0 && n <= SL_BURST_MAX);
 	for (i = 0; i < n; i++)
-		dest[i] = resolve(d, chain, pkts[i], sl_meta(pkts[i], d->meta_off));
+		dest[i] = resolve(d, pkts[i], sl_meta(pkts[i], d->meta_off));
 
 	for (i = 0; i < n; i = j) {
 		for (j = (uint16_t)(i + 1); j < n && dest[j] == dest[i]; j++)

@@ -19,6 +19,7 @@
 #include <rte_mbuf.h>
 
 #include "sl_shared.h"
+#include "sluice/pkt.h"
 
 #define SL_BURST_MAX 64
 
@@ -102,6 +103,12 @@ void sl_drop_pkts(struct sl_shm *shm, uint64_t *drops, enum sl_drop_reason r,
  * robin) is never parsed for it; at most once per packet otherwise.
  */
 uint32_t sl_meta_flow_hash(const struct rte_mbuf *m, struct sl_pkt_meta *meta);
+
+/* The flow-table key of a 5-tuple: canonical, so both directions of a
+ * connection make the same key. */
+void sl_flow_key_make(const struct sl_5tuple *t, struct sl_flow_key *k);
+/* The 5-tuple of a key (in its canonical direction). */
+void sl_flow_key_tuple(const struct sl_flow_key *k, struct sl_5tuple *t);
 
 /*
  * Picks the instance of service s for a packet with flow hash h, or

@@ -31,6 +31,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <arpa/inet.h>
@@ -390,6 +391,98 @@ sl_5tuple_format(const struct sl_5tuple *t, char *buf, uint32_t size)
 	if (n < 0)
 		return -EINVAL;
 	return (uint32_t)n < size ? n : -ENOSPC;
+}
+
+/* "1.2.3.4:80", "[2001:db8::1]:53", or an address alone (no ports). */
+static int
+sl_addr_parse(const char *s, int ports, struct sl_5tuple *t, int src)
+{
+	char a[INET6_ADDRSTRLEN + 8];
+	const char *colon = NULL;
+	unsigned long port = 0;
+	void *addr = src ? (void *)&t->src : (void *)&t->dst;
+	char *end;
+
+	if (s[0] == '[') {
+		const char *rb = strchr(s, ']');
+
+		if (rb == NULL || (size_t)(rb - s - 1) >= sizeof(a))
+			return -EINVAL;
+		memcpy(a, s + 1, (size_t)(rb - s - 1));
+		a[rb - s - 1] = '\0';
+		colon = rb[1] == ':' ? rb + 1 : NULL;
+		if (rb[1] != '\0' && colon == NULL)
+			return -EINVAL;
+	} else {
+		colon = strrchr(s, ':');
+		if (colon != NULL && strchr(s, ':') != colon)
+			colon = NULL; /* a bare IPv6 address */
+		size_t n = colon ? (size_t)(colon - s) : strlen(s);
+
+		if (n >= sizeof(a))
+			return -EINVAL;
+		memcpy(a, s, n);
+		a[n] = '\0';
+	}
+	if (inet_pton(AF_INET, a, addr) == 1) {
+		if (t->family == 6)
+			return -EINVAL;
+		t->family = 4;
+	} else if (inet_pton(AF_INET6, a, addr) == 1) {
+		if (t->family == 4)
+			return -EINVAL;
+		t->family = 6;
+	} else {
+		return -EINVAL;
+	}
+	if (ports != (colon != NULL))
+		return -EINVAL;
+	if (colon != NULL) {
+		errno = 0;
+		port = strtoul(colon + 1, &end, 10);
+		if (errno != 0 || *end != '\0' || colon[1] == '\0' ||
+		    port > 65535)
+			return -EINVAL;
+	}
+	if (src)
+		t->sport = htons((uint16_t)port);
+	else
+		t->dport = htons((uint16_t)port);
+	return 0;
+}
+
+int
+sl_5tuple_parse(const char *text, struct sl_5tuple *t)
+{
+	char proto[16], src[INET6_ADDRSTRLEN + 16], dst[INET6_ADDRSTRLEN + 16];
+	char gt[4], extra;
+	unsigned int pn;
+
+	if (text == NULL || t == NULL)
+		return -EINVAL;
+	memset(t, 0, sizeof(*t));
+	if (sscanf(text, "%15s %63s %3s %63s %c", proto, src, gt, dst,
+		   &extra) != 4 ||
+	    strcmp(gt, ">") != 0)
+		return -EINVAL;
+	if (strcmp(proto, "tcp") == 0)
+		t->proto = IPPROTO_TCP;
+	else if (strcmp(proto, "udp") == 0)
+		t->proto = IPPROTO_UDP;
+	else if (strcmp(proto, "sctp") == 0)
+		t->proto = IPPROTO_SCTP;
+	else if (strcmp(proto, "icmp") == 0)
+		t->proto = IPPROTO_ICMP;
+	else if (strcmp(proto, "icmp6") == 0)
+		t->proto = IPPROTO_ICMPV6;
+	else if (sscanf(proto, "proto-%u%c", &pn, &extra) == 1 && pn < 256)
+		t->proto = (uint8_t)pn;
+	else
+		return -EINVAL;
+	if (sl_addr_parse(src, sl_has_ports(t->proto), t, 1) != 0 ||
+	    sl_addr_parse(dst, sl_has_ports(t->proto), t, 0) != 0)
+		return -EINVAL;
+	return 0;
 }
 
 int

@@ -20,7 +20,7 @@
 #include "sluice/nf.h"
 
 #define SL_SHM_MAGIC 0x534c4943u /* "SLIC" */
-#define SL_SHM_VERSION 1u
+#define SL_SHM_VERSION 2u
 
 #define SL_NAME_LEN 32
 #define SL_BURST 32
@@ -30,7 +30,13 @@
 #define SL_INSTANCE_NONE 0xffffu
 #define SL_SERVICE_NONE 0xffffu
 #define SL_PORT_NONE 0xffffu
+#define SL_FLOW_NONE 0xffffffffu
+#define SL_GRAPH_NONE 0xffffu
+/* Compiled graph versions that may be in flight at once (the version table);
+ * a packet names its version by slot (low 8 bits) and tag (high 8 bits). */
+#define SL_GRAPH_SLOTS 256
 #define SL_CACHE_LINE 64
+#define SL_INBOX_SIZE 256 /* messages and replies waiting for one NF */
 
 /* Node names are short: DPDK object names hold 31 characters at most. */
 #define SL_NODE_NAME_MAX 16
@@ -58,6 +64,8 @@ enum sl_drop_reason {
 	SL_DROP_TX_FULL,        /* port TX queue stayed full past the bound */
 	SL_DROP_PORT_DOWN,      /* OUT to a port that is not started */
 	SL_DROP_GRAPH,          /* the chain/graph sends it to "drop" */
+	SL_DROP_POLICY,         /* TO/OUT on an edge the graph does not allow */
+	SL_DROP_GRAPH_GONE,     /* its graph version was freed while it waited */
 	SL_DROP_MAX
 };
 
@@ -65,7 +73,7 @@ enum sl_drop_reason {
 	{                                                                      \
 		"nf_verdict", "ring_full", "no_instance", "invalid_dest",      \
 		"end_of_chain", "nf_lost", "tx_full", "port_down",             \
-			"graph_drop"                                           \
+			"graph_drop", "policy_violation", "graph_gone"         \
 	}
 
 /* Per-packet metadata: an mbuf dynamic field registered by sluiced. */
@@ -73,6 +81,12 @@ struct sl_pkt_meta {
 	sl_verdict_t verdict; /* set by the NF holding the packet */
 	uint32_t flow_hash;   /* symmetric flow hash, valid with
 			       * SL_META_HASH (see sl_meta_flow_hash()) */
+	uint32_t flow;        /* flow-table entry (position), SL_FLOW_NONE;
+			       * cached at ingress: later hops never hash */
+	uint16_t flow_gen;    /* low bits of the entry's gen when cached */
+	uint16_t graph;       /* graph version: slot | tag << 8 (valid with
+			       * SL_META_GRAPH); fixed at ingress, so a
+			       * packet never sees two versions of a graph */
 	uint16_t service;     /* graph node: service that holds / held it */
 	uint16_t owner;       /* instance id + 1 whose rx ring or hands hold
 			       * it; 0 when sluiced holds it. Lets sluiced
@@ -80,12 +94,13 @@ struct sl_pkt_meta {
 	uint16_t in_port;     /* ingress ethdev, UINT16_MAX if NF-made */
 	uint16_t flags;
 };
-_Static_assert(sizeof(struct sl_pkt_meta) == 16, "meta must stay 16 bytes");
+_Static_assert(sizeof(struct sl_pkt_meta) == 24, "meta must stay 24 bytes");
 
 /* Load-balancing modes, per service. */
 enum sl_lb_mode {
 	SL_LB_FLOW = 0, /* flow-sticky: symmetric hash -> bucket -> instance */
 	SL_LB_RR,       /* round robin, per producer */
+	SL_LB_QUEUE,    /* shortest queue: fewest packets in the rx ring */
 	SL_LB_MAX
 };
 
@@ -138,7 +153,10 @@ struct sl_nf_slot {
 	char prog[SL_NAME_LEN];
 	struct rte_ring *rx; /* MP/SC: producers are sluiced and other NFs */
 	struct rte_ring *tx; /* SP/SC: NF -> sluiced I/O thread */
-	uint64_t started_tsc;
+	uint64_t started_tsc;   /* registered */
+	uint64_t proc_start_tsc; /* the NF's main() began (its own TSC read) */
+	/* NF -> sluiced requests and sluiced -> NF messages (MP/SC each). */
+	struct rte_ring *inbox; /* struct sl_msg * for this NF */
 	/* This instance's own TX queue on every port that has more than txq
 	 * queues (queue 0 is sluiced's); 0: none, send through the tx ring. */
 	uint16_t txq;
@@ -152,6 +170,7 @@ struct sl_nf_slot {
 	alignas(SL_CACHE_LINE) uint32_t sleeping; /* written by the NF */
 	uint32_t wake;                           /* futex word */
 	uint64_t heartbeat; /* NF loop iterations, written by the NF */
+	uint64_t first_pkt_tsc; /* TSC of the first packet received (NF) */
 
 	/* Counters written by the NF. */
 	struct sl_ctx_stats nf;
@@ -195,23 +214,144 @@ struct sl_service {
 };
 
 /*
- * The default chain, as a per-service default next hop. Immutable once
- * published: sluiced builds a new one and swaps shm->chain atomically, and
- * frees the old one after every reader has passed a quiescent point.
+ * A compiled service graph (one version of it). Nodes are services; each
+ * node lists its allowed next hops (services of the graph, ports, drop),
+ * the first being its default. Immutable once published: sluiced builds a
+ * new version, stores it in a free slot of shm->gtab and points the
+ * logical graph at it (shm->graph_cur[id]); packets carry the slot they
+ * entered with, so each packet sees one version from ingress to egress.
+ * The default chain is the logical graph 0, "default", compiled "open":
+ * it sets defaults only, and TO/OUT may name any service or port.
  */
-struct sl_chain {
-	uint32_t version;
-	uint16_t n_hops;
+struct sl_graph {
+	uint32_t version;  /* global apply counter */
+	uint16_t id;       /* logical graph id */
+	uint16_t slot;     /* index in shm->gtab */
+	uint8_t tag;       /* version & 0xff: meta->graph >> 8 */
+	uint8_t open;      /* 1: a chain; edges are not enforced */
+	uint16_t n_nodes;
+	uint16_t n_hops;   /* chains: hops as given */
 	uint16_t pad;
-	sl_hop_t first;  /* ingress hop */
-	sl_hop_t *next;  /* [max_services]: default next hop per service */
-	sl_hop_t *hops;  /* [n_hops]: the chain as given, for chain.get */
+	uint32_t n_edges;
+	sl_hop_t first;    /* ingress hop */
+	char name[SL_NAME_LEN];
+	sl_hop_t *next;    /* [max_services]: default next hop per service,
+			    * SL_HOP_NONE if the service is not a node */
+	uint32_t *edge_off; /* [max_services]: first edge of the node */
+	uint16_t *edge_n;   /* [max_services]: allowed next hops (0: no node) */
+	sl_hop_t *edges;    /* [n_edges] */
+	uint16_t *nodes;    /* [n_nodes]: service ids, in the order given */
+	sl_hop_t *hops;     /* [n_hops]: a chain as given, for chain.get */
+};
+
+/* Per-flow override kinds (cross-layer requests). */
+enum sl_ovr_kind {
+	SL_OVR_FREE = 0,
+	SL_OVR_SKIP,    /* packets of the flow bypass the service */
+	SL_OVR_DEFAULT, /* the service's default edge is `hop` for the flow */
+};
+
+/* One override: written whole (64-bit) by sluiced's control thread. */
+union sl_flow_ovr {
+	uint64_t u64;
+	struct {
+		uint16_t service;
+		uint16_t kind; /* enum sl_ovr_kind */
+		sl_hop_t hop;
+	} f;
+};
+
+/*
+ * A flow-table entry (flow director). Index = rte_hash key position.
+ * Followed in memory by pin[shm->flow.n_pins] (uint32_t: service << 16 |
+ * instance, UINT32_MAX free; set once by compare-and-swap by whoever first
+ * sends the flow to a replicated service) and ovr[shm->flow.n_ovr].
+ */
+struct sl_flow_entry {
+	uint16_t gen;      /* bumped when created (RX thread) */
+	uint16_t graph;    /* logical graph id (RX thread) */
+	uint8_t state;     /* enum sl_flow_state, atomic */
+	uint8_t n_ovr;     /* override slots in use (control thread) */
+	uint8_t family;    /* 4 or 6 */
+	uint8_t pad;
+	uint32_t sig;      /* rte_hash signature (RSS or software hash) */
+	uint32_t last_ms;  /* last packet, ms clock of the RX thread */
+	uint32_t rule;     /* id of the rule that classified it, 0: none */
+	uint32_t pad2;
+	uint64_t pkts;     /* ingress packets (RX thread) */
+	uint64_t bytes;
+};
+_Static_assert(sizeof(struct sl_flow_entry) == 40, "flow entry header");
+
+enum sl_flow_state {
+	SL_FLOW_FREE = 0,
+	SL_FLOW_LIVE,
+	SL_FLOW_DELETE, /* asked to be deleted (control); RX deletes it */
+};
+
+enum sl_flow_lookup {
+	SL_LOOKUP_OFF = 0, /* no flow table: every packet takes graph 0 */
+	SL_LOOKUP_CACHED,  /* once at ingress, cached in the metadata */
+	SL_LOOKUP_NAIVE,   /* again at every hop (ablation benchmark) */
+};
+
+/* The flow-table key: canonical 5-tuple (lower address/port first), so
+ * both directions of a connection share one entry. 48 bytes, a key size
+ * rte_hash compares without a function pointer (valid in every process). */
+struct sl_flow_key {
+	uint8_t family;
+	uint8_t proto;
+	uint16_t port_lo;
+	uint16_t port_hi;
+	uint16_t pad0;
+	uint8_t addr_lo[16];
+	uint8_t addr_hi[16];
+	uint64_t pad1;
+};
+_Static_assert(sizeof(struct sl_flow_key) == 48, "flow key size");
+
+/* Flow-table counters, written by the ingress (RX) thread. */
+struct sl_flow_stats {
+	uint64_t lookups;
+	uint64_t hits;
+	uint64_t created;
+	uint64_t aged;
+	uint64_t deleted;
+	uint64_t table_full; /* new flows that found no room: no entry */
+	uint64_t non_ip;     /* packets with no 5-tuple: no entry */
+	uint64_t stale;      /* packets whose cached entry was recycled */
+} __rte_cache_aligned;
+
+struct sl_flow_table {
+	struct rte_hash *hash; /* NULL with SL_LOOKUP_OFF */
+	uint8_t *entries;      /* [capacity] entries of `stride` bytes */
+	uint32_t capacity;     /* entries (rte_hash max key id + 1) */
+	uint32_t max_flows;    /* --flow-capacity */
+	uint32_t stride;
+	uint32_t ovr_off;      /* offset of ovr[] in an entry, 8-aligned */
+	uint16_t n_pins;
+	uint16_t n_ovr;
+	uint32_t lookup;       /* enum sl_flow_lookup */
+	uint32_t timeout_ms;
+	uint32_t n_live;       /* live entries (RX thread) */
+	struct sl_flow_stats st;
 };
 
 /* NF <-> sluiced messages (registration, deregistration). */
 enum sl_msg_type {
 	SL_MSG_REGISTER = 1,
 	SL_MSG_DEREGISTER,
+	SL_MSG_REQUEST, /* a cross-layer request (struct sl_msg.req) */
+	SL_MSG_MESSAGE, /* Message(S, key, value) delivered to an NF inbox */
+	SL_MSG_REPLY,   /* the outcome of a request, back in the NF inbox */
+};
+
+/* Cross-layer request kinds. */
+enum sl_req_kind {
+	SL_REQ_SKIP_ME = 1,
+	SL_REQ_REQUEST_ME,
+	SL_REQ_CHANGE_DEFAULT,
+	SL_REQ_MESSAGE,
 };
 
 struct sl_msg {
@@ -223,10 +363,25 @@ struct sl_msg {
 	uint16_t service;  /* out */
 	char service_name[SL_NAME_LEN];
 	char prog[SL_NAME_LEN];
+	uint64_t start_tsc; /* REGISTER: when the NF's main() began */
 	/* Reply, written by sluiced, then done is stored with release. */
 	int32_t result; /* 0 or a positive errno */
 	char error[160];
 	uint32_t done;
+	/* SL_MSG_REQUEST / _MESSAGE / _REPLY. */
+	struct {
+		int64_t id;       /* chosen by the NF, echoed in the reply */
+		uint32_t kind;    /* enum sl_req_kind */
+		uint8_t exact;    /* 1: key is one flow; 0: wildcard text */
+		uint8_t pad[3];
+		uint16_t service; /* S */
+		uint16_t pad2;
+		sl_verdict_t to;  /* ChangeDefault's T */
+		struct sl_flow_key key;
+		char match[160];  /* wildcard, "proto=tcp dst=10.0.0.0/8" */
+		char mkey[64];    /* Message key */
+		char value[256];  /* Message value */
+	} req;
 };
 
 /* The root of shared memory: memzone SL_MZ_SHM. */
@@ -252,7 +407,17 @@ struct sl_shm {
 	struct rte_ring *msg_ring;    /* NF -> sluiced, MP/SC */
 	struct rte_mempool *msg_pool; /* struct sl_msg */
 
-	struct sl_chain *chain; /* current default chain, atomic pointer */
+	/* Service graphs: the version table and, per logical graph, the slot
+	 * of its current version (SL_GRAPH_NONE: no such graph). Graph 0 is
+	 * the default chain. Written by the control thread (atomic). */
+	struct sl_graph *gtab[SL_GRAPH_SLOTS];
+	uint16_t *graph_cur;    /* [max_graphs] */
+	uint16_t max_graphs;
+	uint16_t pad_g;
+	struct sl_flow_table flow;
+	uint64_t ms_hz;         /* TSC cycles per ms */
+	uint64_t ctl_heartbeat; /* control thread loops (it writes entries) */
+	uint32_t ctl_idle;      /* 1 while the control thread waits */
 	uint32_t rx_enabled;    /* ports are read once a complete chain is set */
 	uint16_t nf_hwm;        /* 1 + highest instance id ever used */
 	uint16_t n_ports;
@@ -271,12 +436,58 @@ struct sl_shm {
 };
 
 /* sl_pkt_meta.flags */
-#define SL_META_HASH 0x1u /* flow_hash is valid */
+#define SL_META_HASH 0x1u  /* flow_hash is valid */
+#define SL_META_GRAPH 0x2u /* graph is set */
 
 static inline struct sl_pkt_meta *
 sl_meta(const struct rte_mbuf *m, int offset)
 {
 	return (struct sl_pkt_meta *)((uintptr_t)m + (uintptr_t)offset);
+}
+
+/* The graph version a packet travels with, or NULL if it was freed (the
+ * packet then is dropped as graph_gone). */
+static inline const struct sl_graph *
+sl_graph_of(const struct sl_shm *shm, uint16_t g)
+{
+	const struct sl_graph *gr =
+		__atomic_load_n(&shm->gtab[g & 0xff], __ATOMIC_ACQUIRE);
+
+	return gr != NULL && gr->tag == (g >> 8) ? gr : NULL;
+}
+
+/* The current version of logical graph id, as a meta->graph value, or
+ * SL_GRAPH_NONE. */
+static inline uint16_t
+sl_graph_current(const struct sl_shm *shm, uint16_t id)
+{
+	uint16_t slot = __atomic_load_n(&shm->graph_cur[id], __ATOMIC_ACQUIRE);
+	const struct sl_graph *gr;
+
+	if (slot == SL_GRAPH_NONE)
+		return SL_GRAPH_NONE;
+	gr = __atomic_load_n(&shm->gtab[slot], __ATOMIC_ACQUIRE);
+	return gr == NULL ? SL_GRAPH_NONE : (uint16_t)(slot | gr->tag << 8);
+}
+
+static inline struct sl_flow_entry *
+sl_flow_entry(const struct sl_shm *shm, uint32_t pos)
+{
+	return (struct sl_flow_entry *)(shm->flow.entries +
+					(size_t)pos * shm->flow.stride);
+}
+
+static inline uint32_t *
+sl_flow_pins(const struct sl_shm *shm, struct sl_flow_entry *e)
+{
+	(void)shm;
+	return (uint32_t *)(e + 1);
+}
+
+static inline union sl_flow_ovr *
+sl_flow_ovrs(const struct sl_shm *shm, struct sl_flow_entry *e)
+{
+	return (union sl_flow_ovr *)((uint8_t *)e + shm->flow.ovr_off);
 }
 
 #endif /* SL_SHARED_H */

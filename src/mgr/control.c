@@ -245,7 +245,14 @@ sl_control_run(struct sl_mgr *m)
 	struct epoll_event evs[32];
 
 	while (!m->quit) {
-		int n = epoll_wait(m->epfd, evs, RTE_DIM(evs), 5);
+		int n;
+
+		/* Waiting holds no flow entry: quiescent for the RX thread. */
+		__atomic_store_n(&m->shm->ctl_idle, 1, __ATOMIC_RELEASE);
+		n = epoll_wait(m->epfd, evs, RTE_DIM(evs), 5);
+		__atomic_store_n(&m->shm->ctl_idle, 0, __ATOMIC_RELEASE);
+		__atomic_store_n(&m->shm->ctl_heartbeat,
+				 m->shm->ctl_heartbeat + 1, __ATOMIC_RELEASE);
 
 		for (int i = 0; i < n; i++) {
 			uint64_t tag = evs[i].data.u64 >> 32;

@@ -115,6 +115,7 @@ ingress_meta(const struct io_ctx *c, struct rte_mbuf *m, uint16_t port)
 	meta->service = SL_SERVICE_NONE;
 	meta->owner = 0;
 	meta->in_port = port;
+	meta->flow = SL_FLOW_NONE;
 	/* The port's RSS hash is free (symmetric key: see ports.c); the
 	 * software hash is computed only if a hop needs it. */
 	if (m->ol_flags & RTE_MBUF_F_RX_RSS_HASH) {
@@ -165,6 +166,8 @@ do_rx(struct io_ctx *c, uint64_t now)
 		}
 		ps->rx_pkts += n;
 		ps->rx_bytes += bytes;
+		/* The flow director: entry and graph, once per packet. */
+		sl_flow_ingress(shm, pkts, n);
 		sl_dispatch(&c->ingress[p], pkts, n);
 	}
 	return work;
@@ -355,8 +358,10 @@ sl_io_thread(void *arg)
 
 		__atomic_store_n(&shm->io_heartbeat[idx],
 				 shm->io_heartbeat[idx] + 1, __ATOMIC_RELEASE);
-		if (c->do_rx)
+		if (c->do_rx) {
 			work += do_rx(c, now);
+			sl_flow_maintain(shm, now);
+		}
 		if (c->do_tx)
 			work += do_tx(c, now);
 		if (work == 0) {
@@ -366,6 +371,8 @@ sl_io_thread(void *arg)
 			shm->io[idx].bursts++;
 		}
 	}
+	if (c->do_rx)
+		sl_flow_rx_fini();
 	io_ctx_fini(c);
 	rte_free(c);
 	return 0;

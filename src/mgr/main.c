@@ -91,7 +91,17 @@ usage(void)
 		"  --nf-mem MB            hugepage memory set aside for NFs' "
 		"own tables (256)\n"
 		"  --nf-tx-queues N       per port, TX queues NFs transmit on "
-		"directly (0: all TX through sluiced's TX thread)\n",
+		"directly (0: all TX through sluiced's TX thread)\n"
+		"  --flow-lookup off|cached|naive  flow director: none (every "
+		"packet takes the default graph), once at ingress cached in "
+		"the packet, or again at every hop (cached)\n"
+		"  --flow-capacity N      flow-table entries (1048576)\n"
+		"  --flow-timeout MS      idle flows age out after MS (30000)\n"
+		"  --flow-pins N          pinned instances per flow (4)\n"
+		"  --flow-overrides N     cross-layer overrides per flow (2)\n"
+		"  --max-graphs N         service graphs (64)\n"
+		"  --max-rules N          flow rules (4096)\n"
+		"  --max-wildcards N      wildcard cross-layer requests (64)\n",
 		SL_BURST_MAX);
 }
 
@@ -120,7 +130,9 @@ parse_opts(struct sl_mgr_opts *o, int argc, char **argv)
 	enum {
 		O_NAME = 256, O_PORT, O_CHAIN, O_MODE, O_HANDOFF, O_SOCKET,
 		O_MAXNFS, O_MAXSVC, O_RING, O_MBUFS, O_CACHE, O_BURST, O_BP,
-		O_IDLE, O_TXRETRY, O_RXD, O_TXD, O_NFMEM, O_NFTXQ, O_HELP
+		O_IDLE, O_TXRETRY, O_RXD, O_TXD, O_NFMEM, O_NFTXQ, O_FLOOKUP,
+		O_FCAP, O_FTIMEOUT, O_FPINS, O_FOVR, O_MAXGRAPHS, O_MAXRULES,
+		O_MAXWILD, O_HELP
 	};
 	static const struct option lo[] = {
 		{"name", required_argument, NULL, O_NAME},
@@ -142,6 +154,14 @@ parse_opts(struct sl_mgr_opts *o, int argc, char **argv)
 		{"txd", required_argument, NULL, O_TXD},
 		{"nf-mem", required_argument, NULL, O_NFMEM},
 		{"nf-tx-queues", required_argument, NULL, O_NFTXQ},
+		{"flow-lookup", required_argument, NULL, O_FLOOKUP},
+		{"flow-capacity", required_argument, NULL, O_FCAP},
+		{"flow-timeout", required_argument, NULL, O_FTIMEOUT},
+		{"flow-pins", required_argument, NULL, O_FPINS},
+		{"flow-overrides", required_argument, NULL, O_FOVR},
+		{"max-graphs", required_argument, NULL, O_MAXGRAPHS},
+		{"max-rules", required_argument, NULL, O_MAXRULES},
+		{"max-wildcards", required_argument, NULL, O_MAXWILD},
 		{"help", no_argument, NULL, O_HELP},
 		{NULL, 0, NULL, 0},
 	};
@@ -166,6 +186,14 @@ parse_opts(struct sl_mgr_opts *o, int argc, char **argv)
 	 * mode, TX through sluiced ~21 Mpps, NFs on their own queues 14-21:
 	 * an NF frees transmitted mbufs without a per-lcore pool cache. */
 	o->nf_txq = 0;
+	o->flow_lookup = SL_LOOKUP_CACHED;
+	o->flow_capacity = 1u << 20;
+	o->flow_timeout_ms = 30000;
+	o->flow_pins = 4;
+	o->flow_ovr = 2;
+	o->max_graphs = 64;
+	o->max_rules = 4096;
+	o->max_wild = 64;
 
 	optind = 1;
 	opterr = 0;
@@ -332,6 +360,56 @@ parse_opts(struct sl_mgr_opts *o, int argc, char **argv)
 				      &o->nf_txq))
 				return -1;
 			break;
+		case O_FLOOKUP:
+			if (strcmp(optarg, "off") == 0)
+				o->flow_lookup = SL_LOOKUP_OFF;
+			else if (strcmp(optarg, "cached") == 0)
+				o->flow_lookup = SL_LOOKUP_CACHED;
+			else if (strcmp(optarg, "naive") == 0)
+				o->flow_lookup = SL_LOOKUP_NAIVE;
+			else {
+				fprintf(stderr,
+					"sluiced: --flow-lookup '%s': use off, "
+					"cached or naive\n",
+					optarg);
+				return -1;
+			}
+			break;
+		case O_FCAP:
+			if (parse_u32("--flow-capacity", optarg, 64, 1u << 26,
+				      &o->flow_capacity))
+				return -1;
+			break;
+		case O_FTIMEOUT:
+			if (parse_u32("--flow-timeout", optarg, 1,
+				      24u * 3600 * 1000, &o->flow_timeout_ms))
+				return -1;
+			break;
+		case O_FPINS:
+			if (parse_u32("--flow-pins", optarg, 0, 64,
+				      &o->flow_pins))
+				return -1;
+			break;
+		case O_FOVR:
+			if (parse_u32("--flow-overrides", optarg, 0, 64,
+				      &o->flow_ovr))
+				return -1;
+			break;
+		case O_MAXGRAPHS:
+			if (parse_u32("--max-graphs", optarg, 1, 200, &v))
+				return -1;
+			o->max_graphs = (uint16_t)v;
+			break;
+		case O_MAXRULES:
+			if (parse_u32("--max-rules", optarg, 1, 1u << 20,
+				      &o->max_rules))
+				return -1;
+			break;
+		case O_MAXWILD:
+			if (parse_u32("--max-wildcards", optarg, 0, 4096,
+				      &o->max_wild))
+				return -1;
+			break;
 		case O_HELP:
 			usage();
 			exit(0);
@@ -406,7 +484,11 @@ memory_need(const struct sl_mgr_opts *o)
 		       (RTE_MBUF_DEFAULT_BUF_SIZE + sizeof(struct rte_mbuf) +
 			128) +
 	       (unsigned long long)o->max_nfs * 2 * o->ring_size * 8 +
-	       (64ull << 20) + ((unsigned long long)o->nf_mem_mb << 20);
+	       (64ull << 20) + ((unsigned long long)o->nf_mem_mb << 20) +
+	       (o->flow_lookup == SL_LOOKUP_OFF
+			? 0
+			: (unsigned long long)o->flow_capacity *
+				  (sl_flow_entry_bytes(o) + 200));
 }
 
 static int
@@ -445,7 +527,7 @@ precheck(const struct sl_mgr_opts *o)
 			"sluiced: %lu free hugepages of %lu kB hold %llu MiB, "
 			"but --mbufs %u, --ring-size %u and --nf-mem need about "
 			"%llu MiB: reserve more (scripts/hugepages.sh PAGES) "
-			"or lower --mbufs / --nf-mem\n",
+			"or lower --mbufs / --nf-mem / --flow-capacity\n",
 			free_pages, page_kb,
 			(unsigned long long)free_pages * page_kb / 1024,
 			o->mbufs, o->ring_size, need >> 20);
@@ -563,7 +645,17 @@ shm_init(struct sl_mgr *m)
 			rte_strerror(rte_errno));
 		return -1;
 	}
-	return 0;
+	shm->ms_hz = shm->tsc_hz / 1000;
+	shm->max_graphs = o->max_graphs;
+	shm->graph_cur = rte_malloc("sl_graph_cur",
+				    sizeof(uint16_t) * o->max_graphs, 0);
+	if (shm->graph_cur == NULL) {
+		fprintf(stderr, "sluiced: out of memory for the graph table\n");
+		return -1;
+	}
+	for (uint16_t g = 0; g < o->max_graphs; g++)
+		shm->graph_cur[g] = SL_GRAPH_NONE;
+	return sl_flow_init(m);
 }
 
 /* ---- clean-up of DPDK files ---------------------------------------- */
@@ -709,6 +801,9 @@ main(int argc, char **argv)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGPIPE, SIG_IGN);
+	/* Replicas started by nf.scale are reaped by the kernel (their end
+	 * is seen through pidfds, like every NF's). */
+	signal(SIGCHLD, SIG_IGN);
 
 	RTE_LCORE_FOREACH_WORKER(lc)
 	{

@@ -25,6 +25,8 @@
 #include <rte_ring.h>
 
 #include "sl_chain.h"
+#include "sl_graph.h"
+#include "sluice/pkt.h"
 #include "sl_lb.h"
 #include "sluiced.h"
 
@@ -128,36 +130,8 @@ sl_lb_set(struct sl_mgr *m, uint16_t service, enum sl_lb_mode mode)
 	return 0;
 }
 
-/* ---- chains ------------------------------------------------------- */
-
-static int
-resolve_service(void *arg, const char *name, char *err, size_t errlen)
-{
-	return sl_service_get(arg, name, 1, err, errlen);
-}
-
-static int
-resolve_port(void *arg, const char *name)
-{
-	return sl_port_by_name(arg, name);
-}
-
-int
-sl_chain_complete(const struct sl_mgr *m)
-{
-	const struct sl_chain *c = m->shm->chain;
-
-	if (c == NULL)
-		return 0;
-	for (uint16_t i = 0; i < c->n_hops; i++)
-		if (sl_verdict_kind(c->hops[i]) == SL_VERDICT_TO &&
-		    m->shm->services[sl_verdict_id(c->hops[i])].n_live == 0)
-			return 0;
-	return 1;
-}
-
-static void
-maybe_enable_rx(struct sl_mgr *m)
+void
+sl_maybe_enable_rx(struct sl_mgr *m)
 {
 	if (m->rx_started || !sl_chain_complete(m))
 		return;
@@ -166,114 +140,51 @@ maybe_enable_rx(struct sl_mgr *m)
 	sl_log("chain complete: reading ports");
 }
 
-static struct sl_qs_action *qs_new(struct sl_mgr *m, enum sl_qs_kind kind);
-
-int
-sl_chain_apply(struct sl_mgr *m, const char *const *hops, uint16_t n,
-	       char *err, size_t errlen)
+/* Returns the messages left in an instance's inbox to the pool. */
+static void
+inbox_drain(struct sl_mgr *m, struct sl_nf_slot *s)
 {
-	struct sl_shm *shm = m->shm;
-	struct sl_chain *c, *old;
-	size_t sz = sizeof(*c) + sizeof(sl_hop_t) * (shm->max_services + n);
-	struct sl_qs_action *a;
+	void *obj;
 
-	c = rte_zmalloc("sl_chain", sz, RTE_CACHE_LINE_SIZE);
-	if (c == NULL) {
-		snprintf(err, errlen, "out of memory for a chain of %u hops",
-			 n);
-		return -ENOMEM;
-	}
-	c->next = (sl_hop_t *)(c + 1);
-	c->hops = c->next + shm->max_services;
-	c->n_hops = n;
-	struct sl_chain_resolver r = {
-		.service = resolve_service, .port = resolve_port, .arg = m};
-	if (sl_chain_compile(hops, n, &r, shm->max_services, &c->first,
-			     c->next, c->hops, err, errlen) != 0) {
-		rte_free(c);
-		return -EINVAL;
-	}
-	c->version = ++m->chain_version;
-	old = shm->chain;
-	__atomic_store_n(&shm->chain, c, __ATOMIC_RELEASE);
-	if (old != NULL) {
-		a = qs_new(m, SL_QS_FREE_CHAIN);
-		if (a != NULL)
-			a->ptr = old;
-	}
-	maybe_enable_rx(m);
-	sl_event("chain.set", json_pack("{s:i, s:o}", "version", c->version,
-					"hops", sl_chain_json(m)));
-	return 0;
-}
-
-json_t *
-sl_chain_json(const struct sl_mgr *m)
-{
-	const struct sl_chain *c = m->shm->chain;
-	json_t *a = json_array();
-
-	for (uint16_t i = 0; c != NULL && i < c->n_hops; i++) {
-		sl_hop_t h = c->hops[i];
-		uint16_t id = sl_verdict_id(h);
-		char buf[SL_NAME_LEN + 8];
-
-		switch (sl_verdict_kind(h)) {
-		case SL_VERDICT_TO:
-			json_array_append_new(
-				a, json_string(m->shm->services[id].name));
-			break;
-		case SL_VERDICT_OUT:
-			snprintf(buf, sizeof(buf), "port:%s",
-				 m->shm->ports[id].name);
-			json_array_append_new(a, json_string(buf));
-			break;
-		default:
-			json_array_append_new(a, json_string("drop"));
-		}
-	}
-	return a;
+	while (s->inbox != NULL && rte_ring_dequeue(s->inbox, &obj) == 0)
+		rte_mempool_put(m->shm->msg_pool, obj);
 }
 
 /* ---- quiescent-state actions --------------------------------------- */
 
-static struct sl_qs_action *
-qs_new(struct sl_mgr *m, enum sl_qs_kind kind)
+int
+sl_grace_start(struct sl_grace *g, const struct sl_shm *shm)
 {
-	struct sl_shm *shm = m->shm;
-	struct sl_qs_action *a = calloc(1, sizeof(*a));
-
-	if (a == NULL)
-		return NULL;
-	a->nf_hb = malloc(sizeof(uint64_t) * shm->max_nfs);
-	if (a->nf_hb == NULL) {
-		free(a);
-		return NULL;
+	if (g->nf_hb == NULL) {
+		g->nf_hb = malloc(sizeof(uint64_t) * shm->max_nfs);
+		if (g->nf_hb == NULL)
+			return -ENOMEM;
 	}
-	a->kind = kind;
-	a->t0 = rte_rdtsc();
+	g->t0 = rte_rdtsc();
 	for (uint16_t i = 0; i < shm->max_nfs; i++)
-		a->nf_hb[i] = __atomic_load_n(&shm->nfs[i].heartbeat,
+		g->nf_hb[i] = __atomic_load_n(&shm->nfs[i].heartbeat,
 					      __ATOMIC_ACQUIRE);
 	for (uint32_t t = 0; t < shm->n_io; t++)
-		a->io_hb[t] = __atomic_load_n(&shm->io_heartbeat[t],
+		g->io_hb[t] = __atomic_load_n(&shm->io_heartbeat[t],
 					      __ATOMIC_ACQUIRE);
-	/* Append: actions complete in order. */
-	struct sl_qs_action **pp = &m->qs;
-
-	while (*pp != NULL)
-		pp = &(*pp)->next;
-	*pp = a;
-	return a;
+	g->ctl_hb = __atomic_load_n(&shm->ctl_heartbeat, __ATOMIC_ACQUIRE);
+	return 0;
 }
 
-static int
-qs_passed(const struct sl_mgr *m, const struct sl_qs_action *a)
+void
+sl_grace_fini(struct sl_grace *g)
 {
-	const struct sl_shm *shm = m->shm;
-	uint16_t hwm = shm->nf_hwm;
+	free(g->nf_hb);
+	g->nf_hb = NULL;
+}
 
-	if (rte_rdtsc() - a->t0 < shm->tsc_hz / 1000)
+int
+sl_grace_passed(const struct sl_grace *g, const struct sl_shm *shm,
+		int self_io, int self_ctl)
+{
+	uint16_t hwm = __atomic_load_n(&shm->nf_hwm, __ATOMIC_ACQUIRE);
+
+	if (rte_rdtsc() - g->t0 < shm->tsc_hz / 1000)
 		return 0;
 	for (uint16_t i = 0; i < hwm; i++) {
 		const struct sl_nf_slot *s = &shm->nfs[i];
@@ -282,17 +193,45 @@ qs_passed(const struct sl_mgr *m, const struct sl_qs_action *a)
 		if (st != SL_NF_RUNNING && st != SL_NF_STOPPING)
 			continue;
 		if (__atomic_load_n(&s->heartbeat, __ATOMIC_ACQUIRE) ==
-			    a->nf_hb[i] &&
+			    g->nf_hb[i] &&
 		    !__atomic_load_n(&s->sleeping, __ATOMIC_ACQUIRE))
 			return 0;
 	}
 	for (uint32_t t = 0; t < shm->n_io; t++)
-		if (__atomic_load_n(&shm->io_heartbeat[t], __ATOMIC_ACQUIRE) ==
-			    a->io_hb[t] &&
+		if ((int)t != self_io &&
+		    __atomic_load_n(&shm->io_heartbeat[t], __ATOMIC_ACQUIRE) ==
+			    g->io_hb[t] &&
 		    !__atomic_load_n(&shm->io_sleeping[t], __ATOMIC_ACQUIRE) &&
 		    !__atomic_load_n(&shm->shutdown, __ATOMIC_ACQUIRE))
 			return 0;
+	if (!self_ctl &&
+	    __atomic_load_n(&shm->ctl_heartbeat, __ATOMIC_ACQUIRE) ==
+		    g->ctl_hb &&
+	    !__atomic_load_n(&shm->ctl_idle, __ATOMIC_ACQUIRE) &&
+	    !__atomic_load_n(&shm->shutdown, __ATOMIC_ACQUIRE))
+		return 0;
 	return 1;
+}
+
+struct sl_qs_action *
+sl_qs_new(struct sl_mgr *m, enum sl_qs_kind kind)
+{
+	struct sl_qs_action *a = calloc(1, sizeof(*a));
+
+	if (a == NULL)
+		return NULL;
+	if (sl_grace_start(&a->grace, m->shm) != 0) {
+		free(a);
+		return NULL;
+	}
+	a->kind = kind;
+	/* Append: actions complete in order. */
+	struct sl_qs_action **pp = &m->qs;
+
+	while (*pp != NULL)
+		pp = &(*pp)->next;
+	*pp = a;
+	return a;
 }
 
 struct reclaim_arg {
@@ -357,6 +296,7 @@ reclaim(struct sl_mgr *m, uint16_t inst)
 		return -EAGAIN; /* the TX thread still hands those on */
 	rte_mempool_obj_iter(shm->pktmbuf_pool, reclaim_one, &r);
 	rte_ring_reset(s->rx);
+	inbox_drain(m, s);
 	s->mgr.drop[SL_DROP_NF_LOST] += r.n;
 	if (r.n > 0)
 		sl_log("instance %u (%s): %" PRIu64
@@ -382,6 +322,8 @@ qs_run(struct sl_mgr *m, struct sl_qs_action *a)
 	case SL_QS_FREE_CHAIN:
 		rte_free(a->ptr);
 		return 0;
+	case SL_QS_CALL:
+		return a->fn(m, a->ptr);
 	case SL_QS_DEREGISTER:
 		msg = a->ptr;
 		msg->result = 0;
@@ -401,12 +343,13 @@ qs_poll(struct sl_mgr *m)
 	while (*pp != NULL) {
 		struct sl_qs_action *a = *pp;
 
-		if (!qs_passed(m, a) || qs_run(m, a) != 0) {
+		if (!sl_grace_passed(&a->grace, m->shm, -1, 1) ||
+		    qs_run(m, a) != 0) {
 			pp = &a->next;
 			continue;
 		}
 		*pp = a->next;
-		free(a->nf_hb);
+		sl_grace_fini(&a->grace);
 		free(a);
 	}
 }
@@ -431,7 +374,7 @@ sl_qs_drain_all(struct sl_mgr *m)
 			}
 		}
 		qs_run(m, a);
-		free(a->nf_hb);
+		sl_grace_fini(&a->grace);
 		free(a);
 	}
 }
@@ -469,11 +412,15 @@ slot_rings(struct sl_mgr *m, struct sl_nf_slot *s, uint16_t inst)
 		snprintf(name, sizeof(name), "sl_%.16s_tx%u", shm->node, inst);
 		s->tx = rte_ring_create(name, shm->ring_size, rte_socket_id(),
 					RING_F_SP_ENQ | RING_F_SC_DEQ);
-		if (s->rx == NULL || s->tx == NULL)
+		snprintf(name, sizeof(name), "sl_%.16s_ib%u", shm->node, inst);
+		s->inbox = rte_ring_create(name, SL_INBOX_SIZE, rte_socket_id(),
+					   RING_F_SC_DEQ);
+		if (s->rx == NULL || s->tx == NULL || s->inbox == NULL)
 			return -ENOMEM;
 	} else {
 		rte_ring_reset(s->rx);
 		rte_ring_reset(s->tx);
+		inbox_drain(m, s);
 	}
 	return 0;
 }
@@ -562,7 +509,11 @@ handle_register(struct sl_mgr *m, struct sl_msg *msg)
 	snprintf(s->prog, sizeof(s->prog), "%s", msg->prog);
 	s->stop = 0;
 	s->sleeping = 0;
+	s->first_pkt_tsc = 0;
 	s->started_tsc = rte_rdtsc();
+	s->proc_start_tsc = msg->start_tsc != 0 && msg->start_tsc < s->started_tsc
+				    ? msg->start_tsc
+				    : s->started_tsc;
 	__atomic_store_n(&s->state, SL_NF_RUNNING, __ATOMIC_RELEASE);
 	if (inst + 1 > shm->nf_hwm)
 		__atomic_store_n(&shm->nf_hwm, (uint16_t)(inst + 1),
@@ -579,7 +530,7 @@ handle_register(struct sl_mgr *m, struct sl_msg *msg)
 	sl_event("nf.up", json_pack("{s:i, s:s, s:i, s:s}", "instance", inst,
 				    "service", msg->service_name, "pid",
 				    msg->pid, "prog", msg->prog));
-	maybe_enable_rx(m);
+	sl_maybe_enable_rx(m);
 }
 
 static void
@@ -599,7 +550,7 @@ handle_deregister(struct sl_mgr *m, struct sl_msg *msg)
 	s = &shm->nfs[msg->instance];
 	__atomic_store_n(&s->state, SL_NF_STOPPING, __ATOMIC_RELEASE);
 	live_remove(m, s->service, msg->instance);
-	a = qs_new(m, SL_QS_DEREGISTER);
+	a = sl_qs_new(m, SL_QS_DEREGISTER);
 	if (a == NULL) {
 		reply(msg, 0, NULL);
 		return;
@@ -627,7 +578,7 @@ sl_nf_died(struct sl_mgr *m, uint16_t inst)
 		close(m->pidfd[inst]);
 		m->pidfd[inst] = -1;
 	}
-	a = qs_new(m, SL_QS_RECLAIM);
+	a = sl_qs_new(m, SL_QS_RECLAIM);
 	if (a != NULL)
 		a->instance = inst;
 	if (st == SL_NF_RUNNING)
@@ -642,6 +593,78 @@ sl_nf_died(struct sl_mgr *m, uint16_t inst)
 		 json_pack("{s:i, s:s, s:i, s:s}", "instance", inst, "service",
 			   shm->services[s->service].name, "pid", s->pid,
 			   "reason", st == SL_NF_RUNNING ? "died" : "stopped"));
+}
+
+/*
+ * A cross-layer request from an NF: validated against the graph, applied
+ * to the flow table, published as an event, and answered in the NF's
+ * inbox (the same message object, as SL_MSG_REPLY).
+ */
+static void
+handle_request(struct sl_mgr *m, struct sl_msg *msg)
+{
+	struct sl_shm *shm = m->shm;
+	struct sl_req r;
+	char err[160] = "", fk[160];
+	uint32_t applied = 0;
+	int rc;
+	struct sl_nf_slot *s = msg->instance < shm->max_nfs
+				       ? &shm->nfs[msg->instance]
+				       : NULL;
+	json_t *ev;
+
+	if (s == NULL || s->pid != msg->pid || s->inbox == NULL ||
+	    s->state != SL_NF_RUNNING) {
+		rte_mempool_put(shm->msg_pool, msg); /* nobody to answer */
+		return;
+	}
+	memset(&r, 0, sizeof(r));
+	r.kind = msg->req.kind;
+	r.service = msg->req.service;
+	r.to = msg->req.to;
+	r.exact = msg->req.exact;
+	msg->req.match[sizeof(msg->req.match) - 1] = '\0';
+	msg->req.mkey[sizeof(msg->req.mkey) - 1] = '\0';
+	msg->req.value[sizeof(msg->req.value) - 1] = '\0';
+	snprintf(r.mkey, sizeof(r.mkey), "%s", msg->req.mkey);
+	snprintf(r.value, sizeof(r.value), "%s", msg->req.value);
+	rc = 0;
+	if (r.kind != SL_REQ_MESSAGE && r.exact) {
+		sl_flow_key_tuple(&msg->req.key, &r.tuple);
+		sl_5tuple_format(&r.tuple, fk, sizeof(fk));
+	} else if (r.kind != SL_REQ_MESSAGE) {
+		snprintf(fk, sizeof(fk), "%s", msg->req.match);
+		if (sl_match_parse(msg->req.match, &r.match, err,
+				   sizeof(err)) != 0)
+			rc = EINVAL;
+	} else {
+		fk[0] = '\0';
+	}
+	if (rc == 0)
+		rc = sl_flow_request(m, &r, &applied, err, sizeof(err));
+	ev = json_pack("{s:s, s:i, s:s, s:s, s:s, s:s, s:I}", "nf",
+		       shm->services[s->service].name, "instance",
+		       (int)msg->instance, "type", sl_req_name(r.kind), "flow",
+		       fk, "service",
+		       r.service < shm->max_services
+			       ? shm->services[r.service].name
+			       : "?",
+		       "result", rc == 0 ? "applied" : "rejected", "applied",
+		       (json_int_t)applied);
+	if (rc != 0)
+		json_object_set_new(ev, "reason", json_string(err));
+	if (r.kind == SL_REQ_CHANGE_DEFAULT)
+		json_object_set_new(ev, "to", sl_hop_json(shm, r.to));
+	if (r.kind == SL_REQ_MESSAGE) {
+		json_object_set_new(ev, "key", json_string(r.mkey));
+		json_object_set_new(ev, "value", json_string(r.value));
+	}
+	sl_event(r.kind == SL_REQ_MESSAGE ? "nf.message" : "flow.request", ev);
+	msg->type = SL_MSG_REPLY;
+	msg->result = rc;
+	snprintf(msg->error, sizeof(msg->error), "%s", rc ? err : "");
+	if (rte_ring_enqueue(s->inbox, msg) != 0)
+		rte_mempool_put(shm->msg_pool, msg);
 }
 
 void
@@ -661,6 +684,9 @@ sl_registry_poll(struct sl_mgr *m)
 			break;
 		case SL_MSG_DEREGISTER:
 			handle_deregister(m, msg);
+			break;
+		case SL_MSG_REQUEST:
+			handle_request(m, msg);
 			break;
 		default:
 			reply(msg, EINVAL, "unknown message type %u",

@@ -21,7 +21,7 @@
 #define E_FAILED -32000
 
 static const char *const drop_names[SL_DROP_MAX] = SL_DROP_NAMES;
-static const char *const lb_names[SL_LB_MAX] = {"flow", "rr"};
+static const char *const lb_names[SL_LB_MAX] = {"flow", "rr", "queue"};
 
 struct rpc_err {
 	int code;
@@ -128,6 +128,21 @@ rpc_nf_list(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 				  "access", s->access, "rx_ring",
 				  ring_json(s->rx), "tx_ring",
 				  ring_json(s->tx)));
+		uint64_t fp = __atomic_load_n(&s->first_pkt_tsc,
+					      __ATOMIC_ACQUIRE);
+
+		json_object_set_new(
+			json_array_get(a, json_array_size(a) - 1),
+			"start_to_first_pkt_ms",
+			fp == 0 || fp < s->proc_start_tsc
+				? json_null()
+				: json_real((double)(fp - s->proc_start_tsc) *
+					    1e3 / (double)shm->tsc_hz));
+		json_object_set_new(
+			json_array_get(a, json_array_size(a) - 1),
+			"start_to_register_ms",
+			json_real((double)(s->started_tsc - s->proc_start_tsc) *
+				  1e3 / (double)shm->tsc_hz));
 	}
 	return a;
 }
@@ -149,6 +164,24 @@ rpc_nf_stop(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 			    (long long)i);
 	__atomic_store_n(&m->shm->nfs[i].stop, 1, __ATOMIC_RELEASE);
 	return json_pack("{s:I, s:s}", "instance", i, "state", "stopping");
+}
+
+static json_t *
+rpc_nf_scale(struct sl_mgr *m, json_t *p, struct rpc_err *e)
+{
+	json_t *r = json_object_get(p, "replicas"), *out = NULL;
+	char err[512];
+	int s = param_service(m, p, "service", e);
+
+	if (s < 0)
+		return NULL;
+	if (!json_is_integer(r) || json_integer_value(r) < 0)
+		return fail(e, E_PARAMS,
+			    "param 'replicas' (integer >= 0) is missing");
+	if (sl_scale(m, (uint16_t)s, (uint32_t)json_integer_value(r), &out,
+		     err, sizeof(err)) != 0)
+		return fail(e, E_FAILED, "%s", err);
+	return out;
 }
 
 static json_t *
@@ -302,10 +335,24 @@ rpc_stats(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 		for (int d = 0; d < SL_DROP_MAX; d++)
 			total_drops += m->svc_retired[sv].drop[d];
 	}
-	return json_pack("{s:I, s:o, s:o, s:o, s:I}", "tsc_hz",
+	static const char *const lookup_names[] = {"off", "cached", "naive"};
+	const struct sl_flow_table *ft = &shm->flow;
+	json_t *flows = json_pack(
+		"{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+		"lookup", lookup_names[ft->lookup % 3], "live",
+		(json_int_t)ft->n_live, "capacity", (json_int_t)ft->max_flows,
+		"lookups", (json_int_t)ft->st.lookups, "hits",
+		(json_int_t)ft->st.hits, "created", (json_int_t)ft->st.created,
+		"aged", (json_int_t)ft->st.aged, "deleted",
+		(json_int_t)ft->st.deleted, "table_full",
+		(json_int_t)ft->st.table_full, "non_ip",
+		(json_int_t)ft->st.non_ip, "timeout_ms",
+		(json_int_t)ft->timeout_ms);
+
+	return json_pack("{s:I, s:o, s:o, s:o, s:I, s:o}", "tsc_hz",
 			 (json_int_t)shm->tsc_hz, "ports", ports, "nfs", nfs,
 			 "services", svcs, "drops_total",
-			 (json_int_t)total_drops);
+			 (json_int_t)total_drops, "flows", flows);
 }
 
 static json_t *
@@ -313,8 +360,7 @@ rpc_chain_get(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 {
 	(void)p;
 	(void)e;
-	return json_pack("{s:i, s:o}", "version",
-			 m->shm->chain ? (int)m->shm->chain->version : 0,
+	return json_pack("{s:i, s:o}", "version", (int)sl_chain_version(m),
 			 "hops", sl_chain_json(m));
 }
 
@@ -344,7 +390,7 @@ rpc_chain_set(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 	}
 	if (sl_chain_apply(m, h, (uint16_t)n, err, sizeof(err)) != 0)
 		return fail(e, E_FAILED, "%s", err);
-	return json_pack("{s:i}", "version", (int)m->shm->chain->version);
+	return json_pack("{s:i}", "version", (int)sl_chain_version(m));
 }
 
 static json_t *
@@ -355,19 +401,427 @@ rpc_lb_set(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 
 	if (mode == NULL)
 		return fail(e, E_PARAMS,
-			    "param 'mode' is missing: use flow or rr");
+			    "param 'mode' is missing: use flow, queue or rr");
 	for (int i = 0; i < SL_LB_MAX; i++)
 		if (strcmp(mode, lb_names[i]) == 0)
 			md = i;
 	if (md < 0)
-		return fail(e, E_PARAMS, "param 'mode' '%s': use flow or rr",
-			    mode);
+		return fail(e, E_PARAMS,
+			    "param 'mode' '%s': use flow, queue or rr", mode);
 	s = param_service(m, p, "service", e);
 	if (s < 0)
 		return NULL;
 	sl_lb_set(m, (uint16_t)s, (enum sl_lb_mode)md);
 	return json_pack("{s:s, s:s}", "service", m->shm->services[s].name,
 			 "mode", mode);
+}
+
+
+/* ---- graphs, rules, flows, requests -------------------------------- */
+
+static json_t *
+rpc_graph_apply(struct sl_mgr *m, json_t *p, struct rpc_err *e)
+{
+	char err[512];
+	json_t *out = NULL;
+
+	if (sl_graph_apply_json(m, p, &out, err, sizeof(err)) != 0)
+		return fail(e, E_PARAMS, "%s", err);
+	return out;
+}
+
+static json_t *
+rpc_graph_get(struct sl_mgr *m, json_t *p, struct rpc_err *e)
+{
+	char err[256];
+	json_t *r = sl_graphs_json(
+		m, json_string_value(json_object_get(p, "name")), err,
+		sizeof(err));
+
+	return r != NULL ? r : fail(e, E_FAILED, "%s", err);
+}
+
+static json_t *
+rpc_graph_remove(struct sl_mgr *m, json_t *p, struct rpc_err *e)
+{
+	const char *name = json_string_value(json_object_get(p, "name"));
+	char err[256];
+	uint32_t rules = 0;
+
+	if (name == NULL)
+		return fail(e, E_PARAMS, "param 'name' (graph name) is missing");
+	if (sl_graph_remove(m, name, &rules, err, sizeof(err)) != 0)
+		return fail(e, E_FAILED, "%s", err);
+	return json_pack("{s:s, s:I}", "removed", name, "rules_removed",
+			 (json_int_t)rules);
+}
+
+/* Rule and filter fields besides the match ones. */
+static const char *const match_keys[] = {"proto", "src", "dst", "sport",
+					 "dport"};
+
+static int
+is_key(const char *k, const char *const *keys, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(k, keys[i]) == 0)
+			return 1;
+	return 0;
+}
+
+/* Reads the match fields (and in_port) of params into mt. */
+static int
+param_match(struct sl_mgr *m, json_t *p, const char *const *extra,
+	    size_t n_extra, struct sl_match *mt, int *has, struct rpc_err *e)
+{
+	const char *k;
+	json_t *v;
+	char err[256];
+
+	*has = 0;
+	json_object_foreach(p, k, v) {
+		if (is_key(k, match_keys, RTE_DIM(match_keys))) {
+			*has = 1;
+			continue;
+		}
+		if (strcmp(k, "in_port") == 0 ||
+		    is_key(k, extra, n_extra))
+			continue;
+		fail(e, E_PARAMS,
+		     "unknown param '%s': use proto, src, dst, sport, dport, "
+		     "in_port%s",
+		     k, n_extra ? " and the method's own" : "");
+		return -1;
+	}
+	if (sl_match_from_json(p, mt, err, sizeof(err)) != 0) {
+		fail(e, E_PARAMS, "%s", err);
+		return -1;
+	}
+	v = json_object_get(p, "in_port");
+	if (v != NULL) {
+		int port = json_is_string(v)
+				   ? sl_port_by_name(m, json_string_value(v))
+				   : -1;
+
+		if (port < 0) {
+			fail(e, E_PARAMS,
+			     "param 'in_port': no port named '%s'; use a name "
+			     "from port.list",
+			     json_is_string(v) ? json_string_value(v) : "?");
+			return -1;
+		}
+		mt->in_port_lo = mt->in_port_hi = (uint16_t)port;
+		*has = 1;
+	}
+	return 0;
+}
+
+static int
+param_graph(struct sl_mgr *m, json_t *p, struct rpc_err *e)
+{
+	const char *g = json_string_value(json_object_get(p, "graph"));
+	int id;
+
+	if (g == NULL) {
+		fail(e, E_PARAMS, "param 'graph' (graph name) is missing");
+		return -1;
+	}
+	id = sl_graph_lookup(m, g);
+	if (id < 0)
+		fail(e, E_FAILED,
+		     "no graph named '%s': apply it first (graph.apply)", g);
+	return id;
+}
+
+static json_t *
+rpc_rule_add(struct sl_mgr *m, json_t *p, struct rpc_err *e)
+{
+	static const char *const extra[] = {"graph", "priority"};
+	struct sl_match mt;
+	json_t *pr = json_object_get(p, "priority"), *out = NULL;
+	char err[512];
+	int has, g;
+
+	if (pr != NULL && (!json_is_integer(pr) ||
+			   json_integer_value(pr) < -1000000 ||
+			   json_integer_value(pr) > 1000000))
+		return fail(e, E_PARAMS,
+			    "param 'priority' must be an integer in "
+			    "-1000000..1000000 (higher wins)");
+	if (param_match(m, p, extra, RTE_DIM(extra), &mt, &has, e) != 0)
+		return NULL;
+	g = param_graph(m, p, e);
+	if (g < 0)
+		return NULL;
+	if (sl_rule_add(m, (uint16_t)g,
+			pr ? (int32_t)json_integer_value(pr) : 0, &mt, &out,
+			err, sizeof(err)) != 0)
+		return fail(e, E_FAILED, "%s", err);
+	return out;
+}
+
+static json_t *
+rpc_rule_list(struct sl_mgr *m, json_t *p, struct rpc_err *e)
+{
+	(void)p;
+	(void)e;
+	return sl_rules_json(m);
+}
+
+static json_t *
+rpc_rule_remove(struct sl_mgr *m, json_t *p, struct rpc_err *e)
+{
+	json_t *id = json_object_get(p, "id");
+	char err[256];
+
+	if (!json_is_integer(id))
+		return fail(e, E_PARAMS, "param 'id' (rule id) is missing");
+	if (sl_rule_remove(m, (uint32_t)json_integer_value(id), err,
+			   sizeof(err)) != 0)
+		return fail(e, E_FAILED, "%s", err);
+	return json_pack("{s:I}", "removed", json_integer_value(id));
+}
+
+/* Filters of flow.list / flow.delete. */
+static int
+param_filter(struct sl_mgr *m, json_t *p, const char *const *extra,
+	     size_t n_extra, struct sl_flow_filter *f, struct rpc_err *e)
+{
+	json_t *v;
+
+	f->graph = SL_GRAPH_NONE;
+	f->service = SL_SERVICE_NONE;
+	f->instance = SL_INSTANCE_NONE;
+	if (param_match(m, p, extra, n_extra, &f->match, &f->has_match, e))
+		return -1;
+	if (json_object_get(p, "graph") != NULL) {
+		int g = param_graph(m, p, e);
+
+		if (g < 0)
+			return -1;
+		f->graph = (uint16_t)g;
+	}
+	if (json_object_get(p, "service") != NULL) {
+		int s = param_service(m, p, "service", e);
+
+		if (s < 0)
+			return -1;
+		f->service = (uint16_t)s;
+	}
+	v = json_object_get(p, "instance");
+	if (v != NULL) {
+		if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+		    json_integer_value(v) >= m->shm->max_nfs) {
+			fail(e, E_PARAMS, "param 'instance' must be an "
+			     "instance id");
+			return -1;
+		}
+		f->instance = (uint16_t)json_integer_value(v);
+	}
+	return 0;
+}
+
+static json_t *
+rpc_flow_list(struct sl_mgr *m, json_t *p, struct rpc_err *e)
+{
+	static const char *const extra[] = {"limit", "graph", "service",
+					    "instance"};
+	struct sl_flow_filter f;
+	json_t *lim = json_object_get(p, "limit");
+
+	if (lim != NULL && (!json_is_integer(lim) ||
+			    json_integer_value(lim) < 0 ||
+			    json_integer_value(lim) > 100000))
+		return fail(e, E_PARAMS,
+			    "param 'limit' must be an integer in 0..100000");
+	if (param_filter(m, p, extra, RTE_DIM(extra), &f, e) != 0)
+		return NULL;
+	return sl_flows_list(m, &f,
+			     lim ? (uint32_t)json_integer_value(lim) : 100);
+}
+
+/* The flow named by params id or key: its position. */
+static int
+param_flow(struct sl_mgr *m, json_t *p, uint32_t *pos, struct rpc_err *e)
+{
+	json_t *id = json_object_get(p, "id");
+	const char *key = json_string_value(json_object_get(p, "key"));
+	struct sl_5tuple t;
+
+	if (m->shm->flow.hash == NULL) {
+		fail(e, E_FAILED,
+		     "sluiced runs with --flow-lookup off: no flow table");
+		return -1;
+	}
+	if (json_is_integer(id)) {
+		json_int_t v = json_integer_value(id);
+
+		if (v < 0 || v >= m->shm->flow.capacity ||
+		    sl_flow_entry(m->shm, (uint32_t)v)->state ==
+			    SL_FLOW_FREE) {
+			fail(e, E_FAILED, "no flow with id %lld; see flow.list",
+			     (long long)v);
+			return -1;
+		}
+		*pos = (uint32_t)v;
+		return 0;
+	}
+	if (key == NULL) {
+		fail(e, E_PARAMS,
+		     "give the flow as 'id' or as 'key' (\"tcp 10.0.0.1:1234 "
+		     "> 10.0.0.2:80\")");
+		return -1;
+	}
+	if (sl_5tuple_parse(key, &t) != 0) {
+		fail(e, E_PARAMS,
+		     "param 'key' '%s' is not a flow key like \"tcp "
+		     "10.0.0.1:1234 > 10.0.0.2:80\"",
+		     key);
+		return -1;
+	}
+	if (sl_flow_find(m, &t, pos) != 0) {
+		fail(e, E_FAILED, "no flow '%s' in the table", key);
+		return -1;
+	}
+	return 0;
+}
+
+static json_t *
+rpc_flow_get(struct sl_mgr *m, json_t *p, struct rpc_err *e)
+{
+	uint32_t pos;
+	json_t *r;
+
+	if (param_flow(m, p, &pos, e) != 0)
+		return NULL;
+	r = sl_flow_json(m, pos);
+	return r != NULL ? r : fail(e, E_FAILED, "the flow just went away");
+}
+
+static json_t *
+rpc_flow_delete(struct sl_mgr *m, json_t *p, struct rpc_err *e)
+{
+	static const char *const extra[] = {"all", "graph", "service",
+					    "instance", "id", "key"};
+	struct sl_flow_filter f;
+	uint32_t pos;
+
+	if (json_object_get(p, "id") != NULL ||
+	    json_object_get(p, "key") != NULL) {
+		if (param_flow(m, p, &pos, e) != 0)
+			return NULL;
+		return json_pack("{s:I}", "deleted",
+				 (json_int_t)sl_flows_delete(m, NULL, pos));
+	}
+	if (param_filter(m, p, extra, RTE_DIM(extra), &f, e) != 0)
+		return NULL;
+	if (!json_is_true(json_object_get(p, "all")) && !f.has_match &&
+	    f.graph == SL_GRAPH_NONE && f.service == SL_SERVICE_NONE)
+		return fail(e, E_PARAMS,
+			    "flow.delete needs 'id', 'key', filters, or "
+			    "\"all\": true");
+	return json_pack("{s:I}", "deleted",
+			 (json_int_t)sl_flows_delete(m, &f, -1));
+}
+
+/* A hop named like a graph edge: service, port:NAME or drop. */
+static int
+param_hop(struct sl_mgr *m, const char *h, sl_hop_t *hop, struct rpc_err *e)
+{
+	char dummy[8];
+	int id;
+
+	if (strcmp(h, "drop") == 0) {
+		*hop = SL_HOP_DROP;
+		return 0;
+	}
+	if (strncmp(h, "port:", 5) == 0) {
+		id = sl_port_by_name(m, h + 5);
+		if (id >= 0) {
+			*hop = SL_HOP_PORT((uint16_t)id);
+			return 0;
+		}
+	} else {
+		id = sl_service_get(m, h, 0, dummy, sizeof(dummy));
+		if (id >= 0) {
+			*hop = SL_HOP_SERVICE((uint16_t)id);
+			return 0;
+		}
+	}
+	fail(e, E_PARAMS, "param 'to' '%s': no such service or port", h);
+	return -1;
+}
+
+static json_t *
+rpc_flow_request(struct sl_mgr *m, json_t *p, struct rpc_err *e)
+{
+	static const char *const kinds[] = {NULL, "skip_me", "request_me",
+					    "change_default", "message"};
+	const char *type = json_string_value(json_object_get(p, "type"));
+	json_t *flow = json_object_get(p, "flow");
+	struct sl_req r;
+	char err[256];
+	uint32_t applied = 0;
+	int s, rc;
+
+	memset(&r, 0, sizeof(r));
+	for (uint32_t k = 1; type != NULL && k < RTE_DIM(kinds); k++)
+		if (strcmp(type, kinds[k]) == 0)
+			r.kind = k;
+	if (r.kind == 0)
+		return fail(e, E_PARAMS,
+			    "param 'type' must be skip_me, request_me, "
+			    "change_default or message");
+	s = param_service(m, p, "service", e);
+	if (s < 0)
+		return NULL;
+	r.service = (uint16_t)s;
+	if (r.kind == SL_REQ_MESSAGE) {
+		const char *k = json_string_value(json_object_get(p, "key"));
+		const char *v = json_string_value(json_object_get(p, "value"));
+
+		if (k == NULL || v == NULL)
+			return fail(e, E_PARAMS,
+				    "a message needs 'key' and 'value' "
+				    "(strings)");
+		snprintf(r.mkey, sizeof(r.mkey), "%s", k);
+		snprintf(r.value, sizeof(r.value), "%s", v);
+	} else {
+		const char *key = json_string_value(json_object_get(flow, "key"));
+		json_t *mt = json_object_get(flow, "match");
+		int has;
+
+		if (key != NULL) {
+			r.exact = 1;
+			if (sl_5tuple_parse(key, &r.tuple) != 0)
+				return fail(e, E_PARAMS,
+					    "flow key '%s' is not like \"tcp "
+					    "10.0.0.1:1234 > 10.0.0.2:80\"",
+					    key);
+		} else if (json_is_object(mt)) {
+			if (param_match(m, mt, NULL, 0, &r.match, &has, e))
+				return NULL;
+		} else {
+			return fail(e, E_PARAMS,
+				    "param 'flow' must be {\"key\": \"tcp "
+				    "a:p > b:q\"} or {\"match\": {...}}");
+		}
+		if (r.kind == SL_REQ_CHANGE_DEFAULT) {
+			const char *to =
+				json_string_value(json_object_get(p, "to"));
+
+			if (to == NULL)
+				return fail(e, E_PARAMS,
+					    "change_default needs 'to' (the "
+					    "new default next hop)");
+			if (param_hop(m, to, &r.to, e) != 0)
+				return NULL;
+		}
+	}
+	rc = sl_flow_request(m, &r, &applied, err, sizeof(err));
+	if (rc != 0)
+		return fail(e, E_FAILED, "%s rejected: %s", type, err);
+	return json_pack("{s:I}", "applied", (json_int_t)applied);
 }
 
 static json_t *
@@ -408,12 +862,23 @@ static const struct {
 	{"status", rpc_status},
 	{"nf.list", rpc_nf_list},
 	{"nf.stop", rpc_nf_stop},
+	{"nf.scale", rpc_nf_scale},
 	{"port.list", rpc_port_list},
 	{"service.list", rpc_service_list},
 	{"stats", rpc_stats},
 	{"chain.get", rpc_chain_get},
 	{"chain.set", rpc_chain_set},
 	{"lb.set", rpc_lb_set},
+	{"graph.apply", rpc_graph_apply},
+	{"graph.get", rpc_graph_get},
+	{"graph.remove", rpc_graph_remove},
+	{"rule.add", rpc_rule_add},
+	{"rule.list", rpc_rule_list},
+	{"rule.remove", rpc_rule_remove},
+	{"flow.list", rpc_flow_list},
+	{"flow.get", rpc_flow_get},
+	{"flow.delete", rpc_flow_delete},
+	{"flow.request", rpc_flow_request},
 	{"rx.pause", rpc_rx_pause},
 	{"rx.resume", rpc_rx_resume},
 	{"subscribe", NULL},

@@ -18,6 +18,7 @@
 #include <jansson.h>
 
 #include "sl_dispatch.h"
+#include "sl_match.h"
 #include "sl_shared.h"
 
 #define SL_VERSION "0.1.0"
@@ -45,26 +46,56 @@ struct sl_mgr_opts {
 	uint32_t nf_txq; /* TX queues per port for NFs to transmit directly */
 	uint16_t rxd;
 	uint16_t txd;
+	uint32_t flow_lookup; /* enum sl_flow_lookup */
+	uint32_t flow_capacity;
+	uint32_t flow_timeout_ms;
+	uint32_t flow_pins;
+	uint32_t flow_ovr;
+	uint16_t max_graphs;
+	uint32_t max_rules;
+	uint32_t max_wild;
 	const char *chain;
 	struct sl_port_opt ports[SL_MAX_PORTS];
 	uint16_t n_ports;
 };
 
+/*
+ * A grace period: started when something is unpublished, passed once every
+ * NF, I/O thread and the control thread has gone round its loop (or waits
+ * idle) since: none can still hold what was unpublished.
+ */
+struct sl_grace {
+	uint64_t t0;
+	uint64_t *nf_hb; /* [max_nfs] heartbeats at the start */
+	uint64_t io_hb[SL_MAX_IO_THREADS];
+	uint64_t ctl_hb;
+};
+
+/* Snapshots the heartbeats (allocates nf_hb on first use). 0 or -ENOMEM */
+int sl_grace_start(struct sl_grace *g, const struct sl_shm *shm);
+/* 1 once the grace period has passed; the caller's own thread (I/O thread
+ * self_io, or the control thread if self_ctl) is not waited for. */
+int sl_grace_passed(const struct sl_grace *g, const struct sl_shm *shm,
+		    int self_io, int self_ctl);
+void sl_grace_fini(struct sl_grace *g);
+
 /* Something to do once every reader has passed a quiescent point. */
 enum sl_qs_kind {
-	SL_QS_FREE_CHAIN = 1, /* free an unpublished chain */
+	SL_QS_FREE_CHAIN = 1, /* rte_free an unpublished object (ptr) */
 	SL_QS_DEREGISTER,     /* answer an NF's deregistration */
 	SL_QS_RECLAIM,        /* reclaim a dead (or gone) NF's packets */
+	SL_QS_CALL,           /* fn(m, ptr); 0 when done, else retried */
 };
+
+struct sl_mgr;
 
 struct sl_qs_action {
 	struct sl_qs_action *next;
 	enum sl_qs_kind kind;
-	uint64_t t0;
-	void *ptr;         /* chain, or the deregistration message */
+	void *ptr;         /* object, or the deregistration message */
+	int (*fn)(struct sl_mgr *m, void *ptr);
 	uint16_t instance; /* for DEREGISTER / RECLAIM */
-	uint64_t *nf_hb;   /* [max_nfs] heartbeats when queued */
-	uint64_t io_hb[SL_MAX_IO_THREADS];
+	struct sl_grace grace;
 };
 
 struct sl_mgr {
@@ -77,7 +108,6 @@ struct sl_mgr {
 	uint64_t port_tx_retired[SL_MAX_PORTS][2]; /* NFs gone: pkts, bytes */
 	struct sl_ctx_stats *svc_retired; /* [max_services] */
 	struct sl_qs_action *qs; /* pending quiescent-state actions */
-	uint32_t chain_version;
 	int rx_started; /* ports were enabled once (a complete chain) */
 	int epfd;
 	int listen_fd;
@@ -111,6 +141,69 @@ int sl_lb_set(struct sl_mgr *m, uint16_t service, enum sl_lb_mode mode);
 void sl_stop_all_nfs(struct sl_mgr *m, unsigned int timeout_ms);
 const char *sl_nf_state_name(uint32_t state);
 void sl_qs_drain_all(struct sl_mgr *m);
+/* Queues an action (run by the control thread after a grace period). */
+struct sl_qs_action *sl_qs_new(struct sl_mgr *m, enum sl_qs_kind kind);
+
+void sl_maybe_enable_rx(struct sl_mgr *m);
+
+/* graph.c */
+json_t *sl_hop_json(const struct sl_shm *shm, sl_hop_t h);
+int sl_graph_lookup(const struct sl_mgr *m, const char *name);
+uint32_t sl_chain_version(const struct sl_mgr *m);
+json_t *sl_graphs_json(const struct sl_mgr *m, const char *name, char *err,
+		       size_t errlen);
+int sl_graph_apply_json(struct sl_mgr *m, json_t *p, json_t **out, char *err,
+			size_t errlen);
+int sl_graph_remove(struct sl_mgr *m, const char *name, uint32_t *rules,
+		    char *err, size_t errlen);
+void sl_graphs_close(struct sl_mgr *m);
+
+/* flow.c */
+struct sl_req {
+	uint32_t kind; /* enum sl_req_kind */
+	uint8_t exact;
+	struct sl_5tuple tuple; /* exact */
+	struct sl_match match;  /* wildcard */
+	uint16_t service;
+	sl_verdict_t to;
+	char mkey[64];
+	char value[256];
+};
+
+struct sl_flow_filter {
+	uint16_t graph;    /* SL_GRAPH_NONE: any */
+	uint16_t service;  /* pinned to this service (SL_SERVICE_NONE: any) */
+	uint16_t instance; /* ... and this instance (SL_INSTANCE_NONE: any) */
+	int has_match;
+	struct sl_match match; /* either direction */
+};
+
+size_t sl_flow_entry_bytes(const struct sl_mgr_opts *o);
+int sl_flow_init(struct sl_mgr *m);
+void sl_flow_close(void);
+void sl_flow_ingress(struct sl_shm *shm, struct rte_mbuf **pkts, uint16_t n);
+void sl_flow_maintain(struct sl_shm *shm, uint64_t now);
+void sl_flow_rx_fini(void);
+int sl_rule_add(struct sl_mgr *m, uint16_t graph, int32_t priority,
+		const struct sl_match *mt, json_t **out, char *err,
+		size_t errlen);
+int sl_rule_remove(struct sl_mgr *m, uint32_t id, char *err, size_t errlen);
+uint32_t sl_rules_remove_graph(struct sl_mgr *m, uint16_t graph);
+json_t *sl_rules_json(struct sl_mgr *m);
+json_t *sl_flow_json(const struct sl_mgr *m, uint32_t pos);
+json_t *sl_flows_list(struct sl_mgr *m, const struct sl_flow_filter *f,
+		      uint32_t limit);
+int sl_flow_find(const struct sl_mgr *m, const struct sl_5tuple *t,
+		 uint32_t *pos);
+uint32_t sl_flows_delete(struct sl_mgr *m, const struct sl_flow_filter *f,
+			 int64_t only);
+const char *sl_req_name(uint32_t kind);
+int sl_flow_request(struct sl_mgr *m, const struct sl_req *r,
+		    uint32_t *applied, char *err, size_t errlen);
+
+/* scale.c */
+int sl_scale(struct sl_mgr *m, uint16_t service, uint32_t replicas,
+	     json_t **out, char *err, size_t errlen);
 
 /* io.c */
 int sl_io_init(struct sl_mgr *m); /* before the threads start */

@@ -25,10 +25,12 @@
 #include <rte_memzone.h>
 #include <rte_ring.h>
 
-#include "sl_chain.h"
+#include "sl_graph.h"
 #include "sl_dispatch.h"
 #include "sl_futex.h"
 #include "sl_shared.h"
+#include "sl_match.h"
+#include "sluice/flow.h"
 #include "sluice/nf.h"
 #include "sluice/pkt.h"
 
@@ -53,11 +55,13 @@ struct sl_nf {
 	char service_name[SL_NAME_LEN];
 	int stop;
 	int mgr_dead; /* sluiced was killed: nobody to deregister with */
+	int64_t req_id; /* last cross-layer request id */
 };
 
 static volatile sig_atomic_t g_stop;
 static volatile sig_atomic_t g_reload;
 static int g_meta_off = -1;
+static uint64_t g_start_tsc; /* when main() began: start-to-first-packet */
 
 static void
 on_signal(int sig)
@@ -154,16 +158,15 @@ sl_nf_pktmbuf_pool(const struct sl_nf *nf)
 int
 sl_nf_chain_ready(const struct sl_nf *nf)
 {
-	const struct sl_chain *c =
-		__atomic_load_n(&nf->shm->chain, __ATOMIC_ACQUIRE);
+	uint16_t gv = sl_graph_current(nf->shm, 0);
+	const struct sl_graph *g =
+		gv == SL_GRAPH_NONE ? NULL : sl_graph_of(nf->shm, gv);
 
-	if (c == NULL || c->next[nf->service] == SL_HOP_NONE)
+	if (g == NULL || g->next[nf->service] == SL_HOP_NONE)
 		return 0;
-	for (uint16_t i = 0; i < c->n_hops; i++)
-		if (sl_verdict_kind(c->hops[i]) == SL_VERDICT_TO &&
-		    __atomic_load_n(
-			    &nf->shm->services[sl_verdict_id(c->hops[i])].n_live,
-			    __ATOMIC_ACQUIRE) == 0)
+	for (uint16_t i = 0; i < g->n_nodes; i++)
+		if (__atomic_load_n(&nf->shm->services[g->nodes[i]].n_live,
+				    __ATOMIC_ACQUIRE) == 0)
 			return 0;
 	return 1;
 }
@@ -239,6 +242,7 @@ sl_nf_send(struct sl_nf *nf, struct rte_mbuf **pkts, uint16_t n)
 		m->service = nf->service;
 		m->owner = (uint16_t)(nf->instance + 1);
 		m->in_port = UINT16_MAX;
+		m->flow = SL_FLOW_NONE; /* NF-made: the default graph */
 	}
 	while (n > 0) {
 		uint16_t chunk = RTE_MIN(n, (uint16_t)nf->burst);
@@ -551,6 +555,7 @@ do_register(struct sl_nf *nf, const struct nf_args *a)
 	memset(m, 0, sizeof(*m));
 	m->type = SL_MSG_REGISTER;
 	m->pid = getpid();
+	m->start_tsc = g_start_tsc;
 	m->mode = a->mode;
 	m->access = nf->ops->access;
 	m->instance = a->instance < 0 ? SL_INSTANCE_NONE
@@ -600,6 +605,145 @@ do_deregister(struct sl_nf *nf)
 		rte_mempool_put(nf->shm->msg_pool, m);
 }
 
+/* ---- cross-layer requests and messages ---------------------------- */
+
+int
+sl_flow_of_pkt(const struct rte_mbuf *m, struct sl_flow_match *f)
+{
+	memset(f, 0, sizeof(*f));
+	f->exact = 1;
+	return sl_pkt_5tuple(m, &f->tuple) == 0 ? 0 : -ENOENT;
+}
+
+int
+sl_flow_match_parse(const char *text, struct sl_flow_match *f, char *err,
+		    size_t errlen)
+{
+	struct sl_match mt;
+
+	memset(f, 0, sizeof(*f));
+	if (text == NULL || strlen(text) >= sizeof(f->text)) {
+		snprintf(err, errlen, "a wildcard holds at most %zu characters",
+			 sizeof(f->text) - 1);
+		return -EINVAL;
+	}
+	if (sl_match_parse(text, &mt, err, errlen) != 0)
+		return -EINVAL;
+	snprintf(f->text, sizeof(f->text), "%s", text);
+	return 0;
+}
+
+/* Queues a request to sluiced; the reply comes to our inbox. */
+static int64_t
+nf_request(struct sl_nf *nf, uint32_t kind, const struct sl_flow_match *f,
+	   uint16_t service, sl_verdict_t to, const char *key,
+	   const char *value)
+{
+	struct sl_msg *m;
+	void *obj;
+
+	if (nf == NULL || nf->slot == NULL)
+		return -EINVAL;
+	if (service >= nf->shm->max_services)
+		return -EINVAL;
+	if (rte_mempool_get(nf->shm->msg_pool, &obj) != 0)
+		return -ENOBUFS;
+	m = obj;
+	memset(m, 0, sizeof(*m));
+	m->type = SL_MSG_REQUEST;
+	m->pid = getpid();
+	m->instance = nf->instance;
+	m->req.id = ++nf->req_id;
+	m->req.kind = kind;
+	m->req.service = service;
+	m->req.to = to;
+	if (f != NULL && f->exact) {
+		m->req.exact = 1;
+		sl_flow_key_make(&f->tuple, &m->req.key);
+	} else if (f != NULL) {
+		snprintf(m->req.match, sizeof(m->req.match), "%s", f->text);
+	}
+	if (key != NULL)
+		snprintf(m->req.mkey, sizeof(m->req.mkey), "%s", key);
+	if (value != NULL)
+		snprintf(m->req.value, sizeof(m->req.value), "%s", value);
+	if (rte_ring_mp_enqueue(nf->shm->msg_ring, m) != 0) {
+		rte_mempool_put(nf->shm->msg_pool, m);
+		return -ENOBUFS;
+	}
+	return m->req.id;
+}
+
+int64_t
+sl_skip_me(struct sl_nf *nf, const struct sl_flow_match *f, uint16_t service)
+{
+	return f == NULL ? -EINVAL
+			 : nf_request(nf, SL_REQ_SKIP_ME, f, service, 0, NULL,
+				      NULL);
+}
+
+int64_t
+sl_request_me(struct sl_nf *nf, const struct sl_flow_match *f,
+	      uint16_t service)
+{
+	return f == NULL ? -EINVAL
+			 : nf_request(nf, SL_REQ_REQUEST_ME, f, service, 0,
+				      NULL, NULL);
+}
+
+int64_t
+sl_change_default(struct sl_nf *nf, const struct sl_flow_match *f,
+		  uint16_t service, sl_verdict_t to)
+{
+	return f == NULL ? -EINVAL
+			 : nf_request(nf, SL_REQ_CHANGE_DEFAULT, f, service,
+				      to, NULL, NULL);
+}
+
+int64_t
+sl_message(struct sl_nf *nf, uint16_t service, const char *key,
+	   const char *value)
+{
+	if (key == NULL || value == NULL)
+		return -EINVAL;
+	return nf_request(nf, SL_REQ_MESSAGE, NULL, service, 0, key, value);
+}
+
+/* Replies to our requests and messages to our service, from the inbox. */
+static void
+inbox_poll(struct sl_nf *nf)
+{
+	const struct sl_nf_ops *ops = nf->ops;
+	void *objs[16];
+	unsigned int n;
+
+	if (nf->slot->inbox == NULL)
+		return;
+	n = rte_ring_sc_dequeue_burst(nf->slot->inbox, objs, RTE_DIM(objs),
+				      NULL);
+	for (unsigned int i = 0; i < n; i++) {
+		struct sl_msg *m = objs[i];
+
+		if (m->type == SL_MSG_MESSAGE) {
+			m->req.mkey[sizeof(m->req.mkey) - 1] = '\0';
+			m->req.value[sizeof(m->req.value) - 1] = '\0';
+			if (ops->on_message != NULL)
+				ops->on_message(nf, m->req.mkey, m->req.value);
+		} else if (m->type == SL_MSG_REPLY) {
+			m->error[sizeof(m->error) - 1] = '\0';
+			if (ops->on_reply != NULL)
+				ops->on_reply(nf, m->req.id, m->result,
+					      m->error);
+			else if (m->result != 0)
+				fprintf(stderr,
+					"%s: request %" PRId64
+					" rejected by sluiced: %s\n",
+					nf->prog, m->req.id, m->error);
+		}
+		rte_mempool_put(nf->shm->msg_pool, m);
+	}
+}
+
 /* ---- the loop ----------------------------------------------------- */
 
 /* Processes one received burst and hands it on. */
@@ -619,6 +763,9 @@ nf_handle(struct sl_nf *nf, struct rte_mbuf **pkts, uint16_t n)
 	}
 	for (uint16_t i = 0; i < n; i++)
 		bytes += rte_pktmbuf_pkt_len(pkts[i]);
+	if (unlikely(st->rx_pkts == 0))
+		__atomic_store_n(&nf->slot->first_pkt_tsc, rte_rdtsc(),
+				 __ATOMIC_RELEASE);
 	st->rx_pkts += n;
 	st->rx_bytes += bytes;
 	st->bursts++;
@@ -687,6 +834,7 @@ run(struct sl_nf *nf)
 	uint64_t tick_cycles = hz / 1000 * (ops->tick_ms ? ops->tick_ms : 1000);
 	uint64_t next_tick = rte_rdtsc() + tick_cycles;
 	uint64_t mgr_check_cycles = hz / 10, next_mgr_check = 0;
+	uint64_t inbox_cycles = hz / 1000, next_inbox = 0;
 	uint64_t idle_since = 0;
 
 	while (!must_stop(nf)) {
@@ -704,6 +852,10 @@ run(struct sl_nf *nf)
 				break;
 			}
 			next_mgr_check = now + mgr_check_cycles;
+		}
+		if (now >= next_inbox) {
+			inbox_poll(nf);
+			next_inbox = now + inbox_cycles;
 		}
 		__atomic_store_n(&slot->heartbeat, slot->heartbeat + 1,
 				 __ATOMIC_RELEASE);
@@ -773,6 +925,7 @@ sl_nf_main(const struct sl_nf_ops *ops, int argc, char **argv)
 	cpu_set_t saved;
 	int rc;
 
+	g_start_tsc = rte_rdtsc();
 	/* Logs go to files: keep each line whole even if the NF is killed. */
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	memset(&nf, 0, sizeof(nf));

@@ -58,7 +58,7 @@ def test_malformed_requests_get_errors_and_the_connection_stays(launch, node, tm
                                   "use a name from port.list")
     assert errs[7][:2] == (6, -32000) and "must be the last hop" in errs[7][2]
     assert errs[8] == (7, -32000, "no running NF instance 99; nf.list shows them")
-    assert errs[9] == (8, -32602, "param 'mode' 'x': use flow or rr")
+    assert errs[9] == (8, -32602, "param 'mode' 'x': use flow, queue or rr")
     assert errs[10] == (9, -32602, "'params' must be an object of named params")
     assert r[-1]["id"] == 10 and r[-1]["result"]["node"] == node  # still usable
     assert run.client.call("chain.get")["hops"] == ["f", "drop"]

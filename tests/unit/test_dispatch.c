@@ -39,6 +39,7 @@
 #include <rte_ring.h>
 
 #include "sl_dispatch.h"
+#include "sl_graph.h"
 #include "sluice/pkt.h"
 #include "sl_lb.h"
 
@@ -70,8 +71,11 @@ static struct {
 
 struct env {
 	struct sl_shm *shm;
-	struct sl_chain chain;
+	struct sl_graph chain; /* the default graph: an open chain */
 	sl_hop_t next[MAX_SVC];
+	uint32_t edge_off[MAX_SVC];
+	uint16_t edge_n[MAX_SVC];
+	uint16_t graph_cur[1];
 	uint16_t live[MAX_SVC][MAX_NFS];
 	struct sl_ctx_stats stats;
 	struct sl_dispatch d;
@@ -112,6 +116,7 @@ mk(sl_verdict_t v, uint16_t service, uint32_t hash, uint16_t len)
 	mt->owner = SELF_OWNER;
 	mt->in_port = IN_PORT;
 	mt->flags = FLAGS;
+	mt->flow = SL_FLOW_NONE;
 	return m;
 }
 
@@ -126,7 +131,8 @@ check_meta(struct rte_mbuf *m, sl_verdict_t v, uint16_t service,
 	assert_int_equal(mt->owner, owner);
 	assert_int_equal(mt->flow_hash, hash);
 	assert_int_equal(mt->in_port, IN_PORT);
-	assert_int_equal(mt->flags, FLAGS);
+	/* Dispatch stamps the graph version on packets that had none. */
+	assert_int_equal(mt->flags & ~SL_META_GRAPH, FLAGS);
 }
 
 static struct rte_ring *
@@ -372,9 +378,16 @@ setup(void **state)
 	e->next[2] = SL_HOP_DROP;
 	e->next[3] = SL_HOP_NONE;
 	e->chain.version = 1;
+	e->chain.tag = 1;
+	e->chain.open = 1;
 	e->chain.first = SL_HOP_SERVICE(0);
 	e->chain.next = e->next;
-	shm->chain = &e->chain;
+	e->chain.edge_off = e->edge_off;
+	e->chain.edge_n = e->edge_n;
+	e->graph_cur[0] = 0;
+	shm->graph_cur = e->graph_cur;
+	shm->max_graphs = 1;
+	shm->gtab[0] = &e->chain;
 
 	memset(&g_port, 0, sizeof(g_port));
 	g_port.take = UINT16_MAX;
@@ -532,7 +545,8 @@ next_without_chain(void **state)
 	struct env *e = *state;
 	struct rte_mbuf *p[3], *got[2];
 
-	e->shm->chain = NULL;
+	e->shm->gtab[0] = NULL;
+	e->graph_cur[0] = SL_GRAPH_NONE;
 	p[0] = mk(SL_NEXT, SL_SERVICE_NONE, 1, 64);
 	p[1] = mk(SL_NEXT, 0, 2, 64);
 	p[2] = mk(SL_TO(0), 1, 3, 100); /* TO does not need the chain */

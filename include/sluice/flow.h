@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * Cross-layer requests: an NF asks sluiced to change how flows travel the
+ * service graph (SDNFV §3.4).
+ *
+ *   SkipMe(F, S)           packets of F bypass service S (they go where S's
+ *                          default edge leads)
+ *   RequestMe(F, S)        packets of F are sent to S: every node with an
+ *                          allowed edge to S makes it F's default
+ *   ChangeDefault(F, S, T) F's default edge at S becomes T, which must be
+ *                          one of the edges the graph allows at S
+ *   Message(S, key, value) a free-form message to every instance of S
+ *                          (its on_message callback) and to the control
+ *                          socket's subscribers
+ *
+ * F is a single flow (the flow of a packet) or a wildcard (rule fields,
+ * e.g. "proto=tcp dst=10.0.0.0/8 dport=80"; matched in either direction).
+ * sluiced validates each request against the graph of each flow it
+ * touches, applies it to the flow table (so every later packet of F
+ * follows it) and publishes it as an event. A wildcard request also
+ * applies to flows that start later.
+ *
+ * Requests are asynchronous: the call queues it and returns an id (> 0),
+ * or a negative errno if it could not be queued. The outcome comes back
+ * through ops->on_reply from the NF loop; a rejected request is also
+ * logged to stderr with the reason.
+ */
+#ifndef SLUICE_FLOW_H
+#define SLUICE_FLOW_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sluice/nf.h"
+#include "sluice/pkt.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** F: one flow, or a wildcard. */
+struct sl_flow_match {
+	uint8_t exact;          /**< 1: tuple; 0: text */
+	struct sl_5tuple tuple; /**< the flow (either direction) */
+	char text[160];         /**< wildcard, rule syntax */
+};
+
+/** F = the flow of this packet. 0, or -ENOENT if it is not IP. */
+int sl_flow_of_pkt(const struct rte_mbuf *m, struct sl_flow_match *f);
+
+/**
+ * F = a wildcard given as "key=value" fields separated by spaces: proto
+ * (tcp, udp, icmp, number), src and dst (prefix or address), sport and
+ * dport (N or N-M). 0, or -EINVAL with a message in err.
+ */
+int sl_flow_match_parse(const char *text, struct sl_flow_match *f, char *err,
+			size_t errlen);
+
+int64_t sl_skip_me(struct sl_nf *nf, const struct sl_flow_match *f,
+		   uint16_t service);
+int64_t sl_request_me(struct sl_nf *nf, const struct sl_flow_match *f,
+		      uint16_t service);
+/** to: SL_TO(service), SL_OUT(port) or SL_DROP. */
+int64_t sl_change_default(struct sl_nf *nf, const struct sl_flow_match *f,
+			  uint16_t service, sl_verdict_t to);
+int64_t sl_message(struct sl_nf *nf, uint16_t service, const char *key,
+		   const char *value);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SLUICE_FLOW_H */

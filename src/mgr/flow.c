@@ -1,0 +1,1234 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The flow director: an exact-match flow table (rte_hash, cuckoo, lock-free
+ * readers) and wildcard rules (rte_acl through sl_classifier) that pick a
+ * service graph for each new flow.
+ *
+ * Writers. The RX thread is the only writer of the hash: it looks every
+ * packet up once at ingress, creates entries for new flows (classifying
+ * their first packet), updates counters and last-seen times, ages idle
+ * flows out and deletes the ones the control thread marked. A deleted
+ * entry's position is recycled only after a grace period (every NF, I/O
+ * and the control thread has gone round its loop), and each entry carries
+ * a generation that packets cache with its position, so a packet still in
+ * a ring never uses a recycled entry. After creation the control thread is
+ * the only writer of an entry's overrides (cross-layer requests); pins are
+ * set by compare-and-swap by whoever first sends the flow to a service.
+ *
+ * Rules and wildcard requests are immutable sets built by the control
+ * thread and swapped atomically; the old set is freed after a grace
+ * period.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_cycles.h>
+#include <rte_errno.h>
+#include <rte_hash.h>
+#include <rte_malloc.h>
+#include <rte_prefetch.h>
+#include <rte_ring.h>
+#include <rte_ring_elem.h>
+
+#include "sl_classifier.h"
+#include "sl_graph.h"
+#include "sl_match.h"
+#include "sluice/pkt.h"
+#include "sluiced.h"
+
+#define LIMBO_BATCH 256
+#define LIMBO_BATCHES 64
+#define DEL_RING 4096
+
+/* Positions deleted together, recycled together after a grace period. */
+struct limbo {
+	uint32_t n;
+	uint32_t pos[LIMBO_BATCH];
+	struct sl_grace grace;
+};
+
+/* State of the RX thread's side (one RX thread). */
+static struct {
+	struct limbo b[LIMBO_BATCHES];
+	unsigned int head; /* oldest closed batch */
+	unsigned int n_closed;
+	uint64_t open_since; /* TSC when the open batch got its first */
+	uint32_t cursor;     /* aging sweep position */
+	uint32_t now_ms;
+	uint64_t last_tick;
+	int self_io;
+} rx;
+
+/* control -> RX: positions to delete (uint32_t). */
+static struct rte_ring *g_del_ring;
+
+size_t
+sl_flow_entry_bytes(const struct sl_mgr_opts *o)
+{
+	size_t ovr_off = RTE_ALIGN_CEIL(sizeof(struct sl_flow_entry) +
+					       sizeof(uint32_t) * o->flow_pins,
+				       8);
+
+	return RTE_ALIGN_CEIL(ovr_off + sizeof(union sl_flow_ovr) * o->flow_ovr,
+			      16);
+}
+
+int
+sl_flow_init(struct sl_mgr *m)
+{
+	struct sl_shm *shm = m->shm;
+	struct sl_flow_table *ft = &shm->flow;
+	char name[RTE_HASH_NAMESIZE];
+	struct rte_hash_parameters hp = {
+		.name = name,
+		.entries = m->o.flow_capacity,
+		.key_len = sizeof(struct sl_flow_key),
+		.socket_id = (int)rte_socket_id(),
+		/* Lock-free readers (NFs in naive mode, the control thread),
+		 * one writer (the RX thread); the extendable table makes the
+		 * capacity exact instead of "about, unless unlucky". */
+		.extra_flag = RTE_HASH_EXTRA_FLAGS_RW_CONCURRENCY_LF |
+			      RTE_HASH_EXTRA_FLAGS_EXT_TABLE,
+	};
+	size_t sz;
+
+	ft->lookup = m->o.flow_lookup;
+	ft->timeout_ms = m->o.flow_timeout_ms;
+	ft->n_pins = (uint16_t)m->o.flow_pins;
+	ft->n_ovr = (uint16_t)m->o.flow_ovr;
+	ft->max_flows = m->o.flow_capacity;
+	ft->ovr_off = (uint32_t)RTE_ALIGN_CEIL(
+		sizeof(struct sl_flow_entry) + sizeof(uint32_t) * ft->n_pins,
+		8);
+	ft->stride = (uint32_t)sl_flow_entry_bytes(&m->o);
+	rx.self_io = 0;
+	if (ft->lookup == SL_LOOKUP_OFF)
+		return 0;
+	snprintf(name, sizeof(name), "sl_%.16s_flows", m->o.name);
+	ft->hash = rte_hash_create(&hp);
+	if (ft->hash == NULL) {
+		fprintf(stderr,
+			"sluiced: cannot create a flow table of %u entries: "
+			"%s; lower --flow-capacity or reserve more "
+			"hugepages\n",
+			m->o.flow_capacity, rte_strerror(rte_errno));
+		return -1;
+	}
+	ft->capacity = (uint32_t)rte_hash_max_key_id(ft->hash) + 1;
+	sz = (size_t)ft->capacity * ft->stride;
+	ft->entries = rte_zmalloc("sl_flow_entries", sz, RTE_CACHE_LINE_SIZE);
+	snprintf(name, sizeof(name), "sl_%.16s_fdel", m->o.name);
+	g_del_ring = rte_ring_create_elem(name, sizeof(uint32_t), DEL_RING,
+					  (int)rte_socket_id(),
+					  RING_F_SP_ENQ | RING_F_SC_DEQ);
+	if (ft->entries == NULL || g_del_ring == NULL) {
+		fprintf(stderr,
+			"sluiced: out of hugepage memory for %u flow entries "
+			"(%zu MiB); lower --flow-capacity\n",
+			ft->capacity, sz >> 20);
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- rules and wildcard requests (immutable sets) ----------------- */
+
+struct sl_rule {
+	uint32_t id;
+	uint16_t graph;
+	int32_t priority;
+	struct sl_match match;
+};
+
+struct sl_ruleset {
+	uint32_t n;
+	struct sl_rule *rules; /* [n] */
+	struct sl_classifier *cls;
+};
+
+struct sl_wild {
+	uint32_t id;
+	struct sl_match match;
+	union sl_flow_ovr ovr;
+};
+
+struct sl_wildset {
+	uint32_t n;
+	struct sl_wild w[];
+};
+
+static struct sl_ruleset *g_rules;    /* read by RX, atomic pointer */
+static struct sl_wildset *g_wild;     /* read by RX, atomic pointer */
+static struct sl_rule *g_rule_list;   /* control's copy, [g_n_rules] */
+static uint32_t g_n_rules;
+static uint32_t g_rule_id;
+
+/* ---- the RX thread ------------------------------------------------ */
+
+/* Classifies the first packet of a flow: the graph of the best rule, or
+ * the default graph. */
+static void
+classify(const struct sl_ruleset *rs, const struct sl_5tuple *const *t,
+	 const uint16_t *in_port, uint32_t n, uint16_t *graph, uint32_t *rule)
+{
+	uint32_t res[SL_BURST_MAX];
+
+	if (rs == NULL || rs->n == 0) {
+		for (uint32_t i = 0; i < n; i++) {
+			graph[i] = 0;
+			rule[i] = 0;
+		}
+		return;
+	}
+	sl_classifier_lookup(rs->cls, t, in_port, n, res);
+	for (uint32_t i = 0; i < n; i++) {
+		const struct sl_rule *r = res[i] ? &rs->rules[res[i] - 1] : NULL;
+
+		graph[i] = r != NULL ? r->graph : 0;
+		rule[i] = r != NULL ? r->id : 0;
+	}
+}
+
+static int
+wild_matches(const struct sl_match *mt, const struct sl_5tuple *t,
+	     uint16_t in_port)
+{
+	struct sl_5tuple r = *t;
+
+	if (sl_match_test(mt, t, in_port))
+		return 1;
+	/* The other direction of the connection. */
+	r.src = t->dst;
+	r.dst = t->src;
+	r.sport = t->dport;
+	r.dport = t->sport;
+	return sl_match_test(mt, &r, in_port);
+}
+
+/* Writes an override into a free slot (or the slot of the same service
+ * and kind). -ENOSPC if none is left. Caller: the entry's one writer. */
+static int
+ovr_put(const struct sl_shm *shm, struct sl_flow_entry *e, union sl_flow_ovr v)
+{
+	union sl_flow_ovr *o = sl_flow_ovrs(shm, e);
+	int free_k = -1;
+
+	for (uint16_t k = 0; k < shm->flow.n_ovr; k++) {
+		if (o[k].f.kind == SL_OVR_FREE) {
+			if (free_k < 0)
+				free_k = k;
+			continue;
+		}
+		if (o[k].f.service == v.f.service && o[k].f.kind == v.f.kind) {
+			__atomic_store_n(&o[k].u64, v.u64, __ATOMIC_RELEASE);
+			return 0;
+		}
+	}
+	if (free_k < 0)
+		return -ENOSPC;
+	__atomic_store_n(&o[free_k].u64, v.u64, __ATOMIC_RELEASE);
+	__atomic_store_n(&e->n_ovr, (uint8_t)(e->n_ovr + 1), __ATOMIC_RELEASE);
+	return 0;
+}
+
+static void
+entry_create(struct sl_shm *shm, struct sl_flow_entry *e, uint32_t sig,
+	     uint16_t graph, uint32_t rule, const struct sl_5tuple *t,
+	     uint16_t in_port, uint32_t len)
+{
+	const struct sl_wildset *ws = __atomic_load_n(&g_wild, __ATOMIC_ACQUIRE);
+	uint32_t *pin = sl_flow_pins(shm, e);
+	union sl_flow_ovr *o = sl_flow_ovrs(shm, e);
+
+	__atomic_store_n(&e->gen, (uint16_t)(e->gen + 1), __ATOMIC_RELEASE);
+	e->graph = graph;
+	e->family = t->family;
+	e->sig = sig;
+	e->rule = rule;
+	e->last_ms = rx.now_ms;
+	e->pkts = 1;
+	e->bytes = len;
+	e->n_ovr = 0;
+	for (uint16_t k = 0; k < shm->flow.n_pins; k++)
+		pin[k] = UINT32_MAX;
+	for (uint16_t k = 0; k < shm->flow.n_ovr; k++)
+		o[k].u64 = 0;
+	for (uint32_t i = 0; ws != NULL && i < ws->n; i++)
+		if (wild_matches(&ws->w[i].match, t, in_port))
+			(void)ovr_put(shm, e, ws->w[i].ovr);
+	__atomic_store_n(&e->state, SL_FLOW_LIVE, __ATOMIC_RELEASE);
+}
+
+void
+sl_flow_ingress(struct sl_shm *shm, struct rte_mbuf **pkts, uint16_t n)
+{
+	struct sl_flow_table *ft = &shm->flow;
+	struct sl_flow_key keys[SL_BURST_MAX];
+	struct sl_5tuple tup[SL_BURST_MAX];
+	const void *kp[SL_BURST_MAX];
+	hash_sig_t sig[SL_BURST_MAX];
+	int32_t pos[SL_BURST_MAX];
+	uint16_t idx[SL_BURST_MAX]; /* packets with a 5-tuple */
+	uint16_t nk = 0, miss[SL_BURST_MAX], nm = 0;
+	int off = shm->dynfield_offset;
+
+	if (ft->lookup == SL_LOOKUP_OFF)
+		return; /* dispatch gives every packet the default graph */
+	for (uint16_t i = 0; i < n; i++) {
+		struct sl_pkt_meta *meta = sl_meta(pkts[i], off);
+
+		meta->flow = SL_FLOW_NONE;
+		if (sl_pkt_5tuple(pkts[i], &tup[nk]) != 0) {
+			ft->st.non_ip++;
+			continue;
+		}
+		sl_flow_key_make(&tup[nk], &keys[nk]);
+		/* The port's RSS hash (symmetric key) when it gave one; the
+		 * naive ablation always hashes in software, as every later
+		 * hop will. */
+		if ((meta->flags & SL_META_HASH) &&
+		    ft->lookup == SL_LOOKUP_CACHED) {
+			sig[nk] = meta->flow_hash;
+		} else {
+			sig[nk] = sl_5tuple_hash(&tup[nk]);
+			meta->flow_hash = sig[nk];
+			meta->flags |= SL_META_HASH;
+		}
+		kp[nk] = &keys[nk];
+		idx[nk++] = i;
+	}
+	if (nk == 0)
+		return;
+	ft->st.lookups += nk;
+	rte_hash_lookup_with_hash_bulk(ft->hash, kp, sig, nk, pos);
+
+	for (uint16_t k = 0; k < nk; k++) {
+		struct rte_mbuf *m = pkts[idx[k]];
+		struct sl_pkt_meta *meta = sl_meta(m, off);
+		struct sl_flow_entry *e;
+
+		if (pos[k] < 0) {
+			miss[nm++] = k;
+			continue;
+		}
+		e = sl_flow_entry(shm, (uint32_t)pos[k]);
+		rte_prefetch0(e);
+		meta->flow = (uint32_t)pos[k];
+	}
+	ft->st.hits += (uint64_t)(nk - nm);
+
+	/* New flows: classify them all at once, then create entries. */
+	if (nm > 0) {
+		const struct sl_ruleset *rs =
+			__atomic_load_n(&g_rules, __ATOMIC_ACQUIRE);
+		const struct sl_5tuple *tp[SL_BURST_MAX];
+		uint16_t inp[SL_BURST_MAX], graph[SL_BURST_MAX];
+		uint32_t rule[SL_BURST_MAX];
+
+		for (uint16_t j = 0; j < nm; j++) {
+			tp[j] = &tup[miss[j]];
+			inp[j] = sl_meta(pkts[idx[miss[j]]], off)->in_port;
+		}
+		classify(rs, tp, inp, nm, graph, rule);
+		for (uint16_t j = 0; j < nm; j++) {
+			uint16_t k = miss[j];
+			struct rte_mbuf *m = pkts[idx[k]];
+			struct sl_pkt_meta *meta = sl_meta(m, off);
+			int32_t p;
+
+			/* An earlier packet of this burst may have created
+			 * it. */
+			p = rte_hash_lookup_with_hash(ft->hash, &keys[k], sig[k]);
+			if (p >= 0) {
+				meta->flow = (uint32_t)p;
+				pos[k] = p;
+				continue;
+			}
+			p = ft->n_live < ft->max_flows
+				    ? rte_hash_add_key_with_hash(
+					      ft->hash, &keys[k], sig[k])
+				    : -ENOSPC;
+			if (p < 0) {
+				/* Full: the packet goes on by its rule's
+				 * graph, without an entry. */
+				ft->st.table_full++;
+				meta->graph = sl_graph_current(shm, graph[j]);
+				if (meta->graph == SL_GRAPH_NONE)
+					meta->graph = sl_graph_current(shm, 0);
+				meta->flags |= SL_META_GRAPH;
+				pos[k] = -1;
+				continue;
+			}
+			entry_create(shm, sl_flow_entry(shm, (uint32_t)p),
+				     sig[k], graph[j], rule[j], &tup[k],
+				     meta->in_port, rte_pktmbuf_pkt_len(m));
+			ft->n_live++;
+			ft->st.created++;
+			meta->flow = (uint32_t)p;
+			pos[k] = p;
+			pos[k] |= INT32_MIN; /* created: counters set */
+		}
+	}
+
+	/* Counters, last-seen, and the graph version for each packet. */
+	for (uint16_t k = 0; k < nk; k++) {
+		struct rte_mbuf *m = pkts[idx[k]];
+		struct sl_pkt_meta *meta = sl_meta(m, off);
+		struct sl_flow_entry *e;
+		uint16_t gv;
+
+		if (meta->flow == SL_FLOW_NONE)
+			continue;
+		e = sl_flow_entry(shm, meta->flow);
+		if (pos[k] >= 0) { /* a hit (or created earlier in this burst) */
+			e->pkts++;
+			e->bytes += rte_pktmbuf_pkt_len(m);
+			e->last_ms = rx.now_ms;
+		}
+		meta->flow_gen = e->gen;
+		gv = sl_graph_current(shm, e->graph);
+		if (gv == SL_GRAPH_NONE && e->graph != 0) {
+			/* Its graph was removed: classify it again. */
+			const struct sl_ruleset *rs =
+				__atomic_load_n(&g_rules, __ATOMIC_ACQUIRE);
+			const struct sl_5tuple *tp = &tup[k];
+			uint16_t g, inp = meta->in_port;
+			uint32_t r;
+
+			classify(rs, &tp, &inp, 1, &g, &r);
+			if (sl_graph_current(shm, g) == SL_GRAPH_NONE) {
+				g = 0;
+				r = 0;
+			}
+			e->graph = g;
+			e->rule = r;
+			gv = sl_graph_current(shm, g);
+		}
+		meta->graph = gv;
+		meta->flags |= SL_META_GRAPH;
+	}
+}
+
+/* Retires a position: deleted from the hash now, recycled after a grace
+ * period. -EAGAIN if every limbo batch is waiting (try again later). */
+static int
+flow_retire(struct sl_shm *shm, uint32_t p)
+{
+	struct sl_flow_table *ft = &shm->flow;
+	struct sl_flow_entry *e = sl_flow_entry(shm, p);
+	const void *key;
+	unsigned int open = (rx.head + rx.n_closed) % LIMBO_BATCHES;
+	struct limbo *b = &rx.b[open];
+
+	if (rx.n_closed == LIMBO_BATCHES)
+		return -EAGAIN;
+	if (rte_hash_get_key_with_position(ft->hash, (int32_t)p,
+					   (void **)&key) != 0)
+		return -ENOENT;
+	if (rte_hash_del_key_with_hash(ft->hash, key, e->sig) < 0)
+		return -ENOENT;
+	__atomic_store_n(&e->state, SL_FLOW_FREE, __ATOMIC_RELEASE);
+	ft->n_live--;
+	if (b->n == 0)
+		rx.open_since = rte_rdtsc();
+	b->pos[b->n++] = p;
+	if (b->n == LIMBO_BATCH) {
+		(void)sl_grace_start(&b->grace, shm);
+		rx.n_closed++;
+	}
+	return 0;
+}
+
+void
+sl_flow_maintain(struct sl_shm *shm, uint64_t now)
+{
+	struct sl_flow_table *ft = &shm->flow;
+	uint32_t budget, p;
+
+	if (ft->lookup == SL_LOOKUP_OFF)
+		return;
+	if (now - rx.last_tick < shm->ms_hz)
+		return; /* once per millisecond */
+	rx.last_tick = now;
+	rx.now_ms = (uint32_t)((now - g_mgr.start_tsc) / shm->ms_hz);
+
+	/* Recycle positions whose grace period has passed. */
+	while (rx.n_closed > 0) {
+		struct limbo *b = &rx.b[rx.head];
+
+		if (!sl_grace_passed(&b->grace, shm, rx.self_io, 0))
+			break;
+		for (uint32_t i = 0; i < b->n; i++)
+			rte_hash_free_key_with_position(ft->hash,
+							(int32_t)b->pos[i]);
+		b->n = 0;
+		rx.head = (rx.head + 1) % LIMBO_BATCHES;
+		rx.n_closed--;
+	}
+	/* Close a half-full batch after 10 ms, so frees are not held up. */
+	if (rx.n_closed < LIMBO_BATCHES) {
+		struct limbo *b =
+			&rx.b[(rx.head + rx.n_closed) % LIMBO_BATCHES];
+
+		if (b->n > 0 && now - rx.open_since > 10 * shm->ms_hz) {
+			(void)sl_grace_start(&b->grace, shm);
+			rx.n_closed++;
+		}
+	}
+	/* Deletions asked for by the control thread. */
+	while (rte_ring_sc_dequeue_elem(g_del_ring, &p, sizeof(p)) == 0) {
+		struct sl_flow_entry *e = sl_flow_entry(shm, p);
+
+		if (__atomic_load_n(&e->state, __ATOMIC_ACQUIRE) !=
+		    SL_FLOW_DELETE)
+			continue;
+		if (flow_retire(shm, p) == 0)
+			ft->st.deleted++;
+		else
+			break; /* left marked: the sweep takes it later */
+	}
+	/* Aging: sweep the table twice per timeout. */
+	budget = (uint32_t)RTE_MIN((uint64_t)ft->capacity,
+				   2ull * ft->capacity / ft->timeout_ms + 16);
+	for (uint32_t i = 0; i < budget; i++) {
+		struct sl_flow_entry *e;
+		uint8_t st;
+
+		p = rx.cursor;
+		rx.cursor = rx.cursor + 1 == ft->capacity ? 0 : rx.cursor + 1;
+		e = sl_flow_entry(shm, p);
+		st = __atomic_load_n(&e->state, __ATOMIC_ACQUIRE);
+		if (st == SL_FLOW_FREE)
+			continue;
+		if (st == SL_FLOW_DELETE) {
+			if (flow_retire(shm, p) == 0)
+				ft->st.deleted++;
+			continue;
+		}
+		if ((uint32_t)(rx.now_ms - e->last_ms) >= ft->timeout_ms &&
+		    flow_retire(shm, p) == 0)
+			ft->st.aged++;
+	}
+}
+
+void
+sl_flow_rx_fini(void)
+{
+	for (unsigned int i = 0; i < LIMBO_BATCHES; i++)
+		sl_grace_fini(&rx.b[i].grace);
+}
+
+/* ---- control thread: rules --------------------------------------- */
+
+static int
+free_ruleset(struct sl_mgr *m, void *p)
+{
+	struct sl_ruleset *rs = p;
+
+	(void)m;
+	if (rs != NULL) {
+		sl_classifier_free(rs->cls);
+		free(rs->rules);
+		free(rs);
+	}
+	return 0;
+}
+
+static void
+defer(struct sl_mgr *m, int (*fn)(struct sl_mgr *, void *), void *p)
+{
+	struct sl_qs_action *a = sl_qs_new(m, SL_QS_CALL);
+
+	if (a == NULL) { /* out of memory: leak rather than risk a reader */
+		sl_log("out of memory queueing a deferred free");
+		return;
+	}
+	a->fn = fn;
+	a->ptr = p;
+}
+
+/* Builds and publishes the rule set from g_rule_list. */
+static int
+rules_publish(struct sl_mgr *m, char *err, size_t errlen)
+{
+	struct sl_ruleset *rs = calloc(1, sizeof(*rs)), *old;
+	const struct sl_match **mt = NULL;
+	int32_t *prio = NULL;
+	int rc = -ENOMEM;
+
+	if (rs == NULL)
+		goto fail;
+	rs->n = g_n_rules;
+	rs->rules = malloc(sizeof(*rs->rules) * (g_n_rules ? g_n_rules : 1));
+	mt = malloc(sizeof(*mt) * (g_n_rules ? g_n_rules : 1));
+	prio = malloc(sizeof(*prio) * (g_n_rules ? g_n_rules : 1));
+	if (rs->rules == NULL || mt == NULL || prio == NULL)
+		goto fail;
+	memcpy(rs->rules, g_rule_list, sizeof(*rs->rules) * g_n_rules);
+	for (uint32_t i = 0; i < g_n_rules; i++) {
+		mt[i] = &rs->rules[i].match;
+		prio[i] = rs->rules[i].priority;
+	}
+	rc = sl_classifier_build(mt, prio, g_n_rules, "sl_rules", &rs->cls,
+				 err, errlen);
+	if (rc != 0)
+		goto fail;
+	free(mt);
+	free(prio);
+	old = __atomic_exchange_n(&g_rules, rs, __ATOMIC_ACQ_REL);
+	if (old != NULL)
+		defer(m, free_ruleset, old);
+	return 0;
+fail:
+	if (rc == -ENOMEM)
+		snprintf(err, errlen, "out of memory building the rules");
+	free(mt);
+	free(prio);
+	free_ruleset(m, rs);
+	return rc;
+}
+
+static json_t *
+rule_json(const struct sl_mgr *m, const struct sl_rule *r, json_int_t flows)
+{
+	json_t *o = json_object();
+	uint16_t slot = m->shm->graph_cur[r->graph];
+
+	json_object_set_new(o, "id", json_integer(r->id));
+	json_object_set_new(
+		o, "graph",
+		json_string(slot != SL_GRAPH_NONE && m->shm->gtab[slot]
+				    ? m->shm->gtab[slot]->name
+				    : "?"));
+	json_object_set_new(o, "priority", json_integer(r->priority));
+	sl_match_to_json(&r->match, o);
+	if (r->match.in_port_lo == r->match.in_port_hi &&
+	    r->match.in_port_lo < SL_MAX_PORTS)
+		json_object_set_new(
+			o, "in_port",
+			json_string(m->shm->ports[r->match.in_port_lo].name));
+	if (flows >= 0)
+		json_object_set_new(o, "flows", json_integer(flows));
+	return o;
+}
+
+int
+sl_rule_add(struct sl_mgr *m, uint16_t graph, int32_t priority,
+	    const struct sl_match *mt, json_t **out, char *err, size_t errlen)
+{
+	struct sl_rule *nl;
+	uint32_t i;
+
+	if (m->o.flow_lookup == SL_LOOKUP_OFF) {
+		snprintf(err, errlen,
+			 "rules need the flow table, and sluiced runs with "
+			 "--flow-lookup off: restart it with --flow-lookup "
+			 "cached");
+		return -ENOTSUP;
+	}
+	if (g_n_rules == m->o.max_rules) {
+		snprintf(err, errlen,
+			 "all %u rules are in use: remove one or raise "
+			 "--max-rules",
+			 m->o.max_rules);
+		return -ENOSPC;
+	}
+	nl = realloc(g_rule_list, sizeof(*nl) * (g_n_rules + 1));
+	if (nl == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	g_rule_list = nl;
+	/* Ordered by priority, highest first; equal: oldest first. */
+	for (i = 0; i < g_n_rules && nl[i].priority >= priority; i++)
+		;
+	memmove(&nl[i + 1], &nl[i], sizeof(*nl) * (g_n_rules - i));
+	nl[i] = (struct sl_rule){.id = ++g_rule_id, .graph = graph,
+				 .priority = priority, .match = *mt};
+	g_n_rules++;
+	if (rules_publish(m, err, errlen) != 0) {
+		memmove(&nl[i], &nl[i + 1], sizeof(*nl) * (g_n_rules - i - 1));
+		g_n_rules--;
+		return -EINVAL;
+	}
+	*out = rule_json(m, &nl[i], -1);
+	sl_event("rule.added", json_deep_copy(*out));
+	return 0;
+}
+
+int
+sl_rule_remove(struct sl_mgr *m, uint32_t id, char *err, size_t errlen)
+{
+	for (uint32_t i = 0; i < g_n_rules; i++) {
+		if (g_rule_list[i].id != id)
+			continue;
+		struct sl_rule saved = g_rule_list[i];
+
+		memmove(&g_rule_list[i], &g_rule_list[i + 1],
+			sizeof(*g_rule_list) * (g_n_rules - i - 1));
+		g_n_rules--;
+		if (rules_publish(m, err, errlen) != 0) {
+			memmove(&g_rule_list[i + 1], &g_rule_list[i],
+				sizeof(*g_rule_list) * (g_n_rules - i));
+			g_rule_list[i] = saved;
+			g_n_rules++;
+			return -EINVAL;
+		}
+		sl_event("rule.removed", json_pack("{s:i}", "id", (int)id));
+		return 0;
+	}
+	snprintf(err, errlen, "no rule with id %u; see rule.list", id);
+	return -ENOENT;
+}
+
+/* Removes every rule of a graph; returns how many. */
+uint32_t
+sl_rules_remove_graph(struct sl_mgr *m, uint16_t graph)
+{
+	uint32_t j = 0, removed;
+	char err[256];
+
+	for (uint32_t i = 0; i < g_n_rules; i++)
+		if (g_rule_list[i].graph != graph)
+			g_rule_list[j++] = g_rule_list[i];
+	removed = g_n_rules - j;
+	g_n_rules = j;
+	if (removed > 0 && rules_publish(m, err, sizeof(err)) != 0)
+		sl_log("rules after removing graph %u: %s", graph, err);
+	return removed;
+}
+
+json_t *
+sl_rules_json(struct sl_mgr *m)
+{
+	const struct sl_shm *shm = m->shm;
+	json_t *a = json_array();
+	json_int_t *count = calloc(g_n_rules + 1, sizeof(*count));
+
+	/* Flows per rule, counted from the table. */
+	for (uint32_t p = 0; count != NULL && shm->flow.hash != NULL &&
+			     p < shm->flow.capacity;
+	     p++) {
+		const struct sl_flow_entry *e = sl_flow_entry(shm, p);
+
+		if (e->state == SL_FLOW_FREE || e->rule == 0)
+			continue;
+		for (uint32_t i = 0; i < g_n_rules; i++)
+			if (g_rule_list[i].id == e->rule) {
+				count[i]++;
+				break;
+			}
+	}
+	for (uint32_t i = 0; i < g_n_rules; i++)
+		json_array_append_new(a, rule_json(m, &g_rule_list[i],
+						   count ? count[i] : 0));
+	free(count);
+	return json_pack("{s:o}", "rules", a);
+}
+
+/* ---- control thread: flows ---------------------------------------- */
+
+/* The entry's key as a 5-tuple (canonical direction). */
+static int
+entry_tuple(const struct sl_shm *shm, uint32_t p, struct sl_5tuple *t)
+{
+	const struct sl_flow_key *k;
+
+	if (rte_hash_get_key_with_position(shm->flow.hash, (int32_t)p,
+					   (void **)&k) != 0)
+		return -ENOENT;
+	sl_flow_key_tuple(k, t);
+	return 0;
+}
+
+static const char *
+graph_name(const struct sl_shm *shm, uint16_t id)
+{
+	uint16_t slot;
+
+	if (id >= shm->max_graphs)
+		return "?";
+	slot = shm->graph_cur[id];
+	return slot != SL_GRAPH_NONE && shm->gtab[slot] != NULL
+		       ? shm->gtab[slot]->name
+		       : "(removed)";
+}
+
+json_t *
+sl_flow_json(const struct sl_mgr *m, uint32_t p)
+{
+	struct sl_shm *shm = m->shm;
+	struct sl_flow_entry *e = sl_flow_entry(shm, p);
+	const uint32_t *pin = sl_flow_pins(shm, e);
+	const union sl_flow_ovr *o = sl_flow_ovrs(shm, e);
+	struct sl_5tuple t;
+	char key[128];
+	json_t *pins = json_object(), *ovr = json_array();
+	uint32_t now_ms = (uint32_t)((rte_rdtsc() - m->start_tsc) / shm->ms_hz);
+
+	if (entry_tuple(shm, p, &t) != 0)
+		return NULL;
+	sl_5tuple_format(&t, key, sizeof(key));
+	for (uint16_t k = 0; k < shm->flow.n_pins; k++) {
+		uint32_t v = __atomic_load_n(&pin[k], __ATOMIC_ACQUIRE);
+
+		if (v != UINT32_MAX && (v >> 16) < shm->max_services)
+			json_object_set_new(pins, shm->services[v >> 16].name,
+					    json_integer(v & 0xffff));
+	}
+	for (uint16_t k = 0; k < shm->flow.n_ovr; k++) {
+		union sl_flow_ovr v = {.u64 = __atomic_load_n(
+					       &o[k].u64, __ATOMIC_ACQUIRE)};
+
+		if (v.f.kind == SL_OVR_FREE || v.f.service >= shm->max_services)
+			continue;
+		json_t *x = json_pack("{s:s, s:s}", "service",
+				      shm->services[v.f.service].name, "type",
+				      v.f.kind == SL_OVR_SKIP ? "skip"
+							      : "default");
+		if (v.f.kind == SL_OVR_DEFAULT)
+			json_object_set_new(x, "to", sl_hop_json(shm, v.f.hop));
+		json_array_append_new(ovr, x);
+	}
+	return json_pack(
+		"{s:I, s:s, s:i, s:i, s:s, s:I, s:I, s:I, s:o, s:o, s:s}", "id",
+		(json_int_t)p, "key", key, "family", t.family, "proto", t.proto,
+		"graph", graph_name(shm, e->graph), "pkts", (json_int_t)e->pkts,
+		"bytes", (json_int_t)e->bytes, "idle_ms",
+		(json_int_t)(uint32_t)(now_ms - e->last_ms), "pins", pins,
+		"overrides", ovr, "state",
+		e->state == SL_FLOW_DELETE ? "deleting" : "live");
+}
+
+/* Does entry p pass the filter (match on either direction, graph,
+ * service pinned)? */
+static int
+flow_filter_ok(const struct sl_shm *shm, uint32_t p,
+	       const struct sl_flow_filter *f)
+{
+	struct sl_flow_entry *e = sl_flow_entry(shm, p);
+	struct sl_5tuple t;
+
+	if (__atomic_load_n(&e->state, __ATOMIC_ACQUIRE) == SL_FLOW_FREE)
+		return 0;
+	if (f == NULL)
+		return 1;
+	if (f->graph != SL_GRAPH_NONE && e->graph != f->graph)
+		return 0;
+	if (f->service != SL_SERVICE_NONE) {
+		const uint32_t *pin = sl_flow_pins(shm, e);
+		int found = 0;
+
+		for (uint16_t k = 0; k < shm->flow.n_pins; k++)
+			found |= pin[k] != UINT32_MAX &&
+				 (pin[k] >> 16) == f->service &&
+				 (f->instance == SL_INSTANCE_NONE ||
+				  (pin[k] & 0xffff) == f->instance);
+		if (!found)
+			return 0;
+	}
+	if (f->has_match) {
+		if (entry_tuple(shm, p, &t) != 0 ||
+		    !wild_matches(&f->match, &t, 0))
+			return 0;
+	}
+	return 1;
+}
+
+json_t *
+sl_flows_list(struct sl_mgr *m, const struct sl_flow_filter *f,
+	      uint32_t limit)
+{
+	struct sl_shm *shm = m->shm;
+	json_t *a = json_array();
+	uint32_t matched = 0;
+
+	for (uint32_t p = 0; shm->flow.hash != NULL && p < shm->flow.capacity;
+	     p++) {
+		if (!flow_filter_ok(shm, p, f))
+			continue;
+		matched++;
+		if (json_array_size(a) < limit) {
+			json_t *x = sl_flow_json(m, p);
+
+			if (x != NULL)
+				json_array_append_new(a, x);
+		}
+	}
+	return json_pack("{s:I, s:I, s:o, s:b}", "total",
+			 (json_int_t)shm->flow.n_live, "matched",
+			 (json_int_t)matched, "flows", a, "truncated",
+			 matched > json_array_size(a));
+}
+
+/* Parses "tcp 10.0.0.1:1234 > 10.0.0.2:80" (sl_5tuple_format's form)
+ * and finds its entry. */
+int
+sl_flow_find(const struct sl_mgr *m, const struct sl_5tuple *t, uint32_t *pos)
+{
+	struct sl_flow_key k;
+	int32_t p;
+
+	if (m->shm->flow.hash == NULL)
+		return -ENOENT;
+	sl_flow_key_make(t, &k);
+	p = rte_hash_lookup_with_hash(m->shm->flow.hash, &k, sl_5tuple_hash(t));
+	if (p < 0) {
+		/* The RX thread may have used the port's RSS hash. */
+		const void *key;
+		void *data;
+		uint32_t it = 0;
+
+		while ((p = rte_hash_iterate(m->shm->flow.hash, &key, &data,
+					     &it)) >= 0)
+			if (memcmp(key, &k, sizeof(k)) == 0)
+				break;
+		if (p < 0)
+			return -ENOENT;
+	}
+	*pos = (uint32_t)p;
+	return 0;
+}
+
+uint32_t
+sl_flows_delete(struct sl_mgr *m, const struct sl_flow_filter *f,
+		int64_t only)
+{
+	struct sl_shm *shm = m->shm;
+	uint32_t n = 0;
+
+	for (uint32_t p = 0; shm->flow.hash != NULL && p < shm->flow.capacity;
+	     p++) {
+		struct sl_flow_entry *e = sl_flow_entry(shm, p);
+		uint8_t live = SL_FLOW_LIVE;
+
+		if (only >= 0 && (int64_t)p != only)
+			continue;
+		if (!flow_filter_ok(shm, p, f))
+			continue;
+		if (!__atomic_compare_exchange_n(&e->state, &live,
+						 SL_FLOW_DELETE, 0,
+						 __ATOMIC_ACQ_REL,
+						 __ATOMIC_ACQUIRE))
+			continue;
+		n++;
+		/* Fast path; if the ring is full the sweep finds it. */
+		(void)rte_ring_sp_enqueue_elem(g_del_ring, &p, sizeof(p));
+	}
+	return n;
+}
+
+/* ---- control thread: cross-layer requests ------------------------- */
+
+static const char *const req_names[] = {"?", "skip_me", "request_me",
+					"change_default", "message"};
+
+const char *
+sl_req_name(uint32_t kind)
+{
+	return kind < RTE_DIM(req_names) ? req_names[kind] : "?";
+}
+
+/*
+ * Checks request r against graph g and applies it to entry e (NULL: only
+ * check). 0, or a positive errno with the reason in err.
+ */
+static int
+req_apply(struct sl_mgr *m, const struct sl_req *r, const struct sl_graph *g,
+	  struct sl_flow_entry *e, char *err, size_t errlen)
+{
+	struct sl_shm *shm = m->shm;
+	const char *sname = shm->services[r->service].name;
+	union sl_flow_ovr v = {.u64 = 0};
+	uint16_t preds[256], np = 0;
+
+	if (!sl_graph_has(g, r->service) && !(g->open && r->kind ==
+						       SL_REQ_CHANGE_DEFAULT)) {
+		snprintf(err, errlen,
+			 "service '%s' is not a node of graph '%s'", sname,
+			 g->name);
+		return EINVAL;
+	}
+	switch (r->kind) {
+	case SL_REQ_SKIP_ME:
+		if (g->next[r->service] == SL_HOP_NONE) {
+			snprintf(err, errlen,
+				 "service '%s' has no default edge in graph "
+				 "'%s' to skip to",
+				 sname, g->name);
+			return EINVAL;
+		}
+		v.f.service = r->service;
+		v.f.kind = SL_OVR_SKIP;
+		break;
+	case SL_REQ_CHANGE_DEFAULT:
+		if (!sl_graph_allows(g, r->service, r->to) ||
+		    sl_verdict_kind(r->to) == SL_VERDICT_NEXT) {
+			snprintf(err, errlen,
+				 "graph '%s' has no edge from '%s' to the "
+				 "requested next hop: ChangeDefault may only "
+				 "pick one of the node's allowed next hops",
+				 g->name, sname);
+			return EINVAL;
+		}
+		v.f.service = r->service;
+		v.f.kind = SL_OVR_DEFAULT;
+		v.f.hop = r->to;
+		break;
+	case SL_REQ_REQUEST_ME:
+		if (g->open) {
+			snprintf(err, errlen,
+				 "graph '%s' is a chain (no allowed edges "
+				 "to choose from): RequestMe needs a graph "
+				 "with an edge to '%s'",
+				 g->name, sname);
+			return EINVAL;
+		}
+		for (uint16_t i = 0; i < g->n_nodes && np < RTE_DIM(preds); i++)
+			if (sl_graph_allows(g, g->nodes[i],
+					    SL_HOP_SERVICE(r->service)))
+				preds[np++] = g->nodes[i];
+		if (np == 0) {
+			snprintf(err, errlen,
+				 "no node of graph '%s' has an edge to '%s'",
+				 g->name, sname);
+			return EINVAL;
+		}
+		if (np > shm->flow.n_ovr) {
+			snprintf(err, errlen,
+				 "'%s' has %u predecessors in graph '%s' but "
+				 "a flow holds %u overrides: raise "
+				 "--flow-overrides",
+				 sname, np, g->name, shm->flow.n_ovr);
+			return ENOSPC;
+		}
+		break;
+	default:
+		snprintf(err, errlen, "unknown request kind %u", r->kind);
+		return EINVAL;
+	}
+	if (e == NULL)
+		return 0;
+	if (r->kind == SL_REQ_REQUEST_ME) {
+		union sl_flow_ovr *o = sl_flow_ovrs(shm, e);
+
+		/* Undo a SkipMe of the same service, then route to it. */
+		for (uint16_t k = 0; k < shm->flow.n_ovr; k++)
+			if (o[k].f.kind == SL_OVR_SKIP &&
+			    o[k].f.service == r->service) {
+				__atomic_store_n(&o[k].u64, 0,
+						 __ATOMIC_RELEASE);
+				__atomic_store_n(&e->n_ovr,
+						 (uint8_t)(e->n_ovr - 1),
+						 __ATOMIC_RELEASE);
+			}
+		for (uint16_t i = 0; i < np; i++) {
+			union sl_flow_ovr d = {.u64 = 0};
+
+			d.f.service = preds[i];
+			d.f.kind = SL_OVR_DEFAULT;
+			d.f.hop = SL_HOP_SERVICE(r->service);
+			if (ovr_put(shm, e, d) != 0)
+				goto full;
+		}
+		return 0;
+	}
+	if (ovr_put(shm, e, v) == 0)
+		return 0;
+full:
+	snprintf(err, errlen,
+		 "the flow already holds %u overrides: raise "
+		 "--flow-overrides",
+		 shm->flow.n_ovr);
+	return ENOSPC;
+}
+
+static const struct sl_graph *
+graph_now(const struct sl_shm *shm, uint16_t id)
+{
+	uint16_t gv = sl_graph_current(shm, id);
+
+	return gv == SL_GRAPH_NONE ? NULL : sl_graph_of(shm, gv);
+}
+
+static int
+free_wildset(struct sl_mgr *m, void *p)
+{
+	(void)m;
+	free(p);
+	return 0;
+}
+
+static int
+deliver_message(struct sl_mgr *m, const struct sl_req *r, uint32_t *applied,
+		char *err, size_t errlen)
+{
+	struct sl_shm *shm = m->shm;
+	const struct sl_service *svc = &shm->services[r->service];
+	uint16_t n = svc->n_live;
+
+	if (n == 0) {
+		snprintf(err, errlen,
+			 "service '%s' has no running instance to take the "
+			 "message",
+			 svc->name);
+		return ENOENT;
+	}
+	for (uint16_t k = 0; k < n; k++) {
+		struct sl_nf_slot *s = &shm->nfs[svc->live[k]];
+		struct sl_msg *msg;
+
+		if (s->inbox == NULL ||
+		    rte_mempool_get(shm->msg_pool, (void **)&msg) != 0)
+			continue;
+		memset(msg, 0, sizeof(*msg));
+		msg->type = SL_MSG_MESSAGE;
+		msg->req.kind = SL_REQ_MESSAGE;
+		msg->req.service = r->service;
+		snprintf(msg->req.mkey, sizeof(msg->req.mkey), "%s", r->mkey);
+		snprintf(msg->req.value, sizeof(msg->req.value), "%s",
+			 r->value);
+		if (rte_ring_enqueue(s->inbox, msg) != 0) {
+			rte_mempool_put(shm->msg_pool, msg);
+			continue;
+		}
+		(*applied)++;
+	}
+	if (*applied == 0) {
+		snprintf(err, errlen,
+			 "no instance of '%s' could take the message (inboxes "
+			 "full)",
+			 svc->name);
+		return ENOBUFS;
+	}
+	return 0;
+}
+
+int
+sl_flow_request(struct sl_mgr *m, const struct sl_req *r, uint32_t *applied,
+		char *err, size_t errlen)
+{
+	struct sl_shm *shm = m->shm;
+	int rc;
+
+	*applied = 0;
+	if (r->service >= shm->max_services || !shm->services[r->service].used) {
+		snprintf(err, errlen, "no such service (id %u)", r->service);
+		return ENOENT;
+	}
+	if (r->kind == SL_REQ_MESSAGE)
+		return deliver_message(m, r, applied, err, errlen);
+	if (shm->flow.hash == NULL) {
+		snprintf(err, errlen,
+			 "%s needs the flow table, and sluiced runs with "
+			 "--flow-lookup off",
+			 sl_req_name(r->kind));
+		return ENOTSUP;
+	}
+	if (r->exact) {
+		uint32_t p;
+		struct sl_flow_entry *e;
+		const struct sl_graph *g;
+
+		if (sl_flow_find(m, &r->tuple, &p) != 0) {
+			snprintf(err, errlen,
+				 "no such flow in the table (it may have aged "
+				 "out)");
+			return ENOENT;
+		}
+		e = sl_flow_entry(shm, p);
+		g = graph_now(shm, e->graph);
+		if (g == NULL) {
+			snprintf(err, errlen, "the flow's graph was removed");
+			return ENOENT;
+		}
+		rc = req_apply(m, r, g, e, err, errlen);
+		if (rc == 0)
+			*applied = 1;
+		return rc;
+	}
+
+	/* Wildcard: valid in at least one graph; kept for new flows (when
+	 * it maps to a single override), applied to the live ones now. */
+	int valid = 0;
+	char first_err[256] = "";
+
+	for (uint16_t id = 0; id < shm->max_graphs; id++) {
+		const struct sl_graph *g = graph_now(shm, id);
+
+		if (g == NULL)
+			continue;
+		if (req_apply(m, r, g, NULL, first_err[0] ? err : first_err,
+			      first_err[0] ? errlen : sizeof(first_err)) == 0)
+			valid = 1;
+	}
+	if (!valid) {
+		snprintf(err, errlen, "%s", first_err);
+		return EINVAL;
+	}
+	if (r->kind != SL_REQ_REQUEST_ME) {
+		const struct sl_wildset *old = g_wild;
+		uint32_t n = old ? old->n : 0;
+		struct sl_wildset *ws;
+
+		if (n == m->o.max_wild) {
+			snprintf(err, errlen,
+				 "all %u wildcard requests are in use: raise "
+				 "--max-wildcards",
+				 m->o.max_wild);
+			return ENOSPC;
+		}
+		ws = malloc(sizeof(*ws) + sizeof(ws->w[0]) * (n + 1));
+		if (ws == NULL) {
+			snprintf(err, errlen, "out of memory");
+			return ENOMEM;
+		}
+		ws->n = n + 1;
+		if (n > 0)
+			memcpy(ws->w, old->w, sizeof(ws->w[0]) * n);
+		ws->w[n].id = n + 1;
+		ws->w[n].match = r->match;
+		ws->w[n].ovr.u64 = 0;
+		ws->w[n].ovr.f.service = r->service;
+		ws->w[n].ovr.f.kind = r->kind == SL_REQ_SKIP_ME
+					      ? SL_OVR_SKIP
+					      : SL_OVR_DEFAULT;
+		ws->w[n].ovr.f.hop = r->kind == SL_REQ_SKIP_ME ? 0 : r->to;
+		__atomic_store_n(&g_wild, ws, __ATOMIC_RELEASE);
+		if (old != NULL)
+			defer(m, free_wildset, (void *)(uintptr_t)old);
+	}
+	struct sl_flow_filter f = {.graph = SL_GRAPH_NONE,
+				   .service = SL_SERVICE_NONE,
+				   .has_match = 1,
+				   .match = r->match};
+	for (uint32_t p = 0; p < shm->flow.capacity; p++) {
+		struct sl_flow_entry *e = sl_flow_entry(shm, p);
+		const struct sl_graph *g;
+		char e2[256];
+
+		if (!flow_filter_ok(shm, p, &f))
+			continue;
+		g = graph_now(shm, e->graph);
+		if (g != NULL && req_apply(m, r, g, e, e2, sizeof(e2)) == 0)
+			(*applied)++;
+	}
+	return 0;
+}
+
+/* Empties the wildcard requests (graph.apply / remove of anything they
+ * could name is handled by re-validation at use time). */
+void
+sl_flow_close(void)
+{
+	free(g_rule_list);
+	g_rule_list = NULL;
+	g_n_rules = 0;
+	free_ruleset(NULL, g_rules);
+	g_rules = NULL;
+	free(g_wild);
+	g_wild = NULL;
+}

@@ -1,0 +1,485 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Service graphs in sluiced (control thread): apply, get, remove, and the
+ * default chain as graph 0.
+ *
+ * Each applied graph is a new immutable version in a free slot of the
+ * version table (shm->gtab); the logical graph then points at that slot.
+ * Packets carry the version they entered with, so a version that is
+ * replaced (or removed) stays readable while packets may still use it: it
+ * is retired, and its slot is recycled only once it is old (a second) and
+ * a grace period has passed. A packet never sees half a graph, and a
+ * change under traffic loses none.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_cycles.h>
+#include <rte_malloc.h>
+
+#include "sl_chain.h"
+#include "sl_graph.h"
+#include "sluiced.h"
+
+#define RETIRE_MIN_MS 1000
+
+static struct {
+	uint8_t retired;
+	uint64_t since;
+	struct sl_grace grace;
+} g_slot[SL_GRAPH_SLOTS];
+
+static uint32_t g_version;
+
+static int
+resolve_service(void *arg, const char *name, char *err, size_t errlen)
+{
+	return sl_service_get(arg, name, 1, err, errlen);
+}
+
+static int
+resolve_port(void *arg, const char *name)
+{
+	return sl_port_by_name(arg, name);
+}
+
+static const struct sl_chain_resolver g_resolver = {
+	.service = resolve_service, .port = resolve_port, .arg = &g_mgr};
+
+/* A slot for a new version: an empty one, or the oldest retired one whose
+ * time has come. -1 if none. */
+static int
+slot_get(struct sl_mgr *m)
+{
+	struct sl_shm *shm = m->shm;
+	uint64_t now = rte_rdtsc();
+	int best = -1;
+
+	for (int i = 0; i < SL_GRAPH_SLOTS; i++)
+		if (shm->gtab[i] == NULL)
+			return i;
+	for (int i = 0; i < SL_GRAPH_SLOTS; i++) {
+		if (!g_slot[i].retired ||
+		    now - g_slot[i].since < RETIRE_MIN_MS * shm->ms_hz ||
+		    !sl_grace_passed(&g_slot[i].grace, shm, -1, 1))
+			continue;
+		if (best < 0 || g_slot[i].since < g_slot[best].since)
+			best = i;
+	}
+	if (best >= 0) {
+		struct sl_graph *old = shm->gtab[best];
+
+		__atomic_store_n(&shm->gtab[best], NULL, __ATOMIC_RELEASE);
+		rte_free(old);
+		g_slot[best].retired = 0;
+	}
+	return best;
+}
+
+static void
+slot_retire(struct sl_mgr *m, uint16_t slot)
+{
+	if (slot == SL_GRAPH_NONE)
+		return;
+	g_slot[slot].retired = 1;
+	g_slot[slot].since = rte_rdtsc();
+	(void)sl_grace_start(&g_slot[slot].grace, m->shm);
+}
+
+/* Makes g the current version of logical graph id. */
+static int
+publish(struct sl_mgr *m, struct sl_graph *g, uint16_t id, char *err,
+	size_t errlen)
+{
+	struct sl_shm *shm = m->shm;
+	int slot = slot_get(m);
+	uint16_t old;
+
+	if (slot < 0) {
+		snprintf(err, errlen,
+			 "%d graph versions are still in use by packets in "
+			 "flight: try again in a second",
+			 SL_GRAPH_SLOTS);
+		return -EBUSY;
+	}
+	g->version = ++g_version;
+	g->tag = (uint8_t)g->version;
+	g->id = id;
+	g->slot = (uint16_t)slot;
+	__atomic_store_n(&shm->gtab[slot], g, __ATOMIC_RELEASE);
+	old = shm->graph_cur[id];
+	__atomic_store_n(&shm->graph_cur[id], (uint16_t)slot,
+			 __ATOMIC_RELEASE);
+	slot_retire(m, old);
+	return 0;
+}
+
+static int
+graph_id(const struct sl_mgr *m, const char *name)
+{
+	const struct sl_shm *shm = m->shm;
+
+	for (uint16_t id = 0; id < shm->max_graphs; id++) {
+		uint16_t slot = shm->graph_cur[id];
+
+		if (slot != SL_GRAPH_NONE &&
+		    strcmp(shm->gtab[slot]->name, name) == 0)
+			return id;
+	}
+	return -1;
+}
+
+int
+sl_graph_lookup(const struct sl_mgr *m, const char *name)
+{
+	return graph_id(m, name);
+}
+
+static const struct sl_graph *
+current(const struct sl_mgr *m, uint16_t id)
+{
+	uint16_t slot = m->shm->graph_cur[id];
+
+	return slot == SL_GRAPH_NONE ? NULL : m->shm->gtab[slot];
+}
+
+/* ---- the default chain (graph 0) ---------------------------------- */
+
+int
+sl_chain_complete(const struct sl_mgr *m)
+{
+	const struct sl_graph *g = current(m, 0);
+
+	if (g == NULL)
+		return 0;
+	for (uint16_t i = 0; i < g->n_nodes; i++)
+		if (m->shm->services[g->nodes[i]].n_live == 0)
+			return 0;
+	return 1;
+}
+
+int
+sl_chain_apply(struct sl_mgr *m, const char *const *hops, uint16_t n,
+	       char *err, size_t errlen)
+{
+	struct sl_shm *shm = m->shm;
+	uint16_t ms = shm->max_services;
+	sl_hop_t first, *next, *list;
+	struct sl_graph *g;
+	size_t sz;
+	int rc;
+
+	next = malloc(sizeof(*next) * ms);
+	list = malloc(sizeof(*list) * (n ? n : 1));
+	if (next == NULL || list == NULL) {
+		free(next);
+		free(list);
+		snprintf(err, errlen, "out of memory for a chain of %u hops",
+			 n);
+		return -ENOMEM;
+	}
+	rc = sl_chain_compile(hops, n, &g_resolver, ms, &first, next, list,
+			      err, errlen);
+	if (rc != 0)
+		goto out;
+	sz = sl_graph_size(ms, n, ms, n);
+	g = rte_zmalloc("sl_graph", sz, RTE_CACHE_LINE_SIZE);
+	if (g == NULL) {
+		snprintf(err, errlen, "out of memory for a chain of %u hops",
+			 n);
+		rc = -ENOMEM;
+		goto out;
+	}
+	sl_graph_layout(g, ms, n, ms, n);
+	sl_graph_from_chain(g, ms, first, next, list, n);
+	snprintf(g->name, sizeof(g->name), "default");
+	rc = publish(m, g, 0, err, errlen);
+	if (rc != 0) {
+		rte_free(g);
+		goto out;
+	}
+	sl_maybe_enable_rx(m);
+	sl_event("chain.set", json_pack("{s:i, s:o}", "version", g->version,
+					"hops", sl_chain_json(m)));
+out:
+	free(next);
+	free(list);
+	return rc;
+}
+
+json_t *
+sl_chain_json(const struct sl_mgr *m)
+{
+	const struct sl_graph *g = current(m, 0);
+	json_t *a = json_array();
+
+	for (uint16_t i = 0; g != NULL && i < g->n_hops; i++)
+		json_array_append_new(a, sl_hop_json(m->shm, g->hops[i]));
+	return a;
+}
+
+uint32_t
+sl_chain_version(const struct sl_mgr *m)
+{
+	const struct sl_graph *g = current(m, 0);
+
+	return g == NULL ? 0 : g->version;
+}
+
+/* ---- graphs ------------------------------------------------------- */
+
+json_t *
+sl_hop_json(const struct sl_shm *shm, sl_hop_t h)
+{
+	char buf[SL_NAME_LEN + 8];
+	uint16_t id = sl_verdict_id(h);
+
+	switch (sl_verdict_kind(h)) {
+	case SL_VERDICT_TO:
+		return json_string(id < shm->max_services
+					   ? shm->services[id].name
+					   : "?");
+	case SL_VERDICT_OUT:
+		snprintf(buf, sizeof(buf), "port:%s",
+			 id < SL_MAX_PORTS ? shm->ports[id].name : "?");
+		return json_string(buf);
+	case SL_VERDICT_DROP:
+		return json_string("drop");
+	default:
+		return json_null();
+	}
+}
+
+json_t *
+sl_graph_json(const struct sl_mgr *m, const struct sl_graph *g)
+{
+	const struct sl_shm *shm = m->shm;
+	json_t *nodes = json_object();
+
+	for (uint16_t i = 0; i < g->n_nodes; i++) {
+		uint16_t s = g->nodes[i];
+		json_t *e = json_array();
+
+		for (uint16_t k = 0; k < g->edge_n[s]; k++)
+			json_array_append_new(
+				e, sl_hop_json(shm, g->edges[g->edge_off[s] + k]));
+		json_object_set_new(nodes, shm->services[s].name, e);
+	}
+	return json_pack("{s:s, s:i, s:i, s:o, s:o, s:b}", "name", g->name,
+			 "id", g->id, "version", (int)g->version, "entry",
+			 sl_hop_json(shm, g->first), "nodes", nodes, "chain",
+			 g->open);
+}
+
+json_t *
+sl_graphs_json(const struct sl_mgr *m, const char *name, char *err,
+	       size_t errlen)
+{
+	json_t *a;
+
+	if (name != NULL) {
+		int id = graph_id(m, name);
+
+		if (id < 0) {
+			snprintf(err, errlen,
+				 "no graph named '%s'; see graph.get", name);
+			return NULL;
+		}
+		return sl_graph_json(m, current(m, (uint16_t)id));
+	}
+	a = json_array();
+	for (uint16_t id = 0; id < m->shm->max_graphs; id++)
+		if (current(m, id) != NULL)
+			json_array_append_new(a,
+					      sl_graph_json(m, current(m, id)));
+	return json_pack("{s:o}", "graphs", a);
+}
+
+/* Reads {name, entry?, nodes: {svc: [hops]}} into spec (strings point
+ * into the JSON). */
+static int
+spec_from_json(json_t *p, struct sl_graph_spec *spec,
+	       struct sl_graph_spec_node **nodes_out, const char ***hops_out,
+	       char *err, size_t errlen)
+{
+	json_t *nodes = json_object_get(p, "nodes"), *v, *entry;
+	const char *key, **hops;
+	struct sl_graph_spec_node *nodes_a;
+	size_t n = 0, nh = 0, i = 0, h = 0;
+
+	spec->name = json_string_value(json_object_get(p, "name"));
+	if (spec->name == NULL) {
+		snprintf(err, errlen, "graph.apply needs a \"name\" (string)");
+		return -EINVAL;
+	}
+	if (!json_is_object(nodes)) {
+		snprintf(err, errlen,
+			 "graph '%s': \"nodes\" must be an object mapping "
+			 "each service to its list of next hops",
+			 spec->name);
+		return -EINVAL;
+	}
+	entry = json_object_get(p, "entry");
+	if (entry != NULL && !json_is_string(entry) && !json_is_null(entry)) {
+		snprintf(err, errlen, "graph '%s': \"entry\" must be a "
+			 "service name", spec->name);
+		return -EINVAL;
+	}
+	spec->entry = json_string_value(entry);
+	json_object_foreach(nodes, key, v) {
+		if (!json_is_array(v)) {
+			snprintf(err, errlen,
+				 "graph '%s': node '%s': next hops must be a "
+				 "list, e.g. [\"port:out\"]",
+				 spec->name, key);
+			return -EINVAL;
+		}
+		n++;
+		nh += json_array_size(v);
+	}
+	if (n > UINT16_MAX || nh > UINT16_MAX * 4) {
+		snprintf(err, errlen, "graph '%s' is too large", spec->name);
+		return -EINVAL;
+	}
+	nodes_a = calloc(n ? n : 1, sizeof(*nodes_a));
+	hops = calloc(nh ? nh : 1, sizeof(*hops));
+	if (nodes_a == NULL || hops == NULL) {
+		free(nodes_a);
+		free(hops);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	json_object_foreach(nodes, key, v) {
+		size_t k;
+		json_t *x;
+
+		nodes_a[i].service = key;
+		nodes_a[i].hops = &hops[h];
+		nodes_a[i].n_hops = (uint16_t)json_array_size(v);
+		json_array_foreach(v, k, x) {
+			if (!json_is_string(x)) {
+				snprintf(err, errlen,
+					 "graph '%s': node '%s': next hop %zu "
+					 "is not a string",
+					 spec->name, key, k + 1);
+				free(nodes_a);
+				free(hops);
+				return -EINVAL;
+			}
+			hops[h++] = json_string_value(x);
+		}
+		i++;
+	}
+	spec->nodes = nodes_a;
+	spec->n_nodes = (uint16_t)n;
+	*nodes_out = nodes_a;
+	*hops_out = hops;
+	return 0;
+}
+
+int
+sl_graph_apply_json(struct sl_mgr *m, json_t *p, json_t **out, char *err,
+		    size_t errlen)
+{
+	struct sl_shm *shm = m->shm;
+	struct sl_graph_spec spec;
+	struct sl_graph_spec_node *nodes = NULL;
+	const char **hops = NULL;
+	struct sl_graph *g = NULL;
+	uint32_t ne;
+	int id, rc;
+
+	rc = spec_from_json(p, &spec, &nodes, &hops, err, errlen);
+	if (rc != 0)
+		return rc;
+	rc = sl_graph_check(&spec, &g_resolver, err, errlen);
+	if (rc != 0)
+		goto out;
+	id = graph_id(m, spec.name);
+	if (id < 0) {
+		for (uint16_t i = 1; i < shm->max_graphs && id < 0; i++)
+			if (shm->graph_cur[i] == SL_GRAPH_NONE)
+				id = i;
+		if (strcmp(spec.name, "default") == 0)
+			id = 0;
+		if (id < 0) {
+			snprintf(err, errlen,
+				 "all %u graphs are in use: remove one or "
+				 "raise --max-graphs",
+				 shm->max_graphs);
+			rc = -ENOSPC;
+			goto out;
+		}
+	}
+	ne = sl_graph_spec_edges(&spec);
+	g = rte_zmalloc("sl_graph",
+			sl_graph_size(shm->max_services, spec.n_nodes, ne, 0),
+			RTE_CACHE_LINE_SIZE);
+	if (g == NULL) {
+		snprintf(err, errlen, "out of memory for graph '%s'",
+			 spec.name);
+		rc = -ENOMEM;
+		goto out;
+	}
+	sl_graph_layout(g, shm->max_services, spec.n_nodes, ne, 0);
+	rc = sl_graph_compile(&spec, &g_resolver, shm->max_services, g, err,
+			      errlen);
+	if (rc == 0)
+		rc = publish(m, g, (uint16_t)id, err, errlen);
+	if (rc != 0) {
+		rte_free(g);
+		goto out;
+	}
+	if (id == 0)
+		sl_maybe_enable_rx(m);
+	*out = json_pack("{s:s, s:i, s:i}", "name", g->name, "id", id,
+			 "version", (int)g->version);
+	sl_event("graph.applied", json_pack("{s:s, s:i, s:i}", "name", g->name,
+					    "id", id, "version",
+					    (int)g->version));
+out:
+	free(nodes);
+	free(hops);
+	return rc;
+}
+
+int
+sl_graph_remove(struct sl_mgr *m, const char *name, uint32_t *rules,
+		char *err, size_t errlen)
+{
+	int id = graph_id(m, name);
+	uint16_t old;
+
+	if (id < 0) {
+		snprintf(err, errlen, "no graph named '%s'; see graph.get",
+			 name);
+		return -ENOENT;
+	}
+	if (id == 0) {
+		snprintf(err, errlen,
+			 "graph 'default' is the default chain and cannot be "
+			 "removed; replace it with chain.set or graph.apply");
+		return -EINVAL;
+	}
+	*rules = sl_rules_remove_graph(m, (uint16_t)id);
+	old = m->shm->graph_cur[id];
+	__atomic_store_n(&m->shm->graph_cur[id], SL_GRAPH_NONE,
+			 __ATOMIC_RELEASE);
+	slot_retire(m, old);
+	sl_event("graph.removed", json_pack("{s:s, s:I}", "name", name,
+					    "rules_removed",
+					    (json_int_t)*rules));
+	return 0;
+}
+
+void
+sl_graphs_close(struct sl_mgr *m)
+{
+	for (int i = 0; i < SL_GRAPH_SLOTS; i++) {
+		rte_free(m->shm->gtab[i]);
+		m->shm->gtab[i] = NULL;
+		sl_grace_fini(&g_slot[i].grace);
+	}
+}
