@@ -248,12 +248,17 @@ def nf_scale(service: str = typer.Argument(..., help="The service to scale."),
         _print_json(res)
         return
     started, stopping = res.get("started") or [], res.get("stopping") or []
+    pids = res.get("started_pids") or []
     what = []
     if started:
         what.append(f"started instance(s) {_ids(started)}")
+    if pids:
+        what.append(f"started pid(s) {_ids(pids)} (they appear in `sluice nf list` once "
+                    f"registered)")
     if stopping:
         what.append(f"stopping instance(s) {_ids(stopping)}")
-    typer.echo(f"service {res.get('service', service)}: {replicas} replica(s): "
+    typer.echo(f"service {res.get('service', service)}: {res.get('replicas', replicas)} "
+               f"replica(s): "
                f"{'; '.join(what) or 'nothing to do'}")
 
 
@@ -493,12 +498,17 @@ def rule_remove(rule_id: int = typer.Argument(..., metavar="ID", help="The rule 
 FGraphOpt = typer.Option(None, "--graph", "-g", help="Flows of this graph.")
 FPortOpt = typer.Option(None, "--port", help="Flows with this source or destination port "
                                              "(N or N-M).")
-FServiceOpt = typer.Option(None, "--service", help="Flows that involve this service.")
+FServiceOpt = typer.Option(None, "--service", help="Flows pinned to an instance of this "
+                                                   "service.")
 
 
 def _flow_filters(command: str, graph: str | None, proto: str | None, src: str | None,
                   dst: str | None, port: str | None, service: str | None) -> dict[str, Any]:
+    """flow.list / flow.delete filters. sluiced matches a filter against both
+    directions of a flow, so ``dport: N`` finds the flows with N as either port."""
     params = _match(command, {"proto": proto, "src": src, "dst": dst, "port": port})
+    if "port" in params:
+        params["dport"] = params.pop("port")
     if graph is not None:
         params["graph"] = graph
     if service is not None:

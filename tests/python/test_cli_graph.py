@@ -113,9 +113,13 @@ class Sluiced:
         if m == "lb.set":
             return ok({"service": p["service"], "mode": p["mode"]})
         if m == "nf.scale":
-            return ok({"service": p["service"], "started": [4, 5], "stopping": []}
-                      if p["replicas"] > 1 else
-                      {"service": p["service"], "started": [], "stopping": [2]})
+            if p["replicas"] > 2:  # the spec's form
+                return ok({"service": p["service"], "started": [4, 5], "stopping": []})
+            if p["replicas"] == 2:  # sluiced's: new replicas have no instance id yet
+                return ok({"service": p["service"], "replicas": 2,
+                           "started_pids": [4242], "stopping": []})
+            return ok({"service": p["service"], "replicas": p["replicas"],
+                       "started_pids": [], "stopping": [2]})
         if m == "subscribe":
             return [ok({"subscribed": True})] + [
                 {"jsonrpc": "2.0", "method": "event", "params": e} for e in EVENTS] + ["close"]
@@ -351,7 +355,7 @@ def test_flow_list_filters(fake: Fake) -> None:
     r = run(["flow", "list", "--graph", "anomaly", "--proto", "udp", "--src", "192.168.0.0/16",
              "--dst", "10.0.0.9", "--port", "53", "--service", "ids", "--limit", "1"], fake)
     assert sent(srv) == [("flow.list", {"limit": 1, "proto": "udp", "src": "192.168.0.0/16",
-                                        "dst": "10.0.0.9", "port": 53, "graph": "anomaly",
+                                        "dst": "10.0.0.9", "dport": 53, "graph": "anomaly",
                                         "service": "ids"})]
     assert r.stdout.splitlines()[-1] == (
         "1 of 2 matching flow(s) shown (1,000,000 in the table); --limit N shows more")
@@ -399,7 +403,7 @@ def test_flow_delete(fake: Fake) -> None:
     assert run(["flow", "delete", "--all"], fake).stdout == "deleted 42 flow(s)\n"
     run(["flow", "delete", "--graph", "video", "--proto", "tcp", "--port", "443"], fake)
     assert sent(srv) == [("flow.delete", {"id": 7}), ("flow.delete", {"all": True}),
-                         ("flow.delete", {"proto": "tcp", "port": 443, "graph": "video"})]
+                         ("flow.delete", {"proto": "tcp", "dport": 443, "graph": "video"})]
     for args in ([], ["7", "--all"], ["--all", "--graph", "g"], ["7", "--proto", "tcp"]):
         r = run(["flow", "delete", *args], fake, code=1)
         assert r.stderr == ("sluice flow delete: say which flows: a flow ID, --all, or filters "
@@ -477,12 +481,16 @@ def test_nf_scale(fake: Fake) -> None:
     assert r.stdout == "service ids: 3 replica(s): started instance(s) 4, 5\n"
     r = run(["nf", "scale", "ids", "1"], fake)
     assert r.stdout == "service ids: 1 replica(s): stopping instance(s) 2\n"
+    r = run(["nf", "scale", "ids", "2"], fake)
+    assert r.stdout == ("service ids: 2 replica(s): started pid(s) 4242 (they appear in "
+                        "`sluice nf list` once registered)\n")
     r = run(["nf", "scale", "ids", "2", "--json"], fake)
-    assert json.loads(r.stdout) == {"service": "ids", "started": [4, 5], "stopping": []}
+    assert json.loads(r.stdout) == {"service": "ids", "replicas": 2, "started_pids": [4242],
+                                    "stopping": []}
     run(["nf", "scale", "ids", "0"], fake)
     assert sent(srv)[-1] == ("nf.scale", {"service": "ids", "replicas": 0})
     run(["nf", "scale", "ids", "-1"], fake, code=2)
-    assert len(srv.requests) == 4
+    assert len(srv.requests) == 5
 
 
 # -- events ----------------------------------------------------------------------------------
