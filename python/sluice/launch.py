@@ -222,12 +222,19 @@ class Launcher:
                 self.nfs.append(p)
         self.say(f"started {len(self.nfs)} NF instance(s); waiting for them to register")
         self._wait_registered()
+        hold = bool(d.graphs or d.rule_params())
+        if hold:
+            # Read nothing until the graphs and rules are in: the first
+            # packet of every flow is then classified by them.
+            self.client.call("rx.pause")
         try:
             self.client.call("chain.set", hops=list(d.chain))
         except RpcError as e:
             raise LaunchError(f"{d.source}: chain: sluiced refused it: {e.message}") from None
         self.say(f"chain set: {' -> '.join(d.chain)}")
         self._apply_graphs()
+        if hold:
+            self.client.call("rx.resume")
 
     def _apply_graphs(self) -> None:
         """Applies the deployment's graphs, then its rules (``graph.apply``,

@@ -6,6 +6,7 @@
 #include <rte_atomic.h>
 #include <rte_cycles.h>
 #include <rte_hash.h>
+#include <rte_hash_crc.h>
 #include <rte_ring.h>
 
 #include "sl_dispatch.h"
@@ -202,6 +203,15 @@ sl_flow_key_make(const struct sl_5tuple *t, struct sl_flow_key *k)
 	k->port_hi = pb;
 }
 
+uint32_t
+sl_flow_key_hash(const struct sl_flow_key *k)
+{
+	/* CRC32-C over the canonical key: symmetric, and spreads the
+	 * 1M-flow captures (addresses differing in a few bits) evenly over
+	 * the cuckoo buckets. */
+	return rte_hash_crc(k, sizeof(*k), 0x5bd1e995u);
+}
+
 void
 sl_flow_key_tuple(const struct sl_flow_key *k, struct sl_5tuple *t)
 {
@@ -242,7 +252,7 @@ flow_of(struct sl_dispatch *d, const struct rte_mbuf *m,
 			return NULL;
 		sl_flow_key_make(&t, &k);
 		pos = rte_hash_lookup_with_hash(shm->flow.hash, &k,
-						sl_5tuple_hash(&t));
+						sl_flow_key_hash(&k));
 		if (pos < 0)
 			return NULL;
 		e = sl_flow_entry(shm, (uint32_t)pos);

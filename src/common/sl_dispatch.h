@@ -107,6 +107,8 @@ uint32_t sl_meta_flow_hash(const struct rte_mbuf *m, struct sl_pkt_meta *meta);
 /* The flow-table key of a 5-tuple: canonical, so both directions of a
  * connection make the same key. */
 void sl_flow_key_make(const struct sl_5tuple *t, struct sl_flow_key *k);
+/* The flow table's signature of a key when the port gave no RSS hash. */
+uint32_t sl_flow_key_hash(const struct sl_flow_key *k);
 /* The 5-tuple of a key (in its canonical direction). */
 void sl_flow_key_tuple(const struct sl_flow_key *k, struct sl_5tuple *t);
 

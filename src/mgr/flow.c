@@ -64,6 +64,11 @@ static struct {
 
 /* control -> RX: positions to delete (uint32_t). */
 static struct rte_ring *g_del_ring;
+/* Each entry's key (sluiced-private; written by the RX thread when it
+ * creates the entry). rte_hash_get_key_with_position() cannot be used: it
+ * re-hashes the key with the table's hash function, and entries are
+ * added with the port's RSS hash or sluiced's symmetric hash instead. */
+static struct sl_flow_key *g_keys;
 
 size_t
 sl_flow_entry_bytes(const struct sl_mgr_opts *o)
@@ -120,11 +125,12 @@ sl_flow_init(struct sl_mgr *m)
 	ft->capacity = (uint32_t)rte_hash_max_key_id(ft->hash) + 1;
 	sz = (size_t)ft->capacity * ft->stride;
 	ft->entries = rte_zmalloc("sl_flow_entries", sz, RTE_CACHE_LINE_SIZE);
+	g_keys = calloc(ft->capacity, sizeof(*g_keys));
 	snprintf(name, sizeof(name), "sl_%.16s_fdel", m->o.name);
 	g_del_ring = rte_ring_create_elem(name, sizeof(uint32_t), DEL_RING,
 					  (int)rte_socket_id(),
 					  RING_F_SP_ENQ | RING_F_SC_DEQ);
-	if (ft->entries == NULL || g_del_ring == NULL) {
+	if (ft->entries == NULL || g_del_ring == NULL || g_keys == NULL) {
 		fprintf(stderr,
 			"sluiced: out of hugepage memory for %u flow entries "
 			"(%zu MiB); lower --flow-capacity\n",
@@ -184,6 +190,21 @@ classify(const struct sl_ruleset *rs, const struct sl_5tuple *const *t,
 		return;
 	}
 	sl_classifier_lookup(rs->cls, t, in_port, n, res);
+	/* A flow entry is a connection: a packet that matches no rule in its
+	 * own direction is tried in the other (the reply may come first). */
+	for (uint32_t i = 0; i < n; i++) {
+		struct sl_5tuple r;
+		const struct sl_5tuple *rp = &r;
+
+		if (res[i] != 0)
+			continue;
+		r = *t[i];
+		r.src = t[i]->dst;
+		r.dst = t[i]->src;
+		r.sport = t[i]->dport;
+		r.dport = t[i]->sport;
+		sl_classifier_lookup(rs->cls, &rp, &in_port[i], 1, &res[i]);
+	}
 	for (uint32_t i = 0; i < n; i++) {
 		const struct sl_rule *r = res[i] ? &rs->rules[res[i] - 1] : NULL;
 
@@ -293,7 +314,7 @@ sl_flow_ingress(struct sl_shm *shm, struct rte_mbuf **pkts, uint16_t n)
 		    ft->lookup == SL_LOOKUP_CACHED) {
 			sig[nk] = meta->flow_hash;
 		} else {
-			sig[nk] = sl_5tuple_hash(&tup[nk]);
+			sig[nk] = sl_flow_key_hash(&keys[nk]);
 			meta->flow_hash = sig[nk];
 			meta->flags |= SL_META_HASH;
 		}
@@ -345,6 +366,7 @@ sl_flow_ingress(struct sl_shm *shm, struct rte_mbuf **pkts, uint16_t n)
 			if (p >= 0) {
 				meta->flow = (uint32_t)p;
 				pos[k] = p;
+				ft->st.hits++;
 				continue;
 			}
 			p = ft->n_live < ft->max_flows
@@ -362,6 +384,7 @@ sl_flow_ingress(struct sl_shm *shm, struct rte_mbuf **pkts, uint16_t n)
 				pos[k] = -1;
 				continue;
 			}
+			g_keys[p] = keys[k];
 			entry_create(shm, sl_flow_entry(shm, (uint32_t)p),
 				     sig[k], graph[j], rule[j], &tup[k],
 				     meta->in_port, rte_pktmbuf_pkt_len(m));
@@ -419,16 +442,12 @@ flow_retire(struct sl_shm *shm, uint32_t p)
 {
 	struct sl_flow_table *ft = &shm->flow;
 	struct sl_flow_entry *e = sl_flow_entry(shm, p);
-	const void *key;
 	unsigned int open = (rx.head + rx.n_closed) % LIMBO_BATCHES;
 	struct limbo *b = &rx.b[open];
 
 	if (rx.n_closed == LIMBO_BATCHES)
 		return -EAGAIN;
-	if (rte_hash_get_key_with_position(ft->hash, (int32_t)p,
-					   (void **)&key) != 0)
-		return -ENOENT;
-	if (rte_hash_del_key_with_hash(ft->hash, key, e->sig) < 0)
+	if (rte_hash_del_key_with_hash(ft->hash, &g_keys[p], e->sig) < 0)
 		return -ENOENT;
 	__atomic_store_n(&e->state, SL_FLOW_FREE, __ATOMIC_RELEASE);
 	ft->n_live--;
@@ -735,12 +754,9 @@ sl_rules_json(struct sl_mgr *m)
 static int
 entry_tuple(const struct sl_shm *shm, uint32_t p, struct sl_5tuple *t)
 {
-	const struct sl_flow_key *k;
-
-	if (rte_hash_get_key_with_position(shm->flow.hash, (int32_t)p,
-					   (void **)&k) != 0)
+	if (shm->flow.hash == NULL || p >= shm->flow.capacity)
 		return -ENOENT;
-	sl_flow_key_tuple(k, t);
+	sl_flow_key_tuple(&g_keys[p], t);
 	return 0;
 }
 
@@ -875,7 +891,8 @@ sl_flow_find(const struct sl_mgr *m, const struct sl_5tuple *t, uint32_t *pos)
 	if (m->shm->flow.hash == NULL)
 		return -ENOENT;
 	sl_flow_key_make(t, &k);
-	p = rte_hash_lookup_with_hash(m->shm->flow.hash, &k, sl_5tuple_hash(t));
+	p = rte_hash_lookup_with_hash(m->shm->flow.hash, &k,
+				      sl_flow_key_hash(&k));
 	if (p < 0) {
 		/* The RX thread may have used the port's RSS hash. */
 		const void *key;
@@ -1231,4 +1248,6 @@ sl_flow_close(void)
 	g_rules = NULL;
 	free(g_wild);
 	g_wild = NULL;
+	free(g_keys);
+	g_keys = NULL;
 }

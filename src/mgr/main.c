@@ -870,6 +870,8 @@ main(int argc, char **argv)
 		sl_futex_wake(&m->shm->io_wake[i]);
 	rte_eal_mp_wait_lcore();
 	sl_qs_drain_all(m);
+	sl_flow_close();
+	sl_graphs_close(m);
 	sl_control_close(m);
 	rc = 0;
 out_ports:

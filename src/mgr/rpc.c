@@ -830,6 +830,7 @@ rpc_rx_pause(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 	(void)p;
 	(void)e;
 	__atomic_store_n(&m->shm->rx_enabled, 0, __ATOMIC_RELEASE);
+	m->rx_started = 1; /* paused stays paused until rx.resume */
 	sl_log("ports paused: not reading them");
 	return json_pack("{s:b}", "rx_enabled", 0);
 }
