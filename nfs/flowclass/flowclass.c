@@ -1,0 +1,896 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * sluice-flowclass: the ant/elephant flow detector of SDNFV (§3.4, §5).
+ *
+ * It keeps per-flow state and, over a window (--window-ms), classifies each
+ * flow by its packet rate and mean packet size: an "ant" (latency
+ * sensitive: at most --ant-max-pps and at most --ant-max-size bytes per
+ * packet on average) or an "elephant" (anything else). When a flow's class
+ * changes it asks sluiced, with ChangeDefault, to make --ant-to or
+ * --elephant-to the flow's default next hop at service --at (its own
+ * service by default). Every packet goes on with SL_NEXT: the detector
+ * never holds, drops or changes a packet; later packets of a re-routed flow
+ * follow the new default edge.
+ *
+ * Flows are keyed by the 5-tuple in a canonical direction (both directions
+ * of a connection are one flow, as in sluiced's flow table) in an rte_hash
+ * of --flows entries; when it is full, packets of new flows are counted as
+ * flows_untracked. Flows idle for --idle-ms are evicted. Output format and
+ * options: nfs/flowclass/README.md.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rte_errno.h>
+#include <rte_hash.h>
+#include <rte_hash_crc.h>
+#include <rte_mbuf.h>
+#include <rte_memory.h>
+
+#include "sluice/flow.h"
+#include "sluice/nf.h"
+#include "sluice/pkt.h"
+
+#define FC_PROG "sluice-flowclass"
+#define FC_CHUNK 64 /* keys per bulk lookup */
+#define FC_DEFAULT_FLOWS 65536
+#define FC_MAX_FLOWS (1u << 24)
+#define FC_MIN_HASH_ENTRIES 16 /* rte_hash wants at least a bucket */
+#define FC_TICK_MS 10
+#define FC_NS UINT64_C(1000000000)
+#define FC_MS UINT64_C(1000000)
+#define FC_PENDING 256 /* recent requests remembered for on_reply */
+#define FC_NAME_LEN 64
+#define FC_HASH_BYTES_PER_FLOW 74 /* rte_hash, 40-byte keys (as monitor) */
+
+enum fc_class { FC_NONE = 0, FC_ANT, FC_ELEPHANT, FC_CLASS_MAX };
+
+static const char *const fc_class_names[FC_CLASS_MAX] = {"none", "ant",
+							 "elephant"};
+
+/* Per-flow state, indexed by the flow's rte_hash position. */
+struct fc_flow {
+	uint64_t win_start_ns; /* current window */
+	uint64_t last_ns;      /* last packet */
+	uint64_t win_bytes;
+	uint32_t win_pkts;
+	uint8_t used;
+	uint8_t cls;      /* current class */
+	uint8_t routed;   /* class whose target was last asked for */
+	uint8_t cand;     /* class seen in the last windows (--confirm) */
+	uint8_t streak;   /* windows in a row that saw cand */
+	uint8_t reversed; /* first packet ran dst -> src of the key */
+};
+
+/* Where a class sends its flows: --ant-to / --elephant-to. */
+struct fc_target {
+	char name[FC_NAME_LEN]; /* as given; "" = no target */
+	int resolved;
+	sl_verdict_t to;
+};
+
+struct fc_pending {
+	int64_t id;
+	struct sl_5tuple key;
+	uint8_t reversed;
+	uint8_t cls;
+};
+
+struct fc_state {
+	struct rte_hash *h;
+	struct fc_flow *flows; /* [max key id + 1] */
+	uint32_t capacity;     /* --flows */
+	uint32_t n_flows;
+	uint32_t n_class[FC_CLASS_MAX]; /* flows per current class */
+
+	uint64_t window_ns;
+	uint64_t idle_ns;
+	uint64_t stats_ns; /* 0: only at exit */
+	double ant_max_pps;
+	uint32_t ant_max_size;
+	uint32_t confirm;
+	char at_name[FC_NAME_LEN]; /* "" = own service */
+	int at;                    /* service id, -1 until known */
+	struct fc_target target[FC_CLASS_MAX];
+
+	/* Counters, since init. */
+	uint64_t pkts, bytes, non_ip;
+	uint64_t untracked; /* packets of flows that found the table full */
+	uint64_t flows_seen, evicted, changes;
+	uint64_t requests, applied, rejected;
+	uint64_t not_queued; /* sl_change_default failed: retried later */
+
+	uint64_t start_ns;
+	uint32_t n_slots;      /* table positions: max key id + 1 */
+	uint32_t sweep_cursor; /* next position the sweep visits */
+	uint64_t last_sweep_ns;
+	uint64_t next_stats_ns;
+	uint64_t last_ns, last_pkts; /* at the previous stats line */
+	struct fc_pending pend[FC_PENDING];
+};
+
+static uint32_t
+fc_hash(const void *key, uint32_t len, uint32_t init)
+{
+	return rte_hash_crc(key, len, init);
+}
+
+/* Turns t around: src <-> dst. */
+static void
+fc_swap(struct sl_5tuple *t)
+{
+	uint8_t x[16];
+	uint16_t p;
+
+	if (t->family == 4) {
+		uint32_t v = t->src.v4;
+
+		t->src.v4 = t->dst.v4;
+		t->dst.v4 = v;
+	} else {
+		memcpy(x, t->src.v6, 16);
+		memcpy(t->src.v6, t->dst.v6, 16);
+		memcpy(t->dst.v6, x, 16);
+	}
+	p = t->sport;
+	t->sport = t->dport;
+	t->dport = p;
+}
+
+/* Puts t in its canonical direction (lower address, then lower port,
+ * first); returns 1 if it had to be turned around. */
+static int
+fc_canonical(struct sl_5tuple *t)
+{
+	size_t alen = t->family == 4 ? 4 : 16;
+	const uint8_t *a = t->family == 4 ? (const uint8_t *)&t->src.v4
+					  : t->src.v6;
+	const uint8_t *b = t->family == 4 ? (const uint8_t *)&t->dst.v4
+					  : t->dst.v6;
+	int c = memcmp(a, b, alen);
+
+	if (c < 0 || (c == 0 && t->sport <= t->dport))
+		return 0;
+	fc_swap(t);
+	return 1;
+}
+
+/* The flow in the direction of its first packet, formatted. */
+static void
+fc_format(const struct sl_5tuple *key, int reversed, char *buf, uint32_t sz)
+{
+	struct sl_5tuple t = *key;
+
+	if (reversed)
+		fc_swap(&t);
+	sl_5tuple_format(&t, buf, sz);
+}
+
+/* ---- targets ------------------------------------------------------- */
+
+/*
+ * Resolves a hop: a service name, "port:NAME" or "drop". 1 when resolved
+ * (or no target), 0 for a service sluiced does not know yet (looked up
+ * again later), -1 for an unknown port (ports never change).
+ */
+static int
+fc_resolve(struct sl_nf *nf, struct fc_target *t)
+{
+	int id;
+
+	if (t->name[0] == '\0' || t->resolved)
+		return 1;
+	if (strcmp(t->name, "drop") == 0) {
+		t->to = SL_DROP;
+	} else if (strncmp(t->name, "port:", 5) == 0) {
+		id = sl_port_id(nf, t->name + 5);
+		if (id < 0)
+			return -1;
+		t->to = SL_OUT((uint16_t)id);
+	} else {
+		id = sl_service_id(nf, t->name);
+		if (id < 0)
+			return 0;
+		t->to = SL_TO((uint16_t)id);
+	}
+	t->resolved = 1;
+	return 1;
+}
+
+/* Looks up what was not known yet; 1 once everything is. */
+static int
+fc_resolve_all(struct fc_state *st, struct sl_nf *nf)
+{
+	int done = 1;
+
+	if (st->at < 0) {
+		st->at = sl_service_id(nf, st->at_name);
+		done &= st->at >= 0;
+	}
+	for (int c = FC_ANT; c < FC_CLASS_MAX; c++)
+		done &= fc_resolve(nf, &st->target[c]) == 1;
+	return done;
+}
+
+/* ---- classification ------------------------------------------------ */
+
+/*
+ * Asks sluiced to send flow f (key) to the target of its class, unless it
+ * was already asked. Postponed while the target or --at is unknown, and
+ * when the request could not be queued (counted; tried again at the next
+ * window).
+ */
+static void
+fc_route(struct fc_state *st, struct sl_nf *nf, struct fc_flow *f,
+	 const struct sl_5tuple *key)
+{
+	const struct fc_target *t = &st->target[f->cls];
+	struct sl_flow_match fm;
+	struct fc_pending *p;
+	int64_t id;
+
+	if (f->routed == f->cls)
+		return;
+	if (t->name[0] == '\0') {
+		f->routed = f->cls; /* no target for this class */
+		return;
+	}
+	if (!t->resolved || st->at < 0)
+		return;
+	memset(&fm, 0, sizeof(fm));
+	fm.exact = 1;
+	fm.tuple = *key;
+	id = sl_change_default(nf, &fm, (uint16_t)st->at, t->to);
+	if (id <= 0) {
+		st->not_queued++;
+		return;
+	}
+	st->requests++;
+	f->routed = f->cls;
+	p = &st->pend[(uint64_t)id % FC_PENDING];
+	p->id = id;
+	p->key = *key;
+	p->reversed = f->reversed;
+	p->cls = f->cls;
+}
+
+/*
+ * Ends the current window of f at now: classifies the flow by what the
+ * window saw (a window without packets keeps the class), reports a class
+ * change and re-routes the flow.
+ */
+static void
+fc_close_window(struct fc_state *st, struct sl_nf *nf, struct fc_flow *f,
+		const struct sl_5tuple *key, uint64_t now)
+{
+	uint64_t dt = now - f->win_start_ns;
+
+	if (f->win_pkts > 0 && dt > 0) {
+		double pps = (double)f->win_pkts * FC_NS / (double)dt;
+		double size = (double)f->win_bytes / f->win_pkts;
+		uint8_t c = pps <= st->ant_max_pps && size <= st->ant_max_size
+				    ? FC_ANT
+				    : FC_ELEPHANT;
+
+		if (c == f->cls) {
+			f->streak = 0;
+		} else {
+			if (c != f->cand) {
+				f->cand = c;
+				f->streak = 0;
+			}
+			f->streak++;
+			if (f->cls == FC_NONE || f->streak >= st->confirm) {
+				char flow[128];
+
+				st->n_class[f->cls]--;
+				st->n_class[c]++;
+				f->cls = c;
+				f->streak = 0;
+				st->changes++;
+				fc_format(key, f->reversed, flow, sizeof(flow));
+				fprintf(stderr,
+					"flowclass: %s %s pps=%.1f size=%.0f\n",
+					flow, fc_class_names[c], pps, size);
+			}
+		}
+	}
+	f->win_start_ns = now;
+	f->win_pkts = 0;
+	f->win_bytes = 0;
+	fc_route(st, nf, f, key);
+}
+
+/* ---- the packet path ----------------------------------------------- */
+
+static void
+fc_chunk(struct fc_state *st, struct sl_nf *nf, struct rte_mbuf **pkts,
+	 uint16_t n, uint64_t now)
+{
+	struct sl_5tuple keys[FC_CHUNK];
+	const void *kp[FC_CHUNK];
+	uint32_t len[FC_CHUNK];
+	int32_t pos[FC_CHUNK];
+	uint8_t rev[FC_CHUNK];
+	uint16_t i, nk = 0;
+	int rc;
+
+	for (i = 0; i < n; i++) {
+		uint32_t bytes = rte_pktmbuf_pkt_len(pkts[i]);
+
+		st->pkts++;
+		st->bytes += bytes;
+		sl_pkt_set_verdict(pkts[i], SL_NEXT);
+		rc = sl_pkt_5tuple(pkts[i], &keys[nk]);
+		if (unlikely(rc != 0)) {
+			st->non_ip++;
+			continue;
+		}
+		rev[nk] = (uint8_t)fc_canonical(&keys[nk]);
+		kp[nk] = &keys[nk];
+		len[nk++] = bytes;
+	}
+	if (nk == 0)
+		return;
+	if (rte_hash_lookup_bulk(st->h, kp, nk, pos) != 0)
+		for (i = 0; i < nk; i++)
+			pos[i] = -ENOENT;
+	for (i = 0; i < nk; i++) {
+		int32_t p = pos[i];
+		struct fc_flow *f;
+
+		/* A miss may be a flow an earlier packet of this chunk
+		 * added: adding finds it, and when the table is full a
+		 * second lookup does. */
+		if (unlikely(p < 0))
+			p = st->n_flows < st->capacity
+				    ? rte_hash_add_key(st->h, kp[i])
+				    : rte_hash_lookup(st->h, kp[i]);
+		if (unlikely(p < 0)) {
+			st->untracked++;
+			continue;
+		}
+		f = &st->flows[p];
+		if (unlikely(!f->used)) {
+			memset(f, 0, sizeof(*f));
+			f->used = 1;
+			f->win_start_ns = now;
+			f->reversed = rev[i];
+			st->n_flows++;
+			st->n_class[FC_NONE]++;
+			st->flows_seen++;
+		} else if (now - f->win_start_ns >= st->window_ns) {
+			fc_close_window(st, nf, f, &keys[i], now);
+		}
+		f->win_pkts++;
+		f->win_bytes += len[i];
+		f->last_ns = now;
+	}
+}
+
+static void
+fc_process(struct sl_nf *nf, struct rte_mbuf **pkts, uint16_t n)
+{
+	struct fc_state *st = sl_nf_priv(nf);
+	uint64_t now = sl_now_ns();
+	uint16_t done, k;
+
+	for (done = 0; done < n; done += k) {
+		k = n - done < FC_CHUNK ? n - done : FC_CHUNK;
+		fc_chunk(st, nf, pkts + done, k, now);
+	}
+}
+
+/* ---- periodic work ------------------------------------------------- */
+
+/*
+ * Closes the windows of flows that had no packet to close them, retries
+ * postponed requests, and evicts flows idle for --idle-ms. Visits every
+ * position of the table once per half window, a slice per tick in
+ * proportion to the time since the last one (so no tick stalls the NF for
+ * a whole table). Walks by position: an eviction never disturbs the walk.
+ */
+static void
+fc_sweep(struct fc_state *st, struct sl_nf *nf, uint64_t now)
+{
+	uint64_t period = st->window_ns / 2, dt = now - st->last_sweep_ns;
+	uint32_t budget = st->n_slots;
+
+	if (dt < period) /* rounded up: the walk always moves on */
+		budget = RTE_MIN(st->n_slots,
+				 (uint32_t)((double)st->n_slots * (double)dt /
+					    (double)period) +
+					 1);
+
+	st->last_sweep_ns = now;
+	for (; budget > 0; budget--) {
+		uint32_t p = st->sweep_cursor;
+		struct fc_flow *f = &st->flows[p];
+		struct sl_5tuple key;
+		void *kp;
+
+		st->sweep_cursor = p + 1 == st->n_slots ? 0 : p + 1;
+
+		if (!f->used ||
+		    rte_hash_get_key_with_position(st->h, (int32_t)p, &kp) !=
+			    0)
+			continue;
+		memcpy(&key, kp, sizeof(key));
+		if (now - f->last_ns >= st->idle_ns) {
+			(void)rte_hash_del_key(st->h, &key);
+			st->n_class[f->cls]--;
+			st->n_flows--;
+			st->evicted++;
+			memset(f, 0, sizeof(*f));
+			continue;
+		}
+		if (now - f->win_start_ns >= st->window_ns)
+			fc_close_window(st, nf, f, &key, now);
+		else
+			fc_route(st, nf, f, &key);
+	}
+}
+
+/* The report; format documented in README.md. */
+static void
+fc_print(struct fc_state *st, const char *reason, uint64_t now)
+{
+	double up = (double)(now - st->start_ns) / FC_NS;
+	double dt = (double)(now - st->last_ns) / FC_NS;
+	double pps = dt > 0 ? (double)(st->pkts - st->last_pkts) / dt : 0;
+
+	fprintf(stderr,
+		"flowclass-stats: reason=%s uptime=%.1f packets=%" PRIu64
+		" bytes=%" PRIu64 " pps=%.0f non_ip=%" PRIu64 " flows=%" PRIu32
+		" flows_capacity=%" PRIu32 " flows_untracked=%" PRIu64
+		" flows_seen=%" PRIu64 " evicted=%" PRIu64
+		" unclassified=%" PRIu32 " ants=%" PRIu32
+		" elephants=%" PRIu32 " changes=%" PRIu64 " requests=%" PRIu64
+		" applied=%" PRIu64 " rejected=%" PRIu64
+		" not_queued=%" PRIu64 "\n",
+		reason, up, st->pkts, st->bytes, pps, st->non_ip, st->n_flows,
+		st->capacity, st->untracked, st->flows_seen, st->evicted,
+		st->n_class[FC_NONE], st->n_class[FC_ANT],
+		st->n_class[FC_ELEPHANT], st->changes, st->requests,
+		st->applied, st->rejected, st->not_queued);
+	fflush(stderr);
+	st->last_ns = now;
+	st->last_pkts = st->pkts;
+}
+
+static void
+fc_tick(struct sl_nf *nf, uint64_t now)
+{
+	struct fc_state *st = sl_nf_priv(nf);
+
+	(void)fc_resolve_all(st, nf);
+	fc_sweep(st, nf, now);
+	if (st->stats_ns != 0 && now >= st->next_stats_ns) {
+		fc_print(st, "interval", now);
+		st->next_stats_ns = now + st->stats_ns;
+	}
+}
+
+/* ---- replies and messages ------------------------------------------ */
+
+static void
+fc_reply(struct sl_nf *nf, int64_t id, int result, const char *reason)
+{
+	struct fc_state *st = sl_nf_priv(nf);
+	const struct fc_pending *p;
+	char flow[128];
+
+	if (st == NULL)
+		return;
+	p = &st->pend[(uint64_t)id % FC_PENDING];
+	if (result == 0) {
+		st->applied++;
+		return;
+	}
+	st->rejected++;
+	if (p->id == id) {
+		fc_format(&p->key, p->reversed, flow, sizeof(flow));
+		fprintf(stderr,
+			"flowclass-rejected: id=%" PRId64 " flow=%s class=%s "
+			"to=%s reason=%s\n",
+			id, flow, fc_class_names[p->cls],
+			st->target[p->cls].name, reason);
+	} else {
+		fprintf(stderr,
+			"flowclass-rejected: id=%" PRId64 " reason=%s\n", id,
+			reason);
+	}
+	fflush(stderr);
+}
+
+/* A number in [min, max] (min >= 0; fractions if frac), the whole
+ * string. */
+static int
+fc_number(const char *s, double min, double max, int frac, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (s[0] == '\0' || *end != '\0' || errno != 0 || !isfinite(v) ||
+	    v < min || v > max || (!frac && v != (double)(uint64_t)v))
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+/*
+ * Message(flowclass, key, value) from the control plane: ant-max-pps and
+ * ant-max-size change the thresholds from the next window on; "stats"
+ * prints the report now.
+ */
+static void
+fc_message(struct sl_nf *nf, const char *key, const char *value)
+{
+	struct fc_state *st = sl_nf_priv(nf);
+	const char *result = "applied";
+	double v;
+
+	if (st == NULL)
+		return;
+	if (strcmp(key, "ant-max-pps") == 0) {
+		if (fc_number(value, 0, 1e9, 1, &v) == 0)
+			st->ant_max_pps = v;
+		else
+			result = "invalid (a rate from 0 to 1e9)";
+	} else if (strcmp(key, "ant-max-size") == 0) {
+		if (fc_number(value, 1, 1000000, 0, &v) == 0)
+			st->ant_max_size = (uint32_t)v;
+		else
+			result = "invalid (bytes from 1 to 1000000)";
+	} else if (strcmp(key, "stats") == 0) {
+		fc_print(st, "message", sl_now_ns());
+	} else {
+		result = "ignored (keys: ant-max-pps, ant-max-size, stats)";
+	}
+	fprintf(stderr, "flowclass-message: key=%s value=%s %s\n", key, value,
+		result);
+	fflush(stderr);
+}
+
+/* ---- setup --------------------------------------------------------- */
+
+static void
+fc_state_free(struct fc_state *st)
+{
+	if (st == NULL)
+		return;
+	rte_hash_free(st->h);
+	free(st->flows);
+	free(st);
+}
+
+static void
+fc_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: " FC_PROG " [EAL args] -- [libsluice args] "
+		"[--window-ms MS]\n"
+		"       [--ant-max-pps N] [--ant-max-size BYTES] [--ant-to HOP]"
+		" [--elephant-to HOP]\n"
+		"       [--at SERVICE] [--confirm N] [--flows N] [--idle-ms MS]"
+		" [--stats-ms MS]\n"
+		"  --window-ms MS      classification window (default 1000)\n"
+		"  --ant-max-pps N     an ant sends at most N packets/s "
+		"(default 1000)\n"
+		"  --ant-max-size B    and at most B bytes per packet on "
+		"average (default 512)\n"
+		"  --ant-to HOP        default next hop for ants: a service, "
+		"port:NAME or drop\n"
+		"  --elephant-to HOP   default next hop for elephants\n"
+		"  --at SERVICE        where the default changes (default: "
+		"this NF's service)\n"
+		"  --confirm N         windows in a row before a class change "
+		"(default 1)\n"
+		"  --flows N           flow table capacity (default %u, max "
+		"%u)\n"
+		"  --idle-ms MS        evict flows idle this long (default "
+		"10000, at least 3 windows)\n"
+		"  --stats-ms MS       print stats every MS (default 5000; 0 = "
+		"only at exit)\n",
+		FC_DEFAULT_FLOWS, FC_MAX_FLOWS);
+}
+
+static int
+fc_opt_number(const char *opt, const char *s, double min, double max,
+	      int frac, double *out)
+{
+	if (fc_number(s, min, max, frac, out) == 0)
+		return 0;
+	fprintf(stderr, FC_PROG ": %s: '%s' is not a %s from %.0f to %.0f\n",
+		opt, s, frac ? "number" : "whole number", min, max);
+	return EINVAL;
+}
+
+static int
+fc_opt_name(const char *opt, const char *s, char *dst)
+{
+	if (s[0] == '\0' || strlen(s) >= FC_NAME_LEN) {
+		fprintf(stderr,
+			FC_PROG ": %s: '%s' is not a service name, port:NAME "
+				"or drop (1 to %d characters)\n",
+			opt, s, FC_NAME_LEN - 1);
+		return EINVAL;
+	}
+	snprintf(dst, FC_NAME_LEN, "%s", s);
+	return 0;
+}
+
+static int
+fc_parse_args(struct fc_state *st, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"window-ms", required_argument, NULL, 'w'},
+		{"ant-max-pps", required_argument, NULL, 'p'},
+		{"ant-max-size", required_argument, NULL, 's'},
+		{"ant-to", required_argument, NULL, 'a'},
+		{"elephant-to", required_argument, NULL, 'e'},
+		{"at", required_argument, NULL, 'A'},
+		{"confirm", required_argument, NULL, 'c'},
+		{"flows", required_argument, NULL, 'f'},
+		{"idle-ms", required_argument, NULL, 'i'},
+		{"stats-ms", required_argument, NULL, 'S'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	double v, idle_ms = -1;
+	int c, rc = 0;
+
+	optind = 0; /* glibc: restart scanning (libsluice used getopt) */
+	while (rc == 0 &&
+	       (c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'w':
+			rc = fc_opt_number("--window-ms", optarg, 10, 3600000,
+					   0, &v);
+			st->window_ns = (uint64_t)v * FC_MS;
+			break;
+		case 'p':
+			rc = fc_opt_number("--ant-max-pps", optarg, 0, 1e9, 1,
+					   &st->ant_max_pps);
+			break;
+		case 's':
+			rc = fc_opt_number("--ant-max-size", optarg, 1,
+					   1000000, 0, &v);
+			st->ant_max_size = (uint32_t)v;
+			break;
+		case 'a':
+			rc = fc_opt_name("--ant-to", optarg,
+					 st->target[FC_ANT].name);
+			break;
+		case 'e':
+			rc = fc_opt_name("--elephant-to", optarg,
+					 st->target[FC_ELEPHANT].name);
+			break;
+		case 'A':
+			rc = fc_opt_name("--at", optarg, st->at_name);
+			if (rc == 0 && (strcmp(optarg, "drop") == 0 ||
+					strncmp(optarg, "port:", 5) == 0)) {
+				fprintf(stderr,
+					FC_PROG ": --at '%s': give a service "
+						"(where the default edge "
+						"changes), not a port or drop\n",
+					optarg);
+				rc = EINVAL;
+			}
+			break;
+		case 'c':
+			rc = fc_opt_number("--confirm", optarg, 1, 100, 0, &v);
+			st->confirm = (uint32_t)v;
+			break;
+		case 'f':
+			rc = fc_opt_number("--flows", optarg, 1, FC_MAX_FLOWS,
+					   0, &v);
+			st->capacity = (uint32_t)v;
+			break;
+		case 'i':
+			rc = fc_opt_number("--idle-ms", optarg, 30, 86400000,
+					   0, &idle_ms);
+			break;
+		case 'S':
+			rc = fc_opt_number("--stats-ms", optarg, 0, 86400000,
+					   0, &v);
+			st->stats_ns = (uint64_t)v * FC_MS;
+			break;
+		case 'h':
+			fc_usage(stdout);
+			return ECANCELED;
+		default: /* getopt_long has said what was wrong */
+			fc_usage(stderr);
+			return EINVAL;
+		}
+	}
+	if (rc == 0 && optind < argc) {
+		fprintf(stderr, FC_PROG ": unexpected argument '%s'\n",
+			argv[optind]);
+		fc_usage(stderr);
+		rc = EINVAL;
+	}
+	if (rc != 0)
+		return rc;
+	if (idle_ms < 0) {
+		st->idle_ns = 10000 * FC_MS;
+		if (st->idle_ns < 3 * st->window_ns)
+			st->idle_ns = 3 * st->window_ns;
+	} else if ((uint64_t)idle_ms * FC_MS < 3 * st->window_ns) {
+		fprintf(stderr,
+			FC_PROG ": --idle-ms %.0f: give at least 3 windows "
+				"(%" PRIu64 " ms), or a flow is forgotten "
+				"between its windows\n",
+			idle_ms, 3 * st->window_ns / FC_MS);
+		return EINVAL;
+	} else {
+		st->idle_ns = (uint64_t)idle_ms * FC_MS;
+	}
+	return 0;
+}
+
+static int
+fc_create_table(struct fc_state *st, uint16_t instance)
+{
+	char name[RTE_HASH_NAMESIZE];
+	struct rte_hash_parameters p = {
+		.name = name,
+		.entries = st->capacity < FC_MIN_HASH_ENTRIES
+				   ? FC_MIN_HASH_ENTRIES
+				   : st->capacity,
+		.key_len = sizeof(struct sl_5tuple),
+		.hash_func = fc_hash,
+		.socket_id = SOCKET_ID_ANY,
+		.extra_flag = RTE_HASH_EXTRA_FLAGS_EXT_TABLE,
+	};
+	struct rte_hash *old;
+	int32_t max_id;
+
+	snprintf(name, sizeof(name), "slfc%d_%u", (int)getpid(), instance);
+	/* Our pid is in the name: one left over is from a dead process. */
+	old = rte_hash_find_existing(name);
+	if (old != NULL)
+		rte_hash_free(old);
+	st->h = rte_hash_create(&p);
+	if (st->h == NULL) {
+		uint64_t mb = ((uint64_t)p.entries * FC_HASH_BYTES_PER_FLOW >>
+			       20) + 1;
+
+		fprintf(stderr,
+			FC_PROG ": cannot create a flow table of %" PRIu32
+				" flows (about %" PRIu64 " MB of the hugepage "
+				"memory sluiced sets aside with --nf-mem): "
+				"%s\n",
+			st->capacity, mb, rte_strerror(rte_errno));
+		return rte_errno ? rte_errno : ENOMEM;
+	}
+	max_id = rte_hash_max_key_id(st->h);
+	st->n_slots = max_id < 0 ? 0 : (uint32_t)max_id + 1;
+	st->flows = max_id < 0 ? NULL
+			       : calloc(st->n_slots, sizeof(st->flows[0]));
+	if (st->flows == NULL) {
+		fprintf(stderr, FC_PROG ": out of memory\n");
+		return ENOMEM;
+	}
+	return 0;
+}
+
+/* Resolves --at and the targets; a port that does not exist is an error,
+ * a service sluiced does not know yet is looked up again from tick. */
+static int
+fc_check_targets(struct fc_state *st, struct sl_nf *nf)
+{
+	static const char *const opt[FC_CLASS_MAX] = {NULL, "--ant-to",
+						       "--elephant-to"};
+
+	if (st->at_name[0] == '\0')
+		st->at = sl_nf_service(nf);
+	else
+		st->at = sl_service_id(nf, st->at_name);
+	if (st->at < 0)
+		fprintf(stderr,
+			FC_PROG ": --at '%s': sluiced has no such service yet; "
+				"re-routing waits until it has\n",
+			st->at_name);
+	for (int c = FC_ANT; c < FC_CLASS_MAX; c++) {
+		int rc = fc_resolve(nf, &st->target[c]);
+
+		if (rc < 0) {
+			fprintf(stderr,
+				FC_PROG ": %s '%s': no such port (sluice "
+					"status lists them)\n",
+				opt[c], st->target[c].name);
+			return EINVAL;
+		}
+		if (rc == 0)
+			fprintf(stderr,
+				FC_PROG ": %s '%s': sluiced has no such "
+					"service yet; %ss are re-routed once "
+					"it has\n",
+				opt[c], st->target[c].name, fc_class_names[c]);
+	}
+	return 0;
+}
+
+static int
+fc_init(struct sl_nf *nf, int argc, char **argv)
+{
+	struct fc_state *st;
+	int rc;
+
+	st = calloc(1, sizeof(*st));
+	if (st == NULL)
+		return ENOMEM;
+	st->capacity = FC_DEFAULT_FLOWS;
+	st->window_ns = 1000 * FC_MS;
+	st->ant_max_pps = 1000;
+	st->ant_max_size = 512;
+	st->confirm = 1;
+	st->stats_ns = 5000 * FC_MS;
+	for (int i = 0; i < FC_PENDING; i++)
+		st->pend[i].id = -1;
+	rc = fc_parse_args(st, argc, argv);
+	if (rc == 0)
+		rc = fc_check_targets(st, nf);
+	if (rc == 0)
+		rc = fc_create_table(st, sl_nf_instance(nf));
+	if (rc != 0) {
+		fc_state_free(st);
+		return rc;
+	}
+	st->start_ns = st->last_ns = st->last_sweep_ns = sl_now_ns();
+	st->next_stats_ns = st->start_ns + st->stats_ns;
+	sl_nf_set_priv(nf, st);
+	fprintf(stderr,
+		FC_PROG ": window %" PRIu64 " ms; ant: at most %g pps and %" PRIu32
+			" bytes per packet; ants -> %s, elephants -> %s, at "
+			"%s; up to %" PRIu32 " flows, idle after %" PRIu64
+			" ms\n",
+		st->window_ns / FC_MS, st->ant_max_pps, st->ant_max_size,
+		st->target[FC_ANT].name[0] ? st->target[FC_ANT].name
+					   : "(unchanged)",
+		st->target[FC_ELEPHANT].name[0] ? st->target[FC_ELEPHANT].name
+						: "(unchanged)",
+		st->at_name[0] ? st->at_name : "(this service)", st->capacity,
+		st->idle_ns / FC_MS);
+	return 0;
+}
+
+static void
+fc_fini(struct sl_nf *nf)
+{
+	struct fc_state *st = sl_nf_priv(nf);
+
+	if (st == NULL)
+		return;
+	fc_print(st, "exit", sl_now_ns());
+	fc_state_free(st);
+	sl_nf_set_priv(nf, NULL);
+}
+
+static const struct sl_nf_ops fc_ops = {
+	.name = FC_PROG,
+	.service = "flowclass",
+	.access = SL_ACCESS_READ | SL_ACCESS_ROUTE,
+	.init = fc_init,
+	.process = fc_process,
+	.tick = fc_tick,
+	.tick_ms = FC_TICK_MS,
+	.on_message = fc_message,
+	.on_reply = fc_reply,
+	.fini = fc_fini,
+};
+
+int
+main(int argc, char **argv)
+{
+	return sl_nf_main(&fc_ops, argc, argv);
+}

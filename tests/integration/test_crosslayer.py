@@ -1,0 +1,437 @@
+"""Cross-layer requests (SDNFV §3.4) with a real sluiced and real NFs.
+
+Traffic comes in phases: the test writes frames into the host side of
+sluiced's TAP port (an AF_PACKET socket), waits until they are out, changes
+how a flow travels the service graph (``flow.request``, or an NF's own
+request), and sends the next phase. Every NF on a path is a
+``sluice-forward --tag-src-mac``, which writes its instance id into the last
+byte of the source MAC: the output capture (``net_pcap``, read after stop)
+says which path each packet took. Packets are matched by their payload and
+compared byte for byte, apart from that one byte. Linux's own packets on the
+TAP interface (IPv6 neighbour discovery and the like) take the default chain
+to ``drop``; only our flows (10.77.0.0/16) are sent to the graph under test
+by a rule.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import socket
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import deployment, port, prog, service, wait_until
+from packets import read
+from scapy.all import IP, UDP, Ether, Raw
+
+from sluice.client import Client, RpcError
+
+_ifs = itertools.count()
+PAD = 64  # UDP payload bytes: the marker, then dots
+
+
+def tag_nf(name: str) -> dict[str, Any]:
+    return {"name": name, "program": prog("forward"), "service": name,
+            "args": ["--tag-src-mac"]}
+
+
+def frame(src: str, dst: str, sport: int, dport: int, marker: str, size: int = PAD) -> bytes:
+    payload = (marker + ";").encode().ljust(size, b".")
+    return bytes(Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
+                 / IP(src=src, dst=dst) / UDP(sport=sport, dport=dport) / Raw(payload))
+
+
+def marker_of(f: bytes) -> str | None:
+    """The marker of one of our frames (IPv4 from 10.77.0.0/16), else None."""
+    if len(f) < 42 or f[12:14] != b"\x08\x00" or f[26:28] != bytes([10, 77]):
+        return None
+    return bytes(Ether(f)[Raw].load).split(b";", 1)[0].decode()
+
+
+class Rig:
+    """A sluiced with a TAP port 'in' and a capture port 'out', its NFs,
+    an event subscription, and what was sent (marker -> frame)."""
+
+    def __init__(self, launch, node: str, tmp_path: Path, nfs: list[dict[str, Any]]):
+        self.ifname = f"slx{os.getpid() % 100000}{next(_ifs)}"[:15]
+        self.out = tmp_path / "out.pcap"
+        self.node = node
+        self.run = launch(deployment(
+            node,
+            ports=[{"name": "in", "device": f"net_tap0,iface={self.ifname}"},
+                   {"name": "out", "device": f"net_pcap1,tx_pcap={self.out}"}],
+            nfs=nfs, chain=["drop"]))
+        # Less noise from Linux on the interface; then up.
+        subprocess.run(["sysctl", "-q", "-w", f"net.ipv6.conf.{self.ifname}.disable_ipv6=1"],
+                       capture_output=True, check=False)
+        subprocess.run(["ip", "link", "set", self.ifname, "up"], check=True, capture_output=True)
+        self.sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+        self.sock.bind((self.ifname, 0))
+        self.instances = {n["instance"]: n["service"] for n in self.run.client.call("nf.list")}
+        self.sent: dict[str, bytes] = {}
+        self.n_out = 0  # our packets expected out so far
+        self.events: list[dict[str, Any]] = []
+        self._sub = Client(node, self.run.dep.socket_path(), timeout=5.0)
+        threading.Thread(target=self._listen, daemon=True).start()
+
+    def _listen(self) -> None:
+        try:
+            for ev in self._sub.events():
+                self.events.append(ev)
+        except Exception:  # noqa: BLE001 (sluiced stopped, or the test closed it)
+            pass
+
+    def start_nf(self, service: str, program: str, args: list[str]) -> None:
+        """Starts one more NF (one that needs services of a graph at
+        start) and waits until it runs; stopped with the rest."""
+        argv = [program, "--", "--node", self.node, "--service", service,
+                "--mode", "shared", *args]
+        p = self.run._spawn(service, argv)
+        self.run.nfs.append(p)
+        wait_until(lambda: any(n["pid"] == p.pid and n["state"] == "running"
+                               for n in self.call("nf.list")) or p.exited() is not None,
+                   10, f"{service} to register")
+        assert p.exited() is None, p.tail()
+        self.instances = {n["instance"]: n["service"] for n in self.call("nf.list")}
+
+    def call(self, method: str, **params: Any) -> Any:
+        return self.run.client.call(method, **params)
+
+    def apply(self, name: str, nodes: dict[str, list[str]], **rule: Any) -> None:
+        """Applies a graph (repeating until the subscription has seen it:
+        then events are flowing) and a rule that sends flows to it."""
+        for _ in range(20):
+            res = self.call("graph.apply", name=name, nodes=nodes)
+            try:
+                self.wait_event(lambda e, v=res["version"]: e["kind"] == "graph.applied"
+                                and e["data"]["name"] == name
+                                and e["data"]["version"] == v, 0.5, "")
+                break
+            except AssertionError:
+                continue
+        else:
+            raise AssertionError(f"no graph.applied event for {name}; events: {self.events}")
+        if rule:
+            self.call("rule.add", graph=name, **rule)
+
+    def wait_event(self, pred, timeout: float, what: str) -> dict[str, Any]:
+        return wait_until(lambda: next((e for e in list(self.events) if pred(e)), None),
+                          timeout, what or "an event", interval=0.02)
+
+    def send(self, frames: list[tuple[str, bytes]], out: bool = True, gap: float = 0.0) -> None:
+        """Sends (marker, frame) pairs; out: they are expected at port out."""
+        for m, f in frames:
+            assert m not in self.sent, m
+            self.sent[m] = f
+            self.sock.send(f)
+            if gap:
+                time.sleep(gap)
+        if out:
+            self.n_out += len(frames)
+
+    def wait_out(self, timeout: float = 10.0) -> None:
+        """Waits until every packet expected out so far is out."""
+        try:
+            wait_until(lambda: port(self.call("stats"), "out")["tx_pkts"] >= self.n_out,
+                       timeout, f"{self.n_out} packets out")
+        except AssertionError as e:
+            st = self.call("stats")
+            drops = {(x.get("name") or f"{x['service']}#{x['instance']}", k): v
+                     for x in st["ports"] + st["nfs"] for k, v in x["drops"].items() if v}
+            raise AssertionError(f"{e}; out: {port(st, 'out')['tx_pkts']}; drops: {drops}; "
+                                 f"logs in {self.run.run_dir}") from None
+
+    def stop(self) -> dict[str, str]:
+        """Stops everything; returns marker -> service that tagged it last,
+        checking each packet byte for byte (but the tag) against the one
+        sent, and that nothing came out twice."""
+        self.sock.close()
+        self._sub.close()
+        self.run.stop()
+        got: dict[str, str] = {}
+        for f in read(self.out) if self.out.exists() else []:
+            m = marker_of(f)
+            if m is None:
+                continue
+            assert m in self.sent and m not in got, m
+            want = self.sent[m]
+            assert len(f) == len(want) and f[:11] == want[:11] and f[12:] == want[12:], m
+            got[m] = self.instances.get(f[11], f"instance {f[11]}")
+        return got
+
+
+def flow_frames(name: str, phase: str, n: int, src: str, dst: str, sport: int, dport: int,
+                size: int = PAD) -> list[tuple[str, bytes]]:
+    return [(m, frame(src, dst, sport, dport, m, size))
+            for m in (f"{name}:{phase}:{i}" for i in range(n))]
+
+
+def paths(got: dict[str, str], name: str, phase: str) -> list[str]:
+    ms = sorted((m for m in got if m.startswith(f"{name}:{phase}:")),
+                key=lambda m: int(m.rsplit(":", 1)[1]))
+    return [got[m] for m in ms]
+
+
+F = ("10.77.0.1", "10.77.0.2", 1000, 2000)   # the flow whose route changes
+F_KEY = "udp 10.77.0.1:1000 > 10.77.0.2:2000"
+G = ("10.77.0.3", "10.77.0.2", 1001, 2000)   # another flow: never changes
+
+
+def rpc_error(fn, *a: Any, **kw: Any) -> str:
+    with pytest.raises(RpcError) as ei:
+        fn(*a, **kw)
+    return ei.value.message
+
+
+def test_change_default(launch, node, tmp_path):
+    """flow.request change_default: F's next packets (both directions) take
+    the other allowed edge; G keeps the default; a hop the graph does not
+    allow is refused with its reason; subscribers see the request."""
+    rig = Rig(launch, node, tmp_path, [tag_nf("cls"), tag_nf("p"), tag_nf("q")])
+    rig.apply("g", {"cls": ["p", "q"], "p": ["port:out"], "q": ["port:out"]},
+              src="10.77.0.0/16")
+    rig.send(flow_frames("F", "1", 5, *F) + flow_frames("G", "1", 5, *G))
+    rig.wait_out()
+
+    assert rig.call("flow.request", type="change_default", flow={"key": F_KEY},
+                    service="cls", to="q") == {"applied": 1}
+    fl = rig.call("flow.get", key=F_KEY)
+    assert fl["graph"] == "g" and fl["overrides"] == [
+        {"service": "cls", "type": "default", "to": "q"}], fl
+    back = (F[1], F[0], F[3], F[2])
+    rig.send(flow_frames("F", "2", 5, *F) + flow_frames("G", "2", 5, *G)
+             + flow_frames("Fr", "2", 3, *back))
+    rig.wait_out()
+
+    # Refused: port:out is not an edge of cls; a wildcard of no live flow
+    # changes nothing; an unknown hop.
+    msg = rpc_error(rig.call, "flow.request", type="change_default", flow={"key": F_KEY},
+                    service="cls", to="port:out")
+    assert "change_default rejected" in msg and "no edge from 'cls'" in msg, msg
+    msg = rpc_error(rig.call, "flow.request", type="change_default", flow={"key": F_KEY},
+                    service="cls", to="nosuch")
+    assert "'nosuch'" in msg, msg
+    msg = rpc_error(rig.call, "flow.request", type="change_default",
+                    flow={"key": "udp 10.77.9.9:1 > 10.77.9.10:2"}, service="cls", to="q")
+    assert "no such flow" in msg, msg
+    # The refused requests changed nothing.
+    rig.send(flow_frames("F", "3", 3, *F))
+    rig.wait_out()
+    events = list(rig.events)
+    got = rig.stop()
+
+    assert paths(got, "F", "1") == ["p"] * 5
+    assert paths(got, "G", "1") == ["p"] * 5
+    assert paths(got, "F", "2") == ["q"] * 5
+    assert paths(got, "Fr", "2") == ["q"] * 3  # the other direction: the same flow
+    assert paths(got, "G", "2") == ["p"] * 5
+    assert paths(got, "F", "3") == ["q"] * 3
+    assert len(got) == rig.n_out
+
+    reqs = [e["data"] for e in events if e["kind"] == "flow.request"]
+    assert any(d.get("type") == "change_default" and d.get("service") == "cls"
+               and d.get("to") == "q" and d.get("result") == "applied" for d in reqs), \
+        f"no flow.request event for the applied change_default; events: {events}"
+    assert any(d.get("result") == "rejected" and "no edge from 'cls'" in d.get("reason", "")
+               for d in reqs), f"no flow.request event for the rejection; events: {events}"
+
+
+def test_skip_me_and_request_me(launch, node, tmp_path):
+    """a -> {b, c} -> out: SkipMe(F, b) sends F from a straight out (b's
+    default), RequestMe(F, c) makes c F's default at a, RequestMe(F, b)
+    undoes the skip; G keeps a -> b. Requests naming a service outside the
+    graph, or one no node has an edge to, are refused by reason."""
+    rig = Rig(launch, node, tmp_path, [tag_nf("a"), tag_nf("b"), tag_nf("c")])
+    rig.apply("g", {"a": ["b", "c"], "b": ["port:out"], "c": ["port:out"]},
+              src="10.77.0.0/16")
+    rig.call("graph.apply", name="h", nodes={"other": ["drop"]})  # a service not in g
+    fk = {"key": F_KEY}
+
+    def phase(p: str) -> None:
+        rig.send(flow_frames("F", p, 4, *F) + flow_frames("G", p, 4, *G))
+        rig.wait_out()
+
+    phase("1")
+    assert rig.call("flow.request", type="skip_me", flow=fk, service="b") == {"applied": 1}
+    assert rig.call("flow.get", key=F_KEY)["overrides"] == [{"service": "b", "type": "skip"}]
+    phase("2")
+    assert rig.call("flow.request", type="request_me", flow=fk, service="c") == {"applied": 1}
+    phase("3")
+    assert rig.call("flow.request", type="request_me", flow=fk, service="b") == {"applied": 1}
+    phase("4")
+    # A wildcard: every live flow it matches (G here), and flows to come.
+    assert rig.call("flow.request", type="skip_me",
+                    flow={"match": {"proto": "udp", "src": "10.77.0.3"}},
+                    service="b") == {"applied": 1}
+    H = ("10.77.0.3", "10.77.0.2", 1002, 2000)  # a new flow the wildcard matches
+    rig.send(flow_frames("G", "5", 4, *G) + flow_frames("H", "5", 4, *H))
+    rig.wait_out()
+
+    msg = rpc_error(rig.call, "flow.request", type="skip_me", flow=fk, service="other")
+    assert "skip_me rejected" in msg and "'other' is not a node of graph 'g'" in msg, msg
+    msg = rpc_error(rig.call, "flow.request", type="request_me", flow=fk, service="a")
+    assert "request_me rejected" in msg and "no node of graph 'g' has an edge to 'a'" in msg, msg
+    msg = rpc_error(rig.call, "flow.request", type="request_me", flow=fk, service="nosuch")
+    assert "no service nosuch" in msg, msg
+    msg = rpc_error(rig.call, "flow.request", type="skip_me", flow={}, service="b")
+    assert "param 'flow'" in msg, msg
+    got = rig.stop()
+
+    assert paths(got, "F", "1") == ["b"] * 4
+    assert paths(got, "F", "2") == ["a"] * 4  # b skipped: a's tag is the last
+    assert paths(got, "F", "3") == ["c"] * 4
+    assert paths(got, "F", "4") == ["b"] * 4
+    for p in "1234":
+        assert paths(got, "G", p) == ["b"] * 4, p
+    assert paths(got, "G", "5") == ["a"] * 4
+    assert paths(got, "H", "5") == ["a"] * 4
+    assert len(got) == rig.n_out
+
+
+def test_message(launch, node, tmp_path):
+    """flow.request message: the NF's on_message runs (sluice-flowclass
+    logs it and applies it), subscribers get nf.message; a message to a
+    service without instances is refused."""
+    rig = Rig(launch, node, tmp_path, [
+        {"name": "fc", "program": prog("flowclass"), "service": "fc",
+         "args": ["--stats-ms", "0"]}])
+    rig.apply("g", {"fc": ["port:out"]})  # also: events are flowing
+    assert rig.call("flow.request", type="message", service="fc", key="ant-max-pps",
+                    value="5") == {"applied": 1}
+    assert rig.call("flow.request", type="message", service="fc", key="stats",
+                    value="now") == {"applied": 1}
+    log = rig.run.run_dir / "fc.log"
+    wait_until(lambda: "flowclass-message: key=stats value=now applied" in log.read_text(),
+               5, f"the message in {log}")
+    text = log.read_text()
+    assert "flowclass-message: key=ant-max-pps value=5 applied\n" in text
+    assert "flowclass-stats: reason=message " in text
+    # A service no instance of runs.
+    rig.call("graph.apply", name="h", nodes={"ghost": ["drop"]})
+    msg = rpc_error(rig.call, "flow.request", type="message", service="ghost", key="k", value="v")
+    assert "message rejected" in msg and "no running instance" in msg, msg
+    msg = rpc_error(rig.call, "flow.request", type="message", service="fc", key="k")
+    assert "needs 'key' and 'value'" in msg, msg
+    try:
+        ev = rig.wait_event(lambda e: e["kind"] == "nf.message"
+                            and e["data"].get("key") == "ant-max-pps", 3, "")
+    except AssertionError:
+        ev = None
+    events = list(rig.events)
+    rig.stop()
+    assert ev is not None, f"no nf.message event for a flow.request message; events: {events}"
+    assert ev["data"]["service"] == "fc" and ev["data"]["value"] == "5"
+
+
+def test_flowclass_reroutes_ants_and_elephants(launch, node, tmp_path):
+    """sluice-flowclass: fc -> {eleph, ant} -> out. A flow of small packets
+    at a low rate becomes an ant and is re-routed to 'ant'; a flow of big
+    packets is an elephant and stays on 'eleph'; when the ant speeds up it
+    becomes an elephant again and goes back. Each re-route is an NF request
+    that subscribers see."""
+    rig = Rig(launch, node, tmp_path, [
+        {"name": "fc", "program": prog("flowclass"), "service": "fc",
+         "args": ["--window-ms", "400", "--ant-max-pps", "60", "--ant-max-size", "300",
+                  "--ant-to", "ant", "--elephant-to", "eleph", "--stats-ms", "1000"]},
+        tag_nf("eleph"), tag_nf("ant")])
+    rig.apply("g", {"fc": ["eleph", "ant"], "eleph": ["port:out"], "ant": ["port:out"]},
+              src="10.77.0.0/16")
+    A = F
+    E = ("10.77.0.5", "10.77.0.6", 3000, 4000)
+    A_KEY = F_KEY
+    E_KEY = "udp 10.77.0.5:3000 > 10.77.0.6:4000"
+    log = rig.run.run_dir / "fc.log"
+
+    def applied(key: str, to: str):
+        return lambda e: (e["kind"] == "flow.request" and e["data"].get("nf") == "fc"
+                          and e["data"].get("flow") == key and e["data"].get("to") == to
+                          and e["data"].get("type") == "change_default"
+                          and e["data"].get("result") == "applied")
+
+    # Phase 1: A 100-byte packets, E 1000-byte, both at 20 pps, until
+    # both are classified and re-routed.
+    a = flow_frames("A", "1", 40, *A, size=58)
+    e = flow_frames("E", "1", 40, *E, size=958)
+    n = 0
+    while n < 40 and not (any(applied(A_KEY, "ant")(x) for x in list(rig.events))
+                          and any(applied(E_KEY, "eleph")(x) for x in list(rig.events))):
+        rig.send([a[n], e[n]], gap=0.05)
+        n += 1
+    rig.wait_event(applied(A_KEY, "ant"), 3, "A re-routed to ant")
+    rig.wait_event(applied(E_KEY, "eleph"), 3, "E re-routed to eleph")
+    rig.wait_out()
+    text = log.read_text()
+    assert f"flowclass: {A_KEY} ant pps=" in text and " size=100\n" in text, text
+    assert f"flowclass: {E_KEY} elephant pps=" in text and " size=1000\n" in text, text
+
+    # Phase 2: a few more slow A packets: they go to ant now.
+    rig.send(flow_frames("A", "2", 3, *A, size=58), gap=0.05)
+    rig.wait_out()
+    # Phase 3: A speeds up (about 300 pps) until flowclass calls it an
+    # elephant and it is back on eleph; then a short burst (phase 4).
+    fast = flow_frames("A", "3", 600, *A, size=58)
+    k = 0
+    while k < len(fast) and not any(applied(A_KEY, "eleph")(x) for x in list(rig.events)):
+        rig.send(fast[k:k + 3])
+        time.sleep(0.01)
+        k += 3
+    rig.wait_event(applied(A_KEY, "eleph"), 3, "A re-routed to eleph")
+    rig.send(flow_frames("A", "4", 5, *A, size=58))
+    rig.wait_out()
+    assert f"flowclass: {A_KEY} elephant pps=" in log.read_text()
+    got = rig.stop()
+
+    text = log.read_text()
+    a1 = paths(got, "A", "1")
+    # The default edge until the first window ends (then at most a few
+    # sent while the request was on its way are on ant already).
+    assert a1[0] == "eleph" and a1 == sorted(a1, key=lambda s: s == "ant"), a1
+    assert set(paths(got, "E", "1")) == {"eleph"}
+    assert paths(got, "A", "2") == ["ant"] * 3
+    a3 = paths(got, "A", "3")
+    assert a3[0] == "ant" and a3 == sorted(a3, key=lambda s: s == "eleph"), a3
+    assert paths(got, "A", "4") == ["eleph"] * 5
+    assert len(got) == rig.n_out
+    # The exit report: both flows known, every request applied.
+    stats = [ln for ln in text.splitlines() if ln.startswith("flowclass-stats: reason=exit")]
+    assert stats and " flows=2 " in stats[0] and " rejected=0 " in stats[0], text
+    assert " requests=0 " not in stats[0], stats[0]
+
+
+def test_to_outside_the_graph_is_a_policy_violation(launch, node, tmp_path):
+    """sluice-forward --to c at x: in a graph where x has no edge to c every
+    packet is dropped and counted as policy_violation on x; in a graph that
+    allows x -> c the same verdict goes through."""
+    rig = Rig(launch, node, tmp_path, [tag_nf("c")])
+    rig.apply("bad", {"x": ["b", "port:out"], "b": ["c", "port:out"], "c": ["port:out"]},
+              src="10.77.1.0/24")
+    rig.apply("ok", {"x": ["port:out", "c"], "c": ["port:out"]}, src="10.77.2.0/24")
+    # x looks c up when it starts: start it once c is known.
+    rig.start_nf("x", prog("forward"), ["--to", "c"])
+    bad = ("10.77.1.1", "10.77.1.2", 5000, 6000)
+    ok = ("10.77.2.1", "10.77.2.2", 5000, 6000)
+    rig.send(flow_frames("BAD", "1", 7, *bad), out=False)
+    rig.send(flow_frames("OK", "1", 5, *ok))
+    rig.wait_out()
+
+    def x_stats() -> tuple[dict[str, Any], dict[str, Any]]:
+        st = rig.call("stats")
+        inst = next(n for n in st["nfs"] if n["service"] == "x")
+        return inst, service(st, "x")
+
+    wait_until(lambda: x_stats()[0]["drops"]["policy_violation"] >= 7, 10,
+               "7 policy violations at x")
+    inst, svc = x_stats()
+    got = rig.stop()
+
+    assert inst["drops"]["policy_violation"] == 7, inst
+    assert svc["drops"]["policy_violation"] == 7, svc
+    assert inst["rx_pkts"] == 12, inst
+    assert paths(got, "OK", "1") == ["c"] * 5
+    assert not paths(got, "BAD", "1")
+    assert len(got) == 5
