@@ -344,6 +344,7 @@ resolve(struct sl_dispatch *d, const struct rte_mbuf *m,
 	case SL_VERDICT_OUT:
 		/* An NF's choice: only along an edge the graph allows. */
 		if (g != NULL && s != SL_SERVICE_NONE &&
+		    !(meta->flags & SL_META_PORT) &&
 		    !sl_graph_allows(g, s, hop))
 			return DEST(DEST_DROP, 0, SL_DROP_POLICY);
 		break;
@@ -472,8 +473,10 @@ to_port(struct sl_dispatch *d, uint16_t port, struct rte_mbuf **pkts,
 		struct sl_pkt_meta *m = sl_meta(pkts[i], d->meta_off);
 
 		saved_v[i] = m->verdict;
-		if (port != SL_PORT_NONE)
+		if (port != SL_PORT_NONE) {
 			m->verdict = SL_OUT(port);
+			m->flags |= SL_META_PORT;
+		}
 		m->owner = 0;
 	}
 	k = d->port_out(d, port, pkts, n);
@@ -481,6 +484,7 @@ to_port(struct sl_dispatch *d, uint16_t port, struct rte_mbuf **pkts,
 		struct sl_pkt_meta *m = sl_meta(pkts[i], d->meta_off);
 
 		m->verdict = saved_v[i];
+		m->flags &= ~SL_META_PORT;
 		m->owner = d->self_owner;
 	}
 	return k;

@@ -438,6 +438,7 @@ struct sl_shm {
 /* sl_pkt_meta.flags */
 #define SL_META_HASH 0x1u  /* flow_hash is valid */
 #define SL_META_GRAPH 0x2u /* graph is set */
+#define SL_META_PORT 0x4u /* verdict is a port resolved by a dispatch */
 
 static inline struct sl_pkt_meta *
 sl_meta(const struct rte_mbuf *m, int offset)

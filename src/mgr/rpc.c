@@ -819,6 +819,29 @@ rpc_flow_request(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 		}
 	}
 	rc = sl_flow_request(m, &r, &applied, err, sizeof(err));
+	{
+		json_t *ev;
+		const char *sn = m->shm->services[r.service].name;
+
+		if (r.kind == SL_REQ_MESSAGE) {
+			ev = json_pack("{s:s, s:s, s:s, s:s}", "from", "control",
+				       "service", sn, "key", r.mkey, "value", r.value);
+		} else {
+			char fk[160];
+			const char *fl = json_string_value(json_object_get(flow, "key"));
+
+			snprintf(fk, sizeof(fk), "%s", fl ? fl : "(match)");
+			ev = json_pack("{s:n, s:n, s:s, s:s, s:s, s:s, s:I}", "nf",
+				       "instance", "type", type, "flow", fk, "service", sn,
+				       "result", rc == 0 ? "applied" : "rejected",
+				       "applied", (json_int_t)applied);
+			if (r.kind == SL_REQ_CHANGE_DEFAULT)
+				json_object_set_new(ev, "to", sl_hop_json(m->shm, r.to));
+		}
+		if (rc != 0)
+			json_object_set_new(ev, "reason", json_string(err));
+		sl_event(r.kind == SL_REQ_MESSAGE ? "nf.message" : "flow.request", ev);
+	}
 	if (rc != 0)
 		return fail(e, E_FAILED, "%s rejected: %s", type, err);
 	return json_pack("{s:I}", "applied", (json_int_t)applied);
