@@ -132,7 +132,7 @@ check_meta(struct rte_mbuf *m, sl_verdict_t v, uint16_t service,
 	assert_int_equal(mt->flow_hash, hash);
 	assert_int_equal(mt->in_port, IN_PORT);
 	/* Dispatch stamps the graph version on packets that had none. */
-	assert_int_equal(mt->flags & ~SL_META_GRAPH, FLAGS);
+	assert_int_equal(mt->flags & ~(SL_META_GRAPH | SL_META_PORT), FLAGS);
 }
 
 static struct rte_ring *
