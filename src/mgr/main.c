@@ -95,7 +95,7 @@ usage(void)
 		"  --flow-lookup off|cached|naive  flow director: none (every "
 		"packet takes the default graph), once at ingress cached in "
 		"the packet, or again at every hop (cached)\n"
-		"  --flow-capacity N      flow-table entries (1048576)\n"
+		"  --flow-capacity N      flow-table entries (262144)\n"
 		"  --flow-timeout MS      idle flows age out after MS (30000)\n"
 		"  --flow-pins N          pinned instances per flow (4)\n"
 		"  --flow-overrides N     cross-layer overrides per flow (2)\n"
@@ -187,7 +187,7 @@ parse_opts(struct sl_mgr_opts *o, int argc, char **argv)
 	 * an NF frees transmitted mbufs without a per-lcore pool cache. */
 	o->nf_txq = 0;
 	o->flow_lookup = SL_LOOKUP_CACHED;
-	o->flow_capacity = 1u << 20;
+	o->flow_capacity = 1u << 18;
 	o->flow_timeout_ms = 30000;
 	o->flow_pins = 4;
 	o->flow_ovr = 2;

@@ -76,6 +76,8 @@ def handle(req):
     if m in ("chain.set", "graph.apply", "rule.add", "flow.delete"):
         with open(os.environ["FAKE_DIR"] + "/calls.jsonl", "a") as cf:
             cf.write(json.dumps([m, p]) + "\n")
+    if m in ("rx.pause", "rx.resume"):
+        return {"rx_enabled": m == "rx.resume"}
     if m == "chain.set":
         if "nosuch" in p["hops"]:
             raise ValueError("unknown service 'nosuch'")
