@@ -1,4 +1,4 @@
-"""What bench/chain.py and bench/port.py share: processes, nodes, cleanup, stats.
+"""What the benchmarks share: processes, nodes, cleanup, stats, hugepages, sampling.
 
 Every process a benchmark starts goes through ``Processes``, which records its
 exact command line and CPU set, keeps its output in a log directory, and stops
@@ -9,7 +9,8 @@ left is recorded as a leak (a sluiced bug to report) and then removed.
 
 Nothing here sends packets anywhere but DPDK virtual devices: no PCI device
 is probed (sluiced and the NFs pass --no-pci) and no ``net_tap`` or
-``net_af_packet`` port is ever created.
+``net_af_packet`` port is ever created. (bench/ovs.py's OVS bridge has a
+local port, a Linux tap that stays down and goes with the bridge.)
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -117,6 +118,7 @@ def host_info() -> dict[str, Any]:
     dirty = _run_text(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"])
     return {
         "hostname": platform.node(),
+        "nice": os.getpriority(os.PRIO_PROCESS, 0),
         "kernel": platform.release(),
         "cpu_model": model,
         "online_cpus": os.cpu_count(),
@@ -237,8 +239,9 @@ class Node:
     """
 
     def __init__(self, name: str, procs: Processes, progs: dict[str, Path], cpus: list[int],
-                 mode: str, handoff: str | None, extra: list[str]):
+                 mode: str, handoff: str | None, extra: list[str], ready_timeout: float = 15.0):
         self.name = name
+        self.ready_timeout = ready_timeout  # big packet pools and captures take longer
         self.procs = procs
         self.progs = progs
         self.cpus = cpus
@@ -284,7 +287,7 @@ class Node:
                 raise BenchError(f"sluiced exited with {sl.proc.returncode}:\n{sl.tail()}")
 
         try:
-            self.client.wait_ready(timeout=15, check=check)
+            self.client.wait_ready(timeout=self.ready_timeout, check=check)
         except SluiceError as e:
             check()
             raise BenchError(f"sluiced did not become ready: {e}") from None
@@ -404,3 +407,46 @@ def free_hugepage_mib() -> float:
             elif line.startswith("Hugepagesize:"):
                 size_kb = int(line.split()[1])
     return pages * size_kb / 1024
+
+
+def ensure_hugepages(mib: float) -> str | None:
+    """Reserves more 2 MiB hugepages (scripts/hugepages.sh) if fewer than ``mib`` MiB
+    are free. Returns the command run, or None; raises BenchError if still short."""
+    free = free_hugepage_mib()
+    if free >= mib:
+        return None
+    total = 0
+    with contextlib.suppress(OSError, ValueError):
+        total = int(Path("/proc/sys/vm/nr_hugepages").read_text())
+    pages = total + int((mib - free) // 2) + 1
+    argv = [str(ROOT / "scripts" / "hugepages.sh"), str(pages)]
+    r = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if free_hugepage_mib() < mib:
+        raise BenchError(f"{shlex.join(argv)}: still only {free_hugepage_mib():.0f} MiB of "
+                         f"free hugepages, {mib:.0f} needed {r.stderr.strip()}")
+    return shlex.join(argv)
+
+
+def sluiced_options(progs: dict[str, Path]) -> str:
+    """sluiced's option summary (``sluiced -- --help``): which options this build has."""
+    r = subprocess.run([str(progs["sluiced"]), "--", "--help"], capture_output=True,
+                       text=True, timeout=10, check=False)
+    return r.stdout + r.stderr
+
+
+def sample_counter(read: Callable[[], int], duration: int
+                   ) -> tuple[list[float], float, list[tuple[float, int]]]:
+    """Per-second rates of the counter ``read()`` over ``duration`` s, the whole
+    interval's rate and the raw (time, value) snapshots. Reads are on a 1 s grid,
+    each timed at the midpoint of its call."""
+    snaps: list[tuple[float, int]] = []
+    t_first = time.monotonic()
+    for i in range(duration + 1):
+        if i:
+            time.sleep(max(0.0, t_first + i - time.monotonic()))
+        t0 = time.monotonic()
+        v = read()
+        snaps.append(((t0 + time.monotonic()) / 2, v))
+    samples = [(b - a) / (t1 - t0) for (t0, a), (t1, b) in zip(snaps, snaps[1:], strict=False)]
+    whole = (snaps[-1][1] - snaps[0][1]) / (snaps[-1][0] - snaps[0][0])
+    return samples, whole, snaps
