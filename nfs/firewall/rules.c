@@ -61,41 +61,6 @@ fw_err(const struct fw_ctx *c, const char *key, const char *fmt, ...)
 	return -EINVAL;
 }
 
-/* A value as it would appear in the file, for messages. */
-static const char *
-fw_describe(const json_t *v, char *buf, size_t size)
-{
-	switch (json_typeof(v)) {
-	case JSON_STRING:
-		snprintf(buf, size, "'%.64s'", json_string_value(v));
-		break;
-	case JSON_INTEGER:
-		snprintf(buf, size, "%" JSON_INTEGER_FORMAT,
-			 json_integer_value(v));
-		break;
-	case JSON_REAL:
-		snprintf(buf, size, "%g", json_real_value(v));
-		break;
-	case JSON_TRUE:
-		snprintf(buf, size, "true");
-		break;
-	case JSON_FALSE:
-		snprintf(buf, size, "false");
-		break;
-	case JSON_NULL:
-		snprintf(buf, size, "an empty value");
-		break;
-	case JSON_ARRAY:
-		snprintf(buf, size, "a list");
-		break;
-	case JSON_OBJECT:
-	default:
-		snprintf(buf, size, "a mapping");
-		break;
-	}
-	return buf;
-}
-
 static int
 fw_get_action(const struct fw_ctx *c, const char *key, const json_t *v,
 	      uint8_t *action)
@@ -113,7 +78,7 @@ fw_get_action(const struct fw_ctx *c, const char *key, const json_t *v,
 		}
 	}
 	return fw_err(c, key, "%s is not 'allow' or 'deny'",
-		      fw_describe(v, d, sizeof(d)));
+		      sl_json_describe(v, d, sizeof(d)));
 }
 
 static int
@@ -125,18 +90,18 @@ fw_get_name(const struct fw_ctx *c, const json_t *v, struct fw_rule *r)
 
 	if (!json_is_string(v))
 		return fw_err(c, "name", "%s is not a string",
-			      fw_describe(v, d, sizeof(d)));
+			      sl_json_describe(v, d, sizeof(d)));
 	s = json_string_value(v);
 	n = json_string_length(v);
 	if (n == 0 || n >= FW_NAME_LEN)
 		return fw_err(c, "name", "%s must have 1 to %d characters",
-			      fw_describe(v, d, sizeof(d)), FW_NAME_LEN - 1);
+			      sl_json_describe(v, d, sizeof(d)), FW_NAME_LEN - 1);
 	for (i = 0; i < n; i++)
 		if (!isalnum((unsigned char)s[i]) && !strchr("_.:-", s[i]))
 			return fw_err(c, "name",
 				      "%s may only contain letters, digits "
 				      "and _ . : -",
-				      fw_describe(v, d, sizeof(d)));
+				      sl_json_describe(v, d, sizeof(d)));
 	memcpy(r->name, s, n + 1);
 	return 0;
 }
@@ -156,7 +121,7 @@ fw_parse_rule(const struct fw_ctx *c, json_t *o, struct fw_rule *r)
 		return fw_err(c, NULL,
 			      "expected a mapping of keys (action, src, ...), "
 			      "got %s",
-			      fw_describe(o, d, sizeof(d)));
+			      sl_json_describe(o, d, sizeof(d)));
 	json_object_foreach(o, key, v) {
 		for (i = 0; fw_rule_keys[i] != NULL; i++)
 			if (strcmp(key, fw_rule_keys[i]) == 0)
@@ -196,7 +161,7 @@ fw_from_json(const struct fw_ctx *top, json_t *root, struct fw_ruleset **out)
 		return fw_err(&c, NULL,
 			      "expected a mapping with 'default' and 'rules' "
 			      "at the top, got %s",
-			      fw_describe(root, d, sizeof(d)));
+			      sl_json_describe(root, d, sizeof(d)));
 	json_object_foreach(root, key, v) {
 		if (strcmp(key, "default") != 0 && strcmp(key, "rules") != 0)
 			return fw_err(&c, NULL,
@@ -207,7 +172,7 @@ fw_from_json(const struct fw_ctx *top, json_t *root, struct fw_ruleset **out)
 	rules = json_object_get(root, "rules");
 	if (rules != NULL && !json_is_array(rules) && !json_is_null(rules))
 		return fw_err(&c, "rules", "expected a list of rules, got %s",
-			      fw_describe(rules, d, sizeof(d)));
+			      sl_json_describe(rules, d, sizeof(d)));
 	n = json_is_array(rules) ? json_array_size(rules) : 0;
 	if (n > FW_MAX_RULES)
 		return fw_err(&c, "rules", "%zu rules, at most %d are allowed",

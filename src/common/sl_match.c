@@ -60,9 +60,8 @@ sl_match_err(char *err, size_t errlen, const char *key, const char *fmt, ...)
 	return -EINVAL;
 }
 
-/* A value as it would appear in the input, for messages. */
-static const char *
-sl_match_describe(const json_t *v, char *buf, size_t size)
+const char *
+sl_json_describe(const json_t *v, char *buf, size_t size)
 {
 	switch (json_typeof(v)) {
 	case JSON_STRING:
@@ -187,7 +186,7 @@ sl_match_get_prefix(const char *key, const json_t *v, struct sl_match *m,
 	if (!json_is_string(v))
 		return sl_match_err(err, errlen, key,
 				    "%s is not a valid prefix",
-				    sl_match_describe(v, d, sizeof(d)));
+				    sl_json_describe(v, d, sizeof(d)));
 	rc = sl_match_parse_prefix(json_string_value(v), &fam, addr, mask,
 				   len);
 	if (rc == -2) {
@@ -201,19 +200,19 @@ sl_match_get_prefix(const char *key, const json_t *v, struct sl_match *m,
 		return sl_match_err(err, errlen, key,
 				    "%s has bits set after the prefix length "
 				    "(did you mean '%s/%u'?)",
-				    sl_match_describe(v, d, sizeof(d)), fixed,
+				    sl_json_describe(v, d, sizeof(d)), fixed,
 				    *len);
 	}
 	if (rc != 0)
 		return sl_match_err(err, errlen, key,
 				    "%s is not a valid prefix",
-				    sl_match_describe(v, d, sizeof(d)));
+				    sl_json_describe(v, d, sizeof(d)));
 	if (fam == 0)
 		return 0;
 	if (m->family != 0 && m->family != fam)
 		return sl_match_err(err, errlen, key,
 				    "%s is an IPv%u prefix but 'src' is IPv%u",
-				    sl_match_describe(v, d, sizeof(d)), fam,
+				    sl_json_describe(v, d, sizeof(d)), fam,
 				    m->family);
 	m->family = fam;
 	return 0;
@@ -255,7 +254,7 @@ sl_match_get_range(const char *key, const json_t *v, const char *what,
 				return sl_match_err(
 					err, errlen, key,
 					"%s is an empty range (%lu > %lu)",
-					sl_match_describe(v, d, sizeof(d)), a,
+					sl_json_describe(v, d, sizeof(d)), a,
 					b);
 			*lo = (uint16_t)a;
 			*hi = (uint16_t)b;
@@ -264,7 +263,7 @@ sl_match_get_range(const char *key, const json_t *v, const char *what,
 	}
 	return sl_match_err(err, errlen, key,
 			    "%s is not a valid %s " SL_MATCH_PORTS_EXPECT,
-			    sl_match_describe(v, d, sizeof(d)), what);
+			    sl_json_describe(v, d, sizeof(d)), what);
 }
 
 static int
@@ -305,7 +304,7 @@ sl_match_get_proto(const json_t *v, struct sl_match *m, char *err,
 	return sl_match_err(err, errlen, "proto",
 			    "%s is not a protocol (tcp, udp, icmp, icmp6, "
 			    "sctp, gre, esp, ah, any, or a number 0-255)",
-			    sl_match_describe(v, d, sizeof(d)));
+			    sl_json_describe(v, d, sizeof(d)));
 }
 
 void
@@ -338,7 +337,7 @@ sl_match_from_json(const json_t *obj, struct sl_match *m, char *err,
 		return sl_match_err(err, errlen, NULL,
 				    "expected a mapping of match fields "
 				    "(proto, src, dst, sport, dport), got %s",
-				    obj ? sl_match_describe(obj, d, sizeof(d)) :
+				    obj ? sl_json_describe(obj, d, sizeof(d)) :
 					  "nothing");
 	if ((v = json_object_get(obj, "proto")) != NULL)
 		rc = sl_match_get_proto(v, m, err, errlen);

@@ -128,4 +128,8 @@ const char *sl_match_proto_name(uint8_t proto);
 /** Whether m may restrict ports: proto tcp, udp, sctp or any. */
 int sl_match_has_ports(const struct sl_match *m);
 
+/* A JSON value as it would appear in the input ('text', 42, "a list"...),
+ * for error messages; writes into buf and returns it. */
+const char *sl_json_describe(const json_t *v, char *buf, size_t size);
+
 #endif /* SL_MATCH_H */
