@@ -183,7 +183,23 @@ sl_flow_key_make(const struct sl_5tuple *t, struct sl_flow_key *k)
 	const uint8_t *b = t->family == 4 ? (const uint8_t *)&t->dst.v4
 					  : t->dst.v6;
 	uint16_t pa = t->sport, pb = t->dport;
-	int c = memcmp(a, b, alen);
+	int c;
+
+	/* Which end is "lower" only has to be the same for both directions:
+	 * compare the addresses as integers, not byte by byte (this runs for
+	 * every packet at ingress; libc memcmp was 9 % of the I/O thread). */
+	if (t->family == 4) {
+		uint32_t x = t->src.v4, y = t->dst.v4;
+
+		c = (x > y) - (x < y);
+	} else {
+		uint64_t x[2], y[2];
+
+		memcpy(x, a, 16);
+		memcpy(y, b, 16);
+		c = x[0] != y[0] ? (x[0] > y[0]) - (x[0] < y[0])
+				 : (x[1] > y[1]) - (x[1] < y[1]);
+	}
 
 	memset(k, 0, sizeof(*k));
 	k->family = t->family;
