@@ -54,7 +54,7 @@ def test_killed_replica_flows_move_and_loss_is_counted(launch, node, tmp_path, n
     rx, tx = port(st, "in")["rx_pkts"], port(st, "out")["tx_pkts"]
     assert rx == tx + st["drops_total"]
     lost = service(st, "fwd")["drops"]["nf_lost"]
-    assert st["drops_total"] == lost  # the dead replica's packets, nothing else
+    assert st["drops_total"] == lost, st  # the dead replica's packets, nothing else
     # ... and no buffer leaked: only the capture the pcap PMD replays is held.
     wait_until(lambda: run.client.call("status")["mbufs"]["in_use"] == REPLAY, 5,
                "every mbuf back in the pool")
