@@ -698,4 +698,7 @@ def create_app(node: str, socket_path: str | Path | None = None,
         """Prometheus metrics from one ``stats`` call."""
         return Response(generate_latest(registry), media_type=METRICS_CONTENT_TYPE)
 
+    from .web import install_dashboard
+
+    install_dashboard(app, sluiced)  # the dashboard at / (docs/api.md, "Dashboard")
     return app

@@ -1,0 +1,80 @@
+"""Web dashboard of a Sluice node (docs/api.md, "Dashboard").
+
+``install_dashboard(app, sluiced)`` adds to the REST API's FastAPI app:
+
+- ``GET /``: the dashboard page (``static/index.html``, with the node name),
+- ``/static/...``: its script and style sheet.
+
+The page is plain HTML, CSS and JavaScript with no outside resource: it
+polls ``/api/v1/stats``, ``/services``, ``/nfs``, ``/chain`` (and
+``/graphs`` when the API has it), computes the rates itself and follows
+``/api/v1/events``. Neither route is in the OpenAPI spec.
+
+When the API requires a token, the page and its static files are still
+served without one (they are the same for everyone and hold no data of the
+node); every request the page makes carries the token, which it reads once
+from ``/?token=TOKEN`` (then keeps in the tab's sessionStorage and removes
+from the address bar).
+"""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.responses import HTMLResponse, JSONResponse
+from starlette.exceptions import HTTPException
+from starlette.staticfiles import StaticFiles
+
+STATIC = Path(__file__).resolve().parent / "static"
+_NODE_MARK = "{{node}}"
+
+
+def _index(node: str) -> str:
+    page = (STATIC / "index.html").read_text(encoding="utf-8")
+    return page.replace(_NODE_MARK, html.escape(node, quote=True))
+
+
+class _Shell:
+    """ASGI middleware, outermost: serves the page and its static files
+    before any token check (the API behind it still checks every call)."""
+
+    def __init__(self, app: Any, node: str):
+        self.app = app
+        self.node = node
+        self.static = StaticFiles(directory=STATIC)
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        path = scope.get("path", "") if scope["type"] == "http" else ""
+        if scope["type"] == "http" and scope.get("method") in ("GET", "HEAD"):
+            if path == "/":
+                await HTMLResponse(_index(self.node), headers=_NO_CACHE)(scope, receive, send)
+                return
+            if path.startswith("/static/"):
+                sub = dict(scope, root_path=scope.get("root_path", "") + "/static")
+                try:
+                    await self.static(sub, receive, send)
+                except HTTPException as e:  # raised before anything was sent
+                    await JSONResponse({"detail": f"{path}: {e.detail}"},
+                                       status_code=e.status_code)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+_NO_CACHE = {"Cache-Control": "no-cache"}
+
+
+def install_dashboard(app: FastAPI, sluiced: Any) -> None:
+    """Serves the dashboard of the node behind ``sluiced`` (api.Sluiced) at ``/``."""
+    node = str(getattr(getattr(sluiced, "client", None), "node", "") or "sluice")
+
+    @app.get("/", include_in_schema=False)
+    def dashboard() -> HTMLResponse:
+        return HTMLResponse(_index(node), headers=_NO_CACHE)
+
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    # Added last, so it runs first: the page loads before the token check
+    # (when a token is set; without one it answers exactly as the routes above).
+    app.add_middleware(_Shell, node=node)
