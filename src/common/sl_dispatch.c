@@ -421,17 +421,25 @@ wake_if_sleeping(struct sl_dispatch *d, struct sl_nf_slot *slot)
 	}
 }
 
+/* Counts a run handed to service svc: the context's tx and the edge. */
 static inline void
-count_fwd(struct sl_dispatch *d, struct rte_mbuf **pkts, uint16_t n)
+count_fwd(struct sl_dispatch *d, uint16_t svc, struct rte_mbuf **pkts,
+	  uint16_t n)
 {
 	uint64_t bytes = 0;
 
-	if (d->fwd == NULL)
+	if (d->fwd == NULL && d->edge == NULL)
 		return;
 	for (uint16_t i = 0; i < n; i++)
 		bytes += rte_pktmbuf_pkt_len(pkts[i]);
-	d->fwd->tx_pkts += n;
-	d->fwd->tx_bytes += bytes;
+	if (d->fwd != NULL) {
+		d->fwd->tx_pkts += n;
+		d->fwd->tx_bytes += bytes;
+	}
+	if (d->edge != NULL) {
+		d->edge[svc].pkts += n;
+		d->edge[svc].bytes += bytes;
+	}
 }
 
 /*
@@ -459,7 +467,7 @@ to_instance(struct sl_dispatch *d, uint16_t svc, uint16_t inst,
 	}
 	k = rte_ring_enqueue_burst(slot->rx, (void **)pkts, n, NULL);
 	if (k > 0) {
-		count_fwd(d, pkts, (uint16_t)k);
+		count_fwd(d, svc, pkts, (uint16_t)k);
 		wake_if_sleeping(d, slot);
 	}
 	for (uint16_t i = (uint16_t)k; i < n; i++) {
@@ -483,12 +491,16 @@ to_port(struct sl_dispatch *d, uint16_t port, struct rte_mbuf **pkts,
 	uint16_t n)
 {
 	sl_verdict_t saved_v[SL_BURST_MAX];
+	uint8_t fresh[SL_BURST_MAX];
 	uint16_t k;
 
 	for (uint16_t i = 0; i < n; i++) {
 		struct sl_pkt_meta *m = sl_meta(pkts[i], d->meta_off);
 
 		saved_v[i] = m->verdict;
+		/* Resolved here for the first time (not a resolved packet an
+		 * NF left for sluiced to transmit): that is the edge to count. */
+		fresh[i] = !(m->flags & SL_META_PORT);
 		if (port != SL_PORT_NONE) {
 			m->verdict = SL_OUT(port);
 			m->flags |= SL_META_PORT;
@@ -496,6 +508,15 @@ to_port(struct sl_dispatch *d, uint16_t port, struct rte_mbuf **pkts,
 		m->owner = 0;
 	}
 	k = d->port_out(d, port, pkts, n);
+	if (d->edge != NULL && port != SL_PORT_NONE) {
+		struct sl_edge_ctr *e = &d->edge[SL_EDGE_PORT(d->shm, port)];
+
+		for (uint16_t i = 0; i < k; i++)
+			if (fresh[i]) {
+				e->pkts++;
+				e->bytes += rte_pktmbuf_pkt_len(pkts[i]);
+			}
+	}
 	for (uint16_t i = k; i < n; i++) {
 		struct sl_pkt_meta *m = sl_meta(pkts[i], d->meta_off);
 
@@ -504,6 +525,18 @@ to_port(struct sl_dispatch *d, uint16_t port, struct rte_mbuf **pkts,
 		m->owner = d->self_owner;
 	}
 	return k;
+}
+
+/* Counts a run on the edge to column col (the graph's drop sink). */
+static void
+count_edge(struct sl_dispatch *d, uint32_t col, struct rte_mbuf **pkts,
+	   uint16_t n)
+{
+	struct sl_edge_ctr *e = &d->edge[col];
+
+	for (uint16_t i = 0; i < n; i++)
+		e->bytes += rte_pktmbuf_pkt_len(pkts[i]);
+	e->pkts += n;
 }
 
 uint16_t
@@ -521,6 +554,9 @@ sl_dispatch(struct sl_dispatch *d, struct rte_mbuf **pkts, uint16_t n)
 			;
 		switch (DEST_KIND(dest[i])) {
 		case DEST_DROP:
+			if (DEST_ID(dest[i]) == SL_DROP_GRAPH && d->edge != NULL)
+				count_edge(d, SL_EDGE_DROP(d->shm), &pkts[i],
+					   (uint16_t)(j - i));
 			sl_drop_pkts(d->shm, d->drops,
 				     (enum sl_drop_reason)DEST_ID(dest[i]),
 				     &pkts[i], (uint16_t)(j - i));

@@ -44,6 +44,9 @@ struct sl_dispatch {
 	sl_port_out_fn port_out;
 	void *port_arg;
 	uint32_t *rr; /* [max_services] round-robin counters (local memory) */
+	/* This context's row of per-edge counters (sl_edge_row_*), or NULL
+	 * for none (a context that only re-sends resolved packets). */
+	struct sl_edge_ctr *edge;
 	/* Hand every packet to port_out unresolved: an NF in "mgr" hand-off
 	 * mode, where sluiced's I/O thread resolves next hops. */
 	uint8_t all_out;

@@ -20,7 +20,7 @@
 #include "sluice/nf.h"
 
 #define SL_SHM_MAGIC 0x534c4943u /* "SLIC" */
-#define SL_SHM_VERSION 2u
+#define SL_SHM_VERSION 3u
 
 #define SL_NAME_LEN 32
 #define SL_BURST 32
@@ -139,6 +139,24 @@ struct sl_ctx_stats {
  * before the first NF, plus TX-side drops of this port.
  */
 #define sl_port_stats sl_ctx_stats
+
+/*
+ * Per-edge counters: packets handed from one context (a port's ingress, an
+ * NF instance) to a service, a port or the graph's drop sink. A row per
+ * context, single writer (the thread that dispatches for it); a column per
+ * destination: service s, port SL_EDGE_PORT(shm, p), SL_EDGE_DROP(shm).
+ * Rows: [io thread][port] for ingress, then two per NF instance (what the
+ * NF handed on itself, what sluiced handed on from its tx ring).
+ */
+struct sl_edge_ctr {
+	uint64_t pkts;
+	uint64_t bytes;
+};
+
+#define SL_EDGE_PORT(shm, p) ((uint32_t)(shm)->max_services + (p))
+#define SL_EDGE_DROP(shm) ((uint32_t)(shm)->max_services + SL_MAX_PORTS)
+#define SL_EDGE_COLS(shm) ((uint32_t)(shm)->max_services + SL_MAX_PORTS + 1)
+#define SL_EDGE_ROWS(shm) (SL_MAX_IO_THREADS * SL_MAX_PORTS + 2u * (shm)->max_nfs)
 
 /* One NF instance. Index = instance id. */
 struct sl_nf_slot {
@@ -422,6 +440,7 @@ struct sl_shm {
 	uint16_t nf_hwm;        /* 1 + highest instance id ever used */
 	uint16_t n_ports;
 
+	struct sl_edge_ctr *edges;    /* [SL_EDGE_ROWS][SL_EDGE_COLS] */
 	struct sl_nf_slot *nfs;       /* [max_nfs] */
 	struct sl_service *services;  /* [max_services] */
 	struct sl_port ports[SL_MAX_PORTS];
@@ -439,6 +458,23 @@ struct sl_shm {
 #define SL_META_HASH 0x1u  /* flow_hash is valid */
 #define SL_META_GRAPH 0x2u /* graph is set */
 #define SL_META_PORT 0x4u /* verdict is a port resolved by a dispatch */
+
+/* The edge counter row of a port's ingress on I/O thread io. */
+static inline struct sl_edge_ctr *
+sl_edge_row_port(const struct sl_shm *shm, uint32_t io, uint16_t port)
+{
+	return shm->edges + (size_t)(io * SL_MAX_PORTS + port) * SL_EDGE_COLS(shm);
+}
+
+/* The edge counter row of NF instance inst: side 0 is written by the NF,
+ * side 1 by sluiced (packets it dispatched from the NF's tx ring). */
+static inline struct sl_edge_ctr *
+sl_edge_row_nf(const struct sl_shm *shm, uint16_t inst, int side)
+{
+	return shm->edges +
+	       (size_t)(SL_MAX_IO_THREADS * SL_MAX_PORTS + 2u * inst + side) *
+		       SL_EDGE_COLS(shm);
+}
 
 static inline struct sl_pkt_meta *
 sl_meta(const struct rte_mbuf *m, int offset)

@@ -293,6 +293,7 @@ io_ctx_init(struct io_ctx *c, unsigned int idx)
 			return -1;
 		/* Never drop at ingress for waiting: stop reading instead. */
 		c->ingress[p].bp_cycles = UINT64_MAX;
+		c->ingress[p].edge = sl_edge_row_port(shm, idx, p);
 	}
 	c->from_nf = calloc(shm->max_nfs, sizeof(*c->from_nf));
 	if (c->from_nf == NULL)
@@ -301,6 +302,8 @@ io_ctx_init(struct io_ctx *c, unsigned int idx)
 		if (sl_dispatch_init(&c->from_nf[i], shm, 0, &shm->nfs[i].mgr,
 				     shm->nfs[i].mgr.drop, io_port_out, c))
 			return -1;
+		else
+			c->from_nf[i].edge = sl_edge_row_nf(shm, i, 1);
 	if (sl_dispatch_init(&c->from_rx, shm, 0, &shm->io[idx],
 			     shm->io[idx].drop, io_port_out, c))
 		return -1;

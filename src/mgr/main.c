@@ -645,6 +645,17 @@ shm_init(struct sl_mgr *m)
 			rte_strerror(rte_errno));
 		return -1;
 	}
+	shm->edges = rte_zmalloc("sl_edges",
+				 sizeof(struct sl_edge_ctr) * SL_EDGE_ROWS(shm) *
+					 SL_EDGE_COLS(shm),
+				 RTE_CACHE_LINE_SIZE);
+	m->edge_retired = calloc((size_t)o->max_services * SL_EDGE_COLS(shm),
+				 sizeof(*m->edge_retired));
+	if (shm->edges == NULL || m->edge_retired == NULL) {
+		fprintf(stderr, "sluiced: out of memory for the edge counters: "
+				"lower --max-nfs or --max-services\n");
+		return -1;
+	}
 	shm->ms_hz = shm->tsc_hz / 1000;
 	shm->max_graphs = o->max_graphs;
 	shm->graph_cur = rte_malloc("sl_graph_cur",

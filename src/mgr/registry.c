@@ -89,6 +89,8 @@ sl_service_get(struct sl_mgr *m, const char *name, int create, char *err,
 	svc->lb_mode = SL_LB_FLOW;
 	svc->n_live = 0;
 	memset(&m->svc_retired[free_id], 0, sizeof(m->svc_retired[free_id]));
+	memset(m->edge_retired + (size_t)free_id * SL_EDGE_COLS(shm), 0,
+	       SL_EDGE_COLS(shm) * sizeof(*m->edge_retired));
 	__atomic_store_n(&svc->used, 1, __ATOMIC_RELEASE);
 	return free_id;
 }
@@ -262,6 +264,18 @@ slot_retire_stats(struct sl_mgr *m, struct sl_nf_slot *s)
 	struct sl_ctx_stats *r = &m->svc_retired[s->service];
 	const struct sl_ctx_stats *src[2] = {&s->nf, &s->mgr};
 
+	uint32_t cols = SL_EDGE_COLS(m->shm);
+	struct sl_edge_ctr *er = m->edge_retired + (size_t)s->service * cols;
+
+	for (int side = 0; side < 2; side++) {
+		const struct sl_edge_ctr *row =
+			sl_edge_row_nf(m->shm, s->instance, side);
+
+		for (uint32_t c = 0; c < cols; c++) {
+			er[c].pkts += row[c].pkts;
+			er[c].bytes += row[c].bytes;
+		}
+	}
 	for (int p = 0; p < SL_MAX_PORTS; p++) {
 		m->port_tx_retired[p][0] += s->port_tx[p].pkts;
 		m->port_tx_retired[p][1] += s->port_tx[p].bytes;
@@ -492,6 +506,8 @@ handle_register(struct sl_mgr *m, struct sl_msg *msg)
 	}
 	memset(&s->nf, 0, sizeof(s->nf));
 	memset(&s->mgr, 0, sizeof(s->mgr));
+	memset(sl_edge_row_nf(shm, (uint16_t)inst, 0), 0,
+	       2 * SL_EDGE_COLS(shm) * sizeof(struct sl_edge_ctr));
 	memset(s->port_tx, 0, sizeof(s->port_tx));
 	/* Its own TX queue on the ports, if one is free (else the tx ring). */
 	s->txq = 0;

@@ -234,6 +234,8 @@ add_stats(struct sl_ctx_stats *to, const struct sl_ctx_stats *from,
 		to->drop[d] += from->drop[d];
 }
 
+static json_t *edges_json(const struct sl_mgr *m);
+
 static json_t *
 rpc_stats(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 {
@@ -349,10 +351,93 @@ rpc_stats(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 		(json_int_t)ft->st.non_ip, "timeout_ms",
 		(json_int_t)ft->timeout_ms);
 
-	return json_pack("{s:I, s:o, s:o, s:o, s:I, s:o}", "tsc_hz",
+	return json_pack("{s:I, s:o, s:o, s:o, s:I, s:o, s:o}", "tsc_hz",
 			 (json_int_t)shm->tsc_hz, "ports", ports, "nfs", nfs,
 			 "services", svcs, "drops_total",
-			 (json_int_t)total_drops, "flows", flows);
+			 (json_int_t)total_drops, "flows", flows, "edges",
+			 edges_json(m));
+}
+
+/* The name of edge column c: a service, "port:NAME" or "drop". */
+static void
+edge_col_name(const struct sl_shm *shm, uint32_t c, char *buf, size_t len)
+{
+	if (c < shm->max_services)
+		snprintf(buf, len, "%s", shm->services[c].name);
+	else if (c < SL_EDGE_DROP(shm))
+		snprintf(buf, len, "port:%s",
+			 shm->ports[c - shm->max_services].name);
+	else
+		snprintf(buf, len, "drop");
+}
+
+/* Appends the non-zero edges of one source (summed counters). */
+static void
+edges_append(const struct sl_shm *shm, json_t *a, const char *from,
+	     const struct sl_edge_ctr *sum)
+{
+	char to[SL_NAME_LEN + 8];
+
+	for (uint32_t c = 0; c < SL_EDGE_COLS(shm); c++) {
+		if (sum[c].pkts == 0)
+			continue;
+		edge_col_name(shm, c, to, sizeof(to));
+		json_array_append_new(
+			a, json_pack("{s:s, s:s, s:I, s:I}", "from", from, "to",
+				     to, "pkts", (json_int_t)sum[c].pkts,
+				     "bytes", (json_int_t)sum[c].bytes));
+	}
+}
+
+static void
+edge_add(struct sl_edge_ctr *sum, const struct sl_edge_ctr *row, uint32_t n)
+{
+	for (uint32_t c = 0; c < n; c++) {
+		sum[c].pkts += row[c].pkts;
+		sum[c].bytes += row[c].bytes;
+	}
+}
+
+/* Cumulative packets per edge: from each port's ingress and from each
+ * service (its live instances plus those gone) to a service, a port or
+ * the graph's drop sink. Only edges that carried packets. */
+static json_t *
+edges_json(const struct sl_mgr *m)
+{
+	const struct sl_shm *shm = m->shm;
+	uint32_t cols = SL_EDGE_COLS(shm);
+	struct sl_edge_ctr *sum = calloc(cols, sizeof(*sum));
+	json_t *a = json_array();
+	char from[SL_NAME_LEN + 8];
+
+	if (sum == NULL)
+		return a;
+	for (uint16_t p = 0; p < SL_MAX_PORTS; p++) {
+		if (!shm->ports[p].used)
+			continue;
+		memset(sum, 0, cols * sizeof(*sum));
+		for (uint32_t t = 0; t < shm->n_io; t++)
+			edge_add(sum, sl_edge_row_port(shm, t, p), cols);
+		snprintf(from, sizeof(from), "port:%s", shm->ports[p].name);
+		edges_append(shm, a, from, sum);
+	}
+	for (uint16_t sv = 0; sv < shm->max_services; sv++) {
+		if (!shm->services[sv].used)
+			continue;
+		memcpy(sum, m->edge_retired + (size_t)sv * cols,
+		       cols * sizeof(*sum));
+		for (uint16_t i = 0; i < shm->nf_hwm; i++) {
+			const struct sl_nf_slot *s = &shm->nfs[i];
+
+			if (s->state == SL_NF_FREE || s->service != sv)
+				continue;
+			edge_add(sum, sl_edge_row_nf(shm, i, 0), cols);
+			edge_add(sum, sl_edge_row_nf(shm, i, 1), cols);
+		}
+		edges_append(shm, a, shm->services[sv].name, sum);
+	}
+	free(sum);
+	return a;
 }
 
 static json_t *

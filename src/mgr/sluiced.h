@@ -107,6 +107,9 @@ struct sl_mgr {
 	uint16_t *txq_owner;     /* [1 + nf_txq]: instance + 1 using it, 0 */
 	uint64_t port_tx_retired[SL_MAX_PORTS][2]; /* NFs gone: pkts, bytes */
 	struct sl_ctx_stats *svc_retired; /* [max_services] */
+	/* Edge counters of NFs gone, per source service:
+	 * [max_services][SL_EDGE_COLS] */
+	struct sl_edge_ctr *edge_retired;
 	struct sl_qs_action *qs; /* pending quiescent-state actions */
 	int rx_started; /* ports were enabled once (a complete chain) */
 	int epfd;

@@ -994,6 +994,7 @@ sl_nf_main(const struct sl_nf_ops *ops, int argc, char **argv)
 		goto out;
 	}
 	nf.disp.all_out = nf.shm->handoff != 0;
+	nf.disp.edge = sl_edge_row_nf(nf.shm, nf.instance, 0);
 
 	rc = 0;
 	if (ops->init != NULL) {

@@ -34,6 +34,16 @@ def _run_chain(launch, node: str, tmp_path: Path, length: int, build: Path | Non
     return frames, read(dst), st
 
 
+def _edges_of_chain(st: dict, frames: list[bytes], length: int) -> None:
+    """Every hop of the chain carried every packet once: port:in -> f1 ->
+    ... -> fL -> port:out, nothing else (counted once also when an NF's
+    resolved packet is transmitted by sluiced)."""
+    hops = ["port:in"] + [f"f{i}" for i in range(1, length + 1)] + ["port:out"]
+    nbytes = sum(map(len, frames))
+    assert sorted((e["from"], e["to"], e["pkts"], e["bytes"]) for e in st["edges"]) == sorted(
+        (a, b, len(frames), nbytes) for a, b in zip(hops, hops[1:], strict=False))
+
+
 @pytest.mark.parametrize("length", [1, 3, 6])
 def test_chain_is_byte_exact_and_in_order(launch, node, tmp_path, length):
     """Shared mode on 2 CPUs; 6 NFs + sluiced's threads must not starve."""
@@ -44,6 +54,7 @@ def test_chain_is_byte_exact_and_in_order(launch, node, tmp_path, length):
     assert port(st, "in")["rx_bytes"] == sum(len(f) for f in frames)
     assert port(st, "out")["tx_bytes"] == sum(len(f) for f in frames)
     assert st["drops_total"] == 0
+    _edges_of_chain(st, frames, length)
     for i in range(1, length + 1):
         s = service(st, f"f{i}")
         assert (s["rx_pkts"], s["tx_pkts"]) == (N, N)
@@ -55,6 +66,7 @@ def test_chain_through_the_io_thread_handoff(launch, node, tmp_path):
     frames, out, st = _run_chain(launch, node, tmp_path, 3, handoff="mgr")
     assert out == frames
     assert st["drops_total"] == 0
+    _edges_of_chain(st, frames, 3)
 
 
 @pytest.mark.skipif(not (ROOT / "build-asan" / "src" / "mgr" / "sluiced").exists()

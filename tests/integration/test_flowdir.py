@@ -69,11 +69,41 @@ def test_rules_pick_graphs_and_flows_are_counted(launch, node, tmp_path):
     assert rules[0]["flows"] == len({flow_of(f) for f in web})
     assert service(st, "a")["rx_pkts"] == len(web)
     assert service(st, "b")["rx_pkts"] == N - len(web)
+    # Per-edge counters: exactly the packets and bytes of each path.
+    rest = [f for f in frames if not to_web(f)]
+    nbytes = sum(map(len, web)), sum(map(len, rest))
+    assert sorted((e["from"], e["to"], e["pkts"], e["bytes"]) for e in st["edges"]) == sorted([
+        ("port:in", "a", len(web), nbytes[0]), ("a", "port:out", len(web), nbytes[0]),
+        ("port:in", "b", len(rest), nbytes[1]), ("b", "port:out", len(rest), nbytes[1])])
     fl = st["flows"]
     conns = collections.Counter(flow_of(f) for f in frames)
     assert fl["created"] == len(conns) == fl["live"]
     assert fl["lookups"] == N and fl["hits"] == N - len(conns)
     assert fl["table_full"] == 0 and fl["aged"] == 0
+
+
+def test_edges_count_the_graph_drop_sink(launch, node, tmp_path):
+    """UDP goes to a graph whose node 'a' defaults to the drop sink: the
+    edge a -> drop counts exactly those packets, like the graph_drop reason."""
+    frames = mixed(600, flows=30, seed=5)
+    src = write(tmp_path / "in.pcap", frames)
+    dst = tmp_path / "out.pcap"
+    dep = deployment(node, ports=_ports(src, dst), nfs=[_fwd("a", "a"), _fwd("b", "b")],
+                     chain=["b", "port:out"])
+    dep["graphs"] = [{"name": "sink", "nodes": {"a": ["drop", "port:out"]},
+                      "match": [{"priority": 1, "proto": "udp"}]}]
+    run = launch(dep)
+    st = _done(run, len(frames), ["out"])
+    run.stop()
+    udp = [f for f in frames if flow_of(f)[1] == "UDP"]
+    rest = [f for f in frames if flow_of(f)[1] != "UDP"]
+    assert udp and rest
+    assert sorted(read(dst)) == sorted(rest)
+    assert service(st, "a")["drops"]["graph_drop"] == len(udp)
+    ub, rb = sum(map(len, udp)), sum(map(len, rest))
+    assert sorted((e["from"], e["to"], e["pkts"], e["bytes"]) for e in st["edges"]) == sorted([
+        ("port:in", "a", len(udp), ub), ("a", "drop", len(udp), ub),
+        ("port:in", "b", len(rest), rb), ("b", "port:out", len(rest), rb)])
 
 
 def test_flow_list_get_delete(launch, node, tmp_path):
