@@ -1,0 +1,494 @@
+"""NFs in containers: the image, the runtime and the `run` command line.
+
+An NF in a container is the same program, started with the same argv, as a
+DPDK secondary process of the node's ``sluiced``. ``wrap`` turns that argv
+into a ``podman run`` (or ``docker run``) command that shares with the host
+exactly what a secondary needs (docs/containers.md says why each is there):
+
+- the hugetlbfs mounts (the packet memory: same files, same paths);
+- ``/var/run/dpdk/<prefix>`` of the node (DPDK's config, the memseg
+  list files and the multi-process sockets);
+- the host's PID namespace (``--pid host``): the NF registers with
+  ``getpid()`` and sluiced watches that pid with ``pidfd_open`` and signals
+  it at shutdown, so the pid must be the host's;
+
+and nothing else: ``--network none``, no capabilities (``--cap-drop all``),
+not privileged.
+
+The image (``sluice-nfs:latest``) is built ``FROM scratch`` from a root
+file system staged here: the NF programs of the build folder
+(``build/nfs/*/sluice-*``), the shared libraries they need (found with
+``ldd``), DPDK's PMD folder (every driver the host's sluiced loads, so the
+driver registration order, and with it the mempool ops indexes, match) and
+the libraries those need. No registry is involved. The image carries labels
+with the SHA-256 of every input, so ``build_image`` rebuilds only when a
+binary changed, and ``check_image`` refuses an image whose NF program differs
+from the build folder's (an NF from another tree would misread the shared
+memory layout).
+
+Command line::
+
+    python -m sluice.container build [--image NAME] [--build-dir DIR] [--force]
+    python -m sluice.container check [--image NAME] [PROGRAM...]
+    python -m sluice.container runtime
+
+(``scripts/build-image.sh`` runs the first.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .client import SluiceError
+from .deploy import default_build_dir, repo_root
+
+DEFAULT_IMAGE = "sluice-nfs:latest"
+IMAGE_BIN = "/usr/bin"  # where the NF programs are in the image
+LABEL_INPUTS = "org.sluice.inputs"  # SHA-256 over every staged file
+LABEL_PROGRAMS = "org.sluice.programs"  # JSON {program: sha256}
+BUILD_HINT = "scripts/build-image.sh"
+SETUP_HINT = "scripts/setup.sh"
+DPDK_RUN_DIR = Path("/var/run/dpdk")
+
+_NAME_CLEAN = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+class ContainerError(SluiceError):
+    """A container could not be built or run; the message says what to do."""
+
+
+# -- runtime ------------------------------------------------------------------------
+
+def containers_conf() -> Path:
+    """The containers.conf the project ships (or $SLUICE_CONTAINERS_CONF)."""
+    env = os.environ.get("SLUICE_CONTAINERS_CONF")
+    return Path(env) if env else repo_root() / "scripts" / "containers.conf"
+
+
+def runtime_env(rt: str | None = None) -> dict[str, str]:
+    """The environment to run ``rt`` with: podman gets the project's
+    containers.conf through CONTAINERS_CONF (the system's is left alone)."""
+    env = dict(os.environ)
+    if (rt or runtime()) == "podman":
+        env["CONTAINERS_CONF"] = str(containers_conf())
+    return env
+
+
+_runtime_cache: str | None = None
+
+
+def _works(argv: list[str], env: dict[str, str] | None = None) -> bool:
+    try:
+        r = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, env=env, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return r.returncode == 0
+
+
+def runtime(refresh: bool = False) -> str:
+    """``docker`` when a docker daemon answers, else ``podman`` when it runs
+    (with the project's containers.conf); $SLUICE_CONTAINER_RUNTIME forces
+    one. Raises ContainerError saying what to install otherwise."""
+    global _runtime_cache
+    if _runtime_cache is not None and not refresh:
+        return _runtime_cache
+    forced = os.environ.get("SLUICE_CONTAINER_RUNTIME")
+    if forced and forced not in ("podman", "docker"):
+        raise ContainerError(f"SLUICE_CONTAINER_RUNTIME='{forced}': use podman or docker")
+    found: str | None = None
+    if forced in (None, "docker") and shutil.which("docker") and \
+            _works(["docker", "version", "--format", "{{.Server.Version}}"]):
+        found = "docker"
+    if found is None and forced in (None, "podman") and shutil.which("podman"):
+        env = dict(os.environ, CONTAINERS_CONF=str(containers_conf()))
+        if not containers_conf().is_file():
+            raise ContainerError(f"{containers_conf()} is missing: podman needs the project's "
+                                 f"containers.conf (runc, cgroupfs); restore it from git")
+        if _works(["podman", "--version"], env) and shutil.which("runc"):
+            found = "podman"
+    if found is None:
+        if forced == "docker":
+            why = "SLUICE_CONTAINER_RUNTIME=docker but no docker daemon answers"
+        elif shutil.which("podman") and not shutil.which("runc"):
+            why = "podman is installed but runc is not"
+        elif shutil.which("docker"):
+            why = "the docker client is installed but no docker daemon answers, and podman " \
+                  "is not installed"
+        else:
+            why = "neither podman nor docker is installed"
+        raise ContainerError(f"no container runtime works: {why}; install podman and runc "
+                             f"with {SETUP_HINT} (or apt-get install podman runc), or start a "
+                             f"docker daemon")
+    _runtime_cache = found
+    return found
+
+
+def _run(argv: list[str], rt: str, timeout: float = 600.0,
+         check: bool = True) -> subprocess.CompletedProcess[str]:
+    try:
+        r = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                           env=runtime_env(rt), timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise ContainerError(f"`{' '.join(argv)}` did not finish within {timeout:g} s") \
+            from None
+    if check and r.returncode != 0:
+        err = (r.stderr or r.stdout).strip().splitlines()
+        raise ContainerError(f"`{' '.join(argv[:3])} ...` failed (status {r.returncode}): "
+                             f"{err[-1] if err else 'no message'}")
+    return r
+
+
+# -- the image ----------------------------------------------------------------------
+
+def image_labels(image: str = DEFAULT_IMAGE) -> dict[str, str] | None:
+    """The image's labels, or None when the runtime has no such image."""
+    rt = runtime()
+    r = _run([rt, "image", "inspect", "--format", "{{json .Config.Labels}}", image], rt,
+             timeout=60, check=False)
+    if r.returncode != 0:
+        return None
+    try:
+        labels = json.loads(r.stdout.strip() or "null")
+    except json.JSONDecodeError:
+        return {}
+    return labels if isinstance(labels, dict) else {}
+
+
+def image_exists(image: str = DEFAULT_IMAGE) -> bool:
+    return image_labels(image) is not None
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def nf_programs(build_dir: Path | None = None) -> list[Path]:
+    """The NF programs of a build folder: BUILD/nfs/*/sluice-*."""
+    bdir = Path(build_dir) if build_dir else default_build_dir()
+    return sorted(p for p in bdir.glob("nfs/*/sluice-*")
+                  if p.is_file() and os.access(p, os.X_OK))
+
+
+def pmd_dir() -> Path | None:
+    """DPDK's driver folder (the EAL loads every driver in it at start)."""
+    try:
+        r = subprocess.run(["pkg-config", "--variable=pmdsdir", "libdpdk"],
+                           capture_output=True, text=True, timeout=10)
+        if r.returncode == 0 and r.stdout.strip() and Path(r.stdout.strip()).is_dir():
+            return Path(r.stdout.strip())
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    found = sorted(Path("/usr/lib").glob("*/dpdk/pmds-*")) + \
+        sorted(Path("/usr/lib64").glob("dpdk/pmds-*"))
+    return found[-1] if found else None
+
+
+def _ldd(paths: Iterable[Path]) -> set[str]:
+    """Every shared library the given ELF files load (absolute paths)."""
+    libs: set[str] = set()
+    for p in paths:
+        if p.is_symlink() or not p.is_file():
+            continue
+        r = subprocess.run(["ldd", str(p)], capture_output=True, text=True, timeout=60)
+        for line in r.stdout.splitlines():
+            line = line.strip()
+            if "=> not found" in line:
+                raise ContainerError(f"{p} needs {line.split()[0]}, which is not installed "
+                                     f"on this machine; run {SETUP_HINT}")
+            m = re.match(r"(?:\S+ => )?(/\S+) \(0x", line)
+            if m:
+                libs.add(m.group(1))
+    return libs
+
+
+def _canonical_dir(path: str) -> str:
+    """``path`` with its folder's symlinks resolved (/lib/x.so -> /usr/lib/x.so)
+    and the file name kept (it may itself be a symlink, staged as one)."""
+    return os.path.join(os.path.realpath(os.path.dirname(path)), os.path.basename(path))
+
+
+@dataclass
+class Rootfs:
+    """What the image holds: files (image path -> host path), symlinks
+    (image path -> link text)."""
+
+    files: dict[str, Path] = field(default_factory=dict)
+    links: dict[str, str] = field(default_factory=dict)
+    programs: dict[str, str] = field(default_factory=dict)  # name -> sha256
+
+    def add_host(self, path: str) -> None:
+        """Adds a host file at its own (canonical) path, symlinks as
+        symlinks, each target too."""
+        seen = 0
+        p = _canonical_dir(path)
+        while True:
+            if p in self.files or p in self.links:
+                return
+            if os.path.islink(p):
+                target = os.readlink(p)
+                self.links[p] = target
+                p = _canonical_dir(os.path.join(os.path.dirname(p), target))
+                seen += 1
+                if seen > 40:
+                    raise ContainerError(f"symlink loop at {path}")
+                continue
+            if not os.path.isfile(p):
+                raise ContainerError(f"{path} ({p}) is not a file")
+            self.files[p] = Path(p)
+            return
+
+    def digest(self) -> str:
+        h = hashlib.sha256()
+        for dst in sorted(self.files):
+            h.update(f"F {dst} {_sha256(self.files[dst])} "
+                     f"{os.stat(self.files[dst]).st_mode & 0o7777:o}\n".encode())
+        for dst in sorted(self.links):
+            h.update(f"L {dst} {self.links[dst]}\n".encode())
+        h.update((repo_root() / "containers" / "Containerfile").read_bytes())
+        return h.hexdigest()
+
+
+def image_rootfs(build_dir: Path | None = None) -> Rootfs:
+    """Collects what the image holds (reads the host; writes nothing)."""
+    bdir = Path(build_dir) if build_dir else default_build_dir()
+    progs = nf_programs(bdir)
+    if not progs:
+        raise ContainerError(f"no NF programs in {bdir}/nfs/*/: build them first "
+                             f"(ninja -C {bdir})")
+    pmds = pmd_dir()
+    if pmds is None:
+        raise ContainerError(f"DPDK's driver folder (…/dpdk/pmds-*) was not found: "
+                             f"install dpdk (run {SETUP_HINT})")
+    fs = Rootfs()
+    for p in progs:
+        fs.files[f"{IMAGE_BIN}/{p.name}"] = p
+        fs.programs[p.name] = _sha256(p)
+    pmd_entries = sorted(pmds.iterdir())
+    for e in pmd_entries:
+        fs.add_host(str(e))
+    libs = _ldd([*progs, *(e for e in pmd_entries if not e.is_symlink())])
+    # glibc loads libgcc_s on pthread_cancel (DPDK cancels its threads at exit).
+    for extra in ("libgcc_s.so.1",):
+        for d in ("/usr/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu", "/usr/lib64"):
+            if os.path.exists(os.path.join(d, extra)):
+                libs.add(os.path.join(d, extra))
+                break
+    for lib in sorted(libs):
+        fs.add_host(lib)
+    # Merged /usr as on the host (Debian 12): /lib and /lib64 are links.
+    for d in ("/lib", "/lib64"):
+        if os.path.islink(d):
+            fs.links[d] = os.readlink(d)
+    return fs
+
+
+def stage(fs: Rootfs, dest: Path) -> Path:
+    """Writes the root file system into ``dest/rootfs`` (replaced)."""
+    root = dest / "rootfs"
+    if root.exists():
+        shutil.rmtree(root)
+    root.mkdir(parents=True)
+    for d in ("tmp", "var/run/dpdk", "dev/hugepages", "etc"):
+        (root / d).mkdir(parents=True, exist_ok=True)
+    (root / "tmp").chmod(0o1777)
+    for dst, src in sorted(fs.files.items()):
+        out = root / dst.lstrip("/")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src, out)
+    for dst, target in sorted(fs.links.items()):
+        out = root / dst.lstrip("/")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        if out.is_symlink() or out.exists():
+            continue
+        os.symlink(target, out)
+    return root
+
+
+def image_status(image: str = DEFAULT_IMAGE, build_dir: Path | None = None,
+                 fs: Rootfs | None = None) -> str:
+    """'current', 'stale' (built from other inputs) or 'missing'."""
+    labels = image_labels(image)
+    if labels is None:
+        return "missing"
+    fs = fs or image_rootfs(build_dir)
+    return "current" if labels.get(LABEL_INPUTS) == fs.digest() else "stale"
+
+
+def build_image(image: str = DEFAULT_IMAGE, build_dir: Path | None = None,
+                force: bool = False, say: Callable[[str], None] | None = None) -> bool:
+    """Builds the NF image unless it is current (same inputs); returns
+    whether it built. Reproducible: file times and the creation time are
+    the epoch (``--timestamp 0``), so the same inputs give the same image."""
+    say = say or (lambda _m: None)
+    rt = runtime()
+    fs = image_rootfs(build_dir)
+    digest = fs.digest()
+    labels = image_labels(image)
+    if not force and labels is not None and labels.get(LABEL_INPUTS) == digest:
+        say(f"{image} is up to date (inputs {digest[:12]})")
+        return False
+    containerfile = repo_root() / "containers" / "Containerfile"
+    with tempfile.TemporaryDirectory(prefix="sluice-image-") as tmp:
+        stage(fs, Path(tmp))
+        say(f"staged {len(fs.files)} files and {len(fs.links)} symlinks; building {image} "
+            f"with {rt}")
+        programs = json.dumps(fs.programs, sort_keys=True, separators=(",", ":"))
+        argv = [rt, "build", "-f", str(containerfile), "-t", image,
+                "--label", f"{LABEL_INPUTS}={digest}",
+                "--label", f"{LABEL_PROGRAMS}={programs}"]
+        if rt == "podman":
+            argv += ["--timestamp", "0", "--pull=never"]
+        argv.append(tmp)
+        _run(argv, rt, timeout=900)
+    say(f"built {image} (inputs {digest[:12]}): {', '.join(sorted(fs.programs))}")
+    return True
+
+
+def check_image(image: str, programs: Iterable[Path]) -> None:
+    """Raises ContainerError unless ``image`` exists and holds each program
+    exactly as built on the host (same SHA-256)."""
+    labels = image_labels(image)
+    if labels is None:
+        raise ContainerError(f"container image '{image}' not found in {runtime()}: build it "
+                             f"with {BUILD_HINT} (or `python -m sluice.container build"
+                             f"{'' if image == DEFAULT_IMAGE else ' --image ' + image}`)")
+    try:
+        held = json.loads(labels.get(LABEL_PROGRAMS, "{}"))
+    except json.JSONDecodeError:
+        held = {}
+    for p in programs:
+        p = Path(p)
+        if p.name not in held:
+            raise ContainerError(f"container image '{image}' has no {p.name} (it holds "
+                                 f"{', '.join(sorted(held)) or 'no Sluice NF'}): NFs in "
+                                 f"containers must be built in build/nfs/; rebuild the "
+                                 f"image with {BUILD_HINT}")
+        if p.is_file() and held[p.name] != _sha256(p):
+            raise ContainerError(f"container image '{image}' holds another {p.name} than "
+                                 f"{p} (rebuilt since?): rebuild the image with {BUILD_HINT}")
+
+
+# -- running ------------------------------------------------------------------------
+
+def container_name(node: str, name: str) -> str:
+    """The container's name: sluice-NODE-NAME (NAME: the NF entry, with
+    the replica number, e.g. fwd.2)."""
+    return _NAME_CLEAN.sub("_", f"sluice-{node}-{name}")
+
+
+def _file_prefix(argv: list[str], node: str) -> str:
+    eal = argv[1:argv.index("--")] if "--" in argv else argv[1:]
+    for i, a in enumerate(eal):
+        if a.startswith("--file-prefix="):
+            return a.split("=", 1)[1]
+        if a == "--file-prefix" and i + 1 < len(eal):
+            return eal[i + 1]
+    return f"sluice_{node}"
+
+
+def hugetlbfs_mounts() -> list[str]:
+    try:
+        lines = Path("/proc/mounts").read_text().splitlines()
+    except OSError:
+        return []
+    return sorted({f[1] for f in (line.split() for line in lines)
+                   if len(f) > 2 and f[2] == "hugetlbfs"})
+
+
+def wrap(argv: list[str], *, name: str, image: str = DEFAULT_IMAGE, node: str,
+         workdir: str | Path | None = None, check: bool = True) -> list[str]:
+    """The command line that runs the NF ``argv`` in a container of
+    ``image`` instead: same arguments, the program taken from the image
+    (/usr/bin/sluice-X), the node's DPDK files and the hugepages shared.
+
+    ``workdir``: a host folder mounted read-only at the same path and made
+    the working directory (NF arguments with relative paths, e.g. a
+    firewall's rules file). ``check``: first make sure the image exists and
+    holds this very program (ContainerError saying how to build it).
+    """
+    if not argv:
+        raise ContainerError("wrap: empty NF command line")
+    prog = Path(argv[0])
+    if not prog.name.startswith("sluice-"):
+        raise ContainerError(f"{argv[0]}: only the Sluice NFs built in build/nfs/ "
+                             f"(sluice-*) are in the container image")
+    rt = runtime()
+    if check:
+        check_image(image, [prog] if prog.is_absolute() else [])
+    prefix = _file_prefix(argv, node)
+    rundir = DPDK_RUN_DIR / prefix
+    if not rundir.is_dir():
+        raise ContainerError(f"{rundir} does not exist: start sluiced for node '{node}' "
+                             f"before its NFs")
+    cmd = [rt, "run", "--rm", "--name", container_name(node, name),
+           "--network", "none", "--pid", "host", "--cap-drop", "all",
+           "--pull", "never"]
+    if rt == "podman":
+        # A container of that name left by a killed launcher is replaced;
+        # the NF's output goes straight to this process's stdout/stderr.
+        cmd += ["--replace", "--log-driver", "passthrough"]
+    else:
+        cmd += ["--log-driver", "none"]
+    for m in hugetlbfs_mounts():
+        cmd += ["-v", f"{m}:{m}"]
+    cmd += ["-v", f"{rundir}:{rundir}"]
+    if workdir is not None:
+        wd = str(Path(workdir).resolve())
+        cmd += ["-v", f"{wd}:{wd}:ro", "-w", wd]
+    return [*cmd, image, f"{IMAGE_BIN}/{prog.name}", *argv[1:]]
+
+
+# -- command line -------------------------------------------------------------------
+
+def main(args: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m sluice.container",
+                                 description="Sluice NF container image (docs/containers.md)")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("build", help="build the NF image unless it is up to date")
+    b.add_argument("--image", default=DEFAULT_IMAGE)
+    b.add_argument("--build-dir", type=Path, default=None,
+                   help="build folder with nfs/*/sluice-* (default: $SLUICE_BUILD_DIR or build/)")
+    b.add_argument("--force", action="store_true", help="build even if up to date")
+    c = sub.add_parser("check", help="exit 0 if the image is up to date with the build folder")
+    c.add_argument("--image", default=DEFAULT_IMAGE)
+    c.add_argument("--build-dir", type=Path, default=None)
+    s = sub.add_parser("stage", help="only write the image's root file system to DIR/rootfs")
+    s.add_argument("dir", type=Path)
+    s.add_argument("--build-dir", type=Path, default=None)
+    sub.add_parser("runtime", help="print the container runtime in use")
+    a = ap.parse_args(args)
+    try:
+        if a.cmd == "build":
+            build_image(a.image, a.build_dir, force=a.force, say=print)
+        elif a.cmd == "check":
+            st = image_status(a.image, a.build_dir)
+            print(f"{a.image}: {st}")
+            return 0 if st == "current" else 1
+        elif a.cmd == "stage":
+            print(stage(image_rootfs(a.build_dir), a.dir))
+        elif a.cmd == "runtime":
+            print(runtime())
+    except ContainerError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
