@@ -9,6 +9,10 @@ APT_PKGS=(
     libdpdk-dev dpdk-dev meson ninja-build pkg-config gcc
     libcmocka-dev libjansson-dev libyaml-dev libpcap-dev libnuma-dev
     python3-venv python3-dev iproute2 iputils-ping util-linux
+    # NFs in containers (docs/containers.md): podman with runc (crun fails
+    # here); python/sluice/container.py points podman at scripts/containers.conf
+    # through CONTAINERS_CONF, so no system file is written.
+    podman runc
 )
 
 if [ "$(id -u)" -ne 0 ]; then
