@@ -24,10 +24,17 @@ import re
 import shutil
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Literal, get_args, get_origin
+from typing import Annotated, Any, Literal, get_args, get_origin
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+)
 from pydantic_core import PydanticCustomError
 
 from .client import SluiceError, socket_path_for
@@ -160,15 +167,20 @@ class PortSpec(_Strict):
         return v
 
 
+DEFAULT_IMAGE = "sluice-nfs:latest"
+
+
 class NFSpec(_Strict):
     name: str
     program: str
     service: str
     args: list[str] = []
-    replicas: int = Field(default=1, ge=1)
+    replicas: int = Field(default=1, ge=0)
     mode: Literal["shared", "poll"] | None = None
     core: int | None = Field(default=None, ge=0)
     eal_args: list[str] = []
+    run: Literal["process", "container"] = "process"
+    image: str = DEFAULT_IMAGE
 
     @field_validator("name")
     @classmethod
@@ -198,6 +210,80 @@ class NFSpec(_Strict):
     _args = field_validator("args", "eal_args", mode="before")(_str_args)
 
 
+class RestartSpec(_Strict):
+    """How the orchestrator restarts NFs that exit on their own (docs/deployment.md)."""
+
+    backoff_ms: int = Field(default=500, ge=0)
+    max_backoff_ms: int = Field(default=30000, ge=0)
+    stable_ms: int = Field(default=10000, ge=0)
+    give_up_after: int = Field(default=5, ge=1)
+    window_ms: int = Field(default=60000, ge=1)
+
+
+class OccupancyPolicy(_Strict):
+    """Scale a service on its instances' mean rx ring occupancy."""
+
+    on: Literal["occupancy"]
+    service: str
+    nf: str | None = None
+    above: float = Field(ge=0.0, le=1.0)
+    below: float = Field(ge=0.0, le=1.0)
+    for_ms: int = Field(default=2000, ge=0)
+    min: int = Field(default=1, ge=1)
+    max: int = Field(ge=1)
+
+    @field_validator("above", "below", mode="before")
+    @classmethod
+    def _fraction(cls, v: Any) -> Any:
+        return float(v) if isinstance(v, int) and not isinstance(v, bool) else v
+
+
+PLACEHOLDERS = ("key", "value", "from")
+_PLACEHOLDER_RE = re.compile(r"\{([^{}]*)\}")
+
+
+class MessagePolicy(_Strict):
+    """React to an NF's Message(key, value): start, stop or scale an NF."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True,
+                              populate_by_name=True)
+
+    on: Literal["message"]
+    key: str
+    from_: str | None = Field(default=None, alias="from")
+    action: Literal["start", "stop", "scale"]
+    nf: str
+    replicas: int | None = Field(default=None, ge=0)
+    args: list[str] = []
+    once: bool = False
+
+    _args = field_validator("args", mode="before")(_str_args)
+
+    @field_validator("key")
+    @classmethod
+    def _key(cls, v: str) -> str:
+        if not v:
+            raise PydanticCustomError("sluice", "empty: name the message key, e.g. alarm")
+        return v
+
+    @field_validator("args")
+    @classmethod
+    def _placeholders(cls, v: list[str]) -> list[str]:
+        for a in v:
+            for name in _PLACEHOLDER_RE.findall(a):
+                if name not in PLACEHOLDERS:
+                    raise PydanticCustomError(
+                        "sluice", "'{a}': unknown placeholder {n}: use {k}, {v} or {f}",
+                        {"a": a, "n": "{" + name + "}", "k": "{key}", "v": "{value}",
+                         "f": "{from}"})
+        return v
+
+
+Policy = Annotated[OccupancyPolicy | MessagePolicy, Field(discriminator="on")]
+POLICY_KINDS: dict[str, type[BaseModel]] = {"occupancy": OccupancyPolicy,
+                                            "message": MessagePolicy}
+
+
 class Deployment(_Strict):
     node: NodeSpec = NodeSpec()
     ports: list[PortSpec]
@@ -205,6 +291,8 @@ class Deployment(_Strict):
     chain: list[str]
     graphs: list[GraphSpec] = []
     rules: list[RuleSpec] = []
+    restart: RestartSpec = RestartSpec()
+    policies: list[Policy] = []
 
     _source: str = PrivateAttr(default="<deployment>")
     _base_dir: Path = PrivateAttr(default_factory=Path.cwd)
@@ -279,7 +367,12 @@ class Deployment(_Strict):
             issues.append(f"node.cores: poll mode needs at least 2 CPUs (sluiced's control and "
                           f"I/O threads each busy-poll one), got {list(self.node.cores)}: list "
                           f"two CPUs or use mode: shared")
+        for i, nf in enumerate(self.nfs):
+            if nf.run == "process" and "image" in nf.model_fields_set:
+                issues.append(f"nfs[{i}].image: only a container has an image: add "
+                              f"'run: container' or remove image")
         issues += self._chain_issues(list(port_names))
+        issues += self._policy_issues()
         issues += validate_graphs(self.graphs, self.rules, self.services(), list(port_names),
                                   allow_default=False)
         n_inst = sum(nf.replicas for nf in self.nfs)
@@ -320,6 +413,11 @@ class Deployment(_Strict):
                               f"add an NF with service '{hop}' or fix the name"
                               f"{_did_you_mean(hop, options)}")
                 continue
+            if not any(nf.replicas for nf in self.nfs if nf.service == hop):
+                issues.append(f"{where}: service '{hop}' has no instance at start (its NFs "
+                              f"have replicas: 0) and sluiced reads no port until every "
+                              f"service on the chain has one: give it replicas, or leave it "
+                              f"off the chain (a graph may name it)")
             if hop in seen:
                 if i == len(self.chain) - 1:
                     continue  # the last hop may close a loop (the speedtest chain)
@@ -333,6 +431,78 @@ class Deployment(_Strict):
             issues.append(f"chain: ends with service '{self.chain[-1]}', so its packets would "
                           f"be dropped as end_of_chain: end the chain with port:NAME or drop, "
                           f"e.g. add '{sink}'")
+        return issues
+
+    def _policy_issues(self) -> list[str]:
+        issues: list[str] = []
+        services = self.services()
+        names = [nf.name for nf in self.nfs]
+        r = self.restart
+        if r.max_backoff_ms < r.backoff_ms:
+            issues.append(f"restart.max_backoff_ms: {r.max_backoff_ms} is less than "
+                          f"backoff_ms ({r.backoff_ms}): raise it to at least {r.backoff_ms}")
+        scaled: dict[str, int] = {}
+        for i, pol in enumerate(self.policies):
+            where = f"policies[{i}]"
+            if isinstance(pol, OccupancyPolicy):
+                if pol.service not in services:
+                    issues.append(f"{where}.service: '{pol.service}' is not the service of any "
+                                  f"NF in nfs (services: {_list(services)}): fix the name"
+                                  f"{_did_you_mean(pol.service, services)}")
+                    continue
+                owners = [nf for nf in self.nfs if nf.service == pol.service]
+                if pol.nf is not None:
+                    if pol.nf not in [nf.name for nf in owners]:
+                        issues.append(f"{where}.nf: no NF named '{pol.nf}' has service "
+                                      f"'{pol.service}' (its NFs: "
+                                      f"{_list([nf.name for nf in owners])}): name one of them")
+                        continue
+                    target = next(nf for nf in owners if nf.name == pol.nf)
+                elif len(owners) > 1:
+                    issues.append(f"{where}: service '{pol.service}' has several NFs "
+                                  f"({_list([nf.name for nf in owners])}): say which one to "
+                                  f"scale with nf: NAME")
+                    continue
+                else:
+                    target = owners[0]
+                if pol.below >= pol.above:
+                    issues.append(f"{where}.below: {pol.below:g} is not below above "
+                                  f"({pol.above:g}): scale-in must start under scale-out, "
+                                  f"e.g. below: {pol.above / 4:g}")
+                if pol.max < pol.min:
+                    issues.append(f"{where}.max: {pol.max} is less than min ({pol.min}): "
+                                  f"raise max to at least {pol.min}")
+                elif not pol.min <= target.replicas <= pol.max:
+                    issues.append(f"{where}: NF '{target.name}' starts with {target.replicas} "
+                                  f"replica(s), outside min..max ({pol.min}..{pol.max}): "
+                                  f"change its replicas or the bounds")
+                if target.name in scaled:
+                    issues.append(f"{where}: NF '{target.name}' is already scaled by "
+                                  f"policies[{scaled[target.name]}]: one occupancy policy "
+                                  f"per NF")
+                scaled[target.name] = i
+            else:
+                if pol.nf not in names:
+                    issues.append(f"{where}.nf: no NF named '{pol.nf}' in nfs (NFs: "
+                                  f"{_list(names)}): name an nfs entry (one with replicas: "
+                                  f"0 runs only when a policy starts it)"
+                                  f"{_did_you_mean(pol.nf, names)}")
+                if pol.from_ is not None and pol.from_ != "control" \
+                        and pol.from_ not in services:
+                    issues.append(f"{where}.from: '{pol.from_}' is not the service of any NF "
+                                  f"in nfs (services: {_list(services)}) nor 'control' (a "
+                                  f"message sent over the control socket): fix the name"
+                                  f"{_did_you_mean(pol.from_, services)}")
+                if pol.action == "scale" and pol.replicas is None:
+                    issues.append(f"{where}.replicas: missing: action scale sets the NF's "
+                                  f"replicas to this number; give it")
+                if pol.action == "start" and pol.replicas == 0:
+                    issues.append(f"{where}.replicas: action start with 0 replicas starts "
+                                  f"nothing: give at least 1 (or use action: stop)")
+                if pol.action == "stop" and pol.replicas is not None:
+                    issues.append(f"{where}.replicas: action stop stops every instance the "
+                                  f"policy's args select; remove replicas (or use action: "
+                                  f"scale)")
         return issues
 
     # -- checks that look at this machine -------------------------------------
@@ -364,6 +534,8 @@ class Deployment(_Strict):
                                       f"file's folder): create it or fix the path")
         bdir = build_dir or default_build_dir()
         for i, nf in enumerate(self.nfs):
+            if nf.run == "container":
+                continue  # the program is in the image
             if find_program(nf.program, bdir, self.base_dir) is None:
                 issues.append(f"nfs[{i}].program: {program_not_found(nf.program, bdir)}")
         return issues
@@ -464,6 +636,11 @@ class _UniqueKeyLoader(yaml.SafeLoader):
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: set[Any] = set()
         for key_node, _ in node.value:
+            if isinstance(key_node, yaml.ScalarNode) and key_node.style is None \
+                    and key_node.tag == "tag:yaml.org,2002:bool":
+                # YAML 1.1 reads a plain `on`, `yes`, `off`... as a boolean; as a
+                # key it is always meant as the word (policies say `on: message`).
+                key_node.tag = "tag:yaml.org,2002:str"
             key = self.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
             if key in seen:
                 raise yaml.constructor.ConstructorError(
@@ -698,20 +875,35 @@ def pydantic_issues(e: ValidationError, root: type[BaseModel] | None = None,
     out = []
     for err in e.errors(include_url=False):
         loc = tuple(err["loc"])
+        variant: type[BaseModel] | None = None
+        if len(loc) > 2 and loc[0] == "policies" and loc[2] in POLICY_KINDS:
+            # a tagged union puts the tag in the path: policies[0].occupancy.above
+            variant = POLICY_KINDS[str(loc[2])]
+            loc = loc[:2] + loc[3:]
         path = _loc(loc)
         typ = err["type"]
         inp = err.get("input")
         ctx = err.get("ctx") or {}
+        if typ == "union_tag_invalid":
+            path = f"{path}.on"
+            msg = f"{ctx.get('tag')!r} is not one of: {', '.join(POLICY_KINDS)}"
+            out.append(f"{path}: {msg}{_did_you_mean(str(ctx.get('tag')), list(POLICY_KINDS))}")
+            continue
+        if typ == "union_tag_not_found":
+            out.append(f"{path}.on: missing: say what the policy reacts to: on: occupancy "
+                       f"or on: message (see {DOC})")
+            continue
         if typ == "extra_forbidden":
-            model = _model_at(loc, root)
-            known = list(model.model_fields) if model else []
+            model = variant if variant is not None and len(loc) == 3 else _model_at(loc, root)
+            known = ([f.alias or k for k, f in model.model_fields.items()] if model else [])
             msg = (f"unknown key (known keys here: {', '.join(known)})"
                    f"{_did_you_mean(str(loc[-1]), known)}")
         elif typ == "missing":
             msg = f"missing: this key is required (see {DOC})"
         elif typ == "model_type":
             model = _model_at(loc + ("x",), root)
-            keys = ", ".join(model.model_fields) if model else "..."
+            keys = ", ".join(f.alias or k for k, f in model.model_fields.items()) \
+                if model else "..."
             msg = f"expected a mapping with keys {keys}; got {_kind(inp)}"
         elif typ in _TYPE_NAMES:
             msg = f"expected {_TYPE_NAMES[typ]}, got {_kind(inp)}"
@@ -721,6 +913,10 @@ def pydantic_issues(e: ValidationError, root: type[BaseModel] | None = None,
         elif typ in ("greater_than_equal", "greater_than"):
             op = "at least" if typ == "greater_than_equal" else "more than"
             bound = ctx.get("ge", ctx.get("gt"))
+            msg = f"must be {op} {bound}, got {inp!r}"
+        elif typ in ("less_than_equal", "less_than"):
+            op = "at most" if typ == "less_than_equal" else "less than"
+            bound = ctx.get("le", ctx.get("lt"))
             msg = f"must be {op} {bound}, got {inp!r}"
         elif typ == "sluice":
             msg = err["msg"]

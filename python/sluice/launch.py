@@ -161,12 +161,31 @@ class Launcher:
                 opts += ["--" + key.replace("_", "-"), str(v)]
         return [str(self.sluiced_path()), *eal, "--", *opts, *n.sluiced_args]
 
-    def nf_argv(self, nf: NFSpec, program: Path) -> list[str]:
+    def nf_argv(self, nf: NFSpec, program: Path | str, extra: list[str] | None = None,
+                label: str | None = None) -> list[str]:
+        """The command line of one instance of ``nf`` (``extra`` args appended);
+        for ``run: container``, wrapped by sluice.container.wrap."""
         argv = [str(program), *nf.eal_args, "--", "--node", self.node,
                 "--service", nf.service, "--mode", nf.mode or self.dep.node.mode]
         if nf.core is not None:
             argv += ["--core", str(nf.core)]
-        return argv + list(nf.args)
+        argv += list(nf.args) + list(extra or [])
+        if nf.run == "container":
+            argv = container_argv(argv, name=label or nf.name, image=nf.image,
+                                  node=self.node, workdir=self.dep.base_dir)
+        return argv
+
+    def nf_program(self, nf: NFSpec) -> Path | str:
+        """Where ``nf``'s program is (for a container: its name, looked up
+        in the image); raises LaunchError."""
+        prog = find_program(nf.program, self.build_dir, self.dep.base_dir)
+        if nf.run == "container":
+            return prog or nf.program  # the built one, if here: wrap checks the image has it
+        if prog is None:
+            i = self.dep.nfs.index(nf) if nf in self.dep.nfs else 0
+            raise LaunchError(f"{self.dep.source}: nfs[{i}].program: "
+                              f"{program_not_found(nf.program, self.build_dir)}")
+        return prog
 
     # -- start ------------------------------------------------------------------------
 
@@ -191,13 +210,7 @@ class Launcher:
         if not (sluiced.is_file() and os.access(sluiced, os.X_OK)):
             raise LaunchError(f"sluiced not found at {sluiced}: build it with `make build` "
                               f"(or set SLUICE_BUILD_DIR to the build folder)")
-        programs = []
-        for i, nf in enumerate(d.nfs):
-            prog = find_program(nf.program, self.build_dir, d.base_dir)
-            if prog is None:
-                raise LaunchError(f"{d.source}: nfs[{i}].program: "
-                                  f"{program_not_found(nf.program, self.build_dir)}")
-            programs.append(prog)
+        programs = [self.nf_program(nf) for nf in d.nfs]
         self._refuse_if_running()
         cleanup_node(self.node)
         try:
@@ -218,7 +231,7 @@ class Launcher:
         for nf, prog in zip(d.nfs, programs, strict=True):
             for r in range(nf.replicas):
                 label = nf.name if nf.replicas == 1 else f"{nf.name}.{r + 1}"
-                p = self._spawn(label, self.nf_argv(nf, prog), nf)
+                p = self._spawn(label, self.nf_argv(nf, prog, label=label), nf)
                 self.nfs.append(p)
         self.say(f"started {len(self.nfs)} NF instance(s); waiting for them to register")
         self._wait_registered()
@@ -398,6 +411,25 @@ class Launcher:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def container_argv(argv: list[str], *, name: str, image: str, node: str,
+                   workdir: Path | None = None) -> list[str]:
+    """``argv`` run in a container (``run: container``), by sluice.container.wrap
+    (imported only then; ``name``: the instance's label, e.g. fwd.2)."""
+    try:
+        from . import container
+    except ImportError as e:
+        raise LaunchError(f"NF '{name}' has run: container, but this installation cannot run "
+                          f"containers (sluice.container: {e}): use run: process, or install "
+                          f"a sluice with container support") from None
+    try:
+        return list(container.wrap(argv, name=name, image=image, node=node, workdir=workdir))
+    except SluiceError:
+        raise
+    except Exception as e:  # noqa: BLE001 (the container runtime's own errors)
+        raise LaunchError(f"NF '{name}': cannot build its container command "
+                          f"(image {image}): {e}") from None
 
 
 def _signal(p: Proc, sig: int) -> None:

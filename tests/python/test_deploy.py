@@ -112,7 +112,7 @@ def test_numbers_in_args_are_text(site: Path) -> None:
     ("service: monitor}", "servce: monitor}",
      "d.yaml: nfs[1].service: missing: this key is required (see docs/deployment.md)\n"
      "d.yaml: nfs[1].servce: unknown key (known keys here: name, program, service, args, "
-     "replicas, mode, core, eal_args); did you mean 'service'?"),
+     "replicas, mode, core, eal_args, run, image); did you mean 'service'?"),
     ("mode: shared", "mode: fast", "d.yaml: node.mode: 'fast' is not one of: shared, poll"),
     ("cores: [0]", "cores: [0, '1']",
      "d.yaml: node.cores[1]: expected an integer, got a string ('1')"),
@@ -126,13 +126,13 @@ def test_numbers_in_args_are_text(site: Path) -> None:
      "'-', starting with a letter or digit"),
     ("cores: [0]}", "cores: [0], ring_size: 1000}",
      "d.yaml: node.ring_size: 1000 is not a power of two: use e.g. 512"),
-    ("service: forward}", "service: forward, replicas: 0}",
-     "d.yaml: nfs[2].replicas: must be at least 1, got 0"),
+    ("service: forward}", "service: forward, replicas: -1}",
+     "d.yaml: nfs[2].replicas: must be at least 0, got -1"),
     ("service: forward}", "}", "d.yaml: nfs[2].service: missing: this key is required "
                                "(see docs/deployment.md)"),
     ("  - {name: mon, program: sluice-monitor,  service: monitor}", "  - mon",
      "d.yaml: nfs[1]: expected a mapping with keys name, program, service, args, replicas, mode, "
-     "core, eal_args; got a string ('mon')"),
+     "core, eal_args, run, image; got a string ('mon')"),
     ("service: firewall", "service: drop",
      "d.yaml: nfs[0].service: 'drop' is not a valid service name: use 1-32 letters, digits, '_', "
      "'.' or '-', starting with a letter (and not 'drop')"),
@@ -287,7 +287,7 @@ def test_from_dict_names_its_source(site: Path) -> None:
     with pytest.raises(DeploymentError) as e:
         Deployment.from_dict({"ports": [], "chain": ["drop"], "x": 1}, source="<test>")
     assert str(e.value) == ("<test>: x: unknown key (known keys here: node, ports, nfs, chain, "
-                            "graphs, rules)")
+                            "graphs, rules, restart, policies)")
 
 
 @pytest.mark.parametrize("device", [
@@ -297,3 +297,123 @@ def test_from_dict_names_its_source(site: Path) -> None:
 ])
 def test_good_devices(device: str) -> None:
     assert device_syntax_error(device) is None
+
+
+# -- run, image, replicas 0, restart, policies (the orchestrator's keys) ----------------
+
+POLICY_BASE = DEMO.replace(
+    "chain: [firewall, monitor, forward, \"port:out\"]\n",
+    "  - {name: scrubber, program: sluice-forward, service: scrub, replicas: 0}\n"
+    "chain: [firewall, monitor, forward, \"port:out\"]\n")
+
+
+def with_policies(text: str) -> str:
+    return POLICY_BASE + "policies:\n" + textwrap.indent(textwrap.dedent(text), "  ")
+
+
+def test_policies_parse(site: Path) -> None:
+    dep = load_deployment(write(site, with_policies("""\
+        - on: occupancy
+          service: firewall
+          above: 0.75
+          below: 0.1
+          for_ms: 2000
+          max: 4
+        - on: message
+          key: alarm
+          from: monitor
+          action: start
+          nf: scrubber
+          args: ["--prefix", "{value}", 7]
+          once: true
+        """)))
+    occ, msg = dep.policies
+    assert (occ.on, occ.service, occ.above, occ.below, occ.for_ms, occ.min, occ.max) == \
+        ("occupancy", "firewall", 0.75, 0.1, 2000, 1, 4)
+    assert (msg.on, msg.key, msg.from_, msg.action, msg.nf, msg.args, msg.once) == \
+        ("message", "alarm", "monitor", "start", "scrubber", ["--prefix", "{value}", "7"], True)
+    assert dep.nfs[3].replicas == 0 and dep.nfs[3].run == "process"
+    assert dep.nfs[3].image == "sluice-nfs:latest"
+    assert dep.restart.backoff_ms == 500 and dep.restart.give_up_after == 5
+    assert "4 NF(s) (3 instance(s))" in dep.describe()
+
+
+@pytest.mark.parametrize(("policies", "expected"), [
+    ("- {on: cpu}", "d.yaml: policies[0].on: 'cpu' is not one of: occupancy, message"),
+    ("- {service: firewall}", "d.yaml: policies[0].on: missing: say what the policy reacts to: "
+                              "on: occupancy or on: message (see docs/deployment.md)"),
+    ("- {on: occupancy, service: firewall, above: 2, below: 0.1, max: 4}",
+     "d.yaml: policies[0].above: must be at most 1.0, got 2.0"),
+    ("- {on: occupancy, service: firewall, above: 0.5, below: 0.1, max: 4, colour: red}",
+     "d.yaml: policies[0].colour: unknown key (known keys here: on, service, nf, above, below, "
+     "for_ms, min, max)"),
+    ("- {on: message, key: alarm, action: start, nf: scrubber, frm: x}",
+     "d.yaml: policies[0].frm: unknown key (known keys here: on, key, from, action, nf, "
+     "replicas, args, once); did you mean 'from'?"),
+    ("- {on: message, key: alarm, action: start, nf: scrubber, args: ['{vlue}']}",
+     "d.yaml: policies[0].args: '{vlue}': unknown placeholder {vlue}: use {key}, {value} or "
+     "{from}"),
+    ("- {on: message, key: alarm, action: restart, nf: scrubber}",
+     "d.yaml: policies[0].action: 'restart' is not one of: start, stop, scale"),
+    ("- {on: occupancy, service: firewal, above: 0.5, below: 0.1, max: 4}",
+     "d.yaml: policies[0].service: 'firewal' is not the service of any NF in nfs (services: "
+     "firewall, monitor, forward, scrub): fix the name; did you mean 'firewall'?"),
+    ("- {on: occupancy, service: firewall, above: 0.5, below: 0.6, max: 4}",
+     "d.yaml: policies[0].below: 0.6 is not below above (0.5): scale-in must start under "
+     "scale-out, e.g. below: 0.125"),
+    ("- {on: occupancy, service: firewall, above: 0.5, below: 0.1, min: 2, max: 4}",
+     "d.yaml: policies[0]: NF 'fw' starts with 1 replica(s), outside min..max (2..4): change "
+     "its replicas or the bounds"),
+    ("- {on: occupancy, service: firewall, above: 0.5, below: 0.1, min: 3, max: 2}",
+     "d.yaml: policies[0].max: 2 is less than min (3): raise max to at least 3"),
+    ("- {on: occupancy, service: firewall, nf: mon, above: 0.5, below: 0.1, max: 2}",
+     "d.yaml: policies[0].nf: no NF named 'mon' has service 'firewall' (its NFs: fw): name one "
+     "of them"),
+    ("- {on: message, key: alarm, action: start, nf: scrubb}",
+     "d.yaml: policies[0].nf: no NF named 'scrubb' in nfs (NFs: fw, mon, fwd, scrubber): name "
+     "an nfs entry (one with replicas: 0 runs only when a policy starts it); did you mean "
+     "'scrubber'?"),
+    ("- {on: message, key: alarm, from: nobody, action: start, nf: scrubber}",
+     "d.yaml: policies[0].from: 'nobody' is not the service of any NF in nfs (services: "
+     "firewall, monitor, forward, scrub) nor 'control' (a message sent over the control "
+     "socket): fix the name"),
+    ("- {on: message, key: alarm, action: scale, nf: scrubber}",
+     "d.yaml: policies[0].replicas: missing: action scale sets the NF's replicas to this "
+     "number; give it"),
+    ("- {on: message, key: alarm, action: start, nf: scrubber, replicas: 0}",
+     "d.yaml: policies[0].replicas: action start with 0 replicas starts nothing: give at "
+     "least 1 (or use action: stop)"),
+    ("- {on: message, key: alarm, action: stop, nf: scrubber, replicas: 1}",
+     "d.yaml: policies[0].replicas: action stop stops every instance the policy's args select; "
+     "remove replicas (or use action: scale)"),
+    ("- {on: message, key: '', action: stop, nf: scrubber}",
+     "d.yaml: policies[0].key: empty: name the message key, e.g. alarm"),
+])
+def test_policy_errors(site: Path, policies: str, expected: str) -> None:
+    assert errors_of(write(site, with_policies(policies))) == [expected]
+
+
+@pytest.mark.parametrize(("old", "new", "expected"), [
+    ("service: forward}", "service: forward, image: x}",
+     "d.yaml: nfs[2].image: only a container has an image: add 'run: container' or remove "
+     "image"),
+    ("service: forward}", "service: forward, run: vm}",
+     "d.yaml: nfs[2].run: 'vm' is not one of: process, container"),
+    ("service: forward}", "service: forward, replicas: 0}",
+     "d.yaml: chain[2]: service 'forward' has no instance at start (its NFs have replicas: 0) "
+     "and sluiced reads no port until every service on the chain has one: give it replicas, "
+     "or leave it off the chain (a graph may name it)"),
+    ("chain:", "restart: {backoff_ms: 1000, max_backoff_ms: 10}\nchain:",
+     "d.yaml: restart.max_backoff_ms: 10 is less than backoff_ms (1000): raise it to at least "
+     "1000"),
+])
+def test_run_replicas_restart_errors(site: Path, old: str, new: str, expected: str) -> None:
+    assert errors_of(write(site, edit(old, new))) == [expected]
+
+
+def test_container_nf_needs_no_program_here(site: Path) -> None:
+    dep = load_deployment(write(site, edit(
+        "program: sluice-forward,  service: forward}",
+        "program: sluice-nat, service: forward, run: container, image: my/nfs:1}")))
+    assert (dep.nfs[2].run, dep.nfs[2].image, dep.nfs[2].program) == \
+        ("container", "my/nfs:1", "sluice-nat")
