@@ -1,0 +1,199 @@
+"""NFs in containers (docs/containers.md): the forward NF runs in a podman
+(or docker) container of the sluice-nfs image as a DPDK secondary of the
+host's sluiced; packets come out byte-exact and the counters are exact.
+
+The image is built once per session (and only when the binaries changed:
+its labels carry the SHA-256 of every input). Without a working container
+runtime the tests fail, saying to run scripts/setup.sh.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import build_dir, deployment, port, prog, service, wait_until
+from packets import mixed, read, write
+
+from sluice import container
+from sluice.client import Client
+from sluice.container import ContainerError
+from sluice.deploy import Deployment
+from sluice.launch import Launcher, cleanup_node
+
+IMAGE = container.DEFAULT_IMAGE
+N = 2000
+
+
+@pytest.fixture(scope="session")
+def nf_image() -> str:
+    """The NF image, built from this build folder if it is missing or stale."""
+    try:
+        rt = container.runtime()
+    except ContainerError as e:
+        pytest.fail(f"NFs in containers cannot be tested: {e}", pytrace=False)
+    try:
+        container.build_image(IMAGE, build_dir())
+    except ContainerError as e:
+        pytest.fail(f"cannot build the NF image with {rt}: {e}", pytrace=False)
+    assert container.image_status(IMAGE, build_dir()) == "current"
+    return IMAGE
+
+
+def _rt(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    rt = container.runtime()
+    return subprocess.run([rt, *args], capture_output=True, text=True, timeout=120,
+                          env=container.runtime_env(rt), check=check)
+
+
+@contextlib.contextmanager
+def _sluiced(dep: dict[str, Any], tmp_path: Path) -> Iterator[tuple[Client, Launcher]]:
+    """sluiced alone (as the launcher would start it), no NF, no chain."""
+    run = Launcher(Deployment.from_dict(dep, base_dir=tmp_path), log_dir=tmp_path / "run",
+                   build_dir=build_dir())
+    run.run_dir.mkdir(parents=True, exist_ok=True)
+    log = run.run_dir / "sluiced.log"
+    with open(log, "wb") as f:
+        proc = subprocess.Popen(run.sluiced_argv(), stdin=subprocess.DEVNULL, stdout=f,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        run.client.wait_ready(15, check=lambda: None if proc.poll() is None else
+                              pytest.fail(f"sluiced exited: {log.read_text()}"))
+        yield run.client, run
+    finally:
+        with contextlib.suppress(Exception):
+            run.client.call("shutdown")
+        run.client.close()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(5)
+        cleanup_node(run.node)
+
+
+def _pcap_ports(tmp_path: Path, frames: list[bytes]) -> tuple[list[dict[str, str]], Path]:
+    src = write(tmp_path / "in.pcap", frames)
+    dst = tmp_path / "out.pcap"
+    return [{"name": "in", "device": f"net_pcap0,rx_pcap={src}"},
+            {"name": "out", "device": f"net_pcap1,tx_pcap={dst}"}], dst
+
+
+def _check_exact(st: dict[str, Any], frames: list[bytes], out: list[bytes], svc: str) -> None:
+    nbytes = sum(map(len, frames))
+    assert len(out) == len(frames)
+    assert out == frames  # byte-exact and in order (one path, FIFO rings)
+    assert (port(st, "in")["rx_pkts"], port(st, "in")["rx_bytes"]) == (len(frames), nbytes)
+    assert (port(st, "out")["tx_pkts"], port(st, "out")["tx_bytes"]) == (len(frames), nbytes)
+    assert st["drops_total"] == 0
+    s = service(st, svc)
+    assert (s["rx_pkts"], s["tx_pkts"]) == (len(frames), len(frames))
+    assert all(v == 0 for v in s["drops"].values())
+
+
+def test_wrap_runs_forward_in_a_container_byte_exact(nf_image, node, tmp_path):
+    """wrap(): the NF is a DPDK secondary inside the container, registered
+    with its host pid, in its own network namespace and root; sluiced's
+    shutdown stops it and the container is removed."""
+    frames = mixed(N, flows=60, seed=7)
+    ports, dst = _pcap_ports(tmp_path, frames)
+    dep = deployment(node, ports, [{"name": "fwd", "program": "sluice-forward",
+                                    "service": "forward"}], ["forward", "port:out"])
+    with _sluiced(dep, tmp_path) as (client, run):
+        argv = run.nf_argv(run.dep.nfs[0], Path(prog("forward")))
+        cmd = container.wrap(argv, name="fwd", image=nf_image, node=node, workdir=tmp_path)
+        assert cmd[:2] == [container.runtime(), "run"]
+        assert cmd[cmd.index(nf_image) + 1:] == ["/usr/bin/sluice-forward", *argv[1:]]
+        assert "--privileged" not in cmd
+        name = container.container_name(node, "fwd")
+        log = tmp_path / "fwd.log"
+        with open(log, "wb") as f:
+            nf = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=f,
+                                  stderr=subprocess.STDOUT, env=container.runtime_env())
+        try:
+            listed = wait_until(lambda: client.call("nf.list") or
+                                (nf.poll() is not None and pytest.fail(
+                                    f"the container exited ({nf.returncode}): "
+                                    f"{log.read_text()}")),
+                                60, "the containerized NF to register")
+            pid = listed[0]["pid"]
+            # The registered pid is the host's pid of the program in the container.
+            assert Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0] == \
+                b"/usr/bin/sluice-forward"
+            assert int(_rt("inspect", "--format", "{{.State.Pid}}", name).stdout) == pid
+            # Own network namespace (--network none) and own root file system.
+            assert os.readlink(f"/proc/{pid}/ns/net") != os.readlink("/proc/self/ns/net")
+            assert not Path(f"/proc/{pid}/root{prog('forward')}").exists()
+            # No capabilities at all.
+            caps = next(line for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                        if line.startswith("CapEff:"))
+            assert int(caps.split()[1], 16) == 0
+            client.call("chain.set", hops=["forward", "port:out"])
+            st = wait_until(lambda: (s := client.call("stats")) and
+                            port(s, "out")["tx_pkts"] == N and s, 60, f"{N} packets out")
+            client.call("shutdown")
+            assert nf.wait(30) == 0, log.read_text()
+        finally:
+            if nf.poll() is None:
+                nf.kill()
+                nf.wait(10)
+    _check_exact(st, frames, read(dst), "forward")
+    # --rm: the container is gone once the NF exited.
+    assert _rt("container", "inspect", name, check=False).returncode != 0
+
+
+def test_wrap_refuses_a_missing_image(node):
+    """The error names the image and says how to build it."""
+    with pytest.raises(ContainerError) as e:
+        container.wrap([prog("forward"), "--", "--node", node, "--service", "f"],
+                       name="fwd", image="sluice-nfs:does-not-exist", node=node)
+    msg = str(e.value)
+    assert "container image 'sluice-nfs:does-not-exist' not found" in msg
+    assert "scripts/build-image.sh" in msg
+    assert "--image sluice-nfs:does-not-exist" in msg
+
+
+def test_wrap_refuses_an_image_with_other_binaries(nf_image, tmp_path, node):
+    """An NF program that differs from the one in the image (rebuilt since)
+    is refused: it could misread sluiced's shared memory layout."""
+    other = tmp_path / "sluice-forward"
+    shutil.copy2(prog("forward"), other)
+    with open(other, "ab") as f:
+        f.write(b"\0")
+    with pytest.raises(ContainerError, match=r"holds another sluice-forward than .*"
+                                             r"rebuild the image with scripts/build-image.sh"):
+        container.wrap([str(other), "--", "--node", node], name="fwd", image=nf_image,
+                       node=node)
+    with pytest.raises(ContainerError, match="only the Sluice NFs built in build/nfs/"):
+        container.wrap(["/bin/true"], name="x", image=nf_image, node=node)
+
+
+def test_no_runtime_says_to_run_setup(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))  # neither podman nor docker
+    monkeypatch.setattr(container, "_runtime_cache", None)
+    with pytest.raises(ContainerError, match=r"no container runtime works: neither podman "
+                                             r"nor docker is installed; install podman and "
+                                             r"runc with scripts/setup.sh"):
+        container.runtime()
+
+
+def test_image_build_is_cached_and_reproducible(nf_image):
+    """A second build with the same binaries does nothing; a forced build of
+    the same inputs gives the very same image (same id)."""
+    assert container.build_image(nf_image, build_dir()) is False
+    tag = "sluice-nfs:repro-check"
+    try:
+        assert container.build_image(tag, build_dir(), force=True) is True
+        ids = [_rt("image", "inspect", "--format", "{{.Id}}", t).stdout.strip()
+               for t in (nf_image, tag)]
+        assert ids[0] and ids[0] == ids[1]
+    finally:
+        _rt("rmi", tag, check=False)
+    assert container.image_exists(nf_image)
