@@ -139,6 +139,24 @@ def up(deployment: Path = typer.Argument(..., help="Deployment file (docs/deploy
                             api=api, api_token=api_token))
 
 
+@app.command("apply")
+@errors
+def apply_cmd(deployment: Path = typer.Argument(..., help="The changed deployment file."),
+              as_json: bool = JsonOpt) -> None:
+    """Change a running `sluice up` to this file: NFs, replicas, graphs, rules, chain,
+    policies (ports and node options need a restart)."""
+    from .deploy import load_deployment
+    from .orchestrator import request
+
+    dep = load_deployment(deployment)  # a bad file never reaches the running node
+    res = request(dep, "apply", path=str(deployment.resolve()))
+    if as_json:
+        _print_json(res)
+        return
+    for line in res.get("applied", []):
+        typer.echo(line)
+
+
 @app.command()
 @errors
 def check(deployment: Path = typer.Argument(..., help="Deployment file to validate.")) -> None:
@@ -706,6 +724,20 @@ def request_message(service: str = typer.Argument(..., help="The service it is f
     """Message: send KEY and VALUE to the NFs of SERVICE (their on_message)."""
     _request(node, socket, timeout, as_json, type="message", service=service, key=key,
              value=value)
+
+
+@app.command()
+@errors
+def top(interval: float = typer.Option(1.0, "--interval", "-i", min=0.1, help="Seconds a frame."),
+        once: bool = typer.Option(False, "--once", help="Print one frame and exit (scripts)."),
+        iterations: int = typer.Option(None, "--iterations", min=1, help="Print N frames, exit."),
+        as_json: bool = typer.Option(False, "--json", help="The rates as one JSON object a frame."),
+        node: str = NodeOpt, socket: Path = SocketOpt, timeout: float = TimeoutOpt) -> None:
+    """Live rates of a running node: ports, NF instances, rings, edges, drops by reason."""
+    from .top import run_top
+
+    raise typer.Exit(run_top(_client(node, socket, timeout), interval,
+                             1 if once else iterations, as_json))
 
 
 # -- events -------------------------------------------------------------------------------

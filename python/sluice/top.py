@@ -1,0 +1,209 @@
+"""`sluice top`: a live terminal view of a running node (README, "sluice top").
+
+Reads ``stats`` every ``interval`` seconds and shows the rates between two
+reads: per port and per NF instance packets/s in, out and dropped, ring
+occupancy, per-edge packets/s (``stats.edges``) and drops by reason. The
+web dashboard (``sluice.web``) shows the same numbers.
+
+``rates(prev, cur, dt)`` computes them (pure, for tests); ``frame`` draws
+them with rich; ``run_top`` is the command.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+from rich import box
+from rich.console import Console, Group
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from .client import Client
+
+
+def _rate(now: Any, before: Any, dt: float) -> float | None:
+    """Per second between two reads of a counter; None without a previous
+    read, or when the counter went back (sluiced restarted)."""
+    if before is None or dt <= 0 or not isinstance(now, int | float):
+        return None
+    d = now - before
+    return None if d < 0 else d / dt
+
+
+def _drops(x: dict[str, Any]) -> int:
+    return sum(int(v) for v in (x.get("drops") or {}).values())
+
+
+def rates(prev: dict[str, Any] | None, cur: dict[str, Any], dt: float) -> dict[str, Any]:
+    """Rates between two ``stats`` results taken ``dt`` seconds apart (prev
+    None: counts only, rates None). Packets/s are ``*_pps``, bits/s ``*_bps``."""
+    prev = prev or {}
+    pp = {p.get("name"): p for p in prev.get("ports", [])}
+    ports = []
+    for p in cur.get("ports", []):
+        b = pp.get(p.get("name"))
+        ports.append({
+            "name": p.get("name"),
+            "rx_pps": _rate(p.get("rx_pkts"), b and b.get("rx_pkts"), dt),
+            "tx_pps": _rate(p.get("tx_pkts"), b and b.get("tx_pkts"), dt),
+            "drop_pps": _rate(_drops(p), b and _drops(b), dt),
+            "rx_bps": _bits(_rate(p.get("rx_bytes"), b and b.get("rx_bytes"), dt)),
+            "tx_bps": _bits(_rate(p.get("tx_bytes"), b and b.get("tx_bytes"), dt)),
+        })
+    np_ = {n.get("instance"): n for n in prev.get("nfs", [])}
+    nfs = []
+    for n in cur.get("nfs", []):
+        b = np_.get(n.get("instance"))
+        ring = n.get("rx_ring") or {}
+        nfs.append({
+            "instance": n.get("instance"), "service": n.get("service"),
+            "state": n.get("state"),
+            "rx_pps": _rate(n.get("rx_pkts"), b and b.get("rx_pkts"), dt),
+            "tx_pps": _rate(n.get("tx_pkts"), b and b.get("tx_pkts"), dt),
+            "drop_pps": _rate(_drops(n), b and _drops(b), dt),
+            "ring": int(ring.get("count", 0)), "ring_size": int(ring.get("size", 0)),
+            "cycles_per_pkt": n.get("cycles_per_pkt"),
+        })
+    ep = {(e.get("from"), e.get("to")): e for e in prev.get("edges", [])}
+    edges = []
+    for e in cur.get("edges", []):
+        b = ep.get((e.get("from"), e.get("to")))
+        edges.append({
+            "from": e.get("from"), "to": e.get("to"), "pkts": e.get("pkts", 0),
+            # an edge first listed now carried its packets since the last read
+            "pps": _rate(e.get("pkts"), b.get("pkts") if b else (0 if prev else None), dt),
+            "bps": _bits(_rate(e.get("bytes"), b.get("bytes") if b else (0 if prev else None),
+                               dt)),
+        })
+    edges.sort(key=lambda e: (str(e["from"]), str(e["to"])))
+    totals: dict[str, int] = {}
+    before: dict[str, int] = {}
+    where: dict[str, list[str]] = {}
+    for label, items, into in (("port ", cur.get("ports", []), totals),
+                               ("", cur.get("nfs", []), totals),
+                               (None, prev.get("ports", []), before),
+                               (None, prev.get("nfs", []), before)):
+        for x in items:
+            for reason, v in (x.get("drops") or {}).items():
+                into[reason] = into.get(reason, 0) + int(v)
+                if label is not None and v:
+                    name = (f"port {x.get('name')}" if label else
+                            f"{x.get('service')}#{x.get('instance')}")
+                    where.setdefault(reason, []).append(name)
+    drops = [{"reason": r, "total": t,
+              "pps": _rate(t, before.get(r, 0) if prev else None, dt),
+              "where": where.get(r, [])}
+             for r, t in sorted(totals.items(), key=lambda kv: (-kv[1], kv[0])) if t]
+    return {"dt": dt, "ports": ports, "nfs": nfs, "edges": edges,
+            "has_edges": "edges" in cur, "drops": drops,
+            "drops_total": cur.get("drops_total", 0)}
+
+
+def _bits(bytes_per_s: float | None) -> float | None:
+    return None if bytes_per_s is None else bytes_per_s * 8
+
+
+def si(v: float | None) -> str:
+    """1234567 -> '1.23M'; None -> '-'."""
+    if v is None:
+        return "-"
+    a = abs(v)
+    for div, unit in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if a >= div:
+            return f"{v / div:.2f}{unit}"
+    return f"{v:.0f}" if a >= 10 or v == 0 else f"{v:.1f}"
+
+
+def _table(*cols: str) -> Table:
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, expand=False)
+    for i, c in enumerate(cols):
+        t.add_column(c, no_wrap=True, justify="left" if i == 0 or c in _LEFT else "right")
+    return t
+
+
+_LEFT = {"state", "to", "where"}
+
+
+def frame(r: dict[str, Any], title: str = "") -> Group:
+    """The rich tables of one ``rates`` result."""
+    pt = _table("port", "in pkt/s", "out pkt/s", "drop/s", "in bit/s", "out bit/s")
+    for p in r["ports"]:
+        pt.add_row(str(p["name"]), si(p["rx_pps"]), si(p["tx_pps"]), si(p["drop_pps"]),
+                   si(p["rx_bps"]), si(p["tx_bps"]))
+    nt = _table("NF", "state", "in pkt/s", "out pkt/s", "drop/s", "ring", "ring %", "cyc/pkt")
+    for n in r["nfs"]:
+        pct = 100.0 * n["ring"] / n["ring_size"] if n["ring_size"] else 0.0
+        cpp = n["cycles_per_pkt"]
+        nt.add_row(f"{n['service']}#{n['instance']}", str(n["state"]), si(n["rx_pps"]),
+                   si(n["tx_pps"]), si(n["drop_pps"]), f"{n['ring']}/{n['ring_size']}",
+                   f"{pct:.0f}", f"{cpp:.0f}" if isinstance(cpp, int | float) else "-",
+                   style="red" if pct > 50 else None)
+    et = _table("edge from", "to", "pkt/s", "bit/s", "packets")
+    for e in r["edges"]:
+        et.add_row(str(e["from"]), str(e["to"]), si(e["pps"]), si(e["bps"]), si(e["pkts"]))
+    dt_ = _table("drop reason", "per s", "total", "where")
+    for d in r["drops"]:
+        dt_.add_row(d["reason"], si(d["pps"]), si(d["total"]), ", ".join(d["where"]))
+    parts: list[Any] = []
+    if title:
+        parts.append(Text(title, style="bold"))
+    parts += [pt, nt]
+    parts.append(et if r["has_edges"] else
+                 Text("(this sluiced reports no per-edge counters: stats has no 'edges')",
+                      style="dim"))
+    parts.append(dt_ if r["drops"] else Text("no packet dropped", style="dim"))
+    return Group(*parts)
+
+
+def samples(client: Client, interval: float, count: int | None) -> Iterator[dict[str, Any]]:
+    """``rates`` every ``interval`` s, ``count`` times (None: for ever). The
+    first comes after one interval, so that it has rates."""
+    prev = client.call("stats")
+    t_prev = time.monotonic()
+    n = 0
+    while count is None or n < count:
+        time.sleep(max(0.0, interval - (time.monotonic() - t_prev)))
+        cur = client.call("stats")
+        t = time.monotonic()
+        r = rates(prev, cur, t - t_prev)
+        r["time"] = time.time()
+        yield r
+        prev, t_prev = cur, t
+        n += 1
+
+
+def run_top(client: Client, interval: float = 1.0, iterations: int | None = None,
+            as_json: bool = False, console: Console | None = None) -> int:
+    """What `sluice top` does: a live view on a terminal, else (or with
+    ``iterations`` or ``as_json``) one frame after another. Returns 0."""
+    con = console or Console()
+    node = client.node
+
+    def title(r: dict[str, Any]) -> str:
+        when = datetime.fromtimestamp(r["time"]).strftime("%H:%M:%S")
+        return (f"sluice top: node {node} ({client.socket_path}) at {when}, "
+                f"rates over {r['dt']:.2f} s" + ("" if iterations else "; Ctrl-C stops"))
+
+    try:
+        with client:
+            node = client.call("status").get("node", node)
+            if as_json:
+                for r in samples(client, interval, iterations):
+                    con.print_json(json.dumps(r)) if con.is_terminal else \
+                        con.out(json.dumps(r), highlight=False)
+            elif con.is_terminal and iterations is None:
+                with Live(Text("waiting for the first rates..."), console=con,
+                          auto_refresh=False, screen=False) as live:
+                    for r in samples(client, interval, None):
+                        live.update(frame(r, title(r)), refresh=True)
+            else:
+                for r in samples(client, interval, iterations):
+                    con.print(frame(r, title(r)))
+    except KeyboardInterrupt:
+        pass
+    return 0
