@@ -1,0 +1,803 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * sluice-ddos-detect: the DDoS detector of SDNFV's anomaly-detection graph
+ * (§2, §5). A read-only NF: it counts packets (or TCP SYNs) per source
+ * prefix (--prefix-len for IPv4, --prefix-len6 for IPv6) over a window of
+ * --window-ms, and when a prefix reaches --threshold packets in one window
+ * (or --pps on average over it) it sends one Message(alarm, "PREFIX/LEN")
+ * (sluice/flow.h): the orchestrator reacts to it, for instance by starting
+ * a scrubber for the prefix. A prefix alarms again only --rearm-ms after
+ * its last alarm. Every packet goes on with SL_NEXT.
+ *
+ * Prefixes live in a DPDK rte_hash of --prefixes entries; when it is full,
+ * packets of new prefixes are counted as untracked. Prefixes idle for
+ * --idle-ms (and not within --rearm-ms of an alarm) are evicted.
+ * Options and the output format: nfs/ddos-detect/README.md.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rte_errno.h>
+#include <rte_hash.h>
+#include <rte_hash_crc.h>
+#include <rte_mbuf.h>
+#include <rte_memory.h>
+
+#include "sluice/flow.h"
+#include "sluice/nf.h"
+#include "sluice/pkt.h"
+
+#include "prefix.h"
+
+#define DD_PROG "sluice-ddos-detect"
+#define DD_CHUNK 64 /* keys per bulk lookup */
+#define DD_DEFAULT_PREFIXES 65536
+#define DD_MAX_PREFIXES (1u << 24)
+#define DD_MIN_HASH_ENTRIES 16
+#define DD_MAX_PROTECT 16
+#define DD_TICK_MS 10
+#define DD_NS UINT64_C(1000000000)
+#define DD_MS UINT64_C(1000000)
+#define DD_NAME_LEN 64
+#define DD_KEY_LEN 64 /* Message key, as sluiced holds it */
+#define DD_PENDING 64 /* recent alarms remembered for on_reply */
+#define DD_HASH_BYTES_PER_KEY 64
+
+enum dd_count_mode { DD_COUNT_PACKETS, DD_COUNT_SYN };
+
+/* Per-prefix state, indexed by the prefix's rte_hash position. */
+struct dd_entry {
+	uint64_t win_start_ns;
+	uint64_t last_ns;
+	uint64_t alarm_ns; /* last alarm */
+	uint64_t count;    /* in the current window */
+	uint8_t used;
+	uint8_t alarmed; /* an alarm was sent */
+};
+
+struct dd_pending {
+	int64_t id;
+	struct ddos_prefix prefix;
+};
+
+struct dd_state {
+	struct rte_hash *h;
+	struct dd_entry *ents; /* [n_slots] */
+	uint32_t n_slots;
+	uint32_t capacity; /* --prefixes */
+	uint32_t n_prefixes;
+
+	/* Options. */
+	unsigned len4, len6;
+	uint64_t window_ns;
+	uint64_t threshold; /* packets per window */
+	double pps;         /* --pps, or 0 */
+	uint64_t rearm_ns;  /* 0: never again */
+	uint64_t idle_ns;
+	uint64_t stats_ns; /* 0: only at exit */
+	int count_mode;
+	char key[DD_KEY_LEN];
+	char to_name[DD_NAME_LEN]; /* "" = own service */
+	int to;                    /* service id, -1 until known */
+	struct ddos_prefix protect[DD_MAX_PROTECT];
+	unsigned n_protect;
+
+	/* Counters, since init. */
+	uint64_t pkts, bytes, non_ip;
+	uint64_t counted;     /* packets counted against a prefix */
+	uint64_t ignored;     /* not counted: --protect, or not a SYN */
+	uint64_t untracked;   /* counted packets of new prefixes, table full */
+	uint64_t prefixes_seen, evicted;
+	uint64_t alarms, not_queued, delivered, rejected;
+
+	uint64_t start_ns;
+	uint32_t sweep_cursor;
+	uint64_t last_sweep_ns;
+	uint64_t next_stats_ns;
+	uint64_t last_ns, last_pkts;
+	struct dd_pending pend[DD_PENDING];
+};
+
+static uint32_t
+dd_hash(const void *key, uint32_t len, uint32_t init)
+{
+	return rte_hash_crc(key, len, init);
+}
+
+/* ---- alarms -------------------------------------------------------- */
+
+/*
+ * Sends the alarm for prefix p (entry e, which has just reached the
+ * threshold) unless it alarmed less than --rearm-ms ago (or ever, with
+ * --rearm-ms 0). A message that could not be queued is counted and tried
+ * again at the prefix's next counted packet.
+ */
+static void
+dd_alarm(struct dd_state *st, struct sl_nf *nf, struct dd_entry *e,
+	 const struct ddos_prefix *p, uint64_t now)
+{
+	char text[DDOS_PREFIX_STRLEN];
+	int64_t id;
+
+	if (e->alarmed && (st->rearm_ns == 0 || now - e->alarm_ns < st->rearm_ns))
+		return;
+	if (st->to < 0) {
+		st->to = sl_service_id(nf, st->to_name);
+		if (st->to < 0) {
+			st->not_queued++;
+			return;
+		}
+	}
+	ddos_prefix_format(p, text, sizeof(text));
+	id = sl_message(nf, (uint16_t)st->to, st->key, text);
+	if (id <= 0) {
+		st->not_queued++;
+		return;
+	}
+	e->alarmed = 1;
+	e->alarm_ns = now;
+	st->alarms++;
+	st->pend[(uint64_t)id % DD_PENDING].id = id;
+	st->pend[(uint64_t)id % DD_PENDING].prefix = *p;
+	fprintf(stderr,
+		"ddos-alarm: prefix=%s packets=%" PRIu64 " window_ms=%" PRIu64
+		" threshold=%" PRIu64 " key=%s\n",
+		text, e->count, st->window_ns / DD_MS, st->threshold, st->key);
+	fflush(stderr);
+}
+
+/* ---- the packet path ----------------------------------------------- */
+
+/* Whether the packet counts: its destination is protected (or nothing
+ * is), and in SYN mode it is a TCP SYN without ACK. */
+static int
+dd_counts(const struct dd_state *st, struct rte_mbuf *m,
+	  const struct sl_5tuple *t)
+{
+	if (st->n_protect > 0) {
+		unsigned i;
+
+		for (i = 0; i < st->n_protect; i++)
+			if (ddos_prefix_has(&st->protect[i], t, 0))
+				break;
+		if (i == st->n_protect)
+			return 0;
+	}
+	if (st->count_mode == DD_COUNT_SYN) {
+		struct sl_pkt_info info;
+		const uint8_t *tcp;
+
+		if (t->proto != IPPROTO_TCP || sl_pkt_parse(m, &info) != 0 ||
+		    info.later_fragment || info.l4_off == 0 ||
+		    info.l4_len < 14)
+			return 0;
+		tcp = rte_pktmbuf_mtod_offset(m, const uint8_t *,
+					      info.l4_off);
+		return (tcp[13] & 0x12) == 0x02; /* SYN, not ACK */
+	}
+	return 1;
+}
+
+static void
+dd_chunk(struct dd_state *st, struct sl_nf *nf, struct rte_mbuf **pkts,
+	 uint16_t n, uint64_t now)
+{
+	struct ddos_prefix keys[DD_CHUNK];
+	const void *kp[DD_CHUNK];
+	int32_t pos[DD_CHUNK];
+	uint16_t i, nk = 0;
+
+	for (i = 0; i < n; i++) {
+		struct sl_5tuple t;
+
+		st->pkts++;
+		st->bytes += rte_pktmbuf_pkt_len(pkts[i]);
+		sl_pkt_set_verdict(pkts[i], SL_NEXT);
+		if (unlikely(sl_pkt_5tuple(pkts[i], &t) != 0)) {
+			st->non_ip++;
+			continue;
+		}
+		if (!dd_counts(st, pkts[i], &t)) {
+			st->ignored++;
+			continue;
+		}
+		ddos_prefix_of(&t, 1, t.family == 4 ? st->len4 : st->len6,
+			       &keys[nk]);
+		kp[nk] = &keys[nk];
+		nk++;
+	}
+	if (nk == 0)
+		return;
+	if (rte_hash_lookup_bulk(st->h, kp, nk, pos) != 0)
+		for (i = 0; i < nk; i++)
+			pos[i] = -ENOENT;
+	for (i = 0; i < nk; i++) {
+		int32_t p = pos[i];
+		struct dd_entry *e;
+
+		/* A miss may be a prefix an earlier packet of this chunk
+		 * added: adding finds it; when full, a lookup does. */
+		if (unlikely(p < 0))
+			p = st->n_prefixes < st->capacity
+				    ? rte_hash_add_key(st->h, kp[i])
+				    : rte_hash_lookup(st->h, kp[i]);
+		if (unlikely(p < 0)) {
+			st->untracked++;
+			continue;
+		}
+		st->counted++;
+		e = &st->ents[p];
+		if (unlikely(!e->used)) {
+			memset(e, 0, sizeof(*e));
+			e->used = 1;
+			e->win_start_ns = now;
+			st->n_prefixes++;
+			st->prefixes_seen++;
+		} else if (now - e->win_start_ns >= st->window_ns) {
+			e->win_start_ns = now;
+			e->count = 0;
+		}
+		e->count++;
+		e->last_ns = now;
+		if (e->count >= st->threshold)
+			dd_alarm(st, nf, e, &keys[i], now);
+	}
+}
+
+static void
+dd_process(struct sl_nf *nf, struct rte_mbuf **pkts, uint16_t n)
+{
+	struct dd_state *st = sl_nf_priv(nf);
+	uint64_t now = sl_now_ns();
+	uint16_t done, k;
+
+	for (done = 0; done < n; done += k) {
+		k = n - done < DD_CHUNK ? n - done : DD_CHUNK;
+		dd_chunk(st, nf, pkts + done, k, now);
+	}
+}
+
+/* ---- periodic work ------------------------------------------------- */
+
+/*
+ * Evicts prefixes idle for --idle-ms, unless they alarmed less than
+ * --rearm-ms ago (with --rearm-ms 0, an alarmed prefix is kept: it never
+ * alarms again). Visits every position once per --idle-ms / 4, a slice
+ * per tick.
+ */
+static void
+dd_sweep(struct dd_state *st, uint64_t now)
+{
+	uint64_t period = st->idle_ns / 4, dt = now - st->last_sweep_ns;
+	uint32_t budget = st->n_slots;
+
+	if (dt < period)
+		budget = RTE_MIN(st->n_slots,
+				 (uint32_t)((double)st->n_slots * (double)dt /
+					    (double)period) +
+					 1);
+	st->last_sweep_ns = now;
+	for (; budget > 0; budget--) {
+		uint32_t p = st->sweep_cursor;
+		struct dd_entry *e = &st->ents[p];
+		void *kp;
+
+		st->sweep_cursor = p + 1 == st->n_slots ? 0 : p + 1;
+		if (!e->used || now - e->last_ns < st->idle_ns)
+			continue;
+		if (e->alarmed &&
+		    (st->rearm_ns == 0 || now - e->alarm_ns < st->rearm_ns))
+			continue;
+		if (rte_hash_get_key_with_position(st->h, (int32_t)p, &kp) !=
+		    0)
+			continue;
+		struct ddos_prefix key;
+
+		memcpy(&key, kp, sizeof(key));
+		(void)rte_hash_del_key(st->h, &key);
+		memset(e, 0, sizeof(*e));
+		st->n_prefixes--;
+		st->evicted++;
+	}
+}
+
+/* The report; format documented in README.md. */
+static void
+dd_print(struct dd_state *st, const char *reason, uint64_t now)
+{
+	double up = (double)(now - st->start_ns) / DD_NS;
+	double dt = (double)(now - st->last_ns) / DD_NS;
+	double pps = dt > 0 ? (double)(st->pkts - st->last_pkts) / dt : 0;
+
+	fprintf(stderr,
+		"ddos-stats: reason=%s uptime=%.1f packets=%" PRIu64
+		" bytes=%" PRIu64 " pps=%.0f non_ip=%" PRIu64
+		" counted=%" PRIu64 " ignored=%" PRIu64 " prefixes=%" PRIu32
+		" prefixes_capacity=%" PRIu32 " untracked=%" PRIu64
+		" prefixes_seen=%" PRIu64 " evicted=%" PRIu64
+		" alarms=%" PRIu64 " delivered=%" PRIu64 " rejected=%" PRIu64
+		" not_queued=%" PRIu64 "\n",
+		reason, up, st->pkts, st->bytes, pps, st->non_ip, st->counted,
+		st->ignored, st->n_prefixes, st->capacity, st->untracked,
+		st->prefixes_seen, st->evicted, st->alarms, st->delivered,
+		st->rejected, st->not_queued);
+	fflush(stderr);
+	st->last_ns = now;
+	st->last_pkts = st->pkts;
+}
+
+static void
+dd_tick(struct sl_nf *nf, uint64_t now)
+{
+	struct dd_state *st = sl_nf_priv(nf);
+
+	dd_sweep(st, now);
+	if (st->stats_ns != 0 && now >= st->next_stats_ns) {
+		dd_print(st, "interval", now);
+		st->next_stats_ns = now + st->stats_ns;
+	}
+}
+
+/* ---- replies and messages ------------------------------------------ */
+
+static void
+dd_reply(struct sl_nf *nf, int64_t id, int result, const char *reason)
+{
+	struct dd_state *st = sl_nf_priv(nf);
+	const struct dd_pending *p;
+	char text[DDOS_PREFIX_STRLEN] = "?";
+
+	if (st == NULL)
+		return;
+	if (result == 0) {
+		st->delivered++;
+		return;
+	}
+	st->rejected++;
+	p = &st->pend[(uint64_t)id % DD_PENDING];
+	if (p->id == id)
+		ddos_prefix_format(&p->prefix, text, sizeof(text));
+	fprintf(stderr,
+		"ddos-rejected: id=%" PRId64 " prefix=%s reason=%s\n", id,
+		text, reason);
+	fflush(stderr);
+}
+
+/*
+ * Message(ddos-detect, key, value): "stats" prints the report now;
+ * "rearm" with a prefix (or "all") lets that prefix alarm again at once.
+ * Its own alarms (sent to its own service by default) are ignored.
+ */
+static void
+dd_message(struct sl_nf *nf, const char *key, const char *value)
+{
+	struct dd_state *st = sl_nf_priv(nf);
+	const char *result = "applied";
+	char err[160];
+
+	if (st == NULL || strcmp(key, st->key) == 0)
+		return;
+	if (strcmp(key, "stats") == 0) {
+		dd_print(st, "message", sl_now_ns());
+	} else if (strcmp(key, "rearm") == 0) {
+		struct ddos_prefix p;
+		int32_t pos;
+
+		if (strcmp(value, "all") == 0) {
+			for (uint32_t i = 0; i < st->n_slots; i++)
+				st->ents[i].alarmed = 0;
+		} else if (ddos_prefix_parse(value, &p, err, sizeof(err)) !=
+			   0) {
+			result = "invalid (a prefix such as 10.66.6.0/24, or "
+				 "all)";
+		} else if ((pos = rte_hash_lookup(st->h, &p)) < 0) {
+			result = "ignored (no such prefix in the table)";
+		} else {
+			st->ents[pos].alarmed = 0;
+		}
+	} else {
+		result = "ignored (keys: stats, rearm)";
+	}
+	fprintf(stderr, "ddos-message: key=%s value=%s %s\n", key, value,
+		result);
+	fflush(stderr);
+}
+
+/* ---- setup --------------------------------------------------------- */
+
+static void
+dd_state_free(struct dd_state *st)
+{
+	if (st == NULL)
+		return;
+	rte_hash_free(st->h);
+	free(st->ents);
+	free(st);
+}
+
+static void
+dd_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: " DD_PROG " [EAL args] -- [libsluice args] "
+		"[--prefix-len N] [--prefix-len6 N]\n"
+		"       [--window-ms MS] [--threshold N | --pps R] "
+		"[--count packets|syn]\n"
+		"       [--protect PREFIX]... [--rearm-ms MS] [--key KEY] "
+		"[--alarm-to SERVICE]\n"
+		"       [--prefixes N] [--idle-ms MS] [--stats-ms MS]\n"
+		"  --prefix-len N      IPv4 source prefix length counted "
+		"(default 24)\n"
+		"  --prefix-len6 N     IPv6 source prefix length counted "
+		"(default 64)\n"
+		"  --window-ms MS      counting window (default 1000)\n"
+		"  --threshold N       alarm at N packets in one window "
+		"(default 10000)\n"
+		"  --pps R             or: alarm at R packets/s on average "
+		"over a window\n"
+		"  --count WHAT        packets (default) or syn (TCP SYNs "
+		"without ACK)\n"
+		"  --protect PREFIX    count only packets to this destination "
+		"prefix (repeatable)\n"
+		"  --rearm-ms MS       a prefix alarms again only this long "
+		"after (default 60000;\n"
+		"                      0 = never again)\n"
+		"  --key KEY           the Message key (default alarm)\n"
+		"  --alarm-to SERVICE  the service the Message goes to "
+		"(default: this NF's)\n"
+		"  --prefixes N        prefix table capacity (default %u, max "
+		"%u)\n"
+		"  --idle-ms MS        forget prefixes idle this long "
+		"(default 10000, at least 2 windows)\n"
+		"  --stats-ms MS       print stats every MS (default 5000; 0 = "
+		"only at exit)\n",
+		DD_DEFAULT_PREFIXES, DD_MAX_PREFIXES);
+}
+
+/* A whole number in [min, max] (or a number, if frac), the whole string. */
+static int
+dd_opt_number(const char *opt, const char *s, double min, double max,
+	      int frac, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (s[0] != '\0' && *end == '\0' && errno == 0 && isfinite(v) &&
+	    v >= min && v <= max && (frac || v == (double)(uint64_t)v)) {
+		*out = v;
+		return 0;
+	}
+	fprintf(stderr, DD_PROG ": %s: '%s' is not a %s from %.0f to %.0f\n",
+		opt, s, frac ? "number" : "whole number", min, max);
+	return EINVAL;
+}
+
+static int
+dd_opt_name(const char *opt, const char *s, char *dst, size_t size,
+	    const char *what)
+{
+	if (s[0] == '\0' || strlen(s) >= size || strchr(s, ' ') != NULL) {
+		fprintf(stderr,
+			DD_PROG ": %s: '%s' is not %s (1 to %zu characters, "
+				"no spaces)\n",
+			opt, s, what, size - 1);
+		return EINVAL;
+	}
+	snprintf(dst, size, "%s", s);
+	return 0;
+}
+
+static int
+dd_parse_args(struct dd_state *st, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"prefix-len", required_argument, NULL, 'l'},
+		{"prefix-len6", required_argument, NULL, 'L'},
+		{"window-ms", required_argument, NULL, 'w'},
+		{"threshold", required_argument, NULL, 't'},
+		{"pps", required_argument, NULL, 'p'},
+		{"count", required_argument, NULL, 'c'},
+		{"protect", required_argument, NULL, 'P'},
+		{"rearm-ms", required_argument, NULL, 'r'},
+		{"key", required_argument, NULL, 'k'},
+		{"alarm-to", required_argument, NULL, 'a'},
+		{"prefixes", required_argument, NULL, 'n'},
+		{"idle-ms", required_argument, NULL, 'i'},
+		{"stats-ms", required_argument, NULL, 'S'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	double v = 0, idle_ms = -1, threshold = -1;
+	char err[200];
+	int c, rc = 0;
+
+	optind = 0; /* glibc: restart scanning (libsluice used getopt) */
+	while (rc == 0 &&
+	       (c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'l':
+			rc = dd_opt_number("--prefix-len", optarg, 1, 32, 0,
+					   &v);
+			st->len4 = (unsigned)v;
+			break;
+		case 'L':
+			rc = dd_opt_number("--prefix-len6", optarg, 1, 128, 0,
+					   &v);
+			st->len6 = (unsigned)v;
+			break;
+		case 'w':
+			rc = dd_opt_number("--window-ms", optarg, 1, 3600000,
+					   0, &v);
+			st->window_ns = (uint64_t)v * DD_MS;
+			break;
+		case 't':
+			rc = dd_opt_number("--threshold", optarg, 1, 1e12, 0,
+					   &threshold);
+			break;
+		case 'p':
+			rc = dd_opt_number("--pps", optarg, 0.001, 1e12, 1,
+					   &st->pps);
+			break;
+		case 'c':
+			if (strcmp(optarg, "packets") == 0) {
+				st->count_mode = DD_COUNT_PACKETS;
+			} else if (strcmp(optarg, "syn") == 0) {
+				st->count_mode = DD_COUNT_SYN;
+			} else {
+				fprintf(stderr,
+					DD_PROG ": --count: '%s' is not "
+						"packets or syn\n",
+					optarg);
+				rc = EINVAL;
+			}
+			break;
+		case 'P':
+			if (st->n_protect == DD_MAX_PROTECT) {
+				fprintf(stderr,
+					DD_PROG ": --protect: at most %d "
+						"prefixes\n",
+					DD_MAX_PROTECT);
+				rc = EINVAL;
+			} else if (ddos_prefix_parse(
+					   optarg,
+					   &st->protect[st->n_protect], err,
+					   sizeof(err)) != 0) {
+				fprintf(stderr, DD_PROG ": --protect: %s\n",
+					err);
+				rc = EINVAL;
+			} else {
+				st->n_protect++;
+			}
+			break;
+		case 'r':
+			rc = dd_opt_number("--rearm-ms", optarg, 0, 86400000,
+					   0, &v);
+			st->rearm_ns = (uint64_t)v * DD_MS;
+			break;
+		case 'k':
+			rc = dd_opt_name("--key", optarg, st->key,
+					 sizeof(st->key), "a message key");
+			break;
+		case 'a':
+			rc = dd_opt_name("--alarm-to", optarg, st->to_name,
+					 sizeof(st->to_name), "a service name");
+			break;
+		case 'n':
+			rc = dd_opt_number("--prefixes", optarg, 1,
+					   DD_MAX_PREFIXES, 0, &v);
+			st->capacity = (uint32_t)v;
+			break;
+		case 'i':
+			rc = dd_opt_number("--idle-ms", optarg, 1, 86400000,
+					   0, &idle_ms);
+			break;
+		case 'S':
+			rc = dd_opt_number("--stats-ms", optarg, 0, 86400000,
+					   0, &v);
+			st->stats_ns = (uint64_t)v * DD_MS;
+			break;
+		case 'h':
+			dd_usage(stdout);
+			return ECANCELED;
+		default: /* getopt_long has said what was wrong */
+			dd_usage(stderr);
+			return EINVAL;
+		}
+	}
+	if (rc == 0 && optind < argc) {
+		fprintf(stderr, DD_PROG ": unexpected argument '%s'\n",
+			argv[optind]);
+		dd_usage(stderr);
+		rc = EINVAL;
+	}
+	if (rc != 0)
+		return rc;
+	if (threshold > 0 && st->pps > 0) {
+		fprintf(stderr,
+			DD_PROG ": give --threshold (packets per window) or "
+				"--pps (packets per second), not both\n");
+		return EINVAL;
+	}
+	if (threshold > 0) {
+		st->threshold = (uint64_t)threshold;
+	} else if (st->pps > 0) {
+		/* R packets/s over the window, rounded up: at least 1. */
+		double t = st->pps * (double)st->window_ns / DD_NS - 1e-9;
+		uint64_t up = (uint64_t)t;
+
+		if ((double)up < t)
+			up++;
+		st->threshold = up < 1 ? 1 : up;
+	}
+	if (idle_ms < 0) {
+		st->idle_ns = 10000 * DD_MS;
+		if (st->idle_ns < 2 * st->window_ns)
+			st->idle_ns = 2 * st->window_ns;
+	} else if ((uint64_t)idle_ms * DD_MS < 2 * st->window_ns) {
+		fprintf(stderr,
+			DD_PROG ": --idle-ms %.0f: give at least 2 windows "
+				"(%" PRIu64 " ms), or a prefix is forgotten "
+				"while it is counted\n",
+			idle_ms, 2 * st->window_ns / DD_MS);
+		return EINVAL;
+	} else {
+		st->idle_ns = (uint64_t)idle_ms * DD_MS;
+	}
+	return 0;
+}
+
+static int
+dd_create_table(struct dd_state *st, uint16_t instance)
+{
+	char name[RTE_HASH_NAMESIZE];
+	struct rte_hash_parameters p = {
+		.name = name,
+		.entries = st->capacity < DD_MIN_HASH_ENTRIES
+				   ? DD_MIN_HASH_ENTRIES
+				   : st->capacity,
+		.key_len = sizeof(struct ddos_prefix),
+		.hash_func = dd_hash,
+		.socket_id = SOCKET_ID_ANY,
+		.extra_flag = RTE_HASH_EXTRA_FLAGS_EXT_TABLE,
+	};
+	struct rte_hash *old;
+	int32_t max_id;
+
+	snprintf(name, sizeof(name), "sldd%d_%u", (int)getpid(), instance);
+	/* Our pid is in the name: one left over is from a dead process. */
+	old = rte_hash_find_existing(name);
+	if (old != NULL)
+		rte_hash_free(old);
+	st->h = rte_hash_create(&p);
+	if (st->h == NULL) {
+		uint64_t mb = ((uint64_t)p.entries * DD_HASH_BYTES_PER_KEY >>
+			       20) + 1;
+
+		fprintf(stderr,
+			DD_PROG ": cannot create a prefix table of %" PRIu32
+				" prefixes (about %" PRIu64 " MB of the "
+				"hugepage memory sluiced sets aside with "
+				"--nf-mem): %s\n",
+			st->capacity, mb, rte_strerror(rte_errno));
+		return rte_errno ? rte_errno : ENOMEM;
+	}
+	max_id = rte_hash_max_key_id(st->h);
+	st->n_slots = max_id < 0 ? 0 : (uint32_t)max_id + 1;
+	st->ents = max_id < 0 ? NULL : calloc(st->n_slots, sizeof(st->ents[0]));
+	if (st->ents == NULL) {
+		fprintf(stderr, DD_PROG ": out of memory\n");
+		return ENOMEM;
+	}
+	return 0;
+}
+
+static int
+dd_init(struct sl_nf *nf, int argc, char **argv)
+{
+	char protect[DD_MAX_PROTECT * (DDOS_PREFIX_STRLEN + 1)] = "";
+	char rate[64], rearm[64];
+	struct dd_state *st;
+	int rc;
+
+	st = calloc(1, sizeof(*st));
+	if (st == NULL)
+		return ENOMEM;
+	st->capacity = DD_DEFAULT_PREFIXES;
+	st->len4 = 24;
+	st->len6 = 64;
+	st->window_ns = 1000 * DD_MS;
+	st->threshold = 10000;
+	st->rearm_ns = 60000 * DD_MS;
+	st->stats_ns = 5000 * DD_MS;
+	snprintf(st->key, sizeof(st->key), "alarm");
+	for (int i = 0; i < DD_PENDING; i++)
+		st->pend[i].id = -1;
+	rc = dd_parse_args(st, argc, argv);
+	if (rc == 0)
+		rc = dd_create_table(st, sl_nf_instance(nf));
+	if (rc != 0) {
+		dd_state_free(st);
+		return rc;
+	}
+	if (st->to_name[0] == '\0') {
+		st->to = sl_nf_service(nf);
+	} else {
+		st->to = sl_service_id(nf, st->to_name);
+		if (st->to < 0)
+			fprintf(stderr,
+				DD_PROG ": --alarm-to '%s': sluiced has no "
+					"such service yet; alarms wait until "
+					"it has\n",
+				st->to_name);
+	}
+	for (unsigned i = 0; i < st->n_protect; i++) {
+		size_t l = strlen(protect);
+
+		if (i > 0)
+			protect[l++] = ',';
+		ddos_prefix_format(&st->protect[i], protect + l,
+				   sizeof(protect) - l);
+	}
+	if (st->pps > 0)
+		snprintf(rate, sizeof(rate), " (%g pps)", st->pps);
+	else
+		rate[0] = '\0';
+	if (st->rearm_ns > 0)
+		snprintf(rearm, sizeof(rearm), "again after %" PRIu64 " ms",
+			 st->rearm_ns / DD_MS);
+	else
+		snprintf(rearm, sizeof(rearm), "once (never again)");
+	st->start_ns = st->last_ns = st->last_sweep_ns = sl_now_ns();
+	st->next_stats_ns = st->start_ns + st->stats_ns;
+	sl_nf_set_priv(nf, st);
+	fprintf(stderr,
+		DD_PROG ": %s per /%u (IPv4) and /%u (IPv6) source prefix to "
+			"%s; alarm '%s' to %s at %" PRIu64 " in %" PRIu64
+			" ms%s, %s; up to %" PRIu32
+			" prefixes, idle after %" PRIu64 " ms\n",
+		st->count_mode == DD_COUNT_SYN ? "TCP SYNs" : "packets",
+		st->len4, st->len6, st->n_protect ? protect : "any destination",
+		st->key, st->to_name[0] ? st->to_name : "(this service)",
+		st->threshold, st->window_ns / DD_MS, rate, rearm, st->capacity, st->idle_ns / DD_MS);
+	return 0;
+}
+
+static void
+dd_fini(struct sl_nf *nf)
+{
+	struct dd_state *st = sl_nf_priv(nf);
+
+	if (st == NULL)
+		return;
+	dd_print(st, "exit", sl_now_ns());
+	dd_state_free(st);
+	sl_nf_set_priv(nf, NULL);
+}
+
+static const struct sl_nf_ops dd_ops = {
+	.name = DD_PROG,
+	.service = "ddos-detect",
+	.access = SL_ACCESS_READ,
+	.init = dd_init,
+	.process = dd_process,
+	.tick = dd_tick,
+	.tick_ms = DD_TICK_MS,
+	.on_message = dd_message,
+	.on_reply = dd_reply,
+	.fini = dd_fini,
+};
+
+int
+main(int argc, char **argv)
+{
+	return sl_nf_main(&dd_ops, argc, argv);
+}

@@ -1,0 +1,576 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * sluice-scrubber: the DDoS scrubber of SDNFV's anomaly-detection graph.
+ * Given the attacking prefixes (--prefix, repeatable), it asks sluiced at
+ * start, with a cross-layer RequestMe for the wildcard "src=PREFIX"
+ * (sluice/flow.h), to send it the flows of each prefix, and with
+ * ChangeDefault at each --at SERVICE, to make it that node's default for
+ * flows of the prefix that start later (a RequestMe with a wildcard moves
+ * only the flows that are live when it arrives). It drops every packet
+ * whose source is in one of the prefixes (SL_DROP: sluiced counts it as an
+ * nf_verdict drop of this NF) — or, with --rate, lets up to that many
+ * packets per second of each prefix through — and passes everything else
+ * (SL_NEXT). Options and output: nfs/scrubber/README.md.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_mbuf.h>
+
+#include "sluice/flow.h"
+#include "sluice/nf.h"
+#include "sluice/pkt.h"
+
+#include "prefix.h"
+
+#define SC_PROG "sluice-scrubber"
+#define SC_MAX_PREFIXES 16
+#define SC_MAX_AT 8
+#define SC_NAME_LEN 64
+#define SC_TICK_MS 10
+#define SC_NS UINT64_C(1000000000)
+#define SC_MS UINT64_C(1000000)
+/* One RequestMe per prefix and one ChangeDefault per prefix and --at. */
+#define SC_MAX_REQS (SC_MAX_PREFIXES * (1 + SC_MAX_AT))
+
+struct sc_prefix {
+	struct ddos_prefix p;
+	char text[DDOS_PREFIX_STRLEN];
+	double tokens; /* --rate: packets that may pass now */
+	uint64_t refill_ns;
+	uint8_t bucket_started;
+	uint64_t pkts, dropped, passed;
+};
+
+enum sc_req_state { SC_REQ_TODO, SC_REQ_SENT, SC_REQ_APPLIED, SC_REQ_REJECTED };
+
+struct sc_req {
+	uint8_t prefix; /* index into prefixes */
+	int8_t at;      /* index into at[], -1 for RequestMe */
+	uint8_t state;
+	int64_t id;
+};
+
+struct sc_state {
+	struct sc_prefix prefixes[SC_MAX_PREFIXES];
+	unsigned n_prefixes;
+	char at[SC_MAX_AT][SC_NAME_LEN];
+	unsigned n_at;
+	struct sc_req reqs[SC_MAX_REQS];
+	unsigned n_reqs;
+	double rate;  /* packets/s per prefix that pass; 0 = drop all */
+	double burst; /* bucket size */
+	uint64_t stats_ns;
+
+	/* Counters, since init. */
+	uint64_t pkts, bytes, non_ip;
+	uint64_t passed;         /* not from a prefix */
+	uint64_t passed_rate;    /* from a prefix, within --rate */
+	uint64_t dropped_prefix; /* from a prefix (no --rate) */
+	uint64_t dropped_rate;   /* from a prefix, over --rate */
+	uint64_t requests, applied, rejected, not_queued;
+
+	uint64_t start_ns, next_stats_ns, last_ns, last_pkts;
+};
+
+/* ---- requests ------------------------------------------------------ */
+
+static const char *
+sc_req_type(const struct sc_req *r)
+{
+	return r->at < 0 ? "request_me" : "change_default";
+}
+
+/*
+ * Sends the requests not sent yet: RequestMe(src=PREFIX, this service)
+ * and ChangeDefault(src=PREFIX, AT, this service). A service sluiced does
+ * not know yet, or a request that cannot be queued, is tried again at the
+ * next tick.
+ */
+static void
+sc_send_requests(struct sc_state *st, struct sl_nf *nf)
+{
+	uint16_t self = sl_nf_service(nf);
+
+	for (unsigned i = 0; i < st->n_reqs; i++) {
+		struct sc_req *r = &st->reqs[i];
+		const struct sc_prefix *p = &st->prefixes[r->prefix];
+		struct sl_flow_match f;
+		char text[DDOS_PREFIX_STRLEN + 8], err[160];
+		int64_t id;
+
+		if (r->state != SC_REQ_TODO)
+			continue;
+		snprintf(text, sizeof(text), "src=%s", p->text);
+		if (sl_flow_match_parse(text, &f, err, sizeof(err)) != 0) {
+			/* Cannot happen for a prefix ddos_prefix_parse
+			 * took; say so rather than retry for ever. */
+			fprintf(stderr, SC_PROG ": %s: %s\n", text, err);
+			r->state = SC_REQ_REJECTED;
+			st->rejected++;
+			continue;
+		}
+		if (r->at < 0) {
+			id = sl_request_me(nf, &f, self);
+		} else {
+			int at = sl_service_id(nf, st->at[r->at]);
+
+			if (at < 0)
+				continue; /* not known yet */
+			id = sl_change_default(nf, &f, (uint16_t)at,
+					       SL_TO(self));
+		}
+		if (id <= 0) {
+			st->not_queued++;
+			continue;
+		}
+		r->id = id;
+		r->state = SC_REQ_SENT;
+		st->requests++;
+	}
+}
+
+static void
+sc_reply(struct sl_nf *nf, int64_t id, int result, const char *reason)
+{
+	struct sc_state *st = sl_nf_priv(nf);
+	struct sc_req *r = NULL;
+
+	if (st == NULL)
+		return;
+	for (unsigned i = 0; i < st->n_reqs; i++)
+		if (st->reqs[i].state == SC_REQ_SENT && st->reqs[i].id == id)
+			r = &st->reqs[i];
+	if (r == NULL)
+		return; /* not ours (cannot happen) */
+	r->state = result == 0 ? SC_REQ_APPLIED : SC_REQ_REJECTED;
+	if (result == 0)
+		st->applied++;
+	else
+		st->rejected++;
+	fprintf(stderr,
+		"scrubber-request: id=%" PRId64 " type=%s prefix=%s%s%s "
+		"result=%s%s%s\n",
+		id, sc_req_type(r), st->prefixes[r->prefix].text,
+		r->at < 0 ? "" : " at=", r->at < 0 ? "" : st->at[r->at],
+		result == 0 ? "applied" : "rejected",
+		result == 0 ? "" : " reason=", result == 0 ? "" : reason);
+	fflush(stderr);
+}
+
+/*
+ * Adds a prefix and queues its requests. 0, or EEXIST, or ENOSPC with a
+ * message in err.
+ */
+static int
+sc_add_prefix(struct sc_state *st, const struct ddos_prefix *p, char *err,
+	      size_t errlen)
+{
+	struct sc_prefix *sp;
+
+	for (unsigned i = 0; i < st->n_prefixes; i++)
+		if (memcmp(&st->prefixes[i].p, p, sizeof(*p)) == 0) {
+			snprintf(err, errlen, "already scrubbed");
+			return EEXIST;
+		}
+	if (st->n_prefixes == SC_MAX_PREFIXES) {
+		snprintf(err, errlen, "at most %d prefixes", SC_MAX_PREFIXES);
+		return ENOSPC;
+	}
+	sp = &st->prefixes[st->n_prefixes];
+	memset(sp, 0, sizeof(*sp));
+	sp->p = *p;
+	ddos_prefix_format(p, sp->text, sizeof(sp->text));
+	sp->tokens = st->burst;
+	for (int a = -1; a < (int)st->n_at; a++) {
+		struct sc_req *r = &st->reqs[st->n_reqs++];
+
+		memset(r, 0, sizeof(*r));
+		r->prefix = (uint8_t)st->n_prefixes;
+		r->at = (int8_t)a;
+		r->state = SC_REQ_TODO;
+	}
+	st->n_prefixes++;
+	return 0;
+}
+
+/* ---- the packet path ----------------------------------------------- */
+
+/* Whether a packet of prefix p passes --rate (a token bucket per prefix
+ * of --burst packets, refilled at --rate per second). */
+static int
+sc_rate_ok(struct sc_state *st, struct sc_prefix *p, uint64_t now)
+{
+	if (st->rate <= 0)
+		return 0;
+	if (!p->bucket_started) {
+		p->bucket_started = 1;
+		p->refill_ns = now;
+	} else if (now > p->refill_ns) {
+		p->tokens += st->rate * (double)(now - p->refill_ns) / SC_NS;
+		if (p->tokens > st->burst)
+			p->tokens = st->burst;
+		p->refill_ns = now;
+	}
+	if (p->tokens < 1)
+		return 0;
+	p->tokens -= 1;
+	return 1;
+}
+
+static sl_verdict_t
+sc_pkt(struct sl_nf *nf, struct rte_mbuf *m)
+{
+	struct sc_state *st = sl_nf_priv(nf);
+	struct sl_5tuple t;
+	struct sc_prefix *p = NULL;
+
+	st->pkts++;
+	st->bytes += rte_pktmbuf_pkt_len(m);
+	if (unlikely(sl_pkt_5tuple(m, &t) != 0)) {
+		st->non_ip++;
+		st->passed++;
+		return SL_NEXT;
+	}
+	for (unsigned i = 0; i < st->n_prefixes; i++)
+		if (ddos_prefix_has(&st->prefixes[i].p, &t, 1)) {
+			p = &st->prefixes[i];
+			break;
+		}
+	if (p == NULL) {
+		st->passed++;
+		return SL_NEXT;
+	}
+	p->pkts++;
+	if (sc_rate_ok(st, p, sl_now_ns())) {
+		p->passed++;
+		st->passed_rate++;
+		return SL_NEXT;
+	}
+	p->dropped++;
+	if (st->rate > 0)
+		st->dropped_rate++;
+	else
+		st->dropped_prefix++;
+	return SL_DROP;
+}
+
+/* ---- periodic work, messages --------------------------------------- */
+
+/* The report; format documented in README.md. */
+static void
+sc_print(struct sc_state *st, const char *reason, uint64_t now)
+{
+	double up = (double)(now - st->start_ns) / SC_NS;
+	double dt = (double)(now - st->last_ns) / SC_NS;
+	double pps = dt > 0 ? (double)(st->pkts - st->last_pkts) / dt : 0;
+
+	fprintf(stderr,
+		"scrubber-stats: reason=%s uptime=%.1f packets=%" PRIu64
+		" bytes=%" PRIu64 " pps=%.0f non_ip=%" PRIu64
+		" passed=%" PRIu64 " passed_rate=%" PRIu64
+		" dropped_prefix=%" PRIu64 " dropped_rate=%" PRIu64
+		" prefixes=%u requests=%" PRIu64 " applied=%" PRIu64
+		" rejected=%" PRIu64 " not_queued=%" PRIu64 "\n",
+		reason, up, st->pkts, st->bytes, pps, st->non_ip, st->passed,
+		st->passed_rate, st->dropped_prefix, st->dropped_rate,
+		st->n_prefixes, st->requests, st->applied, st->rejected,
+		st->not_queued);
+	for (unsigned i = 0; i < st->n_prefixes; i++)
+		fprintf(stderr,
+			"scrubber-prefix: prefix=%s packets=%" PRIu64
+			" dropped=%" PRIu64 " passed=%" PRIu64 "\n",
+			st->prefixes[i].text, st->prefixes[i].pkts,
+			st->prefixes[i].dropped, st->prefixes[i].passed);
+	fflush(stderr);
+	st->last_ns = now;
+	st->last_pkts = st->pkts;
+}
+
+static void
+sc_tick(struct sl_nf *nf, uint64_t now)
+{
+	struct sc_state *st = sl_nf_priv(nf);
+
+	sc_send_requests(st, nf);
+	if (st->stats_ns != 0 && now >= st->next_stats_ns) {
+		sc_print(st, "interval", now);
+		st->next_stats_ns = now + st->stats_ns;
+	}
+}
+
+/*
+ * Message(scrubber, key, value): "alarm" or "add" with a prefix scrubs
+ * that prefix too (sluice-ddos-detect --alarm-to scrubber sends its next
+ * alarms here); "stats" prints the report now.
+ */
+static void
+sc_message(struct sl_nf *nf, const char *key, const char *value)
+{
+	struct sc_state *st = sl_nf_priv(nf);
+	char err[200], res[260] = "applied";
+	struct ddos_prefix p;
+
+	if (st == NULL)
+		return;
+	if (strcmp(key, "alarm") == 0 || strcmp(key, "add") == 0) {
+		if (ddos_prefix_parse(value, &p, err, sizeof(err)) != 0)
+			snprintf(res, sizeof(res), "invalid: %s", err);
+		else if (sc_add_prefix(st, &p, err, sizeof(err)) != 0)
+			snprintf(res, sizeof(res), "ignored: %s", err);
+		else
+			sc_send_requests(st, nf);
+	} else if (strcmp(key, "stats") == 0) {
+		sc_print(st, "message", sl_now_ns());
+	} else {
+		snprintf(res, sizeof(res),
+			 "ignored (keys: alarm, add, stats)");
+	}
+	fprintf(stderr, "scrubber-message: key=%s value=%s %s\n", key, value,
+		res);
+	fflush(stderr);
+}
+
+/* ---- setup --------------------------------------------------------- */
+
+static void
+sc_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: " SC_PROG " [EAL args] -- [libsluice args] --prefix "
+		"PREFIX [--prefix PREFIX]...\n"
+		"       [--at SERVICE]... [--rate PPS [--burst N]] "
+		"[--stats-ms MS]\n"
+		"  --prefix PREFIX  scrub packets from this source prefix, "
+		"e.g. 10.66.6.0/24 or\n"
+		"                   2001:db8:66::/48 (repeatable, up to %d)\n"
+		"  --at SERVICE     also make this scrubber the default next "
+		"hop at SERVICE for\n"
+		"                   flows of the prefixes that start later "
+		"(repeatable, up to %d)\n"
+		"  --rate PPS       let up to PPS packets per second of each "
+		"prefix through\n"
+		"                   (default 0: drop them all)\n"
+		"  --burst N        packets a prefix may send at once under "
+		"--rate (default: PPS)\n"
+		"  --stats-ms MS    print stats every MS (default 5000; 0 = "
+		"only at exit)\n",
+		SC_MAX_PREFIXES, SC_MAX_AT);
+}
+
+static int
+sc_opt_number(const char *opt, const char *s, double min, double max,
+	      double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (s[0] != '\0' && *end == '\0' && errno == 0 && isfinite(v) &&
+	    v >= min && v <= max) {
+		*out = v;
+		return 0;
+	}
+	fprintf(stderr, SC_PROG ": %s: '%s' is not a number from %.0f to %.0f\n",
+		opt, s, min, max);
+	return EINVAL;
+}
+
+static int
+sc_parse_args(struct sc_state *st, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"prefix", required_argument, NULL, 'p'},
+		{"at", required_argument, NULL, 'a'},
+		{"rate", required_argument, NULL, 'r'},
+		{"burst", required_argument, NULL, 'b'},
+		{"stats-ms", required_argument, NULL, 'S'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	struct ddos_prefix given[SC_MAX_PREFIXES];
+	unsigned n_given = 0;
+	double v, burst = -1;
+	char err[200];
+	int c, rc = 0;
+
+	optind = 0; /* glibc: restart scanning (libsluice used getopt) */
+	while (rc == 0 &&
+	       (c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			if (n_given == SC_MAX_PREFIXES) {
+				fprintf(stderr,
+					SC_PROG ": --prefix: at most %d "
+						"prefixes\n",
+					SC_MAX_PREFIXES);
+				rc = EINVAL;
+			} else if (ddos_prefix_parse(optarg, &given[n_given],
+						     err, sizeof(err)) != 0) {
+				fprintf(stderr, SC_PROG ": --prefix: %s\n",
+					err);
+				rc = EINVAL;
+			} else {
+				n_given++;
+			}
+			break;
+		case 'a':
+			if (st->n_at == SC_MAX_AT) {
+				fprintf(stderr,
+					SC_PROG ": --at: at most %d "
+						"services\n",
+					SC_MAX_AT);
+				rc = EINVAL;
+			} else if (optarg[0] == '\0' ||
+				   strlen(optarg) >= SC_NAME_LEN ||
+				   strcmp(optarg, "drop") == 0 ||
+				   strncmp(optarg, "port:", 5) == 0) {
+				fprintf(stderr,
+					SC_PROG ": --at: '%s' is not a service "
+						"name (1 to %d characters; the "
+						"graph node in front of the "
+						"scrubber)\n",
+					optarg, SC_NAME_LEN - 1);
+				rc = EINVAL;
+			} else {
+				snprintf(st->at[st->n_at++], SC_NAME_LEN, "%s",
+					 optarg);
+			}
+			break;
+		case 'r':
+			rc = sc_opt_number("--rate", optarg, 0, 1e12,
+					   &st->rate);
+			break;
+		case 'b':
+			rc = sc_opt_number("--burst", optarg, 1, 1e12, &burst);
+			break;
+		case 'S':
+			rc = sc_opt_number("--stats-ms", optarg, 0, 86400000,
+					   &v);
+			st->stats_ns = (uint64_t)v * SC_MS;
+			break;
+		case 'h':
+			sc_usage(stdout);
+			return ECANCELED;
+		default: /* getopt_long has said what was wrong */
+			sc_usage(stderr);
+			return EINVAL;
+		}
+	}
+	if (rc == 0 && optind < argc) {
+		fprintf(stderr, SC_PROG ": unexpected argument '%s'\n",
+			argv[optind]);
+		sc_usage(stderr);
+		rc = EINVAL;
+	}
+	if (rc != 0)
+		return rc;
+	if (n_given == 0) {
+		fprintf(stderr,
+			SC_PROG ": give at least one --prefix PREFIX (the "
+				"source prefix to scrub, e.g. 10.66.6.0/24)\n");
+		return EINVAL;
+	}
+	if (burst > 0 && st->rate <= 0) {
+		fprintf(stderr,
+			SC_PROG ": --burst needs --rate (without it every "
+				"packet of the prefixes is dropped)\n");
+		return EINVAL;
+	}
+	st->burst = burst > 0 ? burst : (st->rate >= 1 ? st->rate : 1);
+	for (unsigned i = 0; i < n_given; i++)
+		if (sc_add_prefix(st, &given[i], err, sizeof(err)) != 0) {
+			char text[DDOS_PREFIX_STRLEN];
+
+			ddos_prefix_format(&given[i], text, sizeof(text));
+			fprintf(stderr,
+				SC_PROG ": --prefix %s: given twice; give each "
+					"prefix once\n",
+				text);
+			return EINVAL;
+		}
+	return 0;
+}
+
+static int
+sc_init(struct sl_nf *nf, int argc, char **argv)
+{
+	char list[SC_MAX_PREFIXES * (DDOS_PREFIX_STRLEN + 1)] = "";
+	char at[SC_MAX_AT * SC_NAME_LEN + 16] = "";
+	char rate[96];
+	struct sc_state *st;
+	int rc;
+
+	st = calloc(1, sizeof(*st));
+	if (st == NULL)
+		return ENOMEM;
+	st->stats_ns = 5000 * SC_MS;
+	rc = sc_parse_args(st, argc, argv);
+	if (rc != 0) {
+		free(st);
+		return rc;
+	}
+	for (unsigned i = 0; i < st->n_prefixes; i++) {
+		size_t l = strlen(list);
+
+		snprintf(list + l, sizeof(list) - l, "%s%s", i ? "," : "",
+			 st->prefixes[i].text);
+	}
+	for (unsigned i = 0; i < st->n_at; i++) {
+		size_t l = strlen(at);
+
+		snprintf(at + l, sizeof(at) - l, "%s%s",
+			 i ? "," : "; later flows via ", st->at[i]);
+	}
+	if (st->rate > 0)
+		snprintf(rate, sizeof(rate),
+			 "lets %g pps per prefix through (burst %g)", st->rate,
+			 st->burst);
+	else
+		snprintf(rate, sizeof(rate), "drops them");
+	st->start_ns = st->last_ns = sl_now_ns();
+	st->next_stats_ns = st->start_ns + st->stats_ns;
+	sl_nf_set_priv(nf, st);
+	fprintf(stderr, SC_PROG ": scrubs %s (RequestMe%s); %s\n", list, at,
+		rate);
+	fflush(stderr);
+	sc_send_requests(st, nf);
+	return 0;
+}
+
+static void
+sc_fini(struct sl_nf *nf)
+{
+	struct sc_state *st = sl_nf_priv(nf);
+
+	if (st == NULL)
+		return;
+	sc_print(st, "exit", sl_now_ns());
+	free(st);
+	sl_nf_set_priv(nf, NULL);
+}
+
+static const struct sl_nf_ops sc_ops = {
+	.name = SC_PROG,
+	.service = "scrubber",
+	.access = SL_ACCESS_READ | SL_ACCESS_ROUTE,
+	.init = sc_init,
+	.process_pkt = sc_pkt,
+	.tick = sc_tick,
+	.tick_ms = SC_TICK_MS,
+	.on_message = sc_message,
+	.on_reply = sc_reply,
+	.fini = sc_fini,
+};
+
+int
+main(int argc, char **argv)
+{
+	return sl_nf_main(&sc_ops, argc, argv);
+}
