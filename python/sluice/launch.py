@@ -128,6 +128,8 @@ class Launcher:
         self.client = Client(self.node, deployment.socket_path(), timeout=5.0)
         self.sluiced: Proc | None = None
         self.nfs: list[Proc] = []
+        # (rule.add params, id sluiced gave it) of the rules this launcher added
+        self.rules: list[tuple[dict[str, Any], int]] = []
         self.final_stats: dict[str, Any] | None = None
         self.started = False
         self._stopped = False
@@ -273,6 +275,7 @@ class Launcher:
                 raise LaunchError(f"{d.source}: rule for graph '{r['graph']}' "
                                   f"({format_match(r)}): sluiced refused it: "
                                   f"{e.message}") from None
+            self.rules.append((r, int(res.get("id", -1))))
             self.say(f"rule {res.get('id')} added: priority {r['priority']}, "
                      f"{format_match(r)} -> graph {r['graph']}")
         if rules:
@@ -303,10 +306,24 @@ class Launcher:
                           f"{st.get('pid', '?')}, socket {self.dep.socket_path()}): stop it "
                           f"first, or give this deployment another node.name")
 
-    def _spawn(self, label: str, argv: list[str], nf: NFSpec | None = None) -> Proc:
+    def spawn_nf(self, nf: NFSpec, label: str, extra: list[str] | None = None) -> Proc:
+        """Starts one more instance of ``nf`` (``extra`` args appended), its
+        output appended to LABEL.log; it is stopped with the rest. Does not
+        wait for it to register. Raises LaunchError."""
+        p = self._spawn(label, self.nf_argv(nf, self.nf_program(nf), extra, label), nf,
+                        append=True)
+        self.nfs.append(p)
+        return p
+
+    def kill(self, p: Proc, sig: int) -> None:
+        """Sends ``sig`` to one of the processes this launcher started, if it runs."""
+        _signal(p, sig)
+
+    def _spawn(self, label: str, argv: list[str], nf: NFSpec | None = None,
+               append: bool = False) -> Proc:
         log = self.run_dir / f"{label}.log"
         p = Proc(label, argv, log, nf=nf)
-        p.logf = open(log, "wb")  # noqa: SIM115 (kept open while the process runs)
+        p.logf = open(log, "ab" if append else "wb")  # noqa: SIM115 (open while it runs)
         p.logf.write(("$ " + " ".join(argv) + "\n").encode())
         p.logf.flush()
         # The node's CPUs, as far as this process may use them itself.
@@ -664,15 +681,26 @@ def run_up(path: str | Path, duration: float | None = None, log_dir: str | Path 
 
         api_host, api_port = parse_listen(api)
         check_bind(api_host, api_token, option="--api", token_option="--api-token")
+    from .orchestrator import Orchestrator
+
     dep = load_deployment(path)
     run = Launcher(dep, log_dir=log_dir, say=lambda m: con.print(Text(m, style="dim")))
     con.print(Text(f"sluice up: {dep.describe()}"))
-    con.print(Text(f"logs: {run.run_dir}/ (sluiced.log and one .log per NF)"))
+    con.print(Text(f"logs: {run.run_dir}/ (sluiced.log, one .log per NF, "
+                   f"orchestrator.log)"))
     failed: LaunchError | None = None
     server: Any = None
+    orch: Orchestrator | None = None
+    old_hup = signal.getsignal(signal.SIGHUP)
     with _sigterm_as_interrupt():
         try:
             run.start()
+            orch = Orchestrator(run, say=lambda m: con.print(Text(m, style="bold")))
+            orch.start()
+            signal.signal(signal.SIGHUP, lambda _s, _f: orch.reload.set() if orch else None)
+            con.print(Text(f"orchestrator: `sluice apply FILE` (or SIGHUP to pid "
+                           f"{os.getpid()}, which re-reads {dep.source}) changes the "
+                           f"running deployment"))
             if api:
                 from .api import ApiServer, create_app
 
@@ -689,7 +717,10 @@ def run_up(path: str | Path, duration: float | None = None, log_dir: str | Path 
             failed = e
         finally:
             old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+            signal.signal(signal.SIGHUP, old_hup)
             try:
+                if orch is not None:
+                    orch.stop()
                 if server is not None:
                     server.stop()
                 stats = run.stop()
@@ -709,16 +740,10 @@ def _watch(run: Launcher, con: Console, duration: float | None, interval: float)
     end = t0 + duration if duration else None
     prev: dict[str, Any] | None = None
     tprev = t0
-    reported: set[str] = set()
     with Live(Text("waiting for statistics..."), console=con, refresh_per_second=4,
               transient=False) as live:
         while True:
-            run.check_alive()
-            for p in run.nfs:
-                rc = p.exited()
-                if rc is not None and p.label not in reported:
-                    reported.add(p.label)
-                    live.console.print(Text(f"NF '{p.label}' {_status_text(rc)}; see {p.log}"))
+            run.check_alive()  # NFs that exit are the orchestrator's to report
             now = time.monotonic()
             try:
                 stats = run.client.call("stats")

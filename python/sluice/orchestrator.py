@@ -1,0 +1,968 @@
+"""The orchestrator of `sluice up`: keeps a running deployment as its file says.
+
+Once the launcher has started sluiced, the NFs, the chain and the graphs,
+the orchestrator takes over the NF instances and runs a reconcile loop (a
+thread, every ``tick_s``):
+
+- **missing instances are started**, extra ones stopped (``nf.stop``: the
+  NF deregisters and drains, nothing is lost; SIGKILL if it has not exited
+  after ``stop_timeout``);
+- **an instance that exits without being asked is restarted** after a
+  backoff that doubles per failure in a row (``restart:`` in the file),
+  and given up on (state ``failed``) after ``give_up_after`` failures within
+  ``window_ms``;
+- **policies** act: ``on: occupancy`` scales an NF on its service's rx ring
+  occupancy (sluiced's ``stats``), ``on: message`` starts, stops or scales
+  an NF when an NF sends ``Message(key, value)`` (sluiced's ``nf.message``
+  event, on an event subscription of its own);
+- **``sluice apply FILE``** (or SIGHUP to `sluice up`, which re-reads its
+  own file) diffs the running deployment against the new file and changes
+  NFs, graphs, chain and rules live; ports and node options cannot change
+  while sluiced runs and such a file is refused whole.
+
+Instances are the orchestrator's own child processes (``Launcher.spawn_nf``),
+not sluiced's ``nf.scale`` copies: it must see them exit to restart them,
+start NFs that have no instance to copy (``replicas: 0``), and add a
+policy's arguments. Instances are grouped: a *group* is an NF entry plus
+the extra arguments a message policy gave it (the file's own instances are
+the group with none), and each group has a wanted number of instances.
+
+Every action is one line, with its reason: printed by `sluice up`, appended
+to ``RUN_DIR/orchestrator.log``, and kept (the last 200) for ``status`` on
+the orchestrator's socket (``ORCH_SOCKET``, beside sluiced's: `sluice apply`
+talks to it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import queue
+import signal
+import socket
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from .client import Client, ConnectError, ConnectionLost, RpcError, RpcTimeout, SluiceError
+from .deploy import (
+    Deployment,
+    DeploymentError,
+    MessagePolicy,
+    NFSpec,
+    OccupancyPolicy,
+    RestartSpec,
+    load_deployment,
+)
+
+SAMPLE_S = 0.2  # how often occupancy policies read sluiced's stats
+ACTIONS_KEPT = 200
+
+
+class OrchestratorError(SluiceError):
+    """An apply that was refused or failed, or no orchestrator to talk to."""
+
+
+# -- restart backoff (pure: a clock is passed in) -----------------------------------
+
+class Backoff:
+    """When to restart one instance after it failed, or whether to give up.
+
+    ``failed(now, ran_s)`` records a failure of a run that lasted ``ran_s``
+    seconds and returns the delay before the restart, or None to give up:
+    the delay is ``backoff_ms``, doubled per failure in a row, at most
+    ``max_backoff_ms``; a run of ``stable_ms`` or more starts the row
+    again; ``give_up_after`` failures within ``window_ms`` give up.
+    """
+
+    def __init__(self, spec: RestartSpec):
+        self.spec = spec
+        self.streak = 0
+        self.times: deque[float] = deque()
+
+    def failed(self, now: float, ran_s: float) -> float | None:
+        s = self.spec
+        if ran_s * 1000 >= s.stable_ms:
+            self.streak = 0
+        self.times.append(now)
+        while self.times and now - self.times[0] > s.window_ms / 1000:
+            self.times.popleft()
+        if len(self.times) >= s.give_up_after:
+            return None
+        self.streak += 1
+        return min(s.max_backoff_ms, s.backoff_ms * 2 ** (self.streak - 1)) / 1000
+
+    def reset(self) -> None:
+        self.streak = 0
+        self.times.clear()
+
+
+# -- what the orchestrator drives (the Launcher, or fakes in tests) ---------------------
+
+class ProcLike(Protocol):
+    label: str
+    log: Path
+
+    @property
+    def pid(self) -> int: ...
+
+    def exited(self) -> int | None: ...
+
+
+class Runner(Protocol):
+    dep: Deployment
+    node: str
+    run_dir: Path
+    register_timeout: float
+    rules: list[tuple[dict[str, Any], int]]
+
+    def spawn_nf(self, nf: NFSpec, label: str, extra: list[str] | None = None) -> Any: ...
+
+    def kill(self, proc: Any, sig: int) -> None: ...
+
+
+@dataclass
+class Slot:
+    """One instance of a group, through its restarts."""
+
+    label: str
+    proc: Any = None
+    state: str = "starting"  # starting, running, backoff, failed, stopping
+    started_at: float = 0.0
+    up_at: float | None = None  # when it was seen registered (stable_ms counts from here)
+    restart_at: float = 0.0
+    stop_deadline: float = 0.0
+    restarts: int = 0
+    outdated: bool = False  # started from an NF entry that has changed since
+    backoff: Backoff | None = None
+    last_exit: str = ""
+
+
+@dataclass
+class Group:
+    """Instances of one NF entry with one set of extra arguments."""
+
+    nf: NFSpec
+    extra: tuple[str, ...] = ()
+    want: int = 0
+    origin: str = "file"  # "file" or "policies[i]"
+    slots: list[Slot] = field(default_factory=list)
+
+    @property
+    def key(self) -> tuple[str, tuple[str, ...]]:
+        return (self.nf.name, self.extra)
+
+    def active(self) -> list[Slot]:
+        """Slots that count towards ``want``."""
+        return [s for s in self.slots if s.state != "stopping" and not s.outdated]
+
+    def describe(self) -> str:
+        return f"'{self.nf.name}'" + (f" (args {' '.join(self.extra)})" if self.extra else "")
+
+
+@dataclass
+class _Trend:
+    since_above: float | None = None
+    since_below: float | None = None
+    last: float | None = None
+
+
+def substitute(args: list[str], key: str, value: str, sender: str) -> tuple[str, ...]:
+    """A message policy's args with {key}, {value} and {from} replaced."""
+    out = []
+    for a in args:
+        out.append(a.replace("{key}", key).replace("{value}", value).replace("{from}", sender))
+    return tuple(out)
+
+
+def _status_text(rc: int) -> str:
+    if rc < 0:
+        try:
+            return f"was killed by {signal.Signals(-rc).name}"
+        except ValueError:
+            return f"was killed by signal {-rc}"
+    return f"exited with status {rc}"
+
+
+def orchestrator_socket(sluiced_socket: Path) -> Path:
+    """The orchestrator's socket: beside sluiced's, NODE.orchestrator."""
+    return sluiced_socket.with_name(sluiced_socket.stem + ".orchestrator")
+
+
+# -- the orchestrator --------------------------------------------------------------------
+
+class Orchestrator:
+    """Reconciles a running deployment (see the module doc).
+
+    ``run``: the Launcher that started it. ``client``: a Client of its own
+    (default: a new one on the deployment's socket). ``clock``: monotonic
+    seconds (tests pass a fake). ``say``: receives each action line.
+    ``serve``: listen on the orchestrator socket for `sluice apply`.
+    """
+
+    def __init__(self, run: Runner, client: Any = None,
+                 clock: Callable[[], float] = time.monotonic,
+                 say: Callable[[str], None] | None = None, tick_s: float = 0.1,
+                 stop_timeout: float = 5.0, serve: bool = True, subscribe: bool = True):
+        self.run = run
+        self.dep = run.dep
+        self.client = client or Client(run.node, run.dep.socket_path(), timeout=5.0)
+        self.clock = clock
+        self.say_fn = say or (lambda _m: None)
+        self.tick_s = tick_s
+        self.stop_timeout = stop_timeout
+        self.groups: dict[tuple[str, tuple[str, ...]], Group] = {}
+        self.actions: deque[dict[str, Any]] = deque(maxlen=ACTIONS_KEPT)
+        self.fired: set[tuple[str, str]] = set()  # (policy, value) of once policies
+        self.trends: dict[str, _Trend] = {}
+        self.next_sample = 0.0
+        self.events: queue.Queue[dict[str, Any]] = queue.Queue()
+        self.requests: queue.Queue[tuple[str, dict[str, Any], queue.Queue[Any]]] = \
+            queue.Queue()
+        self.reload = threading.Event()  # SIGHUP: re-read the deployment file
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._serve = serve
+        self._subscribe = subscribe
+        self._server: socket.socket | None = None
+        self._events_client: Client | None = None
+        self._log: Any = None
+        self.sock_path = orchestrator_socket(run.dep.socket_path())
+        self._adopt()
+
+    # -- bookkeeping ---------------------------------------------------------------
+
+    def _adopt(self) -> None:
+        """Takes over the instances the launcher started (one group per NF)."""
+        now = self.clock()
+        for nf in self.dep.nfs:
+            self.groups[(nf.name, ())] = Group(nf, (), nf.replicas)
+        for p in getattr(self.run, "nfs", []):
+            nf = getattr(p, "nf", None)
+            if nf is None or (nf.name, ()) not in self.groups:
+                continue
+            self.groups[(nf.name, ())].slots.append(
+                Slot(p.label, p, "running", now, now, backoff=Backoff(self.dep.restart)))
+
+    def say(self, action: str, text: str, **data: Any) -> None:
+        """One action line: printed, logged to orchestrator.log, kept for status."""
+        line = f"{action}: {text}"
+        self.actions.append({"ts": time.time(), "action": action, "text": text, **data})
+        if self._log is None:
+            with contextlib.suppress(OSError):
+                self._log = open(self.run.run_dir / "orchestrator.log", "a")  # noqa: SIM115
+        if self._log is not None:
+            stamp = time.strftime("%H:%M:%S")
+            with contextlib.suppress(OSError):
+                self._log.write(f"{stamp} {line}\n")
+                self._log.flush()
+        self.say_fn(line)
+
+    def _labels(self, nf: str) -> set[str]:
+        return {s.label for g in self.groups.values() if g.nf.name == nf for s in g.slots}
+
+    def _new_label(self, g: Group) -> str:
+        used = self._labels(g.nf.name)
+        if not used and g.nf.replicas == 1 and not g.extra:
+            return g.nf.name
+        n = 1
+        while f"{g.nf.name}.{n}" in used or (n == 1 and g.nf.name in used):
+            n += 1
+        return f"{g.nf.name}.{n}"
+
+    def _spawn(self, g: Group, slot: Slot, why: str) -> bool:
+        now = self.clock()
+        try:
+            slot.proc = self.run.spawn_nf(g.nf, slot.label, list(g.extra))
+        except SluiceError as e:
+            slot.state = "failed"
+            slot.last_exit = str(e)
+            self.say("failed", f"cannot start NF {g.describe()} as {slot.label}: {e}",
+                     nf=g.nf.name, label=slot.label)
+            return False
+        slot.state, slot.started_at, slot.up_at = "starting", now, None
+        self.say("start", f"{slot.label} (pid {slot.proc.pid}): {why}", nf=g.nf.name,
+                 label=slot.label, pid=slot.proc.pid)
+        return True
+
+    # -- the loop ----------------------------------------------------------------------
+
+    def start(self) -> Orchestrator:
+        """Runs the loop (and the socket server, and the event subscription) in threads."""
+        if self._serve:
+            self._listen()
+        if self._subscribe:
+            self._thread(self._event_loop, "events")
+        self._thread(self._loop, "reconcile")
+        return self
+
+    def _thread(self, fn: Callable[[], None], name: str) -> None:
+        t = threading.Thread(target=fn, name=f"orchestrator-{name}", daemon=True)
+        t.start()
+        self._threads.append(t)
+
+    def stop(self) -> None:
+        """Stops the threads (not the NFs: the launcher stops those)."""
+        self._stop.set()
+        ec = self._events_client
+        if ec is not None and ec._sock is not None:
+            with contextlib.suppress(OSError):
+                ec._sock.shutdown(socket.SHUT_RDWR)
+        if self._server is not None:
+            with contextlib.suppress(OSError):
+                self._server.shutdown(socket.SHUT_RDWR)
+            with contextlib.suppress(OSError):
+                self._server.close()
+        for t in self._threads:
+            t.join(10.0)
+        self._threads.clear()
+        if self._server is not None:
+            with contextlib.suppress(OSError):
+                self.sock_path.unlink()
+            self._server = None
+        self.client.close()
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def __enter__(self) -> Orchestrator:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.tick()
+            except (ConnectionLost, RpcTimeout, ConnectError) as e:
+                # sluiced is gone or busy: the launcher notices the former
+                self.say("warning", f"sluiced did not answer: {e}")
+                self._stop.wait(1.0)
+            self._stop.wait(self.tick_s)
+
+    def tick(self) -> None:
+        """One round: requests, events, exits, restarts, counts, policies."""
+        self._serve_requests()
+        if self.reload.is_set():
+            self.reload.clear()
+            try:
+                self.apply_file(self.dep.source)
+            except (SluiceError, DeploymentError) as e:
+                for line in str(e).splitlines():
+                    self.say("refused", line)
+        self._handle_events()
+        self._reap()
+        self._restart_due()
+        self._check_registered()
+        now = self.clock()
+        if now >= self.next_sample and any(isinstance(p, OccupancyPolicy)
+                                           for p in self.dep.policies):
+            self.next_sample = now + SAMPLE_S
+            self._occupancy(self.client.call("stats"))
+        self._reconcile()
+
+    def _reap(self) -> None:
+        now = self.clock()
+        for g in list(self.groups.values()):
+            for slot in list(g.slots):
+                if slot.proc is None or slot.state in ("backoff", "failed"):
+                    continue
+                rc = slot.proc.exited()
+                if rc is None:
+                    if slot.state == "stopping" and now >= slot.stop_deadline:
+                        self.say("kill", f"{slot.label} (pid {slot.proc.pid}) did not stop "
+                                 f"within {self.stop_timeout:g} s; sending SIGKILL",
+                                 label=slot.label)
+                        self.run.kill(slot.proc, signal.SIGKILL)
+                        slot.stop_deadline = now + 3600
+                    continue
+                self._forget(slot.proc)
+                if slot.state == "stopping":
+                    g.slots.remove(slot)
+                    continue
+                self._failed(g, slot, f"{_status_text(rc)}", now)
+            if not g.slots and g.want == 0 and g.origin != "file":
+                del self.groups[g.key]
+
+    def _forget(self, proc: Any) -> None:
+        nfs = getattr(self.run, "nfs", None)
+        if nfs is not None and proc in nfs:
+            nfs.remove(proc)
+            if getattr(proc, "logf", None) is not None:
+                proc.logf.close()
+
+    def _failed(self, g: Group, slot: Slot, what: str, now: float) -> None:
+        if slot.backoff is None:
+            slot.backoff = Backoff(self.dep.restart)
+        slot.last_exit = what
+        ran = now - slot.started_at
+        delay = slot.backoff.failed(now, now - slot.up_at if slot.up_at is not None else 0.0)
+        log = f"; see {slot.proc.log}" if slot.proc is not None else ""
+        slot.proc = None
+        if delay is None:
+            slot.state = "failed"
+            r = self.dep.restart
+            self.say("gave-up", f"{slot.label} {what}: {len(slot.backoff.times)} failures "
+                     f"within {r.window_ms / 1000:g} s (restart.give_up_after "
+                     f"{r.give_up_after}): not restarting it; `sluice apply` tries "
+                     f"again{log}", nf=g.nf.name, label=slot.label)
+            return
+        slot.state, slot.restart_at = "backoff", now + delay
+        self.say("crashed", f"{slot.label} {what} after {ran:.1f} s; restarting in "
+                 f"{delay:g} s (failure {slot.backoff.streak} in a row){log}",
+                 nf=g.nf.name, label=slot.label, delay_s=delay)
+
+    def _restart_due(self) -> None:
+        now = self.clock()
+        for g in list(self.groups.values()):
+            for slot in g.slots:
+                if slot.state == "backoff" and now >= slot.restart_at:
+                    if len(g.active()) > g.want or slot.outdated:
+                        g.slots.remove(slot)  # no longer wanted meanwhile
+                        break
+                    slot.restarts += 1
+                    self._spawn(g, slot, f"restart {slot.restarts} after it "
+                                f"{slot.last_exit}")
+
+    def _check_registered(self) -> None:
+        starting = [(g, s) for g in self.groups.values() for s in g.slots
+                    if s.state == "starting" and s.proc is not None]
+        if not starting:
+            return
+        pids = self._registered_pids()
+        now = self.clock()
+        for g, s in starting:
+            if s.proc.pid in pids:
+                s.state, s.up_at = "running", now
+            elif now - s.started_at > self.run.register_timeout:
+                self.run.kill(s.proc, signal.SIGKILL)
+                with contextlib.suppress(Exception):
+                    s.proc.popen.wait(5)
+                self._forget(s.proc)
+                self._failed(g, s, f"did not register within "
+                             f"{self.run.register_timeout:g} s", now)
+
+    def _registered_pids(self) -> dict[int, int]:
+        """pid -> instance of the running NFs."""
+        return {e["pid"]: e["instance"] for e in self.client.call("nf.list")
+                if isinstance(e, dict) and e.get("state", "running") == "running"}
+
+    def _reconcile(self) -> None:
+        for g in list(self.groups.values()):
+            active = g.active()
+            for _ in range(g.want - len(active)):
+                slot = Slot(self._new_label(g), backoff=Backoff(self.dep.restart))
+                g.slots.append(slot)
+                self._spawn(g, slot, f"{g.describe()} wants {g.want} instance(s)")
+            surplus = len(active) - g.want
+            if surplus > 0:
+                # newest first, and those not running yet before those that are
+                order = sorted(active, key=lambda s: (s.state == "running", -s.started_at))
+                self._stop_slots(g, order[:surplus], f"{g.describe()} wants {g.want} "
+                                 f"instance(s)")
+            outdated = [s for s in g.slots if s.outdated and s.state != "stopping"]
+            if outdated and all(s.state == "running" for s in g.active()):
+                self._stop_slots(g, outdated, f"{g.describe()} changed: replaced by its "
+                                 f"new instances")
+
+    def _stop_slots(self, g: Group, slots: list[Slot], why: str) -> None:
+        pids: dict[int, int] | None = None
+        now = self.clock()
+        for s in slots:
+            if s.proc is None or s.state in ("backoff", "failed"):
+                g.slots.remove(s)
+                self.say("stop", f"{s.label} (not running): {why}", nf=g.nf.name,
+                         label=s.label)
+                continue
+            if pids is None:
+                pids = self._registered_pids()
+            inst = pids.get(s.proc.pid)
+            how = "SIGTERM"
+            if inst is not None:
+                try:
+                    self.client.call("nf.stop", instance=inst)
+                    how = f"nf.stop instance {inst}"
+                except RpcError:
+                    self.run.kill(s.proc, signal.SIGTERM)
+            else:
+                self.run.kill(s.proc, signal.SIGTERM)
+            s.state, s.stop_deadline = "stopping", now + self.stop_timeout
+            self.say("stop", f"{s.label} (pid {s.proc.pid}, {how}): {why}", nf=g.nf.name,
+                     label=s.label)
+
+    # -- policies ----------------------------------------------------------------------
+
+    def _policy_name(self, pol: Any) -> str:
+        for i, p in enumerate(self.dep.policies):
+            if p is pol:
+                return f"policies[{i}]"
+        return "policy"
+
+    def _occupancy(self, stats: dict[str, Any]) -> None:
+        now = self.clock()
+        for pol in self.dep.policies:
+            if not isinstance(pol, OccupancyPolicy):
+                continue
+            name = self._policy_name(pol)
+            nf = pol.nf or next(n.name for n in self.dep.nfs if n.service == pol.service)
+            g = self.groups.get((nf, ()))
+            if g is None:
+                continue
+            tr = self.trends.setdefault(name, _Trend())
+            fracs = [(n.get("rx_ring") or {}) for n in stats.get("nfs", [])
+                     if n.get("service") == pol.service
+                     and n.get("state", "running") == "running"]
+            fracs = [r.get("count", 0) / r["size"] for r in fracs if r.get("size")]
+            busy = any(s.state in ("starting", "stopping", "backoff") for s in g.slots)
+            if not fracs or busy:
+                tr.since_above = tr.since_below = None  # count again from here
+                continue
+            occ = sum(fracs) / len(fracs)
+            tr.last = occ
+            tr.since_above = (tr.since_above or now) if occ > pol.above else None
+            tr.since_below = (tr.since_below or now) if occ < pol.below else None
+            held = pol.for_ms / 1000
+            n = len(g.active())
+            if tr.since_above is not None and now - tr.since_above >= held and n < pol.max:
+                g.want = n + 1
+                tr.since_above = None
+                self.say("scale-out", f"'{nf}' {n} -> {n + 1}: service {pol.service} rx ring "
+                         f"occupancy {occ:.2f} above {pol.above:g} for {pol.for_ms} ms "
+                         f"({name})", nf=nf, replicas=n + 1, occupancy=occ)
+            elif tr.since_below is not None and now - tr.since_below >= held \
+                    and n > pol.min:
+                g.want = n - 1
+                tr.since_below = None
+                self.say("scale-in", f"'{nf}' {n} -> {n - 1}: service {pol.service} rx ring "
+                         f"occupancy {occ:.2f} below {pol.below:g} for {pol.for_ms} ms "
+                         f"({name})", nf=nf, replicas=n - 1, occupancy=occ)
+
+    def _handle_events(self) -> None:
+        while True:
+            try:
+                ev = self.events.get_nowait()
+            except queue.Empty:
+                return
+            if ev.get("kind") == "nf.message" and isinstance(ev.get("data"), dict):
+                self.on_message(ev["data"])
+
+    def on_message(self, data: dict[str, Any]) -> None:
+        """Applies the message policies to one ``nf.message`` event's data."""
+        key, value = str(data.get("key", "")), str(data.get("value", ""))
+        sender = str(data.get("nf") or data.get("from") or "?")
+        for pol in self.dep.policies:
+            if not isinstance(pol, MessagePolicy) or pol.key != key:
+                continue
+            if pol.from_ is not None and pol.from_ != sender:
+                continue
+            name = self._policy_name(pol)
+            if pol.once and (name, value) in self.fired:
+                continue
+            nf = next((n for n in self.dep.nfs if n.name == pol.nf), None)
+            if nf is None:
+                continue
+            extra = substitute(pol.args, key, value, sender)
+            why = f"message {key}={value} from {sender} ({name})"
+            acted = self._act(pol, nf, extra, why, name)
+            if pol.once and acted:
+                self.fired.add((name, value))
+
+    def _act(self, pol: MessagePolicy, nf: NFSpec, extra: tuple[str, ...], why: str,
+             name: str) -> bool:
+        if pol.action == "stop":
+            targets = [g for g in self.groups.values() if g.nf.name == nf.name
+                       and (not pol.args or g.extra == extra) and g.want > 0]
+            for g in targets:
+                self.say("stop", f"{g.describe()}: {g.want} -> 0 instance(s): {why}",
+                         nf=nf.name, policy=name)
+                g.want = 0
+            return bool(targets)
+        g = self.groups.get((nf.name, extra))
+        if g is None:
+            g = self.groups[(nf.name, extra)] = Group(nf, extra, 0, origin=name)
+        want = pol.replicas if pol.replicas is not None else 1
+        if pol.action == "start" and g.want >= want:
+            return True  # already running: nothing to do
+        if pol.action == "scale" and g.want == want:
+            return True
+        self.say(pol.action, f"{g.describe()}: {g.want} -> {want} instance(s): {why}",
+                 nf=nf.name, policy=name, args=list(extra))
+        g.want = want
+        return True
+
+    def _event_loop(self) -> None:
+        """Feeds sluiced's events to the loop; subscribes again if the
+        connection breaks while sluiced still runs."""
+        while not self._stop.is_set():
+            c = Client(self.run.node, self.run.dep.socket_path(), timeout=5.0)
+            self._events_client = c
+            try:
+                for ev in c.events():
+                    self.events.put(ev)
+                    if self._stop.is_set():
+                        break
+            except SluiceError:
+                pass
+            finally:
+                c.close()
+            self._stop.wait(0.5)
+
+    # -- status --------------------------------------------------------------------------
+
+    def status(self) -> dict[str, Any]:
+        now = self.clock()
+        out = []
+        for g in self.groups.values():
+            for s in g.slots:
+                e: dict[str, Any] = {
+                    "nf": g.nf.name, "label": s.label, "args": list(g.extra),
+                    "state": "outdated" if s.outdated and s.state == "running" else s.state,
+                    "pid": s.proc.pid if s.proc is not None else None,
+                    "restarts": s.restarts, "origin": g.origin}
+                if s.state == "backoff":
+                    e["restart_in_s"] = round(max(0.0, s.restart_at - now), 3)
+                if s.last_exit:
+                    e["last_exit"] = s.last_exit
+                out.append(e)
+        return {"node": self.run.node, "deployment": self.dep.source,
+                "groups": [{"nf": g.nf.name, "args": list(g.extra), "want": g.want,
+                            "origin": g.origin} for g in self.groups.values()],
+                "instances": out,
+                "occupancy": {k: t.last for k, t in self.trends.items()},
+                "actions": list(self.actions)}
+
+    # -- apply ---------------------------------------------------------------------------
+
+    def apply_file(self, path: str | Path) -> list[str]:
+        """Loads ``path`` and applies it (see ``apply``)."""
+        return self.apply(load_deployment(path))
+
+    def apply(self, new: Deployment) -> list[str]:
+        """Changes the running deployment into ``new``; returns what changed,
+        one line each. Raises OrchestratorError when refused (nothing
+        changed) or when sluiced refused a step (the lines say how far it got)."""
+        old = self.dep
+        src = new.source
+        refused = _fixed_changes(old, new)
+        if refused:
+            raise OrchestratorError("\n".join(
+                f"{src}: {k}: {what} cannot change while the node runs: stop `sluice up` "
+                f"and start it again with the new file (nothing was applied)"
+                for k, what in refused))
+        done: list[str] = []
+
+        def note(action: str, text: str) -> None:
+            done.append(f"{action}: {text}")
+            self.say(action, text)
+
+        snapshot = {k: (g.nf, g.want, [s.outdated for s in g.slots])
+                    for k, g in self.groups.items()}
+        old_nfs = {n.name: n for n in old.nfs}
+        new_nfs = {n.name: n for n in new.nfs}
+        # 1. start what the new file adds, and replacements of changed NFs
+        starting: list[Group] = []
+        for name, nf in new_nfs.items():
+            before = old_nfs.get(name)
+            if before is None:
+                g = self.groups[(name, ())] = Group(nf, (), nf.replicas)
+                note("add", f"NF '{name}' ({nf.program}, service {nf.service}): "
+                     f"{nf.replicas} instance(s)")
+                starting.append(g)
+                continue
+            groups = [g for g in self.groups.values() if g.nf.name == name]
+            if _run_spec(before) != _run_spec(nf):
+                for g in groups:
+                    g.nf = nf
+                    for s in g.slots:
+                        s.outdated = s.state != "stopping"
+                    starting.append(g)
+                note("replace", f"NF '{name}' changed ({_spec_diff(before, nf)}): new "
+                     f"instances start, then the old ones stop")
+            base = self.groups.get((name, ()))
+            if base is not None:
+                base.nf = nf
+                if before.replicas != nf.replicas:
+                    note("replicas", f"NF '{name}': {before.replicas} -> {nf.replicas}")
+                    base.want = nf.replicas
+                    starting.append(base)
+        self.dep = new
+        try:
+            self._reconcile_only_up(starting)
+            self._wait_started(starting, src)
+        except OrchestratorError:
+            self._rollback(snapshot, old)
+            raise
+        # 2. graphs, chain, rules over the control socket
+        try:
+            self._apply_control(old, new, note)
+        except RpcError as e:
+            raise OrchestratorError("\n".join(
+                [f"{src}: sluiced refused a change: {e.message}",
+                 "applied before it:"] + ["  " + d for d in done])) from None
+        # 3. stop what the new file removes (now nothing routes to it)
+        for name in old_nfs.keys() - new_nfs.keys():
+            for g in [g for g in self.groups.values() if g.nf.name == name]:
+                g.want = 0
+                g.origin = "removed"
+            note("remove", f"NF '{name}': its instances stop")
+        # 4. policies and restart settings; failed instances get another chance
+        if old.policies != new.policies:
+            note("policies", f"{len(new.policies)} polic(ies) now (were {len(old.policies)})")
+            self.trends.clear()
+        for g in self.groups.values():
+            for s in g.slots:
+                s.backoff = s.backoff or Backoff(new.restart)
+                s.backoff.spec = new.restart
+                if s.state == "failed":
+                    s.backoff.reset()
+                    s.state, s.restart_at = "backoff", self.clock()
+                    note("retry", f"{s.label}: failed before; starting it again")
+        self.run.dep = new
+        self._reconcile()
+        if not done:
+            note("apply", f"nothing to change: {src} is what runs")
+        return done
+
+    def _reconcile_only_up(self, groups: list[Group]) -> None:
+        for g in groups:
+            for _ in range(g.want - len(g.active())):
+                slot = Slot(self._new_label(g), backoff=Backoff(self.dep.restart))
+                g.slots.append(slot)
+                if not self._spawn(g, slot, f"{g.describe()} wants {g.want} instance(s) "
+                                   f"({self.dep.source})"):
+                    raise OrchestratorError(f"{self.dep.source}: {slot.last_exit}")
+
+    def _wait_started(self, groups: list[Group], src: str) -> None:
+        slots = [(g, s) for g in groups for s in g.slots
+                 if s.state == "starting" and s.proc is not None]
+        deadline = self.clock() + self.run.register_timeout
+        while slots:
+            pids = self._registered_pids()
+            for g, s in list(slots):
+                rc = s.proc.exited()
+                if rc is not None:
+                    raise OrchestratorError(
+                        f"{src}: nfs: NF {g.describe()} ({s.label}) {_status_text(rc)} while "
+                        f"starting, so nothing else was changed; see {s.proc.log}")
+                if s.proc.pid in pids:
+                    s.state, s.up_at = "running", self.clock()
+                    slots.remove((g, s))
+            if slots and self.clock() >= deadline:
+                g, s = slots[0]
+                raise OrchestratorError(
+                    f"{src}: nfs: NF {g.describe()} ({s.label}) did not register within "
+                    f"{self.run.register_timeout:g} s, so nothing else was changed; see "
+                    f"{s.proc.log}")
+            if slots:
+                time.sleep(0.05)
+
+    def _rollback(self, snapshot: dict[Any, Any], old: Deployment) -> None:
+        """Undoes the NF part of a failed apply: new instances stop, old ones stay."""
+        self.dep = old
+        for key in list(self.groups):
+            g = self.groups[key]
+            if key not in snapshot:
+                g.want = 0
+                g.origin = "removed"
+                self._stop_slots(g, list(g.active()), "the apply failed")
+                continue
+            nf, want, outdated = snapshot[key]
+            new_slots = g.slots[len(outdated):]
+            g.nf, g.want = nf, want
+            for s, o in zip(g.slots, outdated, strict=False):
+                s.outdated = o
+            live = [s for s in new_slots if s.state != "stopping"]
+            if live:
+                self._stop_slots(g, live, "the apply failed")
+
+    def _apply_control(self, old: Deployment, new: Deployment,
+                       note: Callable[[str, str], None]) -> None:
+        from .graph import format_match, to_rpc
+
+        old_graphs = {g.name: to_rpc(g) for g in old.graphs}
+        new_graphs = {g.name: to_rpc(g) for g in new.graphs}
+        for name, params in new_graphs.items():
+            if old_graphs.get(name) != params:
+                res = self.client.call("graph.apply", **params)
+                note("graph", f"{name} {'changed' if name in old_graphs else 'added'} "
+                     f"(version {res.get('version')})")
+        if list(old.chain) != list(new.chain):
+            self.client.call("chain.set", hops=list(new.chain))
+            note("chain", " -> ".join(new.chain))
+        # rules: the ones no longer in the file go, new ones are added
+        keep: list[tuple[dict[str, Any], int]] = []
+        wanted = [json.dumps(r, sort_keys=True) for r in new.rule_params()]
+        for params, rid in self.run.rules:
+            k = json.dumps(params, sort_keys=True)
+            if k in wanted:
+                wanted.remove(k)
+                keep.append((params, rid))
+                continue
+            if params["graph"] in new_graphs or params["graph"] not in old_graphs:
+                with contextlib.suppress(RpcError):  # gone with its graph already
+                    self.client.call("rule.remove", id=rid)
+            note("rule", f"{rid} removed ({format_match(params)} -> graph {params['graph']})")
+        for k in wanted:
+            params = json.loads(k)
+            res = self.client.call("rule.add", **params)
+            keep.append((params, int(res.get("id", -1))))
+            note("rule", f"{res.get('id')} added (priority {params['priority']}, "
+                 f"{format_match(params)} -> graph {params['graph']})")
+        self.run.rules[:] = keep
+        for name in old_graphs.keys() - new_graphs.keys():
+            res = self.client.call("graph.remove", name=name)
+            note("graph", f"{name} removed ({res.get('rules_removed', 0)} rule(s) with it)")
+
+    # -- the socket `sluice apply` talks to --------------------------------------------------
+
+    def _serve_requests(self) -> None:
+        while True:
+            try:
+                method, params, reply = self.requests.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                if method == "apply":
+                    lines = self.apply_file(str(params.get("path", "")))
+                    reply.put({"result": {"applied": lines}})
+                elif method == "status":
+                    reply.put({"result": self.status()})
+                else:
+                    reply.put({"error": {"message": f"unknown method {method!r} (apply, "
+                                                    f"status)"}})
+            except (SluiceError, DeploymentError) as e:
+                for line in str(e).splitlines():
+                    self.say("refused", line)
+                reply.put({"error": {"message": str(e)}})
+
+    def _listen(self) -> None:
+        path = self.sock_path
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            s.bind(str(path))
+        except OSError as e:
+            s.close()
+            self.say("warning", f"cannot listen on {path} ({e.strerror}): `sluice apply` "
+                     f"will not reach this node; send SIGHUP to re-read {self.dep.source}")
+            return
+        os.chmod(path, 0o600)
+        s.listen(4)
+        self._server = s
+        self._thread(self._accept_loop, "server")
+
+    def _accept_loop(self) -> None:
+        assert self._server is not None
+        while not self._stop.is_set():
+            try:
+                conn, _ = self._server.accept()
+            except OSError:
+                return
+            with conn:
+                conn.settimeout(5.0)
+                try:
+                    req = json.loads(_read_line(conn))
+                    method = str(req.get("method", ""))
+                    params = req.get("params") or {}
+                except (OSError, ValueError, AttributeError) as e:
+                    _send(conn, {"error": {"message": f"bad request: {e}"}})
+                    continue
+                reply: queue.Queue[Any] = queue.Queue()
+                self.requests.put((method, params, reply))
+                try:
+                    answer = reply.get(timeout=120.0)
+                except queue.Empty:
+                    answer = {"error": {"message": "the orchestrator did not answer within "
+                                                   "120 s"}}
+                _send(conn, answer)
+
+
+def _read_line(conn: socket.socket) -> bytes:
+    buf = b""
+    while b"\n" not in buf:
+        chunk = conn.recv(65536)
+        if not chunk:
+            break
+        buf += chunk
+        if len(buf) > 1 << 20:
+            raise ValueError("request longer than 1 MiB")
+    return buf.split(b"\n", 1)[0]
+
+
+def _send(conn: socket.socket, msg: dict[str, Any]) -> None:
+    with contextlib.suppress(OSError):
+        conn.sendall(json.dumps(msg).encode() + b"\n")
+
+
+# -- diffs -------------------------------------------------------------------------------
+
+def _run_spec(nf: NFSpec) -> dict[str, Any]:
+    """What decides how an NF's instances run (everything but replicas)."""
+    d = nf.model_dump()
+    d.pop("replicas")
+    return d
+
+
+def _spec_diff(a: NFSpec, b: NFSpec) -> str:
+    da, db = _run_spec(a), _run_spec(b)
+    return ", ".join(f"{k}: {da[k]!r} -> {db[k]!r}" for k in da if da[k] != db[k])
+
+
+def _fixed_changes(old: Deployment, new: Deployment) -> list[tuple[str, str]]:
+    """(key path, what changed) of what cannot change while sluiced runs."""
+    out: list[tuple[str, str]] = []
+    a, b = old.node.model_dump(), new.node.model_dump()
+    a["socket"], b["socket"] = str(old.socket_path()), str(new.socket_path())
+    a["cores"], b["cores"] = old.cores(), new.cores()
+    for k in a:
+        if a[k] != b[k]:
+            out.append((f"node.{k}", f"{a[k]!r} -> {b[k]!r}"))
+    pa = [(p.name, old.device_for(p)) for p in old.ports]
+    pb = [(p.name, new.device_for(p)) for p in new.ports]
+    if pa != pb:
+        what = []
+        na, nb = dict(pa), dict(pb)
+        what += [f"port {n} added" for n in nb if n not in na]
+        what += [f"port {n} removed" for n in na if n not in nb]
+        what += [f"port {n} device {na[n]!r} -> {nb[n]!r}" for n in na
+                 if n in nb and na[n] != nb[n]]
+        out.append(("ports", ", ".join(what) or "the order of the ports"))
+    return out
+
+
+# -- the client side: `sluice apply` -------------------------------------------------------
+
+def request(dep: Deployment, method: str, timeout: float = 130.0,
+            **params: Any) -> Any:
+    """Sends one request to the orchestrator of ``dep``'s node; returns its result."""
+    path = orchestrator_socket(dep.socket_path())
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    try:
+        s.connect(str(path))
+    except OSError as e:
+        s.close()
+        raise OrchestratorError(
+            f"cannot reach the orchestrator of node '{dep.node.name}' at {path} "
+            f"({e.strerror or e}): is `sluice up` running for it?") from None
+    try:
+        s.sendall(json.dumps({"method": method, "params": params}).encode() + b"\n")
+        line = _read_line(s)
+    except OSError as e:
+        raise OrchestratorError(f"orchestrator of node '{dep.node.name}': {e}") from None
+    finally:
+        s.close()
+    if not line:
+        raise OrchestratorError(f"the orchestrator of node '{dep.node.name}' closed the "
+                                f"connection without answering")
+    msg = json.loads(line)
+    if "error" in msg:
+        raise OrchestratorError(str(msg["error"].get("message", "error")))
+    return msg.get("result")

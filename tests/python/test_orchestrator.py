@@ -1,0 +1,476 @@
+"""The orchestrator's logic against a fake sluiced, fake processes and a fake
+clock: restart backoff, give-up, occupancy and message policies, apply."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sluice.client import RpcError
+from sluice.deploy import Deployment, RestartSpec
+from sluice.orchestrator import Backoff, Orchestrator, OrchestratorError, request, substitute
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 1000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+    def advance(self, s: float) -> None:
+        self.t += s
+
+
+class FakePopen:
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        return self.returncode
+
+
+class FakeProc:
+    def __init__(self, label: str, pid: int, nf: Any, argv: list[str]) -> None:
+        self.label, self.nf, self.argv = label, nf, argv
+        self.log = Path(f"/tmp/{label}.log")
+        self.popen = FakePopen(pid)
+        self.logf = None
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def exited(self) -> int | None:
+        return self.popen.returncode
+
+
+class FakeRunner:
+    """What the orchestrator needs of a Launcher."""
+
+    def __init__(self, dep: Deployment, tmp: Path) -> None:
+        self.dep, self.node, self.run_dir = dep, dep.node.name, tmp
+        self.register_timeout = 20.0
+        self.rules: list[tuple[dict[str, Any], int]] = []
+        self.nfs: list[FakeProc] = []
+        self.spawned: list[FakeProc] = []
+        self.next_pid = 100
+        self.fail_spawn: set[str] = set()
+        for nf in dep.nfs:
+            for r in range(nf.replicas):
+                self.spawn_nf(nf, nf.name if nf.replicas == 1 else f"{nf.name}.{r + 1}")
+        self.spawned.clear()
+
+    def spawn_nf(self, nf: Any, label: str, extra: list[str] | None = None) -> FakeProc:
+        self.next_pid += 1
+        p = FakeProc(label, self.next_pid, nf, [nf.program, *nf.args, *(extra or [])])
+        if nf.name in self.fail_spawn:
+            p.popen.returncode = 1  # exits at once
+        self.nfs.append(p)
+        self.spawned.append(p)
+        return p
+
+    def kill(self, proc: FakeProc, sig: int) -> None:
+        if proc.popen.returncode is None:
+            proc.popen.returncode = -sig
+
+
+class FakeSluiced:
+    """The control socket: NFs registered by pid, stats with ring counts."""
+
+    def __init__(self, runner: FakeRunner) -> None:
+        self.runner = runner
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+        self.instances: dict[int, int] = {}
+        self.unregistered: set[int] = set()
+        self.ring: dict[str, float] = {}  # service -> occupancy fraction
+        self.refuse: dict[str, str] = {}
+        self.rule_id = 10
+
+    def _live(self) -> list[FakeProc]:
+        return [p for p in self.runner.nfs
+                if p.exited() is None and p.pid not in self.unregistered]
+
+    def call(self, method: str, **params: Any) -> Any:
+        if method not in ("nf.list", "stats"):
+            self.calls.append((method, params))
+        if method in self.refuse:
+            raise RpcError(-32602, self.refuse[method], None, method)
+        if method == "nf.list":
+            out = []
+            for p in self._live():
+                inst = self.instances.setdefault(p.pid, len(self.instances))
+                out.append({"pid": p.pid, "instance": inst, "service": p.nf.service,
+                            "state": "running"})
+            return out
+        if method == "nf.stop":
+            pid = next(k for k, v in self.instances.items() if v == params["instance"])
+            proc = next(p for p in self.runner.nfs if p.pid == pid)
+            proc.popen.returncode = 0
+            return {"instance": params["instance"], "state": "stopping"}
+        if method == "stats":
+            return {"nfs": [{"service": p.nf.service, "state": "running",
+                             "rx_ring": {"count": int(self.ring.get(p.nf.service, 0) * 64),
+                                         "size": 64}} for p in self._live()]}
+        if method == "graph.apply":
+            return {"name": params["name"], "version": 2}
+        if method == "graph.remove":
+            return {"removed": params["name"], "rules_removed": 0}
+        if method == "rule.add":
+            self.rule_id += 1
+            return {"id": self.rule_id}
+        return {}
+
+    def close(self) -> None:
+        pass
+
+
+BASE: dict[str, Any] = {
+    "node": {"name": "t"},
+    "ports": [{"name": "in", "device": "net_null0"}, {"name": "out", "device": "net_null1"}],
+    "nfs": [{"name": "fwd", "program": "sluice-forward", "service": "fwd"},
+            {"name": "scrub", "program": "sluice-forward", "service": "scrub", "replicas": 0,
+             "args": ["--tag-src-mac"]}],
+    "chain": ["fwd", "port:out"],
+    "restart": {"backoff_ms": 500, "max_backoff_ms": 4000, "stable_ms": 10000,
+                "give_up_after": 4, "window_ms": 60000},
+}
+
+
+def make(tmp_path: Path, **changes: Any) -> tuple[Orchestrator, FakeRunner, FakeSluiced, Clock,
+                                                  list[str]]:
+    dep = Deployment.from_dict({**BASE, **changes}, source="d.yaml", check_env=False)
+    runner = FakeRunner(dep, tmp_path)
+    sluiced = FakeSluiced(runner)
+    clock = Clock()
+    lines: list[str] = []
+    orch = Orchestrator(runner, client=sluiced, clock=clock, say=lines.append, serve=False,
+                        subscribe=False)
+    return orch, runner, sluiced, clock, lines
+
+
+def dep_of(**changes: Any) -> Deployment:
+    return Deployment.from_dict({**BASE, **changes}, source="d2.yaml", check_env=False)
+
+
+# -- backoff ------------------------------------------------------------------------------
+
+def test_backoff_doubles_up_to_max_then_gives_up_in_the_window() -> None:
+    b = Backoff(RestartSpec(backoff_ms=500, max_backoff_ms=1500, stable_ms=10000,
+                            give_up_after=5, window_ms=60000))
+    assert [b.failed(t, 1.0) for t in (0, 2, 4, 6)] == [0.5, 1.0, 1.5, 1.5]
+    assert b.failed(8, 1.0) is None  # the 5th failure within 60 s
+
+
+def test_backoff_stable_run_resets_the_delay_and_window_forgets() -> None:
+    b = Backoff(RestartSpec(backoff_ms=100, max_backoff_ms=10000, stable_ms=5000,
+                            give_up_after=3, window_ms=10000))
+    assert b.failed(0, 0.1) == 0.1
+    assert b.failed(1, 0.1) == 0.2
+    assert b.failed(20, 6.0) == 0.1  # ran 6 s >= stable 5 s: first in a row again
+    assert b.failed(21, 0.1) == 0.2  # the failures at 0 and 1 left the 10 s window
+    assert b.failed(22, 0.1) is None  # 3 within 10 s: 20, 21, 22
+
+
+def test_substitute() -> None:
+    assert substitute(["--prefix", "{value}", "{key}:{from}", "x"], "alarm", "10.0.0.0/24",
+                      "ddos-detect") == ("--prefix", "10.0.0.0/24", "alarm:ddos-detect", "x")
+
+
+# -- restarts -------------------------------------------------------------------------------
+
+def test_crashed_nf_is_restarted_after_backoff(tmp_path: Path) -> None:
+    orch, runner, sluiced, clock, lines = make(tmp_path)
+    orch.tick()
+    assert runner.spawned == [] and lines == []
+    victim = runner.nfs[0]
+    victim.popen.returncode = -signal.SIGKILL
+    clock.advance(3.0)
+    orch.tick()
+    assert lines == ["crashed: fwd was killed by SIGKILL after 3.0 s; restarting in 0.5 s "
+                     "(failure 1 in a row); see /tmp/fwd.log"]
+    clock.advance(0.4)
+    orch.tick()
+    assert runner.spawned == []
+    clock.advance(0.1)
+    orch.tick()
+    assert len(runner.spawned) == 1 and runner.spawned[0].label == "fwd"
+    assert lines[1] == (f"start: fwd (pid {runner.spawned[0].pid}): restart 1 after it was "
+                        f"killed by SIGKILL")
+    st = orch.status()["instances"]
+    assert [(i["label"], i["state"], i["restarts"]) for i in st] == [("fwd", "running", 1)]
+    # a second crash soon after waits twice as long
+    runner.spawned[0].popen.returncode = 3
+    clock.advance(1.0)
+    orch.tick()
+    assert lines[2].startswith("crashed: fwd exited with status 3 after 1.0 s; restarting in "
+                               "1 s (failure 2 in a row)")
+
+
+def test_gives_up_after_n_failures_and_apply_retries(tmp_path: Path) -> None:
+    orch, runner, sluiced, clock, lines = make(tmp_path)
+    for _ in range(4):
+        (runner.spawned or runner.nfs)[-1].popen.returncode = 1
+        orch.tick()
+        clock.advance(5.0)
+        orch.tick()
+    assert lines[-1] == ("gave-up: fwd exited with status 1: 4 failures within 60 s "
+                         "(restart.give_up_after 4): not restarting it; `sluice apply` tries "
+                         "again; see /tmp/fwd.log")
+    n = len(runner.spawned)
+    assert n == 3
+    clock.advance(100)
+    orch.tick()
+    assert len(runner.spawned) == n
+    assert orch.status()["instances"][0]["state"] == "failed"
+    out = orch.apply(dep_of())
+    assert out == ["retry: fwd: failed before; starting it again"]
+    orch.tick()
+    assert len(runner.spawned) == n + 1
+
+
+def test_nf_that_never_registers_is_killed_and_counted(tmp_path: Path) -> None:
+    orch, runner, sluiced, clock, lines = make(tmp_path)
+    runner.nfs[0].popen.returncode = -9
+    orch.tick()
+    clock.advance(0.5)
+    sluiced.unregistered.add(runner.next_pid + 1)  # the restarted one never registers
+    orch.tick()
+    new = runner.spawned[0]
+    assert orch.status()["instances"][0]["state"] == "starting"
+    clock.advance(21)
+    orch.tick()
+    assert new.popen.returncode == -signal.SIGKILL
+    assert lines[-1].startswith("crashed: fwd did not register within 20 s after 21.0 s; "
+                                "restarting in 1 s (failure 2 in a row)")
+
+
+# -- occupancy policy ---------------------------------------------------------------------
+
+OCC = [{"on": "occupancy", "service": "fwd", "above": 0.75, "below": 0.1, "for_ms": 1000,
+        "min": 1, "max": 3}]
+
+
+def test_occupancy_scales_out_when_it_stays_above_and_in_when_below(tmp_path: Path) -> None:
+    orch, runner, sluiced, clock, lines = make(tmp_path, policies=OCC)
+    sluiced.ring["fwd"] = 0.9
+    for _ in range(5):  # 0.8 s above: not long enough
+        orch.tick()
+        clock.advance(0.2)
+    assert runner.spawned == []
+    sluiced.ring["fwd"] = 0.5  # a dip restarts the count
+    orch.tick()
+    clock.advance(0.2)
+    sluiced.ring["fwd"] = 0.9
+    for _ in range(6):
+        orch.tick()
+        clock.advance(0.2)
+    assert lines[0] == ("scale-out: 'fwd' 1 -> 2: service fwd rx ring occupancy 0.89 above "
+                        "0.75 for 1000 ms (policies[0])")
+    assert [p.label for p in runner.spawned] == ["fwd.2"]
+    assert lines[1] == f"start: fwd.2 (pid {runner.spawned[0].pid}): 'fwd' wants 2 instance(s)"
+    # the new instance idles: the mean is 0.45, between the bounds: nothing more
+    for p in runner.spawned:
+        sluiced.ring_override = p
+    orch.tick()
+    clock.advance(0.2)
+    sluiced.ring["fwd"] = 0.0
+    for _ in range(7):
+        orch.tick()
+        clock.advance(0.2)
+    assert lines[2] == ("scale-in: 'fwd' 2 -> 1: service fwd rx ring occupancy 0.00 below 0.1 "
+                        "for 1000 ms (policies[0])")
+    stopped = runner.spawned[0]
+    assert lines[3] == (f"stop: fwd.2 (pid {stopped.pid}, nf.stop instance "
+                        f"{sluiced.instances[stopped.pid]}): 'fwd' wants 1 instance(s)")
+    for _ in range(10):  # at min: stays
+        orch.tick()
+        clock.advance(0.2)
+    assert len(lines) == 4 and stopped.exited() == 0
+    assert [i["label"] for i in orch.status()["instances"]] == ["fwd"]
+
+
+def test_occupancy_stops_at_max(tmp_path: Path) -> None:
+    orch, runner, sluiced, clock, lines = make(
+        tmp_path, policies=[{**OCC[0], "max": 2, "for_ms": 0}])
+    sluiced.ring["fwd"] = 1.0
+    for _ in range(20):
+        orch.tick()
+        clock.advance(0.2)
+    assert [ln.split(":")[0] for ln in lines] == ["scale-out", "start"]
+    assert len([p for p in runner.nfs if p.exited() is None]) == 2
+
+
+# -- message policy -----------------------------------------------------------------------
+
+MSG = [{"on": "message", "key": "alarm", "from": "fwd", "action": "start", "nf": "scrub",
+        "args": ["--prefix", "{value}"], "once": True},
+       {"on": "message", "key": "clear", "action": "stop", "nf": "scrub",
+        "args": ["--prefix", "{value}"]}]
+
+
+def test_message_starts_nf_with_substituted_args_once_per_value(tmp_path: Path) -> None:
+    orch, runner, sluiced, clock, lines = make(tmp_path, policies=MSG)
+    orch.on_message({"nf": "fwd", "instance": 0, "key": "alarm", "value": "10.0.0.0/24"})
+    orch.on_message({"nf": "other", "key": "alarm", "value": "10.9.0.0/24"})  # not from fwd
+    orch.on_message({"from": "control", "key": "noise", "value": "x"})
+    orch.tick()
+    assert lines[0] == ("start: 'scrub' (args --prefix 10.0.0.0/24): 0 -> 1 instance(s): "
+                        "message alarm=10.0.0.0/24 from fwd (policies[0])")
+    (p,) = runner.spawned
+    assert p.label == "scrub.1"
+    assert p.argv == ["sluice-forward", "--tag-src-mac", "--prefix", "10.0.0.0/24"]
+    # the same alarm again: nothing; another value: another instance
+    orch.on_message({"nf": "fwd", "key": "alarm", "value": "10.0.0.0/24"})
+    orch.on_message({"nf": "fwd", "key": "alarm", "value": "10.1.0.0/24"})
+    orch.tick()
+    assert [q.label for q in runner.spawned] == ["scrub.1", "scrub.2"]
+    assert runner.spawned[1].argv[-1] == "10.1.0.0/24"
+    # clear stops that group only; once: the same alarm does not start it again
+    orch.on_message({"from": "control", "key": "clear", "value": "10.0.0.0/24"})
+    orch.tick()
+    assert lines[-2] == ("stop: 'scrub' (args --prefix 10.0.0.0/24): 1 -> 0 instance(s): "
+                         "message clear=10.0.0.0/24 from control (policies[1])")
+    assert lines[-1].startswith(f"stop: scrub.1 (pid {p.pid}, nf.stop instance")
+    orch.tick()
+    assert p.exited() == 0 and runner.spawned[1].exited() is None
+    orch.on_message({"nf": "fwd", "key": "alarm", "value": "10.0.0.0/24"})
+    orch.tick()
+    assert len(runner.spawned) == 2
+    assert [i["label"] for i in orch.status()["instances"]] == ["fwd", "scrub.2"]
+
+
+def test_message_scale_sets_the_files_instances(tmp_path: Path) -> None:
+    orch, runner, sluiced, clock, lines = make(tmp_path, policies=[
+        {"on": "message", "key": "load", "action": "scale", "nf": "fwd", "replicas": 3}])
+    orch.on_message({"from": "control", "key": "load", "value": "high"})
+    orch.tick()
+    assert lines[0] == ("scale: 'fwd': 1 -> 3 instance(s): message load=high from control "
+                        "(policies[0])")
+    assert [p.label for p in runner.spawned] == ["fwd.2", "fwd.3"]
+
+
+# -- apply ----------------------------------------------------------------------------------
+
+GRAPH = {"name": "g", "nodes": {"fwd": ["port:out"]}, "match": [{"proto": "udp"}]}
+
+
+def test_apply_adds_replica_changes_graph_chain_and_rules(tmp_path: Path) -> None:
+    orch, runner, sluiced, clock, lines = make(tmp_path, graphs=[GRAPH])
+    runner.rules.append(({"graph": "g", "priority": 0, "proto": "udp"}, 7))
+    new = dep_of(
+        nfs=[{"name": "fwd", "program": "sluice-forward", "service": "fwd", "replicas": 2},
+             {"name": "mon", "program": "sluice-monitor", "service": "mon"}],
+        chain=["mon", "fwd", "port:out"],
+        graphs=[{"name": "g", "nodes": {"mon": ["fwd"], "fwd": ["port:out"]},
+                 "match": [{"proto": "tcp", "dport": 80}]}])
+    out = orch.apply(new)
+    spawned = {p.label: p for p in runner.spawned}
+    assert sorted(spawned) == ["fwd.2", "mon"]
+    assert out == [
+        "replicas: NF 'fwd': 1 -> 2",
+        "add: NF 'mon' (sluice-monitor, service mon): 1 instance(s)",
+        "graph: g changed (version 2)",
+        "chain: mon -> fwd -> port:out",
+        "rule: 7 removed (udp -> graph g)",
+        "rule: 11 added (priority 0, tcp dport 80 -> graph g)",
+        "remove: NF 'scrub': its instances stop",
+    ]
+    assert [m for m, _ in sluiced.calls] == ["graph.apply", "chain.set", "rule.remove",
+                                             "rule.add"]
+    assert sluiced.calls[0][1] == {"name": "g", "entry": "mon",
+                                   "nodes": {"mon": ["fwd"], "fwd": ["port:out"]}}
+    assert runner.rules == [({"graph": "g", "priority": 0, "proto": "tcp", "dport": 80}, 11)]
+    assert orch.dep is new and runner.dep is new
+    assert orch.apply(new) == ["apply: nothing to change: d2.yaml is what runs"]
+
+
+def test_apply_refuses_ports_and_node_changes_and_changes_nothing(tmp_path: Path) -> None:
+    orch, runner, sluiced, clock, lines = make(tmp_path)
+    new = dep_of(node={"name": "t", "ring_size": 128},
+                 ports=[{"name": "in", "device": "net_null0"},
+                        {"name": "out", "device": "net_null2"}],
+                 nfs=[{"name": "fwd", "program": "sluice-forward", "service": "fwd",
+                       "replicas": 2}])
+    with pytest.raises(OrchestratorError) as e:
+        orch.apply(new)
+    assert str(e.value).splitlines() == [
+        "d2.yaml: node.ring_size: None -> 128 cannot change while the node runs: stop "
+        "`sluice up` and start it again with the new file (nothing was applied)",
+        "d2.yaml: ports: port out device 'net_null1' -> 'net_null2' cannot change while the "
+        "node runs: stop `sluice up` and start it again with the new file (nothing was "
+        "applied)"]
+    orch.tick()
+    assert runner.spawned == [] and sluiced.calls == [] and orch.dep.source == "d.yaml"
+
+
+def test_apply_rolls_back_when_a_new_nf_exits_at_start(tmp_path: Path) -> None:
+    orch, runner, sluiced, clock, lines = make(tmp_path)
+    runner.fail_spawn.add("mon")
+    new = dep_of(nfs=[*BASE["nfs"], {"name": "mon", "program": "sluice-monitor",
+                                      "service": "mon"}],
+                 chain=["mon", "fwd", "port:out"])
+    with pytest.raises(OrchestratorError) as e:
+        orch.apply(new)
+    assert str(e.value) == ("d2.yaml: nfs: NF 'mon' (mon) exited with status 1 while starting, "
+                            "so nothing else was changed; see /tmp/mon.log")
+    assert orch.dep.source == "d.yaml" and sluiced.calls == []
+    orch.tick()
+    assert ("mon", ()) not in orch.groups
+    assert [i["label"] for i in orch.status()["instances"]] == ["fwd"]
+
+
+def test_apply_replaces_changed_nf_new_first(tmp_path: Path) -> None:
+    orch, runner, sluiced, clock, lines = make(tmp_path)
+    old = runner.nfs[0]
+    new = dep_of(nfs=[{"name": "fwd", "program": "sluice-forward", "service": "fwd",
+                       "args": ["--tag-src-mac"]}, BASE["nfs"][1]])
+    out = orch.apply(new)
+    assert out[0] == ("replace: NF 'fwd' changed (args: [] -> ['--tag-src-mac']): new "
+                      "instances start, then the old ones stop")
+    (p,) = runner.spawned
+    assert p.label == "fwd.2" and p.argv == ["sluice-forward", "--tag-src-mac"]
+    assert old.exited() == 0  # nf.stop'ed once the new one registered
+    orch.tick()
+    assert [i["label"] for i in orch.status()["instances"]] == ["fwd.2"]
+
+
+def test_apply_reports_how_far_it_got_when_sluiced_refuses(tmp_path: Path) -> None:
+    orch, runner, sluiced, clock, lines = make(tmp_path)
+    sluiced.refuse["chain.set"] = "no such hop"
+    new = dep_of(graphs=[GRAPH], chain=["fwd", "drop"])
+    with pytest.raises(OrchestratorError) as e:
+        orch.apply(new)
+    assert str(e.value).splitlines() == ["d2.yaml: sluiced refused a change: no such hop",
+                                         "applied before it:", "  graph: g added (version 2)"]
+
+
+def test_socket_apply_and_status(tmp_path: Path) -> None:
+    orch, runner, sluiced, clock, lines = make(
+        tmp_path, node={"name": "t", "socket": str(tmp_path / "t.sock")})
+    f = tmp_path / "d.yaml"
+    f.write_text("node: {name: t, socket: t.sock}\n"
+                 "ports: [{name: in, device: net_null0}, {name: out, device: net_null1}]\n"
+                 "nfs: [{name: fwd, program: /bin/true, service: fwd, replicas: 2}]\n"
+                 "chain: [fwd, 'port:out']\n")
+    dep = Deployment.from_dict({**BASE, "node": {"name": "t", "socket": str(tmp_path / "t.sock")}},
+                               check_env=False)
+    orch._serve = True
+    with orch:
+        assert orch.sock_path == tmp_path / "t.orchestrator"
+        st = request(dep, "status")
+        assert [i["label"] for i in st["instances"]] == ["fwd"]
+        res = request(dep, "apply", path=str(f))
+        assert "replicas: NF 'fwd': 1 -> 2" in res["applied"]
+        with pytest.raises(OrchestratorError, match="no such file"):
+            request(dep, "apply", path=str(tmp_path / "missing.yaml"))
+    assert not orch.sock_path.exists()
+    log = (tmp_path / "orchestrator.log").read_text()
+    assert "replicas: NF 'fwd': 1 -> 2" in log and "refused: " in log
