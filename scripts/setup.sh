@@ -43,4 +43,21 @@ if [ ! -f .venv/.stamp ] || [ pyproject.toml -nt .venv/.stamp ]; then
     touch .venv/.stamp
 fi
 
+# The dashboard's browser test (tests/web/): Debian's chromium, driven by
+# playwright-core from npm (pinned in tests/web/package-lock.json). Nothing
+# downloads a browser of its own: the test uses /usr/bin/chromium.
+web_missing=()
+dpkg-query -W -f='${Status}' chromium 2>/dev/null | grep -q "install ok installed" || web_missing+=(chromium)
+command -v node >/dev/null && command -v npm >/dev/null || web_missing+=(nodejs npm)
+if [ ${#web_missing[@]} -gt 0 ]; then
+    echo "setup: installing ${web_missing[*]} (browser test of the dashboard)"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${web_missing[@]}" >/dev/null
+fi
+if [ ! -f tests/web/node_modules/.package-lock.json ] ||
+   [ tests/web/package-lock.json -nt tests/web/node_modules/.package-lock.json ]; then
+    echo "setup: installing playwright-core in tests/web/node_modules (npm ci)"
+    (cd tests/web && npm ci --no-audit --no-fund --loglevel=error)
+fi
+
 scripts/hugepages.sh

@@ -54,15 +54,17 @@
     rates: null,         // last computed rates
     hist: new Map(),     // series key -> [values]
     topo: { chain: null, graphs: null, services: [], nfs: [], status: null },
-    topoAt: 0,
+    topoAt: -Infinity,   // when the topology was last read (performance.now())
     graphsMissing: 0,    // time /graphs answered 404 (the API has no such endpoint)
     edgesSeen: false,    // stats carried "edges"
     lastError: "",
   };
 
+  // the history of a series, with v appended (a rate of null, the first read, is not)
   function push(key, v) {
     let h = state.hist.get(key);
     if (!h) { h = []; state.hist.set(key, h); }
+    if (v === null || v === undefined) return h;
     h.push(v);
     if (h.length > HISTORY) h.shift();
     return h;
@@ -440,7 +442,7 @@
   function drawTables(stats, rates) {
     fill("ports", (stats.ports || []).map((p) => {
       const r = rates.ports.get(p.name) || {};
-      const hin = push("port-rx:" + p.name, r.rx || 0), hout = push("port-tx:" + p.name, r.tx || 0);
+      const hin = push("port-rx:" + p.name, r.rx), hout = push("port-tx:" + p.name, r.tx);
       return el("tr", { "data-port": p.name }, el("td", {}, p.name),
         rateCell(r.rx, "rx"), rateCell(r.tx, "tx"), rateCell(r.drop, "drop"),
         el("td", {}, sparkline(hin, "rx")), el("td", {}, sparkline(hout, "tx")));
@@ -449,7 +451,7 @@
       const r = rates.nfs.get(n.instance) || {};
       const ring = n.rx_ring || { count: 0, size: 0 };
       const pct = ring.size ? (100 * ring.count) / ring.size : 0;
-      const h = push("nf-rx:" + n.instance, r.rx || 0);
+      const h = push("nf-rx:" + n.instance, r.rx);
       const bar = el("div", { class: "ring", title: `${ring.count} of ${ring.size} packets waiting` },
         el("div", { class: "fill" + (pct > 50 ? " high" : ""), style: `width:${Math.min(100, pct).toFixed(1)}%` }));
       return el("tr", { "data-instance": String(n.instance), "data-service": n.service },
@@ -461,9 +463,10 @@
     }));
     const edgeRows = [...rates.edges.values()].sort((a, b) => (a.from + a.to < b.from + b.to ? -1 : 1));
     fill("edges", edgeRows.map((e) => {
-      const h = push("edge:" + edgeKey(e), e.pps || 0);
+      const h = push("edge:" + edgeKey(e), e.pps);
       return el("tr", { "data-from": e.from, "data-to": e.to }, el("td", {}, e.from), el("td", {}, e.to),
-        rateCell(e.pps, "pps"), rateCell(e.bps, "bps"), el("td", { class: "num" }, si(e.pkts, 2)),
+        rateCell(e.pps, "pps"), rateCell(e.bps, "bps"),
+        el("td", { class: "num pkts", "data-value": String(e.pkts) }, si(e.pkts, 2)),
         el("td", {}, sparkline(h, "rx")));
     }));
     const note = document.getElementById("edges-note");
@@ -574,7 +577,7 @@
       el("span", { class: "kind" }, kind), el("span", { class: "fields" }, eventText(ev)));
     list.insertBefore(li, list.firstChild);
     while (list.childNodes.length > MAX_EVENTS) list.removeChild(list.lastChild);
-    if (!kind.startsWith("flow.")) state.topoAt = 0;   // services, NFs or graphs changed
+    if (!kind.startsWith("flow.")) state.topoAt = -Infinity;   // services, NFs or graphs changed
   }
 
   async function followEvents() {

@@ -1,0 +1,57 @@
+"""How the API serves the dashboard's files: at / and /static/, outside the
+OpenAPI spec, without the token (every API call of the page needs it), and
+nothing in them loads from another host."""
+
+from __future__ import annotations
+
+import re
+
+from fastapi.testclient import TestClient
+
+from sluice.api import create_app
+from sluice.web import STATIC
+
+SOCK = "/nonexistent/t.sock"  # nothing here talks to sluiced
+
+
+def test_page_and_static_files_without_a_token() -> None:
+    api = TestClient(create_app("t1", SOCK))
+    r = api.get("/")
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
+    assert "<title>Sluice · t1</title>" in r.text and 'data-node="t1"' in r.text
+    js = api.get("/static/dashboard.js")
+    assert js.status_code == 200 and "javascript" in js.headers["content-type"]
+    assert js.text == (STATIC / "dashboard.js").read_text()
+    assert api.get("/static/dashboard.css").status_code == 200
+    r = api.get("/static/nope.js")
+    assert (r.status_code, r.json()) == (404, {"detail": "/static/nope.js: Not Found"})
+    assert api.get("/static/%2e%2e/__init__.py").status_code == 404
+    paths = api.get("/openapi.json").json()["paths"]
+    assert not [p for p in paths if not p.startswith("/api/v1/") and p != "/metrics"], paths
+
+
+def test_with_a_token_only_the_page_loads_without_it() -> None:
+    api = TestClient(create_app("t2", SOCK, token="s3cret"))
+    assert api.get("/").status_code == 200
+    assert api.head("/").status_code == 200
+    assert api.get("/static/dashboard.js").status_code == 200
+    r = api.get("/static/nope.js")
+    assert r.status_code == 404 and "nope.js" in r.json()["detail"]
+    for path in ["/api/v1/stats", "/api/v1/events", "/metrics", "/openapi.json", "/docs",
+                 "/favicon.ico", "/static"]:
+        assert api.get(path).status_code == 401, path
+    assert api.post("/").status_code == 401
+    assert api.get("/api/v1/stats", headers={"Authorization": "Bearer s3cret"}).status_code \
+        == 503  # the token passes; no sluiced behind SOCK
+
+
+def test_node_name_is_escaped() -> None:
+    r = TestClient(create_app('a"<b>', SOCK)).get("/")
+    assert "<title>Sluice · a&quot;&lt;b&gt;</title>" in r.text
+
+
+def test_no_outside_resource() -> None:
+    # only the SVG namespace may name a host: nothing is fetched from anywhere
+    for f in STATIC.iterdir():
+        urls = set(re.findall(r"(?:https?:)?//[\w.-]+\.[a-z]{2,}[^\s\"')]*", f.read_text()))
+        assert urls <= {"http://www.w3.org/2000/svg"}, (f.name, urls)
