@@ -55,8 +55,18 @@ from .deploy import default_build_dir, repo_root
 
 DEFAULT_IMAGE = "sluice-nfs:latest"
 IMAGE_BIN = "/usr/bin"  # where the NF programs are in the image
+# DPDK's drivers in the image: not at the EAL's default folder, so the EAL
+# loads only what wrap() names with -d, in the order it names them.
+IMAGE_PMDS = "/usr/lib/sluice/pmds"
+# Driver classes an NF may need: buses (vdev: the node's virtual ports),
+# mempool handlers (the packet pool's), NIC and virtual port drivers (NFs
+# transmit to ports themselves), and their common code.
+PMD_CLASSES = ("bus", "common", "mempool", "net")
 LABEL_INPUTS = "org.sluice.inputs"  # SHA-256 over every staged file
+IMAGE_FORMAT = 2  # bumped when the image or its labels change meaning
 LABEL_PROGRAMS = "org.sluice.programs"  # JSON {program: sha256}
+LABEL_MANIFEST = "org.sluice.manifest"  # JSON [[host file, size, mtime_ns], ...]
+LABEL_MEMPOOLS = "org.sluice.mempools"  # JSON [mempool driver, ...] in load order
 BUILD_HINT = "scripts/build-image.sh"
 SETUP_HINT = "scripts/setup.sh"
 DPDK_RUN_DIR = Path("/var/run/dpdk")
@@ -170,7 +180,19 @@ def image_exists(image: str = DEFAULT_IMAGE) -> bool:
     return image_labels(image) is not None
 
 
+_sha_cache: dict[tuple[str, int, int, int], str] = {}
+
+
 def _sha256(path: Path) -> str:
+    """SHA-256 of a file (remembered while its inode, size and time stay)."""
+    st = os.stat(path)
+    key = (str(path), st.st_ino, st.st_size, st.st_mtime_ns)
+    if key not in _sha_cache:
+        _sha_cache[key] = _sha256_read(path)
+    return _sha_cache[key]
+
+
+def _sha256_read(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
@@ -197,6 +219,33 @@ def pmd_dir() -> Path | None:
     found = sorted(Path("/usr/lib").glob("*/dpdk/pmds-*")) + \
         sorted(Path("/usr/lib64").glob("dpdk/pmds-*"))
     return found[-1] if found else None
+
+
+def _eal_loads(name: str, pmds: Path) -> bool:
+    """Whether the EAL loads this file of its driver folder (it takes names
+    ending in .so and in .so.<ABI>, e.g. .so.23.0 in pmds-23.0)."""
+    abi = pmds.name.split("-", 1)[1] if "-" in pmds.name else ""
+    return name.endswith(".so") or bool(abi and name.endswith(f".so.{abi}"))
+
+
+def mempool_driver_order(pmds: Path | None = None) -> list[str]:
+    """The mempool drivers of the host's driver folder in the order the EAL
+    (of sluiced) loads them: directory order, first name of each library.
+    Each registers its mempool handlers in a per-process table whose index
+    is stored in the shared pool, so an NF must load them in this order."""
+    pmds = pmds or pmd_dir()
+    if pmds is None:
+        return []
+    order: list[str] = []
+    seen: set[str] = set()
+    for name in os.listdir(pmds):  # readdir order, as the EAL
+        if not name.startswith("librte_mempool_") or not _eal_loads(name, pmds):
+            continue
+        real = os.path.realpath(pmds / name)
+        if real not in seen:
+            seen.add(real)
+            order.append(name)
+    return order
 
 
 def _ldd(paths: Iterable[Path]) -> set[str]:
@@ -231,36 +280,45 @@ class Rootfs:
     files: dict[str, Path] = field(default_factory=dict)
     links: dict[str, str] = field(default_factory=dict)
     programs: dict[str, str] = field(default_factory=dict)  # name -> sha256
+    pmds: str = ""  # the host's driver folder, staged at IMAGE_PMDS
+
+    def image_path(self, host: str) -> str:
+        if self.pmds and os.path.dirname(host) == self.pmds:
+            return f"{IMAGE_PMDS}/{os.path.basename(host)}"
+        return host
 
     def add_host(self, path: str) -> None:
-        """Adds a host file at its own (canonical) path, symlinks as
-        symlinks, each target too."""
+        """Adds a host file at its own (canonical) path (the driver folder's
+        at IMAGE_PMDS), symlinks as symlinks, each target too."""
         seen = 0
         p = _canonical_dir(path)
         while True:
-            if p in self.files or p in self.links:
+            dst = self.image_path(p)
+            if dst in self.files or dst in self.links:
                 return
             if os.path.islink(p):
-                target = os.readlink(p)
-                self.links[p] = target
-                p = _canonical_dir(os.path.join(os.path.dirname(p), target))
+                nxt = _canonical_dir(os.path.join(os.path.dirname(p), os.readlink(p)))
+                tgt = self.image_path(nxt)
+                self.links[dst] = os.path.relpath(tgt, os.path.dirname(dst))
+                p = nxt
                 seen += 1
                 if seen > 40:
                     raise ContainerError(f"symlink loop at {path}")
                 continue
             if not os.path.isfile(p):
                 raise ContainerError(f"{path} ({p}) is not a file")
-            self.files[p] = Path(p)
+            self.files[dst] = Path(p)
             return
 
     def digest(self) -> str:
-        h = hashlib.sha256()
+        h = hashlib.sha256(f"sluice-nfs image format {IMAGE_FORMAT}\n".encode())
         for dst in sorted(self.files):
             h.update(f"F {dst} {_sha256(self.files[dst])} "
                      f"{os.stat(self.files[dst]).st_mode & 0o7777:o}\n".encode())
         for dst in sorted(self.links):
             h.update(f"L {dst} {self.links[dst]}\n".encode())
         h.update((repo_root() / "containers" / "Containerfile").read_bytes())
+        h.update(f"M {' '.join(mempool_driver_order(Path(self.pmds)))}\n".encode())
         return h.hexdigest()
 
 
@@ -275,11 +333,12 @@ def image_rootfs(build_dir: Path | None = None) -> Rootfs:
     if pmds is None:
         raise ContainerError(f"DPDK's driver folder (…/dpdk/pmds-*) was not found: "
                              f"install dpdk (run {SETUP_HINT})")
-    fs = Rootfs()
+    fs = Rootfs(pmds=os.path.realpath(pmds))
     for p in progs:
         fs.files[f"{IMAGE_BIN}/{p.name}"] = p
         fs.programs[p.name] = _sha256(p)
-    pmd_entries = sorted(pmds.iterdir())
+    pmd_entries = sorted(e for e in pmds.iterdir()
+                         if e.name.removeprefix("librte_").split("_", 1)[0] in PMD_CLASSES)
     for e in pmd_entries:
         fs.add_host(str(e))
     libs = _ldd([*progs, *(e for e in pmd_entries if not e.is_symlink())])
@@ -348,10 +407,16 @@ def build_image(image: str = DEFAULT_IMAGE, build_dir: Path | None = None,
         stage(fs, Path(tmp))
         say(f"staged {len(fs.files)} files and {len(fs.links)} symlinks; building {image} "
             f"with {rt}")
-        programs = json.dumps(fs.programs, sort_keys=True, separators=(",", ":"))
+        def js(v: object) -> str:
+            return json.dumps(v, sort_keys=True, separators=(",", ":"))
+
+        manifest = [[str(src), os.stat(src).st_size, os.stat(src).st_mtime_ns]
+                    for _dst, src in sorted(fs.files.items())]
         argv = [rt, "build", "-f", str(containerfile), "-t", image,
                 "--label", f"{LABEL_INPUTS}={digest}",
-                "--label", f"{LABEL_PROGRAMS}={programs}"]
+                "--label", f"{LABEL_PROGRAMS}={js(fs.programs)}",
+                "--label", f"{LABEL_MANIFEST}={js(manifest)}",
+                "--label", f"{LABEL_MEMPOOLS}={js(mempool_driver_order(Path(fs.pmds)))}"]
         if rt == "podman":
             argv += ["--timestamp", "0", "--pull=never"]
         argv.append(tmp)
@@ -361,27 +426,52 @@ def build_image(image: str = DEFAULT_IMAGE, build_dir: Path | None = None,
 
 
 def check_image(image: str, programs: Iterable[Path]) -> None:
-    """Raises ContainerError unless ``image`` exists and holds each program
-    exactly as built on the host (same SHA-256)."""
+    """Raises ContainerError unless ``image`` exists, holds each program
+    exactly as built on the host (same SHA-256), and its libraries and
+    drivers are the host's as they are now (same size and time of every
+    file it was built from, same mempool driver order): an NF must match
+    sluiced's DPDK exactly. Takes milliseconds (no ldd, no hashing of
+    libraries); ``image_status`` is the full check."""
     labels = image_labels(image)
+    build_hint = f"{BUILD_HINT}{'' if image == DEFAULT_IMAGE else ' --image ' + image}"
     if labels is None:
         raise ContainerError(f"container image '{image}' not found in {runtime()}: build it "
-                             f"with {BUILD_HINT} (or `python -m sluice.container build"
-                             f"{'' if image == DEFAULT_IMAGE else ' --image ' + image}`)")
-    try:
-        held = json.loads(labels.get(LABEL_PROGRAMS, "{}"))
-    except json.JSONDecodeError:
-        held = {}
-    for p in programs:
-        p = Path(p)
+                             f"with {build_hint} (after ninja -C build)")
+
+    def label(key: str, default: object) -> object:
+        try:
+            return json.loads(labels.get(key, "null")) or default
+        except json.JSONDecodeError:
+            return default
+
+    held = label(LABEL_PROGRAMS, {})
+    assert isinstance(held, dict)
+    for p in (Path(p) for p in programs):
         if p.name not in held:
             raise ContainerError(f"container image '{image}' has no {p.name} (it holds "
                                  f"{', '.join(sorted(held)) or 'no Sluice NF'}): NFs in "
                                  f"containers must be built in build/nfs/; rebuild the "
-                                 f"image with {BUILD_HINT}")
+                                 f"image with {build_hint}")
         if p.is_file() and held[p.name] != _sha256(p):
             raise ContainerError(f"container image '{image}' holds another {p.name} than "
-                                 f"{p} (rebuilt since?): rebuild the image with {BUILD_HINT}")
+                                 f"{p} (rebuilt since?): rebuild the image with {build_hint}")
+    manifest = label(LABEL_MANIFEST, [])
+    assert isinstance(manifest, list)
+    for src, size, mtime in manifest:
+        if src.startswith(str(repo_root())) or "/nfs/" in src:
+            continue  # the NF programs: checked above by content
+        try:
+            st = os.stat(src)
+        except OSError:
+            st = None
+        if st is None or (st.st_size, st.st_mtime_ns) != (size, mtime):
+            raise ContainerError(f"container image '{image}' was built with another {src} "
+                                 f"than this host's (DPDK or a library was upgraded?): "
+                                 f"rebuild it with {build_hint}")
+    if label(LABEL_MEMPOOLS, []) != mempool_driver_order():
+        raise ContainerError(f"container image '{image}' was built when DPDK's mempool "
+                             f"drivers were listed in another order: rebuild it with "
+                             f"{build_hint}")
 
 
 # -- running ------------------------------------------------------------------------
@@ -416,6 +506,8 @@ def wrap(argv: list[str], *, name: str, image: str = DEFAULT_IMAGE, node: str,
     """The command line that runs the NF ``argv`` in a container of
     ``image`` instead: same arguments, the program taken from the image
     (/usr/bin/sluice-X), the node's DPDK files and the hugepages shared.
+    EAL ``-d`` options are added in front: the image's DPDK drivers, the
+    mempool handlers in the order sluiced loaded them.
 
     ``workdir``: a host folder mounted read-only at the same path and made
     the working directory (NF arguments with relative paths, e.g. a
@@ -431,6 +523,15 @@ def wrap(argv: list[str], *, name: str, image: str = DEFAULT_IMAGE, node: str,
     rt = runtime()
     if check:
         check_image(image, [prog] if prog.is_absolute() else [])
+    pmds = pmd_dir()
+    if pmds is None:
+        raise ContainerError(f"DPDK's driver folder (…/dpdk/pmds-*) was not found: "
+                             f"install dpdk (run {SETUP_HINT})")
+    # The drivers, mempool handlers first in sluiced's order (see
+    # mempool_driver_order), then the rest of the image's driver folder.
+    eal = [a for name in mempool_driver_order(pmds) for a in ("-d", f"{IMAGE_PMDS}/{name}")]
+    eal += ["-d", IMAGE_PMDS]
+    rest = argv[1:] if "--" in argv else ["--", *argv[1:]]
     prefix = _file_prefix(argv, node)
     rundir = DPDK_RUN_DIR / prefix
     if not rundir.is_dir():
@@ -451,7 +552,21 @@ def wrap(argv: list[str], *, name: str, image: str = DEFAULT_IMAGE, node: str,
     if workdir is not None:
         wd = str(Path(workdir).resolve())
         cmd += ["-v", f"{wd}:{wd}:ro", "-w", wd]
-    return [*cmd, image, f"{IMAGE_BIN}/{prog.name}", *argv[1:]]
+    return [*cmd, image, f"{IMAGE_BIN}/{prog.name}", *eal, *rest]
+
+
+def nf_pid(node: str, name: str) -> int | None:
+    """The host pid of the NF running in the container ``wrap`` named for
+    (node, name): the pid it registers with sluiced (``nf.list``), which is
+    not the pid of the ``podman run`` process. None if it is not running."""
+    rt = runtime()
+    r = _run([rt, "inspect", "--format", "{{.State.Pid}}", container_name(node, name)], rt,
+             timeout=30, check=False)
+    try:
+        pid = int(r.stdout.strip()) if r.returncode == 0 else 0
+    except ValueError:
+        pid = 0
+    return pid or None
 
 
 # -- command line -------------------------------------------------------------------

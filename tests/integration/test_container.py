@@ -110,7 +110,16 @@ def test_wrap_runs_forward_in_a_container_byte_exact(nf_image, node, tmp_path):
         argv = run.nf_argv(run.dep.nfs[0], Path(prog("forward")))
         cmd = container.wrap(argv, name="fwd", image=nf_image, node=node, workdir=tmp_path)
         assert cmd[:2] == [container.runtime(), "run"]
-        assert cmd[cmd.index(nf_image) + 1:] == ["/usr/bin/sluice-forward", *argv[1:]]
+        inner = cmd[cmd.index(nf_image) + 1:]
+        assert inner[0] == "/usr/bin/sluice-forward"
+        assert inner[-len(argv) + 1:] == argv[1:]
+        # DPDK's drivers by -d: the mempool handlers first, in the order
+        # sluiced's EAL loaded them from the host's driver folder.
+        order = container.mempool_driver_order()
+        assert "librte_mempool_ring.so" in {n.split(".so")[0] + ".so" for n in order}
+        assert inner[1:2 * len(order) + 3] == [
+            *(a for n in order for a in ("-d", f"{container.IMAGE_PMDS}/{n}")),
+            "-d", container.IMAGE_PMDS]
         assert "--privileged" not in cmd
         name = container.container_name(node, "fwd")
         log = tmp_path / "fwd.log"
@@ -127,10 +136,15 @@ def test_wrap_runs_forward_in_a_container_byte_exact(nf_image, node, tmp_path):
             # The registered pid is the host's pid of the program in the container.
             assert Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0] == \
                 b"/usr/bin/sluice-forward"
-            assert int(_rt("inspect", "--format", "{{.State.Pid}}", name).stdout) == pid
+            assert container.nf_pid(node, "fwd") == pid
             # Own network namespace (--network none) and own root file system.
             assert os.readlink(f"/proc/{pid}/ns/net") != os.readlink("/proc/self/ns/net")
-            assert not Path(f"/proc/{pid}/root{prog('forward')}").exists()
+            root = Path(f"/proc/{pid}/root")
+            assert not (root / prog("forward").lstrip("/")).exists()
+            assert (root / "usr/bin/sluice-forward").exists()
+            # The EAL's default driver folder is absent: no driver is loaded
+            # in the image's directory order.
+            assert not (root / str(container.pmd_dir()).lstrip("/")).exists()
             # No capabilities at all.
             caps = next(line for line in Path(f"/proc/{pid}/status").read_text().splitlines()
                         if line.startswith("CapEff:"))
