@@ -915,6 +915,10 @@ def _spec_diff(a: NFSpec, b: NFSpec) -> str:
     return ", ".join(f"{k}: {da[k]!r} -> {db[k]!r}" for k in da if da[k] != db[k])
 
 
+def _val(v: Any) -> str:
+    return "unset" if v is None else repr(v)
+
+
 def _fixed_changes(old: Deployment, new: Deployment) -> list[tuple[str, str]]:
     """(key path, what changed) of what cannot change while sluiced runs."""
     out: list[tuple[str, str]] = []
@@ -923,7 +927,7 @@ def _fixed_changes(old: Deployment, new: Deployment) -> list[tuple[str, str]]:
     a["cores"], b["cores"] = old.cores(), new.cores()
     for k in a:
         if a[k] != b[k]:
-            out.append((f"node.{k}", f"{a[k]!r} -> {b[k]!r}"))
+            out.append((f"node.{k}", f"{_val(a[k])} -> {_val(b[k])}"))
     pa = [(p.name, old.device_for(p)) for p in old.ports]
     pb = [(p.name, new.device_for(p)) for p in new.ports]
     if pa != pb:

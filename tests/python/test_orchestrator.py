@@ -402,7 +402,7 @@ def test_apply_refuses_ports_and_node_changes_and_changes_nothing(tmp_path: Path
     with pytest.raises(OrchestratorError) as e:
         orch.apply(new)
     assert str(e.value).splitlines() == [
-        "d2.yaml: node.ring_size: None -> 128 cannot change while the node runs: stop "
+        "d2.yaml: node.ring_size: unset -> 128 cannot change while the node runs: stop "
         "`sluice up` and start it again with the new file (nothing was applied)",
         "d2.yaml: ports: port out device 'net_null1' -> 'net_null2' cannot change while the "
         "node runs: stop `sluice up` and start it again with the new file (nothing was "

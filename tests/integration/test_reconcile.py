@@ -1,0 +1,272 @@
+"""The orchestrator on a real sluiced: a killed NF is restarted and traffic
+recovers, `sluice apply` changes a running node (and a bad file changes
+nothing), an occupancy policy scales out under a stopped NF and in again,
+a message policy starts an NF with the message's value in its arguments."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from conftest import ROOT, build_dir, deployment, port, prog, service, wait_drained, wait_until
+from packets import mixed, write
+
+from sluice.deploy import load_deployment
+from sluice.launch import Launcher
+from sluice.orchestrator import Orchestrator, OrchestratorError, request
+
+REPLAY = 1000
+SLUICE = str(Path(sys.executable).parent / "sluice")
+
+
+@pytest.fixture
+def orchestrate(tmp_path: Path, node: str) -> Iterator[Callable[..., tuple[Launcher,
+                                                                          Orchestrator]]]:
+    """orchestrate(dict) writes the deployment to d.yaml, starts it and an
+    orchestrator (with its socket); both are stopped after the test."""
+    runs: list[tuple[Launcher, Orchestrator | None]] = []
+
+    def start(dep: dict[str, Any]) -> tuple[Launcher, Orchestrator]:
+        f = tmp_path / "d.yaml"
+        f.write_text(yaml.safe_dump(dep, sort_keys=False))
+        run = Launcher(load_deployment(f, build_dir=build_dir()), log_dir=tmp_path / "run",
+                       build_dir=build_dir())
+        runs.append((run, None))
+        run.start()
+        orch = Orchestrator(run, tick_s=0.05)
+        runs[-1] = (run, orch)
+        orch.start()
+        return run, orch
+
+    yield start
+    for run, orch in runs:
+        if orch is not None:
+            orch.stop()
+        run.stop()
+
+
+def _source(tmp_path: Path) -> str:
+    src = write(tmp_path / "in.pcap", mixed(REPLAY, flows=64, seed=5))
+    return f"net_pcap0,rx_pcap={src},infinite_rx=1"
+
+
+def _out(run: Launcher) -> int:
+    return port(run.client.call("stats"), "out")["tx_pkts"]
+
+
+def _actions(orch: Orchestrator) -> list[str]:
+    return [f"{a['action']}: {a['text']}" for a in list(orch.actions)]
+
+
+def test_killed_nf_is_restarted_and_traffic_recovers(orchestrate, node, tmp_path):
+    run, orch = orchestrate({
+        **deployment(node,
+                     ports=[{"name": "in", "device": _source(tmp_path)},
+                            {"name": "out", "device": "net_null0,no-rx=1"}],
+                     nfs=[{"name": "fwd", "program": prog("forward"), "service": "fwd"}],
+                     chain=["fwd", "port:out"]),
+        "restart": {"backoff_ms": 300, "max_backoff_ms": 2000}})
+    wait_until(lambda: _out(run) > 50_000, 20, "traffic through fwd")
+    (victim,) = run.client.call("nf.list")
+    os.kill(victim["pid"], signal.SIGKILL)
+    wait_until(lambda: any(a.startswith("crashed: fwd was killed by SIGKILL") for a in
+                           _actions(orch)), 10, "the orchestrator to see the crash")
+    crash = next(a for a in _actions(orch) if a.startswith("crashed: "))
+    assert crash.endswith(f"; restarting in 0.3 s (failure 1 in a row); see "
+                          f"{tmp_path / 'run' / 'fwd.log'}")
+
+    def restarted() -> dict[str, Any] | None:
+        nfs = run.client.call("nf.list")
+        return nfs[0] if len(nfs) == 1 and nfs[0]["pid"] != victim["pid"] else None
+
+    new = wait_until(restarted, 20, "a new fwd instance registered")
+    assert new["service"] == "fwd" and new["state"] == "running"
+    starts = [a for a in _actions(orch) if a.startswith("start: fwd ")]
+    assert starts == [f"start: fwd (pid {new['pid']}): restart 1 after it was killed by "
+                      f"SIGKILL"]
+    before = _out(run)
+    wait_until(lambda: _out(run) > before + 50_000, 20, "traffic through the new instance")
+    st = orch.status()["instances"]
+    assert [(i["label"], i["state"], i["restarts"], i["pid"]) for i in st] == \
+        [("fwd", "running", 1, new["pid"])]
+    # every packet is accounted for: out, or lost with the dead NF, or dropped at
+    # the ingress while no instance was there
+    run.client.call("rx.pause")
+    stats = wait_drained(run)
+    assert port(stats, "in")["rx_pkts"] == port(stats, "out")["tx_pkts"] + stats["drops_total"]
+    drops = {k: v for p in stats["ports"] + stats["services"] for k, v in p["drops"].items()
+             if v}
+    assert set(drops) <= {"nf_lost", "no_instance"}, drops
+    log = (tmp_path / "run" / "fwd.log").read_text()
+    assert log.count("$ ") == 2  # the first command line and the restart's, one file
+
+
+def test_apply_adds_a_replica_and_changes_a_graph(orchestrate, node, tmp_path):
+    dep = {**deployment(node,
+                        ports=[{"name": "in", "device": _source(tmp_path)},
+                               {"name": "out", "device": "net_null0,no-rx=1"}],
+                        nfs=[{"name": "fwd", "program": prog("forward"), "service": "fwd"},
+                             {"name": "mon", "program": prog("monitor"), "service": "mon",
+                              "args": ["--interval", "0"]}],
+                        chain=["fwd", "port:out"]),
+           "graphs": [{"name": "udp", "nodes": {"fwd": ["port:out"]},
+                       "match": [{"priority": 5, "proto": "udp"}]}]}
+    run, orch = orchestrate(dep)
+    wait_until(lambda: _out(run) > 20_000, 20, "traffic")
+    new = {**dep, "nfs": [{**dep["nfs"][0], "replicas": 2}, dep["nfs"][1]],
+           "graphs": [{"name": "udp", "nodes": {"mon": ["fwd"], "fwd": ["port:out"]},
+                       "match": [{"priority": 5, "proto": "udp"}]}]}
+    f2 = tmp_path / "d2.yaml"
+    f2.write_text(yaml.safe_dump(new, sort_keys=False))
+    # through the CLI, as a user would
+    env = {**os.environ, "SLUICE_BUILD_DIR": str(build_dir())}
+    r = subprocess.run([SLUICE, "apply", str(f2)],
+                       capture_output=True, text=True, timeout=120, cwd=ROOT, env=env)
+    assert r.returncode == 0, r.stderr
+    g = run.client.call("graph.get", name="udp")
+    assert r.stdout.splitlines() == ["replicas: NF 'fwd': 1 -> 2",
+                                     f"graph: udp changed (version {g['version']})"]
+    assert g["entry"] == "mon" and g["nodes"]["mon"] == ["fwd"]
+    svc = next(s for s in run.client.call("service.list") if s["name"] == "fwd")
+    assert len(svc["instances"]) == 2
+    assert [i["label"] for i in orch.status()["instances"]] == ["fwd", "fwd.2", "mon"]
+    # the same file again: nothing to do
+    assert request(orch.dep, "apply", path=str(f2)) == {
+        "applied": [f"apply: nothing to change: {f2} is what runs"]}
+    # UDP flows seen from now on go through mon
+    run.client.call("flow.delete", all=True)
+    mon0 = service(run.client.call("stats"), "mon")["rx_pkts"]
+    wait_until(lambda: service(run.client.call("stats"), "mon")["rx_pkts"] > mon0 + 1000, 20,
+               "UDP packets through mon")
+
+
+def test_apply_refuses_bad_and_unchangeable_files_and_keeps_running(orchestrate, node,
+                                                                   tmp_path):
+    dep = deployment(node,
+                     ports=[{"name": "in", "device": _source(tmp_path)},
+                            {"name": "out", "device": "net_null0,no-rx=1"}],
+                     nfs=[{"name": "fwd", "program": prog("forward"), "service": "fwd"}],
+                     chain=["fwd", "port:out"])
+    run, orch = orchestrate(dep)
+    wait_until(lambda: _out(run) > 20_000, 20, "traffic")
+    pid = run.client.call("nf.list")[0]["pid"]
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump({**dep, "chain": ["fwdd", "port:out"]}, sort_keys=False))
+    r = subprocess.run([SLUICE, "apply", str(bad)],
+                       capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert r.returncode == 1
+    assert r.stderr.splitlines() == [
+        f"{bad}: chain[0]: 'fwdd' is not the service of any NF in nfs (services: fwd), nor "
+        f"port:NAME nor drop: add an NF with service 'fwdd' or fix the name; did you mean "
+        f"'fwd'?"]
+    # the orchestrator checks it too (a file changed after sluice apply read it)
+    with pytest.raises(OrchestratorError) as e:
+        request(orch.dep, "apply", path=str(bad))
+    assert str(e.value).startswith(f"{bad}: chain[0]: 'fwdd' is not the service")
+    ring = tmp_path / "ring.yaml"
+    ring.write_text(yaml.safe_dump({**dep, "node": {**dep["node"], "ring_size": 512}},
+                                   sort_keys=False))
+    with pytest.raises(OrchestratorError) as e:
+        request(orch.dep, "apply", path=str(ring))
+    assert str(e.value) == (f"{ring}: node.ring_size: unset -> 512 cannot change while the "
+                            f"node runs: stop `sluice up` and start it again with the new "
+                            f"file (nothing was applied)")
+    before = _out(run)
+    wait_until(lambda: _out(run) > before + 20_000, 20, "traffic after the refusals")
+    assert run.client.call("nf.list")[0]["pid"] == pid
+    assert run.client.call("chain.get")["hops"] == ["fwd", "port:out"]
+    assert [a for a in _actions(orch) if a.startswith("refused: ")] == [
+        f"refused: {line}" for line in
+        [f"{bad}: chain[0]: 'fwdd' is not the service of any NF in nfs (services: fwd), "
+         f"nor port:NAME nor drop: add an NF with service 'fwdd' or fix the name; did you "
+         f"mean 'fwd'?",
+         f"{ring}: node.ring_size: unset -> 512 cannot change while the node runs: stop "
+         f"`sluice up` and start it again with the new file (nothing was applied)"]]
+
+
+def test_occupancy_policy_scales_out_under_a_stopped_nf_and_in_again(orchestrate, node,
+                                                                    tmp_path):
+    run, orch = orchestrate({
+        **deployment(node,
+                     ports=[{"name": "in", "device": _source(tmp_path)},
+                            {"name": "out", "device": "net_null0,no-rx=1"}],
+                     nfs=[{"name": "fwd", "program": prog("forward"), "service": "fwd"}],
+                     chain=["fwd", "port:out"], ring_size=256),
+        "policies": [{"on": "occupancy", "service": "fwd", "above": 0.75, "below": 0.10,
+                      "for_ms": 600, "min": 1, "max": 3}]})
+    wait_until(lambda: _out(run) > 20_000, 20, "traffic")
+    (first,) = run.client.call("nf.list")
+    os.kill(first["pid"], signal.SIGSTOP)  # a stalled NF: its rx ring fills up
+    try:
+        wait_until(lambda: len(run.client.call("nf.list")) == 2, 30, "a second fwd instance")
+        out = [a for a in _actions(orch) if a.startswith("scale-out: ")]
+        assert len(out) == 1 and out[0].startswith("scale-out: 'fwd' 1 -> 2: service fwd rx "
+                                                   "ring occupancy ")
+        assert out[0].endswith(" above 0.75 for 600 ms (policies[0])")
+        # The flows stay pinned to the stalled instance and the new one idles:
+        # the mean (about 0.5) is between the bounds, so no third instance.
+        time.sleep(2.0)
+        assert len(run.client.call("nf.list")) == 2
+    finally:
+        os.kill(first["pid"], signal.SIGCONT)
+    run.client.call("rx.pause")  # no more traffic: the rings drain
+    wait_until(lambda: len(run.client.call("nf.list")) == 1, 30, "scale in to one instance")
+    acts = _actions(orch)
+    scale_in = [a for a in acts if a.startswith("scale-in: ")]
+    assert len(scale_in) == 1 and scale_in[0].startswith("scale-in: 'fwd' 2 -> 1: service fwd "
+                                                         "rx ring occupancy 0.00 below 0.1 for "
+                                                         "600 ms (policies[0])")
+    # the newest instance went (nf.stop: it drained), the first one stays
+    assert run.client.call("nf.list")[0]["pid"] == first["pid"]
+    stopped = next(a for a in acts if a.startswith("stop: fwd.2 "))
+    assert "nf.stop instance" in stopped
+    stats = wait_drained(run)
+    drops = {k: v for p in stats["ports"] + stats["services"] for k, v in p["drops"].items()
+             if v}
+    assert set(drops) <= {"ring_full"}, drops  # what the stalled ring could not take
+    assert not [a for a in acts if a.startswith("crashed")]
+
+
+def test_message_policy_starts_an_nf_with_the_value_in_its_args(orchestrate, node, tmp_path):
+    run, orch = orchestrate({
+        **deployment(node,
+                     ports=[{"name": "in", "device": _source(tmp_path)},
+                            {"name": "out", "device": "net_null0,no-rx=1"}],
+                     nfs=[{"name": "fwd", "program": prog("forward"), "service": "fwd"},
+                          {"name": "mon", "program": prog("monitor"), "service": "mon",
+                           "replicas": 0, "args": ["--top", "3"]}],
+                     chain=["fwd", "port:out"]),
+        "policies": [{"on": "message", "key": "watch", "from": "control", "action": "start",
+                      "nf": "mon", "args": ["--interval", "{value}"], "once": True},
+                     {"on": "message", "key": "unwatch", "action": "stop", "nf": "mon"}]})
+    assert run.client.call("service.list")  # sluiced is up
+    time.sleep(0.5)  # the orchestrator's event subscription is in place
+    res = run.client.call("flow.request", type="message", service="fwd", key="watch",
+                          value="7")
+    assert res == {"applied": 1}
+
+    def mon() -> dict[str, Any] | None:
+        return next((n for n in run.client.call("nf.list") if n["service"] == "mon"), None)
+
+    inst = wait_until(mon, 30, "mon started by the policy")
+    cmdline = Path(f"/proc/{inst['pid']}/cmdline").read_bytes().split(b"\0")
+    assert cmdline[-5:-1] == [b"--top", b"3", b"--interval", b"7"]
+    assert "start: 'mon' (args --interval 7): 0 -> 1 instance(s): message watch=7 from " \
+           "control (policies[0])" in _actions(orch)
+    # once: the same value again starts nothing more
+    run.client.call("flow.request", type="message", service="fwd", key="watch", value="7")
+    time.sleep(1.0)
+    assert [n["service"] for n in run.client.call("nf.list")].count("mon") == 1
+    run.client.call("flow.request", type="message", service="fwd", key="unwatch", value="-")
+    wait_until(lambda: mon() is None, 30, "mon stopped by the policy")
+    assert "stop: 'mon' (args --interval 7): 1 -> 0 instance(s): message unwatch=- from " \
+           "control (policies[1])" in _actions(orch)
+    assert not [a for a in _actions(orch) if a.startswith("crashed")]
