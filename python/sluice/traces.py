@@ -398,6 +398,137 @@ def fixed_size(packets: int, flows: int = 1, size: int = 64, seed: int = DEMO_SE
     return [per_flow[i % n] for i in range(packets)]
 
 
+# -- the DDoS scenario ---------------------------------------------------------------------
+
+DDOS_PACKETS = 6000
+DDOS_CLIENTS = 200
+DDOS_ATTACK_PREFIX = "10.66.6.0/24"
+DDOS_SERVERS = "192.168.0.0/24"
+DDOS_VICTIM = "192.168.0.10"
+
+
+def _prefix(text: str, what: str) -> tuple[int, int]:
+    """An IPv4 prefix as (network as an integer, length); TraceError if it is not one."""
+    import ipaddress
+
+    try:
+        net = ipaddress.ip_network(text, strict=True)
+    except ValueError as e:
+        raise TraceError(f"{what}: {e}: give an IPv4 prefix such as 10.66.6.0/24") from None
+    if net.version != 4:
+        raise TraceError(f"{what}: {text} is IPv6; the DDoS capture is IPv4 only")
+    return int(net.network_address), net.prefixlen
+
+
+def ddos_mix(packets: int = DDOS_PACKETS, clients: int = DDOS_CLIENTS,
+             attack_prefix: str = DDOS_ATTACK_PREFIX, attack_start: float = 0.3,
+             attack_share: float = 0.5, attack_hosts: int = 64, syn: bool = False,
+             seed: int = DEMO_SEED) -> list[bytes]:
+    """Normal traffic from many sources, and from ``attack_start`` (a fraction
+    of the packets) on, an attack from one prefix; Ethernet frames.
+
+    * Normal: ``clients`` clients, each alone in its own /24 of 10.0.0.0/8
+      (never in ``attack_prefix``), talk to servers in 192.168.0.0/24 over
+      one flow each: DNS over UDP to port 53 and answers, or HTTP-like TCP
+      data (an open connection) both ways; 64 to 600-byte frames.
+    * Attack: after ``attack_start`` each packet is an attack packet with
+      probability ``attack_share``: 70-byte UDP DNS queries (ANY) to
+      192.168.0.10:53 (or TCP SYNs to port 80 with ``syn``) from
+      ``attack_hosts`` hosts of ``attack_prefix``, each from 4 source
+      ports (so the attack is several flows per host, some first seen late).
+
+    Every frame is distinct (IP ids count per flow). The same arguments
+    give the same bytes.
+    """
+    if packets < 1:
+        raise TraceError(f"packets must be at least 1, got {packets}")
+    if not 1 <= clients <= 60000:
+        raise TraceError(f"clients must be between 1 and 60000, got {clients}")
+    if not 0.0 <= attack_start <= 1.0 or not 0.0 <= attack_share <= 1.0:
+        raise TraceError("attack_start and attack_share are fractions from 0 to 1")
+    net, plen = _prefix(attack_prefix, "attack_prefix")
+    size = 1 << (32 - plen)
+    hosts = min(attack_hosts, max(1, size - 2))
+    if hosts < 1:
+        raise TraceError(f"attack_hosts must be at least 1, got {attack_hosts}")
+    rng = random.Random(seed)
+
+    # Normal clients: distinct /24s of 10.0.0.0/8 outside the attack prefix.
+    nets: set[int] = set()
+    while len(nets) < clients:
+        n24 = (10 << 24) | (rng.randrange(1, 1 << 16) << 8)
+        if n24 >> (32 - min(plen, 24)) != net >> (32 - min(plen, 24)):  # no overlap
+            nets.add(n24)
+    flows: list[_Flow] = []
+    for i, n24 in enumerate(sorted(nets)):
+        cip = struct.pack("!I", n24 | rng.randint(1, 254))
+        sip = bytes([192, 168, 0, rng.randint(1, 254)])
+        kind = "dns" if rng.random() < 0.3 else "http"
+        cport = rng.randint(32768, 60999)
+        sport = 53 if kind == "dns" else 80
+        f = _Flow(i, kind, _Ends(CLIENT_MAC, SERVER_MAC, cip, sip, cport, sport, 64),
+                  _Ends(SERVER_MAC, CLIENT_MAC, sip, cip, sport, cport, 58), 0, [],
+                  seq_c=rng.getrandbits(32), seq_s=rng.getrandbits(32),
+                  id_c=rng.getrandbits(16), id_s=rng.getrandbits(16))
+        flows.append(f)
+
+    victim = bytes(map(int, DDOS_VICTIM.split(".")))
+    attackers: list[_Ends] = []
+    ids: list[int] = []
+    for h in rng.sample(range(1, size - 1) if size > 2 else range(size), hosts):
+        aip = struct.pack("!I", net + h)
+        for _ in range(4):
+            attackers.append(_Ends(CLIENT_MAC, SERVER_MAC, aip, victim,
+                                   rng.randint(1024, 65535), 80 if syn else 53, 64))
+            ids.append(rng.getrandbits(16))
+
+    first_attack = round(packets * attack_start)
+    frames = []
+    for k in range(packets):
+        if k >= first_attack and rng.random() < attack_share:
+            a = rng.randrange(len(attackers))
+            ids[a] = (ids[a] + 1) & 0xFFFF
+            e = attackers[a]
+            if syn:
+                frames.append(tcp_frame(e, rng.getrandbits(32), 0, TH_SYN, ids[a], b"", 64))
+            else:
+                q = struct.pack("!HHHHHH", ids[a], 0x0100, 1, 0, 0, 0) + b"\3www\6victim\0"
+                frames.append(udp_frame(e, ids[a], q + struct.pack("!HH", 255, 1), 64))
+            continue
+        f = flows[rng.randrange(len(flows))]
+        c2s = rng.random() < 0.5
+        ends = f.client if c2s else f.server
+        if c2s:
+            f.id_c = (f.id_c + 1) & 0xFFFF
+            ip_id = f.id_c
+        else:
+            f.id_s = (f.id_s + 1) & 0xFFFF
+            ip_id = f.id_s
+        n = rng.choice([64, 64, 128, 300, 600])
+        if f.kind == "dns":
+            frames.append(udp_frame(ends, ip_id,
+                                    _dns_payload(rng, f, "c2s" if c2s else "s2c", n - UDP_HDR), n))
+            continue
+        payload = _http_payload(rng, f, "c2s" if c2s else "s2c", n - TCP_HDR, first=False)
+        if c2s:
+            frames.append(tcp_frame(ends, f.seq_c, f.seq_s, TH_PSH | TH_ACK, ip_id, payload, n))
+            f.seq_c += len(payload)
+        else:
+            frames.append(tcp_frame(ends, f.seq_s, f.seq_c, TH_PSH | TH_ACK, ip_id, payload, n))
+            f.seq_s += len(payload)
+    return frames
+
+
+def in_prefix(frame: bytes, prefix: str, src: bool = True) -> bool:
+    """Whether an IPv4 frame's source (or destination) address is in ``prefix``."""
+    if len(frame) < ETH + IP4 or frame[12:14] != b"\x08\x00":
+        return False
+    net, plen = _prefix(prefix, "prefix")
+    off = ETH + (12 if src else 16)
+    addr = struct.unpack("!I", frame[off:off + 4])[0]
+    return plen == 0 or addr >> (32 - plen) == net >> (32 - plen)
+
+
 # -- pcap files ------------------------------------------------------------------------
 
 _PCAP_HEADER = struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)
@@ -457,12 +588,15 @@ def demo_trace_path() -> Path:
 
 # Traces the launcher makes when a deployment reads one that is missing:
 # file name under examples/traces/ -> generator arguments.
-GENERATED = {
+GENERATED: dict[str, dict[str, object]] = {
     "http-mix.pcap": {"packets": DEMO_PACKETS, "flows": DEMO_FLOWS, "seed": DEMO_SEED},
+    "ddos.pcap": {"packets": DDOS_PACKETS, "clients": DDOS_CLIENTS,
+                  "attack_prefix": DDOS_ATTACK_PREFIX, "seed": DEMO_SEED},
 }
+_GENERATORS = {"http-mix.pcap": http_mix, "ddos.pcap": ddos_mix}
 
 
-def generated_trace_params(path: Path) -> dict[str, int] | None:
+def generated_trace_params(path: Path) -> dict[str, object] | None:
     """Generator arguments if ``path`` is a trace of examples/traces/ that
     the launcher can make, else None."""
     path = Path(path).resolve()
@@ -478,7 +612,7 @@ def ensure_trace(path: Path) -> bool:
     if params is None or path.exists():
         return False
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_pcap(path, http_mix(**params))
+    write_pcap(path, _GENERATORS[path.name](**params))  # type: ignore[operator]
     return True
 
 

@@ -1,0 +1,308 @@
+"""SDNFV's DDoS scenario end to end: a detector NF sends Message(alarm,
+PREFIX), a scrubber NF is started for the prefix, and its RequestMe (with a
+ChangeDefault for flows that start later) pulls the prefix's flows through
+it; it drops them.
+
+The traffic is ``sluice.traces.ddos_mix``: normal traffic from 200 sources,
+each alone in its /24, to servers in 192.168.0.0/24, and from 30 % of the
+capture on an attack from 10.66.6.0/24. The test writes it into the host
+side of sluiced's TAP port in two phases, paced so that no frame is lost in
+the kernel: phase 1 ends with the attack packet that brings the prefix to
+the detector's threshold (the detector's window is longer than the whole
+test, so detection is at exactly that packet); phase 2 is sent once the
+scrubber's requests are applied. The output port is a capture
+(``net_pcap``, read after stop).
+
+It proves: every phase-1 packet (normal and attack) and every normal packet
+of phase 2 reaches the output byte for byte, and no phase-2 attack packet
+does; sluiced counts exactly the phase-2 attack packets as the scrubber's
+``nf_verdict`` drops and on the edge ddos-detect -> scrubber; the
+``nf.message`` (alarm) and ``flow.request`` (request_me, change_default)
+events were published, the requests applied to exactly the attack flows
+live at the time; the NFs' own counters agree.
+
+``test_ddos_scrubber_by_hand`` plays the orchestrator itself (it starts the
+scrubber when it sees the alarm event); ``test_ddos_orchestrated`` leaves
+that to ``sluice up``'s orchestrator and a ``policies:`` entry.
+
+A DPDK secondary process opens its own dumper for a ``net_pcap``
+``tx_pcap`` port when it starts (libpcap's pcap_dump_open truncates the
+file), while sluiced keeps writing at its own offset: an NF started after
+packets went out (the scrubber) would turn the capture so far into zeros.
+So, once the deployment is up and before any packet, the test renames the
+capture: sluiced writes on into the renamed file through its open
+descriptor, and the scrubber's open makes a new, empty file at the old path
+(checked to hold no packet: sluiced alone transmits, as NFs get no port
+queues by default).
+
+Linux's own packets on the TAP interface are not IP to 192.168.0.0/24, so
+they follow the chain, ``drop``; only the scenario's flows take graph
+``ddos`` (a rule). The scrubber must be in a named graph: sluiced refuses
+RequestMe on the chain.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+import socket
+import subprocess
+import threading
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from conftest import deployment, port, prog, service, wait_drained, wait_until
+from packets import read
+
+from sluice.client import Client
+from sluice.traces import DDOS_ATTACK_PREFIX, ddos_mix, in_prefix
+
+_ifs = itertools.count()
+PREFIX = DDOS_ATTACK_PREFIX  # 10.66.6.0/24
+THRESHOLD = 200  # attack packets in one window that raise the alarm
+BATCH = 64  # frames written before waiting for sluiced to read them
+
+GRAPH = {"name": "ddos",
+         "nodes": {"ddos-detect": ["forward", "scrubber"],
+                   "scrubber": ["forward"],
+                   "forward": ["port:out"]}}
+RULE = {"dst": "192.168.0.0/24"}
+
+DETECT_ARGS = ["--window-ms", "600000", "--threshold", str(THRESHOLD),
+               "--protect", "192.168.0.0/24", "--stats-ms", "0"]
+
+
+def flow_key(f: bytes) -> tuple[bytes, bytes, bytes]:
+    """proto, src ip:port, dst ip:port of an IPv4 frame (one direction)."""
+    return f[23:24], f[26:30] + f[34:36], f[30:34] + f[36:38]
+
+
+class Scenario:
+    """The capture split at the detection point."""
+
+    def __init__(self) -> None:
+        frames = ddos_mix()
+        attack = [i for i, f in enumerate(frames) if in_prefix(f, PREFIX)]
+        assert len(attack) > 2 * THRESHOLD, len(attack)
+        # No normal /24 comes near the threshold in what the detector
+        # counts (packets to the servers, --protect): the alarm is the
+        # attack's.
+        per24 = Counter(f[26:29] for f in frames if not in_prefix(f, PREFIX)
+                        and in_prefix(f, "192.168.0.0/24", src=False))
+        assert max(per24.values()) < THRESHOLD // 4, per24.most_common(3)
+        cut = attack[THRESHOLD - 1] + 1  # phase 1 ends with the alarm packet
+        self.phase1 = frames[:cut]
+        self.phase2 = frames[cut:]
+        self.normal2 = [f for f in self.phase2 if not in_prefix(f, PREFIX)]
+        self.attack2 = [f for f in self.phase2 if in_prefix(f, PREFIX)]
+        # Attack flows live when the scrubber asks (seen in phase 1), and
+        # those first seen in phase 2 (only --at's ChangeDefault gets them).
+        live = {flow_key(f) for f in self.phase1 if in_prefix(f, PREFIX)}
+        self.live_attack_flows = len(live)
+        self.new_attack_flows = len({flow_key(f) for f in self.attack2} - live)
+        assert self.new_attack_flows > 0  # the capture exercises both
+        self.expected_out = Counter(self.phase1 + self.normal2)
+
+
+class Rig:
+    """A running deployment with a TAP port 'in' and a capture port 'out',
+    an event subscription, and a paced writer into the TAP interface."""
+
+    def __init__(self, launch, node: str, tmp_path: Path, nfs: list[dict[str, Any]],
+                 **extra: Any) -> None:
+        self.ifname = f"sld{os.getpid() % 100000}{next(_ifs)}"[:15]
+        self.out = tmp_path / "out.pcap"
+        self.node = node
+        dep = deployment(
+            node,
+            ports=[{"name": "in", "device": f"net_tap0,iface={self.ifname}"},
+                   {"name": "out", "device": f"net_pcap1,tx_pcap={self.out}"}],
+            nfs=nfs, chain=["drop"])
+        dep.update(extra)
+        self.run = launch(dep)
+        # See the module doc: keep later secondaries from truncating it.
+        self.captured = tmp_path / "out.sluiced.pcap"
+        self.out.rename(self.captured)
+        subprocess.run(["sysctl", "-q", "-w", f"net.ipv6.conf.{self.ifname}.disable_ipv6=1"],
+                       capture_output=True, check=False)
+        subprocess.run(["ip", "link", "set", self.ifname, "up"], check=True,
+                       capture_output=True)
+        self.sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+        self.sock.bind((self.ifname, 0))
+        self.events: list[dict[str, Any]] = []
+        self._sub = Client(node, self.run.dep.socket_path(), timeout=5.0)
+        self._subscribed = threading.Event()
+        threading.Thread(target=self._listen, daemon=True).start()
+
+    def _listen(self) -> None:
+        try:
+            for ev in self._sub.events():
+                self._subscribed.set()
+                self.events.append(ev)
+        except Exception:  # noqa: BLE001 (sluiced stopped, or the test closed it)
+            pass
+
+    def call(self, method: str, **params: Any) -> Any:
+        return self.run.client.call(method, **params)
+
+    def wait_event(self, pred, timeout: float, what: str) -> dict[str, Any]:
+        try:
+            return wait_until(lambda: next((e for e in list(self.events) if pred(e)), None),
+                              timeout, what, interval=0.02)
+        except AssertionError as e:
+            raise AssertionError(f"{e}; events: {self.events}; logs in "
+                                 f"{self.run.run_dir}") from None
+
+    def subscribed(self) -> None:
+        """Waits until the event subscription delivers (a graph apply of the
+        scenario's graph, repeated until its event is seen)."""
+        for _ in range(40):
+            res = self.call("graph.apply", **GRAPH)
+            try:
+                self.wait_event(lambda e, v=res["version"]: e["kind"] == "graph.applied"
+                                and e["data"]["version"] == v, 0.5, "graph.applied")
+                return
+            except AssertionError:
+                continue
+        raise AssertionError(f"the event subscription never delivered; logs in "
+                             f"{self.run.run_dir}")
+
+    def send(self, frames: list[bytes]) -> None:
+        """Writes frames into the TAP interface, BATCH at a time, each batch
+        only once sluiced has read the ones before (a full TAP queue drops
+        silently in the kernel)."""
+        base = port(self.call("stats"), "in")["rx_pkts"]
+        for i in range(0, len(frames), BATCH):
+            for f in frames[i:i + BATCH]:
+                self.sock.send(f)
+            want = base + min(i + BATCH, len(frames))
+            wait_until(lambda w=want: port(self.call("stats"), "in")["rx_pkts"] >= w, 20,
+                       f"sluiced to read {want - base} of {len(frames)} frames", interval=0.005)
+
+    def wait_out(self, n: int, timeout: float = 30.0) -> dict[str, Any]:
+        def done() -> dict[str, Any] | None:
+            st = self.call("stats")
+            return st if port(st, "out")["tx_pkts"] >= n else None
+
+        try:
+            return wait_until(done, timeout, f"{n} packets out")
+        except AssertionError as e:
+            st = self.call("stats")
+            raise AssertionError(f"{e}; out: {port(st, 'out')['tx_pkts']}; stats: {st}; "
+                                 f"logs in {self.run.run_dir}") from None
+
+    def stop(self) -> tuple[list[bytes], str, str]:
+        """Stops everything; returns the output capture and the logs of the
+        detector and the scrubber."""
+        self.sock.close()
+        self._sub.close()
+        self.run.stop()
+        logs = {p.name: p.read_text(errors="replace") for p in self.run.run_dir.glob("*.log")}
+        det = "".join(v for k, v in logs.items() if k.startswith("detect"))
+        scr = "".join(v for k, v in logs.items() if k.startswith("scrubber"))
+        assert not self.out.exists() or read(self.out) == [], \
+            f"a secondary wrote packets into {self.out}"
+        return read(self.captured), det, scr
+
+
+def counters(log: str, prefix: str) -> dict[str, str]:
+    """The last 'PREFIX: k=v ...' line of a log as a dict."""
+    lines = [ln for ln in log.splitlines() if ln.startswith(prefix + ":")]
+    assert lines, f"no '{prefix}:' line in:\n{log}"
+    return dict(kv.split("=", 1) for kv in lines[-1].split()[1:] if "=" in kv)
+
+
+def run_scenario(rig: Rig, sc: Scenario, start_scrubber) -> dict[str, Any]:
+    """Phase 1, detection, the scrubber (start_scrubber(prefix)), phase 2;
+    returns the stats once every packet is out or dropped."""
+    rig.send(sc.phase1)
+    st = rig.wait_out(len(sc.phase1))
+    # Before detection everything went through; nothing reached a scrubber.
+    assert port(st, "out")["tx_pkts"] == len(sc.phase1), port(st, "out")
+    alarm = rig.wait_event(lambda e: e["kind"] == "nf.message"
+                           and e["data"].get("key") == "alarm", 20, "the alarm (nf.message)")
+    assert alarm["data"]["nf"] == "ddos-detect" and alarm["data"]["value"] == PREFIX, alarm
+    start_scrubber(alarm["data"]["value"])
+
+    def req(kind: str) -> dict[str, Any]:
+        return rig.wait_event(lambda e: e["kind"] == "flow.request"
+                              and e["data"].get("nf") == "scrubber"
+                              and e["data"].get("type") == kind, 30,
+                              f"the scrubber's {kind} (flow.request)")["data"]
+
+    me, cd = req("request_me"), req("change_default")
+    assert me["result"] == "applied" and me["service"] == "scrubber" \
+        and me["flow"] == f"src={PREFIX}", me
+    assert cd["result"] == "applied" and cd["service"] == "ddos-detect" \
+        and cd["to"] == "scrubber" and cd["flow"] == f"src={PREFIX}", cd
+    # Applied to exactly the attack flows live then (each once).
+    assert me["applied"] == sc.live_attack_flows, (me, sc.live_attack_flows)
+    assert cd["applied"] == sc.live_attack_flows, (cd, sc.live_attack_flows)
+
+    rig.send(sc.phase2)
+    rig.wait_out(sum(sc.expected_out.values()))
+    return wait_drained(rig.run, timeout=30)
+
+
+def check(sc: Scenario, st: dict[str, Any], out: list[bytes], det: str, scr: str) -> None:
+    # The output: every phase-1 packet and every normal packet, byte for
+    # byte, each once; no phase-2 attack packet.
+    got = Counter(out)
+    missing = sc.expected_out - got
+    extra = got - sc.expected_out
+    assert not missing and not extra, (
+        f"{sum(missing.values())} expected packet(s) missing, {sum(extra.values())} "
+        f"unexpected out (of which {sum(n for f, n in extra.items() if in_prefix(f, PREFIX))} "
+        f"from {PREFIX})")
+
+    # sluiced: the scrubber's drops are exactly the attack after detection.
+    scrub = service(st, "scrubber")
+    assert scrub["drops"]["nf_verdict"] == len(sc.attack2), scrub
+    assert sum(scrub["drops"].values()) == len(sc.attack2), scrub
+    assert scrub["rx_pkts"] == len(sc.attack2), scrub
+    edges = {(e["from"], e["to"]): e["pkts"] for e in st["edges"]}
+    assert edges.get(("ddos-detect", "scrubber"), 0) == len(sc.attack2), edges
+    assert edges.get(("scrubber", "forward"), 0) == 0, edges
+    assert edges.get(("forward", "port:out"), 0) == sum(sc.expected_out.values()), edges
+    for name in ("ddos-detect", "forward"):
+        assert sum(service(st, name)["drops"].values()) == 0, service(st, name)
+
+    # The NFs' own counters.
+    d = counters(det, "ddos-stats")
+    n_all = len(sc.phase1) + len(sc.phase2)
+    assert (d["packets"], d["alarms"], d["delivered"], d["rejected"], d["untracked"]) == (
+        str(n_all), "1", "1", "0", "0"), d
+    alarms = [ln for ln in det.splitlines() if ln.startswith("ddos-alarm:")]
+    assert alarms == [f"ddos-alarm: prefix={PREFIX} packets={THRESHOLD} window_ms=600000 "
+                      f"threshold={THRESHOLD} key=alarm"], alarms
+    s = counters(scr, "scrubber-stats")
+    assert (s["packets"], s["dropped_prefix"], s["passed"], s["requests"], s["applied"],
+            s["rejected"]) == (str(len(sc.attack2)), str(len(sc.attack2)), "0", "2", "2",
+                               "0"), s
+    assert re.search(rf"^scrubber-prefix: prefix={re.escape(PREFIX)} packets={len(sc.attack2)} "
+                     rf"dropped={len(sc.attack2)} passed=0$", scr, re.M), scr
+
+
+def test_ddos_scrubber_by_hand(launch, node, tmp_path):
+    """The test is the orchestrator: on the alarm event it starts
+    sluice-scrubber --prefix VALUE --at ddos-detect itself."""
+    sc = Scenario()
+    rig = Rig(launch, node, tmp_path, [
+        {"name": "detect", "program": prog("ddos-detect"), "service": "ddos-detect",
+         "args": DETECT_ARGS},
+        {"name": "fwd", "program": prog("forward"), "service": "forward"}])
+    rig.subscribed()  # also applies graph ddos
+    rig.call("rule.add", graph="ddos", **RULE)
+
+    def start(prefix: str) -> None:
+        argv = [prog("scrubber"), "--", "--node", node, "--service", "scrubber",
+                "--mode", "shared", "--prefix", prefix, "--at", "ddos-detect",
+                "--stats-ms", "0"]
+        p = rig.run._spawn("scrubber", argv)
+        rig.run.nfs.append(p)
+
+    st = run_scenario(rig, sc, start)
+    out, det, scr = rig.stop()
+    check(sc, st, out, det, scr)
