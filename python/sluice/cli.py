@@ -132,7 +132,8 @@ def up(deployment: Path = typer.Argument(..., help="Deployment file (docs/deploy
                                      help="Token the API requires (needed unless HOST is "
                                           "loopback).")
        ) -> None:
-    """Start sluiced, the NFs and the chain; show live statistics; stop on Ctrl-C."""
+    """Start sluiced, the NFs and the chain; keep them running (restarts, policies,
+    `sluice apply`); show live statistics; stop on Ctrl-C."""
     from .launch import run_up
 
     raise typer.Exit(run_up(deployment, duration=duration or None, log_dir=log_dir,
