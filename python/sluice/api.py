@@ -2,7 +2,8 @@
 
 ``create_app(node)`` returns a FastAPI app that serves what the control
 socket of sluiced offers (docs/control-socket.md) as JSON over HTTP, events
-as server-sent events, and the statistics as Prometheus metrics::
+as server-sent events and over a websocket, and the statistics as
+Prometheus metrics::
 
     uvicorn.run(create_app("demo"), host="127.0.0.1", port=8080)
 
@@ -22,18 +23,20 @@ import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from fastapi import Body, FastAPI, Query, Request
+from fastapi import Body, FastAPI, Query, Request, WebSocket
 from fastapi import Path as PathParam
-from fastapi.exceptions import RequestValidationError
+from fastapi.exceptions import RequestValidationError, ResponseValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.routing import APIRoute
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.routing import Match
+from starlette.routing import Match as RouteMatch
+from starlette.websockets import WebSocketDisconnect, WebSocketState
 
 from . import __version__
 from .client import (
@@ -49,8 +52,25 @@ from .client import (
 PREFIX = "/api/v1"
 METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
-# -32000 messages that say the thing named in the URL does not exist.
-_NOT_FOUND = re.compile(r"^no (such |service |running NF instance )")
+# The endpoint of each control-socket method (docs/api.md). shutdown has none:
+# stopping the node is for whoever started it (sluice up, systemd), not HTTP.
+SOCKET_METHODS = {
+    "status": "GET /status", "nf.list": "GET /nfs", "nf.stop": "POST /nfs/{instance}/stop",
+    "nf.scale": "POST /services/{service}/scale", "port.list": "GET /ports",
+    "service.list": "GET /services", "lb.set": "PUT /services/{service}/lb",
+    "stats": "GET /stats", "chain.get": "GET /chain", "chain.set": "PUT /chain",
+    "graph.get": "GET /graphs, GET /graphs/{name}", "graph.apply": "PUT /graphs/{name}",
+    "graph.remove": "DELETE /graphs/{name}", "rule.list": "GET /rules",
+    "rule.add": "POST /rules", "rule.remove": "DELETE /rules/{id}",
+    "flow.list": "GET /flows", "flow.get": "GET /flows/{flow}",
+    "flow.delete": "DELETE /flows, DELETE /flows/{flow}", "flow.request": "POST /flow-requests",
+    "rx.pause": "POST /rx/pause", "rx.resume": "POST /rx/resume",
+    "subscribe": "GET /events (SSE), /events/ws (websocket)",
+}
+
+# -32000 messages that say a thing named in the request does not exist.
+_NOT_FOUND = re.compile(r"^no (such |service |running NF instance |graph named |rule with id "
+                        r"|flow with id |flow ')")
 
 
 # -- response models (the result shapes of docs/control-socket.md) -----------------------
@@ -105,6 +125,11 @@ class Nf(_Model):
     access: int
     rx_ring: Ring
     tx_ring: Ring
+    start_to_first_pkt_ms: float | None = Field(
+        None, description="Milliseconds from the process start to its first packet "
+                          "(null until then).")
+    start_to_register_ms: float | None = Field(
+        None, description="Milliseconds from the process start to its registration.")
 
 
 class Port(_Model):
@@ -120,7 +145,7 @@ class Port(_Model):
 class Service(_Model):
     id: int
     name: str
-    lb: str = Field(description="Load balancing across instances: flow or rr.")
+    lb: str = Field(description="Load balancing across instances: flow, queue or rr.")
     instances: list[int]
 
 
@@ -161,12 +186,36 @@ class ServiceStats(_Model):
     drops: dict[str, int] = Field(description="Drops by reason.")
 
 
+class FlowTableStats(_Model):
+    lookup: str = Field(description="Flow lookup mode: off, cached or naive.")
+    live: int = Field(description="Flows in the table now.")
+    capacity: int
+    lookups: int
+    hits: int
+    created: int
+    aged: int
+    deleted: int
+    table_full: int = Field(description="New flows not tracked because the table was full.")
+    non_ip: int
+    timeout_ms: int
+
+
+class EdgeStats(_Model):
+    from_: str = Field(alias="from", description="port:NAME (ingress) or a service.")
+    to: str = Field(description="A service, port:NAME or drop.")
+    pkts: int
+    bytes: int
+
+
 class Stats(_Model):
     tsc_hz: int
     ports: list[PortStats]
     nfs: list[NfStats]
     services: list[ServiceStats]
     drops_total: int
+    flows: FlowTableStats | None = Field(None, description="The flow table's counters.")
+    edges: list[EdgeStats] | None = Field(
+        None, description="Packets per edge that carried any (from, to).")
 
 
 class Chain(_Model):
@@ -190,8 +239,9 @@ class NfStopping(_Model):
 
 
 class LbSet(BaseModel):
-    mode: Literal["flow", "rr"] = Field(
-        description="flow (a flow always goes to the same instance) or rr (round robin).",
+    mode: Literal["flow", "queue", "rr"] = Field(
+        description="flow (a flow always goes to the same instance), queue (the instance "
+                    "with the shortest rx ring) or rr (round robin).",
         examples=["flow"])
 
 
@@ -202,6 +252,200 @@ class LbResult(_Model):
 
 class RxState(_Model):
     rx_enabled: bool
+
+
+class Scale(BaseModel):
+    replicas: int = Field(ge=0, le=65535, description="How many instances the service "
+                          "should have: new ones copy the newest running instance, "
+                          "scaling in stops the newest.", examples=[2])
+
+
+class Scaled(_Model):
+    service: str
+    replicas: int
+    started_pids: list[int] = Field(description="Processes started (they get their "
+                                                "instance ids when they register).")
+    stopping: list[int] = Field(description="Instances asked to stop.")
+
+
+_HOP_DOC = "a service of the graph, port:NAME or drop"
+
+
+class GraphSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    nodes: dict[str, list[str]] = Field(
+        description=f"Service -> its allowed next hops ({_HOP_DOC}); the first is the "
+                    f"default.",
+        examples=[{"fw": ["mon", "drop"], "mon": ["port:out"]}])
+    entry: str | None = Field(None, min_length=1,
+                              description="The first node (default: the first of nodes).")
+
+
+class Graph(_Model):
+    name: str
+    id: int
+    version: int
+    entry: str | None
+    nodes: dict[str, list[str | None]]
+    chain: bool = Field(description="Whether this is a chain (the default graph written "
+                                    "by PUT /chain).")
+
+
+class GraphList(_Model):
+    graphs: list[Graph]
+
+
+class GraphApplied(_Model):
+    name: str
+    id: int
+    version: int
+
+
+class GraphRemoved(_Model):
+    removed: str
+    rules_removed: int = Field(description="The graph's rules, removed with it.")
+
+
+_PORTS_DOC = "a number 0-65535, \"LO-HI\" or \"any\""
+_PORT_NUM = r"(6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[0-9]{1,4})"
+Proto = Annotated[int, Field(ge=0, le=255)] | Literal[
+    "tcp", "udp", "icmp", "icmp6", "sctp", "gre", "esp", "ah", "any"]
+Ports = Annotated[int, Field(ge=0, le=65535)] | Annotated[
+    str, Field(pattern=f"^(any|{_PORT_NUM}(-{_PORT_NUM})?)$")]
+Prefix = Annotated[str, Field(min_length=1, max_length=64)]
+
+
+class Match(BaseModel):
+    """Wildcard match on the 5-tuple; a field left out matches everything."""
+    model_config = ConfigDict(extra="forbid")
+    proto: Proto | None = Field(None, description="tcp, udp, icmp, icmp6, sctp, gre, esp, "
+                                "ah, any or a number 0-255", examples=["udp"])
+    src: Prefix | None = Field(None, description="A prefix or address (IPv4 or IPv6), "
+                               "or any.", examples=["10.0.0.0/8"])
+    dst: Prefix | None = Field(None, description="A prefix or address (IPv4 or IPv6), "
+                               "or any.")
+    sport: Ports | None = Field(None, description=_PORTS_DOC)
+    dport: Ports | None = Field(None, description=_PORTS_DOC, examples=[53])
+
+
+class RuleAdd(Match):
+    graph: str = Field(min_length=1, description="New flows that match go to this graph.",
+                       examples=["anomaly"])
+    priority: int = Field(0, ge=-1000000, le=1000000,
+                          description="The highest wins; between equal ones, the older rule.")
+    in_port: str | None = Field(None, min_length=1,
+                                description="Only packets that came in on this port.")
+
+
+class Rule(_Model):
+    id: int
+    graph: str
+    priority: int
+    proto: str | None = None
+    src: str | None = None
+    dst: str | None = None
+    sport: str | None = None
+    dport: str | None = None
+    in_port: str | None = None
+    flows: int | None = Field(None, description="Flows the rule classified (in the list).")
+
+
+class RuleList(_Model):
+    rules: list[Rule] = Field(description="Highest priority first.")
+
+
+class RuleRemoved(_Model):
+    removed: int
+
+
+class FlowOverride(_Model):
+    service: str
+    type: str = Field(description="skip (SkipMe) or default (ChangeDefault, with to).")
+    to: str | None = None
+
+
+class Flow(_Model):
+    id: int
+    key: str = Field(examples=["udp 192.168.1.2:5353 > 10.0.0.9:53"])
+    family: int = Field(description="4 or 6.")
+    proto: int
+    graph: str
+    pkts: int
+    bytes: int
+    idle_ms: int
+    pins: dict[str, int] = Field(description="Service -> the instance its load balancer "
+                                             "chose for the flow.")
+    overrides: list[FlowOverride]
+    state: str = Field(description="live, or deleting.")
+
+
+class FlowList(_Model):
+    total: int = Field(description="Flows in the table.")
+    matched: int = Field(description="Flows that pass the filters.")
+    flows: list[Flow]
+    truncated: bool = Field(description="Whether some matched flows were left out (limit).")
+
+
+class FlowsDeleted(_Model):
+    deleted: int
+
+
+class FlowByKey(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    key: str = Field(min_length=1, description="One flow.",
+                     examples=["tcp 10.0.0.1:1234 > 10.0.0.2:80"])
+
+
+class FlowByMatch(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    match: Match = Field(description="Every flow that matches ({}: every flow).")
+
+
+class _FlowRequestBase(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    service: str = Field(min_length=1, description="The service the request is made for "
+                                                   "(as if one of its NFs made it).")
+
+
+class SkipMe(_FlowRequestBase):
+    type: Literal["skip_me"]
+    flow: FlowByKey | FlowByMatch
+
+
+class RequestMe(_FlowRequestBase):
+    type: Literal["request_me"]
+    flow: FlowByKey | FlowByMatch
+
+
+class ChangeDefault(_FlowRequestBase):
+    type: Literal["change_default"]
+    flow: FlowByKey | FlowByMatch
+    to: str = Field(min_length=1, description=f"The new default next hop: one of the "
+                                              f"service's allowed next hops ({_HOP_DOC}).")
+
+
+class Message(_FlowRequestBase):
+    type: Literal["message"]
+    key: str = Field(min_length=1, max_length=63, examples=["threshold"])
+    value: str = Field(max_length=255, examples=["1000"])
+
+
+FlowRequest = Annotated[SkipMe | RequestMe | ChangeDefault | Message,
+                        Field(discriminator="type")]
+
+
+class FlowRequestResult(_Model):
+    applied: int = Field(description="Flows the request applied to (a message: NF "
+                                     "instances that got it).")
+
+
+class _PassThrough(APIRoute):
+    """Routes answer with what sluiced sent: a field it left out is not added
+    with the model's default (the models type what sluiced sends)."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        kwargs["response_model_exclude_unset"] = True
+        super().__init__(*args, **kwargs)
 
 
 # -- errors -------------------------------------------------------------------------------
@@ -244,7 +488,10 @@ _ERRORS = {
         504: "sluiced did not answer in time.",
     }.items()
 }
-_ERRORS_404 = {**_ERRORS, 404: {"model": Error, "description": "No such NF or service."}}
+_ERRORS_404 = {**_ERRORS, 404: {
+    "model": Error,
+    "description": "sluiced says a graph, rule, flow, service or NF instance named in the "
+                   "request does not exist."}}
 
 
 # -- sluiced ------------------------------------------------------------------------------
@@ -378,8 +625,13 @@ class TokenAuth:
         self.token = token.encode()
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or self._ok(scope):
+        if scope["type"] not in ("http", "websocket") or self._ok(scope):
             await self.app(scope, receive, send)
+            return
+        if scope["type"] == "websocket":
+            # Refused before the handshake completes: the client sees HTTP 403.
+            await send({"type": "websocket.close", "code": 1008,
+                        "reason": "missing or wrong token"})
             return
         resp = JSONResponse(
             {"detail": "missing or wrong token: send 'Authorization: Bearer TOKEN' "
@@ -396,6 +648,14 @@ class TokenAuth:
                     return True
             elif name == b"x-sluice-token" and hmac.compare_digest(value.strip(), self.token):
                 return True
+        if scope["type"] == "websocket":
+            # Browsers cannot set headers on a websocket: ?token=TOKEN works there.
+            from urllib.parse import parse_qs
+
+            qs = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+            for cred in qs.get("token", []):
+                if hmac.compare_digest(cred.encode("latin-1"), self.token):
+                    return True
         return False
 
 
@@ -509,39 +769,100 @@ async def _subscribe(path: Path) -> tuple[asyncio.StreamReader, asyncio.StreamWr
     return reader, writer
 
 
+async def _read_events(reader: asyncio.StreamReader) -> AsyncIterator[dict[str, Any]]:
+    """The params ``{kind, ts, data}`` of each event on a subscribed connection;
+    ends when sluiced closes it."""
+    while True:
+        try:
+            line = await reader.readline()
+        except (OSError, ValueError):
+            return
+        if not line:
+            return  # sluiced went away
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(msg, dict) and msg.get("method") == "event":
+            params = msg.get("params")
+            yield params if isinstance(params, dict) else {}
+
+
+async def _close(writer: asyncio.StreamWriter) -> None:
+    writer.close()
+    with contextlib.suppress(Exception):
+        await writer.wait_closed()
+
+
 async def _event_stream(request: Request, reader: asyncio.StreamReader,
                         writer: asyncio.StreamWriter, max_events: int | None,
                         keepalive: float) -> AsyncIterator[bytes]:
     sent = 0
+    events = _read_events(reader).__aiter__()
+    pending: asyncio.Task[dict[str, Any]] | None = None
     try:
         yield b": subscribed\n\n"
         while max_events is None or sent < max_events:
             if await request.is_disconnected():
                 return
-            try:
-                line = await asyncio.wait_for(reader.readline(), keepalive)
-            except asyncio.TimeoutError:
+            if pending is None:
+                pending = asyncio.ensure_future(events.__anext__())
+            done, _ = await asyncio.wait({pending}, timeout=keepalive)
+            if not done:
                 yield b": keepalive\n\n"
                 continue
-            except (OSError, ValueError):
-                return
-            if not line:
-                return  # sluiced went away
+            task, pending = pending, None
             try:
-                msg = json.loads(line)
-            except ValueError:
-                continue
-            if not isinstance(msg, dict) or msg.get("method") != "event":
-                continue
-            params = msg.get("params") or {}
+                params = task.result()
+            except StopAsyncIteration:
+                return
             kind = str(params.get("kind", "event")).replace("\n", " ")
             data = json.dumps(params, separators=(",", ":"))
             yield f"event: {kind}\ndata: {data}\n\n".encode()
             sent += 1
     finally:
-        writer.close()
-        with contextlib.suppress(Exception):
-            await writer.wait_closed()
+        if pending is not None:
+            pending.cancel()
+        await _close(writer)
+
+
+async def _event_socket(ws: WebSocket, reader: asyncio.StreamReader,
+                        writer: asyncio.StreamWriter, max_events: int | None) -> None:
+    """Sends each event as a text message until the client goes, sluiced
+    stops (close 1001) or max_events were sent (close 1000)."""
+    sent = 0
+    events = _read_events(reader).__aiter__()
+    client = asyncio.ensure_future(ws.receive())
+    pending: asyncio.Task[dict[str, Any]] | None = None
+    code, reason = 1000, "max_events sent"
+    try:
+        while max_events is None or sent < max_events:
+            if pending is None:
+                pending = asyncio.ensure_future(events.__anext__())
+            done, _ = await asyncio.wait({pending, client},
+                                         return_when=asyncio.FIRST_COMPLETED)
+            if client in done:
+                if client.result().get("type") == "websocket.disconnect":
+                    return
+                client = asyncio.ensure_future(ws.receive())  # messages are ignored
+            if pending not in done:
+                continue
+            task, pending = pending, None
+            try:
+                params = task.result()
+            except StopAsyncIteration:
+                code, reason = 1001, "sluiced closed the subscription (it stopped)"
+                break
+            await ws.send_text(json.dumps(params, separators=(",", ":")))
+            sent += 1
+        await ws.close(code=code, reason=reason)
+    except (WebSocketDisconnect, RuntimeError, OSError):
+        return
+    finally:
+        for t in (pending, client):
+            if t is not None:
+                t.cancel()
+        await _close(writer)
 
 
 # -- the app ------------------------------------------------------------------------------
@@ -571,7 +892,21 @@ def create_app(node: str, socket_path: str | Path | None = None,
                     f"socket of sluiced over HTTP, events as server-sent events, and "
                     f"Prometheus metrics at /metrics.",
     )
+    app.router.route_class = _PassThrough
     app.state.sluiced = sluiced
+
+    async def subscribe() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        """A subscribed connection of its own to sluiced; raises ApiError."""
+        try:
+            return await _subscribe(sluiced.socket_path)
+        except OSError:
+            # Let the client say what is wrong (path, and what to do).
+            try:
+                Client(node, sluiced.socket_path, timeout=timeout).connect()
+            except SluiceError as e:
+                raise http_error(e) from None
+            raise ApiError(503, f"cannot subscribe on {sluiced.socket_path}") from None
+
     if token:
         app.add_middleware(TokenAuth, token=token)
         _document_token(app)
@@ -588,10 +923,22 @@ def create_app(node: str, socket_path: str | Path | None = None,
             allowed: set[str] = set()
             for route in app.routes:
                 match, _ = route.matches(request.scope)
-                if match != Match.NONE:
+                if match != RouteMatch.NONE:
                     allowed |= set(getattr(route, "methods", None) or ())
             headers["Allow"] = ", ".join(sorted(allowed))
         return JSONResponse({"detail": e.detail}, status_code=e.status_code, headers=headers)
+
+    @app.exception_handler(ResponseValidationError)
+    async def _unexpected(request: Request, e: ResponseValidationError) -> JSONResponse:
+        # sluiced's answer does not have the documented shape (a newer or older sluiced).
+        parts = []
+        for err in e.errors()[:3]:
+            loc = ".".join(str(x) for x in err.get("loc", ()) if x != "response")
+            parts.append(f"{loc}: {err.get('msg')}" if loc else str(err.get("msg")))
+        return JSONResponse(
+            {"detail": f"sluiced answered something this API does not know "
+                       f"({'; '.join(parts)}): is sluiced the same version as the "
+                       f"sluice package?"}, status_code=502)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, e: RequestValidationError) -> JSONResponse:
@@ -677,19 +1024,163 @@ def create_app(node: str, socket_path: str | Path | None = None,
                          None, ge=1, description="Close the stream after this many "
                                                  "events (default: never).")) -> Any:
         """sluiced's events as they happen, on a connection of their own."""
-        try:
-            reader, writer = await _subscribe(sluiced.socket_path)
-        except OSError:
-            # Let the client say what is wrong (path, and what to do).
-            try:
-                Client(node, sluiced.socket_path, timeout=timeout).connect()
-            except SluiceError as e:
-                raise http_error(e) from None
-            raise ApiError(503, f"cannot subscribe on {sluiced.socket_path}") from None
+        reader, writer = await subscribe()
         return StreamingResponse(
             _event_stream(request, reader, writer, max_events, keepalive),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+    @app.websocket(f"{PREFIX}/events/ws")
+    async def events_ws(ws: WebSocket,
+                        max_events: int | None = Query(None, ge=1)) -> None:
+        """sluiced's events over a websocket: one text message per event, the
+        JSON object {kind, ts, data}. If sluiced cannot be subscribed to, one
+        message {"error": detail, "status": HTTP status} and close 1011."""
+        await ws.accept()
+        try:
+            reader, writer = await subscribe()
+        except ApiError as e:
+            with contextlib.suppress(WebSocketDisconnect, RuntimeError, OSError):
+                await ws.send_text(json.dumps({"error": e.detail, "status": e.status}))
+                await ws.close(code=1011, reason=e.detail[:120])
+            return
+        await _event_socket(ws, reader, writer, max_events)
+        if ws.application_state != WebSocketState.DISCONNECTED:
+            with contextlib.suppress(Exception):
+                await ws.close()
+
+    # -- graphs, rules, flows, requests, scaling (docs/control-socket.md) ----
+
+    @app.get(f"{PREFIX}/graphs", response_model=GraphList, responses=_ERRORS,
+             tags=["graphs"])
+    def graphs() -> Any:
+        """Every service graph, the default chain included."""
+        return sluiced.call("graph.get")
+
+    @app.get(f"{PREFIX}/graphs/{{name}}", response_model=Graph, responses=_ERRORS_404,
+             tags=["graphs"])
+    def graph_get(name: str) -> Any:
+        """One graph: its nodes and their allowed next hops (the first is the default)."""
+        return sluiced.call("graph.get", name=name)
+
+    @app.put(f"{PREFIX}/graphs/{{name}}", response_model=GraphApplied,
+             responses=_ERRORS, tags=["graphs"])
+    def graph_apply(name: str, body: GraphSpec) -> Any:
+        """Create or replace a graph, atomically (its version goes up). The name
+        default is the chain. A graph sluiced cannot use is 422 with its reason."""
+        params: dict[str, Any] = {"name": name, "nodes": body.nodes}
+        if body.entry is not None:
+            params["entry"] = body.entry
+        return sluiced.call("graph.apply", **params)
+
+    @app.delete(f"{PREFIX}/graphs/{{name}}", response_model=GraphRemoved,
+                responses=_ERRORS_404, tags=["graphs"])
+    def graph_remove(name: str) -> Any:
+        """Remove a graph and its rules; its flows are classified again on their next
+        packet. default cannot be removed (409)."""
+        return sluiced.call("graph.remove", name=name)
+
+    @app.get(f"{PREFIX}/rules", response_model=RuleList, responses=_ERRORS, tags=["rules"])
+    def rules() -> Any:
+        """The rules that send new flows to graphs, highest priority first."""
+        return sluiced.call("rule.list")
+
+    @app.post(f"{PREFIX}/rules", response_model=Rule, status_code=201,
+              responses=_ERRORS_404, tags=["rules"])
+    def rule_add(body: RuleAdd) -> Any:
+        """Add a rule: new flows that match go to its graph (404 if there is no such
+        graph). Existing flows keep theirs until deleted or aged out."""
+        return sluiced.call("rule.add", **body.model_dump(exclude_none=True))
+
+    @app.delete(f"{PREFIX}/rules/{{rule_id}}", response_model=RuleRemoved,
+                responses=_ERRORS_404, tags=["rules"])
+    def rule_remove(rule_id: int = PathParam(..., ge=0, le=4294967295)) -> Any:
+        """Remove a rule."""
+        return sluiced.call("rule.remove", id=rule_id)
+
+    def flow_filters(graph: str | None, service: str | None, instance: int | None,
+                     proto: str | None, src: str | None, dst: str | None,
+                     sport: str | None, dport: str | None) -> dict[str, Any]:
+        if instance is not None and not service:
+            raise ApiError(422, "instance: give service too (instance picks an "
+                                "instance of that service)")
+        f = {"graph": graph, "service": service, "instance": instance, "proto": proto,
+             "src": src, "dst": dst, "sport": sport, "dport": dport}
+        # An empty filter (?graph=, as an HTML form sends it) is no filter.
+        return {k: v for k, v in f.items() if v is not None and v != ""}
+
+    _f_graph = Query(None, description="Flows of this graph.")
+    _f_service = Query(None, description="Flows pinned to an instance of this service.")
+    _f_instance = Query(None, ge=0, le=65535,
+                        description="... to this instance of it (needs service).")
+    _f_proto = Query(None, description="tcp, udp, icmp, ... or a number.")
+    _f_src = Query(None, description="Prefix or address; matched against both directions.")
+    _f_dst = Query(None, description="Prefix or address; matched against both directions.")
+    _f_sport = Query(None, description=f"{_PORTS_DOC}; matched against both directions.")
+    _f_dport = Query(None, description=f"{_PORTS_DOC}; matched against both directions "
+                                       f"(so dport=80 finds replies from port 80 too).")
+
+    @app.get(f"{PREFIX}/flows", response_model=FlowList, responses=_ERRORS_404,
+             tags=["flows"])
+    def flows(limit: int = Query(100, ge=0, le=100000,
+                                 description="At most this many flows."),
+              graph: str | None = _f_graph, service: str | None = _f_service,
+              instance: int | None = _f_instance, proto: str | None = _f_proto,
+              src: str | None = _f_src, dst: str | None = _f_dst,
+              sport: str | None = _f_sport, dport: str | None = _f_dport) -> Any:
+        """Flows in the table that pass the filters (404 if the graph or service
+        filtered on does not exist)."""
+        return sluiced.call("flow.list", limit=limit, **flow_filters(
+            graph, service, instance, proto, src, dst, sport, dport))
+
+    @app.delete(f"{PREFIX}/flows", response_model=FlowsDeleted, responses=_ERRORS_404,
+                tags=["flows"])
+    def flows_delete(all_: bool = Query(False, alias="all",
+                                        description="Every flow (without filters)."),
+                     graph: str | None = _f_graph, service: str | None = _f_service,
+                     instance: int | None = _f_instance, proto: str | None = _f_proto,
+                     src: str | None = _f_src, dst: str | None = _f_dst,
+                     sport: str | None = _f_sport, dport: str | None = _f_dport) -> Any:
+        """Delete the flows that pass the filters, or all=true; each is classified
+        again on its next packet. Without either, 422."""
+        params = flow_filters(graph, service, instance, proto, src, dst, sport, dport)
+        if all_:
+            params["all"] = True
+        return sluiced.call("flow.delete", **params)
+
+    def flow_ref(flow: str) -> dict[str, Any]:
+        return {"id": int(flow)} if flow.isascii() and flow.isdigit() else {"key": flow}
+
+    _flow_path = PathParam(..., description="The flow's id (from GET /flows) or its key, "
+                                            "e.g. 'tcp 10.0.0.1:1234 > 10.0.0.2:80' "
+                                            "(URL-encoded).")
+
+    @app.get(f"{PREFIX}/flows/{{flow}}", response_model=Flow, responses=_ERRORS_404,
+             tags=["flows"])
+    def flow_get(flow: str = _flow_path) -> Any:
+        """One flow."""
+        return sluiced.call("flow.get", **flow_ref(flow))
+
+    @app.delete(f"{PREFIX}/flows/{{flow}}", response_model=FlowsDeleted,
+                responses=_ERRORS_404, tags=["flows"])
+    def flow_delete(flow: str = _flow_path) -> Any:
+        """Delete one flow; its next packet is classified again."""
+        return sluiced.call("flow.delete", **flow_ref(flow))
+
+    @app.post(f"{PREFIX}/flow-requests", response_model=FlowRequestResult,
+              responses=_ERRORS_404, tags=["flows"])
+    def flow_request(body: FlowRequest = Body(...)) -> Any:
+        """Make a request as the service's NFs make them (include/sluice/flow.h):
+        skip_me, request_me, change_default (to one of its next hops) for one flow
+        (key) or many (match), or a message to the service's instances. A request
+        the graph does not allow is 409 with the reason; no such service is 404."""
+        return sluiced.call("flow.request", **body.model_dump(exclude_none=True))
+
+    @app.post(f"{PREFIX}/services/{{service}}/scale", response_model=Scaled,
+              responses=_ERRORS_404, tags=["services"])
+    def nf_scale(service: str, body: Scale) -> Any:
+        """Start or stop instances so the service has this many (nf.scale)."""
+        return sluiced.call("nf.scale", service=service, replicas=body.replicas)
 
     @app.get("/metrics", tags=["metrics"], response_class=Response, responses={
         **_ERRORS, 200: {"description": "Prometheus text exposition format.",

@@ -7,6 +7,9 @@ from __future__ import annotations
 import contextlib
 import copy
 import importlib.util
+import ipaddress
+import json
+import re
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -96,6 +99,51 @@ EVENTS = [
 ]
 
 
+FLOWS = [
+    {"id": 7, "key": "udp 192.168.1.2:5353 > 10.0.0.9:53", "family": 4, "proto": 17,
+     "graph": "default", "pkts": 1200, "bytes": 96000, "idle_ms": 12, "pins": {"fw": 0},
+     "overrides": [], "state": "live"},
+    {"id": 9, "key": "tcp 10.0.0.1:1234 > 10.0.0.2:80", "family": 4, "proto": 6,
+     "graph": "default", "pkts": 10, "bytes": 640, "idle_ms": 3, "pins": {"fw": 0, "mon": 1},
+     "overrides": [{"service": "mon", "type": "default", "to": "port:out"}], "state": "live"},
+]
+PROTOS = {"tcp": 6, "udp": 17, "icmp": 1, "icmp6": 58, "sctp": 132, "gre": 47, "esp": 50,
+          "ah": 51}
+
+
+def _match_error(p: dict[str, Any]) -> str | None:
+    """sl_match_from_json's checks, roughly: the message of the first bad field."""
+    proto = p.get("proto")
+    if proto is not None and not (
+            (isinstance(proto, int) and not isinstance(proto, bool) and 0 <= proto <= 255)
+            or (isinstance(proto, str) and (proto.lower() in PROTOS or proto == "any"
+                                            or (proto.isdigit() and int(proto) <= 255)))):
+        return (f"proto: {json.dumps(proto)} is not a protocol (tcp, udp, icmp, icmp6, sctp, "
+                f"gre, esp, ah, any, or a number 0-255)")
+    for k in ("src", "dst"):
+        v = p.get(k)
+        if v is None:
+            continue
+        try:
+            if not isinstance(v, str):
+                raise ValueError
+            if v != "any":
+                ipaddress.ip_network(v, strict=True)
+        except ValueError:
+            return f"{k}: {json.dumps(v)} is not a valid prefix"
+    for k in ("sport", "dport"):
+        v = p.get(k)
+        if v is None:
+            continue
+        if isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 65535:
+            continue
+        if isinstance(v, str) and re.fullmatch(r"any|\d{1,5}(-\d{1,5})?", v) and all(
+                int(x) <= 65535 for x in v.split("-") if x != "any"):
+            continue
+        return f"{k}: {json.dumps(v)} is not a valid port (a number 0-65535, LO-HI or any)"
+    return None
+
+
 class Sluiced:
     """The state behind the fake: the handler mimics sluiced's answers and errors."""
 
@@ -103,9 +151,81 @@ class Sluiced:
         self.chain = {"version": 1, "hops": ["fw", "mon", "port:out"]}
         self.rx_enabled = True
         self.services = copy.deepcopy(SERVICES)
+        self.graphs: dict[str, dict[str, Any]] = {}
+        self.rules: list[dict[str, Any]] = []
+        self.rule_id = 0
+        self.flows = copy.deepcopy(FLOWS)
         self.fail: dict[str, Any] = {}  # method -> error object or action to return
+        self.crashes: list[str] = []  # params the fake could not take
+
+    def graph(self, name: str) -> dict[str, Any] | None:
+        if name == "default":
+            return {"name": "default", "id": 0, "version": self.chain["version"],
+                    "entry": self.chain["hops"][0] if self.chain["hops"] else None,
+                    "nodes": {h: [self.chain["hops"][i + 1]]
+                              for i, h in enumerate(self.chain["hops"][:-1])},
+                    "chain": True}
+        return self.graphs.get(name)
+
+    def graph_apply(self, p: dict[str, Any]) -> str | dict[str, Any]:
+        """graph.apply's checks (sl_graph_check): an error message or the result."""
+        name, nodes, entry = p.get("name"), p.get("nodes"), p.get("entry")
+        if not isinstance(name, str):
+            return 'graph.apply needs a "name" (string)'
+        if not re.fullmatch(r"[A-Za-z0-9_.-]{1,31}", name):
+            return (f"graph '{name}': a name is 1-31 letters, digits, '_', '.' or '-'")
+        if not isinstance(nodes, dict):
+            return (f"graph '{name}': \"nodes\" must be an object mapping each service to "
+                    f"its list of next hops")
+        if not nodes:
+            return f"graph '{name}' has no nodes"
+        services = {s["name"] for s in self.services}
+        for n, hops in nodes.items():
+            if n not in services:
+                return f"graph '{name}': node '{n}': no service named '{n}'"
+            if not isinstance(hops, list) or not all(isinstance(h, str) for h in hops):
+                return f"graph '{name}': node '{n}': next hops must be a list of strings"
+            if not hops:
+                return (f"graph '{name}': node '{n}' has no next hop: list at least one "
+                        f"(the first is the default)")
+            for h in hops:
+                if h in ("drop", "port:in", "port:out") or h in nodes:
+                    continue
+                return (f"graph '{name}': node '{n}': edge to '{h}', which is not a node "
+                        f"of this graph (add it under nodes, or use port:NAME or drop)")
+        first = entry if entry is not None else next(iter(nodes))
+        if first not in nodes:
+            return f"graph '{name}': entry '{first}' is not a node"
+        seen, todo = set(), [first]
+        while todo:
+            n = todo.pop()
+            if n in seen:
+                continue
+            seen.add(n)
+            todo += [h for h in nodes[n] if h in nodes]
+        for n in nodes:
+            if n not in seen:
+                return f"graph '{name}': node '{n}' is not reachable from entry '{first}'"
+        old = self.graphs.get(name)
+        if name == "default":
+            return "graph 'default': use chain.set"
+        gid = old["id"] if old else 1 + max([g["id"] for g in self.graphs.values()] or [0])
+        self.graphs[name] = {"name": name, "id": gid,
+                             "version": old["version"] + 1 if old else 1,
+                             "entry": first, "nodes": nodes, "chain": False}
+        return {"name": name, "id": gid, "version": self.graphs[name]["version"]}
 
     def handler(self, req: Any) -> Any:
+        try:
+            return self._handle(req)
+        except (TypeError, KeyError, AttributeError, ValueError) as e:
+            # sluiced answers a param of the wrong type with -32602 and a message
+            # naming it; the fake only says what it tripped on.
+            self.crashes.append(repr(e))
+            return {"jsonrpc": "2.0", "id": req.get("id"),
+                    "error": {"code": -32602, "message": f"bad params ({e})"}}
+
+    def _handle(self, req: Any) -> Any:
         if not isinstance(req, dict):
             return {"jsonrpc": "2.0", "id": None,
                     "error": {"code": -32700, "message": "parse error at column 1"}}
@@ -152,8 +272,8 @@ class Sluiced:
             return ok({"instance": i, "state": "stopping"})
         if method == "lb.set":
             mode = p.get("mode")
-            if mode not in ("flow", "rr"):
-                return err(-32602, f"param 'mode' '{mode}': use flow or rr")
+            if mode not in ("flow", "queue", "rr"):
+                return err(-32602, f"param 'mode' '{mode}': use flow, queue or rr")
             svc = next((s for s in self.services if s["name"] == p.get("service")), None)
             if svc is None:
                 return err(-32000, f"no service {p.get('service')}; service.list shows "
@@ -166,6 +286,150 @@ class Sluiced:
         if method == "rx.resume":
             self.rx_enabled = True
             return ok({"rx_enabled": True})
+        if method == "nf.scale":
+            svc = next((s for s in self.services if s["name"] == p.get("service")), None)
+            if svc is None:
+                return err(-32000, f"no service {p.get('service')}; service.list shows "
+                                   f"the services")
+            n = p.get("replicas")
+            if not isinstance(n, int) or n < 0:
+                return err(-32602, "param 'replicas' (integer >= 0) is missing")
+            if n > 64:
+                return err(-32000, f"{n} replicas is more than --max-nfs 64")
+            have = len(svc["instances"])
+            return ok({"service": svc["name"], "replicas": n,
+                       "started_pids": list(range(5000, 5000 + max(0, n - have))),
+                       "stopping": svc["instances"][n:][::-1]})
+        if method == "graph.get":
+            if "name" not in p:
+                return ok({"graphs": [self.graph("default")] + list(self.graphs.values())})
+            g = self.graph(p["name"])
+            if g is None:
+                return err(-32000, f"no graph named '{p['name']}'; see graph.get")
+            return ok(g)
+        if method == "graph.apply":
+            r = self.graph_apply(p)
+            return err(-32602, r) if isinstance(r, str) else ok(r)
+        if method == "graph.remove":
+            name = p.get("name")
+            if not isinstance(name, str):
+                return err(-32602, "param 'name' (graph name) is missing")
+            if name == "default":
+                return err(-32000, "graph 'default' is the default chain and cannot be "
+                                   "removed; replace it with chain.set or graph.apply")
+            if name not in self.graphs:
+                return err(-32000, f"no graph named '{name}'; see graph.get")
+            del self.graphs[name]
+            n = len([r for r in self.rules if r["graph"] == name])
+            self.rules = [r for r in self.rules if r["graph"] != name]
+            return ok({"removed": name, "rules_removed": n})
+        if method == "rule.add":
+            pr = p.get("priority", 0)
+            if not isinstance(pr, int) or not -1000000 <= pr <= 1000000:
+                return err(-32602, "param 'priority' must be an integer in -1000000..1000000 "
+                                   "(higher wins)")
+            for k in p:
+                if k not in ("graph", "priority", "proto", "src", "dst", "sport", "dport",
+                             "in_port"):
+                    return err(-32602, f"unknown param '{k}': use proto, src, dst, sport, "
+                                       f"dport, in_port and the method's own")
+            e = _match_error(p)
+            if e:
+                return err(-32602, e)
+            if "in_port" in p and p["in_port"] not in ("in", "out"):
+                return err(-32602, f"param 'in_port': no port named '{p['in_port']}'; use a "
+                                   f"name from port.list")
+            g = p.get("graph")
+            if not isinstance(g, str):
+                return err(-32602, "param 'graph' (graph name) is missing")
+            if self.graph(g) is None:
+                return err(-32000, f"no graph named '{g}': apply it first (graph.apply)")
+            self.rule_id += 1
+            rule = {"id": self.rule_id, "graph": g, "priority": pr}
+            for k in ("proto", "src", "dst", "sport", "dport", "in_port"):
+                if k in p and p[k] != "any":
+                    rule[k] = str(p[k]).lower()
+            self.rules.append(rule)
+            self.rules.sort(key=lambda r: -r["priority"])
+            return ok(rule)
+        if method == "rule.list":
+            return ok({"rules": [{**r, "flows": 0} for r in self.rules]})
+        if method == "rule.remove":
+            rule = p.get("id")
+            if not isinstance(rule, int):
+                return err(-32602, "param 'id' (rule id) is missing")
+            if not any(r["id"] == rule for r in self.rules):
+                return err(-32000, f"no rule with id {rule}; see rule.list")
+            self.rules = [r for r in self.rules if r["id"] != rule]
+            return ok({"removed": rule})
+        if method in ("flow.list", "flow.delete", "flow.get"):
+            if method != "flow.list" and ("id" in p or "key" in p):
+                if "id" in p:
+                    f = next((f for f in self.flows if f["id"] == p["id"]), None)
+                    if f is None:
+                        return err(-32000, f"no flow with id {p['id']}; see flow.list")
+                else:
+                    key = p["key"]
+                    if not re.fullmatch(r"(tcp|udp|sctp) \S+:\d+ > \S+:\d+", key):
+                        return err(-32602, f"param 'key' '{key}' is not a flow key like "
+                                           f"\"tcp 10.0.0.1:1234 > 10.0.0.2:80\"")
+                    f = next((f for f in self.flows if f["key"] == key), None)
+                    if f is None:
+                        return err(-32000, f"no flow '{key}' in the table")
+                if method == "flow.get":
+                    return ok(f)
+                self.flows.remove(f)
+                return ok({"deleted": 1})
+            if method == "flow.get":
+                return err(-32602, "give the flow as 'id' or as 'key' (\"tcp "
+                                   "10.0.0.1:1234 > 10.0.0.2:80\")")
+            e = _match_error(p)
+            if e:
+                return err(-32602, e)
+            if "graph" in p and self.graph(p["graph"]) is None:
+                return err(-32000, f"no graph named '{p['graph']}': apply it first "
+                                   f"(graph.apply)")
+            if "service" in p and p["service"] not in {s["name"] for s in self.services}:
+                return err(-32000, f"no service {p['service']}; service.list shows the "
+                                   f"services")
+            sel = [f for f in self.flows
+                   if p.get("graph", f["graph"]) == f["graph"]
+                   and ("service" not in p or p["service"] in f["pins"])]
+            if method == "flow.delete":
+                if not p.get("all") and not (set(p) & {"graph", "service", "proto", "src",
+                                                       "dst", "sport", "dport"}):
+                    return err(-32602, "flow.delete needs 'id', 'key', filters, or "
+                                       "\"all\": true")
+                self.flows = [f for f in self.flows if f not in sel]
+                return ok({"deleted": len(sel)})
+            limit = p.get("limit", 100)
+            return ok({"total": len(self.flows), "matched": len(sel), "flows": sel[:limit],
+                       "truncated": len(sel) > limit})
+        if method == "flow.request":
+            kind = p.get("type")
+            if kind not in ("skip_me", "request_me", "change_default", "message"):
+                return err(-32602, "param 'type' must be skip_me, request_me, "
+                                   "change_default or message")
+            if p.get("service") not in {s["name"] for s in self.services}:
+                return err(-32000, f"no service {p.get('service')}; service.list shows the "
+                                   f"services")
+            if kind == "message":
+                return ok({"applied": 1})
+            flow = p.get("flow") or {}
+            if "key" in flow:
+                if not any(f["key"] == flow["key"] for f in self.flows):
+                    return err(-32000, f"{kind} rejected: no such flow in the table (it may "
+                                       f"have aged out)")
+                return ok({"applied": 1})
+            e = _match_error(flow.get("match") or {})
+            if e:
+                return err(-32602, e)
+            if kind == "change_default" and p.get("to") not in ("port:out", "drop"):
+                return err(-32000, f"{kind} rejected: graph 'default' has no edge from "
+                                   f"'{p['service']}' to the requested next hop: "
+                                   f"ChangeDefault may only pick one of the node's allowed "
+                                   f"next hops")
+            return ok({"applied": len(self.flows)})
         if method == "subscribe":
             return [ok({"subscribed": True})] + [
                 {"jsonrpc": "2.0", "method": "event", "params": e} for e in EVENTS] + ["close"]
@@ -188,3 +452,34 @@ def fake(sockdir: Path) -> Iterator[tuple[Sluiced, Any]]:
         yield state, srv
     finally:
         srv.close()
+
+
+# -- a real sluiced (tests/api/test_api_live.py) ------------------------------------------
+# The fixtures of tests/integration/conftest.py, loaded under another name (both
+# folders have a conftest.py), without its session-wide autouse check: only the
+# tests that start a sluiced need root, hugepages and a build.
+
+def _load(name: str, path: Path) -> Any:
+    import sys
+
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+_INTEGRATION = Path(__file__).resolve().parents[1] / "integration"
+packets = _load("packets", _INTEGRATION / "packets.py")
+integration = _load("_sluice_integration_conftest", _INTEGRATION / "conftest.py")
+node = integration.node
+launch = integration.launch
+
+
+@pytest.fixture
+def real_sluiced() -> None:
+    """Fails (never skips) with what is missing to run a real sluiced."""
+    integration._environment.__wrapped__()

@@ -62,11 +62,16 @@ def test_lb_set(api: TestClient, fake: Any) -> None:
     assert (r.status_code, r.json()) == (200, {"service": "mon", "mode": "flow"})
     assert fake[1].requests[-1]["params"] == {"service": "mon", "mode": "flow"}
     assert api.get("/api/v1/services").json()[1]["lb"] == "flow"
+    r = api.put("/api/v1/services/mon/lb", json={"mode": "queue"})
+    assert (r.status_code, r.json()) == (200, {"service": "mon", "mode": "queue"})
+    assert fake[1].requests[-1]["params"] == {"service": "mon", "mode": "queue"}
     r = api.put("/api/v1/services/mon/lb", json={"mode": "random"})
-    assert (r.status_code, r.json()) == (422, {"detail": "mode: Input should be 'flow' or 'rr'"})
-    fake[0].fail["lb.set"] = (-32602, "param 'mode' 'rr': use flow or rr")
+    assert (r.status_code, r.json()) == (422, {
+        "detail": "mode: Input should be 'flow', 'queue' or 'rr'"})
+    fake[0].fail["lb.set"] = (-32602, "param 'mode' 'rr': use flow, queue or rr")
     r = api.put("/api/v1/services/mon/lb", json={"mode": "rr"})
-    assert (r.status_code, r.json()) == (422, {"detail": "param 'mode' 'rr': use flow or rr"})
+    assert (r.status_code, r.json()) == (422, {
+        "detail": "param 'mode' 'rr': use flow, queue or rr"})
     del fake[0].fail["lb.set"]
     r = api.put("/api/v1/services/nat/lb", json={"mode": "rr"})
     assert (r.status_code, r.json()) == (404, {
@@ -267,11 +272,21 @@ def test_no_token_needed_without_one(api: TestClient, fake: Any) -> None:
 def test_openapi_spec_has_typed_responses(api: TestClient) -> None:
     spec = api.get("/openapi.json").json()
     paths = spec["paths"]
-    assert set(paths) == {
+    assert {p for p in paths if p.startswith("/api/") or p == "/metrics"} == {
         "/api/v1/status", "/api/v1/nfs", "/api/v1/nfs/{instance}/stop", "/api/v1/ports",
-        "/api/v1/services", "/api/v1/services/{service}/lb", "/api/v1/stats",
-        "/api/v1/chain", "/api/v1/rx/pause", "/api/v1/rx/resume", "/api/v1/events",
-        "/metrics"}
+        "/api/v1/services", "/api/v1/services/{service}/lb",
+        "/api/v1/services/{service}/scale", "/api/v1/stats", "/api/v1/chain",
+        "/api/v1/rx/pause", "/api/v1/rx/resume", "/api/v1/events", "/api/v1/graphs",
+        "/api/v1/graphs/{name}", "/api/v1/rules", "/api/v1/rules/{rule_id}", "/api/v1/flows",
+        "/api/v1/flows/{flow}", "/api/v1/flow-requests", "/metrics"}
+    # Every method of the control socket has its endpoint (subscribe: /events).
+    from sluice.api import SOCKET_METHODS
+
+    assert set(SOCKET_METHODS) == {
+        "status", "nf.list", "nf.stop", "nf.scale", "port.list", "service.list", "stats",
+        "chain.get", "chain.set", "lb.set", "graph.apply", "graph.get", "graph.remove",
+        "rule.add", "rule.list", "rule.remove", "flow.list", "flow.get", "flow.delete",
+        "flow.request", "rx.pause", "rx.resume", "subscribe", "shutdown"} - {"shutdown"}
     ok = paths["/api/v1/stats"]["get"]["responses"]["200"]["content"]["application/json"]
     assert ok["schema"] == {"$ref": "#/components/schemas/Stats"}
     err = paths["/api/v1/nfs/{instance}/stop"]["post"]["responses"]
@@ -279,3 +294,254 @@ def test_openapi_spec_has_typed_responses(api: TestClient) -> None:
         "$ref": "#/components/schemas/Error"}
     assert err["422"]["content"]["application/json"]["schema"] == {
         "$ref": "#/components/schemas/Error"}
+
+
+# -- graphs, rules, flows, requests, scaling -----------------------------------------------
+
+def test_graphs(api: TestClient, fake: Any) -> None:
+    nodes = {"fw": ["mon", "drop"], "mon": ["port:out"]}
+    r = api.put("/api/v1/graphs/g1", json={"nodes": nodes})
+    assert (r.status_code, r.json()) == (200, {"name": "g1", "id": 1, "version": 1})
+    assert fake[1].requests[-1]["params"] == {"name": "g1", "nodes": nodes}
+    r = api.put("/api/v1/graphs/g1", json={"nodes": nodes, "entry": "fw"})
+    assert r.json() == {"name": "g1", "id": 1, "version": 2}
+    assert fake[1].requests[-1]["params"] == {"name": "g1", "nodes": nodes, "entry": "fw"}
+    g = {"name": "g1", "id": 1, "version": 2, "entry": "fw", "nodes": nodes, "chain": False}
+    assert api.get("/api/v1/graphs/g1").json() == g
+    listed = api.get("/api/v1/graphs").json()["graphs"]
+    assert [x["name"] for x in listed] == ["default", "g1"] and listed[1] == g
+    r = api.get("/api/v1/graphs/nope")
+    assert (r.status_code, r.json()) == (404, {"detail": "no graph named 'nope'; see graph.get"})
+    r = api.put("/api/v1/graphs/bad", json={"nodes": {"fw": ["zz"]}})
+    assert (r.status_code, r.json()) == (422, {
+        "detail": "graph 'bad': node 'fw': edge to 'zz', which is not a node of this graph "
+                  "(add it under nodes, or use port:NAME or drop)"})
+    r = api.put("/api/v1/graphs/bad", json={"nodes": {"fw": "mon"}})
+    assert r.status_code == 422 and r.json()["detail"].startswith("nodes.fw: ")
+    n = len(fake[1].requests)
+    assert api.put("/api/v1/graphs/bad", json={"nodes": {}, "extra": 1}).status_code == 422
+    assert len(fake[1].requests) == n  # refused by the API, not sent
+    r = api.delete("/api/v1/graphs/default")
+    assert (r.status_code, r.json()) == (409, {
+        "detail": "graph 'default' is the default chain and cannot be removed; replace it "
+                  "with chain.set or graph.apply"})
+    r = api.delete("/api/v1/graphs/g1")
+    assert (r.status_code, r.json()) == (200, {"removed": "g1", "rules_removed": 0})
+    assert api.delete("/api/v1/graphs/g1").status_code == 404
+
+
+def test_rules(api: TestClient, fake: Any) -> None:
+    api.put("/api/v1/graphs/web", json={"nodes": {"fw": ["port:out"]}})
+    r = api.post("/api/v1/rules", json={"graph": "web", "priority": 5, "proto": "tcp",
+                                        "dport": 80, "src": "10.0.0.0/8"})
+    assert r.status_code == 201
+    assert r.json() == {"id": 1, "graph": "web", "priority": 5, "proto": "tcp",
+                        "src": "10.0.0.0/8", "dport": "80"}
+    assert fake[1].requests[-1]["params"] == {"graph": "web", "priority": 5, "proto": "tcp",
+                                              "dport": 80, "src": "10.0.0.0/8"}
+    assert api.post("/api/v1/rules", json={"graph": "web", "dport": "1000-2000"}).json()["id"] == 2
+    assert api.get("/api/v1/rules").json() == {"rules": [
+        {"id": 1, "graph": "web", "priority": 5, "proto": "tcp", "src": "10.0.0.0/8",
+         "dport": "80", "flows": 0},
+        {"id": 2, "graph": "web", "priority": 0, "dport": "1000-2000", "flows": 0}]}
+    r = api.post("/api/v1/rules", json={"graph": "nope"})
+    assert (r.status_code, r.json()) == (404, {
+        "detail": "no graph named 'nope': apply it first (graph.apply)"})
+    r = api.post("/api/v1/rules", json={"graph": "web", "src": "10.0.0.1/8"})
+    assert (r.status_code, r.json()) == (422, {"detail": 'src: "10.0.0.1/8" is not a valid prefix'})
+    n = len(fake[1].requests)
+    for bad in [{"graph": "web", "proto": "tcpx"}, {"graph": "web", "dport": 70000},
+                {"graph": "web", "dport": "1-2-3"}, {"graph": "web", "priority": 2000000},
+                {"graph": "web", "color": "red"}, {"proto": "tcp"}]:
+        assert api.post("/api/v1/rules", json=bad).status_code == 422, bad
+    assert len(fake[1].requests) == n
+    assert api.delete("/api/v1/rules/1").json() == {"removed": 1}
+    r = api.delete("/api/v1/rules/1")
+    assert (r.status_code, r.json()) == (404, {"detail": "no rule with id 1; see rule.list"})
+
+
+def test_flows(api: TestClient, fake: Any) -> None:
+    from conftest import FLOWS
+
+    r = api.get("/api/v1/flows")
+    assert r.json() == {"total": 2, "matched": 2, "flows": FLOWS, "truncated": False}
+    assert fake[1].requests[-1]["params"] == {"limit": 100}  # the default limit
+    r = api.get("/api/v1/flows", params={"limit": 1, "service": "mon", "proto": "tcp",
+                                         "dport": "80", "graph": "", "src": ""})
+    assert r.json() == {"total": 2, "matched": 1, "flows": [FLOWS[1]], "truncated": False}
+    assert fake[1].requests[-1]["params"] == {"limit": 1, "service": "mon", "proto": "tcp",
+                                              "dport": "80"}
+    r = api.get("/api/v1/flows", params={"instance": 1})
+    assert (r.status_code, r.json()) == (422, {
+        "detail": "instance: give service too (instance picks an instance of that service)"})
+    assert api.get("/api/v1/flows", params={"limit": 100001}).status_code == 422
+    r = api.get("/api/v1/flows", params={"graph": "nope"})
+    assert (r.status_code, r.json()) == (404, {
+        "detail": "no graph named 'nope': apply it first (graph.apply)"})
+    assert api.get("/api/v1/flows/7").json() == FLOWS[0]
+    assert fake[1].requests[-1]["params"] == {"id": 7}
+    assert api.get(f"/api/v1/flows/{FLOWS[1]['key']}").json() == FLOWS[1]
+    assert fake[1].requests[-1]["params"] == {"key": FLOWS[1]["key"]}
+    r = api.get("/api/v1/flows/8")
+    assert (r.status_code, r.json()) == (404, {"detail": "no flow with id 8; see flow.list"})
+    r = api.get("/api/v1/flows/tcp 1.2.3.4:1 > 5.6.7.8:2")
+    assert (r.status_code, r.json()) == (404, {
+        "detail": "no flow 'tcp 1.2.3.4:1 > 5.6.7.8:2' in the table"})
+    r = api.get("/api/v1/flows/bogus")
+    assert (r.status_code, r.json()) == (422, {
+        "detail": "param 'key' 'bogus' is not a flow key like \"tcp 10.0.0.1:1234 > "
+                  "10.0.0.2:80\""})
+    r = api.delete("/api/v1/flows")
+    assert (r.status_code, r.json()) == (422, {
+        "detail": "flow.delete needs 'id', 'key', filters, or \"all\": true"})
+    assert api.delete("/api/v1/flows/7").json() == {"deleted": 1}
+    assert api.delete("/api/v1/flows/7").status_code == 404
+    assert api.delete("/api/v1/flows", params={"all": "true"}).json() == {"deleted": 1}
+    assert fake[1].requests[-1]["params"] == {"all": True}
+
+
+def test_flow_requests(api: TestClient, fake: Any) -> None:
+    r = api.post("/api/v1/flow-requests", json={
+        "type": "change_default", "service": "mon", "to": "port:out",
+        "flow": {"match": {"proto": "udp", "dport": 53}}})
+    assert (r.status_code, r.json()) == (200, {"applied": 2})
+    assert fake[1].requests[-1]["params"] == {
+        "type": "change_default", "service": "mon", "to": "port:out",
+        "flow": {"match": {"proto": "udp", "dport": 53}}}
+    key = "udp 192.168.1.2:5353 > 10.0.0.9:53"
+    r = api.post("/api/v1/flow-requests", json={"type": "skip_me", "service": "fw",
+                                                "flow": {"key": key}})
+    assert r.json() == {"applied": 1}
+    assert fake[1].requests[-1]["params"] == {"type": "skip_me", "service": "fw",
+                                              "flow": {"key": key}}
+    r = api.post("/api/v1/flow-requests", json={"type": "message", "service": "fw",
+                                                "key": "threshold", "value": "10"})
+    assert r.json() == {"applied": 1}
+    r = api.post("/api/v1/flow-requests", json={
+        "type": "change_default", "service": "mon", "to": "fw", "flow": {"match": {}}})
+    assert (r.status_code, r.json()) == (409, {
+        "detail": "change_default rejected: graph 'default' has no edge from 'mon' to the "
+                  "requested next hop: ChangeDefault may only pick one of the node's allowed "
+                  "next hops"})
+    r = api.post("/api/v1/flow-requests", json={"type": "request_me", "service": "zz",
+                                                "flow": {"match": {}}})
+    assert (r.status_code, r.json()) == (404, {
+        "detail": "no service zz; service.list shows the services"})
+    n = len(fake[1].requests)
+    for bad in [{"type": "skip", "service": "fw", "flow": {"match": {}}},
+                {"type": "change_default", "service": "fw", "flow": {"match": {}}},
+                {"type": "message", "service": "fw", "key": "k"},
+                {"type": "skip_me", "service": "fw", "flow": {"key": "x", "match": {}}},
+                {"type": "skip_me", "service": "fw"}]:
+        assert api.post("/api/v1/flow-requests", json=bad).status_code == 422, bad
+    assert len(fake[1].requests) == n
+
+
+def test_scale(api: TestClient, fake: Any) -> None:
+    r = api.post("/api/v1/services/fw/scale", json={"replicas": 3})
+    assert (r.status_code, r.json()) == (200, {"service": "fw", "replicas": 3,
+                                               "started_pids": [5000, 5001], "stopping": []})
+    assert fake[1].requests[-1]["params"] == {"service": "fw", "replicas": 3}
+    r = api.post("/api/v1/services/nat/scale", json={"replicas": 1})
+    assert (r.status_code, r.json()) == (404, {
+        "detail": "no service nat; service.list shows the services"})
+    r = api.post("/api/v1/services/fw/scale", json={"replicas": 65})
+    assert (r.status_code, r.json()) == (409, {"detail": "65 replicas is more than --max-nfs 64"})
+    assert api.post("/api/v1/services/fw/scale", json={"replicas": -1}).status_code == 422
+
+
+def test_unexpected_answer_is_502(api: TestClient, fake: Any) -> None:
+    orig = fake[1].handler
+    fake[1].handler = lambda req: {"jsonrpc": "2.0", "id": req["id"], "result": {"graphs": 1}}
+    try:
+        r = api.get("/api/v1/graphs")
+    finally:
+        fake[1].handler = orig
+    assert r.status_code == 502
+    assert r.json()["detail"].startswith("sluiced answered something this API does not know "
+                                         "(graphs: ")
+
+
+# -- websocket events -----------------------------------------------------------------------
+
+def test_events_over_websocket(api: TestClient, fake: Any) -> None:
+    from starlette.websockets import WebSocketDisconnect
+
+    with api.websocket_connect("/api/v1/events/ws") as ws:
+        assert [ws.receive_json() for _ in EVENTS] == EVENTS
+        with pytest.raises(WebSocketDisconnect) as e:
+            ws.receive_json()  # the fake closes the subscription: sluiced stopped
+    assert e.value.code == 1001
+    assert fake[1].requests[-1] == {"jsonrpc": "2.0", "id": 1, "method": "subscribe"}
+    with api.websocket_connect("/api/v1/events/ws?max_events=1") as ws:
+        assert ws.receive_json() == EVENTS[0]
+        with pytest.raises(WebSocketDisconnect) as e:
+            ws.receive_json()
+    assert e.value.code == 1000
+
+
+def test_events_over_websocket_errors(api: TestClient, fake: Any, sockdir: Path) -> None:
+    from starlette.websockets import WebSocketDisconnect
+
+    fake[0].fail["subscribe"] = (-32000, "too many subscribers")
+    with api.websocket_connect("/api/v1/events/ws") as ws:
+        assert ws.receive_json() == {"error": "too many subscribers", "status": 409}
+        with pytest.raises(WebSocketDisconnect) as e:
+            ws.receive_json()
+    assert (e.value.code, e.value.reason) == (1011, "too many subscribers")
+    ghost = TestClient(create_app("ghost", str(sockdir / "none.sock")))
+    with ghost.websocket_connect("/api/v1/events/ws") as ws:
+        msg = ws.receive_json()
+    assert msg["status"] == 503
+    assert msg["error"].startswith(f"cannot connect to {sockdir}/none.sock: no sluiced is "
+                                   f"running for node 'ghost'")
+
+
+def test_websocket_needs_the_token(fake: Any, sockdir: Path) -> None:
+    from starlette.websockets import WebSocketDisconnect
+
+    api = TestClient(create_app("t", str(sockdir / "t.sock"), token="s3cret"))
+    for url, headers in [("/api/v1/events/ws", {}), ("/api/v1/events/ws?token=nope", {}),
+                         ("/api/v1/events/ws", {"Authorization": "Bearer nope"})]:
+        with pytest.raises(WebSocketDisconnect) as e, api.websocket_connect(url, headers=headers):
+            pass
+        assert e.value.code == 1008, (url, headers)
+    assert fake[1].requests == []
+    for url, headers in [("/api/v1/events/ws?max_events=1&token=s3cret", {}),
+                         ("/api/v1/events/ws?max_events=1", {"X-Sluice-Token": "s3cret"})]:
+        with api.websocket_connect(url, headers=headers) as ws:
+            assert ws.receive_json() == EVENTS[0]
+    # The token in the query works for websockets only.
+    assert api.get("/api/v1/status?token=s3cret").status_code == 401
+
+
+def test_websocket_over_uvicorn_with_token(fake: Any, sockdir: Path) -> None:
+    """A real server and a real websocket client: refused without the token
+    (HTTP 403 at the handshake), served with it in a header or the query."""
+    import socket
+
+    from websockets.exceptions import InvalidStatus
+    from websockets.sync.client import connect
+
+    from sluice.api import ApiServer
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = ApiServer(create_app("t", str(sockdir / "t.sock"), token="s3cret"),
+                       "127.0.0.1", port)
+    server.start()
+    try:
+        url = f"ws://127.0.0.1:{port}/api/v1/events/ws"
+        with pytest.raises(InvalidStatus) as e:
+            connect(url, open_timeout=10)
+        assert e.value.response.status_code == 403
+        assert fake[1].requests == []
+        for u, headers in [(f"{url}?token=s3cret", {}),
+                           (url, {"Authorization": "Bearer s3cret"})]:
+            with connect(u, additional_headers=headers, open_timeout=10) as ws:
+                import json
+
+                assert [json.loads(ws.recv(timeout=10)) for _ in EVENTS] == EVENTS
+    finally:
+        server.stop()

@@ -13,16 +13,27 @@ import pytest
 import schemathesis
 from conftest import FakeSluiced, Sluiced
 from hypothesis import HealthCheck, settings
+from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from sluice.api import create_app
 
 SOCKDIR = Path(tempfile.mkdtemp(prefix="slsch", dir="/tmp"))
 schema = schemathesis.openapi.from_asgi("/openapi.json", create_app("t", str(SOCKDIR / "t.sock")))
+STATE = Sluiced()
+
+# sluiced checks more than a JSON schema can say (a graph's cycles and
+# reachability, the host bits of a prefix, LO <= HI in a port range, the
+# syntax of a flow key): there a schema-valid request may get 422 with
+# sluiced's reason (tests/api/test_endpoints.py checks those messages).
+SEMANTIC = {("PUT", "/api/v1/graphs/{name}"), ("POST", "/api/v1/rules"),
+            ("GET", "/api/v1/flows"), ("DELETE", "/api/v1/flows"),
+            ("GET", "/api/v1/flows/{flow}"), ("DELETE", "/api/v1/flows/{flow}"),
+            ("POST", "/api/v1/flow-requests")}
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _fake_sluiced() -> Iterator[None]:
-    srv = FakeSluiced(SOCKDIR / "t.sock", handler=Sluiced().handler)
+    srv = FakeSluiced(SOCKDIR / "t.sock", handler=STATE.handler)
     try:
         yield
     finally:
@@ -35,4 +46,7 @@ def _fake_sluiced() -> Iterator[None]:
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
                                  HealthCheck.filter_too_much])
 def test_api_matches_its_spec(case: Any) -> None:
-    case.call_and_validate()
+    semantic = (case.method.upper(), case.path) in SEMANTIC
+    case.call_and_validate(excluded_checks=[positive_data_acceptance] if semantic else [])
+    # The API sent sluiced only params of the documented types.
+    assert STATE.crashes == []
