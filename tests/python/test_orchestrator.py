@@ -474,3 +474,29 @@ def test_socket_apply_and_status(tmp_path: Path) -> None:
     assert not orch.sock_path.exists()
     log = (tmp_path / "orchestrator.log").read_text()
     assert "replicas: NF 'fwd': 1 -> 2" in log and "refused: " in log
+
+
+def test_sighup_reload_reads_the_running_file_again(tmp_path: Path) -> None:
+    from sluice.deploy import load_deployment
+
+    f = tmp_path / "d.yaml"
+    text = ("node: {name: t}\n"
+            "ports: [{name: in, device: net_null0}, {name: out, device: net_null1}]\n"
+            "nfs: [{name: fwd, program: /bin/true, service: fwd, replicas: 1}]\n"
+            "chain: [fwd, 'port:out']\n")
+    f.write_text(text)
+    dep = load_deployment(f, check_env=False)
+    runner = FakeRunner(dep, tmp_path)
+    lines: list[str] = []
+    orch = Orchestrator(runner, client=FakeSluiced(runner), clock=Clock(), say=lines.append,
+                        serve=False, subscribe=False)
+    f.write_text(text.replace("replicas: 1", "replicas: 2"))
+    orch.reload.set()
+    orch.tick()
+    assert lines[0] == "replicas: NF 'fwd': 1 -> 2"
+    assert [p.label for p in runner.spawned] == ["fwd.2"]
+    f.write_text(text.replace("chain: [fwd", "chain: [fw"))
+    orch.reload.set()
+    orch.tick()
+    assert lines[-1].startswith(f"refused: {f}: chain[0]: 'fw' is not the service")
+    assert orch.dep.nfs[0].replicas == 2
