@@ -70,25 +70,6 @@ sl_meta_flow_hash(const struct rte_mbuf *m, struct sl_pkt_meta *meta)
 	return meta->flow_hash;
 }
 
-/* The shortest rx ring among the live instances of svc. */
-static inline uint16_t
-pick_queue(const struct sl_shm *shm, const struct sl_service *svc, uint16_t n)
-{
-	uint16_t best = svc->live[0];
-	unsigned int best_n = UINT32_MAX;
-
-	for (uint16_t k = 0; k < n; k++) {
-		uint16_t inst = svc->live[k];
-		unsigned int c = rte_ring_count(shm->nfs[inst].rx);
-
-		if (c < best_n) {
-			best_n = c;
-			best = inst;
-		}
-	}
-	return best;
-}
-
 static inline int
 inst_running(const struct sl_shm *shm, uint16_t inst, uint16_t s)
 {
@@ -136,7 +117,7 @@ pick_pinned(struct sl_dispatch *d, uint16_t s, const struct rte_mbuf *m,
 		if (n == 0)
 			return SL_INSTANCE_NONE;
 		if (svc->lb_mode == SL_LB_QUEUE)
-			inst = pick_queue(shm, svc, n);
+			inst = sl_lb_pick_queue(shm, svc, n);
 		else
 			inst = sl_lb_pick(shm, s, sl_meta_flow_hash(m, meta),
 					  &d->rr[s]);
@@ -168,7 +149,7 @@ pick(struct sl_dispatch *d, uint16_t s, const struct rte_mbuf *m,
 	if (n <= 1) /* no choice to make: no hash needed */
 		return n == 0 ? SL_INSTANCE_NONE : svc->live[0];
 	if (mode == SL_LB_QUEUE)
-		return pick_queue(d->shm, svc, n);
+		return sl_lb_pick_queue(d->shm, svc, n);
 	return sl_lb_pick(d->shm, s,
 			  mode == SL_LB_FLOW ? sl_meta_flow_hash(m, meta) : 0,
 			  &d->rr[s]);
@@ -222,10 +203,24 @@ sl_flow_key_make(const struct sl_5tuple *t, struct sl_flow_key *k)
 uint32_t
 sl_flow_key_hash(const struct sl_flow_key *k)
 {
-	/* CRC32-C over the canonical key: symmetric, and spreads the
-	 * 1M-flow captures (addresses differing in a few bits) evenly over
-	 * the cuckoo buckets. */
-	return rte_hash_crc(k, sizeof(*k), 0x5bd1e995u);
+	uint64_t head;
+	uint32_t h;
+
+	/* CRC32-C over the canonical key's meaningful bytes: symmetric, and
+	 * spreads the 1M-flow captures (addresses differing in a few bits)
+	 * evenly over the cuckoo buckets. An IPv4 key hashes 16 bytes, not
+	 * the 48 of the whole key (its zero padding only permutes the CRC):
+	 * 3 CRC instructions instead of 6 per packet at ingress. */
+	memcpy(&head, k, sizeof(head)); /* family, proto, ports */
+	h = rte_hash_crc_8byte(head, 0x5bd1e995u);
+	if (k->family == 4) {
+		uint32_t a, b;
+
+		memcpy(&a, k->addr_lo, 4);
+		memcpy(&b, k->addr_hi, 4);
+		return rte_hash_crc_4byte(b, rte_hash_crc_4byte(a, h));
+	}
+	return rte_hash_crc(k->addr_lo, 32, h);
 }
 
 void

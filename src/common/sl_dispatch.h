@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include <rte_mbuf.h>
+#include <rte_ring.h>
 
 #include "sl_shared.h"
 #include "sluice/pkt.h"
@@ -142,6 +143,29 @@ sl_lb_pick(const struct sl_shm *shm, uint16_t s, uint32_t h, uint32_t *rr)
 		    SL_NF_RUNNING)
 		inst = svc->live[h % n];
 	return inst;
+}
+
+/*
+ * Shortest queue: the instance among the n live ones of svc whose rx ring
+ * holds the fewest packets (the first on ties). Reads n ring counts.
+ */
+static inline uint16_t
+sl_lb_pick_queue(const struct sl_shm *shm, const struct sl_service *svc,
+		 uint16_t n)
+{
+	uint16_t best = svc->live[0];
+	unsigned int best_n = UINT32_MAX;
+
+	for (uint16_t k = 0; k < n; k++) {
+		uint16_t inst = svc->live[k];
+		unsigned int c = rte_ring_count(shm->nfs[inst].rx);
+
+		if (c < best_n) {
+			best_n = c;
+			best = inst;
+		}
+	}
+	return best;
 }
 
 #endif /* SL_DISPATCH_H */

@@ -20,7 +20,7 @@
 #include "sluice/nf.h"
 
 #define SL_SHM_MAGIC 0x534c4943u /* "SLIC" */
-#define SL_SHM_VERSION 3u
+#define SL_SHM_VERSION 4u
 
 #define SL_NAME_LEN 32
 #define SL_BURST 32
@@ -290,16 +290,17 @@ struct sl_flow_entry {
 	uint16_t graph;    /* logical graph id (RX thread) */
 	uint8_t state;     /* enum sl_flow_state, atomic */
 	uint8_t n_ovr;     /* override slots in use (control thread) */
-	uint8_t family;    /* 4 or 6 */
-	uint8_t pad;
-	uint32_t sig;      /* rte_hash signature (RSS or software hash) */
+	uint16_t pad;
 	uint32_t last_ms;  /* last packet, ms clock of the RX thread */
-	uint32_t rule;     /* id of the rule that classified it, 0: none */
 	uint32_t pad2;
 	uint64_t pkts;     /* ingress packets (RX thread) */
 	uint64_t bytes;
 };
-_Static_assert(sizeof(struct sl_flow_entry) == 40, "flow entry header");
+/* 32 bytes, so that with the default 4 pins and 2 overrides an entry is
+ * exactly one cache line (entries are 64-byte aligned): every hop reads
+ * gen, n_ovr and the pins, ingress writes the counters. What only sluiced
+ * needs (the key, the hash signature, the rule) lives in its own memory. */
+_Static_assert(sizeof(struct sl_flow_entry) == 32, "flow entry header");
 
 enum sl_flow_state {
 	SL_FLOW_FREE = 0,
@@ -338,6 +339,8 @@ struct sl_flow_stats {
 	uint64_t table_full; /* new flows that found no room: no entry */
 	uint64_t non_ip;     /* packets with no 5-tuple: no entry */
 	uint64_t stale;      /* packets whose cached entry was recycled */
+	uint64_t cycles;     /* TSC cycles the RX thread spent in ingress
+			      * lookups (parse, key, hash, lookup, entry) */
 } __rte_cache_aligned;
 
 struct sl_flow_table {

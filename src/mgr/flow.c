@@ -69,6 +69,12 @@ static struct rte_ring *g_del_ring;
  * re-hashes the key with the table's hash function, and entries are
  * added with the port's RSS hash or sluiced's symmetric hash instead. */
 static struct sl_flow_key *g_keys;
+/* Per position, sluiced-only: the rte_hash signature the key was added
+ * with (to delete it) and the id of the rule that classified it. */
+static struct flow_side {
+	uint32_t sig;
+	uint32_t rule;
+} *g_side;
 
 size_t
 sl_flow_entry_bytes(const struct sl_mgr_opts *o)
@@ -77,8 +83,11 @@ sl_flow_entry_bytes(const struct sl_mgr_opts *o)
 					       sizeof(uint32_t) * o->flow_pins,
 				       8);
 
+	/* Whole cache lines: an entry never shares a line with another
+	 * (they are written by different cores) nor straddles two more than
+	 * its size needs. */
 	return RTE_ALIGN_CEIL(ovr_off + sizeof(union sl_flow_ovr) * o->flow_ovr,
-			      16);
+			      RTE_CACHE_LINE_SIZE);
 }
 
 int
@@ -126,11 +135,13 @@ sl_flow_init(struct sl_mgr *m)
 	sz = (size_t)ft->capacity * ft->stride;
 	ft->entries = rte_zmalloc("sl_flow_entries", sz, RTE_CACHE_LINE_SIZE);
 	g_keys = calloc(ft->capacity, sizeof(*g_keys));
+	g_side = calloc(ft->capacity, sizeof(*g_side));
 	snprintf(name, sizeof(name), "sl_%.16s_fdel", m->o.name);
 	g_del_ring = rte_ring_create_elem(name, sizeof(uint32_t), DEL_RING,
 					  (int)rte_socket_id(),
 					  RING_F_SP_ENQ | RING_F_SC_DEQ);
-	if (ft->entries == NULL || g_del_ring == NULL || g_keys == NULL) {
+	if (ft->entries == NULL || g_del_ring == NULL || g_keys == NULL ||
+	    g_side == NULL) {
 		fprintf(stderr,
 			"sluiced: out of hugepage memory for %u flow entries "
 			"(%zu MiB); lower --flow-capacity\n",
@@ -256,8 +267,8 @@ ovr_put(const struct sl_shm *shm, struct sl_flow_entry *e, union sl_flow_ovr v)
 }
 
 static void
-entry_create(struct sl_shm *shm, struct sl_flow_entry *e, uint32_t sig,
-	     uint16_t graph, uint32_t rule, const struct sl_5tuple *t,
+entry_create(struct sl_shm *shm, struct sl_flow_entry *e, uint16_t graph,
+	     const struct sl_5tuple *t,
 	     uint16_t in_port, uint32_t len)
 {
 	const struct sl_wildset *ws = __atomic_load_n(&g_wild, __ATOMIC_ACQUIRE);
@@ -266,9 +277,6 @@ entry_create(struct sl_shm *shm, struct sl_flow_entry *e, uint32_t sig,
 
 	__atomic_store_n(&e->gen, (uint16_t)(e->gen + 1), __ATOMIC_RELEASE);
 	e->graph = graph;
-	e->family = t->family;
-	e->sig = sig;
-	e->rule = rule;
 	e->last_ms = rx.now_ms;
 	e->pkts = 1;
 	e->bytes = len;
@@ -385,9 +393,11 @@ sl_flow_ingress(struct sl_shm *shm, struct rte_mbuf **pkts, uint16_t n)
 				continue;
 			}
 			g_keys[p] = keys[k];
+			g_side[p].sig = sig[k];
+			g_side[p].rule = rule[j];
 			entry_create(shm, sl_flow_entry(shm, (uint32_t)p),
-				     sig[k], graph[j], rule[j], &tup[k],
-				     meta->in_port, rte_pktmbuf_pkt_len(m));
+				     graph[j], &tup[k], meta->in_port,
+				     rte_pktmbuf_pkt_len(m));
 			ft->n_live++;
 			ft->st.created++;
 			meta->flow = (uint32_t)p;
@@ -427,7 +437,7 @@ sl_flow_ingress(struct sl_shm *shm, struct rte_mbuf **pkts, uint16_t n)
 				r = 0;
 			}
 			e->graph = g;
-			e->rule = r;
+			g_side[meta->flow].rule = r;
 			gv = sl_graph_current(shm, g);
 		}
 		meta->graph = gv;
@@ -447,7 +457,8 @@ flow_retire(struct sl_shm *shm, uint32_t p)
 
 	if (rx.n_closed == LIMBO_BATCHES)
 		return -EAGAIN;
-	if (rte_hash_del_key_with_hash(ft->hash, &g_keys[p], e->sig) < 0)
+	if (rte_hash_del_key_with_hash(ft->hash, &g_keys[p], g_side[p].sig) <
+	    0)
 		return -ENOENT;
 	__atomic_store_n(&e->state, SL_FLOW_FREE, __ATOMIC_RELEASE);
 	ft->n_live--;
@@ -733,10 +744,10 @@ sl_rules_json(struct sl_mgr *m)
 	     p++) {
 		const struct sl_flow_entry *e = sl_flow_entry(shm, p);
 
-		if (e->state == SL_FLOW_FREE || e->rule == 0)
+		if (e->state == SL_FLOW_FREE || g_side[p].rule == 0)
 			continue;
 		for (uint32_t i = 0; i < g_n_rules; i++)
-			if (g_rule_list[i].id == e->rule) {
+			if (g_rule_list[i].id == g_side[p].rule) {
 				count[i]++;
 				break;
 			}
@@ -1250,4 +1261,6 @@ sl_flow_close(void)
 	g_wild = NULL;
 	free(g_keys);
 	g_keys = NULL;
+	free(g_side);
+	g_side = NULL;
 }

@@ -167,7 +167,12 @@ do_rx(struct io_ctx *c, uint64_t now)
 		ps->rx_pkts += n;
 		ps->rx_bytes += bytes;
 		/* The flow director: entry and graph, once per packet. */
-		sl_flow_ingress(shm, pkts, n);
+		if (shm->flow.lookup != SL_LOOKUP_OFF) {
+			uint64_t t0 = rte_rdtsc();
+
+			sl_flow_ingress(shm, pkts, n);
+			shm->flow.st.cycles += rte_rdtsc() - t0;
+		}
 		sl_dispatch(&c->ingress[p], pkts, n);
 	}
 	return work;

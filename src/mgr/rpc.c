@@ -340,7 +340,7 @@ rpc_stats(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 	static const char *const lookup_names[] = {"off", "cached", "naive"};
 	const struct sl_flow_table *ft = &shm->flow;
 	json_t *flows = json_pack(
-		"{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+		"{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 		"lookup", lookup_names[ft->lookup % 3], "live",
 		(json_int_t)ft->n_live, "capacity", (json_int_t)ft->max_flows,
 		"lookups", (json_int_t)ft->st.lookups, "hits",
@@ -349,7 +349,7 @@ rpc_stats(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 		(json_int_t)ft->st.deleted, "table_full",
 		(json_int_t)ft->st.table_full, "non_ip",
 		(json_int_t)ft->st.non_ip, "timeout_ms",
-		(json_int_t)ft->timeout_ms);
+		(json_int_t)ft->timeout_ms, "cycles", (json_int_t)ft->st.cycles);
 
 	return json_pack("{s:I, s:o, s:o, s:o, s:I, s:o, s:o}", "tsc_hz",
 			 (json_int_t)shm->tsc_hz, "ports", ports, "nfs", nfs,
