@@ -74,8 +74,10 @@ from harness import (
     host_info,
     log,
     parse_cpus,
+    profile_top,
     sigterm_as_interrupt,
     sluiced_options,
+    start_profile,
     stats_summary,
     unique_name,
     write_json,
@@ -162,6 +164,12 @@ def run_sluice(args: argparse.Namespace, progs: dict[str, Path], pcap: Path, pac
                     raise BenchError("no packet left the out port")
                 time.sleep(0.05)
             time.sleep(args.warmup)
+            prof = None
+            if args.profile is not None:
+                args.profile.mkdir(parents=True, exist_ok=True)
+                prof_data = args.profile / f"{name}-{mode}-{flows_label(flows)}.data"
+                prof = start_profile([s.proc.pid for s in procs.started], args.duration,
+                                     prof_data)
             snaps = []
             t_first = time.monotonic()
             for i in range(args.duration + 1):
@@ -175,8 +183,16 @@ def run_sluice(args: argparse.Namespace, progs: dict[str, Path], pcap: Path, pac
                     raise BenchError(f"{nf.role} exited during the run with "
                                      f"{nf.proc.returncode}")
             run.update(rates(snaps))
+            if prof is not None:
+                prof.wait(timeout=args.duration + 30)
+                run["profile"] = {"data": str(prof_data), "top": profile_top(prof_data)}
             a, b = snaps[0][1], snaps[-1][1]
             run["flow_table"] = flow_table_delta(a, b)
+            during = (run["flow_table"] or {}).get("during", {})
+            if during.get("lookups") and b.get("tsc_hz"):
+                # In place: the RX thread's cycles in the flow director.
+                run["lookup_cycles_per_pkt"] = during["cycles"] / during["lookups"]
+                run["lookup_ns_per_pkt"] = run["lookup_cycles_per_pkt"] * 1e9 / b["tsc_hz"]
             hz = b.get("tsc_hz") or 0
             pps = run["mpps"] * 1e6
             run["ns_per_pkt"] = 1e3 / run["mpps"] if run["mpps"] > 0 else None
@@ -277,7 +293,8 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
     ok = [r for r in runs if r["error"] is None]
     out = {"mpps": stats_summary([r["mpps"] for r in ok]), "runs_ok": len(ok),
            "runs": len(runs)}
-    for key in ("ns_per_pkt", "machine_cycles_per_pkt"):
+    for key in ("ns_per_pkt", "machine_cycles_per_pkt", "lookup_ns_per_pkt",
+                "lookup_cycles_per_pkt"):
         vals = [r[key] for r in ok if r.get(key) is not None]
         out[key] = statistics.median(vals) if vals else None
     nf_cyc: dict[str, list[float]] = {}
@@ -434,6 +451,9 @@ def main() -> int:
     ap.add_argument("--ovs-warmup", type=float, default=5.0,
                     help="OVS warm-up, at least (then until its datapath holds every flow)")
     ap.add_argument("--no-latency", action="store_true", help="skip the latency runs")
+    ap.add_argument("--profile", type=Path, default=None, metavar="DIR",
+                    help="perf record sluiced and the NFs during each measured window into "
+                         "DIR; the hottest symbols go into the JSON (perf slows the run)")
     ap.add_argument("--latency-handoff", choices=("direct", "mgr"), default="mgr",
                     help="latency loop: NF -> sluiced's I/O thread -> NF (mgr)")
     ap.add_argument("--latency-mode", choices=("shared", "poll"), default="poll",

@@ -450,3 +450,31 @@ def sample_counter(read: Callable[[], int], duration: int
     samples = [(b - a) / (t1 - t0) for (t0, a), (t1, b) in zip(snaps, snaps[1:], strict=False)]
     whole = (snaps[-1][1] - snaps[0][1]) / (snaps[-1][0] - snaps[0][0])
     return samples, whole, snaps
+
+
+def start_profile(pids: Iterable[int], seconds: float, out: Path) -> subprocess.Popen[bytes]:
+    """``perf record`` of these processes (all their threads) for ``seconds``."""
+    argv = ["perf", "record", "-q", "-o", str(out), "-p", ",".join(map(str, pids)),
+            "--", "sleep", f"{seconds:g}"]
+    return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+
+
+def profile_top(data: Path, n: int = 25) -> list[dict[str, Any]]:
+    """The ``n`` hottest (process, symbol) pairs of a ``perf record`` file, in %."""
+    try:
+        text = subprocess.run(["perf", "report", "-i", str(data), "--no-children", "--stdio",
+                               "--sort", "comm,sym", "--percent-limit", "0.5"],
+                              capture_output=True, text=True, timeout=180, check=False).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    top: list[dict[str, Any]] = []
+    for line in text.splitlines():
+        parts = line.split(None, 2)
+        if len(parts) == 3 and parts[0].endswith("%") and not line.lstrip().startswith("#"):
+            with contextlib.suppress(ValueError):
+                top.append({"pct": float(parts[0][:-1]), "comm": parts[1],
+                            "sym": parts[2].strip()})
+        if len(top) >= n:
+            break
+    return top

@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""Per-decision costs with the data path's own code (``sluice-micro``).
+
+- Flow-table lookup, ns and cycles per packet (SDNFV reports 30 ns): key +
+  CRC32-C signature + ``rte_hash_lookup_with_hash_bulk`` in bursts of 32 on
+  a table made like sluiced's, at 1 / 10k / 1M flows visited in a random
+  order; and the lookup alone.
+- Shortest-queue instance choice, ns per choice (SDNFV reports 15 ns), over
+  2 / 4 / 8 / 16 instances, next to the flow-hash bucket choice.
+
+Each run is one ``sluice-micro`` process pinned to one CPU (TSC-timed, so
+preemption by other load inflates a run: the summary takes the minimum
+and the median of ``--runs``). Writes bench/results/micro.json and
+micro.png; the last line is ``lookup ns: 1=… 10k=… 1M=… queue ns: 2=… …``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from harness import RESULTS, ROOT, BenchError, host_info, log, write_json
+
+
+def run_once(prog: Path, cpu: int, quick: bool) -> dict[str, Any]:
+    argv = ["taskset", "-c", str(cpu), str(prog), "--no-huge", "--no-shconf", "--no-pci",
+            "-m", "1536", "-l", str(cpu), "--log-level=error", "--"]
+    if quick:
+        argv.append("--quick")
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False)
+    if p.returncode != 0:
+        raise BenchError(f"{' '.join(argv)} exited with {p.returncode}: {p.stderr.strip()}")
+    out = json.loads(p.stdout)
+    out["command"] = " ".join(argv)
+    return out
+
+
+def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    def agg(rows: list[dict[str, Any]], key: str, field: str) -> dict[str, Any]:
+        by: dict[int, list[float]] = {}
+        for r in rows:
+            by.setdefault(r[key], []).append(r[field])
+        return {str(k): {"min": min(v), "median": statistics.median(v)} for k, v in by.items()}
+
+    lookups = [x for r in runs for x in r["lookup"]]
+    lbs = [x for r in runs for x in r["lb"]]
+    return {
+        "key_hash_lookup_ns": agg(lookups, "flows", "key_hash_lookup_ns"),
+        "key_hash_lookup_cycles": agg(lookups, "flows", "key_hash_lookup_cycles"),
+        "lookup_only_ns": agg(lookups, "flows", "lookup_only_ns"),
+        "queue_ns": agg(lbs, "instances", "queue_ns"),
+        "queue_cycles": agg(lbs, "instances", "queue_cycles"),
+        "flow_bucket_ns": agg(lbs, "instances", "flow_bucket_ns"),
+    }
+
+
+def label(n: str) -> str:
+    v = int(n)
+    return f"{v // 1_000_000}M" if v >= 1_000_000 else f"{v // 1000}k" if v >= 1000 else n
+
+
+def plot(summary: dict[str, Any], path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
+    flows = list(summary["key_hash_lookup_ns"])
+    x = range(len(flows))
+    a1.bar([i - 0.2 for i in x], [summary["key_hash_lookup_ns"][f]["median"] for f in flows],
+           0.4, label="key + hash + lookup")
+    a1.bar([i + 0.2 for i in x], [summary["lookup_only_ns"][f]["median"] for f in flows],
+           0.4, label="lookup only")
+    a1.axhline(30, color="gray", ls="--", lw=1, label="SDNFV: 30 ns")
+    a1.set_xticks(list(x), [label(f) for f in flows])
+    a1.set_xlabel("flows in the table")
+    a1.set_ylabel("ns per packet (median)")
+    a1.set_title("flow-table lookup, bursts of 32")
+    a1.legend(fontsize=8)
+    inst = list(summary["queue_ns"])
+    a2.plot([int(i) for i in inst], [summary["queue_ns"][i]["median"] for i in inst], "o-",
+            label="shortest queue")
+    a2.plot([int(i) for i in inst], [summary["flow_bucket_ns"][i]["median"] for i in inst],
+            "s-", label="flow-hash bucket")
+    a2.axhline(15, color="gray", ls="--", lw=1, label="SDNFV: 15 ns")
+    a2.set_xlabel("instances of the service")
+    a2.set_ylabel("ns per choice (median)")
+    a2.set_title("instance choice")
+    a2.legend(fontsize=8)
+    fig.suptitle(title, fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="2M operations per point, 3 runs")
+    ap.add_argument("--runs", type=int, default=None, help="runs (5; --quick: 3)")
+    ap.add_argument("--cpu", type=int, default=1, help="the CPU to pin to (1)")
+    ap.add_argument("--build", type=Path, default=ROOT / "build")
+    ap.add_argument("--out", type=Path, default=RESULTS / "micro.json")
+    ap.add_argument("--plot", type=Path, default=RESULTS / "micro.png")
+    args = ap.parse_args()
+    runs_n = args.runs or (3 if args.quick else 5)
+    prog = args.build / "bench" / "micro" / "sluice-micro"
+    if not prog.exists():
+        print(f"micro.py: {prog} not found: build it with `ninja -C {args.build}`",
+              file=sys.stderr)
+        return 2
+    report: dict[str, Any] = {"bench": "micro", "argv": sys.argv, "host": host_info(),
+                              "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
+                              "core_layout": f"one process pinned to CPU {args.cpu}",
+                              "runs": []}
+    try:
+        for i in range(runs_n):
+            log(f"run {i + 1}/{runs_n}")
+            report["runs"].append(run_once(prog, args.cpu, args.quick))
+    except BenchError as e:
+        print(f"micro.py: {e}", file=sys.stderr)
+        return 1
+    report["summary"] = summarize(report["runs"])
+    write_json(args.out, report)
+    plot(report["summary"], args.plot,
+         f"sluice-micro on CPU {args.cpu}, {runs_n} run(s), {report['started']}")
+    json.dump(report["summary"], sys.stdout, indent=1)
+    s = report["summary"]
+    print(f"\nresults: {args.out}, plot: {args.plot}")
+    print("lookup ns: " + " ".join(f"{label(k)}={v['median']:.1f}"
+                                   for k, v in s["key_hash_lookup_ns"].items())
+          + " queue ns: " + " ".join(f"{k}={v['median']:.1f}"
+                                     for k, v in s["queue_ns"].items()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
