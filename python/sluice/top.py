@@ -84,17 +84,15 @@ def rates(prev: dict[str, Any] | None, cur: dict[str, Any], dt: float) -> dict[s
     totals: dict[str, int] = {}
     before: dict[str, int] = {}
     where: dict[str, list[str]] = {}
-    for label, items, into in (("port ", cur.get("ports", []), totals),
-                               ("", cur.get("nfs", []), totals),
-                               (None, prev.get("ports", []), before),
-                               (None, prev.get("nfs", []), before)):
-        for x in items:
-            for reason, v in (x.get("drops") or {}).items():
-                into[reason] = into.get(reason, 0) + int(v)
-                if label is not None and v:
-                    name = (f"port {x.get('name')}" if label else
-                            f"{x.get('service')}#{x.get('instance')}")
-                    where.setdefault(reason, []).append(name)
+    for x, name in [(p, f"port {p.get('name')}") for p in cur.get("ports", [])] + \
+                   [(n, f"{n.get('service')}#{n.get('instance')}") for n in cur.get("nfs", [])]:
+        for reason, v in (x.get("drops") or {}).items():
+            totals[reason] = totals.get(reason, 0) + int(v)
+            if v:
+                where.setdefault(reason, []).append(name)
+    for x in prev.get("ports", []) + prev.get("nfs", []):
+        for reason, v in (x.get("drops") or {}).items():
+            before[reason] = before.get(reason, 0) + int(v)
     drops = [{"reason": r, "total": t,
               "pps": _rate(t, before.get(r, 0) if prev else None, dt),
               "where": where.get(r, [])}

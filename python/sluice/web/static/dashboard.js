@@ -615,6 +615,10 @@
     }
   }
 
+  if (token) {   // a link cannot carry the header: say where they are instead
+    document.getElementById("links").textContent =
+      "REST API at /docs, metrics at /metrics (with the token as a header) · ";
+  }
   tick();
   followEvents();
 })();
