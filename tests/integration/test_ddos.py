@@ -46,17 +46,21 @@ from __future__ import annotations
 import itertools
 import os
 import re
+import signal
 import socket
 import subprocess
+import sys
 import threading
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from conftest import deployment, port, prog, service, wait_drained, wait_until
+import yaml
+from conftest import build_dir, deployment, port, prog, service, wait_drained, wait_until
 from packets import read
 
 from sluice.client import Client
+from sluice.deploy import load_deployment
 from sluice.traces import DDOS_ATTACK_PREFIX, ddos_mix, in_prefix
 
 _ifs = itertools.count()
@@ -72,6 +76,7 @@ RULE = {"dst": "192.168.0.0/24"}
 
 DETECT_ARGS = ["--window-ms", "600000", "--threshold", str(THRESHOLD),
                "--protect", "192.168.0.0/24", "--stats-ms", "0"]
+SCRUBBER_ARGS = ["--at", "ddos-detect", "--stats-ms", "0"]
 
 
 def flow_key(f: bytes) -> tuple[bytes, bytes, bytes]:
@@ -106,46 +111,52 @@ class Scenario:
         self.expected_out = Counter(self.phase1 + self.normal2)
 
 
-class Rig:
-    """A running deployment with a TAP port 'in' and a capture port 'out',
-    an event subscription, and a paced writer into the TAP interface."""
+def scenario_nfs(scrubber: bool) -> list[dict[str, Any]]:
+    nfs = [{"name": "detect", "program": prog("ddos-detect"), "service": "ddos-detect",
+            "args": DETECT_ARGS},
+           {"name": "fwd", "program": prog("forward"), "service": "forward"}]
+    if scrubber:  # started by a policy, with --prefix VALUE appended
+        nfs.append({"name": "scrubber", "program": prog("scrubber"), "service": "scrubber",
+                    "replicas": 0, "args": SCRUBBER_ARGS})
+    return nfs
 
-    def __init__(self, launch, node: str, tmp_path: Path, nfs: list[dict[str, Any]],
-                 **extra: Any) -> None:
-        self.ifname = f"sld{os.getpid() % 100000}{next(_ifs)}"[:15]
-        self.out = tmp_path / "out.pcap"
-        self.node = node
-        dep = deployment(
-            node,
-            ports=[{"name": "in", "device": f"net_tap0,iface={self.ifname}"},
-                   {"name": "out", "device": f"net_pcap1,tx_pcap={self.out}"}],
-            nfs=nfs, chain=["drop"])
-        dep.update(extra)
-        self.run = launch(dep)
+
+class Rig:
+    """A running node with a TAP port 'in' and a capture port 'out', an
+    event subscription, and a paced writer into the TAP interface."""
+
+    def __init__(self, node: str, ifname: str, out: Path, client: Client, socket_path: Path,
+                 run_dir: Path) -> None:
+        self.node, self.ifname, self.out, self.client = node, ifname, out, client
+        self.run_dir = run_dir
         # See the module doc: keep later secondaries from truncating it.
-        self.captured = tmp_path / "out.sluiced.pcap"
-        self.out.rename(self.captured)
-        subprocess.run(["sysctl", "-q", "-w", f"net.ipv6.conf.{self.ifname}.disable_ipv6=1"],
+        self.captured = out.with_name("out.sluiced.pcap")
+        out.rename(self.captured)
+        subprocess.run(["sysctl", "-q", "-w", f"net.ipv6.conf.{ifname}.disable_ipv6=1"],
                        capture_output=True, check=False)
-        subprocess.run(["ip", "link", "set", self.ifname, "up"], check=True,
-                       capture_output=True)
+        subprocess.run(["ip", "link", "set", ifname, "up"], check=True, capture_output=True)
         self.sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
-        self.sock.bind((self.ifname, 0))
+        self.sock.bind((ifname, 0))
         self.events: list[dict[str, Any]] = []
-        self._sub = Client(node, self.run.dep.socket_path(), timeout=5.0)
-        self._subscribed = threading.Event()
+        self._sub = Client(node, socket_path, timeout=5.0)
         threading.Thread(target=self._listen, daemon=True).start()
+
+    @staticmethod
+    def ports(tmp_path: Path) -> tuple[str, Path, list[dict[str, str]]]:
+        ifname = f"sld{os.getpid() % 100000}{next(_ifs)}"[:15]
+        out = tmp_path / "out.pcap"
+        return ifname, out, [{"name": "in", "device": f"net_tap0,iface={ifname}"},
+                             {"name": "out", "device": f"net_pcap1,tx_pcap={out}"}]
 
     def _listen(self) -> None:
         try:
             for ev in self._sub.events():
-                self._subscribed.set()
                 self.events.append(ev)
         except Exception:  # noqa: BLE001 (sluiced stopped, or the test closed it)
             pass
 
     def call(self, method: str, **params: Any) -> Any:
-        return self.run.client.call(method, **params)
+        return self.client.call(method, **params)
 
     def wait_event(self, pred, timeout: float, what: str) -> dict[str, Any]:
         try:
@@ -153,11 +164,11 @@ class Rig:
                               timeout, what, interval=0.02)
         except AssertionError as e:
             raise AssertionError(f"{e}; events: {self.events}; logs in "
-                                 f"{self.run.run_dir}") from None
+                                 f"{self.run_dir}") from None
 
     def subscribed(self) -> None:
-        """Waits until the event subscription delivers (a graph apply of the
-        scenario's graph, repeated until its event is seen)."""
+        """Applies graph ddos (again) until the subscription has seen it:
+        then events are flowing."""
         for _ in range(40):
             res = self.call("graph.apply", **GRAPH)
             try:
@@ -166,8 +177,7 @@ class Rig:
                 return
             except AssertionError:
                 continue
-        raise AssertionError(f"the event subscription never delivered; logs in "
-                             f"{self.run.run_dir}")
+        raise AssertionError(f"the event subscription never delivered; logs in {self.run_dir}")
 
     def send(self, frames: list[bytes]) -> None:
         """Writes frames into the TAP interface, BATCH at a time, each batch
@@ -191,15 +201,16 @@ class Rig:
         except AssertionError as e:
             st = self.call("stats")
             raise AssertionError(f"{e}; out: {port(st, 'out')['tx_pkts']}; stats: {st}; "
-                                 f"logs in {self.run.run_dir}") from None
+                                 f"logs in {self.run_dir}") from None
 
-    def stop(self) -> tuple[list[bytes], str, str]:
-        """Stops everything; returns the output capture and the logs of the
-        detector and the scrubber."""
+    def close(self) -> None:
         self.sock.close()
         self._sub.close()
-        self.run.stop()
-        logs = {p.name: p.read_text(errors="replace") for p in self.run.run_dir.glob("*.log")}
+
+    def results(self) -> tuple[list[bytes], str, str]:
+        """After the node stopped: the output capture and the logs of the
+        detector and the scrubber."""
+        logs = {p.name: p.read_text(errors="replace") for p in self.run_dir.glob("*.log")}
         det = "".join(v for k, v in logs.items() if k.startswith("detect"))
         scr = "".join(v for k, v in logs.items() if k.startswith("scrubber"))
         assert not self.out.exists() or read(self.out) == [], \
@@ -243,7 +254,7 @@ def run_scenario(rig: Rig, sc: Scenario, start_scrubber) -> dict[str, Any]:
 
     rig.send(sc.phase2)
     rig.wait_out(sum(sc.expected_out.values()))
-    return wait_drained(rig.run, timeout=30)
+    return wait_drained(rig, timeout=30)  # type: ignore[arg-type] (needs .client)
 
 
 def check(sc: Scenario, st: dict[str, Any], out: list[bytes], det: str, scr: str) -> None:
@@ -289,20 +300,83 @@ def test_ddos_scrubber_by_hand(launch, node, tmp_path):
     """The test is the orchestrator: on the alarm event it starts
     sluice-scrubber --prefix VALUE --at ddos-detect itself."""
     sc = Scenario()
-    rig = Rig(launch, node, tmp_path, [
-        {"name": "detect", "program": prog("ddos-detect"), "service": "ddos-detect",
-         "args": DETECT_ARGS},
-        {"name": "fwd", "program": prog("forward"), "service": "forward"}])
+    ifname, out, ports = Rig.ports(tmp_path)
+    run = launch(deployment(node, ports=ports, nfs=scenario_nfs(False), chain=["drop"]))
+    rig = Rig(node, ifname, out, run.client, run.dep.socket_path(), run.run_dir)
     rig.subscribed()  # also applies graph ddos
     rig.call("rule.add", graph="ddos", **RULE)
 
     def start(prefix: str) -> None:
         argv = [prog("scrubber"), "--", "--node", node, "--service", "scrubber",
-                "--mode", "shared", "--prefix", prefix, "--at", "ddos-detect",
-                "--stats-ms", "0"]
-        p = rig.run._spawn("scrubber", argv)
-        rig.run.nfs.append(p)
+                "--mode", "shared", "--prefix", prefix, *SCRUBBER_ARGS]
+        run.nfs.append(run._spawn("scrubber", argv))
 
     st = run_scenario(rig, sc, start)
-    out, det, scr = rig.stop()
-    check(sc, st, out, det, scr)
+    rig.close()
+    run.stop()
+    check(sc, st, *rig.results())
+
+
+def test_ddos_orchestrated(node, tmp_path):
+    """`sluice up` runs it all: the deployment declares the scrubber with
+    replicas: 0 and a message policy that starts it with --prefix {value}
+    on the detector's alarm; the test only sends traffic and watches."""
+    sc = Scenario()
+    ifname, out, ports = Rig.ports(tmp_path)
+    dep = deployment(node, ports=ports, chain=["drop"], nfs=scenario_nfs(True) + [
+        # Only for the test's barrier below.
+        {"name": "probe", "program": prog("forward"), "service": "probe", "replicas": 0}])
+    dep["graphs"] = [{**GRAPH, "match": [RULE]}]
+    dep["policies"] = [
+        {"on": "message", "key": "alarm", "from": "ddos-detect", "action": "start",
+         "nf": "scrubber", "replicas": 1, "args": ["--prefix", "{value}"], "once": True},
+        {"on": "message", "key": "ready", "from": "control", "action": "start",
+         "nf": "probe", "once": True}]
+    f = tmp_path / "ddos.yaml"
+    f.write_text(yaml.safe_dump(dep, sort_keys=False))
+    run_dir = tmp_path / "run"
+    console = tmp_path / "up.out"
+    with open(console, "wb") as con:
+        up = subprocess.Popen([sys.executable, "-m", "sluice.cli", "up", str(f), "--log-dir",
+                               str(run_dir)], stdout=con, stderr=subprocess.STDOUT,
+                              env={**os.environ, "SLUICE_BUILD_DIR": str(build_dir())})
+    rig = None
+    try:
+        wait_until(lambda: up.poll() is not None or b"orchestrator: " in console.read_bytes(),
+                   60, "sluice up to start the node and its orchestrator")
+        assert up.poll() is None, console.read_text()
+        client = Client(node, load_deployment(f).socket_path(), timeout=5.0)
+        rig = Rig(node, ifname, out, client, load_deployment(f).socket_path(), run_dir)
+        rig.subscribed()
+        # Barrier: the orchestrator's own event subscription is live once a
+        # message from control starts the probe NF.
+        for _ in range(40):
+            rig.call("flow.request", type="message", service="ddos-detect", key="ready",
+                     value="1")
+            try:
+                wait_until(lambda: any(n["service"] == "probe" for n in rig.call("nf.list")),
+                           0.5, "probe")
+                break
+            except AssertionError:
+                continue
+        else:
+            raise AssertionError(f"the orchestrator never reacted to a message; "
+                                 f"{console.read_text()}")
+        assert not any(n["service"] == "scrubber" for n in rig.call("nf.list"))
+
+        st = run_scenario(rig, sc, lambda prefix: None)  # the policy starts it
+        rig.close()
+    finally:
+        if up.poll() is None:
+            up.send_signal(signal.SIGINT)
+        try:
+            rc = up.wait(60)
+        except subprocess.TimeoutExpired:
+            up.kill()
+            rc = up.wait(10)
+    assert rc == 0, console.read_text()
+    check(sc, st, *rig.results())
+    actions = (run_dir / "orchestrator.log").read_text()
+    assert f"start: 'scrubber' (args --prefix {PREFIX}): 0 -> 1 instance(s): message " \
+           f"alarm={PREFIX} from ddos-detect (policies[0])" in actions, actions
+    assert actions.count("start: 'scrubber'") == 1, actions
