@@ -500,3 +500,26 @@ def test_sighup_reload_reads_the_running_file_again(tmp_path: Path) -> None:
     orch.tick()
     assert lines[-1].startswith(f"refused: {f}: chain[0]: 'fw' is not the service")
     assert orch.dep.nfs[0].replicas == 2
+
+
+def test_container_nf_command_line_is_wrapped(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    import sluice.container
+    from sluice.launch import Launcher
+
+    seen: list[tuple[list[str], dict[str, Any]]] = []
+
+    def wrap(argv: list[str], **kw: Any) -> list[str]:
+        seen.append((argv, kw))
+        return ["podman", "run", kw["image"], *argv]
+
+    monkeypatch.setattr(sluice.container, "wrap", wrap)
+    dep = Deployment.from_dict({**BASE, "nfs": [
+        {"name": "fwd", "program": "sluice-forward", "service": "fwd", "run": "container",
+         "image": "nfs:1", "args": ["--tag-src-mac"]}]}, base_dir=tmp_path, check_env=False)
+    run = Launcher(dep, log_dir=tmp_path)
+    argv = run.nf_argv(dep.nfs[0], "sluice-forward", ["--x"], label="fwd.2")
+    assert seen == [(["sluice-forward", "--", "--node", "t", "--service", "fwd", "--mode",
+                      "shared", "--tag-src-mac", "--x"],
+                     {"name": "fwd.2", "image": "nfs:1", "node": "t", "workdir": tmp_path})]
+    assert argv[:3] == ["podman", "run", "nfs:1"]
