@@ -151,3 +151,48 @@ def test_dashboard_shows_the_running_node(launch, node, browser, tmp_path):
     finally:
         browser.close()
         server.stop()
+
+
+def test_dashboard_draws_every_graph(launch, node, browser, tmp_path):
+    """A second graph (TLS flows skip the monitor, examples/graphs/demo.yaml):
+    its edges join the chain's, the default ones solid, the others dashed,
+    each with the packets/s that took it."""
+    src = tmp_path / "in.pcap"
+    generate(src, packets=4096, flows=256)
+    run = launch(it.deployment(
+        node,
+        ports=[{"name": "in", "device": f"net_pcap0,rx_pcap={src},infinite_rx=1"},
+               {"name": "out", "device": "net_null0,no-rx=1"}],
+        nfs=[{"name": "fw", "program": it.prog("firewall"), "service": "firewall",
+              "args": ["--rules", str(_rules(tmp_path))]},
+             {"name": "mon", "program": it.prog("monitor"), "service": "monitor"},
+             {"name": "fwd", "program": it.prog("forward"), "service": "forward"}],
+        chain=["firewall", "monitor", "forward", "port:out"]))
+    run.client.call("graph.apply", name="tls",
+                    nodes={"firewall": ["forward", "drop"], "forward": ["port:out"]})
+    run.client.call("rule.add", graph="tls", priority=10, proto="tcp", dport=443)
+    run.client.call("flow.delete", all=True)
+    server = ApiServer(create_app(node, str(run.dep.socket_path())), "127.0.0.1", free_port())
+    server.start()
+    try:
+        browser("open", url=f"{server.url}/?interval=0.5")
+        browser.wait("document.getElementById('graph-names').textContent == "
+                     "'graphs: default (chain), tls'", 60, "both graphs named")
+        browser.wait("""(() => { const t = document.querySelector(
+                '#graph g.edge[data-from="firewall"][data-to="forward"] text.rate');
+                return t && Number(t.dataset.pps) > 0; })()""", 60,
+                     "a rate on the tls edge firewall -> forward")
+        edges = {(e["from"], e["to"]): e for e in browser.eval(
+            EDGES_JS.replace("return {", "return {cls: g.getAttribute('class'), "))}
+        assert set(edges) == set(CHAIN) | {("firewall", "forward"), ("firewall", "drop")}, edges
+        assert "allowed" in edges[("firewall", "drop")]["cls"].split(), edges
+        assert edges[("firewall", "drop")]["label"] is None  # no packet took it
+        for pair in set(edges) - {("firewall", "drop")}:
+            assert "default" in edges[pair]["cls"].split(), (pair, edges[pair])
+            assert edges[pair]["pps"] > 0, (pair, edges[pair])
+        roles = {(n["node"], n["role"]) for n in browser.eval(NODES_JS)}
+        assert ("drop", "drop") in roles
+        assert browser.console == [], "the page logged errors"
+    finally:
+        browser.close()
+        server.stop()
