@@ -49,6 +49,7 @@ import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .client import SluiceError
 from .deploy import default_build_dir, repo_root
@@ -70,6 +71,8 @@ LABEL_MEMPOOLS = "org.sluice.mempools"  # JSON [mempool driver, ...] in load ord
 BUILD_HINT = "scripts/build-image.sh"
 SETUP_HINT = "scripts/setup.sh"
 DPDK_RUN_DIR = Path("/var/run/dpdk")
+# Set in every NF container to its name: how the host finds the NF's pid.
+ENV_NAME = "SLUICE_CONTAINER"
 
 _NAME_CLEAN = re.compile(r"[^A-Za-z0-9_.-]")
 
@@ -476,6 +479,36 @@ def check_image(image: str, programs: Iterable[Path]) -> None:
 
 # -- running ------------------------------------------------------------------------
 
+def _conf_values() -> dict[str, Any]:
+    """The keys of the project's containers.conf (a TOML file)."""
+    try:
+        import tomllib  # Python 3.11
+    except ImportError:  # pragma: no cover (3.10)
+        return {}
+    try:
+        with open(containers_conf(), "rb") as f:
+            data = tomllib.load(f)
+    except (OSError, ValueError):
+        return {}
+    return {**data.get("engine", {}), **data.get("containers", {})}
+
+
+def podman_global_options() -> list[str]:
+    """containers.conf's engine settings as podman options."""
+    c = _conf_values()
+    out = []
+    for key, opt in (("runtime", "--runtime"), ("cgroup_manager", "--cgroup-manager"),
+                     ("events_logger", "--events-backend")):
+        if c.get(key):
+            out += [opt, str(c[key])]
+    return out
+
+
+def podman_run_options() -> list[str]:
+    """containers.conf's container settings as `podman run` options."""
+    return [a for u in _conf_values().get("default_ulimits", []) for a in ("--ulimit", u)]
+
+
 def container_name(node: str, name: str) -> str:
     """The container's name: sluice-NODE-NAME (NAME: the NF entry, with
     the replica number, e.g. fwd.2)."""
@@ -537,13 +570,18 @@ def wrap(argv: list[str], *, name: str, image: str = DEFAULT_IMAGE, node: str,
     if not rundir.is_dir():
         raise ContainerError(f"{rundir} does not exist: start sluiced for node '{node}' "
                              f"before its NFs")
-    cmd = [rt, "run", "--rm", "--name", container_name(node, name),
-           "--network", "none", "--pid", "host", "--cap-drop", "all",
-           "--pull", "never"]
+    # podman: what scripts/containers.conf says, as options, so the command
+    # works without CONTAINERS_CONF in its environment (a launcher's Popen,
+    # a copy pasted into a shell).
+    cmd = [rt, *podman_global_options(), "run"] if rt == "podman" else [rt, "run"]
+    cmd += ["--rm", "--name", container_name(node, name),
+            "-e", f"{ENV_NAME}={container_name(node, name)}",
+            "--network", "none", "--pid", "host", "--cap-drop", "all",
+            "--pull", "never"]
     if rt == "podman":
         # A container of that name left by a killed launcher is replaced;
         # the NF's output goes straight to this process's stdout/stderr.
-        cmd += ["--replace", "--log-driver", "passthrough"]
+        cmd += ["--replace", "--log-driver", "passthrough", *podman_run_options()]
     else:
         cmd += ["--log-driver", "none"]
     for m in hugetlbfs_mounts():
@@ -556,17 +594,23 @@ def wrap(argv: list[str], *, name: str, image: str = DEFAULT_IMAGE, node: str,
 
 
 def nf_pid(node: str, name: str) -> int | None:
-    """The host pid of the NF running in the container ``wrap`` named for
+    """The host pid of the NF running in the container ``wrap`` made for
     (node, name): the pid it registers with sluiced (``nf.list``), which is
-    not the pid of the ``podman run`` process. None if it is not running."""
-    rt = runtime()
-    r = _run([rt, "inspect", "--format", "{{.State.Pid}}", container_name(node, name)], rt,
-             timeout=30, check=False)
-    try:
-        pid = int(r.stdout.strip()) if r.returncode == 0 else 0
-    except ValueError:
-        pid = 0
-    return pid or None
+    not the pid of the ``podman run`` process. None if it is not running.
+    Found by the SLUICE_CONTAINER variable wrap sets (reads /proc; no call
+    to the container runtime)."""
+    want = f"{ENV_NAME}={container_name(node, name)}".encode()
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            if not (d / "cmdline").read_bytes().startswith(f"{IMAGE_BIN}/sluice-".encode()):
+                continue
+            if want in (d / "environ").read_bytes().split(b"\0"):
+                return int(d.name)
+        except OSError:
+            continue
+    return None
 
 
 # -- command line -------------------------------------------------------------------

@@ -67,9 +67,19 @@ class Proc:
     popen: subprocess.Popen[bytes] | None = None
     nf: NFSpec | None = None
     logf: IO[bytes] | None = field(default=None, repr=False)
+    node: str = ""
+    _nf_pid: int | None = field(default=None, repr=False)
 
     @property
     def pid(self) -> int:
+        """The process's pid; for ``run: container``, the NF's own host pid
+        (the one it registers with sluiced) once it runs, not podman's."""
+        if self.nf is not None and self.nf.run == "container" and self.popen:
+            if self._nf_pid is None and self.popen.poll() is None:
+                from .container import nf_pid
+                self._nf_pid = nf_pid(self.node, self.label)
+            if self._nf_pid is not None:
+                return self._nf_pid
         return self.popen.pid if self.popen else -1
 
     def exited(self) -> int | None:
@@ -322,7 +332,7 @@ class Launcher:
     def _spawn(self, label: str, argv: list[str], nf: NFSpec | None = None,
                append: bool = False) -> Proc:
         log = self.run_dir / f"{label}.log"
-        p = Proc(label, argv, log, nf=nf)
+        p = Proc(label, argv, log, nf=nf, node=self.node)
         p.logf = open(log, "ab" if append else "wb")  # noqa: SIM115 (open while it runs)
         p.logf.write(("$ " + " ".join(argv) + "\n").encode())
         p.logf.flush()

@@ -23,9 +23,9 @@ from conftest import build_dir, deployment, port, prog, service, wait_until
 from packets import mixed, read, write
 
 from sluice import container
-from sluice.client import Client
+from sluice.client import Client, SluiceError
 from sluice.container import ContainerError
-from sluice.deploy import Deployment
+from sluice.deploy import Deployment, load_deployment
 from sluice.launch import Launcher, cleanup_node
 
 IMAGE = container.DEFAULT_IMAGE
@@ -109,7 +109,12 @@ def test_wrap_runs_forward_in_a_container_byte_exact(nf_image, node, tmp_path):
     with _sluiced(dep, tmp_path) as (client, run):
         argv = run.nf_argv(run.dep.nfs[0], Path(prog("forward")))
         cmd = container.wrap(argv, name="fwd", image=nf_image, node=node, workdir=tmp_path)
-        assert cmd[:2] == [container.runtime(), "run"]
+        rt = container.runtime()
+        # podman: scripts/containers.conf's settings are in the command itself
+        # (it runs without CONTAINERS_CONF in its environment).
+        assert cmd[:cmd.index("run")] == ([rt, "--runtime", "runc", "--cgroup-manager",
+                                           "cgroupfs", "--events-backend", "file"]
+                                          if rt == "podman" else [rt])
         inner = cmd[cmd.index(nf_image) + 1:]
         assert inner[0] == "/usr/bin/sluice-forward"
         assert inner[-len(argv) + 1:] == argv[1:]
@@ -125,7 +130,7 @@ def test_wrap_runs_forward_in_a_container_byte_exact(nf_image, node, tmp_path):
         log = tmp_path / "fwd.log"
         with open(log, "wb") as f:
             nf = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=f,
-                                  stderr=subprocess.STDOUT, env=container.runtime_env())
+                                  stderr=subprocess.STDOUT)
         try:
             listed = wait_until(lambda: client.call("nf.list") or
                                 (nf.poll() is not None and pytest.fail(
@@ -211,3 +216,51 @@ def test_image_build_is_cached_and_reproducible(nf_image):
     finally:
         _rt("rmi", tag, check=False)
     assert container.image_exists(nf_image)
+
+
+def _deployment_file(tmp_path: Path, node: str, frames: list[bytes], image: str) -> Path:
+    src = write(tmp_path / "in.pcap", frames)
+    path = tmp_path / "container.yaml"
+    path.write_text(f"""\
+node: {{name: {node}, mode: shared, cores: [0, 1]}}
+ports:
+  - {{name: in,  device: "net_pcap0,rx_pcap={src.name}"}}
+  - {{name: out, device: "net_pcap1,tx_pcap=out.pcap"}}
+nfs:
+  - {{name: fwd, program: sluice-forward, service: forward, run: container, image: "{image}"}}
+chain: [forward, "port:out"]
+""")
+    return path
+
+
+def test_deployment_file_runs_forward_in_a_container(nf_image, node, tmp_path):
+    """`run: container` in a deployment file: the launcher starts the NF
+    with wrap(), knows it by its host pid, and the chain is byte-exact."""
+    frames = mixed(N, flows=60, seed=11)
+    run = Launcher(load_deployment(_deployment_file(tmp_path, node, frames, nf_image)),
+                   log_dir=tmp_path / "run", build_dir=build_dir(), register_timeout=60)
+    try:
+        run.start()
+        (nf,) = run.nfs
+        assert nf.argv[0] == container.runtime() and nf_image in nf.argv
+        listed = run.client.call("nf.list")
+        assert [e["pid"] for e in listed] == [nf.pid] == [container.nf_pid(node, "fwd")]
+        assert nf.pid != nf.popen.pid  # the NF, not the podman process
+        st = wait_until(lambda: (s := run.client.call("stats")) and
+                        port(s, "out")["tx_pkts"] == N and s, 60, f"{N} packets out")
+    finally:
+        run.stop()
+    assert nf.exited() == 0, nf.tail()
+    _check_exact(st, frames, read(tmp_path / "out.pcap"), "forward")
+
+
+def test_deployment_with_a_missing_image_says_how_to_build_it(node, tmp_path):
+    frames = mixed(10, flows=2)
+    run = Launcher(load_deployment(_deployment_file(tmp_path, node, frames,
+                                                    "sluice-nfs:not-built")),
+                   log_dir=tmp_path / "run", build_dir=build_dir())
+    with pytest.raises(SluiceError) as e:
+        run.start()
+    assert "container image 'sluice-nfs:not-built' not found" in str(e.value)
+    assert "build it with scripts/build-image.sh --image sluice-nfs:not-built" in str(e.value)
+    assert run.sluiced is not None and run.sluiced.exited() is not None  # stopped again
