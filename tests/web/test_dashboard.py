@@ -10,7 +10,7 @@ import os
 import shutil
 from pathlib import Path
 
-from conftest import ROOT, free_port, it
+from dashboard_helpers import ROOT, free_port, it
 
 from sluice.api import ApiServer, create_app
 from sluice.traces import generate
