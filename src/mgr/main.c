@@ -866,6 +866,9 @@ main(int argc, char **argv)
 	for (int i = 0; i < n_io; i++)
 		rte_eal_remote_launch(sl_io_thread, (void *)(uintptr_t)i,
 				      m->io_lcores[i]);
+	/* Telemetry is optional: a command that cannot be registered is
+	 * logged and sluiced runs on. */
+	(void)sl_telemetry_init(m);
 	sl_log("ready: %u port(s), %d I/O thread(s), %s mode, %s hand-off, "
 	       "socket %s",
 	       m->o.n_ports, n_io,
@@ -875,6 +878,7 @@ main(int argc, char **argv)
 	sl_control_run(m); /* until SIGINT/SIGTERM or the shutdown method */
 
 	sl_log("shutting down");
+	sl_telemetry_close();
 	sl_stop_all_nfs(m, 2000);
 	__atomic_store_n(&m->shm->shutdown, 1, __ATOMIC_RELEASE);
 	for (int i = 0; i < n_io; i++)

@@ -8,6 +8,7 @@
  *   io.c        the I/O thread(s): RX from ports, NF tx rings, TX to ports
  *   control.c   control thread: socket, events, liveness
  *   rpc.c       JSON-RPC methods
+ *   telemetry.c DPDK telemetry commands (the `stats` of rpc.c)
  */
 #ifndef SLUICED_H
 #define SLUICED_H
@@ -221,5 +222,10 @@ void sl_control_watch_pid(struct sl_mgr *m, uint16_t instance, int pidfd);
 /* rpc.c */
 json_t *sl_rpc_handle(struct sl_mgr *m, const char *line, size_t len,
 		      int *subscribe);
+
+/* telemetry.c: DPDK telemetry commands /sluice/... (after the ports and
+ * the control socket are up; closed first at shutdown) */
+int sl_telemetry_init(struct sl_mgr *m);
+void sl_telemetry_close(void);
 
 #endif /* SLUICED_H */
