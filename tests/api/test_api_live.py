@@ -1,6 +1,6 @@
 """The REST API against a real sluiced: graphs, rules and flows under traffic,
 flow requests, scaling, load-balancer modes and events over a websocket.
-The fixtures are tests/integration's (tests/api/conftest.py loads them)."""
+The fixtures are tests/integration's (tests/api/conftest.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from conftest import integration, packets
+from apifake import integration, packets
 from fastapi.testclient import TestClient
 
 from sluice.api import SOCKET_METHODS, ApiServer, create_app

@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import STATUS
+from apifake import STATUS
 from typer.testing import CliRunner
 
 from sluice.api import ApiServer, create_app, is_loopback, parse_listen

@@ -1,4 +1,4 @@
-"""The REST API and /metrics against a fake sluiced (tests/api/conftest.py)."""
+"""The REST API and /metrics against a fake sluiced (tests/api/apifake.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import EVENTS, NFS, PORTS, SERVICES, STATS, STATUS
+from apifake import EVENTS, NFS, PORTS, SERVICES, STATS, STATUS
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -361,7 +361,7 @@ def test_rules(api: TestClient, fake: Any) -> None:
 
 
 def test_flows(api: TestClient, fake: Any) -> None:
-    from conftest import FLOWS
+    from apifake import FLOWS
 
     r = api.get("/api/v1/flows")
     assert r.json() == {"total": 2, "matched": 2, "flows": FLOWS, "truncated": False}

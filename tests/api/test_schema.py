@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 import schemathesis
-from conftest import FakeSluiced, Sluiced
+from apifake import FakeSluiced, Sluiced
 from hypothesis import HealthCheck, settings
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
