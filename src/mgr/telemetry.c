@@ -20,7 +20,10 @@
  * asked for. `stats` only loads counters that have a single writer, fixed
  * arrays and ring counts: it takes no lock and nothing the data path holds.
  * Non-integer values (cycles_per_pkt) are left out: DPDK 22.11 telemetry
- * has no floating-point type.
+ * has no floating-point type. Not being the control thread, a reply made
+ * while an NF instance is being freed may count that instance's packets
+ * twice or not at all (the control thread moves them to its service's
+ * retired counters meanwhile); the next reply is right again.
  */
 #include <errno.h>
 #include <stdio.h>
