@@ -169,7 +169,8 @@ struct sl_ruleset {
 struct sl_wild {
 	uint32_t id;
 	struct sl_match match;
-	union sl_flow_ovr ovr;
+	union sl_flow_ovr ovr; /* RequestMe: only ovr.f.service is used */
+	uint8_t request_me;    /* expanded per flow: its graph's predecessors */
 };
 
 struct sl_wildset {
@@ -266,6 +267,38 @@ ovr_put(const struct sl_shm *shm, struct sl_flow_entry *e, union sl_flow_ovr v)
 	return 0;
 }
 
+/* A wildcard RequestMe(S) on a new flow of logical graph `graph`: undo a
+ * SkipMe of S, and every node of the graph with an edge to S defaults to
+ * S (as sl_flow_request does for live flows). Nothing on a chain. */
+static void
+wild_request_me(struct sl_shm *shm, struct sl_flow_entry *e, uint16_t graph,
+		uint16_t s)
+{
+	uint16_t v = sl_graph_current(shm, graph);
+	const struct sl_graph *g =
+		v == SL_GRAPH_NONE ? NULL : sl_graph_of(shm, v);
+	union sl_flow_ovr *o = sl_flow_ovrs(shm, e);
+
+	if (g == NULL || g->open)
+		return;
+	for (uint16_t k = 0; k < shm->flow.n_ovr; k++)
+		if (o[k].f.kind == SL_OVR_SKIP && o[k].f.service == s) {
+			__atomic_store_n(&o[k].u64, 0, __ATOMIC_RELEASE);
+			__atomic_store_n(&e->n_ovr, (uint8_t)(e->n_ovr - 1),
+					 __ATOMIC_RELEASE);
+		}
+	for (uint16_t i = 0; i < g->n_nodes; i++) {
+		union sl_flow_ovr d = {.u64 = 0};
+
+		if (!sl_graph_allows(g, g->nodes[i], SL_HOP_SERVICE(s)))
+			continue;
+		d.f.service = g->nodes[i];
+		d.f.kind = SL_OVR_DEFAULT;
+		d.f.hop = SL_HOP_SERVICE(s);
+		(void)ovr_put(shm, e, d);
+	}
+}
+
 static void
 entry_create(struct sl_shm *shm, struct sl_flow_entry *e, uint16_t graph,
 	     const struct sl_5tuple *t,
@@ -285,9 +318,14 @@ entry_create(struct sl_shm *shm, struct sl_flow_entry *e, uint16_t graph,
 		pin[k] = UINT32_MAX;
 	for (uint16_t k = 0; k < shm->flow.n_ovr; k++)
 		o[k].u64 = 0;
-	for (uint32_t i = 0; ws != NULL && i < ws->n; i++)
-		if (wild_matches(&ws->w[i].match, t, in_port))
+	for (uint32_t i = 0; ws != NULL && i < ws->n; i++) {
+		if (!wild_matches(&ws->w[i].match, t, in_port))
+			continue;
+		if (ws->w[i].request_me)
+			wild_request_me(shm, e, graph, ws->w[i].ovr.f.service);
+		else
 			(void)ovr_put(shm, e, ws->w[i].ovr);
+	}
 	__atomic_store_n(&e->state, SL_FLOW_LIVE, __ATOMIC_RELEASE);
 }
 
@@ -1179,8 +1217,9 @@ sl_flow_request(struct sl_mgr *m, const struct sl_req *r, uint32_t *applied,
 		return rc;
 	}
 
-	/* Wildcard: valid in at least one graph; kept for new flows (when
-	 * it maps to a single override), applied to the live ones now. */
+	/* Wildcard: valid in at least one graph; kept for new flows (a
+	 * RequestMe is expanded for each new flow's graph), applied to the
+	 * live ones now. */
 	int valid = 0;
 	char first_err[256] = "";
 
@@ -1197,7 +1236,7 @@ sl_flow_request(struct sl_mgr *m, const struct sl_req *r, uint32_t *applied,
 		snprintf(err, errlen, "%s", first_err);
 		return EINVAL;
 	}
-	if (r->kind != SL_REQ_REQUEST_ME) {
+	{
 		const struct sl_wildset *old = g_wild;
 		uint32_t n = old ? old->n : 0;
 		struct sl_wildset *ws;
@@ -1224,7 +1263,8 @@ sl_flow_request(struct sl_mgr *m, const struct sl_req *r, uint32_t *applied,
 		ws->w[n].ovr.f.kind = r->kind == SL_REQ_SKIP_ME
 					      ? SL_OVR_SKIP
 					      : SL_OVR_DEFAULT;
-		ws->w[n].ovr.f.hop = r->kind == SL_REQ_SKIP_ME ? 0 : r->to;
+		ws->w[n].ovr.f.hop = r->kind == SL_REQ_CHANGE_DEFAULT ? r->to : 0;
+		ws->w[n].request_me = r->kind == SL_REQ_REQUEST_ME;
 		__atomic_store_n(&g_wild, ws, __ATOMIC_RELEASE);
 		if (old != NULL)
 			defer(m, free_wildset, (void *)(uintptr_t)old);

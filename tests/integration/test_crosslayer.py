@@ -271,6 +271,16 @@ def test_skip_me_and_request_me(launch, node, tmp_path):
     H = ("10.77.0.3", "10.77.0.2", 1002, 2000)  # a new flow the wildcard matches
     rig.send(flow_frames("G", "5", 4, *G) + flow_frames("H", "5", 4, *H))
     rig.wait_out()
+    # A wildcard RequestMe before any of its flows exists: flows that
+    # start later go to c as well (every node with an edge to c: a).
+    assert rig.call("flow.request", type="request_me",
+                    flow={"match": {"proto": "udp", "src": "10.77.0.4"}},
+                    service="c") == {"applied": 0}
+    J = ("10.77.0.4", "10.77.0.2", 1003, 2000)
+    rig.send(flow_frames("J", "6", 4, *J) + flow_frames("G", "6", 4, *G))
+    rig.wait_out()
+    assert rig.call("flow.get", key="udp 10.77.0.2:2000 > 10.77.0.4:1003")["overrides"] == [
+        {"service": "a", "type": "default", "to": "c"}]
 
     msg = rpc_error(rig.call, "flow.request", type="skip_me", flow=fk, service="other")
     assert "skip_me rejected" in msg and "'other' is not a node of graph 'g'" in msg, msg
@@ -290,6 +300,8 @@ def test_skip_me_and_request_me(launch, node, tmp_path):
         assert paths(got, "G", p) == ["b"] * 4, p
     assert paths(got, "G", "5") == ["a"] * 4
     assert paths(got, "H", "5") == ["a"] * 4
+    assert paths(got, "J", "6") == ["c"] * 4
+    assert paths(got, "G", "6") == ["a"] * 4
     assert len(got) == rig.n_out
 
 
