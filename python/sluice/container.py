@@ -402,7 +402,18 @@ def build_image(image: str = DEFAULT_IMAGE, build_dir: Path | None = None,
     fs = image_rootfs(build_dir)
     digest = fs.digest()
     labels = image_labels(image)
-    if not force and labels is not None and labels.get(LABEL_INPUTS) == digest:
+
+    def js(v: object) -> str:
+        return json.dumps(v, sort_keys=True, separators=(",", ":"))
+
+    # The manifest (sizes and times of the inputs) is a label of the
+    # image, so it is part of what the image is: a relinked binary with
+    # the same bytes still makes a new image, or a forced build of "the
+    # same inputs" would give another image id than the cached one.
+    manifest = [[str(src), os.stat(src).st_size, os.stat(src).st_mtime_ns]
+                for _dst, src in sorted(fs.files.items())]
+    if (not force and labels is not None and labels.get(LABEL_INPUTS) == digest
+            and labels.get(LABEL_MANIFEST) == js(manifest)):
         say(f"{image} is up to date (inputs {digest[:12]})")
         return False
     containerfile = repo_root() / "containers" / "Containerfile"
@@ -410,11 +421,6 @@ def build_image(image: str = DEFAULT_IMAGE, build_dir: Path | None = None,
         stage(fs, Path(tmp))
         say(f"staged {len(fs.files)} files and {len(fs.links)} symlinks; building {image} "
             f"with {rt}")
-        def js(v: object) -> str:
-            return json.dumps(v, sort_keys=True, separators=(",", ":"))
-
-        manifest = [[str(src), os.stat(src).st_size, os.stat(src).st_mtime_ns]
-                    for _dst, src in sorted(fs.files.items())]
         argv = [rt, "build", "-f", str(containerfile), "-t", image,
                 "--label", f"{LABEL_INPUTS}={digest}",
                 "--label", f"{LABEL_PROGRAMS}={js(fs.programs)}",
