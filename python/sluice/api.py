@@ -5,7 +5,11 @@ socket of sluiced offers (docs/control-socket.md) as JSON over HTTP, events
 as server-sent events and over a websocket, and the statistics as
 Prometheus metrics::
 
-    uvicorn.run(create_app("demo"), host="127.0.0.1", port=8080)
+    serve(create_app("demo"), host="127.0.0.1", port=8080)
+
+(``uvicorn.run`` works too, but an open event stream then holds its
+shutdown until uvicorn's ``timeout_graceful_shutdown``; ``serve`` and
+``ApiServer`` end the streams as soon as the server stops.)
 
 Every error body is ``{"detail": "..."}``: sluiced's own message for the
 errors it reports, else one line saying what went wrong and what to do.
@@ -25,6 +29,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+import uvicorn
 from fastapi import Body, FastAPI, Query, Request, WebSocket
 from fastapi import Path as PathParam
 from fastapi.exceptions import RequestValidationError, ResponseValidationError
@@ -703,15 +708,91 @@ def parse_listen(value: str) -> tuple[str, int]:
     return host, int(port)
 
 
+# Seconds uvicorn lets requests finish once it stops; then it cancels them. Event
+# streams end at once (Closing); this bounds anything else (a slow sluiced call).
+GRACEFUL_S = 2.0
+
+
+class Closing:
+    """Set when the server stops: the event streams of the app end then,
+    instead of holding the shutdown (uvicorn waits for open responses)."""
+
+    def __init__(self) -> None:
+        self.is_set = False
+        self._waiters: set[asyncio.Future[None]] = set()
+
+    def set(self) -> None:
+        """Wakes every stream; safe from any thread."""
+        self.is_set = True
+        for f in list(self._waiters):
+            with contextlib.suppress(RuntimeError):  # its loop is closed: nothing waits
+                f.get_loop().call_soon_threadsafe(_wake, f)
+
+    async def wait(self) -> None:
+        if self.is_set:
+            return
+        f: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.add(f)
+        try:
+            if not self.is_set:
+                await f
+        finally:
+            self._waiters.discard(f)
+
+
+def _wake(f: asyncio.Future[None]) -> None:
+    if not f.done():
+        f.set_result(None)
+
+
+class Server(uvicorn.Server):
+    """uvicorn's server that, when it stops, first ends the event streams of
+    an app made by ``create_app`` (so an open dashboard does not hold it)."""
+
+    def __init__(self, config: uvicorn.Config, banner: str | None = None):
+        super().__init__(config)
+        self.banner = banner
+
+    async def startup(self, sockets: list[Any] | None = None) -> None:
+        await super().startup(sockets)
+        if self.started and self.banner:
+            print(self.banner, flush=True)
+
+    async def shutdown(self, sockets: list[Any] | None = None) -> None:
+        closing = getattr(getattr(self.config.app, "state", None), "closing", None)
+        if isinstance(closing, Closing):
+            closing.set()
+        await super().shutdown(sockets)
+
+
+def server_config(app: FastAPI, host: str, port: int, **kw: Any) -> uvicorn.Config:
+    kw.setdefault("timeout_graceful_shutdown", GRACEFUL_S)
+    return uvicorn.Config(app, host=host, port=port, **kw)
+
+
+def base_url(host: str, port: int) -> str:
+    return f"http://{f'[{host}]' if ':' in host else host}:{port}"
+
+
+def urls(base: str) -> str:
+    """Where the API, the metrics and the dashboard of a server at ``base`` are."""
+    return f"{base}/api/v1/status, metrics at {base}/metrics, dashboard at {base}/"
+
+
+def serve(app: FastAPI, host: str, port: int, log_level: str = "info",
+          banner: str | None = None) -> None:
+    """Serves ``app`` in this thread until SIGINT or SIGTERM (``sluice api``);
+    prints ``banner`` once listening. Exits (SystemExit) if it cannot listen."""
+    Server(server_config(app, host, port, log_level=log_level), banner=banner).run()
+
+
 class ApiServer:
     """The API served by uvicorn on a background thread (``sluice up --api``)."""
 
     def __init__(self, app: FastAPI, host: str, port: int):
-        import uvicorn
-
         self.host, self.port = host, port
-        self.server = uvicorn.Server(uvicorn.Config(app, host=host, port=port,
-                                                    log_level="warning", access_log=False))
+        self.server = Server(server_config(app, host, port, log_level="warning",
+                                           access_log=False))
         self.thread = threading.Thread(target=self._run, name="sluice-api", daemon=True)
 
     def _run(self) -> None:
@@ -720,8 +801,11 @@ class ApiServer:
 
     @property
     def url(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}"
+        return base_url(self.host, self.port)
+
+    def describe(self) -> str:
+        """The line `sluice up --api` prints: API, metrics and dashboard URLs."""
+        return f"API: {urls(self.url)}"
 
     def start(self, timeout: float = 10.0) -> None:
         """Starts serving; raises SluiceError if it cannot listen."""
@@ -796,10 +880,11 @@ async def _close(writer: asyncio.StreamWriter) -> None:
 
 async def _event_stream(request: Request, reader: asyncio.StreamReader,
                         writer: asyncio.StreamWriter, max_events: int | None,
-                        keepalive: float) -> AsyncIterator[bytes]:
+                        keepalive: float, closing: Closing) -> AsyncIterator[bytes]:
     sent = 0
     events = _read_events(reader).__aiter__()
     pending: asyncio.Task[dict[str, Any]] | None = None
+    stopping = asyncio.ensure_future(closing.wait())
     try:
         yield b": subscribed\n\n"
         while max_events is None or sent < max_events:
@@ -807,7 +892,11 @@ async def _event_stream(request: Request, reader: asyncio.StreamReader,
                 return
             if pending is None:
                 pending = asyncio.ensure_future(events.__anext__())
-            done, _ = await asyncio.wait({pending}, timeout=keepalive)
+            done, _ = await asyncio.wait({pending, stopping}, timeout=keepalive,
+                                         return_when=asyncio.FIRST_COMPLETED)
+            if stopping in done:
+                yield b": closing: the API server is stopping\n\n"
+                return
             if not done:
                 yield b": keepalive\n\n"
                 continue
@@ -821,6 +910,7 @@ async def _event_stream(request: Request, reader: asyncio.StreamReader,
             yield f"event: {kind}\ndata: {data}\n\n".encode()
             sent += 1
     finally:
+        stopping.cancel()
         if pending is not None:
             pending.cancel()
         await _close(writer)
@@ -894,6 +984,7 @@ def create_app(node: str, socket_path: str | Path | None = None,
     )
     app.router.route_class = _PassThrough
     app.state.sluiced = sluiced
+    app.state.closing = closing = Closing()  # set by Server when it stops
 
     async def subscribe() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         """A subscribed connection of its own to sluiced; raises ApiError."""
@@ -1026,7 +1117,7 @@ def create_app(node: str, socket_path: str | Path | None = None,
         """sluiced's events as they happen, on a connection of their own."""
         reader, writer = await subscribe()
         return StreamingResponse(
-            _event_stream(request, reader, writer, max_events, keepalive),
+            _event_stream(request, reader, writer, max_events, keepalive, closing),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 

@@ -127,7 +127,8 @@ def up(deployment: Path = typer.Argument(..., help="Deployment file (docs/deploy
        log_dir: Path = typer.Option(None, "--log-dir",
                                     help="Run folder for the logs (default /tmp/sluice-NODE)."),
        api: str = typer.Option(None, "--api", metavar="HOST:PORT",
-                               help="Also serve the REST API and /metrics there (docs/api.md)."),
+                               help="Also serve the REST API, /metrics and the dashboard "
+                                    "there (docs/api.md)."),
        api_token: str = typer.Option(None, "--api-token", envvar="SLUICE_API_TOKEN",
                                      help="Token the API requires (needed unless HOST is "
                                           "loopback).")
@@ -806,17 +807,16 @@ def api(node: str = NodeOpt, socket: Path = SocketOpt,
                                   help="Require 'Authorization: Bearer TOKEN' (or "
                                        "'X-Sluice-Token') on every request."),
         timeout: float = TimeoutOpt) -> None:
-    """Serve the REST API and Prometheus /metrics of a running node (docs/api.md)."""
-    from .api import check_bind, create_app
+    """Serve the REST API, Prometheus /metrics and the dashboard of a running node
+    (docs/api.md)."""
+    from .api import base_url, check_bind, create_app, serve, urls
 
     try:
         check_bind(host, token)
     except SluiceError as e:
         raise fail(f"sluice api: {e}") from None
-    import uvicorn
-
-    uvicorn.run(create_app(node or default_node(), socket, token, timeout=timeout),
-                host=host, port=port, log_level="info")
+    serve(create_app(node or default_node(), socket, token, timeout=timeout), host, port,
+          banner=f"API: {urls(base_url(host, port))}")
 
 
 # -- traces ------------------------------------------------------------------------------

@@ -717,8 +717,7 @@ def run_up(path: str | Path, duration: float | None = None, log_dir: str | Path 
                 server = ApiServer(create_app(dep.node.name, str(dep.socket_path()), api_token),
                                    api_host, api_port)
                 server.start()
-                con.print(Text(f"API: {server.url}/api/v1/status, metrics at "
-                               f"{server.url}/metrics"))
+                con.print(Text(server.describe()))
             _watch(run, con, duration, interval)
         except KeyboardInterrupt:
             con.print()

@@ -70,6 +70,83 @@ def test_sluice_api_serves_on_loopback(fake: Any, sockdir: Path) -> None:
             proc.wait()
 
 
+def _wait_listening(proc: subprocess.Popen[str], url: str, **kw: Any) -> httpx.Response:
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            return httpx.get(url, timeout=2, **kw)
+        except httpx.TransportError:
+            assert proc.poll() is None, proc.communicate()[0]
+            assert time.monotonic() < deadline, "sluice api did not start"
+            time.sleep(0.1)
+
+
+def _hold_subscription(fake: Any) -> None:
+    """The fake sluiced answers subscribe and then sends nothing, keeping it open."""
+    fake[0].fail["subscribe"] = [{"jsonrpc": "2.0", "id": 1, "result": {"subscribed": True}}]
+
+
+def test_sluice_api_stops_at_once_on_ctrl_c_with_an_event_stream_open(
+        fake: Any, sockdir: Path) -> None:
+    _hold_subscription(fake)
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sluice.cli", "api", "--socket", str(sockdir / "t.sock"),
+         "--port", str(port)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**os.environ, "SLUICE_API_TOKEN": ""})
+    try:
+        assert _wait_listening(proc, f"{url}/api/v1/status").json() == STATUS
+        with httpx.Client(timeout=20) as c, c.stream("GET", f"{url}/api/v1/events") as r:
+            lines = r.iter_lines()
+            assert next(lines) == ": subscribed"
+            t0 = time.monotonic()
+            proc.send_signal(signal.SIGINT)
+            try:
+                out = proc.communicate(timeout=5)[0]
+            except subprocess.TimeoutExpired:
+                pytest.fail("sluice api was still running 5 s after Ctrl-C with an event "
+                            "stream open: the stream must end when the server stops")
+            took = time.monotonic() - t0
+            assert ": closing: the API server is stopping" in list(lines)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert took < 5
+    # what it prints once listening: where the API, metrics and dashboard are
+    assert f"API: {url}/api/v1/status, metrics at {url}/metrics, dashboard at {url}/" in out
+
+
+def test_api_server_stop_ends_open_event_streams(fake: Any, sockdir: Path) -> None:
+    _hold_subscription(fake)
+    server = ApiServer(create_app("t", str(sockdir / "t.sock"), keepalive=15.0),
+                       "127.0.0.1", _free_port())
+    server.start()
+    try:
+        with httpx.Client(timeout=20) as c:
+            streams = [c.stream("GET", f"{server.url}/api/v1/events") for _ in range(2)]
+            opened = [s.__enter__() for s in streams]
+            its = [r.iter_lines() for r in opened]
+            assert [next(i) for i in its] == [": subscribed"] * 2
+            t0 = time.monotonic()
+            server.stop()
+            took = time.monotonic() - t0
+            assert not server.thread.is_alive(), "the API thread still runs after stop()"
+            assert took < 5, (f"ApiServer.stop() took {took:.1f} s with event streams open: "
+                              f"they must end when the server stops")
+            for i in its:  # each stream says why it ends, then ends
+                assert ": closing: the API server is stopping" in list(i)
+            for s in streams:
+                s.__exit__(None, None, None)
+    finally:
+        server.stop()
+    # the line `sluice up --api` prints
+    assert server.describe() == (f"API: {server.url}/api/v1/status, metrics at "
+                                 f"{server.url}/metrics, dashboard at {server.url}/")
+
+
 # -- sluice up --api ---------------------------------------------------------------------------
 
 def test_up_api_non_loopback_needs_a_token_and_is_checked_first(tmp_path: Path) -> None:

@@ -135,6 +135,8 @@ def test_sluice_up_serves_the_api_while_it_runs(node, tmp_path):
             return line and float(line.split()[-1]) > 1000
 
         wait_until(out_pkts, 20, "packets counted in /metrics")
+        page = httpx.get(f"{url}/", timeout=5)
+        assert page.status_code == 200 and "dashboard.js" in page.text, page.text[:200]
     finally:
         proc.send_signal(signal.SIGINT)
         try:
@@ -143,6 +145,6 @@ def test_sluice_up_serves_the_api_while_it_runs(node, tmp_path):
             proc.kill()
             out = proc.communicate()[0]
     assert proc.returncode == 0, out
-    assert f"API: {url}/api/v1/status, metrics at {url}/metrics" in out
+    assert f"API: {url}/api/v1/status, metrics at {url}/metrics, dashboard at {url}/" in out
     with pytest.raises(httpx.TransportError):
         httpx.get(f"{url}/api/v1/status", timeout=2)
