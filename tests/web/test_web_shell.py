@@ -55,3 +55,21 @@ def test_no_outside_resource() -> None:
     for f in STATIC.iterdir():
         urls = set(re.findall(r"(?:https?:)?//[\w.-]+\.[a-z]{2,}[^\s\"')]*", f.read_text()))
         assert urls <= {"http://www.w3.org/2000/svg"}, (f.name, urls)
+
+
+def test_without_its_files_the_page_says_to_reinstall(tmp_path, monkeypatch) -> None:
+    import sluice.web
+
+    monkeypatch.setattr(sluice.web, "STATIC", tmp_path / "static")  # as a bad install had it
+    for token in (None, "s3cret"):
+        api = TestClient(create_app("t3", SOCK, token=token))
+        r = api.get("/")
+        assert r.status_code == 500
+        assert r.json()["detail"].startswith(
+            f"the dashboard's files are not installed ({tmp_path}/static/index.html is "
+            f"missing): reinstall the sluice package from a source tree (`pip install .`")
+        r = api.get("/static/dashboard.js")
+        assert r.status_code == 404
+        assert r.json()["detail"].startswith(
+            f"/static/dashboard.js: the dashboard's files are not installed ({tmp_path}/"
+            f"static is missing)")

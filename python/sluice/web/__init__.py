@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI
-from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.exceptions import HTTPException
 from starlette.staticfiles import StaticFiles
 
@@ -32,9 +32,20 @@ STATIC = Path(__file__).resolve().parent / "static"
 _NODE_MARK = "{{node}}"
 
 
-def _index(node: str) -> str:
-    page = (STATIC / "index.html").read_text(encoding="utf-8")
-    return page.replace(_NODE_MARK, html.escape(node, quote=True))
+_MISSING = ("the dashboard's files are not installed ({} is missing): reinstall the sluice "
+            "package from a source tree (`pip install .`; pyproject.toml lists "
+            "web/static/* as package data); the API under /api/v1 works without them")
+
+
+def _page(node: str) -> Response:
+    """The dashboard page, or a 500 that says the package lacks its files."""
+    try:
+        page = (STATIC / "index.html").read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return JSONResponse({"detail": _MISSING.format(STATIC / "index.html")},
+                            status_code=500)
+    return HTMLResponse(page.replace(_NODE_MARK, html.escape(node, quote=True)),
+                        headers=_NO_CACHE)
 
 
 class _Shell:
@@ -44,15 +55,19 @@ class _Shell:
     def __init__(self, app: Any, node: str):
         self.app = app
         self.node = node
-        self.static = StaticFiles(directory=STATIC)
+        self.static = StaticFiles(directory=STATIC, check_dir=False)
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         path = scope.get("path", "") if scope["type"] == "http" else ""
         if scope["type"] == "http" and scope.get("method") in ("GET", "HEAD"):
             if path == "/":
-                await HTMLResponse(_index(self.node), headers=_NO_CACHE)(scope, receive, send)
+                await _page(self.node)(scope, receive, send)
                 return
             if path.startswith("/static/"):
+                if not STATIC.is_dir():
+                    await JSONResponse({"detail": f"{path}: {_MISSING.format(STATIC)}"},
+                                       status_code=404)(scope, receive, send)
+                    return
                 sub = dict(scope, root_path=scope.get("root_path", "") + "/static")
                 try:
                     await self.static(sub, receive, send)
@@ -71,10 +86,10 @@ def install_dashboard(app: FastAPI, sluiced: Any) -> None:
     node = str(getattr(getattr(sluiced, "client", None), "node", "") or "sluice")
 
     @app.get("/", include_in_schema=False)
-    def dashboard() -> HTMLResponse:
-        return HTMLResponse(_index(node), headers=_NO_CACHE)
+    def dashboard() -> Response:
+        return _page(node)
 
-    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    app.mount("/static", StaticFiles(directory=STATIC, check_dir=False), name="static")
     # Added last, so it runs first: the page loads before the token check
     # (when a token is set; without one it answers exactly as the routes above).
     app.add_middleware(_Shell, node=node)
