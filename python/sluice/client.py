@@ -208,14 +208,18 @@ class Client:
                                      f"{_short(response)}")
             return response["result"]
 
-    def events(self) -> Iterator[dict[str, Any]]:
+    def events(self, on_subscribed: Callable[[], None] | None = None
+               ) -> Iterator[dict[str, Any]]:
         """Subscribes and yields sluiced's events, ``{kind, ts, data}``, as they come.
 
         The connection then carries events only: use a Client of its own.
         Waits as long as it takes; ends with ConnectionLost when sluiced
         closes the connection (it stopped). Closing the client (or the
-        generator) unsubscribes."""
+        generator) unsubscribes. ``on_subscribed`` is called once sluiced
+        has answered ``subscribe`` (events from then on will come)."""
         self.call("subscribe")
+        if on_subscribed is not None:
+            on_subscribed()
         try:
             while True:
                 try:

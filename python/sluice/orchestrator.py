@@ -10,7 +10,13 @@ thread, every ``tick_s``):
 - **an instance that exits without being asked is restarted** after a
   backoff that doubles per failure in a row (``restart:`` in the file),
   and given up on (state ``failed``) after ``give_up_after`` failures within
-  ``window_ms``;
+  ``window_ms`` ("crashed" when killed by a signal or its status is not 0,
+  "exited" for status 0);
+- **an instance stopped cleanly at someone else's request** (it deregistered
+  from sluiced, whose ``nf.down`` event says ``reason: stopped``, then
+  exited with status 0: ``sluice nf stop``, ``POST /nfs/{i}/stop``,
+  ``nf.scale``, SIGTERM) is not a failure and is not restarted: its group
+  wants one instance fewer until the next apply;
 - **policies** act: ``on: occupancy`` scales an NF on its service's rx ring
   occupancy (sluiced's ``stats``), ``on: message`` starts, stops or scales
   an NF when an NF sends ``Message(key, value)`` (sluiced's ``nf.message``
@@ -61,6 +67,9 @@ from .deploy import (
 )
 
 SAMPLE_S = 0.2  # how often occupancy policies read sluiced's stats
+# How long an instance that exited with status 0 waits for sluiced's nf.down event
+# (which says whether it deregistered first) before its exit counts as unexpected.
+CLEAN_STOP_WAIT_S = 1.0
 ACTIONS_KEPT = 200
 
 
@@ -141,6 +150,7 @@ class Slot:
     outdated: bool = False  # started from an NF entry that has changed since
     backoff: Backoff | None = None
     last_exit: str = ""
+    exit_seen_at: float | None = None  # exited with 0; waiting for sluiced's nf.down
 
 
 @dataclass
@@ -152,6 +162,7 @@ class Group:
     want: int = 0
     origin: str = "file"  # "file" or "policies[i]"
     slots: list[Slot] = field(default_factory=list)
+    stopped_outside: int = 0  # instances stopped by others; the next apply restores them
 
     @property
     def key(self) -> tuple[str, tuple[str, ...]]:
@@ -231,6 +242,8 @@ class Orchestrator:
         self._subscribe = subscribe
         self._server: socket.socket | None = None
         self._events_client: Client | None = None
+        self.subscribed = False  # the event subscription is live (status: subscribed)
+        self.clean_stops: dict[int, float] = {}  # pid -> when sluiced said it stopped
         self._log: Any = None
         self.sock_path = orchestrator_socket(run.dep.socket_path())
         self._adopt()
@@ -382,11 +395,23 @@ class Orchestrator:
                         self.run.kill(slot.proc, signal.SIGKILL)
                         slot.stop_deadline = now + 3600
                     continue
-                self._forget(slot.proc)
                 if slot.state == "stopping":
+                    self.clean_stops.pop(slot.proc.pid, None)
+                    self._forget(slot.proc)
                     g.slots.remove(slot)
                     continue
-                self._failed(g, slot, f"{_status_text(rc)}", now)
+                if rc == 0:
+                    if self.clean_stops.pop(slot.proc.pid, None) is not None:
+                        self._stopped_outside(g, slot, now)
+                        continue
+                    # sluiced's nf.down may come a moment after the exit is seen
+                    if slot.exit_seen_at is None:
+                        slot.exit_seen_at = now
+                    if self.subscribed and now - slot.exit_seen_at < CLEAN_STOP_WAIT_S:
+                        continue
+                slot.exit_seen_at = None
+                self._forget(slot.proc)
+                self._failed(g, slot, f"{_status_text(rc)}", now, crashed=rc != 0)
             if not g.slots and g.want == 0 and g.origin != "file":
                 del self.groups[g.key]
 
@@ -397,7 +422,21 @@ class Orchestrator:
             if getattr(proc, "logf", None) is not None:
                 proc.logf.close()
 
-    def _failed(self, g: Group, slot: Slot, what: str, now: float) -> None:
+    def _stopped_outside(self, g: Group, slot: Slot, now: float) -> None:
+        """An instance that deregistered and exited 0 at someone else's request."""
+        self._forget(slot.proc)
+        g.slots.remove(slot)
+        g.want = max(0, g.want - 1)
+        g.stopped_outside += 1
+        self.say("stopped", f"{slot.label} (pid {slot.proc.pid}) stopped cleanly after "
+                 f"{now - slot.started_at:.1f} s, asked by someone else than the "
+                 f"orchestrator (sluice nf stop, the REST API, nf.scale or SIGTERM): not "
+                 f"restarting it; {g.describe()} now wants {g.want} instance(s) until "
+                 f"`sluice apply` (or SIGHUP) starts it again", nf=g.nf.name,
+                 label=slot.label, replicas=g.want)
+
+    def _failed(self, g: Group, slot: Slot, what: str, now: float,
+                crashed: bool = True) -> None:
         if slot.backoff is None:
             slot.backoff = Backoff(self.dep.restart)
         slot.last_exit = what
@@ -414,7 +453,9 @@ class Orchestrator:
                      f"again{log}", nf=g.nf.name, label=slot.label)
             return
         slot.state, slot.restart_at = "backoff", now + delay
-        self.say("crashed", f"{slot.label} {what} after {ran:.1f} s; restarting in "
+        unasked = "" if crashed else " without being asked to stop"
+        self.say("crashed" if crashed else "exited",
+                 f"{slot.label} {what} after {ran:.1f} s{unasked}; restarting in "
                  f"{delay:g} s (failure {slot.backoff.streak} in a row){log}",
                  nf=g.nf.name, label=slot.label, delay_s=delay)
 
@@ -549,8 +590,19 @@ class Orchestrator:
                 ev = self.events.get_nowait()
             except queue.Empty:
                 return
-            if ev.get("kind") == "nf.message" and isinstance(ev.get("data"), dict):
-                self.on_message(ev["data"])
+            data = ev.get("data")
+            if not isinstance(data, dict):
+                continue
+            if ev.get("kind") == "nf.message":
+                self.on_message(data)
+            elif ev.get("kind") == "nf.down" and data.get("reason") == "stopped" \
+                    and isinstance(data.get("pid"), int):
+                # it deregistered before it went: asked to stop, not a failure
+                now = self.clock()
+                self.clean_stops[data["pid"]] = now
+                for pid, t in list(self.clean_stops.items()):
+                    if now - t > 60:  # not one of ours (an nf.scale copy)
+                        del self.clean_stops[pid]
 
     def on_message(self, data: dict[str, Any]) -> None:
         """Applies the message policies to one ``nf.message`` event's data."""
@@ -603,15 +655,19 @@ class Orchestrator:
             c = Client(self.run.node, self.run.dep.socket_path(), timeout=5.0)
             self._events_client = c
             try:
-                for ev in c.events():
+                for ev in c.events(on_subscribed=self._on_subscribed):
                     self.events.put(ev)
                     if self._stop.is_set():
                         break
             except SluiceError:
                 pass
             finally:
+                self.subscribed = False
                 c.close()
             self._stop.wait(0.5)
+
+    def _on_subscribed(self) -> None:
+        self.subscribed = True
 
     # -- status --------------------------------------------------------------------------
 
@@ -631,8 +687,11 @@ class Orchestrator:
                     e["last_exit"] = s.last_exit
                 out.append(e)
         return {"node": self.run.node, "deployment": self.dep.source,
+                # message policies and clean-stop detection need sluiced's events
+                "subscribed": self.subscribed,
                 "groups": [{"nf": g.nf.name, "args": list(g.extra), "want": g.want,
-                            "origin": g.origin} for g in self.groups.values()],
+                            "origin": g.origin, "stopped_outside": g.stopped_outside}
+                           for g in self.groups.values()],
                 "instances": out,
                 "occupancy": {k: t.last for k, t in self.trends.items()},
                 "actions": list(self.actions)}
@@ -690,6 +749,7 @@ class Orchestrator:
                 if before.replicas != nf.replicas:
                     note("replicas", f"NF '{name}': {before.replicas} -> {nf.replicas}")
                     base.want = nf.replicas
+                    base.stopped_outside = 0  # the file's new count is what runs
                     starting.append(base)
         self.dep = new
         try:
@@ -711,7 +771,15 @@ class Orchestrator:
                 g.want = 0
                 g.origin = "removed"
             note("remove", f"NF '{name}': its instances stop")
-        # 4. policies and restart settings; failed instances get another chance
+        # 4. policies and restart settings; failed instances and instances stopped
+        # outside the orchestrator get another chance
+        for g in self.groups.values():
+            if g.stopped_outside and g.origin != "removed":
+                g.want += g.stopped_outside
+                note("restore", f"{g.describe()}: {g.want - g.stopped_outside} -> {g.want} "
+                     f"instance(s): {g.stopped_outside} stopped outside the orchestrator "
+                     f"before")
+                g.stopped_outside = 0
         if old.policies != new.policies:
             note("policies", f"{len(new.policies)} polic(ies) now (were {len(old.policies)})")
             self.trends.clear()

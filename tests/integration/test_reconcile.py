@@ -66,6 +66,13 @@ def _actions(orch: Orchestrator) -> list[str]:
     return [f"{a['action']}: {a['text']}" for a in list(orch.actions)]
 
 
+def _wait_subscribed(run: Launcher) -> None:
+    """Until the orchestrator's status (on its socket) says its event subscription
+    is live: message policies and clean-stop detection work from then on."""
+    wait_until(lambda: request(run.dep, "status")["subscribed"], 10,
+               "the orchestrator's event subscription")
+
+
 def test_killed_nf_is_restarted_and_traffic_recovers(orchestrate, node, tmp_path):
     run, orch = orchestrate({
         **deployment(node,
@@ -248,7 +255,7 @@ def test_message_policy_starts_an_nf_with_the_value_in_its_args(orchestrate, nod
                       "nf": "mon", "args": ["--interval", "{value}"], "once": True},
                      {"on": "message", "key": "unwatch", "action": "stop", "nf": "mon"}]})
     assert run.client.call("service.list")  # sluiced is up
-    time.sleep(0.5)  # the orchestrator's event subscription is in place
+    _wait_subscribed(run)
     res = run.client.call("flow.request", type="message", service="fwd", key="watch",
                           value="7")
     assert res == {"applied": 1}
@@ -270,3 +277,36 @@ def test_message_policy_starts_an_nf_with_the_value_in_its_args(orchestrate, nod
     assert "stop: 'mon' (args --interval 7): 1 -> 0 instance(s): message unwatch=- from " \
            "control (policies[1])" in _actions(orch)
     assert not [a for a in _actions(orch) if a.startswith("crashed")]
+
+
+def test_nf_stopped_with_nf_stop_is_not_restarted_until_apply(orchestrate, node, tmp_path):
+    run, orch = orchestrate(
+        deployment(node,
+                   ports=[{"name": "in", "device": _source(tmp_path)},
+                          {"name": "out", "device": "net_null0,no-rx=1"}],
+                   nfs=[{"name": "fwd", "program": prog("forward"), "service": "fwd",
+                         "replicas": 2}],
+                   chain=["fwd", "port:out"]))
+    wait_until(lambda: _out(run) > 20_000, 20, "traffic")
+    _wait_subscribed(run)
+    assert request(run.dep, "status")["subscribed"] is True
+    first, second = sorted(run.client.call("nf.list"), key=lambda n: n["instance"])
+    # as `sluice nf stop` does: the NF deregisters, drains and exits 0
+    assert run.client.call("nf.stop", instance=second["instance"])["state"] == "stopping"
+    wait_until(lambda: [a for a in _actions(orch) if a.startswith("stopped: ")], 20,
+               "the orchestrator to see the clean stop")
+    (stopped,) = [a for a in _actions(orch) if a.startswith("stopped: ")]
+    assert f"(pid {second['pid']}) stopped cleanly after " in stopped
+    assert stopped.endswith("not restarting it; 'fwd' now wants 1 instance(s) until "
+                            "`sluice apply` (or SIGHUP) starts it again")
+    time.sleep(1.5)  # several reconcile rounds: nothing is started in its place
+    assert [n["pid"] for n in run.client.call("nf.list")] == [first["pid"]]
+    assert not [a for a in _actions(orch) if a.startswith(("start: ", "crashed: ",
+                                                           "exited: "))]
+    before = _out(run)
+    wait_until(lambda: _out(run) > before + 20_000, 20, "traffic through the other one")
+    # applying the same file starts it again
+    res = request(run.dep, "apply", path=str(tmp_path / "d.yaml"))
+    assert res["applied"] == ["restore: 'fwd': 1 -> 2 instance(s): 1 stopped outside the "
+                              "orchestrator before"]
+    wait_until(lambda: len(run.client.call("nf.list")) == 2, 30, "fwd back to 2 instances")

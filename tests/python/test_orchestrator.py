@@ -523,3 +523,131 @@ def test_container_nf_command_line_is_wrapped(tmp_path: Path,
                       "shared", "--tag-src-mac", "--x"],
                      {"name": "fwd.2", "image": "nfs:1", "node": "t", "workdir": tmp_path})]
     assert argv[:3] == ["podman", "run", "nfs:1"]
+
+
+# -- exits with status 0, and the event subscription --------------------------------------------
+
+def _nf_down(pid: int, reason: str) -> dict[str, Any]:
+    return {"kind": "nf.down", "ts": 0.0,
+            "data": {"instance": 0, "service": "fwd", "pid": pid, "reason": reason}}
+
+
+def test_clean_stop_asked_elsewhere_is_not_restarted_until_the_next_apply(
+        tmp_path: Path) -> None:
+    orch, runner, sluiced, clock, lines = make(tmp_path)
+    orch.tick()
+    (p,) = runner.nfs
+    # `sluice nf stop`: sluiced says it deregistered, then it exits 0
+    orch.events.put(_nf_down(p.pid, "stopped"))
+    p.popen.returncode = 0
+    clock.advance(2.0)
+    orch.tick()
+    assert lines == [
+        f"stopped: fwd (pid {p.pid}) stopped cleanly after 2.0 s, asked by someone else than "
+        f"the orchestrator (sluice nf stop, the REST API, nf.scale or SIGTERM): not "
+        f"restarting it; 'fwd' now wants 0 instance(s) until `sluice apply` (or SIGHUP) "
+        f"starts it again"]
+    clock.advance(60.0)
+    orch.tick()
+    assert runner.spawned == [] and len(lines) == 1
+    assert {g["nf"]: (g["want"], g["stopped_outside"]) for g in orch.status()["groups"]} \
+        == {"fwd": (0, 1), "scrub": (0, 0)}
+    # applying the file (even unchanged) starts it again
+    assert orch.apply(dep_of()) == [
+        "restore: 'fwd': 0 -> 1 instance(s): 1 stopped outside the orchestrator before"]
+    assert [s.label for s in runner.spawned] == ["fwd"]
+
+
+def test_unexpected_exit_0_is_restarted_as_exited_not_crashed(tmp_path: Path) -> None:
+    orch, runner, sluiced, clock, lines = make(tmp_path)
+    orch.tick()
+    (p,) = runner.nfs
+    p.popen.returncode = 0  # no nf.down 'stopped': it did not deregister first
+    clock.advance(3.0)
+    orch.tick()
+    assert lines == [f"exited: fwd exited with status 0 after 3.0 s without being asked to "
+                     f"stop; restarting in 0.5 s (failure 1 in a row); see {p.log}"]
+    clock.advance(0.5)
+    orch.tick()
+    assert lines[-1] == "start: fwd (pid 102): restart 1 after it exited with status 0"
+    assert not [ln for ln in lines if ln.startswith("crashed")]
+
+
+def test_with_events_an_exit_0_waits_a_moment_for_sluiceds_word(tmp_path: Path) -> None:
+    orch, runner, sluiced, clock, lines = make(tmp_path, nfs=[
+        {"name": "fwd", "program": "sluice-forward", "service": "fwd", "replicas": 2}])
+    orch.subscribed = True  # as when the event subscription is live
+    orch.tick()
+    a, b = runner.nfs
+    a.popen.returncode = b.popen.returncode = 0
+    orch.tick()
+    assert lines == []  # nf.down may come just after the exit is seen
+    clock.advance(0.5)
+    orch.events.put(_nf_down(a.pid, "stopped"))
+    orch.tick()
+    assert [ln.split(" (pid")[0] for ln in lines] == ["stopped: fwd.1"]
+    orch.events.put(_nf_down(b.pid, "died"))  # no word of a clean stop for b
+    clock.advance(0.6)
+    orch.tick()
+    assert lines[-1].startswith("exited: fwd.2 exited with status 0 after ")
+    assert not runner.spawned  # b after its backoff; a not at all
+    clock.advance(0.5)
+    orch.tick()
+    assert [s.label for s in runner.spawned] == ["fwd.2"]
+
+
+def test_status_says_whether_the_event_subscription_is_live(tmp_path: Path) -> None:
+    """subscribed: true once sluiced has answered subscribe, false when the
+    connection breaks (until it subscribes again)."""
+    import json
+    import socket
+    import threading
+    import time
+
+    path = tmp_path / "t.sock"
+    conns: list[socket.socket] = []
+
+    def listen() -> socket.socket:
+        srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        srv.bind(str(path))
+        srv.listen(4)
+
+        def serve() -> None:
+            while True:
+                try:
+                    c, _ = srv.accept()
+                except OSError:
+                    return
+                req = json.loads(c.makefile().readline())
+                assert req["method"] == "subscribe"
+                c.sendall(json.dumps({"jsonrpc": "2.0", "id": req["id"],
+                                      "result": {"subscribed": True}}).encode() + b"\n")
+                conns.append(c)  # kept open: events would come on it
+
+        threading.Thread(target=serve, daemon=True).start()
+        return srv
+
+    def wait_for(want: bool) -> None:
+        deadline = time.monotonic() + 10
+        while orch.status()["subscribed"] is not want:
+            assert time.monotonic() < deadline, f"status never said subscribed: {want}"
+            time.sleep(0.02)
+
+    orch, runner, sluiced, clock, lines = make(
+        tmp_path, node={"name": "t", "socket": str(path)})
+    orch._subscribe = True
+    assert orch.status()["subscribed"] is False
+    srv = listen()
+    with orch:
+        wait_for(True)
+        srv.close()
+        path.unlink()  # sluiced gone: the subscription breaks and cannot be made again
+        conns[0].close()
+        wait_for(False)
+        time.sleep(0.6)  # it tried again (every 0.5 s) and failed
+        assert orch.status()["subscribed"] is False
+        srv = listen()  # back: subscribed again
+        wait_for(True)
+        assert len(conns) == 2
+    srv.close()
+    assert orch.status()["subscribed"] is False
