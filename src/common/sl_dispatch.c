@@ -552,9 +552,11 @@ sl_dispatch(struct sl_dispatch *d, struct rte_mbuf **pkts, uint16_t n)
 			if (DEST_ID(dest[i]) == SL_DROP_GRAPH && d->edge != NULL)
 				count_edge(d, SL_EDGE_DROP(d->shm), &pkts[i],
 					   (uint16_t)(j - i));
+			sl_pool_op_begin(d->pool_op);
 			sl_drop_pkts(d->shm, d->drops,
 				     (enum sl_drop_reason)DEST_ID(dest[i]),
 				     &pkts[i], (uint16_t)(j - i));
+			sl_pool_op_end(d->pool_op);
 			continue;
 		case DEST_INST:
 			k = to_instance(d, DEST_SVC(dest[i]), DEST_ID(dest[i]),
@@ -603,6 +605,8 @@ sl_dispatch_retry(struct sl_dispatch *d, uint64_t now)
 void
 sl_dispatch_drop_pending(struct sl_dispatch *d, enum sl_drop_reason r)
 {
+	sl_pool_op_begin(d->pool_op);
 	sl_drop_pkts(d->shm, d->drops, r, d->pending, d->n_pending);
+	sl_pool_op_end(d->pool_op);
 	d->n_pending = 0;
 }

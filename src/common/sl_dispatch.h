@@ -48,6 +48,9 @@ struct sl_dispatch {
 	/* This context's row of per-edge counters (sl_edge_row_*), or NULL
 	 * for none (a context that only re-sends resolved packets). */
 	struct sl_edge_ctr *edge;
+	/* Set to 1 around the mempool puts this context makes (its slot's
+	 * pool_op, for an NF with a cache of its own), or NULL. */
+	uint32_t *pool_op;
 	/* Hand every packet to port_out unresolved: an NF in "mgr" hand-off
 	 * mode, where sluiced's I/O thread resolves next hops. */
 	uint8_t all_out;
@@ -98,6 +101,26 @@ sl_dispatch_pending(const struct sl_dispatch *d)
  */
 void sl_drop_pkts(struct sl_shm *shm, uint64_t *drops, enum sl_drop_reason r,
 		  struct rte_mbuf **pkts, uint16_t n);
+
+/* Marks the span of a mempool put (flag may be NULL): what a dead NF's
+ * cache may be in the middle of (struct sl_nf_slot, pool_op). */
+static inline void
+sl_pool_op_begin(uint32_t *flag)
+{
+	if (flag != NULL) {
+		__atomic_store_n(flag, 1, __ATOMIC_RELAXED);
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	}
+}
+
+static inline void
+sl_pool_op_end(uint32_t *flag)
+{
+	if (flag != NULL) {
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		__atomic_store_n(flag, 0, __ATOMIC_RELAXED);
+	}
+}
 
 /*
  * The packet's flow hash, computed on first use and cached in its meta:

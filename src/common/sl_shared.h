@@ -20,7 +20,7 @@
 #include "sluice/nf.h"
 
 #define SL_SHM_MAGIC 0x534c4943u /* "SLIC" */
-#define SL_SHM_VERSION 4u
+#define SL_SHM_VERSION 5u
 
 #define SL_NAME_LEN 32
 #define SL_BURST 32
@@ -111,6 +111,8 @@ enum sl_nf_state {
 	SL_NF_DEAD,    /* died; sluiced reclaims its packets */
 };
 
+#define SL_CACHE_NONE UINT16_MAX
+
 enum sl_nf_mode {
 	SL_MODE_SHARED = 0, /* yield when idle, then sleep on a futex */
 	SL_MODE_POLL,       /* busy poll on a dedicated core */
@@ -178,6 +180,11 @@ struct sl_nf_slot {
 	/* This instance's own TX queue on every port that has more than txq
 	 * queues (queue 0 is sluiced's); 0: none, send through the tx ring. */
 	uint16_t txq;
+	/* The lcore id whose mempool cache (in the pool's shared memory) this
+	 * NF frees and allocates packets through; SL_CACHE_NONE: no cache.
+	 * sluiced gives each NF its own and returns the cache's packets to the
+	 * pool after the NF is gone (see pool_op). */
+	uint16_t cache_lcore;
 
 	/*
 	 * Wake-up word. The NF stores sleeping = 1, fences, re-checks its rx
@@ -188,6 +195,11 @@ struct sl_nf_slot {
 	alignas(SL_CACHE_LINE) uint32_t sleeping; /* written by the NF */
 	uint32_t wake;                           /* futex word */
 	uint64_t heartbeat; /* NF loop iterations, written by the NF */
+	/* 1 while the NF is inside a mempool put (a TX burst, whose driver
+	 * frees what it sent, or libsluice's drops): if it dies then, its
+	 * cache may be half-updated, and sluiced leaks it rather than return
+	 * possibly stale pointers to the pool (counted). Written by the NF. */
+	uint32_t pool_op;
 	uint64_t first_pkt_tsc; /* TSC of the first packet received (NF) */
 
 	/* Counters written by the NF. */

@@ -92,6 +92,8 @@ usage(void)
 		"own tables (256)\n"
 		"  --nf-tx-queues N       per port, TX queues NFs transmit on "
 		"directly (0: all TX through sluiced's TX thread)\n"
+		"  --nf-mbuf-cache 0|1    give each NF a packet-buffer cache of "
+		"its own, returned to the pool when the NF is gone (1)\n"
 		"  --flow-lookup off|cached|naive  flow director: none (every "
 		"packet takes the default graph), once at ingress cached in "
 		"the packet, or again at every hop (cached)\n"
@@ -130,7 +132,7 @@ parse_opts(struct sl_mgr_opts *o, int argc, char **argv)
 	enum {
 		O_NAME = 256, O_PORT, O_CHAIN, O_MODE, O_HANDOFF, O_SOCKET,
 		O_MAXNFS, O_MAXSVC, O_RING, O_MBUFS, O_CACHE, O_BURST, O_BP,
-		O_IDLE, O_TXRETRY, O_RXD, O_TXD, O_NFMEM, O_NFTXQ, O_FLOOKUP,
+		O_IDLE, O_TXRETRY, O_RXD, O_TXD, O_NFMEM, O_NFTXQ, O_NFCACHE, O_FLOOKUP,
 		O_FCAP, O_FTIMEOUT, O_FPINS, O_FOVR, O_MAXGRAPHS, O_MAXRULES,
 		O_MAXWILD, O_HELP
 	};
@@ -154,6 +156,7 @@ parse_opts(struct sl_mgr_opts *o, int argc, char **argv)
 		{"txd", required_argument, NULL, O_TXD},
 		{"nf-mem", required_argument, NULL, O_NFMEM},
 		{"nf-tx-queues", required_argument, NULL, O_NFTXQ},
+		{"nf-mbuf-cache", required_argument, NULL, O_NFCACHE},
 		{"flow-lookup", required_argument, NULL, O_FLOOKUP},
 		{"flow-capacity", required_argument, NULL, O_FCAP},
 		{"flow-timeout", required_argument, NULL, O_FTIMEOUT},
@@ -186,6 +189,7 @@ parse_opts(struct sl_mgr_opts *o, int argc, char **argv)
 	 * mode, TX through sluiced ~21 Mpps, NFs on their own queues 14-21:
 	 * an NF frees transmitted mbufs without a per-lcore pool cache. */
 	o->nf_txq = 0;
+	o->nf_cache = 1;
 	o->flow_lookup = SL_LOOKUP_CACHED;
 	o->flow_capacity = 1u << 18;
 	o->flow_timeout_ms = 30000;
@@ -358,6 +362,11 @@ parse_opts(struct sl_mgr_opts *o, int argc, char **argv)
 		case O_NFTXQ:
 			if (parse_u32("--nf-tx-queues", optarg, 0, 1023,
 				      &o->nf_txq))
+				return -1;
+			break;
+		case O_NFCACHE:
+			if (parse_u32("--nf-mbuf-cache", optarg, 0, 1,
+				      &o->nf_cache))
 				return -1;
 			break;
 		case O_FLOOKUP:

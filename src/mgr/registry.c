@@ -49,7 +49,9 @@ sl_registry_init(struct sl_mgr *m)
 	m->pidfd = malloc(sizeof(*m->pidfd) * m->o.max_nfs);
 	m->svc_retired = calloc(m->o.max_services, sizeof(*m->svc_retired));
 	m->txq_owner = calloc(1 + m->o.nf_txq, sizeof(*m->txq_owner));
-	if (m->pidfd == NULL || m->svc_retired == NULL || m->txq_owner == NULL) {
+	m->cache_owner = calloc(RTE_MAX_LCORE, sizeof(*m->cache_owner));
+	if (m->pidfd == NULL || m->svc_retired == NULL || m->txq_owner == NULL ||
+	    m->cache_owner == NULL) {
 		fprintf(stderr, "sluiced: out of memory\n");
 		return -1;
 	}
@@ -258,6 +260,69 @@ reclaim_one(struct rte_mempool *mp, void *arg, void *obj, unsigned int idx)
 	r->n++;
 }
 
+/*
+ * An lcore id for a new NF's mempool cache: one no EAL thread of sluiced
+ * uses and no other NF holds, from the top down (NFs' own EAL lcore is
+ * 0, and they leave it right after EAL init); SL_CACHE_NONE if the pool
+ * has no caches, --nf-mbuf-cache 0, or none is left (the NF then frees to
+ * the pool's ring directly, as before).
+ */
+static uint16_t
+cache_lcore_take(struct sl_mgr *m, uint16_t inst)
+{
+	struct rte_mempool *mp = m->shm->pktmbuf_pool;
+
+	if (!m->o.nf_cache || mp->cache_size == 0)
+		return SL_CACHE_NONE;
+	for (int id = RTE_MAX_LCORE - 1; id >= 0; id--) {
+		struct rte_mempool_cache *c;
+
+		if (rte_lcore_is_enabled((unsigned int)id) ||
+		    m->cache_owner[id] != 0)
+			continue;
+		c = rte_mempool_default_cache(mp, (unsigned int)id);
+		if (c == NULL)
+			return SL_CACHE_NONE;
+		if (c->len != 0) /* nobody's: should not happen */
+			rte_mempool_cache_flush(c, mp);
+		m->cache_owner[id] = (uint16_t)(inst + 1);
+		return (uint16_t)id;
+	}
+	return SL_CACHE_NONE;
+}
+
+/*
+ * A gone NF's cache goes back to the pool. If the NF died inside a
+ * mempool put (pool_op), the cache may hold a length bumped before its
+ * pointers were written, or pointers already handed to the pool's ring:
+ * returning them could put one buffer in the pool twice. Then the cache
+ * is left out instead (at most its length of buffers), counted and
+ * logged.
+ */
+static void
+cache_lcore_release(struct sl_mgr *m, struct sl_nf_slot *s, uint16_t inst)
+{
+	struct rte_mempool *mp = m->shm->pktmbuf_pool;
+	uint16_t id = s->cache_lcore;
+	struct rte_mempool_cache *c;
+
+	if (id == SL_CACHE_NONE || id >= RTE_MAX_LCORE)
+		return;
+	c = rte_mempool_default_cache(mp, id);
+	if (__atomic_load_n(&s->pool_op, __ATOMIC_ACQUIRE)) {
+		m->mbufs_leaked += c->len;
+		sl_log("instance %u died inside a mempool put: the %u packet "
+		       "buffer(s) of its cache are left out of the pool "
+		       "(status mbufs.leaked)",
+		       inst, c->len);
+		c->len = 0;
+	} else if (c->len > 0) {
+		rte_mempool_cache_flush(c, mp);
+	}
+	m->cache_owner[id] = 0;
+	s->cache_lcore = SL_CACHE_NONE;
+}
+
 static void
 slot_retire_stats(struct sl_mgr *m, struct sl_nf_slot *s)
 {
@@ -317,6 +382,7 @@ reclaim(struct sl_mgr *m, uint16_t inst)
 		       " packet(s) it held were lost",
 		       inst, shm->services[s->service].name, r.n);
 	slot_retire_stats(m, s);
+	cache_lcore_release(m, s, inst);
 	if (s->txq != 0)
 		m->txq_owner[s->txq] = 0;
 	__atomic_store_n(&s->state, SL_NF_FREE, __ATOMIC_RELEASE);
@@ -517,6 +583,8 @@ handle_register(struct sl_mgr *m, struct sl_msg *msg)
 			s->txq = q;
 			break;
 		}
+	s->pool_op = 0;
+	s->cache_lcore = cache_lcore_take(m, (uint16_t)inst);
 	s->instance = (uint16_t)inst;
 	s->service = (uint16_t)svc;
 	s->pid = msg->pid;

@@ -143,6 +143,19 @@ rpc_nf_list(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 			"start_to_register_ms",
 			json_real((double)(s->started_tsc - s->proc_start_tsc) *
 				  1e3 / (double)shm->tsc_hz));
+		/* Its own mempool cache: the lcore id and how many free
+		 * buffers it holds now (a racy read: a gauge). */
+		json_object_set_new(
+			json_array_get(a, json_array_size(a) - 1),
+			"mbuf_cache",
+			s->cache_lcore == SL_CACHE_NONE
+				? json_null()
+				: json_pack("{s:i, s:i}", "lcore",
+					    (int)s->cache_lcore, "len",
+					    (int)rte_mempool_default_cache(
+						    shm->pktmbuf_pool,
+						    s->cache_lcore)
+						    ->len));
 	}
 	return a;
 }
@@ -1011,7 +1024,7 @@ rpc_status(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 		n_svc += shm->services[s].used;
 	return json_pack(
 		"{s:s, s:s, s:i, s:s, s:s, s:f, s:b, s:i, s:i, s:i, s:i, s:i, "
-		"s:i, s:i, s:i, s:o, s:{s:i, s:i}}",
+		"s:i, s:i, s:i, s:o, s:{s:i, s:i, s:I}}",
 		"node", shm->node, "version", SL_VERSION, "pid", (int)getpid(),
 		"mode", m->o.mode == SL_MODE_POLL ? "poll" : "shared",
 		"handoff", shm->handoff ? "mgr" : "direct", "uptime_s",
@@ -1022,7 +1035,8 @@ rpc_status(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 		"n_services", n_svc, "n_ports", shm->n_ports, "io_threads",
 		(int)shm->n_io, "methods", names, "mbufs", "size",
 		(int)shm->pktmbuf_pool->size, "in_use",
-		(int)rte_mempool_in_use_count(shm->pktmbuf_pool));
+		(int)rte_mempool_in_use_count(shm->pktmbuf_pool), "leaked",
+		(json_int_t)m->mbufs_leaked);
 }
 
 static json_t *

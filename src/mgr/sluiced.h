@@ -45,6 +45,7 @@ struct sl_mgr_opts {
 	uint32_t tx_retry_us;
 	uint32_t nf_mem_mb;
 	uint32_t nf_txq; /* TX queues per port for NFs to transmit directly */
+	uint32_t nf_cache; /* give each NF a mempool cache of its own (1) */
 	uint16_t rxd;
 	uint16_t txd;
 	uint32_t flow_lookup; /* enum sl_flow_lookup */
@@ -106,6 +107,10 @@ struct sl_mgr {
 	volatile int quit;
 	int *pidfd;              /* [max_nfs] */
 	uint16_t *txq_owner;     /* [1 + nf_txq]: instance + 1 using it, 0 */
+	/* [RTE_MAX_LCORE]: instance + 1 whose mempool cache that lcore id's
+	 * is, 0: none */
+	uint16_t *cache_owner;
+	uint64_t mbufs_leaked; /* dead NFs' caches not trusted (pool_op) */
 	uint64_t port_tx_retired[SL_MAX_PORTS][2]; /* NFs gone: pkts, bytes */
 	struct sl_ctx_stats *svc_retired; /* [max_services] */
 	/* Edge counters of NFs gone, per source service:

@@ -205,7 +205,10 @@ nf_port_out(struct sl_dispatch *d, uint16_t port, struct rte_mbuf **pkts,
 	    slot->txq < shm->ports[port].n_txq) {
 		uint64_t bytes = 0;
 
+		/* The driver frees what it sent into our mempool cache. */
+		sl_pool_op_begin(d->pool_op);
 		k = rte_eth_tx_burst(port, slot->txq, pkts, n);
+		sl_pool_op_end(d->pool_op);
 		for (unsigned int i = 0; i < k; i++)
 			bytes += rte_pktmbuf_pkt_len(pkts[i]);
 		slot->port_tx[port].pkts += k;
@@ -968,7 +971,8 @@ sl_nf_main(const struct sl_nf_ops *ops, int argc, char **argv)
 					 "NF built from the same tree?)");
 		return 1;
 	}
-	/* No per-lcore mempool cache: several NF processes may share an
+	/* No per-lcore mempool cache until sluiced gives us an lcore id of
+	 * our own at registration: several NF processes may share an EAL
 	 * lcore id, and a shared cache would be corrupted. */
 	RTE_PER_LCORE(_lcore_id) = LCORE_ID_ANY;
 	if (a.core >= 0) {
@@ -995,6 +999,12 @@ sl_nf_main(const struct sl_nf_ops *ops, int argc, char **argv)
 	}
 	nf.disp.all_out = nf.shm->handoff != 0;
 	nf.disp.edge = sl_edge_row_nf(nf.shm, nf.instance, 0);
+	/* Our own mempool cache, if sluiced gave us one: frees and
+	 * allocations then stay off the pool's shared ring most of the time. */
+	if (nf.slot->cache_lcore != SL_CACHE_NONE) {
+		RTE_PER_LCORE(_lcore_id) = nf.slot->cache_lcore;
+		nf.disp.pool_op = &nf.slot->pool_op;
+	}
 
 	rc = 0;
 	if (ops->init != NULL) {
@@ -1017,6 +1027,17 @@ sl_nf_main(const struct sl_nf_ops *ops, int argc, char **argv)
 	if (ops->fini != NULL)
 		ops->fini(&nf);
 out:
+	if (nf.disp.pool_op != NULL) {
+		/* Hand our cached packets back to the pool (sluiced would do it
+		 * after we exit; doing it now keeps the pool's count exact). */
+		struct rte_mempool *mp = nf.shm->pktmbuf_pool;
+
+		sl_pool_op_begin(nf.disp.pool_op);
+		rte_mempool_cache_flush(
+			rte_mempool_default_cache(mp, rte_lcore_id()), mp);
+		sl_pool_op_end(nf.disp.pool_op);
+		RTE_PER_LCORE(_lcore_id) = LCORE_ID_ANY;
+	}
 	sl_dispatch_fini(&nf.disp);
 	/*
 	 * No rte_eal_cleanup() here: in a secondary it takes the shared

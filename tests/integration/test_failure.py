@@ -55,9 +55,14 @@ def test_killed_replica_flows_move_and_loss_is_counted(launch, node, tmp_path, n
     assert rx == tx + st["drops_total"]
     lost = service(st, "fwd")["drops"]["nf_lost"]
     assert st["drops_total"] == lost, st  # the dead replica's packets, nothing else
-    # ... and no buffer leaked: only the capture the pcap PMD replays is held.
-    wait_until(lambda: run.client.call("status")["mbufs"]["in_use"] == REPLAY, 5,
-               "every mbuf back in the pool")
+    # ... and every buffer is back: only the capture the pcap PMD replays is
+    # held, plus what sluiced counted as leaked (the dead NF's own cache,
+    # only if it died inside a mempool put: then it cannot be trusted).
+    mb = wait_until(lambda: (m := run.client.call("status")["mbufs"])["in_use"]
+                    == REPLAY + m["leaked"] and m, 5, "every mbuf back in the pool")
+    assert mb["leaked"] <= 2 * 256, mb  # at most one cache's worth
+    if mb["leaked"]:
+        assert "died inside a mempool put" in run.sluiced.log.read_text()
     assert run.sluiced.exited() is None
     log = run.sluiced.log.read_text()
     assert f"NF died: instance {victim['instance']}, service fwd" in log
@@ -86,10 +91,19 @@ def test_clean_stop_of_a_replica_loses_nothing(launch, node, tmp_path, nf_txq):
     (and what it sent on its own TX queue still counts for the port)."""
     run = _start(launch, node, tmp_path, replicas=2, nf_txq=nf_txq)
     wait_until(lambda: _out(run) > 100_000, 20, "traffic")
-    victim = run.client.call("nf.list")[0]
+    nfs = run.client.call("nf.list")
+    # Each NF frees through a packet-buffer cache of its own.
+    caches = [n["mbuf_cache"]["lcore"] for n in nfs]
+    assert len(set(caches)) == 2 and all(c >= 2 for c in caches), nfs
+    victim = nfs[0]
     run.client.call("nf.stop", instance=victim["instance"])
     wait_until(lambda: len(run.client.call("nf.list")) == 1, 5, "the replica to leave")
     run.client.call("rx.pause")
     st = wait_drained(run)
     assert st["drops_total"] == 0
     assert port(st, "in")["rx_pkts"] == port(st, "out")["tx_pkts"]
+    # The leaver's cache went back to the pool: only the replayed capture
+    # is held (a cache's buffers count as free), nothing leaked.
+    mb = wait_until(lambda: (m := run.client.call("status")["mbufs"])["in_use"] == REPLAY
+                    and m, 5, "every mbuf back in the pool")
+    assert mb["leaked"] == 0, mb
