@@ -28,6 +28,9 @@ from .state import Residual
 ProgressFn = Callable[[int, int, int], None]
 
 
+ORDERS = ("input", "constrained")
+
+
 def division(
     problem: Problem,
     *,
@@ -42,9 +45,10 @@ def division(
     polish_time: float | None = 5.0,
     polish_nodes: int | None = 100,
     lookahead: bool = True,
+    order: str = "constrained",
     progress: ProgressFn | None = None,
 ) -> Plan:
-    """Place flows in input order, ``batch_size`` at a time.
+    """Place flows ``batch_size`` at a time.
 
     Each batch gets at most ``batch_time_limit`` seconds and at most its fair
     share of what is left of ``time_limit``; flows whose batch cannot start
@@ -60,9 +64,20 @@ def division(
     ``lookahead`` (default on) makes that choice demand-aware: a new
     instance costs less on a node that more of the flows still to come could
     use (see ``_demand_aware_costs``); off, every new core costs the same.
+    ``order``: ``"constrained"`` (the default) batches the flows with the
+    fewest delay-feasible hosts first (see ``_order``); ``"input"`` takes
+    them in input order, as the paper does.
+
+    There is no repair pass retrying rejected flows at the end: when every
+    batch's flow count is proved optimal it could never place one. Links and
+    slots only fill up, and an instance started by a later batch used a core
+    that was still free after the flow's own batch, so any placement of the
+    flow in the final state would have fitted in that batch's solution too.
     """
     if batch_size < 1:
         raise ValueError(f"batch size must be at least 1, got {batch_size}")
+    if order not in ORDERS:
+        raise ValueError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
     MilpOptions(
         solver, time_limit, mip_gap, "max", priority, seed, threads, polish_time, polish_nodes
     ).check()
@@ -78,6 +93,7 @@ def division(
             ok.append(f)
         else:
             rejected[f.id] = rej
+    ok = _order(analyzer, ok, order)
     batches = [ok[i : i + batch_size] for i in range(0, len(ok), batch_size)]
     core_cost = _demand_aware_costs(problem, analyzer, ok) if lookahead else None
     statuses: dict[str, int] = {}
@@ -103,7 +119,7 @@ def division(
         )
         res = solve_batch(problem, batch, state, analyzer, opts, core_cost=core_cost)
         statuses[res.status] = statuses.get(res.status, 0) + 1
-        for f in batch:  # commit in input order
+        for f in batch:  # commit in batch order
             if f.id in res.routes:
                 routes[f.id] = res.routes[f.id]
                 state.commit(f, res.routes[f.id])
@@ -132,9 +148,26 @@ def division(
             "batches": len(batches),
             "batch_status": statuses,
             "priority": priority,
+            "order": order,
         },
     )
     return usage(problem, plan)
+
+
+def _order(analyzer: Analyzer, flows: list[Flow], order: str) -> list[Flow]:
+    """Flows in the order their batches are solved. ``"constrained"``: the
+    fewest delay-feasible (node, position) choices first, then the least
+    delay slack, then input order (so the order is deterministic)."""
+    if order == "input":
+        return list(flows)
+
+    def key(item: tuple[int, Flow]) -> tuple[int, float, int]:
+        i, f = item
+        r = analyzer.reach(f)
+        slack = f.max_delay - r.best_delay
+        return (sum(len(h) for h in r.hosts), slack, i)
+
+    return [f for _, f in sorted(enumerate(flows), key=key)]
 
 
 def _demand_aware_costs(
