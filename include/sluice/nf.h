@@ -28,12 +28,14 @@
 #ifndef SLUICE_NF_H
 #define SLUICE_NF_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
+struct rte_hash;
 struct rte_mbuf;
 struct rte_mempool;
 struct sl_nf;
@@ -173,6 +175,53 @@ void sl_nf_stop(struct sl_nf *nf);
 
 /** Current time in ns from the TSC (cheap; for NFs' own windows). */
 uint64_t sl_now_ns(void);
+
+/* ---- helpers for NF code (src/nflib/sl_helpers.c) ------------------- */
+
+/** What sl_nf_table_create() makes. */
+struct sl_nf_table_spec {
+	const char *prog;       /**< for messages: "sluice-flowclass" */
+	const char *tag;        /**< name prefix: "slfc" -> slfc<pid>_<inst> */
+	const char *what;       /**< "a flow table of N flows": "flow" */
+	const char *whats;      /**< ... and "flows" */
+	uint32_t entries;       /**< capacity (at least 16 are made) */
+	uint32_t key_len;       /**< key bytes */
+	uint32_t bytes_per_key; /**< hugepage bytes an entry takes, for the
+				     out-of-memory message */
+	size_t slot_size;       /**< bytes of NF state per table position */
+};
+
+/**
+ * Creates an rte_hash private to this NF instance (CRC hash, extendable
+ * buckets, any socket), named after the pid and instance; one of that name
+ * left by a dead process with our pid is freed first. With slot_size > 0,
+ * also a zeroed array of *n_slots = rte_hash_max_key_id() + 1 entries of
+ * slot_size bytes in *slots, indexed by the positions rte_hash returns
+ * (free() it). When DPDK cannot make the table, prints
+ * "PROG: cannot create a WHAT table of N WHATS (about M MB of the hugepage
+ * memory sluiced sets aside with --nf-mem): REASON"; when the array cannot
+ * be had, "PROG: out of memory".
+ *
+ * @return 0, or a positive errno after printing what was wrong (nothing
+ * is then left allocated and *h is NULL).
+ */
+int sl_nf_table_create(struct sl_nf *nf, const struct sl_nf_table_spec *spec,
+		       struct rte_hash **h, void **slots, uint32_t *n_slots);
+
+/**
+ * Parses s, the whole string, as a number from min to max (min >= 0);
+ * with frac 0 it must be a whole number. 0 with *out set, or -EINVAL.
+ */
+int sl_parse_number(const char *s, double min, double max, int frac,
+		    double *out);
+
+/**
+ * sl_parse_number() for the value s of option opt. On an error prints
+ * "PROG: OPT: 'S' is not a [whole ]number from MIN to MAX" and returns
+ * EINVAL (for init to return); else 0.
+ */
+int sl_opt_number(const char *prog, const char *opt, const char *s,
+		  double min, double max, int frac, double *out);
 
 #ifdef __cplusplus
 }

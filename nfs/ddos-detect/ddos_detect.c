@@ -17,18 +17,13 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <math.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include <rte_errno.h>
 #include <rte_hash.h>
-#include <rte_hash_crc.h>
 #include <rte_mbuf.h>
-#include <rte_memory.h>
 
 #include "sluice/flow.h"
 #include "sluice/nf.h"
@@ -40,7 +35,6 @@
 #define DD_CHUNK 64 /* keys per bulk lookup */
 #define DD_DEFAULT_PREFIXES 65536
 #define DD_MAX_PREFIXES (1u << 24)
-#define DD_MIN_HASH_ENTRIES 16
 #define DD_MAX_PROTECT 16
 #define DD_TICK_MS 10
 #define DD_NS UINT64_C(1000000000)
@@ -104,12 +98,6 @@ struct dd_state {
 	uint64_t last_ns, last_pkts;
 	struct dd_pending pend[DD_PENDING];
 };
-
-static uint32_t
-dd_hash(const void *key, uint32_t len, uint32_t init)
-{
-	return rte_hash_crc(key, len, init);
-}
 
 /* ---- alarms -------------------------------------------------------- */
 
@@ -461,26 +449,6 @@ dd_usage(FILE *f)
 		DD_DEFAULT_PREFIXES, DD_MAX_PREFIXES);
 }
 
-/* A whole number in [min, max] (or a number, if frac), the whole string. */
-static int
-dd_opt_number(const char *opt, const char *s, double min, double max,
-	      int frac, double *out)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (s[0] != '\0' && *end == '\0' && errno == 0 && isfinite(v) &&
-	    v >= min && v <= max && (frac || v == (double)(uint64_t)v)) {
-		*out = v;
-		return 0;
-	}
-	fprintf(stderr, DD_PROG ": %s: '%s' is not a %s from %.0f to %.0f\n",
-		opt, s, frac ? "number" : "whole number", min, max);
-	return EINVAL;
-}
-
 static int
 dd_opt_name(const char *opt, const char *s, char *dst, size_t size,
 	    const char *what)
@@ -525,27 +493,27 @@ dd_parse_args(struct dd_state *st, int argc, char **argv)
 	       (c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'l':
-			rc = dd_opt_number("--prefix-len", optarg, 1, 32, 0,
-					   &v);
+			rc = sl_opt_number(DD_PROG, "--prefix-len", optarg, 1,
+					   32, 0, &v);
 			st->len4 = (unsigned)v;
 			break;
 		case 'L':
-			rc = dd_opt_number("--prefix-len6", optarg, 1, 128, 0,
-					   &v);
+			rc = sl_opt_number(DD_PROG, "--prefix-len6", optarg, 1,
+					   128, 0, &v);
 			st->len6 = (unsigned)v;
 			break;
 		case 'w':
-			rc = dd_opt_number("--window-ms", optarg, 1, 3600000,
-					   0, &v);
+			rc = sl_opt_number(DD_PROG, "--window-ms", optarg, 1,
+					   3600000, 0, &v);
 			st->window_ns = (uint64_t)v * DD_MS;
 			break;
 		case 't':
-			rc = dd_opt_number("--threshold", optarg, 1, 1e12, 0,
-					   &threshold);
+			rc = sl_opt_number(DD_PROG, "--threshold", optarg, 1,
+					   1e12, 0, &threshold);
 			break;
 		case 'p':
-			rc = dd_opt_number("--pps", optarg, 0.001, 1e12, 1,
-					   &st->pps);
+			rc = sl_opt_number(DD_PROG, "--pps", optarg, 0.001,
+					   1e12, 1, &st->pps);
 			break;
 		case 'c':
 			if (strcmp(optarg, "packets") == 0) {
@@ -579,8 +547,8 @@ dd_parse_args(struct dd_state *st, int argc, char **argv)
 			}
 			break;
 		case 'r':
-			rc = dd_opt_number("--rearm-ms", optarg, 0, 86400000,
-					   0, &v);
+			rc = sl_opt_number(DD_PROG, "--rearm-ms", optarg, 0,
+					   86400000, 0, &v);
 			st->rearm_ns = (uint64_t)v * DD_MS;
 			break;
 		case 'k':
@@ -592,17 +560,17 @@ dd_parse_args(struct dd_state *st, int argc, char **argv)
 					 sizeof(st->to_name), "a service name");
 			break;
 		case 'n':
-			rc = dd_opt_number("--prefixes", optarg, 1,
+			rc = sl_opt_number(DD_PROG, "--prefixes", optarg, 1,
 					   DD_MAX_PREFIXES, 0, &v);
 			st->capacity = (uint32_t)v;
 			break;
 		case 'i':
-			rc = dd_opt_number("--idle-ms", optarg, 1, 86400000,
-					   0, &idle_ms);
+			rc = sl_opt_number(DD_PROG, "--idle-ms", optarg, 1,
+					   86400000, 0, &idle_ms);
 			break;
 		case 'S':
-			rc = dd_opt_number("--stats-ms", optarg, 0, 86400000,
-					   0, &v);
+			rc = sl_opt_number(DD_PROG, "--stats-ms", optarg, 0,
+					   86400000, 0, &v);
 			st->stats_ns = (uint64_t)v * DD_MS;
 			break;
 		case 'h':
@@ -656,48 +624,25 @@ dd_parse_args(struct dd_state *st, int argc, char **argv)
 }
 
 static int
-dd_create_table(struct dd_state *st, uint16_t instance)
+dd_create_table(struct dd_state *st, struct sl_nf *nf)
 {
-	char name[RTE_HASH_NAMESIZE];
-	struct rte_hash_parameters p = {
-		.name = name,
-		.entries = st->capacity < DD_MIN_HASH_ENTRIES
-				   ? DD_MIN_HASH_ENTRIES
-				   : st->capacity,
+	const struct sl_nf_table_spec spec = {
+		.prog = DD_PROG,
+		.tag = "sldd",
+		.what = "prefix",
+		.whats = "prefixes",
+		.entries = st->capacity,
 		.key_len = sizeof(struct ddos_prefix),
-		.hash_func = dd_hash,
-		.socket_id = SOCKET_ID_ANY,
-		.extra_flag = RTE_HASH_EXTRA_FLAGS_EXT_TABLE,
+		.bytes_per_key = DD_HASH_BYTES_PER_KEY,
+		.slot_size = sizeof(st->ents[0]),
 	};
-	struct rte_hash *old;
-	int32_t max_id;
+	void *ents;
+	int rc;
 
-	snprintf(name, sizeof(name), "sldd%d_%u", (int)getpid(), instance);
-	/* Our pid is in the name: one left over is from a dead process. */
-	old = rte_hash_find_existing(name);
-	if (old != NULL)
-		rte_hash_free(old);
-	st->h = rte_hash_create(&p);
-	if (st->h == NULL) {
-		uint64_t mb = ((uint64_t)p.entries * DD_HASH_BYTES_PER_KEY >>
-			       20) + 1;
-
-		fprintf(stderr,
-			DD_PROG ": cannot create a prefix table of %" PRIu32
-				" prefixes (about %" PRIu64 " MB of the "
-				"hugepage memory sluiced sets aside with "
-				"--nf-mem): %s\n",
-			st->capacity, mb, rte_strerror(rte_errno));
-		return rte_errno ? rte_errno : ENOMEM;
-	}
-	max_id = rte_hash_max_key_id(st->h);
-	st->n_slots = max_id < 0 ? 0 : (uint32_t)max_id + 1;
-	st->ents = max_id < 0 ? NULL : calloc(st->n_slots, sizeof(st->ents[0]));
-	if (st->ents == NULL) {
-		fprintf(stderr, DD_PROG ": out of memory\n");
-		return ENOMEM;
-	}
-	return 0;
+	rc = sl_nf_table_create(nf, &spec, &st->h, &ents, &st->n_slots);
+	if (rc == 0)
+		st->ents = ents;
+	return rc;
 }
 
 static int
@@ -723,7 +668,7 @@ dd_init(struct sl_nf *nf, int argc, char **argv)
 		st->pend[i].id = -1;
 	rc = dd_parse_args(st, argc, argv);
 	if (rc == 0)
-		rc = dd_create_table(st, sl_nf_instance(nf));
+		rc = dd_create_table(st, nf);
 	if (rc != 0) {
 		dd_state_free(st);
 		return rc;

@@ -21,17 +21,12 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include <rte_errno.h>
 #include <rte_hash.h>
-#include <rte_hash_crc.h>
 #include <rte_mbuf.h>
-#include <rte_memory.h>
 
 #include "sluice/flow.h"
 #include "sluice/nf.h"
@@ -41,7 +36,6 @@
 #define FC_CHUNK 64 /* keys per bulk lookup */
 #define FC_DEFAULT_FLOWS 65536
 #define FC_MAX_FLOWS (1u << 24)
-#define FC_MIN_HASH_ENTRIES 16 /* rte_hash wants at least a bucket */
 #define FC_TICK_MS 10
 #define FC_NS UINT64_C(1000000000)
 #define FC_MS UINT64_C(1000000)
@@ -114,12 +108,6 @@ struct fc_state {
 	uint64_t last_ns, last_pkts; /* at the previous stats line */
 	struct fc_pending pend[FC_PENDING];
 };
-
-static uint32_t
-fc_hash(const void *key, uint32_t len, uint32_t init)
-{
-	return rte_hash_crc(key, len, init);
-}
 
 /* Turns t around: src <-> dst. */
 static void
@@ -509,23 +497,6 @@ fc_reply(struct sl_nf *nf, int64_t id, int result, const char *reason)
 	fflush(stderr);
 }
 
-/* A number in [min, max] (min >= 0; fractions if frac), the whole
- * string. */
-static int
-fc_number(const char *s, double min, double max, int frac, double *out)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (s[0] == '\0' || *end != '\0' || errno != 0 || !isfinite(v) ||
-	    v < min || v > max || (!frac && v != (double)(uint64_t)v))
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
 /*
  * Message(flowclass, key, value) from the control plane: ant-max-pps and
  * ant-max-size change the thresholds from the next window on; "stats"
@@ -541,12 +512,12 @@ fc_message(struct sl_nf *nf, const char *key, const char *value)
 	if (st == NULL)
 		return;
 	if (strcmp(key, "ant-max-pps") == 0) {
-		if (fc_number(value, 0, 1e9, 1, &v) == 0)
+		if (sl_parse_number(value, 0, 1e9, 1, &v) == 0)
 			st->ant_max_pps = v;
 		else
 			result = "invalid (a rate from 0 to 1e9)";
 	} else if (strcmp(key, "ant-max-size") == 0) {
-		if (fc_number(value, 1, 1000000, 0, &v) == 0)
+		if (sl_parse_number(value, 1, 1000000, 0, &v) == 0)
 			st->ant_max_size = (uint32_t)v;
 		else
 			result = "invalid (bytes from 1 to 1000000)";
@@ -604,17 +575,6 @@ fc_usage(FILE *f)
 }
 
 static int
-fc_opt_number(const char *opt, const char *s, double min, double max,
-	      int frac, double *out)
-{
-	if (fc_number(s, min, max, frac, out) == 0)
-		return 0;
-	fprintf(stderr, FC_PROG ": %s: '%s' is not a %s from %.0f to %.0f\n",
-		opt, s, frac ? "number" : "whole number", min, max);
-	return EINVAL;
-}
-
-static int
 fc_opt_name(const char *opt, const char *s, char *dst)
 {
 	if (s[0] == '\0' || strlen(s) >= FC_NAME_LEN) {
@@ -653,16 +613,16 @@ fc_parse_args(struct fc_state *st, int argc, char **argv)
 	       (c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'w':
-			rc = fc_opt_number("--window-ms", optarg, 10, 3600000,
-					   0, &v);
+			rc = sl_opt_number(FC_PROG, "--window-ms", optarg, 10,
+					   3600000, 0, &v);
 			st->window_ns = (uint64_t)v * FC_MS;
 			break;
 		case 'p':
-			rc = fc_opt_number("--ant-max-pps", optarg, 0, 1e9, 1,
-					   &st->ant_max_pps);
+			rc = sl_opt_number(FC_PROG, "--ant-max-pps", optarg, 0,
+					   1e9, 1, &st->ant_max_pps);
 			break;
 		case 's':
-			rc = fc_opt_number("--ant-max-size", optarg, 1,
+			rc = sl_opt_number(FC_PROG, "--ant-max-size", optarg, 1,
 					   1000000, 0, &v);
 			st->ant_max_size = (uint32_t)v;
 			break;
@@ -687,21 +647,22 @@ fc_parse_args(struct fc_state *st, int argc, char **argv)
 			}
 			break;
 		case 'c':
-			rc = fc_opt_number("--confirm", optarg, 1, 100, 0, &v);
+			rc = sl_opt_number(FC_PROG, "--confirm", optarg, 1, 100,
+					   0, &v);
 			st->confirm = (uint32_t)v;
 			break;
 		case 'f':
-			rc = fc_opt_number("--flows", optarg, 1, FC_MAX_FLOWS,
-					   0, &v);
+			rc = sl_opt_number(FC_PROG, "--flows", optarg, 1,
+					   FC_MAX_FLOWS, 0, &v);
 			st->capacity = (uint32_t)v;
 			break;
 		case 'i':
-			rc = fc_opt_number("--idle-ms", optarg, 30, 86400000,
-					   0, &idle_ms);
+			rc = sl_opt_number(FC_PROG, "--idle-ms", optarg, 30,
+					   86400000, 0, &idle_ms);
 			break;
 		case 'S':
-			rc = fc_opt_number("--stats-ms", optarg, 0, 86400000,
-					   0, &v);
+			rc = sl_opt_number(FC_PROG, "--stats-ms", optarg, 0,
+					   86400000, 0, &v);
 			st->stats_ns = (uint64_t)v * FC_MS;
 			break;
 		case 'h':
@@ -738,49 +699,25 @@ fc_parse_args(struct fc_state *st, int argc, char **argv)
 }
 
 static int
-fc_create_table(struct fc_state *st, uint16_t instance)
+fc_create_table(struct fc_state *st, struct sl_nf *nf)
 {
-	char name[RTE_HASH_NAMESIZE];
-	struct rte_hash_parameters p = {
-		.name = name,
-		.entries = st->capacity < FC_MIN_HASH_ENTRIES
-				   ? FC_MIN_HASH_ENTRIES
-				   : st->capacity,
+	const struct sl_nf_table_spec spec = {
+		.prog = FC_PROG,
+		.tag = "slfc",
+		.what = "flow",
+		.whats = "flows",
+		.entries = st->capacity,
 		.key_len = sizeof(struct sl_5tuple),
-		.hash_func = fc_hash,
-		.socket_id = SOCKET_ID_ANY,
-		.extra_flag = RTE_HASH_EXTRA_FLAGS_EXT_TABLE,
+		.bytes_per_key = FC_HASH_BYTES_PER_FLOW,
+		.slot_size = sizeof(st->flows[0]),
 	};
-	struct rte_hash *old;
-	int32_t max_id;
+	void *flows;
+	int rc;
 
-	snprintf(name, sizeof(name), "slfc%d_%u", (int)getpid(), instance);
-	/* Our pid is in the name: one left over is from a dead process. */
-	old = rte_hash_find_existing(name);
-	if (old != NULL)
-		rte_hash_free(old);
-	st->h = rte_hash_create(&p);
-	if (st->h == NULL) {
-		uint64_t mb = ((uint64_t)p.entries * FC_HASH_BYTES_PER_FLOW >>
-			       20) + 1;
-
-		fprintf(stderr,
-			FC_PROG ": cannot create a flow table of %" PRIu32
-				" flows (about %" PRIu64 " MB of the hugepage "
-				"memory sluiced sets aside with --nf-mem): "
-				"%s\n",
-			st->capacity, mb, rte_strerror(rte_errno));
-		return rte_errno ? rte_errno : ENOMEM;
-	}
-	max_id = rte_hash_max_key_id(st->h);
-	st->n_slots = max_id < 0 ? 0 : (uint32_t)max_id + 1;
-	st->flows = max_id < 0 ? NULL
-			       : calloc(st->n_slots, sizeof(st->flows[0]));
-	if (st->flows == NULL) {
-		fprintf(stderr, FC_PROG ": out of memory\n");
-		return ENOMEM;
-	}
-	return 0;
+	rc = sl_nf_table_create(nf, &spec, &st->h, &flows, &st->n_slots);
+	if (rc == 0)
+		st->flows = flows;
+	return rc;
 }
 
 /* Resolves --at and the targets; a port that does not exist is an error,
@@ -841,7 +778,7 @@ fc_init(struct sl_nf *nf, int argc, char **argv)
 	if (rc == 0)
 		rc = fc_check_targets(st, nf);
 	if (rc == 0)
-		rc = fc_create_table(st, sl_nf_instance(nf));
+		rc = fc_create_table(st, nf);
 	if (rc != 0) {
 		fc_state_free(st);
 		return rc;

@@ -16,15 +16,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <netinet/in.h>
 
-#include <rte_errno.h>
 #include <rte_hash.h>
-#include <rte_hash_crc.h>
 #include <rte_mbuf.h>
-#include <rte_memory.h>
 
 #include "sluice/nf.h"
 #include "sluice/pkt.h"
@@ -33,7 +29,6 @@
 #define MON_CHUNK 64                 /* keys per bulk lookup */
 #define MON_DEFAULT_FLOWS 65536
 #define MON_MAX_FLOWS (1u << 24)
-#define MON_MIN_HASH_ENTRIES 16      /* rte_hash wants at least a bucket */
 #define MON_DEFAULT_TOP 10
 #define MON_MAX_TOP 1000
 #define MON_TICK_MS 100
@@ -85,12 +80,6 @@ struct mon_top {
 	const struct sl_5tuple *key;
 	struct mon_count c;
 };
-
-static uint32_t
-mon_hash(const void *key, uint32_t len, uint32_t init)
-{
-	return rte_hash_crc(key, len, init);
-}
 
 static enum mon_class
 mon_classify(const struct sl_5tuple *t)
@@ -366,44 +355,27 @@ mon_parse_args(struct mon_state *mon, int argc, char **argv)
 }
 
 static int
-mon_create_table(struct mon_state *mon, uint16_t instance)
+mon_create_table(struct mon_state *mon, struct sl_nf *nf)
 {
-	char name[RTE_HASH_NAMESIZE];
-	struct rte_hash_parameters p = {
-		.name = name,
-		.entries = mon->capacity < MON_MIN_HASH_ENTRIES ?
-				   MON_MIN_HASH_ENTRIES :
-				   mon->capacity,
+	const struct sl_nf_table_spec spec = {
+		.prog = MON_PROG,
+		.tag = "slmon",
+		.what = "flow",
+		.whats = "flows",
+		.entries = mon->capacity,
 		.key_len = sizeof(struct sl_5tuple),
-		.hash_func = mon_hash,
-		.socket_id = SOCKET_ID_ANY,
-		.extra_flag = RTE_HASH_EXTRA_FLAGS_EXT_TABLE,
+		.bytes_per_key = MON_HASH_BYTES_PER_FLOW,
+		.slot_size = sizeof(mon->flows[0]),
 	};
-	struct rte_hash *old;
-	int32_t max_id;
+	void *flows;
+	int rc;
 
-	snprintf(name, sizeof(name), "slmon%d_%u", (int)getpid(), instance);
-	/* Our pid is in the name: one left over is from a dead process. */
-	old = rte_hash_find_existing(name);
-	if (old != NULL)
-		rte_hash_free(old);
-	mon->h = rte_hash_create(&p);
-	if (mon->h == NULL) {
-		uint64_t mb = ((uint64_t)p.entries * MON_HASH_BYTES_PER_FLOW >>
-			       20) + 1;
-
-		fprintf(stderr,
-			MON_PROG ": cannot create a flow table of %" PRIu32
-				 " flows (about %" PRIu64 " MB of the hugepage "
-				 "memory sluiced sets aside with --nf-mem): "
-				 "%s\n",
-			mon->capacity, mb, rte_strerror(rte_errno));
-		return rte_errno ? rte_errno : ENOMEM;
-	}
-	max_id = rte_hash_max_key_id(mon->h);
-	mon->flows = calloc((size_t)max_id + 1, sizeof(mon->flows[0]));
+	rc = sl_nf_table_create(nf, &spec, &mon->h, &flows, NULL);
+	if (rc != 0)
+		return rc;
+	mon->flows = flows;
 	mon->top = calloc(mon->top_n, sizeof(mon->top[0]));
-	if (max_id < 0 || mon->flows == NULL || mon->top == NULL) {
+	if (mon->top == NULL) {
 		fprintf(stderr, MON_PROG ": out of memory\n");
 		return ENOMEM;
 	}
@@ -424,7 +396,7 @@ mon_init(struct sl_nf *nf, int argc, char **argv)
 	mon->interval_ns = 5 * MON_NS;
 	rc = mon_parse_args(mon, argc, argv);
 	if (rc == 0)
-		rc = mon_create_table(mon, sl_nf_instance(nf));
+		rc = mon_create_table(mon, nf);
 	if (rc != 0) {
 		mon_state_free(mon);
 		return rc;

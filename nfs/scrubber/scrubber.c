@@ -15,7 +15,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -364,25 +363,6 @@ sc_usage(FILE *f)
 }
 
 static int
-sc_opt_number(const char *opt, const char *s, double min, double max,
-	      double *out)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (s[0] != '\0' && *end == '\0' && errno == 0 && isfinite(v) &&
-	    v >= min && v <= max) {
-		*out = v;
-		return 0;
-	}
-	fprintf(stderr, SC_PROG ": %s: '%s' is not a number from %.0f to %.0f\n",
-		opt, s, min, max);
-	return EINVAL;
-}
-
-static int
 sc_parse_args(struct sc_state *st, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -444,15 +424,16 @@ sc_parse_args(struct sc_state *st, int argc, char **argv)
 			}
 			break;
 		case 'r':
-			rc = sc_opt_number("--rate", optarg, 0, 1e12,
-					   &st->rate);
+			rc = sl_opt_number(SC_PROG, "--rate", optarg, 0, 1e12,
+					   1, &st->rate);
 			break;
 		case 'b':
-			rc = sc_opt_number("--burst", optarg, 1, 1e12, &burst);
+			rc = sl_opt_number(SC_PROG, "--burst", optarg, 1, 1e12,
+					   1, &burst);
 			break;
 		case 'S':
-			rc = sc_opt_number("--stats-ms", optarg, 0, 86400000,
-					   &v);
+			rc = sl_opt_number(SC_PROG, "--stats-ms", optarg, 0,
+					   86400000, 1, &v);
 			st->stats_ns = (uint64_t)v * SC_MS;
 			break;
 		case 'h':

@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * libsluice: helpers for NF code (sluice/nf.h, "helpers for NF code"): an
+ * NF-private rte_hash with per-position state, and numeric options. They
+ * use only the public NF API, so that the NF unit tests can link this file
+ * beside their libsluice stand-in (tests/unit/nf_stub.c).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <rte_errno.h>
+#include <rte_hash.h>
+#include <rte_hash_crc.h>
+#include <rte_memory.h>
+
+#include "sluice/nf.h"
+
+#define SL_TABLE_MIN_ENTRIES 16 /* rte_hash wants at least a bucket */
+
+static uint32_t
+table_hash(const void *key, uint32_t len, uint32_t init)
+{
+	return rte_hash_crc(key, len, init);
+}
+
+int
+sl_nf_table_create(struct sl_nf *nf, const struct sl_nf_table_spec *spec,
+		   struct rte_hash **h, void **slots, uint32_t *n_slots)
+{
+	char name[RTE_HASH_NAMESIZE];
+	struct rte_hash_parameters p = {
+		.name = name,
+		.entries = spec->entries < SL_TABLE_MIN_ENTRIES
+				   ? SL_TABLE_MIN_ENTRIES
+				   : spec->entries,
+		.key_len = spec->key_len,
+		.hash_func = table_hash,
+		.socket_id = SOCKET_ID_ANY,
+		.extra_flag = RTE_HASH_EXTRA_FLAGS_EXT_TABLE,
+	};
+	struct rte_hash *old;
+	int32_t max_id;
+	uint32_t n;
+	void *s;
+
+	snprintf(name, sizeof(name), "%s%d_%u", spec->tag, (int)getpid(),
+		 sl_nf_instance(nf));
+	/* Our pid is in the name: one left over is from a dead process. */
+	old = rte_hash_find_existing(name);
+	if (old != NULL)
+		rte_hash_free(old);
+	*h = rte_hash_create(&p);
+	if (*h == NULL) {
+		int err = rte_errno;
+		uint64_t mb = ((uint64_t)p.entries * spec->bytes_per_key >> 20) +
+			      1;
+
+		fprintf(stderr,
+			"%s: cannot create a %s table of %" PRIu32 " %s (about "
+			"%" PRIu64 " MB of the hugepage memory sluiced sets "
+			"aside with --nf-mem): %s\n",
+			spec->prog, spec->what, spec->entries, spec->whats, mb,
+			rte_strerror(err));
+		return err ? err : ENOMEM;
+	}
+	if (spec->slot_size == 0)
+		return 0;
+	max_id = rte_hash_max_key_id(*h);
+	n = max_id < 0 ? 0 : (uint32_t)max_id + 1;
+	s = n == 0 ? NULL : calloc(n, spec->slot_size);
+	if (s == NULL) {
+		fprintf(stderr, "%s: out of memory\n", spec->prog);
+		rte_hash_free(*h);
+		*h = NULL;
+		return ENOMEM;
+	}
+	*slots = s;
+	if (n_slots != NULL)
+		*n_slots = n;
+	return 0;
+}
+
+int
+sl_parse_number(const char *s, double min, double max, int frac,
+		double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (s[0] == '\0' || *end != '\0' || errno != 0 || !isfinite(v) ||
+	    v < min || v > max || (!frac && v != (double)(uint64_t)v))
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+int
+sl_opt_number(const char *prog, const char *opt, const char *s, double min,
+	      double max, int frac, double *out)
+{
+	if (sl_parse_number(s, min, max, frac, out) == 0)
+		return 0;
+	fprintf(stderr, "%s: %s: '%s' is not a %s from %.0f to %.0f\n", prog,
+		opt, s, frac ? "number" : "whole number", min, max);
+	return EINVAL;
+}
