@@ -136,6 +136,32 @@ stub_eal_cleanup(void)
 	stub_rmdir_runtime();
 }
 
+int
+stub_setup(const char *prog, int (*nf_main)(int argc, char **argv))
+{
+	char *argv[] = {(char *)(uintptr_t)prog, NULL};
+	int rc = stub_eal_init();
+
+	if (rc != 0) {
+		fprintf(stderr, "EAL init failed: %s\n", strerror(-rc));
+		return -1;
+	}
+	rc = nf_main(1, argv);
+	if (rc != 0) {
+		fprintf(stderr, "%s: main returned %d\n", prog, rc);
+		return -1;
+	}
+	return stub_ops == NULL ? -1 : 0;
+}
+
+int
+stub_teardown(void **state)
+{
+	(void)state;
+	stub_eal_cleanup();
+	return 0;
+}
+
 struct rte_mbuf *
 stub_mbuf(const void *frame, uint32_t len)
 {

@@ -33,6 +33,15 @@ int stub_eal_init(void);
 /** Undoes stub_eal_init(), removing EAL's runtime directory. */
 void stub_eal_cleanup(void);
 
+/**
+ * A cmocka group setup's work: stub_eal_init(), then the NF's renamed
+ * main with argv[0] = prog, which records its ops. 0, or -1 after saying
+ * why.
+ */
+int stub_setup(const char *prog, int (*nf_main)(int argc, char **argv));
+/** A cmocka group teardown: stub_eal_cleanup(). */
+int stub_teardown(void **state);
+
 /** An mbuf whose data is an exact-size heap copy of frame[0..len). */
 struct rte_mbuf *stub_mbuf(const void *frame, uint32_t len);
 void stub_mbuf_free(struct rte_mbuf *m);

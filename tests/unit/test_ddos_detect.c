@@ -30,6 +30,7 @@
 #include "sluice/pkt.h"
 
 #include "nf_stub.h"
+#include "nf_test.h"
 #include "pkt_build.h"
 #include "prefix.h"
 
@@ -83,13 +84,6 @@ sl_service_id(const struct sl_nf *nf, const char *name)
 /* ---- helpers ------------------------------------------------------- */
 
 static void
-assert_has(const char *text, const char *line)
-{
-	if (strstr(text, line) == NULL)
-		fail_msg("missing \"%s\" in:\n%s", line, text);
-}
-
-static void
 reset(uint64_t now)
 {
 	memset(g_msg, 0, sizeof(g_msg));
@@ -107,51 +101,6 @@ assert_msg(unsigned i, uint16_t service, const char *key, const char *value)
 	assert_string_equal(g_msg[i].value, value);
 }
 
-struct send_call {
-	const struct frame *f;
-	unsigned n;
-};
-
-/* Sends n frames as one burst; every one must get SL_NEXT. */
-static void
-do_send(void *arg)
-{
-	const struct send_call *c = arg;
-	struct rte_mbuf *m[200];
-	unsigned i;
-
-	assert_true(c->n <= 200);
-	for (i = 0; i < c->n; i++) {
-		m[i] = stub_mbuf(c->f[i].b, c->f[i].len);
-		assert_non_null(m[i]);
-	}
-	stub_ops->process(stub_nf(), m, (uint16_t)c->n);
-	for (i = 0; i < c->n; i++) {
-		assert_true(stub_verdict_set(m[i]));
-		assert_int_equal(sl_pkt_verdict(m[i]), SL_NEXT);
-		stub_mbuf_free(m[i]);
-	}
-}
-
-/* Sends the frames at time now; returns what the NF printed. */
-static char *
-send_at(uint64_t now, const struct frame *f, unsigned n)
-{
-	struct send_call c = {f, n};
-	char *out;
-
-	stub_now_ns = now;
-	out = stub_capture_stderr(do_send, &c);
-	assert_non_null(out);
-	return out;
-}
-
-static void
-send_quiet(uint64_t now, const struct frame *f, unsigned n)
-{
-	free(send_at(now, f, n));
-}
-
 /* n UDP frames from a.b.c.(1..n) to 192.168.0.1:80. */
 static void
 from24(struct frame *f, unsigned n, uint8_t a, uint8_t b, uint8_t c)
@@ -159,78 +108,6 @@ from24(struct frame *f, unsigned n, uint8_t a, uint8_t b, uint8_t c)
 	for (unsigned i = 0; i < n; i++)
 		frame_ip4(&f[i], IPPROTO_UDP, IP4(a, b, c, 1 + i % 250),
 			  (uint16_t)(1000 + i), IP4(192, 168, 0, 1), 80, 18);
-}
-
-static void
-do_tick(void *arg)
-{
-	stub_now_ns = *(uint64_t *)arg;
-	stub_ops->tick(stub_nf(), stub_now_ns);
-}
-
-static char *
-tick_output(uint64_t now)
-{
-	char *out = stub_capture_stderr(do_tick, &now);
-
-	assert_non_null(out);
-	return out;
-}
-
-struct msg_call {
-	const char *key, *value;
-};
-
-static void
-do_msg(void *arg)
-{
-	const struct msg_call *c = arg;
-
-	stub_ops->on_message(stub_nf(), c->key, c->value);
-}
-
-static char *
-msg_output(const char *key, const char *value)
-{
-	struct msg_call c = {key, value};
-	char *out = stub_capture_stderr(do_msg, &c);
-
-	assert_non_null(out);
-	return out;
-}
-
-struct reply_call {
-	int64_t id;
-	int result;
-	const char *reason;
-};
-
-static void
-do_reply(void *arg)
-{
-	const struct reply_call *c = arg;
-
-	stub_ops->on_reply(stub_nf(), c->id, c->result, c->reason);
-}
-
-static char *
-reply_output(int64_t id, int result, const char *reason)
-{
-	struct reply_call c = {id, result, reason};
-	char *out = stub_capture_stderr(do_reply, &c);
-
-	assert_non_null(out);
-	return out;
-}
-
-static char *
-fini_output(void)
-{
-	char *out = stub_fini_output();
-
-	assert_non_null(out);
-	assert_null(sl_nf_priv(stub_nf()));
-	return out;
 }
 
 /* ---- tests --------------------------------------------------------- */
@@ -574,28 +451,7 @@ test_messages(void **state)
 	free(fini_output());
 }
 
-static void
-expect_error(const char *want, ...)
-{
-	const char *args[16] = {NULL};
-	unsigned n = 0;
-	va_list ap;
-	char *out;
-	int rc;
-
-	va_start(ap, want);
-	while (n < 15 && (args[n] = va_arg(ap, const char *)) != NULL)
-		n++;
-	va_end(ap);
-	args[n] = NULL;
-	out = stub_init_output(&rc, "sluice-ddos-detect", args[0], args[1],
-			       args[2], args[3], args[4], args[5], args[6],
-			       NULL);
-	assert_int_equal(rc, EINVAL);
-	assert_null(sl_nf_priv(stub_nf()));
-	assert_has(out, want);
-	free(out);
-}
+#define expect_error(...) expect_init_error("sluice-ddos-detect", __VA_ARGS__)
 
 static void
 test_args(void **state)
@@ -739,25 +595,8 @@ test_prefix_helpers(void **state)
 static int
 setup(void **state)
 {
-	char *argv[] = {(char *)(uintptr_t)"sluice-ddos-detect", NULL};
-	int rc;
-
 	(void)state;
-	rc = stub_eal_init();
-	if (rc != 0) {
-		fprintf(stderr, "EAL init failed: %s\n", strerror(-rc));
-		return -1;
-	}
-	assert_int_equal(sl_dd_main(1, argv), 0);
-	return stub_ops == NULL ? -1 : 0;
-}
-
-static int
-teardown(void **state)
-{
-	(void)state;
-	stub_eal_cleanup();
-	return 0;
+	return stub_setup("sluice-ddos-detect", sl_dd_main);
 }
 
 int
@@ -776,5 +615,5 @@ main(void)
 	};
 
 	return cmocka_run_group_tests_name("ddos_detect", tests, setup,
-					   teardown);
+					   stub_teardown);
 }

@@ -31,6 +31,7 @@
 #include "sluice/pkt.h"
 
 #include "nf_stub.h"
+#include "nf_test.h"
 #include "pkt_build.h"
 
 int sl_sc_main(int argc, char **argv);
@@ -118,13 +119,6 @@ sl_service_id(const struct sl_nf *nf, const char *name)
 /* ---- helpers ------------------------------------------------------- */
 
 static void
-assert_has(const char *text, const char *line)
-{
-	if (strstr(text, line) == NULL)
-		fail_msg("missing \"%s\" in:\n%s", line, text);
-}
-
-static void
 reset(uint64_t now)
 {
 	memset(g_req, 0, sizeof(g_req));
@@ -157,78 +151,6 @@ verdict_at(uint64_t now, const struct frame *f)
 	v = stub_ops->process_pkt(stub_nf(), m);
 	stub_mbuf_free(m);
 	return v;
-}
-
-static void
-do_tick(void *arg)
-{
-	stub_now_ns = *(uint64_t *)arg;
-	stub_ops->tick(stub_nf(), stub_now_ns);
-}
-
-static char *
-tick_output(uint64_t now)
-{
-	char *out = stub_capture_stderr(do_tick, &now);
-
-	assert_non_null(out);
-	return out;
-}
-
-struct msg_call {
-	const char *key, *value;
-};
-
-static void
-do_msg(void *arg)
-{
-	const struct msg_call *c = arg;
-
-	stub_ops->on_message(stub_nf(), c->key, c->value);
-}
-
-static char *
-msg_output(const char *key, const char *value)
-{
-	struct msg_call c = {key, value};
-	char *out = stub_capture_stderr(do_msg, &c);
-
-	assert_non_null(out);
-	return out;
-}
-
-struct reply_call {
-	int64_t id;
-	int result;
-	const char *reason;
-};
-
-static void
-do_reply(void *arg)
-{
-	const struct reply_call *c = arg;
-
-	stub_ops->on_reply(stub_nf(), c->id, c->result, c->reason);
-}
-
-static char *
-reply_output(int64_t id, int result, const char *reason)
-{
-	struct reply_call c = {id, result, reason};
-	char *out = stub_capture_stderr(do_reply, &c);
-
-	assert_non_null(out);
-	return out;
-}
-
-static char *
-fini_output(void)
-{
-	char *out = stub_fini_output();
-
-	assert_non_null(out);
-	assert_null(sl_nf_priv(stub_nf()));
-	return out;
 }
 
 /* ---- tests --------------------------------------------------------- */
@@ -458,26 +380,7 @@ test_messages(void **state)
 	free(fini_output());
 }
 
-static void
-expect_error(const char *want, ...)
-{
-	const char *args[16] = {NULL};
-	unsigned n = 0;
-	va_list ap;
-	char *out;
-	int rc;
-
-	va_start(ap, want);
-	while (n < 15 && (args[n] = va_arg(ap, const char *)) != NULL)
-		n++;
-	va_end(ap);
-	out = stub_init_output(&rc, "sluice-scrubber", args[0], args[1],
-			       args[2], args[3], args[4], args[5], NULL);
-	assert_int_equal(rc, EINVAL);
-	assert_null(sl_nf_priv(stub_nf()));
-	assert_has(out, want);
-	free(out);
-}
+#define expect_error(...) expect_init_error("sluice-scrubber", __VA_ARGS__)
 
 static void
 test_args(void **state)

@@ -29,6 +29,7 @@
 #include "sluice/pkt.h"
 
 #include "nf_stub.h"
+#include "nf_test.h"
 #include "pkt_build.h"
 #include "rules.h"
 
@@ -71,23 +72,6 @@ do_reload(void *arg)
 {
 	(void)arg;
 	stub_ops->reload(stub_nf());
-}
-
-static char *
-fini_output(void)
-{
-	char *out = stub_fini_output();
-
-	assert_non_null(out);
-	assert_null(sl_nf_priv(stub_nf()));
-	return out;
-}
-
-static void
-assert_has(const char *text, const char *line)
-{
-	if (strstr(text, line) == NULL)
-		fail_msg("missing \"%s\" in:\n%s", line, text);
 }
 
 /* Runs frames through ops->process in one burst; returns verdicts. */
@@ -700,25 +684,8 @@ test_acl_vs_linear(void **state)
 static int
 setup(void **state)
 {
-	char *argv[] = {(char *)(uintptr_t)"sluice-firewall", NULL};
-	int rc;
-
 	(void)state;
-	rc = stub_eal_init();
-	if (rc != 0) {
-		fprintf(stderr, "EAL init failed: %s\n", strerror(-rc));
-		return -1;
-	}
-	assert_int_equal(sl_fw_main(1, argv), 0);
-	return stub_ops == NULL ? -1 : 0;
-}
-
-static int
-teardown(void **state)
-{
-	(void)state;
-	stub_eal_cleanup();
-	return 0;
+	return stub_setup("sluice-firewall", sl_fw_main);
 }
 
 int
@@ -733,5 +700,6 @@ main(void)
 		cmocka_unit_test(test_acl_vs_linear),
 	};
 
-	return cmocka_run_group_tests_name("firewall", tests, setup, teardown);
+	return cmocka_run_group_tests_name("firewall", tests, setup,
+					   stub_teardown);
 }

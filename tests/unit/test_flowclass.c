@@ -30,6 +30,7 @@
 #include "sluice/pkt.h"
 
 #include "nf_stub.h"
+#include "nf_test.h"
 #include "pkt_build.h"
 
 int sl_fc_main(int argc, char **argv);
@@ -94,13 +95,6 @@ sl_port_id(const struct sl_nf *nf, const char *name)
 /* ---- helpers ------------------------------------------------------ */
 
 static void
-assert_has(const char *text, const char *line)
-{
-	if (strstr(text, line) == NULL)
-		fail_msg("missing \"%s\" in:\n%s", line, text);
-}
-
-static void
 reset(uint64_t now)
 {
 	memset(g_req, 0, sizeof(g_req));
@@ -108,124 +102,6 @@ reset(uint64_t now)
 	g_req_fail = 0;
 	g_late_known = 0;
 	stub_now_ns = now;
-}
-
-struct send_call {
-	const struct frame *f;
-	unsigned n;
-};
-
-/* Sends n frames as one burst at the current stub time; every one must
- * get SL_NEXT. */
-static void
-do_send(void *arg)
-{
-	const struct send_call *c = arg;
-	struct rte_mbuf *m[64];
-	unsigned i;
-
-	assert_true(c->n <= 64);
-	for (i = 0; i < c->n; i++) {
-		m[i] = stub_mbuf(c->f[i].b, c->f[i].len);
-		assert_non_null(m[i]);
-	}
-	stub_ops->process(stub_nf(), m, (uint16_t)c->n);
-	for (i = 0; i < c->n; i++) {
-		assert_true(stub_verdict_set(m[i]));
-		assert_int_equal(sl_pkt_verdict(m[i]), SL_NEXT);
-		stub_mbuf_free(m[i]);
-	}
-}
-
-/* Sends the frames at time now; returns what the NF printed. */
-static char *
-send_at(uint64_t now, const struct frame *f, unsigned n)
-{
-	struct send_call c = {f, n};
-	char *out;
-
-	stub_now_ns = now;
-	out = stub_capture_stderr(do_send, &c);
-	assert_non_null(out);
-	return out;
-}
-
-static void
-send_quiet(uint64_t now, const struct frame *f, unsigned n)
-{
-	free(send_at(now, f, n));
-}
-
-static void
-do_tick(void *arg)
-{
-	stub_now_ns = *(uint64_t *)arg;
-	stub_ops->tick(stub_nf(), stub_now_ns);
-}
-
-static char *
-tick_output(uint64_t now)
-{
-	char *out = stub_capture_stderr(do_tick, &now);
-
-	assert_non_null(out);
-	return out;
-}
-
-struct msg_call {
-	const char *key, *value;
-};
-
-static void
-do_msg(void *arg)
-{
-	const struct msg_call *c = arg;
-
-	stub_ops->on_message(stub_nf(), c->key, c->value);
-}
-
-static char *
-msg_output(const char *key, const char *value)
-{
-	struct msg_call c = {key, value};
-	char *out = stub_capture_stderr(do_msg, &c);
-
-	assert_non_null(out);
-	return out;
-}
-
-struct reply_call {
-	int64_t id;
-	int result;
-	const char *reason;
-};
-
-static void
-do_reply(void *arg)
-{
-	const struct reply_call *c = arg;
-
-	stub_ops->on_reply(stub_nf(), c->id, c->result, c->reason);
-}
-
-static char *
-reply_output(int64_t id, int result, const char *reason)
-{
-	struct reply_call c = {id, result, reason};
-	char *out = stub_capture_stderr(do_reply, &c);
-
-	assert_non_null(out);
-	return out;
-}
-
-static char *
-fini_output(void)
-{
-	char *out = stub_fini_output();
-
-	assert_non_null(out);
-	assert_null(sl_nf_priv(stub_nf()));
-	return out;
 }
 
 /* Request i was ChangeDefault(F = the flow a <-> b, service, to). */
@@ -671,25 +547,8 @@ test_args(void **state)
 static int
 setup(void **state)
 {
-	char *argv[] = {(char *)(uintptr_t)"sluice-flowclass", NULL};
-	int rc;
-
 	(void)state;
-	rc = stub_eal_init();
-	if (rc != 0) {
-		fprintf(stderr, "EAL init failed: %s\n", strerror(-rc));
-		return -1;
-	}
-	assert_int_equal(sl_fc_main(1, argv), 0);
-	return stub_ops == NULL ? -1 : 0;
-}
-
-static int
-teardown(void **state)
-{
-	(void)state;
-	stub_eal_cleanup();
-	return 0;
+	return stub_setup("sluice-flowclass", sl_fc_main);
 }
 
 int
@@ -707,5 +566,5 @@ main(void)
 	};
 
 	return cmocka_run_group_tests_name("flowclass", tests, setup,
-					   teardown);
+					   stub_teardown);
 }

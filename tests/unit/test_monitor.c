@@ -26,6 +26,7 @@
 #include "sluice/pkt.h"
 
 #include "nf_stub.h"
+#include "nf_test.h"
 #include "pkt_build.h"
 
 int sl_mon_main(int argc, char **argv);
@@ -34,39 +35,6 @@ int sl_mon_main(int argc, char **argv);
 /* init with the given arguments (NULL-terminated); returns its stderr. */
 #define init_with(rc, ...) stub_init_output(rc, "sluice-monitor", __VA_ARGS__)
 #define NS 1000000000ull
-
-static void
-do_tick(void *arg)
-{
-	stub_now_ns = *(uint64_t *)arg;
-	stub_ops->tick(stub_nf(), stub_now_ns);
-}
-
-static char *
-fini_output(void)
-{
-	char *out = stub_fini_output();
-
-	assert_non_null(out);
-	assert_null(sl_nf_priv(stub_nf()));
-	return out;
-}
-
-static char *
-tick_output(uint64_t now)
-{
-	char *out = stub_capture_stderr(do_tick, &now);
-
-	assert_non_null(out);
-	return out;
-}
-
-static void
-assert_has(const char *text, const char *line)
-{
-	if (strstr(text, line) == NULL)
-		fail_msg("missing \"%s\" in:\n%s", line, text);
-}
 
 /* Sends n frames in bursts of up to 64; every one must get SL_NEXT. */
 static void
@@ -369,25 +337,8 @@ test_args(void **state)
 static int
 setup(void **state)
 {
-	char *argv[] = {(char *)(uintptr_t)"sluice-monitor", NULL};
-	int rc;
-
 	(void)state;
-	rc = stub_eal_init();
-	if (rc != 0) {
-		fprintf(stderr, "EAL init failed: %s\n", strerror(-rc));
-		return -1;
-	}
-	assert_int_equal(sl_mon_main(1, argv), 0);
-	return stub_ops == NULL ? -1 : 0;
-}
-
-static int
-teardown(void **state)
-{
-	(void)state;
-	stub_eal_cleanup();
-	return 0;
+	return stub_setup("sluice-monitor", sl_mon_main);
 }
 
 int
@@ -401,5 +352,5 @@ main(void)
 		cmocka_unit_test(test_args),
 	};
 
-	return cmocka_run_group_tests_name("monitor", tests, setup, teardown);
+	return cmocka_run_group_tests_name("monitor", tests, setup, stub_teardown);
 }
