@@ -55,18 +55,37 @@ leave(void)
 	__atomic_sub_fetch(&g_inflight, 1, __ATOMIC_SEQ_CST);
 }
 
-/* The result of the control socket's `stats` (a new reference) or NULL. */
-static json_t *
-stats_get(void)
+/*
+ * Starts a callback's read: the result of the control socket's `stats` in
+ * *st, to be given back with stats_put(). 0, or -EAGAIN while sluiced
+ * stops, or -ENOMEM.
+ */
+static int
+stats_take(json_t **st)
 {
 	static const char req[] =
 		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"stats\"}";
 	int sub = 0;
-	json_t *resp = sl_rpc_handle(g_m, req, sizeof(req) - 1, &sub);
-	json_t *r = json_incref(json_object_get(resp, "result"));
+	json_t *resp;
 
+	if (enter() != 0)
+		return -EAGAIN;
+	resp = sl_rpc_handle(g_m, req, sizeof(req) - 1, &sub);
+	*st = json_incref(json_object_get(resp, "result"));
 	json_decref(resp);
-	return r;
+	if (*st == NULL) {
+		leave();
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Ends what stats_take() started. */
+static void
+stats_put(json_t *st)
+{
+	json_decref(st);
+	leave();
 }
 
 static void
@@ -170,6 +189,33 @@ add_object(struct rte_tel_data *d, json_t *o, int nested)
 		add_member(d, k, v, nested);
 }
 
+/* Entry e of a stats list as a dict named id in d, its members as inside a
+ * list entry; -1 when there is no room (more than RTE_TEL_MAX_DICT_ENTRIES)
+ * or no memory. */
+static int
+add_entry(struct rte_tel_data *d, const char *id, json_t *e)
+{
+	struct rte_tel_data *c = rte_tel_data_alloc();
+
+	if (c == NULL)
+		return -1;
+	rte_tel_data_start_dict(c);
+	add_object(c, e, 1);
+	if (rte_tel_data_add_dict_container(d, id, c, 0) != 0) {
+		rte_tel_data_free(c);
+		return -1;
+	}
+	return 0;
+}
+
+/* The id field of entry e, as text. */
+static void
+id_text(json_t *e, const char *field, char *buf, size_t size)
+{
+	snprintf(buf, size, "%lld",
+		 (long long)json_integer_value(json_object_get(e, field)));
+}
+
 /* /sluice/stats: node totals and the flow table. */
 static int
 tel_stats(const char *cmd, const char *params, struct rte_tel_data *d)
@@ -177,16 +223,13 @@ tel_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 	uint64_t rx = 0, rxb = 0, tx = 0, txb = 0;
 	json_t *st, *p;
 	size_t i;
+	int rc;
 
 	(void)cmd;
 	(void)params;
-	if (enter() != 0)
-		return -EAGAIN;
-	st = stats_get();
-	if (st == NULL) {
-		leave();
-		return -ENOMEM;
-	}
+	rc = stats_take(&st);
+	if (rc != 0)
+		return rc;
 	json_array_foreach(json_object_get(st, "ports"), i, p) {
 		rx += (uint64_t)json_integer_value(json_object_get(p, "rx_pkts"));
 		rxb += (uint64_t)json_integer_value(json_object_get(p, "rx_bytes"));
@@ -210,8 +253,7 @@ tel_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 		json_array_size(json_object_get(st, "services")));
 	if (json_object_get(st, "flows") != NULL)
 		add_member(d, "flows", json_object_get(st, "flows"), 0);
-	json_decref(st);
-	leave();
+	stats_put(st);
 	return 0;
 }
 
@@ -248,35 +290,23 @@ tel_list(const char *cmd, const char *params, struct rte_tel_data *d)
 	const struct tel_list *l = list_of(cmd);
 	json_t *st, *e;
 	size_t i;
+	int rc;
 
 	(void)params;
 	if (l == NULL)
 		return -EINVAL;
-	if (enter() != 0)
-		return -EAGAIN;
-	st = stats_get();
-	if (st == NULL) {
-		leave();
-		return -ENOMEM;
-	}
+	rc = stats_take(&st);
+	if (rc != 0)
+		return rc;
 	rte_tel_data_start_dict(d);
 	json_array_foreach(json_object_get(st, l->key), i, e) {
-		struct rte_tel_data *c = rte_tel_data_alloc();
 		char id[24];
 
-		if (c == NULL)
+		id_text(e, l->id, id, sizeof(id));
+		if (add_entry(d, id, e) != 0)
 			break;
-		snprintf(id, sizeof(id), "%lld",
-			 (long long)json_integer_value(json_object_get(e, l->id)));
-		rte_tel_data_start_dict(c);
-		add_object(c, e, 1);
-		if (rte_tel_data_add_dict_container(d, id, c, 0) != 0) {
-			rte_tel_data_free(c);
-			break; /* more than RTE_TEL_MAX_DICT_ENTRIES */
-		}
 	}
-	json_decref(st);
-	leave();
+	stats_put(st);
 	return 0;
 }
 
@@ -288,6 +318,7 @@ tel_one(const char *cmd, const char *params, struct rte_tel_data *d)
 	json_t *st, *e, *found = NULL;
 	char msg[RTE_TEL_MAX_STRING_LEN];
 	size_t i;
+	int rc;
 
 	if (l == NULL)
 		return -EINVAL;
@@ -298,21 +329,16 @@ tel_one(const char *cmd, const char *params, struct rte_tel_data *d)
 		rte_tel_data_string(d, msg);
 		return 0;
 	}
-	if (enter() != 0)
-		return -EAGAIN;
-	st = stats_get();
-	if (st == NULL) {
-		leave();
-		return -ENOMEM;
-	}
+	rc = stats_take(&st);
+	if (rc != 0)
+		return rc;
 	json_array_foreach(json_object_get(st, l->key), i, e) {
 		char id[24];
 		const char *name = l->named ? json_string_value(json_object_get(
 						      e, l->named))
 					    : NULL;
 
-		snprintf(id, sizeof(id), "%lld",
-			 (long long)json_integer_value(json_object_get(e, l->id)));
+		id_text(e, l->id, id, sizeof(id));
 		if (strcmp(params, id) == 0 ||
 		    (name != NULL && strcmp(params, name) == 0)) {
 			found = e;
@@ -327,8 +353,7 @@ tel_one(const char *cmd, const char *params, struct rte_tel_data *d)
 			 l->what, params, l->list);
 		rte_tel_data_string(d, msg);
 	}
-	json_decref(st);
-	leave();
+	stats_put(st);
 	return 0;
 }
 
@@ -337,20 +362,16 @@ static int
 tel_flows(const char *cmd, const char *params, struct rte_tel_data *d)
 {
 	json_t *st;
+	int rc;
 
 	(void)cmd;
 	(void)params;
-	if (enter() != 0)
-		return -EAGAIN;
-	st = stats_get();
-	if (st == NULL) {
-		leave();
-		return -ENOMEM;
-	}
+	rc = stats_take(&st);
+	if (rc != 0)
+		return rc;
 	rte_tel_data_start_dict(d);
 	add_object(d, json_object_get(st, "flows"), 0);
-	json_decref(st);
-	leave();
+	stats_put(st);
 	return 0;
 }
 
@@ -360,33 +381,22 @@ tel_edges(const char *cmd, const char *params, struct rte_tel_data *d)
 {
 	json_t *st, *e;
 	size_t i;
+	int rc;
 
 	(void)cmd;
 	(void)params;
-	if (enter() != 0)
-		return -EAGAIN;
-	st = stats_get();
-	if (st == NULL) {
-		leave();
-		return -ENOMEM;
-	}
+	rc = stats_take(&st);
+	if (rc != 0)
+		return rc;
 	rte_tel_data_start_dict(d);
 	json_array_foreach(json_object_get(st, "edges"), i, e) {
-		struct rte_tel_data *c = rte_tel_data_alloc();
 		char id[24];
 
-		if (c == NULL)
-			break;
 		snprintf(id, sizeof(id), "%zu", i);
-		rte_tel_data_start_dict(c);
-		add_object(c, e, 1);
-		if (rte_tel_data_add_dict_container(d, id, c, 0) != 0) {
-			rte_tel_data_free(c);
+		if (add_entry(d, id, e) != 0)
 			break;
-		}
 	}
-	json_decref(st);
-	leave();
+	stats_put(st);
 	return 0;
 }
 
