@@ -223,6 +223,37 @@ int sl_parse_number(const char *s, double min, double max, int frac,
 int sl_opt_number(const char *prog, const char *opt, const char *s,
 		  double min, double max, int frac, double *out);
 
+/**
+ * An NF's counters line, printed every --stats-ms, on a "stats" message
+ * and at exit: when it is due, and its common head.
+ */
+struct sl_stats_line {
+	uint64_t start_ns;  /**< sl_stats_line_start() */
+	uint64_t every_ns;  /**< 0: no periodic line */
+	uint64_t next_ns;   /**< the next periodic line */
+	uint64_t last_ns;   /**< the previous line */
+	uint64_t last_pkts; /**< packets at the previous line */
+};
+
+/** Room for what sl_stats_line_head() writes. */
+#define SL_STATS_HEAD_LEN 224
+
+/** Starts at now, with a periodic line every every_ns (0: none). */
+void sl_stats_line_start(struct sl_stats_line *l, uint64_t every_ns,
+			 uint64_t now);
+/** 1 when the periodic line is due at now (the next is due every_ns
+ * later), else 0. */
+int sl_stats_line_due(struct sl_stats_line *l, uint64_t now);
+/**
+ * Writes "TAG-stats: reason=REASON uptime=S packets=N bytes=N pps=R"
+ * (uptime in seconds since start, %.1f; packets per second since the
+ * previous line, %.0f) into buf for the NF to print with its own
+ * counters, and makes now the previous line.
+ */
+void sl_stats_line_head(struct sl_stats_line *l, char *buf, size_t size,
+			const char *tag, const char *reason, uint64_t now,
+			uint64_t pkts, uint64_t bytes);
+
 #ifdef __cplusplus
 }
 #endif

@@ -91,11 +91,9 @@ struct dd_state {
 	uint64_t prefixes_seen, evicted;
 	uint64_t alarms, not_queued, delivered, rejected;
 
-	uint64_t start_ns;
+	struct sl_stats_line stats;
 	uint32_t sweep_cursor;
 	uint64_t last_sweep_ns;
-	uint64_t next_stats_ns;
-	uint64_t last_ns, last_pkts;
 	struct dd_pending pend[DD_PENDING];
 };
 
@@ -300,25 +298,20 @@ dd_sweep(struct dd_state *st, uint64_t now)
 static void
 dd_print(struct dd_state *st, const char *reason, uint64_t now)
 {
-	double up = (double)(now - st->start_ns) / DD_NS;
-	double dt = (double)(now - st->last_ns) / DD_NS;
-	double pps = dt > 0 ? (double)(st->pkts - st->last_pkts) / dt : 0;
+	char head[SL_STATS_HEAD_LEN];
 
+	sl_stats_line_head(&st->stats, head, sizeof(head), "ddos", reason,
+			   now, st->pkts, st->bytes);
 	fprintf(stderr,
-		"ddos-stats: reason=%s uptime=%.1f packets=%" PRIu64
-		" bytes=%" PRIu64 " pps=%.0f non_ip=%" PRIu64
-		" counted=%" PRIu64 " ignored=%" PRIu64 " prefixes=%" PRIu32
-		" prefixes_capacity=%" PRIu32 " untracked=%" PRIu64
-		" prefixes_seen=%" PRIu64 " evicted=%" PRIu64
-		" alarms=%" PRIu64 " delivered=%" PRIu64 " rejected=%" PRIu64
-		" not_queued=%" PRIu64 "\n",
-		reason, up, st->pkts, st->bytes, pps, st->non_ip, st->counted,
-		st->ignored, st->n_prefixes, st->capacity, st->untracked,
-		st->prefixes_seen, st->evicted, st->alarms, st->delivered,
-		st->rejected, st->not_queued);
+		"%s non_ip=%" PRIu64 " counted=%" PRIu64 " ignored=%" PRIu64
+		" prefixes=%" PRIu32 " prefixes_capacity=%" PRIu32
+		" untracked=%" PRIu64 " prefixes_seen=%" PRIu64
+		" evicted=%" PRIu64 " alarms=%" PRIu64 " delivered=%" PRIu64
+		" rejected=%" PRIu64 " not_queued=%" PRIu64 "\n",
+		head, st->non_ip, st->counted, st->ignored, st->n_prefixes,
+		st->capacity, st->untracked, st->prefixes_seen, st->evicted,
+		st->alarms, st->delivered, st->rejected, st->not_queued);
 	fflush(stderr);
-	st->last_ns = now;
-	st->last_pkts = st->pkts;
 }
 
 static void
@@ -327,10 +320,8 @@ dd_tick(struct sl_nf *nf, uint64_t now)
 	struct dd_state *st = sl_nf_priv(nf);
 
 	dd_sweep(st, now);
-	if (st->stats_ns != 0 && now >= st->next_stats_ns) {
+	if (sl_stats_line_due(&st->stats, now))
 		dd_print(st, "interval", now);
-		st->next_stats_ns = now + st->stats_ns;
-	}
 }
 
 /* ---- replies and messages ------------------------------------------ */
@@ -701,8 +692,8 @@ dd_init(struct sl_nf *nf, int argc, char **argv)
 			 st->rearm_ns / DD_MS);
 	else
 		snprintf(rearm, sizeof(rearm), "once (never again)");
-	st->start_ns = st->last_ns = st->last_sweep_ns = sl_now_ns();
-	st->next_stats_ns = st->start_ns + st->stats_ns;
+	st->last_sweep_ns = sl_now_ns();
+	sl_stats_line_start(&st->stats, st->stats_ns, st->last_sweep_ns);
 	sl_nf_set_priv(nf, st);
 	fprintf(stderr,
 		DD_PROG ": %s per /%u (IPv4) and /%u (IPv6) source prefix to "

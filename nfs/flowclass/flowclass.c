@@ -100,12 +100,10 @@ struct fc_state {
 	uint64_t requests, applied, rejected;
 	uint64_t not_queued; /* sl_change_default failed: retried later */
 
-	uint64_t start_ns;
 	uint32_t n_slots;      /* table positions: max key id + 1 */
 	uint32_t sweep_cursor; /* next position the sweep visits */
 	uint64_t last_sweep_ns;
-	uint64_t next_stats_ns;
-	uint64_t last_ns, last_pkts; /* at the previous stats line */
+	struct sl_stats_line stats;
 	struct fc_pending pend[FC_PENDING];
 };
 
@@ -429,27 +427,23 @@ fc_sweep(struct fc_state *st, struct sl_nf *nf, uint64_t now)
 static void
 fc_print(struct fc_state *st, const char *reason, uint64_t now)
 {
-	double up = (double)(now - st->start_ns) / FC_NS;
-	double dt = (double)(now - st->last_ns) / FC_NS;
-	double pps = dt > 0 ? (double)(st->pkts - st->last_pkts) / dt : 0;
+	char head[SL_STATS_HEAD_LEN];
 
+	sl_stats_line_head(&st->stats, head, sizeof(head), "flowclass",
+			   reason, now, st->pkts, st->bytes);
 	fprintf(stderr,
-		"flowclass-stats: reason=%s uptime=%.1f packets=%" PRIu64
-		" bytes=%" PRIu64 " pps=%.0f non_ip=%" PRIu64 " flows=%" PRIu32
+		"%s non_ip=%" PRIu64 " flows=%" PRIu32
 		" flows_capacity=%" PRIu32 " flows_untracked=%" PRIu64
 		" flows_seen=%" PRIu64 " evicted=%" PRIu64
 		" unclassified=%" PRIu32 " ants=%" PRIu32
 		" elephants=%" PRIu32 " changes=%" PRIu64 " requests=%" PRIu64
 		" applied=%" PRIu64 " rejected=%" PRIu64
 		" not_queued=%" PRIu64 "\n",
-		reason, up, st->pkts, st->bytes, pps, st->non_ip, st->n_flows,
-		st->capacity, st->untracked, st->flows_seen, st->evicted,
-		st->n_class[FC_NONE], st->n_class[FC_ANT],
-		st->n_class[FC_ELEPHANT], st->changes, st->requests,
-		st->applied, st->rejected, st->not_queued);
+		head, st->non_ip, st->n_flows, st->capacity, st->untracked,
+		st->flows_seen, st->evicted, st->n_class[FC_NONE],
+		st->n_class[FC_ANT], st->n_class[FC_ELEPHANT], st->changes,
+		st->requests, st->applied, st->rejected, st->not_queued);
 	fflush(stderr);
-	st->last_ns = now;
-	st->last_pkts = st->pkts;
 }
 
 static void
@@ -459,10 +453,8 @@ fc_tick(struct sl_nf *nf, uint64_t now)
 
 	(void)fc_resolve_all(st, nf);
 	fc_sweep(st, nf, now);
-	if (st->stats_ns != 0 && now >= st->next_stats_ns) {
+	if (sl_stats_line_due(&st->stats, now))
 		fc_print(st, "interval", now);
-		st->next_stats_ns = now + st->stats_ns;
-	}
 }
 
 /* ---- replies and messages ------------------------------------------ */
@@ -783,8 +775,8 @@ fc_init(struct sl_nf *nf, int argc, char **argv)
 		fc_state_free(st);
 		return rc;
 	}
-	st->start_ns = st->last_ns = st->last_sweep_ns = sl_now_ns();
-	st->next_stats_ns = st->start_ns + st->stats_ns;
+	st->last_sweep_ns = sl_now_ns();
+	sl_stats_line_start(&st->stats, st->stats_ns, st->last_sweep_ns);
 	sl_nf_set_priv(nf, st);
 	fprintf(stderr,
 		FC_PROG ": window %" PRIu64 " ms; ant: at most %g pps and %" PRIu32

@@ -69,10 +69,7 @@ struct mon_state {
 
 	uint32_t top_n;
 	uint64_t interval_ns;    /* 0: print only at exit */
-	uint64_t start_ns;
-	uint64_t next_ns;        /* next periodic print */
-	uint64_t last_ns;        /* time and packet count at the last print */
-	uint64_t last_pkts;
+	struct sl_stats_line stats;
 	struct mon_top *top;     /* [top_n], scratch for printing */
 };
 
@@ -202,21 +199,18 @@ mon_top_flows(struct mon_state *mon)
 static void
 mon_print(struct mon_state *mon, const char *reason, uint64_t now)
 {
-	double up = (double)(now - mon->start_ns) / MON_NS;
-	double dt = (double)(now - mon->last_ns) / MON_NS;
-	double pps = dt > 0 ? (double)(mon->total.pkts - mon->last_pkts) / dt :
-			      0;
+	char head[SL_STATS_HEAD_LEN];
 	char flow[128];
 	uint32_t i, n;
 
+	sl_stats_line_head(&mon->stats, head, sizeof(head), "mon", reason, now,
+			   mon->total.pkts, mon->total.bytes);
 	fprintf(stderr,
-		"mon-stats: reason=%s uptime=%.1f packets=%" PRIu64
-		" bytes=%" PRIu64 " pps=%.0f ipv4=%" PRIu64 " ipv6=%" PRIu64
-		" flows=%" PRIu32 " flows_capacity=%" PRIu32
-		" flows_untracked=%" PRIu64 " untracked_bytes=%" PRIu64 "\n",
-		reason, up, mon->total.pkts, mon->total.bytes, pps, mon->ipv4,
-		mon->ipv6, mon->n_flows, mon->capacity, mon->untracked.pkts,
-		mon->untracked.bytes);
+		"%s ipv4=%" PRIu64 " ipv6=%" PRIu64 " flows=%" PRIu32
+		" flows_capacity=%" PRIu32 " flows_untracked=%" PRIu64
+		" untracked_bytes=%" PRIu64 "\n",
+		head, mon->ipv4, mon->ipv6, mon->n_flows, mon->capacity,
+		mon->untracked.pkts, mon->untracked.bytes);
 	fprintf(stderr, "mon-proto: packets");
 	for (i = 0; i < MON_CLASS_MAX; i++)
 		fprintf(stderr, " %s=%" PRIu64, mon_class_names[i],
@@ -235,8 +229,6 @@ mon_print(struct mon_state *mon, const char *reason, uint64_t now)
 			i + 1, mon->top[i].c.pkts, mon->top[i].c.bytes, flow);
 	}
 	fflush(stderr);
-	mon->last_ns = now;
-	mon->last_pkts = mon->total.pkts;
 }
 
 static void
@@ -244,10 +236,8 @@ mon_tick(struct sl_nf *nf, uint64_t now_ns)
 {
 	struct mon_state *mon = sl_nf_priv(nf);
 
-	if (mon->interval_ns == 0 || now_ns < mon->next_ns)
-		return;
-	mon_print(mon, "interval", now_ns);
-	mon->next_ns = now_ns + mon->interval_ns;
+	if (sl_stats_line_due(&mon->stats, now_ns))
+		mon_print(mon, "interval", now_ns);
 }
 
 static void
@@ -401,8 +391,7 @@ mon_init(struct sl_nf *nf, int argc, char **argv)
 		mon_state_free(mon);
 		return rc;
 	}
-	mon->start_ns = mon->last_ns = sl_now_ns();
-	mon->next_ns = mon->start_ns + mon->interval_ns;
+	sl_stats_line_start(&mon->stats, mon->interval_ns, sl_now_ns());
 	sl_nf_set_priv(nf, mon);
 	fprintf(stderr,
 		MON_PROG ": tracking up to %" PRIu32 " flows, top %" PRIu32

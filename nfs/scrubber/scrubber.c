@@ -74,7 +74,7 @@ struct sc_state {
 	uint64_t dropped_rate;   /* from a prefix, over --rate */
 	uint64_t requests, applied, rejected, not_queued;
 
-	uint64_t start_ns, next_stats_ns, last_ns, last_pkts;
+	struct sl_stats_line stats;
 };
 
 /* ---- requests ------------------------------------------------------ */
@@ -265,21 +265,18 @@ sc_pkt(struct sl_nf *nf, struct rte_mbuf *m)
 static void
 sc_print(struct sc_state *st, const char *reason, uint64_t now)
 {
-	double up = (double)(now - st->start_ns) / SC_NS;
-	double dt = (double)(now - st->last_ns) / SC_NS;
-	double pps = dt > 0 ? (double)(st->pkts - st->last_pkts) / dt : 0;
+	char head[SL_STATS_HEAD_LEN];
 
+	sl_stats_line_head(&st->stats, head, sizeof(head), "scrubber", reason,
+			   now, st->pkts, st->bytes);
 	fprintf(stderr,
-		"scrubber-stats: reason=%s uptime=%.1f packets=%" PRIu64
-		" bytes=%" PRIu64 " pps=%.0f non_ip=%" PRIu64
-		" passed=%" PRIu64 " passed_rate=%" PRIu64
+		"%s non_ip=%" PRIu64 " passed=%" PRIu64 " passed_rate=%" PRIu64
 		" dropped_prefix=%" PRIu64 " dropped_rate=%" PRIu64
 		" prefixes=%u requests=%" PRIu64 " applied=%" PRIu64
 		" rejected=%" PRIu64 " not_queued=%" PRIu64 "\n",
-		reason, up, st->pkts, st->bytes, pps, st->non_ip, st->passed,
-		st->passed_rate, st->dropped_prefix, st->dropped_rate,
-		st->n_prefixes, st->requests, st->applied, st->rejected,
-		st->not_queued);
+		head, st->non_ip, st->passed, st->passed_rate,
+		st->dropped_prefix, st->dropped_rate, st->n_prefixes,
+		st->requests, st->applied, st->rejected, st->not_queued);
 	for (unsigned i = 0; i < st->n_prefixes; i++)
 		fprintf(stderr,
 			"scrubber-prefix: prefix=%s packets=%" PRIu64
@@ -287,8 +284,6 @@ sc_print(struct sc_state *st, const char *reason, uint64_t now)
 			st->prefixes[i].text, st->prefixes[i].pkts,
 			st->prefixes[i].dropped, st->prefixes[i].passed);
 	fflush(stderr);
-	st->last_ns = now;
-	st->last_pkts = st->pkts;
 }
 
 static void
@@ -297,10 +292,8 @@ sc_tick(struct sl_nf *nf, uint64_t now)
 	struct sc_state *st = sl_nf_priv(nf);
 
 	sc_send_requests(st, nf);
-	if (st->stats_ns != 0 && now >= st->next_stats_ns) {
+	if (sl_stats_line_due(&st->stats, now))
 		sc_print(st, "interval", now);
-		st->next_stats_ns = now + st->stats_ns;
-	}
 }
 
 /*
@@ -515,8 +508,7 @@ sc_init(struct sl_nf *nf, int argc, char **argv)
 			 st->burst);
 	else
 		snprintf(rate, sizeof(rate), "drops them");
-	st->start_ns = st->last_ns = sl_now_ns();
-	st->next_stats_ns = st->start_ns + st->stats_ns;
+	sl_stats_line_start(&st->stats, st->stats_ns, sl_now_ns());
 	sl_nf_set_priv(nf, st);
 	fprintf(stderr, SC_PROG ": scrubs %s (RequestMe%s); %s\n", list, at,
 		rate);

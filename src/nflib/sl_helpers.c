@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * libsluice: helpers for NF code (sluice/nf.h, "helpers for NF code"): an
- * NF-private rte_hash with per-position state, and numeric options. They
- * use only the public NF API, so that the NF unit tests can link this file
- * beside their libsluice stand-in (tests/unit/nf_stub.c).
+ * NF-private rte_hash with per-position state, numeric options and the
+ * counters line. They use only the public NF API, so that the NF unit tests
+ * can link this file beside their libsluice stand-in (tests/unit/nf_stub.c).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -20,6 +20,7 @@
 #include "sluice/nf.h"
 
 #define SL_TABLE_MIN_ENTRIES 16 /* rte_hash wants at least a bucket */
+#define SL_NS 1000000000.0
 
 static uint32_t
 table_hash(const void *key, uint32_t len, uint32_t init)
@@ -56,8 +57,8 @@ sl_nf_table_create(struct sl_nf *nf, const struct sl_nf_table_spec *spec,
 	*h = rte_hash_create(&p);
 	if (*h == NULL) {
 		int err = rte_errno;
-		uint64_t mb = ((uint64_t)p.entries * spec->bytes_per_key >> 20) +
-			      1;
+		uint64_t mb =
+			((uint64_t)p.entries * spec->bytes_per_key >> 20) + 1;
 
 		fprintf(stderr,
 			"%s: cannot create a %s table of %" PRIu32 " %s (about "
@@ -109,4 +110,39 @@ sl_opt_number(const char *prog, const char *opt, const char *s, double min,
 	fprintf(stderr, "%s: %s: '%s' is not a %s from %.0f to %.0f\n", prog,
 		opt, s, frac ? "number" : "whole number", min, max);
 	return EINVAL;
+}
+
+void
+sl_stats_line_start(struct sl_stats_line *l, uint64_t every_ns, uint64_t now)
+{
+	l->start_ns = l->last_ns = now;
+	l->every_ns = every_ns;
+	l->next_ns = now + every_ns;
+	l->last_pkts = 0;
+}
+
+int
+sl_stats_line_due(struct sl_stats_line *l, uint64_t now)
+{
+	if (l->every_ns == 0 || now < l->next_ns)
+		return 0;
+	l->next_ns = now + l->every_ns;
+	return 1;
+}
+
+void
+sl_stats_line_head(struct sl_stats_line *l, char *buf, size_t size,
+		   const char *tag, const char *reason, uint64_t now,
+		   uint64_t pkts, uint64_t bytes)
+{
+	double up = (double)(now - l->start_ns) / SL_NS;
+	double dt = (double)(now - l->last_ns) / SL_NS;
+	double pps = dt > 0 ? (double)(pkts - l->last_pkts) / dt : 0;
+
+	snprintf(buf, size,
+		 "%s-stats: reason=%s uptime=%.1f packets=%" PRIu64
+		 " bytes=%" PRIu64 " pps=%.0f",
+		 tag, reason, up, pkts, bytes, pps);
+	l->last_ns = now;
+	l->last_pkts = pkts;
 }

@@ -352,5 +352,6 @@ main(void)
 		cmocka_unit_test(test_args),
 	};
 
-	return cmocka_run_group_tests_name("monitor", tests, setup, stub_teardown);
+	return cmocka_run_group_tests_name("monitor", tests, setup,
+					   stub_teardown);
 }
