@@ -10,6 +10,7 @@ under a unique --name and stops it (and anything left) at the end.
 Configurations ("modes"):
   shared      sluiced --mode shared, NFs --mode shared (yield, then sleep)
   poll        sluiced --mode poll, NFs busy-poll, pinned round robin on the CPUs
+  pinned      as shared, but the NFs pinned round robin on the CPUs (as in poll)
   shared-mgr, poll-mgr
               the same with sluiced --handoff mgr (NF -> NF via sluiced's
               I/O thread instead of direct enqueue), for the lengths of
@@ -60,6 +61,8 @@ CHAINS = (1, 2, 3, 4, 5)
 TARGETS = {1: 60.0, 2: 12.0, 3: 8.0, 5: 5.0}
 CONFIGS = {
     "shared": ("shared", "direct"),
+    # shared mode, NFs pinned round robin like poll mode's (sluiced floats)
+    "pinned": ("shared", "direct"),
     "poll": ("poll", "direct"),
     "shared-mgr": ("shared", "mgr"),
     "poll-mgr": ("poll", "mgr"),
@@ -85,12 +88,14 @@ def one_run(args: argparse.Namespace, progs: dict[str, Path], length: int, confi
     try:
         with node:
             # NF at chain position i (speedtest is 0) is pinned to CPU i mod n in poll mode.
+            pin = True if config == "pinned" else None
             for i, svc in enumerate(services, start=1):
-                nf = node.start_nf(svc, "forward", svc, args.cpus[i % len(args.cpus)])
+                nf = node.start_nf(svc, "forward", svc, args.cpus[i % len(args.cpus)],
+                                   pin=pin)
                 node.wait_registered(svc, nf)
             st = node.start_nf("speedtest", "speedtest", "speedtest", args.cpus[0],
                                ["--packets", str(args.packets), "--duration",
-                                f"{args.duration:g}", "--report", "1"])
+                                f"{args.duration:g}", "--report", "1"], pin=pin)
             run["nf_cycles_per_pkt"], run["nf_counters"] = measure_nfs(node, st, args, deadline)
             try:
                 st.proc.wait(timeout=max(1.0, deadline - time.monotonic()))
@@ -205,7 +210,8 @@ def plot(points: list[dict[str, Any]], path: Path, title: str) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    styles = {"shared": "o-", "poll": "s-", "shared-mgr": "o--", "poll-mgr": "s--"}
+    styles = {"shared": "o-", "poll": "s-", "pinned": "^-", "shared-mgr": "o--",
+              "poll-mgr": "s--"}
     for config in CONFIGS:
         pts = sorted((p for p in points if p["config"] == config and p["mpps"]),
                      key=lambda p: p["chain"])
@@ -258,8 +264,8 @@ def main() -> int:
         chains = [int(x) for x in args.chains.split(",") if x]
         mgr_chains = {int(x) for x in args.mgr_chains.split(",") if x}
         modes = [m for m in args.modes.split(",") if m]
-        if any(m not in ("shared", "poll") for m in modes):
-            raise BenchError(f"--modes {args.modes}: use shared and/or poll")
+        if any(m not in ("shared", "poll", "pinned") for m in modes):
+            raise BenchError(f"--modes {args.modes}: use shared, pinned and/or poll")
         if any(not 1 <= c <= 16 for c in chains):
             raise BenchError(f"--chains {args.chains}: lengths are 1..16")
     except (BenchError, ValueError) as e:
@@ -267,7 +273,8 @@ def main() -> int:
         return 2
 
     plan = [(c, m) for c in chains for m in modes]
-    plan += [(c, f"{m}-mgr") for c in chains if c in mgr_chains for m in modes]
+    plan += [(c, f"{m}-mgr") for c in chains if c in mgr_chains for m in modes
+             if f"{m}-mgr" in CONFIGS]
     plan.sort(key=lambda p: (p[0], list(CONFIGS).index(p[1])))
     bound = len(plan) * args.runs * (args.duration + 75)
     log(f"{len(plan)} points x {args.runs} run(s), {args.duration:g} s each; "

@@ -294,13 +294,16 @@ class Node:
         return self
 
     def start_nf(self, role: str, prog: str, service: str, core: int | None,
-                 nf_args: Iterable[str] = ()) -> Started:
-        """Starts an NF; in poll mode it is pinned to ``core``."""
+                 nf_args: Iterable[str] = (), pin: bool | None = None) -> Started:
+        """Starts an NF; pinned to ``core`` in poll mode (or if ``pin``)."""
         argv = [*self.taskset(), str(self.progs[prog]), "--", "--node", self.name,
                 "--service", service, "--mode", self.mode]
-        if self.mode == "poll" and core is not None:
+        if pin is None:
+            pin = self.mode == "poll"
+        if pin and core is not None:
             argv += ["--core", str(core)]
-            self.layout[role] = f"busy-polling, pinned to CPU {core}"
+            self.layout[role] = (f"busy-polling, pinned to CPU {core}" if self.mode == "poll"
+                                 else f"shared (yield, then sleep), pinned to CPU {core}")
         else:
             self.layout[role] = f"shared: floating on CPUs {cpu_list(self.cpus)}"
         argv += list(nf_args)
