@@ -12,7 +12,9 @@ import yaml
 from conftest import EXAMPLES, ROOT
 from typer.testing import CliRunner
 
+from sluice.placement import cli
 from sluice.placement.cli import place
+from sluice.placement.division import ORDERS
 from sluice.placement.io import InputError, load_problem, problem_from_dicts
 
 app = typer.Typer()
@@ -130,6 +132,18 @@ def test_cli_division_shows_rejections_and_writes_stdout_json():
     data = json.loads(res.stdout[start:])
     assert data["algorithm"] == "division"
     assert data["details"]["batches"] == 4
+
+
+def test_cli_division_order_option():
+    args = [str(EXAMPLES / "topology.yaml"), str(EXAMPLES / "flows.yaml"), "--out", "-", "-t", "30"]
+    res = runner.invoke(app, [*args, "--order", "input"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout[res.stdout.index("{"):])
+    assert data["details"]["order"] == "input"
+    res = runner.invoke(app, [*args, "--order", "random"])
+    assert res.exit_code == 2
+    assert "unknown order 'random'" in res.output
+    assert set(cli.ORDERS) == set(ORDERS)
 
 
 def test_cli_affinity_reports_protection(tmp_path):

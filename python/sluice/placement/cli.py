@@ -23,6 +23,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 ALGOS = ("division", "milp", "greedy", "affinity")
+ORDERS = ("constrained", "input")  # division.ORDERS, without importing the solver here
 MAX_REJECTED_SHOWN = 15
 
 
@@ -69,6 +70,11 @@ def place(
     batch_size: Annotated[
         int, typer.Option(help="Flows per MILP batch for the division heuristic.")
     ] = 5,
+    order: Annotated[
+        str,
+        typer.Option(help="Division's batch order: constrained (fewest delay-feasible "
+                          "hosts first) or input (the paper's)."),
+    ] = "constrained",
 ) -> None:
     """Place NF instances on nodes and route flows through their service chains."""
     from .io import InputError, load_problem
@@ -94,6 +100,8 @@ def place(
         fail(2, f"--mip-gap must be in [0, 1), got {mip_gap:g}")
     if batch_size < 1:
         fail(2, f"--batch-size must be at least 1, got {batch_size}")
+    if order not in ORDERS:
+        fail(2, f"unknown order {order!r}; choose one of: {', '.join(ORDERS)}")
 
     try:
         problem = load_problem(topology, flows, seed=seed)
@@ -123,13 +131,13 @@ def place(
 
             plan = solve(
                 problem, algo, time_limit=time_limit, seed=seed, solver=solver,
-                mip_gap=mip_gap, batch_size=batch_size, progress=report,
+                mip_gap=mip_gap, batch_size=batch_size, order=order, progress=report,
             )
     else:
         with err.status(f"running {algo}..."):
             plan = solve(
                 problem, algo, time_limit=time_limit, seed=seed, solver=solver,
-                mip_gap=mip_gap, batch_size=batch_size,
+                mip_gap=mip_gap, batch_size=batch_size, order=order,
             )
     wall = time.perf_counter() - t0
 

@@ -21,10 +21,12 @@ def solve(
     solver: str = "cbc",
     mip_gap: float = 0.0,
     batch_size: int = 5,
+    order: str = "constrained",
     progress: ProgressFn | None = None,
 ) -> Plan:
     """Run ``algo`` on ``problem``. ``time_limit``, ``solver``, ``mip_gap``
-    and ``seed`` (the solver's random seed) apply to milp and division;
+    and ``seed`` (the solver's random seed) apply to milp and division,
+    ``batch_size`` and ``order`` to division;
     greedy and affinity are deterministic and fast."""
     if algo not in ALGORITHMS:
         raise ValueError(f"unknown algorithm {algo!r}; choose one of {', '.join(ALGORITHMS)}")
@@ -35,7 +37,7 @@ def solve(
     if algo == "division":
         return division(
             problem, batch_size=batch_size, solver=solver, time_limit=time_limit,
-            mip_gap=mip_gap, seed=seed, progress=progress,
+            mip_gap=mip_gap, seed=seed, order=order, progress=progress,
         )
     if algo == "greedy":
         return greedy(problem)
