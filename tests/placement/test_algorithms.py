@@ -85,6 +85,8 @@ def test_division_reports_progress_and_batches():
     seen = []
     plan = division(p, batch_size=5, time_limit=30, progress=lambda d, t, a: seen.append((d, t, a)))
     assert plan.details["batches"] == 3
+    assert sum(plan.details["batch_status"].values()) == 3
+    assert sum(plan.details["admission_status"].values()) == 3
     assert seen[0] == (0, 12, 0)
     assert seen[-1][0] == 12 and seen[-1][2] == plan.accepted
     assert [d for d, _, _ in seen] == sorted(d for d, _, _ in seen)

@@ -97,6 +97,7 @@ def division(
     batches = [ok[i : i + batch_size] for i in range(0, len(ok), batch_size)]
     core_cost = _demand_aware_costs(problem, analyzer, ok) if lookahead else None
     statuses: dict[str, int] = {}
+    admission: dict[str, int] = {}  # phase 1 (flow count) status per batch
     done = len(rejected)
     total = len(problem.flows)
     if progress:
@@ -119,6 +120,8 @@ def division(
         )
         res = solve_batch(problem, batch, state, analyzer, opts, core_cost=core_cost)
         statuses[res.status] = statuses.get(res.status, 0) + 1
+        adm = res.size.get("admission", res.status)
+        admission[adm] = admission.get(adm, 0) + 1
         for f in batch:  # commit in batch order
             if f.id in res.routes:
                 routes[f.id] = res.routes[f.id]
@@ -147,6 +150,7 @@ def division(
             "batch_size": batch_size,
             "batches": len(batches),
             "batch_status": statuses,
+            "admission_status": admission,
             "priority": priority,
             "order": order,
         },
