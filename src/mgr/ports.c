@@ -5,8 +5,11 @@
  * by the RX thread) and one TX queue (written only by the TX thread).
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <rte_bus.h>
 #include <rte_dev.h>
@@ -23,11 +26,117 @@ static uint8_t sym_rss_key[40] = {
 	0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a,
 };
 
+/*
+ * A net_pcap device that writes a capture (tx_pcap=FILE) is probed again
+ * by every NF (a DPDK secondary process) when it starts, and the driver's
+ * probe opens FILE for writing there too: it truncates the capture sluiced
+ * is writing (what was written before became zeros). So sluiced probes it
+ * through a symlink in a private folder that it removes right after: the
+ * capture is open in sluiced, and an NF's probe of that device fails
+ * (no such folder), which DPDK only logs; NFs never transmit on a pcap
+ * port themselves (it has one TX queue, sluiced's).
+ *
+ * Rewrites device into out (tx_pcap values replaced); *dir gets the
+ * folder to remove after the probe ("" if nothing was rewritten).
+ * Returns 0, or -1 with err set.
+ */
+static int
+pcap_tx_private(const char *pname, const char *device, char *out,
+		size_t outlen, char *dir, size_t dirlen, char *err,
+		size_t errlen)
+{
+	static const char key[] = "tx_pcap=";
+	const char *p = device;
+	size_t o = 0;
+	unsigned int n = 0;
+
+	dir[0] = '\0';
+	if (strncmp(device, "net_pcap", 8) != 0 &&
+	    strncmp(device, "eth_pcap", 8) != 0)
+		goto verbatim;
+	if (strstr(device, key) == NULL)
+		goto verbatim;
+	snprintf(dir, dirlen, "/tmp/sluiced-%d-%s-XXXXXX", (int)getpid(),
+		 pname);
+	if (mkdtemp(dir) == NULL) {
+		snprintf(err, errlen,
+			 "port '%s': cannot create a private folder for its "
+			 "capture (%s): %s; check that /tmp is writable",
+			 pname, dir, strerror(errno));
+		dir[0] = '\0';
+		return -1;
+	}
+	while (*p != '\0') {
+		size_t seg = strcspn(p, ",");
+		char target[PATH_MAX], link[PATH_MAX + 32], cwd[PATH_MAX];
+		int w;
+
+		if (seg > sizeof(key) - 1 &&
+		    strncmp(p, key, sizeof(key) - 1) == 0 &&
+		    (p == device || p[-1] == ',')) {
+			const char *v = p + sizeof(key) - 1;
+			size_t vlen = seg - (sizeof(key) - 1);
+
+			if (*v == '/')
+				w = snprintf(target, sizeof(target), "%.*s",
+					     (int)vlen, v);
+			else
+				w = snprintf(target, sizeof(target), "%s/%.*s",
+					     getcwd(cwd, sizeof(cwd)) ? cwd : ".",
+					     (int)vlen, v);
+			if (w < 0 || (size_t)w >= sizeof(target))
+				goto too_long;
+			snprintf(link, sizeof(link), "%s/%u.pcap", dir, n++);
+			if (symlink(target, link) != 0) {
+				snprintf(err, errlen,
+					 "port '%s': cannot link %s to %s: %s",
+					 pname, link, target, strerror(errno));
+				return -1;
+			}
+			w = snprintf(out + o, outlen - o, "%s%s%s",
+				     o ? "," : "", key, link);
+		} else {
+			w = snprintf(out + o, outlen - o, "%s%.*s",
+				     o ? "," : "", (int)seg, p);
+		}
+		if (w < 0 || (size_t)w >= outlen - o)
+			goto too_long;
+		o += (size_t)w;
+		p += seg;
+		if (*p == ',')
+			p++;
+	}
+	return 0;
+too_long:
+	snprintf(err, errlen, "port '%s': device string '%s' is too long",
+		 pname, device);
+	return -1;
+verbatim:
+	snprintf(out, outlen, "%s", device);
+	return 0;
+}
+
+/* Removes what pcap_tx_private made (the driver holds the file open). */
+static void
+pcap_tx_private_done(const char *dir)
+{
+	char link[PATH_MAX + 32];
+
+	if (dir[0] == '\0')
+		return;
+	for (unsigned int n = 0; n < 64; n++) {
+		snprintf(link, sizeof(link), "%s/%u.pcap", dir, n);
+		if (unlink(link) != 0)
+			break;
+	}
+	rmdir(dir);
+}
+
 static int
 find_or_probe(const char *pname, const char *device, uint16_t *port_id,
 	      char *err, size_t errlen)
 {
-	char devname[128];
+	char devname[128], probe_dev[1024], dir[PATH_MAX];
 	size_t len = strcspn(device, ",");
 	int rc;
 
@@ -42,7 +151,13 @@ find_or_probe(const char *pname, const char *device, uint16_t *port_id,
 	devname[len] = '\0';
 	if (rte_eth_dev_get_port_by_name(devname, port_id) == 0)
 		return 0; /* given in the EAL arguments */
-	rc = rte_dev_probe(device);
+	if (pcap_tx_private(pname, device, probe_dev, sizeof(probe_dev), dir,
+			    sizeof(dir), err, errlen) != 0) {
+		pcap_tx_private_done(dir);
+		return -1;
+	}
+	rc = rte_dev_probe(probe_dev);
+	pcap_tx_private_done(dir);
 	if (rc < 0) {
 		snprintf(err, errlen,
 			 "port '%s': cannot create device '%s': %s; check the "
@@ -99,6 +214,8 @@ port_setup(struct sl_mgr *m, uint16_t pid, const char *pname, char *err,
 					       : 0u));
 	if (m->o.handoff)
 		n_txq = 1; /* mgr hand-off: NFs touch nothing but their rings */
+	if (strstr(m->shm->ports[pid].device, "tx_pcap=") != NULL)
+		n_txq = 1; /* NFs cannot open its capture (pcap_tx_private) */
 	rc = rte_eth_dev_configure(pid, 1, n_txq, &conf);
 	if (rc != 0 && n_txq > 1) {
 		/* Some devices (net_tap) want as many RX as TX queues, and an

@@ -44,6 +44,33 @@ def _edges_of_chain(st: dict, frames: list[bytes], length: int) -> None:
         (a, b, len(frames), nbytes) for a, b in zip(hops, hops[1:], strict=False))
 
 
+def test_an_nf_started_later_leaves_the_output_capture_whole(launch, node, tmp_path):
+    """Every NF (a DPDK secondary) probes the ports again when it starts; a
+    net_pcap port's probe opens its tx_pcap for writing and used to
+    truncate the capture sluiced was writing (its start became zeros).
+    sluiced now opens it through a private path NFs cannot open."""
+    frames = mixed(N, flows=120, seed=7)
+    src = write(tmp_path / "in.pcap", frames)
+    dst = tmp_path / "out.pcap"
+    run = launch(deployment(
+        node,
+        ports=[{"name": "in", "device": f"net_pcap0,rx_pcap={src}"},
+               {"name": "out", "device": f"net_pcap1,tx_pcap={dst}"}],
+        nfs=[{"name": "f1", "program": prog("forward"), "service": "f1"}],
+        chain=["f1", "port:out"]))
+    wait_until(lambda: port(run.client.call("stats"), "out")["tx_pkts"] == N, 30,
+               f"{N} packets out")
+    late = run._spawn("late", [prog("forward"), "--", "--node", node, "--service", "late",
+                               "--mode", "shared"])
+    run.nfs.append(late)
+    wait_until(lambda: any(n["service"] == "late" and n["state"] == "running"
+                           for n in run.client.call("nf.list")), 20, "the late NF to register")
+    pid = run.client.call("status")["pid"]
+    assert not list(Path("/tmp").glob(f"sluiced-{pid}-*")), "its private folder is gone"
+    run.stop()
+    assert read(dst) == frames
+
+
 @pytest.mark.parametrize("length", [1, 3, 6])
 def test_chain_is_byte_exact_and_in_order(launch, node, tmp_path, length):
     """Shared mode on 2 CPUs; 6 NFs + sluiced's threads must not starve."""

@@ -26,15 +26,9 @@ attack packet gets out); the NFs' own counters agree.
 scrubber when it sees the alarm event); ``test_ddos_orchestrated`` leaves
 that to ``sluice up``'s orchestrator and a ``policies:`` entry.
 
-A DPDK secondary process opens its own dumper for a ``net_pcap``
-``tx_pcap`` port when it starts (libpcap's pcap_dump_open truncates the
-file), while sluiced keeps writing at its own offset: an NF started after
-packets went out (the scrubber) would turn the capture so far into zeros.
-So, once the deployment is up and before any packet, the test renames the
-capture: sluiced writes on into the renamed file through its open
-descriptor, and the scrubber's open makes a new, empty file at the old path
-(checked to hold no packet: sluiced alone transmits, as NFs get no port
-queues by default).
+The output capture is read as sluiced wrote it: NFs started later (the
+scrubber) no longer truncate it (sluiced opens a ``tx_pcap`` through a
+private path no NF can open, ``src/mgr/ports.c``).
 
 Linux's own packets on the TAP interface are not IP to 192.168.0.0/24, so
 they follow the chain, ``drop``; only the scenario's flows take graph
@@ -132,9 +126,6 @@ class Rig:
                  run_dir: Path) -> None:
         self.node, self.ifname, self.out, self.client = node, ifname, out, client
         self.run_dir = run_dir
-        # See the module doc: keep later secondaries from truncating it.
-        self.captured = out.with_name("out.sluiced.pcap")
-        out.rename(self.captured)
         subprocess.run(["sysctl", "-q", "-w", f"net.ipv6.conf.{ifname}.disable_ipv6=1"],
                        capture_output=True, check=False)
         subprocess.run(["ip", "link", "set", ifname, "up"], check=True, capture_output=True)
@@ -216,9 +207,7 @@ class Rig:
         logs = {p.name: p.read_text(errors="replace") for p in self.run_dir.glob("*.log")}
         det = "".join(v for k, v in logs.items() if k.startswith("detect"))
         scr = "".join(v for k, v in logs.items() if k.startswith("scrubber"))
-        assert not self.out.exists() or read(self.out) == [], \
-            f"a secondary wrote packets into {self.out}"
-        return read(self.captured), det, scr
+        return read(self.out), det, scr
 
 
 def counters(log: str, prefix: str) -> dict[str, str]:
