@@ -37,6 +37,47 @@
 static const char *const state_names[] = {"free", "running", "stopping",
 					  "dead"};
 
+/*
+ * Is pid a process attached to this node's DPDK memory (it maps a file of
+ * the node's runtime folder, as every secondary maps its config)? An NF
+ * names its pid itself; from another pid namespace (a container without
+ * --pid host) that number is some other host process, which sluiced would
+ * then watch as the NF, and stop at shutdown.
+ */
+static int
+pid_maps_node(int pid, char *err, size_t errlen)
+{
+	const char *dir = rte_eal_get_runtime_dir();
+	const char *base = strrchr(dir, '/');
+	char path[64], line[1024], needle[128];
+	int found = 0;
+	FILE *f;
+
+	/* The folder's own name (dpdk/sluice_NODE): /proc/PID/maps shows
+	 * paths as the process sees them (/run for /var/run; a container's
+	 * own mount of the folder). */
+	snprintf(needle, sizeof(needle), "/dpdk%s/", base != NULL ? base : dir);
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "r");
+	if (f == NULL) {
+		snprintf(err, errlen,
+			 "cannot read %s (%s): not the NF that asked (another "
+			 "pid namespace? run containers with --pid host)",
+			 path, strerror(errno));
+		return -1;
+	}
+	while (!found && fgets(line, sizeof(line), f) != NULL)
+		found = strstr(line, needle) != NULL;
+	fclose(f);
+	if (!found)
+		snprintf(err, errlen,
+			 "pid %d does not map %s: not the NF that asked "
+			 "(another pid namespace? run containers with --pid "
+			 "host)",
+			 pid, dir);
+	return found ? 0 : -1;
+}
+
 const char *
 sl_nf_state_name(uint32_t state)
 {
@@ -509,7 +550,7 @@ static void
 handle_register(struct sl_mgr *m, struct sl_msg *msg)
 {
 	struct sl_shm *shm = m->shm;
-	char err[160] = "";
+	char err[256] = "";
 	struct sl_nf_slot *s;
 	int svc, inst = -1, pidfd;
 
@@ -518,6 +559,11 @@ handle_register(struct sl_mgr *m, struct sl_msg *msg)
 	if (!sl_name_valid(msg->service_name) || msg->pid <= 0) {
 		reply(msg, EINVAL, "bad registration (service '%s', pid %d)",
 		      msg->service_name, msg->pid);
+		return;
+	}
+	if (pid_maps_node(msg->pid, err, sizeof(err)) != 0) {
+		reply(msg, EPERM, "%s", err);
+		sl_log("registration refused: %s", err);
 		return;
 	}
 	if (msg->instance != SL_INSTANCE_NONE) {

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -166,6 +167,33 @@ def test_wrap_runs_forward_in_a_container_byte_exact(nf_image, node, tmp_path):
     _check_exact(st, frames, read(dst), "forward")
     # --rm: the container is gone once the NF exited.
     assert _rt("container", "inspect", name, check=False).returncode != 0
+
+
+def test_an_nf_in_its_own_pid_namespace_is_refused(nf_image, node, tmp_path):
+    """Without --pid host the NF names a pid of its own namespace (1), which
+    on the host is another process: sluiced refuses the registration (it
+    would watch, and at shutdown stop, that process) and says why."""
+    frames = mixed(16, flows=4, seed=1)
+    ports, _dst = _pcap_ports(tmp_path, frames)
+    dep = deployment(node, ports, [{"name": "fwd", "program": "sluice-forward",
+                                    "service": "forward"}], ["forward", "port:out"])
+    with _sluiced(dep, tmp_path) as (client, run):
+        argv = run.nf_argv(run.dep.nfs[0], Path(prog("forward")))
+        cmd = container.wrap(argv, name="fwd", image=nf_image, node=node, workdir=tmp_path)
+        i = cmd.index("--pid")
+        assert cmd[i + 1] == "host"
+        del cmd[i:i + 2]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+        # (From its own pid namespace the NF cannot see sluiced's pid
+        # either, so it gives up waiting instead of reading the answer.)
+        assert p.returncode != 0, p.stderr
+        assert client.call("nf.list") == []
+        log = (run.run_dir / "sluiced.log").read_text()
+        # pid 1 on the host: the VM's init, whose maps only root's ptrace
+        # access may read; either way the registration is refused.
+        assert re.search(r"registration refused: (pid 1 does not map \S+|cannot read "
+                         r"/proc/1/maps \([^)]*\)): not the NF that asked \(another pid "
+                         r"namespace\? run containers with --pid host\)", log), log
 
 
 def test_wrap_refuses_a_missing_image(node):
