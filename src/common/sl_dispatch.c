@@ -212,7 +212,7 @@ sl_flow_key_hash(const struct sl_flow_key *k)
 	 * the 48 of the whole key (its zero padding only permutes the CRC):
 	 * 3 CRC instructions instead of 6 per packet at ingress. */
 	memcpy(&head, k, sizeof(head)); /* family, proto, ports */
-	h = rte_hash_crc_8byte(head, 0x5bd1e995u);
+	h = rte_hash_crc_8byte(head, SL_FLOW_HASH_SEED);
 	if (k->family == 4) {
 		uint32_t a, b;
 

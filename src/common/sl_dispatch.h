@@ -16,6 +16,9 @@
 
 #include <stdint.h>
 
+#include <string.h>
+
+#include <rte_hash_crc.h>
 #include <rte_mbuf.h>
 #include <rte_ring.h>
 
@@ -138,6 +141,50 @@ void sl_flow_key_make(const struct sl_5tuple *t, struct sl_flow_key *k);
 uint32_t sl_flow_key_hash(const struct sl_flow_key *k);
 /* The 5-tuple of a key (in its canonical direction). */
 void sl_flow_key_tuple(const struct sl_flow_key *k, struct sl_5tuple *t);
+
+#define SL_FLOW_HASH_SEED 0x5bd1e995u
+
+/*
+ * sl_flow_key_make() and sl_flow_key_hash() in one, inline, with the IPv4
+ * case computed from registers (ingress runs it for every packet): the
+ * same key and the same signature as the two functions.
+ */
+static inline uint32_t
+sl_flow_key_make_hash(const struct sl_5tuple *t, struct sl_flow_key *k)
+{
+	uint32_t a, b;
+	uint16_t pa, pb;
+	uint64_t head;
+
+	if (unlikely(t->family != 4)) {
+		sl_flow_key_make(t, k);
+		return sl_flow_key_hash(k);
+	}
+	a = t->src.v4;
+	b = t->dst.v4;
+	pa = t->sport;
+	pb = t->dport;
+	if (a > b || (a == b && pa > pb)) { /* canonical: lower end first */
+		uint32_t x = a;
+		uint16_t px = pa;
+
+		a = b;
+		b = x;
+		pa = pb;
+		pb = px;
+	}
+	memset(k, 0, sizeof(*k));
+	k->family = 4;
+	k->proto = t->proto;
+	k->port_lo = pa;
+	k->port_hi = pb;
+	memcpy(k->addr_lo, &a, 4);
+	memcpy(k->addr_hi, &b, 4);
+	memcpy(&head, k, sizeof(head));
+	return rte_hash_crc_4byte(
+		b, rte_hash_crc_4byte(
+			   a, rte_hash_crc_8byte(head, SL_FLOW_HASH_SEED)));
+}
 
 /*
  * Picks the instance of service s for a packet with flow hash h, or

@@ -352,15 +352,15 @@ sl_flow_ingress(struct sl_shm *shm, struct rte_mbuf **pkts, uint16_t n)
 			ft->st.non_ip++;
 			continue;
 		}
-		sl_flow_key_make(&tup[nk], &keys[nk]);
 		/* The port's RSS hash (symmetric key) when it gave one; the
 		 * naive ablation always hashes in software, as every later
 		 * hop will. */
 		if ((meta->flags & SL_META_HASH) &&
 		    ft->lookup == SL_LOOKUP_CACHED) {
+			sl_flow_key_make(&tup[nk], &keys[nk]);
 			sig[nk] = meta->flow_hash;
 		} else {
-			sig[nk] = sl_flow_key_hash(&keys[nk]);
+			sig[nk] = sl_flow_key_make_hash(&tup[nk], &keys[nk]);
 			meta->flow_hash = sig[nk];
 			meta->flags |= SL_META_HASH;
 		}
