@@ -144,14 +144,16 @@ def run(args: argparse.Namespace) -> dict:
             rows.append(record(topo, m, p, "greedy", g, {}))
             d = division(p, time_limit=None, seed=args.seed)
             rows.append(record(topo, m, p, "division", d, {
-                "batches": d.details["batches"], "batch_status": d.details["batch_status"]}))
+                "batches": d.details["batches"], "batch_status": d.details["batch_status"],
+                "admission_status": d.details["admission_status"]}))
             if m in args.optimal_multipliers:
                 # the paper's plain order, to show what the constrained-first
                 # batch order (division's default) adds
                 di = division(p, time_limit=None, seed=args.seed, order="input")
                 rows.append(record(topo, m, p, "division-input", di, {
                     "batches": di.details["batches"],
-                    "batch_status": di.details["batch_status"]}))
+                    "batch_status": di.details["batch_status"],
+                    "admission_status": di.details["admission_status"]}))
             if m in args.optimal_multipliers:
                 # started from the better heuristic plan (the MILP also builds
                 # its own relax-and-lift start and keeps the best)
