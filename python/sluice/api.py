@@ -271,6 +271,10 @@ class Scaled(_Model):
     started_pids: list[int] = Field(description="Processes started (they get their "
                                                 "instance ids when they register).")
     stopping: list[int] = Field(description="Instances asked to stop.")
+    cancelled_pids: list[int] = Field(
+        default_factory=list,
+        description="Replicas started by an earlier scale-out that had not registered "
+                    "yet, stopped by this scale-in.")
 
 
 _HOP_DOC = "a service of the graph, port:NAME or drop"

@@ -277,6 +277,9 @@ def nf_scale(service: str = typer.Argument(..., help="The service to scale."),
                     f"registered)")
     if stopping:
         what.append(f"stopping instance(s) {_ids(stopping)}")
+    cancelled = res.get("cancelled_pids") or []
+    if cancelled:
+        what.append(f"stopped pid(s) {_ids(cancelled)} before they registered")
     typer.echo(f"service {res.get('service', service)}: {res.get('replicas', replicas)} "
                f"replica(s): "
                f"{'; '.join(what) or 'nothing to do'}")

@@ -16,6 +16,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <rte_cycles.h>
+
 #include "sluiced.h"
 
 #define MAX_ARGV 256
@@ -132,6 +134,28 @@ spawn_like(const struct sl_nf_slot *model, char *err, size_t errlen)
 	return pid;
 }
 
+/* Forgets started replicas that registered, died or timed out. */
+static void
+pending_prune(struct sl_mgr *m)
+{
+	const struct sl_shm *shm = m->shm;
+	uint64_t now = rte_rdtsc();
+	uint16_t j = 0;
+
+	for (uint16_t k = 0; k < m->n_scale_pending; k++) {
+		const struct sl_scale_pending *p = &m->scale_pending[k];
+		int gone = now > p->until_tsc ||
+			   (kill(p->pid, 0) != 0 && errno == ESRCH);
+
+		for (uint16_t i = 0; !gone && i < shm->nf_hwm; i++)
+			gone = shm->nfs[i].state != SL_NF_FREE &&
+			       shm->nfs[i].pid == p->pid;
+		if (!gone)
+			m->scale_pending[j++] = *p;
+	}
+	m->n_scale_pending = j;
+}
+
 int
 sl_scale(struct sl_mgr *m, uint16_t service, uint32_t replicas, json_t **out,
 	 char *err, size_t errlen)
@@ -139,8 +163,13 @@ sl_scale(struct sl_mgr *m, uint16_t service, uint32_t replicas, json_t **out,
 	struct sl_shm *shm = m->shm;
 	const struct sl_service *svc = &shm->services[service];
 	json_t *started = json_array(), *stopping = json_array();
+	json_t *cancelled = json_array();
 	const struct sl_nf_slot *model = NULL;
-	uint32_t running = 0;
+	uint32_t running = 0, starting = 0;
+
+	pending_prune(m);
+	for (uint16_t k = 0; k < m->n_scale_pending; k++)
+		starting += m->scale_pending[k].service == service;
 
 	/* Instances that count: running and not already asked to stop. */
 	for (uint16_t i = 0; i < shm->nf_hwm; i++) {
@@ -153,9 +182,10 @@ sl_scale(struct sl_mgr *m, uint16_t service, uint32_t replicas, json_t **out,
 		if (model == NULL || s->started_tsc > model->started_tsc)
 			model = s;
 	}
-	if (replicas > running && model == NULL) {
+	if (replicas > running + starting && model == NULL) {
 		json_decref(started);
 		json_decref(stopping);
+		json_decref(cancelled);
 		snprintf(err, errlen,
 			 "service '%s' has no running instance to copy: start "
 			 "one first (sluice up, or run its program)",
@@ -165,22 +195,57 @@ sl_scale(struct sl_mgr *m, uint16_t service, uint32_t replicas, json_t **out,
 	if (replicas > shm->max_nfs) {
 		json_decref(started);
 		json_decref(stopping);
+		json_decref(cancelled);
 		snprintf(err, errlen,
 			 "%u replicas is more than --max-nfs %u", replicas,
 			 shm->max_nfs);
 		return -ENOSPC;
 	}
-	for (uint32_t k = running; k < replicas; k++) {
-		int pid = spawn_like(model, err, errlen);
+	for (uint32_t k = running + starting; k < replicas; k++) {
+		int pid;
 
+		if (m->n_scale_pending == SL_SCALE_PENDING_MAX) {
+			snprintf(err, errlen,
+				 "%u replicas are still starting: wait until "
+				 "they register (nf.list)",
+				 (unsigned int)m->n_scale_pending);
+			json_decref(started);
+			json_decref(stopping);
+			json_decref(cancelled);
+			return -EBUSY;
+		}
+		pid = spawn_like(model, err, errlen);
 		if (pid < 0) {
 			json_decref(started);
 			json_decref(stopping);
+			json_decref(cancelled);
 			return pid;
 		}
+		m->scale_pending[m->n_scale_pending++] =
+			(struct sl_scale_pending){
+				.pid = pid,
+				.service = service,
+				.until_tsc = rte_rdtsc() + SL_SCALE_REGISTER_S *
+								  rte_get_tsc_hz(),
+			};
 		json_array_append_new(started, json_integer(pid));
 		sl_log("nf.scale %s: started pid %d (copy of instance %u)",
 		       svc->name, pid, model->instance);
+	}
+	/* Scale in: replicas still starting go first (newest first), as
+	 * they hold no traffic yet; then running instances. */
+	for (int k = (int)m->n_scale_pending - 1;
+	     k >= 0 && running + starting > replicas && starting > 0; k--) {
+		struct sl_scale_pending *p = &m->scale_pending[k];
+
+		if (p->service != service)
+			continue;
+		kill(p->pid, SIGTERM);
+		json_array_append_new(cancelled, json_integer(p->pid));
+		sl_log("nf.scale %s: stopped pid %d before it registered",
+		       svc->name, p->pid);
+		*p = m->scale_pending[--m->n_scale_pending];
+		starting--;
 	}
 	/* Scale in: the newest first. */
 	while (running > replicas) {
@@ -201,9 +266,9 @@ sl_scale(struct sl_mgr *m, uint16_t service, uint32_t replicas, json_t **out,
 		json_array_append_new(stopping, json_integer(newest->instance));
 		running--;
 	}
-	*out = json_pack("{s:s, s:i, s:o, s:o}", "service", svc->name,
+	*out = json_pack("{s:s, s:i, s:o, s:o, s:o}", "service", svc->name,
 			 "replicas", (int)replicas, "started_pids", started,
-			 "stopping", stopping);
+			 "stopping", stopping, "cancelled_pids", cancelled);
 	sl_event("nf.scale", json_deep_copy(*out));
 	return 0;
 }

@@ -100,6 +100,9 @@ struct sl_qs_action {
 	struct sl_grace grace;
 };
 
+#define SL_SCALE_PENDING_MAX 256
+#define SL_SCALE_REGISTER_S 30 /* a started replica registers within this */
+
 struct sl_mgr {
 	struct sl_mgr_opts o;
 	struct sl_shm *shm;
@@ -120,6 +123,15 @@ struct sl_mgr {
 	int rx_started; /* ports were enabled once (a complete chain) */
 	int epfd;
 	int listen_fd;
+	/* Replicas nf.scale started that have not registered yet: they count
+	 * as instances of their service until they do, die or time out, so
+	 * that a second nf.scale does not start them again. */
+	struct sl_scale_pending {
+		int pid;
+		uint16_t service;
+		uint64_t until_tsc;
+	} scale_pending[SL_SCALE_PENDING_MAX];
+	uint16_t n_scale_pending;
 	unsigned int io_lcores[SL_MAX_IO_THREADS];
 };
 

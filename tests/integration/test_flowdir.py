@@ -256,6 +256,35 @@ def _udp(i: int, n_flows: int) -> bytes:
                  UDP(sport=5000 + i % n_flows, dport=7) / (b"x" * 18))
 
 
+def test_scale_counts_replicas_still_starting(launch, node, tmp_path):
+    """A second nf.scale before the first one's replicas registered starts
+    nothing more; scaling in below them stops the ones still starting."""
+    src = write(tmp_path / "in.pcap", mixed(200, flows=10, seed=2))
+    run = launch(deployment(node, ports=[{"name": "in", "device": f"net_pcap0,rx_pcap={src}"},
+                                         {"name": "out", "device": "net_null0,no-rx=1"}],
+                            nfs=[_fwd("w", "w")], chain=["w", "port:out"]))
+
+    def running() -> list[dict]:
+        return [n for n in run.client.call("nf.list") if n["service"] == "w"
+                and n["state"] == "running"]
+
+    first = run.client.call("nf.scale", service="w", replicas=3)
+    again = run.client.call("nf.scale", service="w", replicas=3)
+    assert len(first["started_pids"]) == 2, first
+    assert again["started_pids"] == [] and again["cancelled_pids"] == [], again
+    wait_until(lambda: len(running()) == 3, 30, "3 replicas")
+    more = run.client.call("nf.scale", service="w", replicas=5)
+    back = run.client.call("nf.scale", service="w", replicas=3)
+    assert len(more["started_pids"]) == 2, more
+    assert sorted(back["cancelled_pids"]) == sorted(more["started_pids"]), back
+    assert back["stopping"] == [], back
+    for pid in more["started_pids"]:
+        wait_until(lambda pid=pid: not Path(f"/proc/{pid}").exists(), 10, f"pid {pid} to end")
+    time.sleep(1.0)
+    assert len(running()) == 3
+    assert "stopped pid" in run.sluiced.log.read_text()
+
+
 def test_scale_out_keeps_flows_and_scale_in_moves_only_the_leavers(launch, node, tmp_path):
     """nf.scale 1 -> 2: existing flows stay pinned where they were, new
     flows spread to both; 2 -> 1: only the leaving replica's flows move."""
