@@ -145,28 +145,23 @@ void sl_flow_key_tuple(const struct sl_flow_key *k, struct sl_5tuple *t);
 #define SL_FLOW_HASH_SEED 0x5bd1e995u
 
 /*
- * sl_flow_key_make() and sl_flow_key_hash() in one, inline, with the IPv4
- * case computed from registers (ingress runs it for every packet): the
- * same key and the same signature as the two functions.
+ * The canonical key of an IPv4 5-tuple (the one definition; addresses and
+ * ports as integers, lower end first). Its first 8 bytes (family, proto,
+ * port_lo, port_hi, pad0) are built in a register and stored once:
+ * reading them back after byte-sized stores missed store forwarding (a
+ * stall per packet at ingress). Returns them; *lo, *hi: the addresses.
  */
-static inline uint32_t
-sl_flow_key_make_hash(const struct sl_5tuple *t, struct sl_flow_key *k)
+static inline uint64_t
+sl_flow_key_v4(const struct sl_5tuple *t, struct sl_flow_key *k,
+	       uint32_t *lo, uint32_t *hi)
 {
-	uint32_t a, b;
-	uint16_t pa, pb;
+	uint32_t a = t->src.v4, b = t->dst.v4;
+	uint16_t pa = t->sport, pb = t->dport;
 	uint64_t head;
 
 	RTE_BUILD_BUG_ON(offsetof(struct sl_flow_key, port_hi) != 4 ||
 			 offsetof(struct sl_flow_key, addr_lo) != 8);
-	if (unlikely(t->family != 4)) {
-		sl_flow_key_make(t, k);
-		return sl_flow_key_hash(k);
-	}
-	a = t->src.v4;
-	b = t->dst.v4;
-	pa = t->sport;
-	pb = t->dport;
-	if (a > b || (a == b && pa > pb)) { /* canonical: lower end first */
+	if (a > b || (a == b && pa > pb)) {
 		uint32_t x = a;
 		uint16_t px = pa;
 
@@ -175,18 +170,42 @@ sl_flow_key_make_hash(const struct sl_5tuple *t, struct sl_flow_key *k)
 		pa = pb;
 		pb = px;
 	}
-	/* The key's first 8 bytes (family, proto, port_lo, port_hi, pad0)
-	 * built in a register and stored once: reading them back after
-	 * byte-sized stores missed store forwarding (a stall per packet). */
 	head = (uint64_t)4 | (uint64_t)t->proto << 8 | (uint64_t)pa << 16 |
 	       (uint64_t)pb << 32;
 	memset(k, 0, sizeof(*k));
 	memcpy(k, &head, sizeof(head));
 	memcpy(k->addr_lo, &a, 4);
 	memcpy(k->addr_hi, &b, 4);
+	*lo = a;
+	*hi = b;
+	return head;
+}
+
+/* The signature of an IPv4 key from its parts (see sl_flow_key_hash). */
+static inline uint32_t
+sl_flow_key_hash_v4(uint64_t head, uint32_t lo, uint32_t hi)
+{
 	return rte_hash_crc_4byte(
-		b, rte_hash_crc_4byte(
-			   a, rte_hash_crc_8byte(head, SL_FLOW_HASH_SEED)));
+		hi, rte_hash_crc_4byte(
+			    lo, rte_hash_crc_8byte(head, SL_FLOW_HASH_SEED)));
+}
+
+/*
+ * sl_flow_key_make() and sl_flow_key_hash() in one, inline, the IPv4 case
+ * from registers (ingress runs it for every packet).
+ */
+static inline uint32_t
+sl_flow_key_make_hash(const struct sl_5tuple *t, struct sl_flow_key *k)
+{
+	uint32_t lo, hi;
+	uint64_t head;
+
+	if (unlikely(t->family != 4)) {
+		sl_flow_key_make(t, k);
+		return sl_flow_key_hash(k);
+	}
+	head = sl_flow_key_v4(t, k, &lo, &hi);
+	return sl_flow_key_hash_v4(head, lo, hi);
 }
 
 /*
