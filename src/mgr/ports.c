@@ -72,8 +72,7 @@ pcap_tx_private(const char *pname, const char *device, char *out,
 		int w;
 
 		if (seg > sizeof(key) - 1 &&
-		    strncmp(p, key, sizeof(key) - 1) == 0 &&
-		    (p == device || p[-1] == ',')) {
+		    strncmp(p, key, sizeof(key) - 1) == 0) {
 			const char *v = p + sizeof(key) - 1;
 			size_t vlen = seg - (sizeof(key) - 1);
 
