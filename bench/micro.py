@@ -3,7 +3,7 @@
 
 - Flow-table lookup, ns and cycles per packet (SDNFV reports 30 ns): key +
   CRC32-C signature + ``rte_hash_lookup_with_hash_bulk`` in bursts of 32 on
-  a table made like sluiced's, at 1 / 10k / 1M flows visited in a random
+  a table made like sluiced's, at 1 / 10k / 100k / 1M flows visited in a random
   order; and the lookup alone.
 - Shortest-queue instance choice, ns per choice (SDNFV reports 15 ns), over
   2 / 4 / 8 / 16 instances, next to the flow-hash bucket choice.

@@ -194,7 +194,9 @@ class ServiceStats(_Model):
 class FlowTableStats(_Model):
     lookup: str = Field(description="Flow lookup mode: off, cached or naive.")
     live: int = Field(description="Flows in the table now.")
-    capacity: int
+    capacity: int = Field(description="Most flows the table holds (--flow-capacity).")
+    live_v6: int = Field(description="Of the live flows, IPv6 ones.")
+    capacity_v6: int = Field(description="Most IPv6 flows (--flow-capacity-v6).")
     lookups: int
     hits: int
     created: int

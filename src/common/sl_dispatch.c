@@ -255,8 +255,8 @@ flow_of(struct sl_dispatch *d, const struct rte_mbuf *m,
 		if (sl_pkt_5tuple(m, &t) != 0)
 			return NULL;
 		sl_flow_key_make(&t, &k);
-		pos = rte_hash_lookup_with_hash(shm->flow.hash, &k,
-						sl_flow_key_hash(&k));
+		pos = sl_flow_table_lookup(&shm->flow, &k,
+					   sl_flow_key_hash(&k));
 		if (pos < 0)
 			return NULL;
 		e = sl_flow_entry(shm, (uint32_t)pos);

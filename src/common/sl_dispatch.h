@@ -18,6 +18,7 @@
 
 #include <string.h>
 
+#include <rte_hash.h>
 #include <rte_hash_crc.h>
 #include <rte_mbuf.h>
 #include <rte_ring.h>
@@ -145,22 +146,17 @@ void sl_flow_key_tuple(const struct sl_flow_key *k, struct sl_5tuple *t);
 #define SL_FLOW_HASH_SEED 0x5bd1e995u
 
 /*
- * The canonical key of an IPv4 5-tuple (the one definition; addresses and
- * ports as integers, lower end first). Its first 8 bytes (family, proto,
- * port_lo, port_hi, pad0) are built in a register and stored once:
- * reading them back after byte-sized stores missed store forwarding (a
- * stall per packet at ingress). Returns them; *lo, *hi: the addresses.
+ * The canonical parts of an IPv4 5-tuple (the one definition; addresses
+ * and ports as integers, lower end first): returns the key's first 8
+ * bytes (family, proto, port_lo, port_hi, pad0) built in a register;
+ * *lo, *hi: the addresses.
  */
 static inline uint64_t
-sl_flow_key_v4(const struct sl_5tuple *t, struct sl_flow_key *k,
-	       uint32_t *lo, uint32_t *hi)
+sl_flow_key4_parts(const struct sl_5tuple *t, uint32_t *lo, uint32_t *hi)
 {
 	uint32_t a = t->src.v4, b = t->dst.v4;
 	uint16_t pa = t->sport, pb = t->dport;
-	uint64_t head;
 
-	RTE_BUILD_BUG_ON(offsetof(struct sl_flow_key, port_hi) != 4 ||
-			 offsetof(struct sl_flow_key, addr_lo) != 8);
 	if (a > b || (a == b && pa > pb)) {
 		uint32_t x = a;
 		uint16_t px = pa;
@@ -170,15 +166,60 @@ sl_flow_key_v4(const struct sl_5tuple *t, struct sl_flow_key *k,
 		pa = pb;
 		pb = px;
 	}
-	head = (uint64_t)4 | (uint64_t)t->proto << 8 | (uint64_t)pa << 16 |
-	       (uint64_t)pb << 32;
-	memset(k, 0, sizeof(*k));
-	memcpy(k, &head, sizeof(head));
-	memcpy(k->addr_lo, &a, 4);
-	memcpy(k->addr_hi, &b, 4);
 	*lo = a;
 	*hi = b;
+	return (uint64_t)4 | (uint64_t)t->proto << 8 | (uint64_t)pa << 16 |
+	       (uint64_t)pb << 32;
+}
+
+/*
+ * The canonical key of an IPv4 5-tuple. Its first 8 bytes are stored
+ * once from a register: reading them back after byte-sized stores missed
+ * store forwarding (a stall per packet at ingress). Returns them; *lo,
+ * *hi: the addresses.
+ */
+static inline uint64_t
+sl_flow_key_v4(const struct sl_5tuple *t, struct sl_flow_key *k,
+	       uint32_t *lo, uint32_t *hi)
+{
+	uint64_t head = sl_flow_key4_parts(t, lo, hi);
+
+	RTE_BUILD_BUG_ON(offsetof(struct sl_flow_key, port_hi) != 4 ||
+			 offsetof(struct sl_flow_key, addr_lo) != 8);
+	memset(k, 0, sizeof(*k));
+	memcpy(k, &head, sizeof(head));
+	memcpy(k->addr_lo, lo, 4);
+	memcpy(k->addr_hi, hi, 4);
 	return head;
+}
+
+/* The IPv4 table's key of an IPv4 flow key. */
+static inline void
+sl_flow_key4_of(const struct sl_flow_key *k, struct sl_flow_key4 *k4)
+{
+	memcpy(&k4->head, k, sizeof(k4->head));
+	memcpy(&k4->addr_lo, k->addr_lo, 4);
+	memcpy(&k4->addr_hi, k->addr_hi, 4);
+}
+
+/*
+ * Looks a key up in its family's table (IPv4: the compact key). Returns
+ * its entry index, or a negative errno. Any process may call it (the
+ * tables are lock-free for readers).
+ */
+static inline int32_t
+sl_flow_table_lookup(const struct sl_flow_table *ft,
+		     const struct sl_flow_key *k, uint32_t sig)
+{
+	struct sl_flow_key4 k4;
+	int32_t p;
+
+	if (k->family == 4) {
+		sl_flow_key4_of(k, &k4);
+		return rte_hash_lookup_with_hash(ft->hash, &k4, sig);
+	}
+	p = rte_hash_lookup_with_hash(ft->hash6, k, sig);
+	return p < 0 ? p : (int32_t)(ft->base6 + (uint32_t)p);
 }
 
 /* The signature of an IPv4 key from its parts (see sl_flow_key_hash). */

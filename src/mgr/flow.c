@@ -90,16 +90,16 @@ sl_flow_entry_bytes(const struct sl_mgr_opts *o)
 			      RTE_CACHE_LINE_SIZE);
 }
 
-int
-sl_flow_init(struct sl_mgr *m)
+/* One of the two tables (IPv4 or IPv6 keys). NULL after printing why. */
+static struct rte_hash *
+table_create(const struct sl_mgr *m, const char *suffix, uint32_t key_len,
+	     uint32_t entries, const char *option)
 {
-	struct sl_shm *shm = m->shm;
-	struct sl_flow_table *ft = &shm->flow;
 	char name[RTE_HASH_NAMESIZE];
 	struct rte_hash_parameters hp = {
 		.name = name,
-		.entries = m->o.flow_capacity,
-		.key_len = sizeof(struct sl_flow_key),
+		.entries = entries,
+		.key_len = key_len,
 		.socket_id = (int)rte_socket_id(),
 		/* Lock-free readers (NFs in naive mode, the control thread),
 		 * one writer (the RX thread); the extendable table makes the
@@ -107,6 +107,24 @@ sl_flow_init(struct sl_mgr *m)
 		.extra_flag = RTE_HASH_EXTRA_FLAGS_RW_CONCURRENCY_LF |
 			      RTE_HASH_EXTRA_FLAGS_EXT_TABLE,
 	};
+	struct rte_hash *h;
+
+	snprintf(name, sizeof(name), "sl_%.16s_%s", m->o.name, suffix);
+	h = rte_hash_create(&hp);
+	if (h == NULL)
+		fprintf(stderr,
+			"sluiced: cannot create a flow table of %u entries: "
+			"%s; lower %s or reserve more hugepages\n",
+			entries, rte_strerror(rte_errno), option);
+	return h;
+}
+
+int
+sl_flow_init(struct sl_mgr *m)
+{
+	struct sl_shm *shm = m->shm;
+	struct sl_flow_table *ft = &shm->flow;
+	char name[RTE_RING_NAMESIZE];
 	size_t sz;
 
 	ft->lookup = m->o.flow_lookup;
@@ -114,6 +132,7 @@ sl_flow_init(struct sl_mgr *m)
 	ft->n_pins = (uint16_t)m->o.flow_pins;
 	ft->n_ovr = (uint16_t)m->o.flow_ovr;
 	ft->max_flows = m->o.flow_capacity;
+	ft->max_flows6 = RTE_MIN(m->o.flow_capacity6, m->o.flow_capacity);
 	ft->ovr_off = (uint32_t)RTE_ALIGN_CEIL(
 		sizeof(struct sl_flow_entry) + sizeof(uint32_t) * ft->n_pins,
 		8);
@@ -121,17 +140,18 @@ sl_flow_init(struct sl_mgr *m)
 	rx.self_io = 0;
 	if (ft->lookup == SL_LOOKUP_OFF)
 		return 0;
-	snprintf(name, sizeof(name), "sl_%.16s_flows", m->o.name);
-	ft->hash = rte_hash_create(&hp);
-	if (ft->hash == NULL) {
-		fprintf(stderr,
-			"sluiced: cannot create a flow table of %u entries: "
-			"%s; lower --flow-capacity or reserve more "
-			"hugepages\n",
-			m->o.flow_capacity, rte_strerror(rte_errno));
+	ft->hash = table_create(m, "flows", sizeof(struct sl_flow_key4),
+				m->o.flow_capacity, "--flow-capacity");
+	ft->hash6 = ft->hash == NULL
+			    ? NULL
+			    : table_create(m, "flows6",
+					   sizeof(struct sl_flow_key),
+					   ft->max_flows6,
+					   "--flow-capacity-v6");
+	if (ft->hash == NULL || ft->hash6 == NULL)
 		return -1;
-	}
-	ft->capacity = (uint32_t)rte_hash_max_key_id(ft->hash) + 1;
+	ft->base6 = (uint32_t)rte_hash_max_key_id(ft->hash) + 1;
+	ft->capacity = ft->base6 + (uint32_t)rte_hash_max_key_id(ft->hash6) + 1;
 	sz = (size_t)ft->capacity * ft->stride;
 	ft->entries = rte_zmalloc("sl_flow_entries", sz, RTE_CACHE_LINE_SIZE);
 	g_keys = calloc(ft->capacity, sizeof(*g_keys));
@@ -329,16 +349,57 @@ entry_create(struct sl_shm *shm, struct sl_flow_entry *e, uint16_t graph,
 	__atomic_store_n(&e->state, SL_FLOW_LIVE, __ATOMIC_RELEASE);
 }
 
+/* Adds a key to its family's table: its entry index, or a negative errno
+ * (-ENOSPC: that family's share of the table is full). */
+static int32_t
+table_add(struct sl_flow_table *ft, const struct sl_flow_key *k,
+	  const struct sl_flow_key4 *k4, uint32_t sig)
+{
+	int32_t p;
+
+	if (ft->n_live >= ft->max_flows)
+		return -ENOSPC;
+	if (k->family == 4)
+		return rte_hash_add_key_with_hash(ft->hash, k4, sig);
+	if (ft->n_live6 >= ft->max_flows6)
+		return -ENOSPC;
+	p = rte_hash_add_key_with_hash(ft->hash6, k, sig);
+	return p < 0 ? p : (int32_t)(ft->base6 + (uint32_t)p);
+}
+
+/* Bulk lookup of the keys of one family (idx: which of the burst's keys),
+ * writing entry indexes (or < 0) into pos[]. */
+static void
+table_lookup_bulk(const struct sl_flow_table *ft, int v6, const void **kp,
+		  hash_sig_t *sig, const uint16_t *idx, uint16_t n,
+		  int32_t *pos)
+{
+	int32_t r[SL_BURST_MAX];
+
+	if (n == 0)
+		return;
+	rte_hash_lookup_with_hash_bulk(v6 ? ft->hash6 : ft->hash, kp, sig, n,
+				       r);
+	for (uint16_t j = 0; j < n; j++)
+		pos[idx[j]] = r[j] < 0 || !v6 ? r[j]
+					       : (int32_t)(ft->base6 +
+							   (uint32_t)r[j]);
+}
+
 void
 sl_flow_ingress(struct sl_shm *shm, struct rte_mbuf **pkts, uint16_t n)
 {
 	struct sl_flow_table *ft = &shm->flow;
+	/* A packet's key: k4 for IPv4 (what that table stores), keys for
+	 * IPv6; the 48-byte form of an IPv4 key is made only for new flows. */
+	struct sl_flow_key4 k4[SL_BURST_MAX];
 	struct sl_flow_key keys[SL_BURST_MAX];
 	struct sl_5tuple tup[SL_BURST_MAX];
-	const void *kp[SL_BURST_MAX];
-	hash_sig_t sig[SL_BURST_MAX];
+	const void *kp4[SL_BURST_MAX], *kp6[SL_BURST_MAX];
+	hash_sig_t sig[SL_BURST_MAX], sig4[SL_BURST_MAX], sig6[SL_BURST_MAX];
 	int32_t pos[SL_BURST_MAX];
 	uint16_t idx[SL_BURST_MAX]; /* packets with a 5-tuple */
+	uint16_t i4[SL_BURST_MAX], i6[SL_BURST_MAX], n4 = 0, n6 = 0;
 	uint16_t nk = 0, miss[SL_BURST_MAX], nm = 0;
 	int off = shm->dynfield_offset;
 
@@ -346,31 +407,46 @@ sl_flow_ingress(struct sl_shm *shm, struct rte_mbuf **pkts, uint16_t n)
 		return; /* dispatch gives every packet the default graph */
 	for (uint16_t i = 0; i < n; i++) {
 		struct sl_pkt_meta *meta = sl_meta(pkts[i], off);
+		/* The port's RSS hash (symmetric key) when it gave one; the
+		 * naive ablation always hashes in software, as every later
+		 * hop will. */
+		int rss = (meta->flags & SL_META_HASH) &&
+			  ft->lookup == SL_LOOKUP_CACHED;
 
 		meta->flow = SL_FLOW_NONE;
 		if (sl_pkt_5tuple(pkts[i], &tup[nk]) != 0) {
 			ft->st.non_ip++;
 			continue;
 		}
-		/* The port's RSS hash (symmetric key) when it gave one; the
-		 * naive ablation always hashes in software, as every later
-		 * hop will. */
-		if ((meta->flags & SL_META_HASH) &&
-		    ft->lookup == SL_LOOKUP_CACHED) {
-			sl_flow_key_make(&tup[nk], &keys[nk]);
-			sig[nk] = meta->flow_hash;
+		if (likely(tup[nk].family == 4)) {
+			uint32_t lo, hi;
+			uint64_t head = sl_flow_key4_parts(&tup[nk], &lo, &hi);
+
+			k4[nk].head = head;
+			k4[nk].addr_lo = lo;
+			k4[nk].addr_hi = hi;
+			sig[nk] = rss ? meta->flow_hash
+				      : sl_flow_key_hash_v4(head, lo, hi);
+			kp4[n4] = &k4[nk];
+			sig4[n4] = sig[nk];
+			i4[n4++] = nk;
 		} else {
-			sig[nk] = sl_flow_key_make_hash(&tup[nk], &keys[nk]);
-			meta->flow_hash = sig[nk];
-			meta->flags |= SL_META_HASH;
+			sl_flow_key_make(&tup[nk], &keys[nk]);
+			sig[nk] = rss ? meta->flow_hash
+				      : sl_flow_key_hash(&keys[nk]);
+			kp6[n6] = &keys[nk];
+			sig6[n6] = sig[nk];
+			i6[n6++] = nk;
 		}
-		kp[nk] = &keys[nk];
+		meta->flow_hash = sig[nk];
+		meta->flags |= SL_META_HASH;
 		idx[nk++] = i;
 	}
 	if (nk == 0)
 		return;
 	ft->st.lookups += nk;
-	rte_hash_lookup_with_hash_bulk(ft->hash, kp, sig, nk, pos);
+	table_lookup_bulk(ft, 0, kp4, sig4, i4, n4, pos);
+	table_lookup_bulk(ft, 1, kp6, sig6, i6, n6, pos);
 
 	for (uint16_t k = 0; k < nk; k++) {
 		struct rte_mbuf *m = pkts[idx[k]];
@@ -406,19 +482,18 @@ sl_flow_ingress(struct sl_shm *shm, struct rte_mbuf **pkts, uint16_t n)
 			struct sl_pkt_meta *meta = sl_meta(m, off);
 			int32_t p;
 
+			if (tup[k].family == 4)
+				sl_flow_key_make(&tup[k], &keys[k]);
 			/* An earlier packet of this burst may have created
 			 * it. */
-			p = rte_hash_lookup_with_hash(ft->hash, &keys[k], sig[k]);
+			p = sl_flow_table_lookup(ft, &keys[k], sig[k]);
 			if (p >= 0) {
 				meta->flow = (uint32_t)p;
 				pos[k] = p;
 				ft->st.hits++;
 				continue;
 			}
-			p = ft->n_live < ft->max_flows
-				    ? rte_hash_add_key_with_hash(
-					      ft->hash, &keys[k], sig[k])
-				    : -ENOSPC;
+			p = table_add(ft, &keys[k], &k4[k], sig[k]);
 			if (p < 0) {
 				/* Full: the packet goes on by its rule's
 				 * graph, without an entry. */
@@ -437,6 +512,8 @@ sl_flow_ingress(struct sl_shm *shm, struct rte_mbuf **pkts, uint16_t n)
 				     graph[j], &tup[k], meta->in_port,
 				     rte_pktmbuf_pkt_len(m));
 			ft->n_live++;
+			if ((uint32_t)p >= ft->base6)
+				ft->n_live6++;
 			ft->st.created++;
 			meta->flow = (uint32_t)p;
 			pos[k] = p;
@@ -495,9 +572,19 @@ flow_retire(struct sl_shm *shm, uint32_t p)
 
 	if (rx.n_closed == LIMBO_BATCHES)
 		return -EAGAIN;
-	if (rte_hash_del_key_with_hash(ft->hash, &g_keys[p], g_side[p].sig) <
-	    0)
-		return -ENOENT;
+	if (p < ft->base6) {
+		struct sl_flow_key4 k4;
+
+		sl_flow_key4_of(&g_keys[p], &k4);
+		if (rte_hash_del_key_with_hash(ft->hash, &k4, g_side[p].sig) <
+		    0)
+			return -ENOENT;
+	} else {
+		if (rte_hash_del_key_with_hash(ft->hash6, &g_keys[p],
+					       g_side[p].sig) < 0)
+			return -ENOENT;
+		ft->n_live6--;
+	}
 	__atomic_store_n(&e->state, SL_FLOW_FREE, __ATOMIC_RELEASE);
 	ft->n_live--;
 	if (b->n == 0)
@@ -529,9 +616,16 @@ sl_flow_maintain(struct sl_shm *shm, uint64_t now)
 
 		if (!sl_grace_passed(&b->grace, shm, rx.self_io, 0))
 			break;
-		for (uint32_t i = 0; i < b->n; i++)
-			rte_hash_free_key_with_position(ft->hash,
-							(int32_t)b->pos[i]);
+		for (uint32_t i = 0; i < b->n; i++) {
+			uint32_t p6 = b->pos[i] - ft->base6;
+
+			if (b->pos[i] < ft->base6)
+				rte_hash_free_key_with_position(
+					ft->hash, (int32_t)b->pos[i]);
+			else
+				rte_hash_free_key_with_position(ft->hash6,
+								(int32_t)p6);
+		}
 		b->n = 0;
 		rx.head = (rx.head + 1) % LIMBO_BATCHES;
 		rx.n_closed--;
@@ -934,26 +1028,35 @@ sl_flows_list(struct sl_mgr *m, const struct sl_flow_filter *f,
 int
 sl_flow_find(const struct sl_mgr *m, const struct sl_5tuple *t, uint32_t *pos)
 {
+	const struct sl_flow_table *ft = &m->shm->flow;
 	struct sl_flow_key k;
+	struct sl_flow_key4 k4;
 	int32_t p;
 
-	if (m->shm->flow.hash == NULL)
+	if (ft->hash == NULL)
 		return -ENOENT;
 	sl_flow_key_make(t, &k);
-	p = rte_hash_lookup_with_hash(m->shm->flow.hash, &k,
-				      sl_flow_key_hash(&k));
+	p = sl_flow_table_lookup(ft, &k, sl_flow_key_hash(&k));
 	if (p < 0) {
 		/* The RX thread may have used the port's RSS hash. */
-		const void *key;
+		struct rte_hash *h = k.family == 4 ? ft->hash : ft->hash6;
+		const void *want = &k, *key;
+		size_t len = sizeof(k);
 		void *data;
 		uint32_t it = 0;
 
-		while ((p = rte_hash_iterate(m->shm->flow.hash, &key, &data,
-					     &it)) >= 0)
-			if (memcmp(key, &k, sizeof(k)) == 0)
+		if (k.family == 4) {
+			sl_flow_key4_of(&k, &k4);
+			want = &k4;
+			len = sizeof(k4);
+		}
+		while ((p = rte_hash_iterate(h, &key, &data, &it)) >= 0)
+			if (memcmp(key, want, len) == 0)
 				break;
 		if (p < 0)
 			return -ENOENT;
+		if (k.family != 4)
+			p = (int32_t)(ft->base6 + (uint32_t)p);
 	}
 	*pos = (uint32_t)p;
 	return 0;

@@ -98,6 +98,8 @@ usage(void)
 		"packet takes the default graph), once at ingress cached in "
 		"the packet, or again at every hop (cached)\n"
 		"  --flow-capacity N      flow-table entries (262144)\n"
+		"  --flow-capacity-v6 N   of which IPv6 flows (their own table; "
+		"a quarter of --flow-capacity)\n"
 		"  --flow-timeout MS      idle flows age out after MS (30000)\n"
 		"  --flow-pins N          pinned instances per flow (4)\n"
 		"  --flow-overrides N     cross-layer overrides per flow (2)\n"
@@ -133,7 +135,7 @@ parse_opts(struct sl_mgr_opts *o, int argc, char **argv)
 		O_NAME = 256, O_PORT, O_CHAIN, O_MODE, O_HANDOFF, O_SOCKET,
 		O_MAXNFS, O_MAXSVC, O_RING, O_MBUFS, O_CACHE, O_BURST, O_BP,
 		O_IDLE, O_TXRETRY, O_RXD, O_TXD, O_NFMEM, O_NFTXQ, O_NFCACHE, O_FLOOKUP,
-		O_FCAP, O_FTIMEOUT, O_FPINS, O_FOVR, O_MAXGRAPHS, O_MAXRULES,
+		O_FCAP, O_FCAP6, O_FTIMEOUT, O_FPINS, O_FOVR, O_MAXGRAPHS, O_MAXRULES,
 		O_MAXWILD, O_HELP
 	};
 	static const struct option lo[] = {
@@ -159,6 +161,7 @@ parse_opts(struct sl_mgr_opts *o, int argc, char **argv)
 		{"nf-mbuf-cache", required_argument, NULL, O_NFCACHE},
 		{"flow-lookup", required_argument, NULL, O_FLOOKUP},
 		{"flow-capacity", required_argument, NULL, O_FCAP},
+		{"flow-capacity-v6", required_argument, NULL, O_FCAP6},
 		{"flow-timeout", required_argument, NULL, O_FTIMEOUT},
 		{"flow-pins", required_argument, NULL, O_FPINS},
 		{"flow-overrides", required_argument, NULL, O_FOVR},
@@ -389,6 +392,11 @@ parse_opts(struct sl_mgr_opts *o, int argc, char **argv)
 				      &o->flow_capacity))
 				return -1;
 			break;
+		case O_FCAP6:
+			if (parse_u32("--flow-capacity-v6", optarg, 64,
+				      1u << 26, &o->flow_capacity6))
+				return -1;
+			break;
 		case O_FTIMEOUT:
 			if (parse_u32("--flow-timeout", optarg, 1,
 				      24u * 3600 * 1000, &o->flow_timeout_ms))
@@ -438,6 +446,11 @@ parse_opts(struct sl_mgr_opts *o, int argc, char **argv)
 	if (o->socket_path[0] == '\0')
 		snprintf(o->socket_path, sizeof(o->socket_path),
 			 "/var/run/sluice/%s.sock", o->name);
+	/* IPv6 flows: their own table, a share of the whole. */
+	if (o->flow_capacity6 == 0)
+		o->flow_capacity6 = RTE_MAX(64u, o->flow_capacity / 4);
+	if (o->flow_capacity6 > o->flow_capacity)
+		o->flow_capacity6 = o->flow_capacity;
 	return 0;
 }
 
@@ -496,7 +509,8 @@ memory_need(const struct sl_mgr_opts *o)
 	       (64ull << 20) + ((unsigned long long)o->nf_mem_mb << 20) +
 	       (o->flow_lookup == SL_LOOKUP_OFF
 			? 0
-			: (unsigned long long)o->flow_capacity *
+			: ((unsigned long long)o->flow_capacity +
+			   o->flow_capacity6) *
 				  (sl_flow_entry_bytes(o) + 200));
 }
 

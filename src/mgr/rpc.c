@@ -353,9 +353,12 @@ rpc_stats(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 	static const char *const lookup_names[] = {"off", "cached", "naive"};
 	const struct sl_flow_table *ft = &shm->flow;
 	json_t *flows = json_pack(
-		"{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+		"{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
+		"s:I, s:I}",
 		"lookup", lookup_names[ft->lookup % 3], "live",
 		(json_int_t)ft->n_live, "capacity", (json_int_t)ft->max_flows,
+		"live_v6", (json_int_t)ft->n_live6, "capacity_v6",
+		(json_int_t)ft->max_flows6,
 		"lookups", (json_int_t)ft->st.lookups, "hits",
 		(json_int_t)ft->st.hits, "created", (json_int_t)ft->st.created,
 		"aged", (json_int_t)ft->st.aged, "deleted",

@@ -50,6 +50,7 @@ struct sl_mgr_opts {
 	uint16_t txd;
 	uint32_t flow_lookup; /* enum sl_flow_lookup */
 	uint32_t flow_capacity;
+	uint32_t flow_capacity6; /* 0: a quarter of flow_capacity */
 	uint32_t flow_timeout_ms;
 	uint32_t flow_pins;
 	uint32_t flow_ovr;

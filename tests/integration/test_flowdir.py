@@ -224,6 +224,42 @@ def test_full_table_counts_and_still_delivers(launch, node, tmp_path):
     assert st["drops_total"] == 0
 
 
+def test_ipv6_flows_have_their_own_share(launch, node, tmp_path):
+    """IPv4 and IPv6 flows live in two tables: --flow-capacity-v6 bounds the
+    IPv6 ones (the first 64 to arrive get entries, later ones are counted as
+    table_full and still delivered) while IPv4 flows keep getting entries."""
+    frames = mixed(2000, flows=350, seed=5)
+    src = write(tmp_path / "in.pcap", frames)
+    dst = tmp_path / "out.pcap"
+    run = launch(deployment(node, ports=_ports(src, dst), nfs=[_fwd("a", "a")],
+                            chain=["a", "port:out"],
+                            sluiced_args=["--flow-capacity", "512",
+                                          "--flow-capacity-v6", "64"]))
+    st = _done(run, 2000, ["out"])
+    v6_first: list[tuple] = []
+    untracked = 0
+    for f in frames:
+        k = flow_of(f)
+        if k[0] != "IPv6":
+            continue
+        if k not in v6_first and len(v6_first) < 64:
+            v6_first.append(k)
+        untracked += k not in v6_first
+    v4 = {flow_of(f) for f in frames if flow_of(f)[0] == "IP"}
+    assert untracked > 0 and len(v4) > 64  # the premise: both families, v6 over its share
+    fl = st["flows"]
+    assert (fl["capacity"], fl["capacity_v6"]) == (512, 64)
+    assert fl["live_v6"] == 64 and fl["live"] == 64 + len(v4) == fl["created"]
+    assert fl["table_full"] == untracked
+    # The control plane lists and finds flows in either table.
+    every = run.client.call("flow.list", **{"limit": 1000})["flows"]
+    assert len(every) == fl["live"] and sum(f["family"] == 6 for f in every) == 64
+    for f in (next(f for f in every if f["family"] == 6), every[0]):
+        assert run.client.call("flow.get", **{"key": f["key"]})["id"] == f["id"]
+    run.stop()
+    assert sorted(read(dst)) == sorted(frames)
+
+
 def test_a_million_flows(launch, node, tmp_path):
     n = 1_000_000
     src = tmp_path / "in.pcap"
