@@ -517,9 +517,12 @@ ask_sluiced(struct sl_nf *nf, struct sl_msg *m, unsigned int timeout_ms,
 		return -1;
 	}
 	while (!__atomic_load_n(&m->done, __ATOMIC_ACQUIRE)) {
+		/* Asked to stop while registering (a replica cancelled by
+		 * nf.scale): give up; if sluiced did register us, it sees us
+		 * exit like any dead NF. */
 		if (rte_rdtsc() > deadline ||
 		    __atomic_load_n(&nf->shm->shutdown, __ATOMIC_ACQUIRE) ||
-		    mgr_gone(nf))
+		    mgr_gone(nf) || (!keep_running && g_stop))
 			return -1;
 		if (keep_running && nf->slot != NULL) {
 			/* Deregistering: keep serving what is queued. */
@@ -566,6 +569,12 @@ do_register(struct sl_nf *nf, const struct nf_args *a)
 	snprintf(m->service_name, sizeof(m->service_name), "%s", a->service);
 	snprintf(m->prog, sizeof(m->prog), "%s", nf->ops->name);
 	if (ask_sluiced(nf, m, REGISTER_TIMEOUT_MS, 0) != 0) {
+		if (g_stop) {
+			fprintf(stderr,
+				"%s: stopped by a signal while registering\n",
+				nf->prog);
+			return -1;
+		}
 		fprintf(stderr,
 			"%s: sluiced '%s' did not answer the registration "
 			"within %d ms; is it running and not overloaded?\n",
