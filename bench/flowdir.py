@@ -93,7 +93,7 @@ SIZES = (64, 256, 1024)
 FLOWS = (1, 10_000, 1_000_000)
 OVS_FLOWS = (1_000, 100_000)
 OVS_TARGET = 5.0
-DEFAULT_CAPACITY = 1 << 20  # --flow-capacity given to sluiced up to 512k flows (recorded)
+DEFAULT_CAPACITY = 1 << 18  # sluiced's own default --flow-capacity (recorded per run)
 MBUF_BYTES = 2432  # what sluiced counts per mbuf (data room + header + 128)
 DOCS_PLOT = ROOT / "docs" / "perf" / "flowdir.png"
 
@@ -113,7 +113,8 @@ def mbufs_for(packets: int) -> int:
 
 
 def capacity_for(flows: int) -> int:
-    """--flow-capacity: 1M entries, or twice the flows (a power of two), whichever is more."""
+    """--flow-capacity: sluiced's default (262,144), or twice the flows (a power of two),
+    whichever is more: the table a user would size for this many flows."""
     cap = DEFAULT_CAPACITY
     while cap < 2 * flows:
         cap *= 2
