@@ -10,7 +10,9 @@ For each capture and run, in the same run and one after the other:
   testpmd     dpdk-testpmd io forwarding on one forwarding core, same vdevs:
               the ceiling. Rate: port 0 Rx-pps from its per-second stats.
   sluice      sluiced with the two ports and chain forward,port:out, one
-              forward NF in a separate process; shared mode and poll mode.
+              forward NF in a separate process; shared mode and poll mode,
+              each with the flow table on (sluiced's default, a lookup per
+              packet at ingress) and off (+off: --flow-lookup off).
               Rate: the out port's tx_pkts from sluiced `stats`, sampled
               every second after a warm-up.
 Reported: Mpps median/min/max per configuration and the ratio
@@ -161,6 +163,10 @@ def run_sluice(args: argparse.Namespace, progs: dict[str, Path], pcap: Path, mod
     procs = Processes(logroot / name)
     extra = ["--port", f"in={pcap_device(pcap)}", "--port", f"out={SINK_DEVICE}",
              "--chain", "forward,port:out", "--mbufs", str(MBUFS)]
+    # "MODE+LOOKUP": sluiced --flow-lookup LOOKUP (e.g. shared+off: no flow table)
+    mode, _, lookup = mode.partition("+")
+    if lookup:
+        extra += ["--flow-lookup", lookup]
     node = Node(name, procs, progs, args.cpus, mode, args.handoff, extra)
     run: dict[str, Any] = {"name": name, "mode": mode, "error": None}
     deadline = time.monotonic() + args.warmup + args.duration + 60
@@ -299,7 +305,9 @@ def main() -> int:
                     help="flow counts, one capture each (1,100000)")
     ap.add_argument("--min-packets", type=int, default=4096,
                     help="packets per capture: max(flows, this) (4096)")
-    ap.add_argument("--modes", default="shared,poll", help="sluiced/NF modes (shared,poll)")
+    ap.add_argument("--modes", default="shared,poll,shared+off,poll+off",
+                    help="sluiced/NF modes, each optionally +off (sluiced --flow-lookup off: "
+                         "no flow table) (shared,poll,shared+off,poll+off)")
     ap.add_argument("--handoff", choices=("direct", "mgr"),
                     help="sluiced --handoff (default: sluiced's own default)")
     ap.add_argument("--cpus", default="0,1", help="CPUs for everything (0,1)")
@@ -317,8 +325,11 @@ def main() -> int:
         progs = binaries(args.build)
         flows = [int(x) for x in args.flows.split(",") if x]
         modes = [m for m in args.modes.split(",") if m]
-        if any(m not in ("shared", "poll") for m in modes) or not modes:
-            raise BenchError(f"--modes {args.modes}: use shared and/or poll")
+        if not modes or any(m.partition("+")[0] not in ("shared", "poll") or
+                            m.partition("+")[2] not in ("", "off", "cached", "naive")
+                            for m in modes):
+            raise BenchError(f"--modes {args.modes}: use shared and/or poll, each optionally "
+                             f"with +off (+cached, +naive)")
         if not Path(TESTPMD).exists():
             raise BenchError(f"{TESTPMD} not found: apt-get install dpdk-dev")
         if any(max(f, args.min_packets) > MBUFS - 65536 for f in flows):
@@ -331,7 +342,7 @@ def main() -> int:
         print(f"port.py: {e}", file=sys.stderr)
         return 2
 
-    per_run = 3 * (args.warmup + args.duration + 75)
+    per_run = (1 + len(modes)) * (args.warmup + args.duration + 75)
     log(f"{len(flows)} capture(s) x {args.runs} run(s) x (testpmd + {len(modes)} sluice "
         f"mode(s)); at most {len(flows) * args.runs * per_run / 60:.0f} min")
     report: dict[str, Any] = {
