@@ -447,10 +447,17 @@ parse_opts(struct sl_mgr_opts *o, int argc, char **argv)
 		snprintf(o->socket_path, sizeof(o->socket_path),
 			 "/var/run/sluice/%s.sock", o->name);
 	/* IPv6 flows: their own table, a share of the whole. */
+	if (o->flow_capacity6 > o->flow_capacity) {
+		fprintf(stderr,
+			"sluiced: --flow-capacity-v6 %u is more than "
+			"--flow-capacity %u: IPv6 flows are a share of all "
+			"flows; lower it or raise --flow-capacity\n",
+			o->flow_capacity6, o->flow_capacity);
+		return -1;
+	}
 	if (o->flow_capacity6 == 0)
-		o->flow_capacity6 = RTE_MAX(64u, o->flow_capacity / 4);
-	if (o->flow_capacity6 > o->flow_capacity)
-		o->flow_capacity6 = o->flow_capacity;
+		o->flow_capacity6 = RTE_MIN(o->flow_capacity,
+					    RTE_MAX(64u, o->flow_capacity / 4));
 	return 0;
 }
 

@@ -107,6 +107,9 @@ def test_bad_options_are_explained(node):
         ("--chain", "a,,b"): "has an empty hop",
         ("--burst", "1000"): "sluiced: --burst '1000' is not a number in 1..64",
         ("--bogus",): "sluiced: unknown option '--bogus'",
+        ("--flow-capacity", "64", "--flow-capacity-v6", "128"):
+            "sluiced: --flow-capacity-v6 128 is more than --flow-capacity 64: IPv6 flows "
+            "are a share of all flows; lower it or raise --flow-capacity",
     }
     for args, msg in cases.items():
         r = _sluiced(*args, name=node)
