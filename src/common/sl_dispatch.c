@@ -453,7 +453,11 @@ to_instance(struct sl_dispatch *d, uint16_t svc, uint16_t inst,
 		m->service = svc;
 		m->owner = (uint16_t)(inst + 1);
 	}
-	k = rte_ring_enqueue_burst(slot->rx, (void **)pkts, n, NULL);
+	/* Another producer mid-enqueue (or dead in one): wait here, as for
+	 * a full ring, never inside rte_ring on its progress. */
+	k = unlikely(sl_ring_prod_busy(slot->rx))
+		    ? 0
+		    : rte_ring_enqueue_burst(slot->rx, (void **)pkts, n, NULL);
 	if (k > 0) {
 		count_fwd(d, svc, pkts, (uint16_t)k);
 		wake_if_sleeping(d, slot);
@@ -602,4 +606,21 @@ sl_dispatch_drop_pending(struct sl_dispatch *d, enum sl_drop_reason r)
 	sl_drop_pkts(d->shm, d->drops, r, d->pending, d->n_pending);
 	sl_pool_op_end(d->pool_op);
 	d->n_pending = 0;
+}
+
+uint32_t
+sl_ring_unstick(struct rte_ring *r, const struct sl_ring_prod *then)
+{
+	struct sl_ring_prod now;
+	uint32_t head = then->head;
+
+	sl_ring_prod_get(r, &now);
+	if (then->head == then->tail || now.head != then->head ||
+	    now.tail != then->tail)
+		return 0;
+	if (!__atomic_compare_exchange_n((uint32_t *)(uintptr_t)&r->prod.head,
+					 &head, then->tail, 0,
+					 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+		return 0;
+	return then->head - then->tail;
 }

@@ -127,6 +127,47 @@ sl_pool_op_end(uint32_t *flag)
 }
 
 /*
+ * A multi-producer ring's producer side as it stands (see sl_ring_unstick).
+ */
+struct sl_ring_prod {
+	uint32_t head;
+	uint32_t tail;
+};
+
+/*
+ * Is another producer inside an enqueue on r (or did one die inside one)?
+ * Producers of the rings NFs share (NF rx rings, sluiced's message ring)
+ * check this first and back off, where rte_ring would wait for the other
+ * producer's progress and spin for ever if that producer was killed: so a
+ * killed NF can hang neither sluiced nor another NF. What is left is the
+ * few nanoseconds between this check and rte_ring's own reservation.
+ */
+static inline int
+sl_ring_prod_busy(const struct rte_ring *r)
+{
+	return __atomic_load_n(&r->prod.head, __ATOMIC_RELAXED) !=
+	       __atomic_load_n(&r->prod.tail, __ATOMIC_ACQUIRE);
+}
+
+static inline void
+sl_ring_prod_get(const struct rte_ring *r, struct sl_ring_prod *p)
+{
+	p->tail = __atomic_load_n(&r->prod.tail, __ATOMIC_ACQUIRE);
+	p->head = __atomic_load_n(&r->prod.head, __ATOMIC_ACQUIRE);
+}
+
+/*
+ * Rolls back the reservation of a producer that died inside an enqueue:
+ * `then` is the ring's producer side when the producer was found dead; if,
+ * a grace period later (every live producer has finished what it was
+ * doing), head and tail have not moved and differ, nobody else can be in
+ * there (they all back off on sl_ring_prod_busy), and head goes back to
+ * tail. Returns the slots rolled back (their packets were never handed
+ * on), or 0.
+ */
+uint32_t sl_ring_unstick(struct rte_ring *r, const struct sl_ring_prod *then);
+
+/*
  * The packet's flow hash, computed on first use and cached in its meta:
  * the port's RSS hash when the port gave one (set at ingress), otherwise
  * the symmetric 5-tuple hash; 0 for non-IP or malformed packets. Lazy, so

@@ -404,14 +404,73 @@ slot_retire_stats(struct sl_mgr *m, struct sl_nf_slot *s)
  * sluiced has drained its tx ring, free the slot.
  * Returns 0 when done, -EAGAIN to be retried later.
  */
-static int
-reclaim(struct sl_mgr *m, uint16_t inst)
+/*
+ * The producer side of every ring a dead instance may have been enqueuing
+ * into (other instances' rx rings, then the message ring), as it stood
+ * when the death was seen: [max_nfs + 1], for unstick() a grace period
+ * later. NULL if out of memory (nothing is then rolled back).
+ */
+static struct sl_ring_prod *
+rings_snapshot(struct sl_mgr *m, uint16_t dead)
 {
 	struct sl_shm *shm = m->shm;
+	struct sl_ring_prod *snap = calloc(shm->max_nfs + 1u, sizeof(*snap));
+
+	if (snap == NULL)
+		return NULL;
+	for (uint16_t i = 0; i < shm->nf_hwm; i++)
+		if (i != dead && shm->nfs[i].rx != NULL &&
+		    shm->nfs[i].state != SL_NF_FREE)
+			sl_ring_prod_get(shm->nfs[i].rx, &snap[i]);
+	sl_ring_prod_get(shm->msg_ring, &snap[shm->max_nfs]);
+	return snap;
+}
+
+/* Rolls back what the dead instance had reserved and never finished in
+ * another's ring (see sl_ring_unstick); frees the snapshot. */
+static void
+unstick(struct sl_mgr *m, uint16_t dead, struct sl_ring_prod *snap)
+{
+	struct sl_shm *shm = m->shm;
+	uint32_t n;
+
+	for (uint16_t i = 0; i < shm->nf_hwm; i++) {
+		if (i == dead || shm->nfs[i].rx == NULL ||
+		    shm->nfs[i].state == SL_NF_FREE)
+			continue;
+		n = sl_ring_unstick(shm->nfs[i].rx, &snap[i]);
+		if (n > 0) {
+			m->rings_unstuck++;
+			sl_log("instance %u died inside an enqueue into instance "
+			       "%u's rx ring: its reservation of %u slot(s) "
+			       "was rolled back (those packets stay counted "
+			       "to instance %u until it is gone)",
+			       dead, i, n, i);
+		}
+	}
+	n = sl_ring_unstick(shm->msg_ring, &snap[shm->max_nfs]);
+	if (n > 0) {
+		m->rings_unstuck++;
+		sl_log("instance %u died inside a post to the message ring: "
+		       "its reservation of %u slot(s) was rolled back",
+		       dead, n);
+	}
+	free(snap);
+}
+
+static int
+reclaim(struct sl_mgr *m, struct sl_qs_action *a)
+{
+	struct sl_shm *shm = m->shm;
+	uint16_t inst = a->instance;
 	struct sl_nf_slot *s = &shm->nfs[inst];
 	struct reclaim_arg r = {.off = shm->dynfield_offset,
 				.owner = (uint16_t)(inst + 1)};
 
+	if (a->ptr != NULL) {
+		unstick(m, inst, a->ptr);
+		a->ptr = NULL;
+	}
 	if (s->tx != NULL && rte_ring_count(s->tx) > 0)
 		return -EAGAIN; /* the TX thread still hands those on */
 	rte_mempool_obj_iter(shm->pktmbuf_pool, reclaim_one, &r);
@@ -451,7 +510,7 @@ qs_run(struct sl_mgr *m, struct sl_qs_action *a)
 		__atomic_store_n(&msg->done, 1, __ATOMIC_RELEASE);
 		return 0;
 	case SL_QS_RECLAIM:
-		return reclaim(m, a->instance);
+		return reclaim(m, a);
 	}
 	return 0;
 }
@@ -709,8 +768,12 @@ sl_nf_died(struct sl_mgr *m, uint16_t inst)
 		m->pidfd[inst] = -1;
 	}
 	a = sl_qs_new(m, SL_QS_RECLAIM);
-	if (a != NULL)
+	if (a != NULL) {
 		a->instance = inst;
+		/* Killed inside an enqueue? Seen and undone a grace period
+		 * later, in reclaim(). */
+		a->ptr = rings_snapshot(m, inst);
+	}
 	if (st == SL_NF_RUNNING)
 		sl_log("NF died: instance %u, service %s, pid %d; its flows "
 		       "move to %u remaining instance(s)",

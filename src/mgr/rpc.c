@@ -1027,7 +1027,7 @@ rpc_status(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 		n_svc += shm->services[s].used;
 	return json_pack(
 		"{s:s, s:s, s:i, s:s, s:s, s:f, s:b, s:i, s:i, s:i, s:i, s:i, "
-		"s:i, s:i, s:i, s:o, s:{s:i, s:i, s:I}}",
+		"s:i, s:i, s:i, s:o, s:{s:i, s:i, s:I}, s:I}",
 		"node", shm->node, "version", SL_VERSION, "pid", (int)getpid(),
 		"mode", m->o.mode == SL_MODE_POLL ? "poll" : "shared",
 		"handoff", shm->handoff ? "mgr" : "direct", "uptime_s",
@@ -1039,7 +1039,8 @@ rpc_status(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 		(int)shm->n_io, "methods", names, "mbufs", "size",
 		(int)shm->pktmbuf_pool->size, "in_use",
 		(int)rte_mempool_in_use_count(shm->pktmbuf_pool), "leaked",
-		(json_int_t)m->mbufs_leaked);
+		(json_int_t)m->mbufs_leaked, "rings_unstuck",
+		(json_int_t)m->rings_unstuck);
 }
 
 static json_t *

@@ -503,6 +503,34 @@ attach(struct sl_nf *nf)
 static void nf_handle(struct sl_nf *nf, struct rte_mbuf **pkts, uint16_t n);
 static int mgr_gone(const struct sl_nf *nf);
 
+/*
+ * Posts a message on sluiced's message ring (0, or -1 if the ring stays
+ * full or busy for timeout_ms; 0 ms: for 10 us, without sleeping, as the
+ * data path posts requests). Another NF inside a post, or killed in one,
+ * is waited for here, never inside rte_ring (sl_ring_prod_busy); sluiced
+ * rolls back a killed one's reservation.
+ */
+static int
+msg_post(struct sl_nf *nf, struct sl_msg *m, unsigned int timeout_ms)
+{
+	struct rte_ring *r = nf->shm->msg_ring;
+	uint64_t hz = rte_get_tsc_hz();
+	uint64_t deadline = rte_rdtsc() + (timeout_ms > 0
+						   ? hz / 1000 * timeout_ms
+						   : hz / 100000);
+
+	for (;;) {
+		if (!sl_ring_prod_busy(r) && rte_ring_mp_enqueue(r, m) == 0)
+			return 0;
+		if (rte_rdtsc() > deadline || mgr_gone(nf))
+			return -1;
+		if (timeout_ms > 0)
+			usleep(50);
+		else
+			rte_pause();
+	}
+}
+
 /* Sends a message to sluiced and waits for the answer. */
 static int
 ask_sluiced(struct sl_nf *nf, struct sl_msg *m, unsigned int timeout_ms,
@@ -511,9 +539,10 @@ ask_sluiced(struct sl_nf *nf, struct sl_msg *m, unsigned int timeout_ms,
 	uint64_t deadline = rte_rdtsc() + rte_get_tsc_hz() / 1000 * timeout_ms;
 	struct rte_mbuf *pkts[SL_BURST_MAX];
 
-	if (rte_ring_mp_enqueue(nf->shm->msg_ring, m) != 0) {
-		fprintf(stderr, "%s: sluiced '%s' message ring is full\n",
-			nf->prog, nf->node);
+	if (msg_post(nf, m, timeout_ms) != 0) {
+		fprintf(stderr, "%s: sluiced '%s' message ring stayed full "
+				"for %u ms\n",
+			nf->prog, nf->node, timeout_ms);
 		return -1;
 	}
 	while (!__atomic_load_n(&m->done, __ATOMIC_ACQUIRE)) {
@@ -679,7 +708,7 @@ nf_request(struct sl_nf *nf, uint32_t kind, const struct sl_flow_match *f,
 		snprintf(m->req.mkey, sizeof(m->req.mkey), "%s", key);
 	if (value != NULL)
 		snprintf(m->req.value, sizeof(m->req.value), "%s", value);
-	if (rte_ring_mp_enqueue(nf->shm->msg_ring, m) != 0) {
+	if (msg_post(nf, m, 0) != 0) {
 		rte_mempool_put(nf->shm->msg_pool, m);
 		return -ENOBUFS;
 	}

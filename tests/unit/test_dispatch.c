@@ -825,6 +825,60 @@ mixed_burst_every_packet_accounted(void **state)
 
 /* ---- backpressure --------------------------------------------------- */
 
+/*
+ * A producer killed between reserving ring slots and publishing them
+ * (simulated: prod.head moved, tail not). Dispatch must not wait for it
+ * inside rte_ring (that spins for ever): the packets wait as for a full
+ * ring. sl_ring_unstick, given the producer side as it was when the death
+ * was seen, rolls the reservation back only if nothing moved since.
+ */
+static void
+producer_killed_mid_enqueue(void **state)
+{
+	struct env *e = *state;
+	struct rte_ring *r = rx_of(e, 0);
+	struct sl_ring_prod at_death, later;
+	struct rte_mbuf *p[2], *got[4];
+
+	assert_false(sl_ring_prod_busy(r));
+	r->prod.head += 2; /* the dead producer's reservation */
+	assert_true(sl_ring_prod_busy(r));
+	sl_ring_prod_get(r, &at_death);
+	assert_int_equal(at_death.head - at_death.tail, 2);
+
+	p[0] = mk(SL_NEXT, SL_SERVICE_NONE, 0x11, 60);
+	p[1] = mk(SL_NEXT, SL_SERVICE_NONE, 0x12, 61);
+	assert_int_equal(sl_dispatch(&e->d, p, 2), 2); /* returns: no hang */
+	assert_int_equal(e->d.pending_reason, SL_DROP_RING_FULL);
+	check_meta(p[0], SL_NEXT, SL_SERVICE_NONE, SELF_OWNER, 0x11);
+	assert_int_equal(sl_dispatch_retry(&e->d, e->d.pending_since), 2);
+	assert_int_equal(e->stats.tx_pkts, 0);
+	assert_int_equal(drops_total(e), 0);
+
+	/* A snapshot that differs from now (someone published since) is not
+	 * a dead reservation: left alone. */
+	later = at_death;
+	later.tail -= 1;
+	assert_int_equal(sl_ring_unstick(r, &later), 0);
+	assert_true(sl_ring_prod_busy(r));
+	/* Unmoved since the death: rolled back, and only once. */
+	assert_int_equal(sl_ring_unstick(r, &at_death), 2);
+	assert_false(sl_ring_prod_busy(r));
+	assert_int_equal(sl_ring_unstick(r, &at_death), 0);
+
+	/* The waiting packets go, in order; nothing stale is seen. */
+	assert_int_equal(sl_dispatch_retry(&e->d, e->d.pending_since + 1), 0);
+	assert_int_equal(take_rx(e, 0, got, 4), 2);
+	assert_ptr_equal(got[0], p[0]);
+	assert_ptr_equal(got[1], p[1]);
+	check_meta(p[1], SL_NEXT, 0, 1, 0x12);
+	assert_int_equal(e->stats.tx_pkts, 2);
+	/* A ring with no reservation is never touched. */
+	sl_ring_prod_get(r, &later);
+	assert_int_equal(sl_ring_unstick(r, &later), 0);
+	rte_pktmbuf_free_bulk(got, 2);
+}
+
 static void
 backpressure_partial_then_retry(void **state)
 {
@@ -1265,6 +1319,7 @@ main(void)
 		T(drop_verdict),
 		T(unknown_verdict_kind),
 		T(mixed_burst_every_packet_accounted),
+		T(producer_killed_mid_enqueue),
 		T(backpressure_partial_then_retry),
 		T(backpressure_keeps_order_across_runs),
 		T(backpressure_drops_after_bound),
