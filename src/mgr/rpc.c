@@ -717,6 +717,13 @@ param_filter(struct sl_mgr *m, json_t *p, const char *const *extra,
 			     "instance id");
 			return -1;
 		}
+		if (f->service == SL_SERVICE_NONE) {
+			/* Pins are per service: an instance alone would match
+			 * nothing it says. */
+			fail(e, E_PARAMS, "param 'instance' needs 'service' "
+			     "(the service whose pinned instance it is)");
+			return -1;
+		}
 		f->instance = (uint16_t)json_integer_value(v);
 	}
 	return 0;

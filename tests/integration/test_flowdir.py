@@ -134,6 +134,9 @@ def test_flow_list_get_delete(launch, node, tmp_path):
         run.client.call("flow.get", **{"key": "tcp 1.2.3.4:1 > 5.6.7.8:2"})
     with pytest.raises(SluiceError, match="is not a flow key like"):
         run.client.call("flow.get", **{"key": "bogus"})
+    with pytest.raises(SluiceError, match=r"param 'instance' needs 'service' \(the service "
+                                          r"whose pinned instance it is\)"):
+        run.client.call("flow.list", **{"instance": 0})
     assert run.client.call("flow.delete", **{"proto": "udp"})["deleted"] == udp["matched"]
     wait_until(lambda: run.client.call("stats")["flows"]["live"] == len(conns) - udp["matched"],
                5, "udp flows deleted")
