@@ -399,12 +399,6 @@ slot_retire_stats(struct sl_mgr *m, struct sl_nf_slot *s)
 }
 
 /*
- * A dead or departed instance: free every packet it held (its rx ring and
- * whatever it had in hand: all tagged with its owner id), then, once
- * sluiced has drained its tx ring, free the slot.
- * Returns 0 when done, -EAGAIN to be retried later.
- */
-/*
  * The producer side of every ring a dead instance may have been enqueuing
  * into (other instances' rx rings, then the message ring), as it stood
  * when the death was seen: [max_nfs + 1], for unstick() a grace period
@@ -458,6 +452,13 @@ unstick(struct sl_mgr *m, uint16_t dead, struct sl_ring_prod *snap)
 	free(snap);
 }
 
+/*
+ * A dead or departed instance: roll back what a dead one left half
+ * enqueued in others' rings (unstick), free every packet it held (its rx
+ * ring and whatever it had in hand: all tagged with its owner id), then,
+ * once sluiced has drained its tx ring, free the slot.
+ * Returns 0 when done, -EAGAIN to be retried later.
+ */
 static int
 reclaim(struct sl_mgr *m, struct sl_qs_action *a)
 {

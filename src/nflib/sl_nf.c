@@ -522,7 +522,8 @@ msg_post(struct sl_nf *nf, struct sl_msg *m, unsigned int timeout_ms)
 	for (;;) {
 		if (!sl_ring_prod_busy(r) && rte_ring_mp_enqueue(r, m) == 0)
 			return 0;
-		if (rte_rdtsc() > deadline || mgr_gone(nf))
+		if (rte_rdtsc() > deadline ||
+		    (timeout_ms > 0 && mgr_gone(nf)))
 			return -1;
 		if (timeout_ms > 0)
 			usleep(50);
