@@ -3,9 +3,9 @@
  * sluice-micro: the per-packet cost of two data-path decisions, timed with
  * the TSC on one core, with the code sluiced and libsluice run:
  *
- *  - flow-table lookup (SDNFV reports 30 ns): the canonical IPv4 key of a
- *    5-tuple (sl_flow_key4_parts, the 16-byte key of sluiced's IPv4
- *    table), its CRC32-C signature (sl_flow_key_hash_v4) and
+ *  - flow-table lookup (SDNFV reports 30 ns): the 16-byte key of a
+ *    5-tuple in sluiced's IPv4 table and its CRC32-C signature
+ *    (sl_flow_key4_make_hash, as ingress makes them) and
  *    rte_hash_lookup_with_hash_bulk in bursts of 32, on a table created
  *    with sluiced's parameters and filled with N flows; packets visit the
  *    flows in a random order, so at 1M flows most lookups miss the cache.
@@ -55,20 +55,6 @@ tuple_of(uint32_t i, struct sl_5tuple *t)
 	t->dport = rte_cpu_to_be_16(5000);
 }
 
-/* The IPv4 table's key of a 5-tuple and its signature, as ingress makes
- * them. */
-static inline uint32_t
-key4(const struct sl_5tuple *t, struct sl_flow_key4 *k)
-{
-	uint32_t lo, hi;
-	uint64_t head = sl_flow_key4_parts(t, &lo, &hi);
-
-	k->head = head;
-	k->addr_lo = lo;
-	k->addr_hi = hi;
-	return sl_flow_key_hash_v4(head, lo, hi);
-}
-
 static double
 ns_of(uint64_t cycles, uint64_t n)
 {
@@ -104,7 +90,9 @@ bench_lookup(uint32_t flows, uint64_t lookups, int first)
 		struct sl_flow_key4 k;
 
 		tuple_of(i, &t);
-		if (rte_hash_add_key_with_hash(h, &k, key4(&t, &k)) < 0) {
+		if (rte_hash_add_key_with_hash(h, &k,
+					       sl_flow_key4_make_hash(&t, &k)) <
+		    0) {
 			fprintf(stderr, "sluice-micro: table full at %u\n", i);
 			return -1;
 		}
@@ -122,7 +110,7 @@ bench_lookup(uint32_t flows, uint64_t lookups, int first)
 		struct sl_5tuple t;
 
 		tuple_of(order[i], &t);
-		sigs[i] = key4(&t, &keys[i]);
+		sigs[i] = sl_flow_key4_make_hash(&t, &keys[i]);
 	}
 
 	/* Key + signature + lookup, from the 5-tuple (what ingress does
@@ -139,7 +127,7 @@ bench_lookup(uint32_t flows, uint64_t lookups, int first)
 			struct sl_5tuple t;
 
 			tuple_of(order[(pos + i) % n_order], &t);
-			sg[i] = key4(&t, &kb[i]);
+			sg[i] = sl_flow_key4_make_hash(&t, &kb[i]);
 			kp[i] = &kb[i];
 		}
 		rte_hash_lookup_with_hash_bulk(h, kp, sg, BURST, res);

@@ -273,20 +273,19 @@ sl_flow_key_hash_v4(uint64_t head, uint32_t lo, uint32_t hi)
 }
 
 /*
- * sl_flow_key_make() and sl_flow_key_hash() in one, inline, the IPv4 case
- * from registers (ingress runs it for every packet).
+ * The IPv4 table's key of an IPv4 5-tuple and its signature (what
+ * sl_flow_key_make() + sl_flow_key4_of() + sl_flow_key_hash() give), in
+ * one inline step from registers: ingress runs it for every packet.
  */
 static inline uint32_t
-sl_flow_key_make_hash(const struct sl_5tuple *t, struct sl_flow_key *k)
+sl_flow_key4_make_hash(const struct sl_5tuple *t, struct sl_flow_key4 *k4)
 {
 	uint32_t lo, hi;
-	uint64_t head;
+	uint64_t head = sl_flow_key4_parts(t, &lo, &hi);
 
-	if (unlikely(t->family != 4)) {
-		sl_flow_key_make(t, k);
-		return sl_flow_key_hash(k);
-	}
-	head = sl_flow_key_v4(t, k, &lo, &hi);
+	k4->head = head;
+	k4->addr_lo = lo;
+	k4->addr_hi = hi;
 	return sl_flow_key_hash_v4(head, lo, hi);
 }
 

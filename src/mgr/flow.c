@@ -419,14 +419,9 @@ sl_flow_ingress(struct sl_shm *shm, struct rte_mbuf **pkts, uint16_t n)
 			continue;
 		}
 		if (likely(tup[nk].family == 4)) {
-			uint32_t lo, hi;
-			uint64_t head = sl_flow_key4_parts(&tup[nk], &lo, &hi);
+			uint32_t h = sl_flow_key4_make_hash(&tup[nk], &k4[nk]);
 
-			k4[nk].head = head;
-			k4[nk].addr_lo = lo;
-			k4[nk].addr_hi = hi;
-			sig[nk] = rss ? meta->flow_hash
-				      : sl_flow_key_hash_v4(head, lo, hi);
+			sig[nk] = rss ? meta->flow_hash : h;
 			kp4[n4] = &k4[nk];
 			sig4[n4] = sig[nk];
 			i4[n4++] = nk;
