@@ -47,6 +47,7 @@ from harness import (
     cpu_list,
     host_info,
     log,
+    log_leftovers,
     nf_rates,
     parse_cpus,
     sigterm_as_interrupt,
@@ -109,11 +110,7 @@ def one_run(args: argparse.Namespace, progs: dict[str, Path], length: int, confi
     except (BenchError, SluiceError) as e:
         run["error"] = str(e)
     finally:
-        run["commands"] = procs.records()
-        run["core_layout"] = node.layout
-        run["leaks"] = node.leaks
-        run["stragglers"] = node.stragglers
-        run["sluiced_exit"] = node.sluiced_exit
+        node.record_into(run)
     if run["error"] is None:
         samples = run["speedtest"]["samples_mpps"]
         used = samples[1:] if len(samples) > 1 else samples
@@ -123,11 +120,7 @@ def one_run(args: argparse.Namespace, progs: dict[str, Path], length: int, confi
         hz = run["speedtest"]["tsc_hz"]
         run["cycles_per_pkt_per_hop"] = (len(args.cpus) * hz / (mpps * 1e6 * length)
                                          if mpps > 0 else None)
-    for problem in ("leaks", "stragglers"):
-        if run[problem]:
-            log(f"  {name}: {problem}: {run[problem]}")
-    if run["sluiced_exit"] not in (0, None):
-        log(f"  {name}: sluiced exited with {run['sluiced_exit']}")
+    log_leftovers(name, run)
     return run
 
 

@@ -325,6 +325,13 @@ class Node:
     def stats(self) -> dict[str, Any]:
         return self.client.call("stats")
 
+    def record_into(self, run: dict[str, Any]) -> None:
+        """Adds to a run's record what it leaves to look at: every command line, the
+        core layout, leftovers, processes that had to be killed, sluiced's exit."""
+        run.update(commands=self.procs.records(), core_layout=self.layout,
+                   leaks=self.leaks, stragglers=self.stragglers,
+                   sluiced_exit=self.sluiced_exit)
+
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
@@ -378,6 +385,15 @@ def nf_rates(a: dict[str, Any], b: dict[str, Any]) -> dict[str, dict[str, Any]]:
                       if v - p["drops"].get(k, 0)},
         }
     return out
+
+
+def log_leftovers(name: str, run: dict[str, Any]) -> None:
+    """Logs what a run's sluiced left behind or how it exited badly (sluiced bugs)."""
+    for problem in ("leaks", "stragglers"):
+        if run.get(problem):
+            log(f"  {name}: {problem}: {run[problem]}")
+    if run.get("sluiced_exit") not in (0, None):
+        log(f"  {name}: sluiced exited with {run['sluiced_exit']}")
 
 
 def write_json(path: Path, data: Any) -> None:

@@ -49,6 +49,7 @@ from harness import (
     free_hugepage_mib,
     host_info,
     log,
+    log_leftovers,
     nf_rates,
     parse_cpus,
     remove_paths,
@@ -198,16 +199,8 @@ def run_sluice(args: argparse.Namespace, progs: dict[str, Path], pcap: Path, mod
     except (BenchError, SluiceError) as e:
         run["error"] = str(e)
     finally:
-        run["commands"] = procs.records()
-        run["core_layout"] = node.layout
-        run["leaks"] = node.leaks
-        run["stragglers"] = node.stragglers
-        run["sluiced_exit"] = node.sluiced_exit
-    for problem in ("leaks", "stragglers"):
-        if run[problem]:
-            log(f"  {name}: {problem}: {run[problem]}")
-    if run["sluiced_exit"] not in (0, None):
-        log(f"  {name}: sluiced exited with {run['sluiced_exit']}")
+        node.record_into(run)
+    log_leftovers(name, run)
     return run
 
 
