@@ -132,7 +132,7 @@ sl_flow_init(struct sl_mgr *m)
 	ft->n_pins = (uint16_t)m->o.flow_pins;
 	ft->n_ovr = (uint16_t)m->o.flow_ovr;
 	ft->max_flows = m->o.flow_capacity;
-	ft->max_flows6 = RTE_MIN(m->o.flow_capacity6, m->o.flow_capacity);
+	ft->max_flows6 = m->o.flow_capacity6; /* <= flow_capacity (main.c) */
 	ft->ovr_off = (uint32_t)RTE_ALIGN_CEIL(
 		sizeof(struct sl_flow_entry) + sizeof(uint32_t) * ft->n_pins,
 		8);
