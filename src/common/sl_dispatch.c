@@ -335,7 +335,16 @@ resolve(struct sl_dispatch *d, const struct rte_mbuf *m,
 		return DEST(DEST_DROP, 0, SL_DROP_GRAPH_GONE);
 	if (s != SL_SERVICE_NONE && s >= shm->max_services)
 		return DEST(DEST_DROP, 0, SL_DROP_INVALID_DEST);
-	e = shm->flow.lookup != SL_LOOKUP_OFF ? flow_of(d, m, meta) : NULL;
+	/* Only NEXT and TO read the flow's entry (overrides, skips, pins): a
+	 * packet on its way out, resolved by an NF, or dropped does not touch
+	 * the entry's line, which at a million flows is a miss each time. The
+	 * naive ablation looks the flow up again at every hop all the same. */
+	e = shm->flow.lookup == SL_LOOKUP_NAIVE ||
+			    (shm->flow.lookup == SL_LOOKUP_CACHED &&
+			     (sl_verdict_kind(hop) == SL_VERDICT_NEXT ||
+			      sl_verdict_kind(hop) == SL_VERDICT_TO))
+		    ? flow_of(d, m, meta)
+		    : NULL;
 
 	switch (sl_verdict_kind(hop)) {
 	case SL_VERDICT_NEXT:
