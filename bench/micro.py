@@ -5,6 +5,9 @@
   CRC32-C signature + ``rte_hash_lookup_with_hash_bulk`` in bursts of 32 on
   a table made like sluiced's, at 1 / 10k / 100k / 1M flows visited in a random
   order; and the lookup alone.
+- The machine's yardstick: one random cache line of a 256 MiB buffer, with
+  many reads in flight (what each line of a bulk lookup costs) and one at a
+  time (the memory latency). A lookup at 1M flows touches about four.
 - Shortest-queue instance choice, ns per choice (SDNFV reports 15 ns), over
   2 / 4 / 8 / 16 instances, next to the flow-hash bucket choice.
 
@@ -48,9 +51,16 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
             by.setdefault(r[key], []).append(r[field])
         return {str(k): {"min": min(v), "median": statistics.median(v)} for k, v in by.items()}
 
+    mem = [r["memory"] for r in runs]
     lookups = [x for r in runs for x in r["lookup"]]
     lbs = [x for r in runs for x in r["lb"]]
+    def med(field: str) -> dict[str, float]:
+        v = [m[field] for m in mem]
+        return {"min": min(v), "median": statistics.median(v)}
+
     return {
+        "random_line_cycles": med("random_line_cycles"),
+        "memory_latency_cycles": med("latency_cycles"),
         "key_hash_lookup_ns": agg(lookups, "flows", "key_hash_lookup_ns"),
         "key_hash_lookup_cycles": agg(lookups, "flows", "key_hash_lookup_cycles"),
         "lookup_only_ns": agg(lookups, "flows", "lookup_only_ns"),
@@ -137,7 +147,8 @@ def main() -> int:
     print("lookup ns: " + " ".join(f"{label(k)}={v['median']:.1f}"
                                    for k, v in s["key_hash_lookup_ns"].items())
           + " queue ns: " + " ".join(f"{k}={v['median']:.1f}"
-                                     for k, v in s["queue_ns"].items()))
+                                     for k, v in s["queue_ns"].items())
+          + f" random line cycles: {s['random_line_cycles']['median']:.1f}")
     return 0
 
 

@@ -10,6 +10,13 @@
  *    with sluiced's parameters and filled with N flows; packets visit the
  *    flows in a random order, so at 1M flows most lookups miss the cache.
  *    Also the lookup alone (keys and signatures precomputed).
+ *  - what one random cache line from memory costs this machine, the
+ *    yardstick of a lookup at 1M flows: reads of random lines of a 256 MiB
+ *    buffer, independent (as many in flight as the core allows: the price
+ *    of one line in a bulk lookup) and dependent (one at a time: the
+ *    latency). A lookup touches three such lines (rte_hash's primary and
+ *    secondary buckets, which it fetches both, and the key), and ingress a
+ *    fourth, the flow's entry.
  *  - shortest-queue instance choice (SDNFV reports 15 ns):
  *    sl_lb_pick_queue over n instances whose rx rings hold random counts,
  *    and the flow-hash bucket choice (sl_lb_pick) for comparison.
@@ -239,6 +246,50 @@ bench_lb(uint16_t n, uint64_t picks, int first)
 	return 0;
 }
 
+/* Random cache lines of a buffer larger than any cache: prints a JSON
+ * object, returns 0. */
+static int
+bench_memory(uint64_t reads)
+{
+	const size_t size = (size_t)256 << 20, lines = size / 64;
+	const uint32_t n_idx = 1u << 20;
+	uint32_t *idx = malloc(sizeof(*idx) * n_idx);
+	volatile uint8_t *buf = malloc(size);
+	uint64_t t0, indep, dep;
+	size_t j = 0;
+
+	if (idx == NULL || buf == NULL) {
+		fprintf(stderr, "sluice-micro: out of memory for the 256 MiB "
+				"buffer\n");
+		free(idx);
+		free((void *)buf);
+		return -1;
+	}
+	for (size_t i = 0; i < size; i += 4096)
+		buf[i] = 0; /* every page present (and every byte 0) */
+	for (uint32_t i = 0; i < n_idx; i++)
+		idx[i] = (uint32_t)(rnd() % lines);
+	t0 = rte_rdtsc_precise();
+	for (uint64_t i = 0; i < reads; i++)
+		(void)buf[(size_t)idx[i % n_idx] * 64]; /* volatile: read */
+	indep = rte_rdtsc_precise() - t0;
+	/* The next line depends on the last read (which is 0: the index
+	 * stays random). */
+	t0 = rte_rdtsc_precise();
+	for (uint64_t i = 0; i < reads / 8; i++)
+		j = (idx[i % n_idx] + buf[j * 64]) % lines;
+	dep = rte_rdtsc_precise() - t0;
+	printf("  \"memory\": {\"buffer_mib\": %zu, \"reads\": %" PRIu64
+	       ", \"random_line_cycles\": %.1f, \"random_line_ns\": %.2f, "
+	       "\"latency_cycles\": %.1f, \"latency_ns\": %.1f},\n",
+	       size >> 20, reads, (double)indep / (double)reads,
+	       ns_of(indep, reads), (double)dep / (double)(reads / 8),
+	       ns_of(dep, reads / 8));
+	free(idx);
+	free((void *)buf);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -263,8 +314,10 @@ main(int argc, char **argv)
 			return 2;
 		}
 	}
-	printf("{\"tsc_hz\": %" PRIu64 ", \"burst\": %d,\n  \"lookup\": [\n",
-	       rte_get_tsc_hz(), BURST);
+	printf("{\"tsc_hz\": %" PRIu64 ", \"burst\": %d,\n", rte_get_tsc_hz(),
+	       BURST);
+	bad |= bench_memory(lookups);
+	printf("  \"lookup\": [\n");
 	for (size_t i = 0; i < RTE_DIM(flows); i++)
 		bad |= bench_lookup(flows[i], lookups, i == 0);
 	printf("\n  ],\n  \"lb\": [\n");
