@@ -74,6 +74,7 @@ spawn_like(const struct sl_nf_slot *model, char *err, size_t errlen)
 	static char buf[MAX_CMDLINE];
 	char *argv[MAX_ARGV], exe[PATH_MAX], cwd[PATH_MAX], path[64];
 	cpu_set_t cpus;
+	sigset_t all, old;
 	int argc, out_fd = -1, err_fd = -1, has_cpus;
 	ssize_t n;
 	pid_t pid;
@@ -99,19 +100,23 @@ spawn_like(const struct sl_nf_slot *model, char *err, size_t errlen)
 	err_fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
 	has_cpus = sched_getaffinity(model->pid, sizeof(cpus), &cpus) == 0;
 
+	/* Signals stay blocked from fork until the child has put back the
+	 * default actions: a SIGTERM from nf.scale cancelling the replica at
+	 * once (before the child has even run) would otherwise reach a copy of
+	 * sluiced's handler, be lost, and the replica would run on. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
 	pid = fork();
 	if (pid == 0) {
 		/* The child: only async-signal-safe calls until exec. */
 		int null_fd = open("/dev/null", O_RDWR);
 
-		sigset_t none;
-
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
 		signal(SIGINT, SIG_DFL);
 		signal(SIGTERM, SIG_DFL);
 		signal(SIGPIPE, SIG_DFL);
 		signal(SIGCHLD, SIG_DFL);
+		sigemptyset(&all);
+		sigprocmask(SIG_SETMASK, &all, NULL); /* pending ones act now */
 		setsid(); /* Ctrl-C at sluiced's terminal is sluiced's */
 		dup2(null_fd, 0);
 		dup2(out_fd >= 0 ? out_fd : null_fd, 1);
@@ -123,6 +128,7 @@ spawn_like(const struct sl_nf_slot *model, char *err, size_t errlen)
 		execv(exe, argv);
 		_exit(127);
 	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (out_fd >= 0)
 		close(out_fd);
 	if (err_fd >= 0)

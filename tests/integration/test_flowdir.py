@@ -324,6 +324,27 @@ def test_scale_counts_replicas_still_starting(launch, node, tmp_path):
     assert "stopped pid" in run.sluiced.log.read_text()
 
 
+def test_replicas_cancelled_right_after_fork_still_stop(launch, node, tmp_path):
+    """nf.scale up then at once down, again and again: the SIGTERM for a
+    replica can reach it before it has exec'd the NF (still a copy of
+    sluiced, which must not swallow it); every cancelled replica ends."""
+    src = write(tmp_path / "in.pcap", mixed(50, flows=5, seed=3))
+    run = launch(deployment(node, ports=[{"name": "in", "device": f"net_pcap0,rx_pcap={src}"},
+                                         {"name": "out", "device": "net_null0,no-rx=1"}],
+                            nfs=[_fwd("w", "w")], chain=["w", "port:out"]))
+    cancelled: list[int] = []
+    for _ in range(15):
+        up = run.client.call("nf.scale", service="w", replicas=3)
+        down = run.client.call("nf.scale", service="w", replicas=1)
+        assert sorted(down["cancelled_pids"]) == sorted(up["started_pids"]), (up, down)
+        cancelled += down["cancelled_pids"]
+    assert len(cancelled) == 30
+    for pid in cancelled:
+        wait_until(lambda pid=pid: not Path(f"/proc/{pid}").exists(), 10, f"pid {pid} to end")
+    running = [n for n in run.client.call("nf.list") if n["service"] == "w"]
+    assert len(running) == 1, running
+
+
 def test_scale_out_keeps_flows_and_scale_in_moves_only_the_leavers(launch, node, tmp_path):
     """nf.scale 1 -> 2: existing flows stay pinned where they were, new
     flows spread to both; 2 -> 1: only the leaving replica's flows move."""
