@@ -28,6 +28,18 @@
 
 #define SL_BURST_MAX 64
 
+/*
+ * Returns a message to the pool, marked free first: sluiced gives back the
+ * answered messages of a dead process (those with its pid, answered and not
+ * free), so a message in the pool must never look like one.
+ */
+static inline void
+sl_msg_put(struct sl_shm *shm, struct sl_msg *m)
+{
+	__atomic_store_n(&m->type, SL_MSG_FREE, __ATOMIC_RELEASE);
+	rte_mempool_put(shm->msg_pool, m);
+}
+
 struct sl_dispatch;
 
 /*

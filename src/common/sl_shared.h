@@ -394,6 +394,7 @@ struct sl_flow_table {
 
 /* NF <-> sluiced messages (registration, deregistration). */
 enum sl_msg_type {
+	SL_MSG_FREE = 0, /* in the pool: stored just before every put */
 	SL_MSG_REGISTER = 1,
 	SL_MSG_DEREGISTER,
 	SL_MSG_REQUEST, /* a cross-layer request (struct sl_msg.req) */

@@ -1256,7 +1256,7 @@ deliver_message(struct sl_mgr *m, const struct sl_req *r, uint32_t *applied,
 		snprintf(msg->req.value, sizeof(msg->req.value), "%s",
 			 r->value);
 		if (rte_ring_enqueue(s->inbox, msg) != 0) {
-			rte_mempool_put(shm->msg_pool, msg);
+			sl_msg_put(shm, msg);
 			continue;
 		}
 		(*applied)++;

@@ -192,7 +192,50 @@ inbox_drain(struct sl_mgr *m, struct sl_nf_slot *s)
 	void *obj;
 
 	while (s->inbox != NULL && rte_ring_dequeue(s->inbox, &obj) == 0)
-		rte_mempool_put(m->shm->msg_pool, obj);
+		sl_msg_put(m->shm, obj);
+}
+
+/*
+ * Gives back the messages a dead process was answered and never returned
+ * (it died waiting for the answer, or gave up on it: a replica cancelled
+ * while registering). A message with its pid, answered (done) and not free
+ * is one: nothing else reads it. Its unanswered messages are still
+ * sluiced's (the message ring, a deregistration in progress) or lost in
+ * its own hands for good (taken, not yet posted: a short window).
+ */
+struct orphans {
+	int32_t pid;
+	uint32_t n;
+	struct sl_msg *msg[64];
+};
+
+static void
+orphan_find(struct rte_mempool *mp, void *arg, void *obj, unsigned int idx)
+{
+	struct orphans *o = arg;
+	struct sl_msg *msg = obj;
+
+	(void)mp;
+	(void)idx;
+	if (__atomic_load_n(&msg->type, __ATOMIC_ACQUIRE) != SL_MSG_FREE &&
+	    msg->pid == o->pid &&
+	    __atomic_load_n(&msg->done, __ATOMIC_ACQUIRE) == 1 &&
+	    o->n < RTE_DIM(o->msg))
+		o->msg[o->n++] = msg;
+}
+
+static void
+msgs_reclaim(struct sl_mgr *m, int32_t pid)
+{
+	struct orphans o = {.pid = pid};
+
+	rte_mempool_obj_iter(m->shm->msg_pool, orphan_find, &o);
+	for (uint32_t i = 0; i < o.n; i++)
+		sl_msg_put(m->shm, o.msg[i]);
+	m->msgs_reclaimed += o.n;
+	if (o.n > 0)
+		sl_log("pid %d: %u message(s) it left unreturned given back",
+		       pid, o.n);
 }
 
 /* ---- quiescent-state actions --------------------------------------- */
@@ -477,6 +520,7 @@ reclaim(struct sl_mgr *m, struct sl_qs_action *a)
 	rte_mempool_obj_iter(shm->pktmbuf_pool, reclaim_one, &r);
 	rte_ring_reset(s->rx);
 	inbox_drain(m, s);
+	msgs_reclaim(m, s->pid);
 	s->mgr.drop[SL_DROP_NF_LOST] += r.n;
 	if (r.n > 0)
 		sl_log("instance %u (%s): %" PRIu64
@@ -507,6 +551,13 @@ qs_run(struct sl_mgr *m, struct sl_qs_action *a)
 		return a->fn(m, a->ptr);
 	case SL_QS_DEREGISTER:
 		msg = a->ptr;
+		if (m->shm->nfs[a->instance].pid != msg->pid ||
+		    m->shm->nfs[a->instance].state != SL_NF_STOPPING) {
+			/* It died while waiting: nobody reads the answer. */
+			sl_msg_put(m->shm, msg);
+			m->msgs_reclaimed++;
+			return 0;
+		}
 		msg->result = 0;
 		__atomic_store_n(&msg->done, 1, __ATOMIC_RELEASE);
 		return 0;
@@ -809,7 +860,7 @@ handle_request(struct sl_mgr *m, struct sl_msg *msg)
 
 	if (s == NULL || s->pid != msg->pid || s->inbox == NULL ||
 	    s->state != SL_NF_RUNNING) {
-		rte_mempool_put(shm->msg_pool, msg); /* nobody to answer */
+		sl_msg_put(shm, msg); /* nobody to answer */
 		return;
 	}
 	memset(&r, 0, sizeof(r));
@@ -858,7 +909,7 @@ handle_request(struct sl_mgr *m, struct sl_msg *msg)
 	msg->result = rc;
 	snprintf(msg->error, sizeof(msg->error), "%s", rc ? err : "");
 	if (rte_ring_enqueue(s->inbox, msg) != 0)
-		rte_mempool_put(shm->msg_pool, msg);
+		sl_msg_put(shm, msg);
 }
 
 void
@@ -875,6 +926,14 @@ sl_registry_poll(struct sl_mgr *m)
 		switch (msg->type) {
 		case SL_MSG_REGISTER:
 			handle_register(m, msg);
+			/* Refused, and the sender is gone already (killed while
+			 * it waited, or it gave up): nobody reads the answer.
+			 * (Registered, its death frees the slot and this.) */
+			if (msg->result != 0 && msg->pid > 0 &&
+			    kill(msg->pid, 0) != 0 && errno == ESRCH) {
+				sl_msg_put(m->shm, msg);
+				m->msgs_reclaimed++;
+			}
 			break;
 		case SL_MSG_DEREGISTER:
 			handle_deregister(m, msg);

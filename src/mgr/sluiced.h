@@ -117,6 +117,7 @@ struct sl_mgr {
 	uint64_t mbufs_leaked; /* dead NFs' caches not trusted (pool_op) */
 	/* Reservations of NFs killed inside an enqueue, rolled back */
 	uint64_t rings_unstuck;
+	uint64_t msgs_reclaimed; /* answers dead processes never returned */
 	uint64_t port_tx_retired[SL_MAX_PORTS][2]; /* NFs gone: pkts, bytes */
 	struct sl_ctx_stats *svc_retired; /* [max_services] */
 	/* Edge counters of NFs gone, per source service:

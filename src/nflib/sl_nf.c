@@ -575,6 +575,15 @@ ask_sluiced(struct sl_nf *nf, struct sl_msg *m, unsigned int timeout_ms,
 	return 0;
 }
 
+/* A message just taken from the pool: zeroed, then typed with release, so
+ * that sluiced, seeing it not free, also sees it unanswered (done 0). */
+static void
+msg_init(struct sl_msg *m, uint32_t type)
+{
+	memset(m, 0, sizeof(*m));
+	__atomic_store_n(&m->type, type, __ATOMIC_RELEASE);
+}
+
 static int
 do_register(struct sl_nf *nf, const struct nf_args *a)
 {
@@ -588,8 +597,7 @@ do_register(struct sl_nf *nf, const struct nf_args *a)
 		return -1;
 	}
 	m = obj;
-	memset(m, 0, sizeof(*m));
-	m->type = SL_MSG_REGISTER;
+	msg_init(m, SL_MSG_REGISTER);
 	m->pid = getpid();
 	m->start_tsc = g_start_tsc;
 	m->mode = a->mode;
@@ -622,7 +630,7 @@ do_register(struct sl_nf *nf, const struct nf_args *a)
 		snprintf(nf->service_name, sizeof(nf->service_name), "%s",
 			 a->service);
 	}
-	rte_mempool_put(nf->shm->msg_pool, m);
+	sl_msg_put(nf->shm, m);
 	return rc;
 }
 
@@ -637,14 +645,13 @@ do_deregister(struct sl_nf *nf)
 	    rte_mempool_get(nf->shm->msg_pool, &obj) != 0)
 		return;
 	m = obj;
-	memset(m, 0, sizeof(*m));
-	m->type = SL_MSG_DEREGISTER;
+	msg_init(m, SL_MSG_DEREGISTER);
 	m->pid = getpid();
 	m->instance = nf->instance;
 	/* sluiced stops sending to us, waits until no producer can still
 	 * hold our ring, then answers; we keep serving until then. */
 	if (ask_sluiced(nf, m, DEREGISTER_TIMEOUT_MS, 1) == 0)
-		rte_mempool_put(nf->shm->msg_pool, m);
+		sl_msg_put(nf->shm, m);
 }
 
 /* ---- cross-layer requests and messages ---------------------------- */
@@ -691,8 +698,7 @@ nf_request(struct sl_nf *nf, uint32_t kind, const struct sl_flow_match *f,
 	if (rte_mempool_get(nf->shm->msg_pool, &obj) != 0)
 		return -ENOBUFS;
 	m = obj;
-	memset(m, 0, sizeof(*m));
-	m->type = SL_MSG_REQUEST;
+	msg_init(m, SL_MSG_REQUEST);
 	m->pid = getpid();
 	m->instance = nf->instance;
 	m->req.id = ++nf->req_id;
@@ -710,7 +716,7 @@ nf_request(struct sl_nf *nf, uint32_t kind, const struct sl_flow_match *f,
 	if (value != NULL)
 		snprintf(m->req.value, sizeof(m->req.value), "%s", value);
 	if (msg_post(nf, m, 0) != 0) {
-		rte_mempool_put(nf->shm->msg_pool, m);
+		sl_msg_put(nf->shm, m);
 		return -ENOBUFS;
 	}
 	return m->req.id;
@@ -782,7 +788,7 @@ inbox_poll(struct sl_nf *nf)
 					" rejected by sluiced: %s\n",
 					nf->prog, m->req.id, m->error);
 		}
-		rte_mempool_put(nf->shm->msg_pool, m);
+		sl_msg_put(nf->shm, m);
 	}
 }
 

@@ -107,3 +107,62 @@ def test_clean_stop_of_a_replica_loses_nothing(launch, node, tmp_path, nf_txq):
     mb = wait_until(lambda: (m := run.client.call("status")["mbufs"])["in_use"] == REPLAY
                     and m, 5, "every mbuf back in the pool")
     assert mb["leaked"] == 0, mb
+
+
+def test_answers_to_processes_gone_while_registering_come_back(launch, node):
+    """A process that dies while it waits for its registration answer never
+    returns the message: sluiced gives it back to the pool (counted in
+    status.messages.reclaimed), refused or registered, so crash-looping NFs
+    cannot exhaust it."""
+    import subprocess
+
+    run = launch(deployment(node, ports=[],
+                            nfs=[{"name": "a", "program": prog("forward"), "service": "a"}],
+                            chain=["a", "drop"]))
+    before = run.client.call("status")["messages"]
+    assert before["free"] == before["size"] == 1023 and before["reclaimed"] == 0, before
+
+    def waiting_nf() -> subprocess.Popen:
+        """An NF that has posted its registration to a stopped sluiced."""
+        os.kill(run.sluiced.pid, signal.SIGSTOP)
+        nf = subprocess.Popen([prog("forward"), "--", "--node", node, "--service", "b"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        # Attaching asks the stopped primary for its vdevs, which times
+        # out (5 s); then it posts its registration and waits.
+        deadline = time.monotonic() + 30
+        assert nf.stderr is not None
+        line = ""
+        while "Failed to request vdev from primary" not in line:
+            if time.monotonic() > deadline or (not line and nf.poll() is not None):
+                os.kill(run.sluiced.pid, signal.SIGCONT)
+                nf.kill()
+                raise AssertionError(f"the NF never got past attaching ({nf.poll()})")
+            line = nf.stderr.readline()
+        time.sleep(0.5)
+        return nf
+
+    def reclaimed(n: int) -> dict:
+        m = wait_until(lambda: (m := run.client.call("status")["messages"])["reclaimed"] == n
+                       and m, 10, f"{n} message(s) given back")
+        assert m["free"] == m["size"], m
+        assert [x["service"] for x in run.client.call("nf.list")] == ["a"]
+        return m
+
+    # Dead before sluiced reads its registration: refused, then given back.
+    nf = waiting_nf()
+    nf.kill()
+    nf.wait(10)
+    os.kill(run.sluiced.pid, signal.SIGCONT)
+    reclaimed(1)
+    assert "registration refused" in run.sluiced.log.read_text()
+    # Registered, but dead before it read the answer: given back with the
+    # rest of what the dead instance held.
+    nf = waiting_nf()
+    os.kill(nf.pid, signal.SIGSTOP)
+    os.kill(run.sluiced.pid, signal.SIGCONT)
+    wait_until(lambda: any(x["service"] == "b" for x in run.client.call("nf.list")), 10,
+               "the frozen NF registered")
+    nf.kill()
+    nf.wait(10)
+    reclaimed(2)
+    assert "message(s) it left unreturned given back" in run.sluiced.log.read_text()

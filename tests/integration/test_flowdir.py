@@ -343,6 +343,9 @@ def test_replicas_cancelled_right_after_fork_still_stop(launch, node, tmp_path):
         wait_until(lambda pid=pid: not Path(f"/proc/{pid}").exists(), 10, f"pid {pid} to end")
     running = [n for n in run.client.call("nf.list") if n["service"] == "w"]
     assert len(running) == 1, running
+    # Replicas that gave up while registering left no message behind.
+    wait_until(lambda: (m := run.client.call("status")["messages"])["free"] == m["size"], 10,
+               "every message back in the pool")
 
 
 def test_scale_out_keeps_flows_and_scale_in_moves_only_the_leavers(launch, node, tmp_path):
