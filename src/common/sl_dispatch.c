@@ -511,12 +511,15 @@ to_port(struct sl_dispatch *d, uint16_t port, struct rte_mbuf **pkts,
 	k = d->port_out(d, port, pkts, n);
 	if (d->edge != NULL && port != SL_PORT_NONE) {
 		struct sl_edge_ctr *e = &d->edge[SL_EDGE_PORT(d->shm, port)];
+		uint64_t np = 0, nb = 0; /* in registers, added once */
 
 		for (uint16_t i = 0; i < k; i++)
 			if (fresh[i]) {
-				e->pkts++;
-				e->bytes += rte_pktmbuf_pkt_len(pkts[i]);
+				np++;
+				nb += rte_pktmbuf_pkt_len(pkts[i]);
 			}
+		e->pkts += np;
+		e->bytes += nb;
 	}
 	for (uint16_t i = k; i < n; i++) {
 		struct sl_pkt_meta *m = sl_meta(pkts[i], d->meta_off);
