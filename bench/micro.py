@@ -60,6 +60,7 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
     return {
         "random_line_cycles": med("random_line_cycles"),
+        "random_line_ns": med("random_line_ns"),
         "memory_latency_cycles": med("latency_cycles"),
         "key_hash_lookup_ns": agg(lookups, "flows", "key_hash_lookup_ns"),
         "key_hash_lookup_cycles": agg(lookups, "flows", "key_hash_lookup_cycles"),
@@ -89,6 +90,12 @@ def plot(summary: dict[str, Any], path: Path, title: str) -> None:
     a1.bar([i + 0.2 for i in x], [summary["lookup_only_ns"][f]["median"] for f in flows],
            0.4, label="lookup only")
     a1.axhline(30, color="gray", ls="--", lw=1, label="SDNFV: 30 ns")
+    four = 4 * summary["random_line_ns"]["median"]
+    a1.axhline(four, color="tab:red", ls=":", lw=1,
+               label=f"4 random memory lines: {four:.0f} ns")
+    top = max(four, *(summary[k][f]["median"] for k in ("key_hash_lookup_ns", "lookup_only_ns")
+                      for f in flows))
+    a1.set_ylim(0, top * 1.2)
     a1.set_xticks(list(x), [label(f) for f in flows])
     a1.set_xlabel("flows in the table")
     a1.set_ylabel("ns per packet (median)")
