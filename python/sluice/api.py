@@ -1164,7 +1164,8 @@ def create_app(node: str, socket_path: str | Path | None = None,
              responses=_ERRORS, tags=["graphs"])
     def graph_apply(name: str, body: GraphSpec) -> Any:
         """Create or replace a graph, atomically (its version goes up). The name
-        default is the chain. A graph sluiced cannot use is 422 with its reason."""
+        default is the chain. A graph sluiced cannot use is 422 with its reason;
+        one it has no room for (--max-graphs) is 409."""
         params: dict[str, Any] = {"name": name, "nodes": body.nodes}
         if body.entry is not None:
             params["entry"] = body.entry

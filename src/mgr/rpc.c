@@ -525,9 +525,12 @@ rpc_graph_apply(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 {
 	char err[512];
 	json_t *out = NULL;
+	int rc = sl_graph_apply_json(m, p, &out, err, sizeof(err));
 
-	if (sl_graph_apply_json(m, p, &out, err, sizeof(err)) != 0)
-		return fail(e, E_PARAMS, "%s", err);
+	/* A bad graph is bad params; a good one sluiced has no room for now
+	 * (--max-graphs, versions still in flight, memory) is a failure. */
+	if (rc != 0)
+		return fail(e, rc == -EINVAL ? E_PARAMS : E_FAILED, "%s", err);
 	return out;
 }
 

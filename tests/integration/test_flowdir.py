@@ -146,6 +146,26 @@ def test_flow_list_get_delete(launch, node, tmp_path):
     assert st["flows"]["deleted"] == len(conns)
 
 
+def test_graph_apply_tells_a_bad_graph_from_no_room(launch, node):
+    """A graph that is wrong is invalid params (-32602, REST 422); a good
+    graph beyond --max-graphs is a failure to do it now (-32000, REST 409),
+    and fits once another graph is removed."""
+    from sluice.client import RpcError
+
+    run = launch(deployment(node, ports=[], nfs=[_fwd("a", "a")], chain=["a", "drop"],
+                            sluiced_args=["--max-graphs", "2"]))
+    run.client.call("graph.apply", name="g1", nodes={"a": ["drop"]})
+    with pytest.raises(RpcError) as bad:
+        run.client.call("graph.apply", name="g2", nodes={"a": ["nowhere"]})
+    assert bad.value.code == -32602, bad.value
+    with pytest.raises(RpcError) as full:
+        run.client.call("graph.apply", name="g2", nodes={"a": ["drop"]})
+    assert full.value.code == -32000
+    assert full.value.message == "all 2 graphs are in use: remove one or raise --max-graphs"
+    run.client.call("graph.remove", name="g1")
+    assert run.client.call("graph.apply", name="g2", nodes={"a": ["drop"]})["name"] == "g2"
+
+
 def test_graph_swap_under_traffic_loses_nothing_and_never_mixes(launch, node, tmp_path):
     """Graph 'g' alternates between entry->p->out1 and entry->q->out2 while
     300k packets flow. p and q stamp their instance in the source MAC; every
