@@ -165,7 +165,16 @@ sl_flow_key_make(const struct sl_5tuple *t, struct sl_flow_key *k)
 	int c;
 
 	if (t->family == 4) {
-		(void)sl_flow_key_v4(t, k, &lo, &hi);
+		/* The first 8 bytes stored once from a register: reading them
+		 * back after byte-sized stores missed store forwarding. */
+		uint64_t head = sl_flow_key4_parts(t, &lo, &hi);
+
+		RTE_BUILD_BUG_ON(offsetof(struct sl_flow_key, port_hi) != 4 ||
+				 offsetof(struct sl_flow_key, addr_lo) != 8);
+		memset(k, 0, sizeof(*k));
+		memcpy(k, &head, sizeof(head));
+		memcpy(k->addr_lo, &lo, 4);
+		memcpy(k->addr_hi, &hi, 4);
 		return;
 	}
 	/* Which end is "lower" only has to be the same for both directions:

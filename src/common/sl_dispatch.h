@@ -225,27 +225,6 @@ sl_flow_key4_parts(const struct sl_5tuple *t, uint32_t *lo, uint32_t *hi)
 	       (uint64_t)pb << 32;
 }
 
-/*
- * The canonical key of an IPv4 5-tuple. Its first 8 bytes are stored
- * once from a register: reading them back after byte-sized stores missed
- * store forwarding (a stall per packet at ingress). Returns them; *lo,
- * *hi: the addresses.
- */
-static inline uint64_t
-sl_flow_key_v4(const struct sl_5tuple *t, struct sl_flow_key *k,
-	       uint32_t *lo, uint32_t *hi)
-{
-	uint64_t head = sl_flow_key4_parts(t, lo, hi);
-
-	RTE_BUILD_BUG_ON(offsetof(struct sl_flow_key, port_hi) != 4 ||
-			 offsetof(struct sl_flow_key, addr_lo) != 8);
-	memset(k, 0, sizeof(*k));
-	memcpy(k, &head, sizeof(head));
-	memcpy(k->addr_lo, lo, 4);
-	memcpy(k->addr_hi, hi, 4);
-	return head;
-}
-
 /* The IPv4 table's key of an IPv4 flow key. */
 static inline void
 sl_flow_key4_of(const struct sl_flow_key *k, struct sl_flow_key4 *k4)
