@@ -234,6 +234,13 @@ sl_flow_key4_of(const struct sl_flow_key *k, struct sl_flow_key4 *k4)
 	memcpy(&k4->addr_hi, k->addr_hi, 4);
 }
 
+/* The entry index of position p of the IPv6 table (or p, an error). */
+static inline int32_t
+sl_flow_entry6(const struct sl_flow_table *ft, int32_t p)
+{
+	return p < 0 ? p : (int32_t)(ft->base6 + (uint32_t)p);
+}
+
 /*
  * Looks a key up in its family's table (IPv4: the compact key). Returns
  * its entry index, or a negative errno. Any process may call it (the
@@ -251,7 +258,7 @@ sl_flow_table_lookup(const struct sl_flow_table *ft,
 		return rte_hash_lookup_with_hash(ft->hash, &k4, sig);
 	}
 	p = rte_hash_lookup_with_hash(ft->hash6, k, sig);
-	return p < 0 ? p : (int32_t)(ft->base6 + (uint32_t)p);
+	return sl_flow_entry6(ft, p);
 }
 
 /* The signature of an IPv4 key from its parts (see sl_flow_key_hash). */

@@ -355,16 +355,13 @@ static int32_t
 table_add(struct sl_flow_table *ft, const struct sl_flow_key *k,
 	  const struct sl_flow_key4 *k4, uint32_t sig)
 {
-	int32_t p;
-
 	if (ft->n_live >= ft->max_flows)
 		return -ENOSPC;
 	if (k->family == 4)
 		return rte_hash_add_key_with_hash(ft->hash, k4, sig);
 	if (ft->n_live6 >= ft->max_flows6)
 		return -ENOSPC;
-	p = rte_hash_add_key_with_hash(ft->hash6, k, sig);
-	return p < 0 ? p : (int32_t)(ft->base6 + (uint32_t)p);
+	return sl_flow_entry6(ft, rte_hash_add_key_with_hash(ft->hash6, k, sig));
 }
 
 /* Bulk lookup of the keys of one family (idx: which of the burst's keys),
@@ -381,9 +378,7 @@ table_lookup_bulk(const struct sl_flow_table *ft, int v6, const void **kp,
 	rte_hash_lookup_with_hash_bulk(v6 ? ft->hash6 : ft->hash, kp, sig, n,
 				       r);
 	for (uint16_t j = 0; j < n; j++)
-		pos[idx[j]] = r[j] < 0 || !v6 ? r[j]
-					       : (int32_t)(ft->base6 +
-							   (uint32_t)r[j]);
+		pos[idx[j]] = v6 ? sl_flow_entry6(ft, r[j]) : r[j];
 }
 
 void
@@ -612,14 +607,12 @@ sl_flow_maintain(struct sl_shm *shm, uint64_t now)
 		if (!sl_grace_passed(&b->grace, shm, rx.self_io, 0))
 			break;
 		for (uint32_t i = 0; i < b->n; i++) {
-			uint32_t p6 = b->pos[i] - ft->base6;
+			uint32_t p = b->pos[i];
+			int v6 = p >= ft->base6;
 
-			if (b->pos[i] < ft->base6)
-				rte_hash_free_key_with_position(
-					ft->hash, (int32_t)b->pos[i]);
-			else
-				rte_hash_free_key_with_position(ft->hash6,
-								(int32_t)p6);
+			rte_hash_free_key_with_position(
+				v6 ? ft->hash6 : ft->hash,
+				(int32_t)(v6 ? p - ft->base6 : p));
 		}
 		b->n = 0;
 		rx.head = (rx.head + 1) % LIMBO_BATCHES;
@@ -1051,7 +1044,7 @@ sl_flow_find(const struct sl_mgr *m, const struct sl_5tuple *t, uint32_t *pos)
 		if (p < 0)
 			return -ENOENT;
 		if (k.family != 4)
-			p = (int32_t)(ft->base6 + (uint32_t)p);
+			p = sl_flow_entry6(ft, p);
 	}
 	*pos = (uint32_t)p;
 	return 0;
