@@ -203,6 +203,14 @@ inbox_drain(struct sl_mgr *m, struct sl_nf_slot *s)
  * sluiced's (the message ring, a deregistration in progress) or lost in
  * its own hands for good (taken, not yet posted: a short window).
  */
+/* Returns one message nobody will return, counted. */
+static void
+msg_give_back(struct sl_mgr *m, struct sl_msg *msg)
+{
+	sl_msg_put(m->shm, msg);
+	m->msgs_reclaimed++;
+}
+
 struct orphans {
 	int32_t pid;
 	uint32_t n;
@@ -231,8 +239,7 @@ msgs_reclaim(struct sl_mgr *m, int32_t pid)
 
 	rte_mempool_obj_iter(m->shm->msg_pool, orphan_find, &o);
 	for (uint32_t i = 0; i < o.n; i++)
-		sl_msg_put(m->shm, o.msg[i]);
-	m->msgs_reclaimed += o.n;
+		msg_give_back(m, o.msg[i]);
 	if (o.n > 0)
 		sl_log("pid %d: %u message(s) it left unreturned given back",
 		       pid, o.n);
@@ -554,8 +561,7 @@ qs_run(struct sl_mgr *m, struct sl_qs_action *a)
 		if (m->shm->nfs[a->instance].pid != msg->pid ||
 		    m->shm->nfs[a->instance].state != SL_NF_STOPPING) {
 			/* It died while waiting: nobody reads the answer. */
-			sl_msg_put(m->shm, msg);
-			m->msgs_reclaimed++;
+			msg_give_back(m, msg);
 			return 0;
 		}
 		msg->result = 0;
@@ -930,10 +936,8 @@ sl_registry_poll(struct sl_mgr *m)
 			 * it waited, or it gave up): nobody reads the answer.
 			 * (Registered, its death frees the slot and this.) */
 			if (msg->result != 0 && msg->pid > 0 &&
-			    kill(msg->pid, 0) != 0 && errno == ESRCH) {
-				sl_msg_put(m->shm, msg);
-				m->msgs_reclaimed++;
-			}
+			    kill(msg->pid, 0) != 0 && errno == ESRCH)
+				msg_give_back(m, msg);
 			break;
 		case SL_MSG_DEREGISTER:
 			handle_deregister(m, msg);
