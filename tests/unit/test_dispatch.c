@@ -8,7 +8,8 @@
  *
  * Fake node used by every test:
  *   services: 0 "fw"    live {0}          (flow-sticky)
- *             1 "mon"   live {1, 2}       (flow-sticky, or RR in one test)
+ *             1 "mon"   live {1, 2}       (flow-sticky; RR or shortest queue
+ *                                          in one test each)
  *             2 "empty" used, no live instance
  *             3         not used
  *   instances 0..2 RUNNING (mode poll), 3 free; rx rings hold RING_CAP
@@ -653,6 +654,104 @@ to_round_robin(void **state)
 	assert_int_equal(e->d.rr[1], 6);
 	assert_int_equal(e->stats.tx_pkts, 6);
 	assert_int_equal(e->stats.tx_bytes, 6 * 64 + 15);
+}
+
+/* Puts n dummies at the tail of instance inst's rx ring. */
+static void
+add_dummies(struct env *e, uint16_t inst, unsigned n)
+{
+	void *objs[RING_CAP];
+
+	for (unsigned i = 0; i < n; i++)
+		objs[i] = &g_dummy[i];
+	assert_int_equal(rte_ring_enqueue_bulk(rx_of(e, inst), objs, n, NULL),
+			 n);
+}
+
+/* Takes the n packets at the head of instance inst's rx ring: exactly
+ * p[0..n) in order, now held by inst; frees them. */
+static void
+take_exactly(struct env *e, uint16_t inst, struct rte_mbuf **p, unsigned n)
+{
+	struct rte_mbuf *got[SL_BURST_MAX];
+
+	assert_int_equal(rte_ring_dequeue_bulk(rx_of(e, inst), (void **)got,
+					       n, NULL),
+			 n);
+	for (unsigned i = 0; i < n; i++) {
+		assert_ptr_equal(got[i], p[i]);
+		check_meta(got[i], SL_NEXT, 1, (uint16_t)(inst + 1),
+			   meta(got[i])->flow_hash);
+	}
+	rte_pktmbuf_free_bulk(got, n);
+}
+
+static void
+to_shortest_queue(void **state)
+{
+	/*
+	 * Shortest queue on mon (instances 1, 2), flow table off (no entry,
+	 * no pins): whatever their hashes, packets go to the instance whose
+	 * rx ring holds fewer packets, as the rings stand when the burst is
+	 * resolved; when the other ring becomes the emptier one the choice
+	 * flips; on a tie the first live instance (1) wins.
+	 */
+	struct env *e = *state;
+	struct rte_mbuf *p[8], *q[8], *r[4];
+	int n1 = 0;
+
+	assert_int_equal(e->shm->flow.lookup, SL_LOOKUP_OFF);
+	assert_int_equal(e->shm->flow.n_pins, 0);
+	e->shm->services[1].lb_mode = SL_LB_QUEUE;
+	add_dummies(e, 1, 10);
+	for (int i = 0; i < 8; i++)
+		p[i] = mk(SL_TO(1), 0, (uint32_t)i * 2654435761u, 64);
+	/* The premise: by their hashes, both instances would get some. */
+	for (int i = 0; i < 8; i++)
+		n1 += e->shm->services[1].bucket[meta(p[i])->flow_hash & 255] ==
+		      1;
+	assert_true(n1 > 0 && n1 < 8);
+	assert_int_equal(sl_dispatch(&e->d, p, 8), 0);
+	assert_int_equal(rte_ring_count(rx_of(e, 1)), 10);
+	assert_int_equal(rte_ring_count(rx_of(e, 2)), 8);
+
+	/* 8 < 10: ring 2 is still the emptier one. */
+	for (int i = 0; i < 8; i++)
+		q[i] = mk(SL_TO(1), 0, (uint32_t)i * 40503u, 65);
+	assert_int_equal(sl_dispatch(&e->d, q, 8), 0);
+	assert_int_equal(rte_ring_count(rx_of(e, 1)), 10);
+	assert_int_equal(rte_ring_count(rx_of(e, 2)), 16);
+
+	/* Now ring 1 (10) is the emptier one: the choice flips. */
+	for (int i = 0; i < 4; i++)
+		r[i] = mk(SL_TO(1), 0, (uint32_t)i * 2654435761u, 66);
+	assert_int_equal(sl_dispatch(&e->d, r, 4), 0);
+	assert_int_equal(rte_ring_count(rx_of(e, 1)), 14);
+	assert_int_equal(rte_ring_count(rx_of(e, 2)), 16);
+	drain_dummies(e, 1, 10);
+	take_exactly(e, 1, r, 4);
+	take_exactly(e, 2, p, 8);
+	take_exactly(e, 2, q, 8);
+
+	/* Fill the other ring instead: everything goes to 2. */
+	add_dummies(e, 1, 3);
+	for (int i = 0; i < 4; i++)
+		r[i] = mk(SL_TO(1), 0, (uint32_t)i * 2654435761u, 67);
+	assert_int_equal(sl_dispatch(&e->d, r, 4), 0);
+	take_exactly(e, 2, r, 4);
+	drain_dummies(e, 1, 3);
+	/* Both empty: a tie goes to the first live instance. */
+	for (int i = 0; i < 4; i++)
+		r[i] = mk(SL_TO(1), 0, (uint32_t)i * 2654435761u, 68);
+	assert_int_equal(sl_dispatch(&e->d, r, 4), 0);
+	take_exactly(e, 1, r, 4);
+	assert_int_equal(rte_ring_count(rx_of(e, 2)), 0);
+
+	assert_int_equal(e->d.rr[1], 0); /* no round robin involved */
+	assert_int_equal(drops_total(e), 0);
+	assert_int_equal(e->stats.tx_pkts, 8 + 8 + 4 + 4 + 4);
+	assert_int_equal(e->stats.tx_bytes,
+			 8 * 64 + 8 * 65 + 4 * 66 + 4 * 67 + 4 * 68);
 }
 
 static void
@@ -1321,6 +1420,7 @@ main(void)
 		T(to_invalid_service),
 		T(to_service_without_instance),
 		T(to_round_robin),
+		T(to_shortest_queue),
 		T(to_leaving_instance_falls_back),
 		T(out_ports),
 		T(out_port_started_later),
