@@ -302,7 +302,9 @@ struct sl_flow_entry {
 	uint16_t graph;    /* logical graph id (RX thread) */
 	uint8_t state;     /* enum sl_flow_state, atomic */
 	uint8_t n_ovr;     /* override slots in use (control thread) */
-	uint16_t pad;
+	uint16_t graph_inc; /* the graph id's incarnation when classified:
+			     * a removed graph's id may be given to another
+			     * graph, whose flows these are not (RX thread) */
 	uint32_t last_ms;  /* last packet, ms clock of the RX thread */
 	uint32_t pad2;
 	uint64_t pkts;     /* ingress packets (RX thread) */

@@ -75,6 +75,11 @@ static struct flow_side {
 	uint32_t sig;
 	uint32_t rule;
 } *g_side;
+/* Per graph id, bumped when that graph is removed (control thread; RX
+ * reads it): an entry classified under an earlier incarnation of its
+ * graph id belongs to a removed graph, even once another graph got the
+ * id, and is classified again. */
+static uint16_t *g_graph_inc;
 
 size_t
 sl_flow_entry_bytes(const struct sl_mgr_opts *o)
@@ -138,6 +143,11 @@ sl_flow_init(struct sl_mgr *m)
 		8);
 	ft->stride = (uint32_t)sl_flow_entry_bytes(&m->o);
 	rx.self_io = 0;
+	g_graph_inc = calloc(m->o.max_graphs, sizeof(*g_graph_inc));
+	if (g_graph_inc == NULL) {
+		fprintf(stderr, "sluiced: out of memory for the graph table\n");
+		return -1;
+	}
 	if (ft->lookup == SL_LOOKUP_OFF)
 		return 0;
 	ft->hash = table_create(m, "flows", sizeof(struct sl_flow_key4),
@@ -203,6 +213,28 @@ static struct sl_wildset *g_wild;     /* read by RX, atomic pointer */
 static struct sl_rule *g_rule_list;   /* control's copy, [g_n_rules] */
 static uint32_t g_n_rules;
 static uint32_t g_rule_id;
+
+void
+sl_flow_graph_removed(uint16_t id)
+{
+	__atomic_store_n(&g_graph_inc[id], (uint16_t)(g_graph_inc[id] + 1),
+			 __ATOMIC_RELEASE);
+}
+
+/* The entry's graph id, or SL_GRAPH_NONE if that graph was removed (the
+ * next packet classifies the flow again). */
+static uint16_t
+entry_graph(const struct sl_shm *shm, const struct sl_flow_entry *e)
+{
+	uint16_t id = e->graph;
+
+	if (id == 0)
+		return 0; /* the default chain is never removed */
+	if (sl_graph_current(shm, id) == SL_GRAPH_NONE ||
+	    e->graph_inc != __atomic_load_n(&g_graph_inc[id], __ATOMIC_ACQUIRE))
+		return SL_GRAPH_NONE;
+	return id;
+}
 
 /* ---- the RX thread ------------------------------------------------ */
 
@@ -330,6 +362,7 @@ entry_create(struct sl_shm *shm, struct sl_flow_entry *e, uint16_t graph,
 
 	__atomic_store_n(&e->gen, (uint16_t)(e->gen + 1), __ATOMIC_RELEASE);
 	e->graph = graph;
+	e->graph_inc = __atomic_load_n(&g_graph_inc[graph], __ATOMIC_ACQUIRE);
 	e->last_ms = rx.now_ms;
 	e->pkts = 1;
 	e->bytes = len;
@@ -528,8 +561,12 @@ sl_flow_ingress(struct sl_shm *shm, struct rte_mbuf **pkts, uint16_t n)
 		}
 		meta->flow_gen = e->gen;
 		gv = sl_graph_current(shm, e->graph);
-		if (gv == SL_GRAPH_NONE && e->graph != 0) {
-			/* Its graph was removed: classify it again. */
+		if (e->graph != 0 &&
+		    (gv == SL_GRAPH_NONE ||
+		     e->graph_inc != __atomic_load_n(&g_graph_inc[e->graph],
+						     __ATOMIC_ACQUIRE))) {
+			/* Its graph was removed (its id may be another
+			 * graph's by now): classify it again. */
 			const struct sl_ruleset *rs =
 				__atomic_load_n(&g_rules, __ATOMIC_ACQUIRE);
 			const struct sl_5tuple *tp = &tup[k];
@@ -542,6 +579,8 @@ sl_flow_ingress(struct sl_shm *shm, struct rte_mbuf **pkts, uint16_t n)
 				r = 0;
 			}
 			e->graph = g;
+			e->graph_inc = __atomic_load_n(&g_graph_inc[g],
+						       __ATOMIC_ACQUIRE);
 			g_side[meta->flow].rule = r;
 			gv = sl_graph_current(shm, g);
 		}
@@ -896,6 +935,8 @@ graph_name(const struct sl_shm *shm, uint16_t id)
 {
 	uint16_t slot;
 
+	if (id == SL_GRAPH_NONE)
+		return "(removed)";
 	if (id >= shm->max_graphs)
 		return "?";
 	slot = shm->graph_cur[id];
@@ -943,7 +984,7 @@ sl_flow_json(const struct sl_mgr *m, uint32_t p)
 	return json_pack(
 		"{s:I, s:s, s:i, s:i, s:s, s:I, s:I, s:I, s:o, s:o, s:s}", "id",
 		(json_int_t)p, "key", key, "family", t.family, "proto", t.proto,
-		"graph", graph_name(shm, e->graph), "pkts", (json_int_t)e->pkts,
+		"graph", graph_name(shm, entry_graph(shm, e)), "pkts", (json_int_t)e->pkts,
 		"bytes", (json_int_t)e->bytes, "idle_ms",
 		(json_int_t)(uint32_t)(now_ms - e->last_ms), "pins", pins,
 		"overrides", ovr, "state",
@@ -963,7 +1004,7 @@ flow_filter_ok(const struct sl_shm *shm, uint32_t p,
 		return 0;
 	if (f == NULL)
 		return 1;
-	if (f->graph != SL_GRAPH_NONE && e->graph != f->graph)
+	if (f->graph != SL_GRAPH_NONE && entry_graph(shm, e) != f->graph)
 		return 0;
 	if (f->service != SL_SERVICE_NONE) {
 		const uint32_t *pin = sl_flow_pins(shm, e);
@@ -1206,7 +1247,8 @@ full:
 static const struct sl_graph *
 graph_now(const struct sl_shm *shm, uint16_t id)
 {
-	uint16_t gv = sl_graph_current(shm, id);
+	uint16_t gv = id < shm->max_graphs ? sl_graph_current(shm, id)
+					   : SL_GRAPH_NONE;
 
 	return gv == SL_GRAPH_NONE ? NULL : sl_graph_of(shm, gv);
 }
@@ -1297,7 +1339,7 @@ sl_flow_request(struct sl_mgr *m, const struct sl_req *r, uint32_t *applied,
 			return ENOENT;
 		}
 		e = sl_flow_entry(shm, p);
-		g = graph_now(shm, e->graph);
+		g = graph_now(shm, entry_graph(shm, e));
 		if (g == NULL) {
 			snprintf(err, errlen, "the flow's graph was removed");
 			return ENOENT;
@@ -1371,7 +1413,7 @@ sl_flow_request(struct sl_mgr *m, const struct sl_req *r, uint32_t *applied,
 
 		if (!flow_filter_ok(shm, p, &f))
 			continue;
-		g = graph_now(shm, e->graph);
+		g = graph_now(shm, entry_graph(shm, e));
 		if (g != NULL && req_apply(m, r, g, e, e2, sizeof(e2)) == 0)
 			(*applied)++;
 	}
@@ -1394,4 +1436,7 @@ sl_flow_close(void)
 	g_keys = NULL;
 	free(g_side);
 	g_side = NULL;
+	free(g_graph_inc);
+	g_graph_inc = NULL;
 }
+

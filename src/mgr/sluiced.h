@@ -206,6 +206,8 @@ struct sl_flow_filter {
 size_t sl_flow_entry_bytes(const struct sl_mgr_opts *o);
 int sl_flow_init(struct sl_mgr *m);
 void sl_flow_close(void);
+/* Graph id `id` was removed: flows classified under it are its no more. */
+void sl_flow_graph_removed(uint16_t id);
 void sl_flow_ingress(struct sl_shm *shm, struct rte_mbuf **pkts, uint16_t n);
 void sl_flow_maintain(struct sl_shm *shm, uint64_t now);
 void sl_flow_rx_fini(void);
