@@ -434,6 +434,13 @@ sl_graph_apply_json(struct sl_mgr *m, json_t *p, json_t **out, char *err,
 	}
 	if (id == 0)
 		sl_maybe_enable_rx(m);
+	if (shm->flow.hash != NULL && spec.n_nodes > shm->flow.n_pins)
+		sl_log("graph '%s' has %u services but a flow is pinned to an "
+		       "instance at %u at most (--flow-pins): past that, its "
+		       "instance follows the hash buckets, which move when a "
+		       "replica joins; raise --flow-pins for sticky flows "
+		       "there",
+		       g->name, spec.n_nodes, shm->flow.n_pins);
 	*out = json_pack("{s:s, s:i, s:i}", "name", g->name, "id", id,
 			 "version", (int)g->version);
 	sl_event("graph.applied", json_pack("{s:s, s:i, s:i}", "name", g->name,

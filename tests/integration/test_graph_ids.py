@@ -8,6 +8,7 @@ says which path each packet took."""
 
 from __future__ import annotations
 
+from conftest import deployment
 from test_crosslayer import F_KEY, F, Rig, flow_frames, paths, tag_nf
 
 
@@ -36,3 +37,17 @@ def test_a_removed_graphs_flows_do_not_follow_the_graph_given_its_id(launch, nod
     assert paths(got, "F", "1") == ["p"] * 3
     assert paths(got, "F", "2") == ["d"] * 3  # the default chain, not g2's q
     assert len(got) == rig.n_out
+
+
+def test_a_graph_longer_than_the_pins_is_warned_of(launch, node, tmp_path):
+    """A flow is pinned at its first --flow-pins services; past them its
+    instance follows the hash buckets (which move when a replica joins).
+    sluiced says so when a graph has more services than that."""
+    run = launch(deployment(node, ports=[], nfs=[tag_nf("a"), tag_nf("b"), tag_nf("c")],
+                            chain=["drop"], sluiced_args=["--flow-pins", "2"]))
+    run.client.call("graph.apply", name="two", nodes={"a": ["b"], "b": ["drop"]})
+    run.client.call("graph.apply", name="three", nodes={"a": ["b"], "b": ["c"], "c": ["drop"]})
+    log = (run.run_dir / "sluiced.log").read_text()
+    assert ("graph 'three' has 3 services but a flow is pinned to an instance at 2 at most "
+            "(--flow-pins)") in log, log
+    assert "graph 'two'" not in log, log
