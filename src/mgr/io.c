@@ -35,6 +35,7 @@ struct io_ctx {
 	int do_tx;
 	struct sl_shm *shm;
 	uint64_t tx_retry_cycles;
+	int rss_flow_hash; /* the ports' RSS hash is the flow hash (ports.c) */
 	struct sl_dispatch ingress[SL_MAX_PORTS];
 	struct sl_dispatch *from_nf; /* [max_nfs]: NF tx rings */
 	struct sl_dispatch from_rx;  /* split mode: the RX->TX ring */
@@ -116,9 +117,10 @@ ingress_meta(const struct io_ctx *c, struct rte_mbuf *m, uint16_t port)
 	meta->owner = 0;
 	meta->in_port = port;
 	meta->flow = SL_FLOW_NONE;
-	/* The port's RSS hash is free (symmetric key: see ports.c); the
-	 * software hash is computed only if a hop needs it. */
-	if (m->ol_flags & RTE_MBUF_F_RX_RSS_HASH) {
+	/* The port's RSS hash is free when every port's is symmetric and
+	 * alike (ports.c); the software hash is computed only if a hop
+	 * needs it. */
+	if (c->rss_flow_hash && (m->ol_flags & RTE_MBUF_F_RX_RSS_HASH)) {
 		meta->flow_hash = m->hash.rss;
 		meta->flags = SL_META_HASH;
 	} else {
@@ -291,6 +293,7 @@ io_ctx_init(struct io_ctx *c, unsigned int idx)
 	c->do_rx = idx == 0;
 	c->do_tx = idx == shm->n_io - 1;
 	c->tx_retry_cycles = shm->tsc_hz / 1000000 * g_mgr.o.tx_retry_us;
+	c->rss_flow_hash = g_mgr.rss_flow_hash;
 	out = c->do_tx ? io_port_out : io_port_out_split;
 	for (uint16_t p = 0; p < SL_MAX_PORTS; p++) {
 		if (sl_dispatch_init(&c->ingress[p], shm, 0, &shm->io[idx],

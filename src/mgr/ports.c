@@ -177,8 +177,8 @@ find_or_probe(const char *pname, const char *device, uint16_t *port_id,
 }
 
 static int
-port_setup(struct sl_mgr *m, uint16_t pid, const char *pname, char *err,
-	   size_t errlen)
+port_setup(struct sl_mgr *m, uint16_t pid, const char *pname,
+	   uint64_t *rss_hf, char *err, size_t errlen)
 {
 	struct rte_eth_conf conf;
 	struct rte_eth_dev_info info;
@@ -203,6 +203,13 @@ port_setup(struct sl_mgr *m, uint16_t pid, const char *pname, char *err,
 			conf.rx_adv_conf.rss_conf.rss_key = sym_rss_key;
 			conf.rx_adv_conf.rss_conf.rss_key_len =
 				sizeof(sym_rss_key);
+			*rss_hf = conf.rx_adv_conf.rss_conf.rss_hf;
+		} else {
+			sl_log("port '%s': its RSS key is %u bytes, not the %zu "
+			       "of sluiced's symmetric key: its hash would "
+			       "differ between a flow's two directions, so "
+			       "flows are hashed in software",
+			       pname, info.hash_key_size, sizeof(sym_rss_key));
 		}
 	}
 	/* Queue 0 is sluiced's; NFs get their own where the device has more
@@ -253,10 +260,18 @@ int
 sl_ports_init(struct sl_mgr *m, char *err, size_t errlen)
 {
 	struct sl_shm *shm = m->shm;
+	uint64_t hf0 = 0;
+
+	/* A flow's hash must be the same whichever port it enters by (it is
+	 * the flow table's signature and the balancer's input): the ports'
+	 * RSS hash is used only if every port has one, with the symmetric
+	 * key over the same fields. */
+	m->rss_flow_hash = m->o.n_ports > 0;
 
 	for (uint16_t i = 0; i < m->o.n_ports; i++) {
 		const struct sl_port_opt *po = &m->o.ports[i];
 		struct sl_port *p;
+		uint64_t hf = 0;
 		uint16_t pid;
 
 		if (find_or_probe(po->name, po->device, &pid, err, errlen))
@@ -279,8 +294,12 @@ sl_ports_init(struct sl_mgr *m, char *err, size_t errlen)
 		snprintf(p->device, sizeof(p->device), "%s", po->device);
 		p->used = 1;
 		shm->n_ports++;
-		if (port_setup(m, pid, po->name, err, errlen) != 0)
+		if (port_setup(m, pid, po->name, &hf, err, errlen) != 0)
 			return -1;
+		if (i == 0)
+			hf0 = hf;
+		if (hf == 0 || hf != hf0)
+			m->rss_flow_hash = 0;
 		__atomic_store_n(&p->started, 1, __ATOMIC_RELEASE);
 	}
 	return 0;

@@ -115,6 +115,10 @@ struct sl_mgr {
 	 * is, 0: none */
 	uint16_t *cache_owner;
 	uint64_t mbufs_leaked; /* dead NFs' caches not trusted (pool_op) */
+	/* 1: every port hashes with sluiced's symmetric RSS key over the same
+	 * fields, so a port's RSS hash can stand for the flow hash; else
+	 * the flow hash is always computed in software (ports.c). */
+	int rss_flow_hash;
 	/* Reservations of NFs killed inside an enqueue, rolled back */
 	uint64_t rings_unstuck;
 	uint64_t msgs_reclaimed; /* answers dead processes never returned */
