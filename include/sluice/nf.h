@@ -19,8 +19,9 @@
  *
  * Command line of every NF:
  *
- *     sluice-X [EAL args] -- [--node NAME] [--service NAME] [--instance N]
- *                            [--mode shared|poll] [--core N] [NF args]
+ *     sluice-X [EAL args] -- [--node NAME] [-s|--service NAME]
+ *                            [--instance N] [--mode shared|poll] [--core N]
+ *                            [NF args]
  *
  * NF-specific arguments are handed to ops->init() with argv[0] set to the
  * program name; libsluice's own options are removed first.

@@ -265,26 +265,34 @@ static void
 usage(const char *prog)
 {
 	fprintf(stderr,
-		"usage: %s [EAL args] -- [--node NAME] [--service NAME] "
+		"usage: %s [EAL args] -- [--node NAME] [-s|--service NAME] "
 		"[--instance N] [--mode shared|poll] [--core N] [NF args]\n"
-		"  --node      the sluiced to attach to (default: $SLUICE_NODE "
-		"or 'sluice')\n"
-		"  --service   service to register (default: the NF's own)\n"
-		"  --instance  ask for this instance id (default: any free)\n"
-		"  --mode      shared (yield/sleep when idle, default) or poll\n"
-		"  --core      CPU to pin to (poll mode)\n",
+		"  --node         the sluiced to attach to (default: "
+		"$SLUICE_NODE or 'sluice')\n"
+		"  -s, --service  service to register (default: the NF's "
+		"own)\n"
+		"  --instance     ask for this instance id (default: any "
+		"free)\n"
+		"  --mode         shared (yield/sleep when idle, default) or "
+		"poll\n"
+		"  --core         CPU to pin to (poll mode)\n",
 		prog);
 }
 
+/* Matches OPT VALUE or OPT=VALUE at argv[*i] (and, if SHORT_OPT is not
+ * NULL, SHORT_OPT VALUE); steps *i over the value. 1 if matched, 0 if not,
+ * -1 (said why) if the value is missing. */
 static int
-take_value(int *i, int argc, char **argv, const char *opt, const char **out)
+take_value(int *i, int argc, char **argv, const char *opt,
+	   const char *short_opt, const char **out)
 {
 	size_t len = strlen(opt);
 
-	if (strcmp(argv[*i], opt) == 0) {
+	if (strcmp(argv[*i], opt) == 0 ||
+	    (short_opt != NULL && strcmp(argv[*i], short_opt) == 0)) {
 		if (*i + 1 >= argc) {
 			fprintf(stderr, "%s: option %s needs a value\n",
-				argv[0], opt);
+				argv[0], argv[*i]);
 			return -1;
 		}
 		*out = argv[++*i];
@@ -357,17 +365,17 @@ parse_args(struct nf_args *a, const struct sl_nf_ops *ops, int argc,
 			a->nf_argv[a->nf_argc++] = argv[i];
 			continue;
 		}
-		if ((r = take_value(&i, argc, argv, "--node", &v)) != 0) {
+		if ((r = take_value(&i, argc, argv, "--node", NULL, &v)) != 0) {
 			if (r < 0)
 				return -1;
 			a->node = v;
-		} else if ((r = take_value(&i, argc, argv, "--service", &v)) !=
-			   0) {
+		} else if ((r = take_value(&i, argc, argv, "--service", "-s",
+					   &v)) != 0) {
 			if (r < 0)
 				return -1;
 			a->service = v;
 		} else if ((r = take_value(&i, argc, argv, "--instance",
-					   &v)) != 0) {
+					   NULL, &v)) != 0) {
 			char *end;
 
 			if (r < 0)
@@ -381,8 +389,8 @@ parse_args(struct nf_args *a, const struct sl_nf_ops *ops, int argc,
 					argv[0], v);
 				return -1;
 			}
-		} else if ((r = take_value(&i, argc, argv, "--mode", &v)) !=
-			   0) {
+		} else if ((r = take_value(&i, argc, argv, "--mode", NULL,
+					   &v)) != 0) {
 			if (r < 0)
 				return -1;
 			if (strcmp(v, "shared") == 0) {
@@ -395,8 +403,8 @@ parse_args(struct nf_args *a, const struct sl_nf_ops *ops, int argc,
 					argv[0], v);
 				return -1;
 			}
-		} else if ((r = take_value(&i, argc, argv, "--core", &v)) !=
-			   0) {
+		} else if ((r = take_value(&i, argc, argv, "--core", NULL,
+					   &v)) != 0) {
 			char *end;
 			long c;
 
@@ -419,7 +427,7 @@ parse_args(struct nf_args *a, const struct sl_nf_ops *ops, int argc,
 	if (a->service == NULL || !sl_name_valid(a->service)) {
 		fprintf(stderr,
 			"%s: service name '%s' is not valid (1-%d characters "
-			"of A-Z a-z 0-9 _ - .); pass --service NAME\n",
+			"of A-Z a-z 0-9 _ - .); pass --service (-s) NAME\n",
 			argv[0], a->service ? a->service : "", SL_NAME_LEN - 1);
 		return -1;
 	}

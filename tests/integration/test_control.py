@@ -167,11 +167,34 @@ def test_socket_in_use_and_a_second_instance(launch, node, tmp_path):
     (["--", "--node", "nosuchnode"], "no sluiced named 'nosuchnode' is running"),
     (["--", "--mode", "fast"], "--mode 'fast': use shared or poll"),
     (["--", "--service", "bad name"], "service name 'bad name' is not valid"),
+    (["--", "-s", "bad name"], "service name 'bad name' is not valid"),
+    (["--", "-s"], "option -s needs a value"),
 ])
 def test_nf_argument_errors(argv, msg):
     r = subprocess.run([prog("forward"), *argv], capture_output=True, text=True, timeout=30)
     assert r.returncode == 1
     assert msg in r.stderr
+
+
+def test_short_service_option_and_an_instance_in_use(launch, node, tmp_path):
+    """`-s NAME` is `--service NAME`; NF arguments after it still reach the
+    NF; a second NF asking for the same --instance is refused."""
+    run = launch(deployment(node, ports=[], nfs=[
+        {"name": "f", "program": prog("forward"), "service": "f"}], chain=["f", "drop"]))
+    x = run._spawn("x", [prog("forward"), "--", "--node", node, "-s", "x", "--instance", "5",
+                         "--tag-src-mac"])
+    run.nfs.append(x)
+    listed = wait_until(lambda: [n for n in run.client.call("nf.list") if n["instance"] == 5],
+                        20, "instance 5 to register")
+    assert [(n["service"], n["pid"], n["state"]) for n in listed] == [("x", x.pid, "running")]
+    r = subprocess.run([prog("forward"), "--", "--node", node, "-s", "x", "--instance", "5"],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 1
+    assert (f"sluiced refused the registration: instance 5 is in use by pid {x.pid}; "
+            "omit --instance to get a free one") in r.stderr
+    assert sorted((n["instance"], n["service"]) for n in run.client.call("nf.list")) == \
+        [(0, "f"), (5, "x")]
+    assert x.exited() is None
 
 
 def test_sigterm_stops_everything_cleanly(launch, node, tmp_path):
