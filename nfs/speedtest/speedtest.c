@@ -2,8 +2,13 @@
 /*
  * sluice-speedtest: creates N packets once, sends them along the chain and
  * counts them each time they come back (the chain must loop back to this
- * service, e.g. "speedtest,forward,speedtest"). Prints Mpps and cycles per
- * packet every --report seconds and a JSON summary at the end.
+ * service, e.g. "speedtest,forward,speedtest"). Every --report seconds it
+ * prints (stderr) the rate of the interval in Mpps and in TSC cycles per
+ * packet (TSC cycles elapsed / packets received back in that time: the
+ * rate's inverse in wall-clock cycles, whatever the number of cores the
+ * loop runs on; not one NF's CPU time, not the trip time, which --latency
+ * measures), and at the end a one-line JSON summary (stdout) with both
+ * measures over the whole run.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -238,12 +243,23 @@ st_tick(struct sl_nf *nf, uint64_t now_ns)
 		return;
 	}
 	if ((double)(now - g.last_tsc) / (double)g.hz >= g.report_s) {
-		double secs = (double)(now - g.last_tsc) / (double)g.hz;
-		double mpps = (double)(g.count - g.last_count) / secs / 1e6;
+		uint64_t cycles = now - g.last_tsc;
+		uint64_t got = g.count - g.last_count;
+		double secs = (double)cycles / (double)g.hz;
+		double mpps = (double)got / secs / 1e6;
 
 		if (g.n_samples < MAX_SAMPLES)
 			g.samples[g.n_samples++] = mpps;
-		fprintf(stderr, "sluice-speedtest: %.2f Mpps\n", mpps);
+		if (got > 0)
+			fprintf(stderr,
+				"sluice-speedtest: %.2f Mpps, %.1f "
+				"cycles/pkt\n",
+				mpps, (double)cycles / (double)got);
+		else
+			fprintf(stderr,
+				"sluice-speedtest: 0.00 Mpps, no packet came "
+				"back in %.2f s\n",
+				secs);
 		g.last_tsc = now;
 		g.last_count = g.count;
 	}
@@ -255,16 +271,22 @@ st_tick(struct sl_nf *nf, uint64_t now_ns)
 static void
 st_fini(struct sl_nf *nf)
 {
-	double secs = g.injected ? (double)(rte_rdtsc() - g.t_start) /
-					   (double)g.hz
-				 : 0;
+	uint64_t cycles = g.injected ? rte_rdtsc() - g.t_start : 0;
+	double secs = (double)cycles / (double)g.hz;
 
 	(void)nf;
 	printf("{\"packets\": %u, \"size\": %u, \"flows\": %u, "
 	       "\"seconds\": %.3f, \"received\": %" PRIu64
-	       ", \"mpps\": %.4f, \"samples_mpps\": [",
+	       ", \"mpps\": %.4f, ",
 	       g.n_pkts, g.size, g.flows, secs, g.count,
 	       secs > 0 ? (double)g.count / secs / 1e6 : 0.0);
+	/* TSC cycles of the whole run per packet received back */
+	if (g.count > 0)
+		printf("\"cycles_per_pkt\": %.2f, ",
+		       (double)cycles / (double)g.count);
+	else
+		printf("\"cycles_per_pkt\": null, ");
+	printf("\"samples_mpps\": [");
 	for (uint32_t i = 0; i < g.n_samples; i++)
 		printf("%s%.4f", i ? ", " : "", g.samples[i]);
 	printf("], \"tsc_hz\": %" PRIu64, g.hz);

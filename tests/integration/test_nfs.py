@@ -118,6 +118,18 @@ def test_speedtest_loop_and_every_buffer_returns(launch, node, tmp_path):
     res = json.loads(lines[-1])
     assert res["packets"] == 256 and res["received"] > 100_000 and res["mpps"] > 0
     assert res["latency_ns"]["min"] > 0
+    # Cycles per packet: TSC cycles of the run / packets received. "seconds"
+    # is printed to 1 ms (+-0.0005 s) and cycles_per_pkt to 0.01.
+    hz, secs, got = res["tsc_hz"], res["seconds"], res["received"]
+    assert abs(res["cycles_per_pkt"] - hz * secs / got) <= hz * 0.0005 / got + 0.005, res
+    # The same in every report line: cycles/pkt = tsc_hz / (Mpps * 1e6), Mpps
+    # printed to 0.01 (+-0.005) and cycles/pkt to 0.1 (+-0.05).
+    reports = re.findall(r"^sluice-speedtest: (\d+\.\d\d) Mpps, (\d+\.\d) cycles/pkt$",
+                         st_proc.log.read_text(), re.M)
+    assert reports, st_proc.log.read_text()
+    for mpps, cpp in ((float(m), float(c)) for m, c in reports):
+        high = hz / ((mpps - 0.005) * 1e6) + 0.05 if mpps > 0.005 else float("inf")
+        assert hz / ((mpps + 0.005) * 1e6) - 0.05 <= cpp <= high, (mpps, cpp, hz)
     # The packets in flight when it left were dropped and counted; none leaked.
     wait_until(lambda: run.client.call("status")["mbufs"]["in_use"] == 0, 5,
                "every mbuf back in the pool")
