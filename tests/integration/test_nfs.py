@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import random
 import re
+import signal
 import struct
 
-from conftest import deployment, port, prog, wait_drained, wait_until
+from conftest import deployment, port, prog, service, wait_drained, wait_until
 from packets import mixed, read, write
 from scapy.all import (
     ARP,
@@ -25,6 +27,8 @@ from scapy.all import (
     IPv6ExtHdrRouting,
     Raw,
 )
+
+from sluice.launch import Launcher
 
 RULES = """\
 default: allow
@@ -80,6 +84,154 @@ def test_firewall_drops_exactly_what_its_rules_match(launch, node, tmp_path):
     log = next(p for p in run.nfs if p.label == "fw").log.read_text()
     for name, n in by_rule.items():
         assert re.search(rf"rule=\d+ name={name} action=deny packets={n} ", log), (name, n)
+
+
+NEW_RULES = """\
+default: allow
+rules:
+  - {name: no-web, action: deny, proto: tcp, dport: 80}
+  - {name: no-ntp-low, action: deny, proto: udp, src: 172.16.0.0/29, dport: 123}
+"""
+
+
+def _new_denied(frame: bytes) -> str | None:
+    """The test's own reading of NEW_RULES (capture B has IPv4 only)."""
+    p = Ether(frame)
+    if TCP in p and p[TCP].dport == 80:
+        return "no-web"
+    if (UDP in p and p[UDP].dport == 123
+            and ipaddress.ip_address(p[IP].src) in ipaddress.ip_network("172.16.0.0/29")):
+        return "no-ntp-low"
+    return None
+
+
+def _capture_b(n: int, seed: int = 3) -> list[bytes]:
+    """n frames from 172.16.0.0/24 (no address of mixed()): TCP to 80 and
+    443, UDP to 53 and 123, of varied sizes."""
+    rnd = random.Random(seed)
+    out = []
+    for i in range(n):
+        src = f"172.16.0.{rnd.randrange(1, 40)}"
+        proto, dport = rnd.choice([(TCP, 80), (TCP, 443), (UDP, 53), (UDP, 123)])
+        pkt = (Ether(src="02:00:00:00:00:03", dst="02:00:00:00:00:04") /
+               IP(src=src, dst=f"192.168.9.{rnd.randrange(1, 10)}", id=i) /
+               proto(sport=2000 + rnd.randrange(50), dport=dport))
+        pad = max(0, rnd.choice([60, 128, 512, 1400]) - len(pkt))
+        out.append(bytes(pkt / Raw(bytes([i & 0xFF]) * pad)))
+    return out
+
+
+def _counters(log: str, reason: str) -> dict[str, str]:
+    """The firewall's counter report for `reason` (README.md: Counters):
+    {'header': ..., 'rule=1 name=...': 'packets=P bytes=B', ..., 'end': ...}."""
+    lines = log.splitlines()
+    i = next(k for k, ln in enumerate(lines) if ln.startswith(f"fw-counters: reason={reason} "))
+    rep = {"header": lines[i]}
+    for ln in lines[i + 1:]:
+        if ln.startswith("fw-counters: end "):
+            rep["end"] = ln.removeprefix("fw-counters: end ")
+            return rep
+        m = re.fullmatch(r"fw-counter: (rule=\S+ name=\S+ action=\S+) (packets=\d+ bytes=\d+)", ln)
+        assert m, ln
+        rep[m[1]] = m[2]
+    raise AssertionError(f"no end line after {lines[i]!r}")
+
+
+def _pb(frames: list[bytes]) -> str:
+    return f"packets={len(frames)} bytes={sum(map(len, frames))}"
+
+
+def test_firewall_reloads_its_rules_on_sighup(launch, node, tmp_path, monkeypatch):
+    """A running firewall (a real process) gets SIGHUP after a rules file
+    rewrite: capture A went through the old rules, capture B (held back
+    until then) goes through the new ones only, and each rule's drops are
+    exact. B comes in on its own port; a rule sends its flows to a graph
+    whose first hop, `gate`, is stopped (SIGSTOP) before sluiced reads any
+    port, so B waits in gate's ring until the reload is done."""
+    a = mixed(3000, flows=150, seed=11)
+    b = _capture_b(1000)
+    old_a = [_denied(f) for f in a]  # the rule that denies each frame, or None
+    new_b = [_new_denied(f) for f in b]
+    exp_a = [f for f, r in zip(a, old_a, strict=True) if r is None]
+    exp_b = [f for f, r in zip(b, new_b, strict=True) if r is None]
+    # The new rules are not the old: B under the old rules would lose its
+    # DNS and keep its web traffic.
+    assert {_denied(f) for f in b} == {None, "no-dns"}
+    assert set(new_b) == {None, "no-web", "no-ntp-low"}
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(RULES)
+    src_a, src_b = write(tmp_path / "a.pcap", a), write(tmp_path / "b.pcap", b)
+    dst = tmp_path / "out.pcap"
+    dep = deployment(
+        node,
+        ports=[{"name": "a", "device": f"net_pcap0,rx_pcap={src_a}"},
+               {"name": "b", "device": f"net_pcap1,rx_pcap={src_b}"},
+               {"name": "out", "device": f"net_pcap2,tx_pcap={dst}"}],
+        nfs=[{"name": "fw", "program": prog("firewall"), "service": "firewall",
+              "args": ["--rules", str(rules)]},
+             {"name": "gate", "program": prog("forward"), "service": "gate"}],
+        chain=["firewall", "port:out"])
+    dep["graphs"] = [{"name": "held", "nodes": {"gate": ["firewall"], "firewall": ["port:out"]},
+                      "match": [{"priority": 10, "src": "172.16.0.0/24"}]}]
+
+    apply_graphs = Launcher._apply_graphs
+
+    def then_stop_gate(self: Launcher) -> None:
+        apply_graphs(self)  # the launcher resumes rx right after this
+        self.kill(next(p for p in self.nfs if p.label == "gate"), signal.SIGSTOP)
+
+    monkeypatch.setattr(Launcher, "_apply_graphs", then_stop_gate)
+    run = launch(dep)
+    monkeypatch.undo()
+    fw, gate = (next(p for p in run.nfs if p.label == n) for n in ("fw", "gate"))
+    try:
+        drops_a = len(a) - len(exp_a)
+
+        def a_done() -> dict | None:
+            s = run.client.call("stats")
+            return s if (port(s, "out")["tx_pkts"] == len(exp_a)
+                         and service(s, "firewall")["drops"]["nf_verdict"] == drops_a) else None
+
+        wait_until(a_done, 30, "capture A through the old rules")
+        listed = run.client.call("nf.list")
+        held = next(n for n in listed if n["service"] == "gate")
+        assert held["rx_ring"]["count"] == len(b)  # all of B waits for the gate
+        (fw_pid,) = [n["pid"] for n in listed if n["service"] == "firewall"]
+        assert fw_pid == fw.pid
+
+        rules.write_text(NEW_RULES)
+        run.kill(fw, signal.SIGHUP)  # the pid sluiced lists
+        reloaded = (f"sluice-firewall: reloaded 2 rules from {rules}, default allow, "
+                    f"non-IP allow, matcher acl")
+        wait_until(lambda: reloaded in fw.log.read_text(), 10, "the firewall's reload line")
+    finally:
+        run.kill(gate, signal.SIGCONT)
+    n_out = len(exp_a) + len(exp_b)
+    drops_b = len(b) - len(exp_b)
+    wait_until(lambda: port(run.client.call("stats"), "out")["tx_pkts"] == n_out, 30,
+               "capture B out")
+    st = wait_drained(run)
+    assert port(st, "b")["rx_pkts"] == len(b)
+    assert service(st, "firewall")["drops"]["nf_verdict"] == drops_a + drops_b
+    assert st["drops_total"] == drops_a + drops_b
+    run.stop()
+    assert read(dst) == exp_a + exp_b  # A by the old rules, then B by the new
+    log = fw.log.read_text()
+    by_old = {r: [f for f, d in zip(a, old_a, strict=True) if d == r]
+              for r in ("block-low", "no-dns", "block-v6")}
+    at_reload = _counters(log, "reload")
+    assert at_reload["header"] == f"fw-counters: reason=reload file={rules} rules=4 matcher=acl"
+    assert at_reload["rule=1 name=block-low action=deny"] == _pb(by_old["block-low"])
+    assert at_reload["rule=2 name=no-dns action=deny"] == _pb(by_old["no-dns"])
+    assert at_reload["rule=3 name=block-v6 action=deny"] == _pb(by_old["block-v6"])
+    assert at_reload["end"] == f"packets={len(a)} allowed={len(exp_a)} denied={drops_a}"
+    at_exit = _counters(log, "exit")
+    assert at_exit["header"] == f"fw-counters: reason=exit file={rules} rules=2 matcher=acl"
+    for i, r in enumerate(("no-web", "no-ntp-low"), start=1):
+        assert at_exit[f"rule={i} name={r} action=deny"] == _pb(
+            [f for f, d in zip(b, new_b, strict=True) if d == r])
+    assert at_exit["rule=default name=- action=allow"] == _pb(exp_b)
+    assert at_exit["end"] == f"packets={len(b)} allowed={len(exp_b)} denied={drops_b}"
 
 
 def test_monitor_counts_protocols_and_flows(launch, node, tmp_path):
