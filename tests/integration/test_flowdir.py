@@ -1,5 +1,6 @@
-"""Flow director and service graphs with a real sluiced: rules pick graphs,
-the flow table counts exactly, graphs swap under traffic without loss or
+"""Flow director and service graphs with a real sluiced: rules pick graphs
+(with the flow looked up once or at every hop), the flow table counts
+exactly, graphs swap, come with a rule and go under traffic without loss or
 mixing, idle flows age out, a full table degrades without loss, a million
 flows fit, replicas join without moving flows."""
 
@@ -40,10 +41,12 @@ def _done(run, n: int, ports: list[str]):
                       s["drops_total"] >= n and s, 40, f"{n} packets accounted")
 
 
-def test_rules_pick_graphs_and_flows_are_counted(launch, node, tmp_path):
+@pytest.mark.parametrize("lookup", ["cached", "naive"])
+def test_rules_pick_graphs_and_flows_are_counted(launch, node, tmp_path, lookup):
     """TCP to port 80 -> graph 'web' (a -> out); everything else the chain
     (b -> out). Every packet out once, byte-exact; the table holds one entry
-    per connection (both directions), with exact packet and byte counts."""
+    per connection (both directions), with exact packet and byte counts.
+    The same with the flow looked up again at every hop (naive)."""
     frames = mixed(N, flows=120, seed=11)
     src = write(tmp_path / "in.pcap", frames)
     dst = tmp_path / "out.pcap"
@@ -51,6 +54,7 @@ def test_rules_pick_graphs_and_flows_are_counted(launch, node, tmp_path):
                      chain=["b", "port:out"])
     dep["graphs"] = [{"name": "web", "nodes": {"a": ["port:out"]},
                       "match": [{"priority": 5, "proto": "tcp", "dport": 80}]}]
+    dep["node"]["sluiced_args"] = ["--flow-lookup", lookup]
     run = launch(dep)
     st = _done(run, N, ["out"])
     rules = run.client.call("rule.list")["rules"]
@@ -76,6 +80,7 @@ def test_rules_pick_graphs_and_flows_are_counted(launch, node, tmp_path):
         ("port:in", "a", len(web), nbytes[0]), ("a", "port:out", len(web), nbytes[0]),
         ("port:in", "b", len(rest), nbytes[1]), ("b", "port:out", len(rest), nbytes[1])])
     fl = st["flows"]
+    assert fl["lookup"] == lookup
     conns = collections.Counter(flow_of(f) for f in frames)
     assert fl["created"] == len(conns) == fl["live"]
     assert fl["lookups"] == N and fl["hits"] == N - len(conns)
@@ -166,52 +171,128 @@ def test_graph_apply_tells_a_bad_graph_from_no_room(launch, node):
     assert run.client.call("graph.apply", name="g2", nodes={"a": ["drop"]})["name"] == "g2"
 
 
-def test_graph_swap_under_traffic_loses_nothing_and_never_mixes(launch, node, tmp_path):
-    """Graph 'g' alternates between entry->p->out1 and entry->q->out2 while
-    300k packets flow. p and q stamp their instance in the source MAC; every
-    packet in out1 went through p and every packet in out2 through q (a
-    packet never sees half of one version and half of another), and every
-    packet came out."""
-    n = 300_000
+def _masked(frames: list[bytes]) -> list[bytes]:
+    """The frames, sorted, with the tag byte (the source MAC's last, which
+    forward --tag-src-mac sets to its instance) zeroed: a multiset to
+    compare what came out with what went in."""
+    return sorted(f[:11] + b"\0" + f[12:] for f in frames)
+
+
+# Two versions of one graph that route every packet to out1, each by a
+# different NF: v1 entry -> p -> out1, v2 entry -> q -> out1. A packet that
+# took one version's first hop and the other's second ends in out2: p's
+# default is out2 in v2, q's is out2 in v1. So out2 must stay empty.
+_V1 = {"entry": ["p", "q"], "p": ["port:out1", "port:out2"], "q": ["port:out2", "port:out1"]}
+_V2 = {"entry": ["q", "p"], "p": ["port:out2", "port:out1"], "q": ["port:out1", "port:out2"]}
+
+
+def _untagged(frames: list[bytes]) -> list[bytes]:
+    """The frames with a tag byte no NF instance has (0xee), so that a
+    packet that reached a port through neither p nor q would show."""
+    return [f[:11] + b"\xee" + f[12:] for f in frames]
+
+
+def _tag_run(launch, node, tmp_path, frames: list[bytes], **opts):
     src = tmp_path / "in.pcap"
-    write_pcap(src, fixed_size(n, flows=1000, size=64))
+    write_pcap(src, frames)
     o1, o2 = tmp_path / "o1.pcap", tmp_path / "o2.pcap"
     run = launch(deployment(
         node, ports=_ports(src, o1, o2),
         nfs=[_fwd("e", "entry"), _fwd("p", "p", "--tag-src-mac"),
              _fwd("q", "q", "--tag-src-mac")],
-        chain=["entry", "p", "port:out1"]))  # = v1 until it is applied
-    # Both versions have both paths; only entry's default edge differs.
-    v1 = {"name": "default", "nodes": {"entry": ["p", "q"], "p": ["port:out1"], "q": ["port:out2"]}}
-    v2 = {"name": "default", "nodes": {"entry": ["q", "p"], "p": ["port:out1"], "q": ["port:out2"]}}
-    run.client.call("graph.apply", **v1)
-    swaps = 0
-    stop = threading.Event()
+        chain=["entry", "p", "port:out1"], **opts))  # v1's path until v1 is applied
+    return run, o1, o2
 
-    def swapper() -> None:
-        nonlocal swaps
+
+def _toggle(run, step) -> tuple[threading.Event, threading.Thread, list[int]]:
+    """Calls step(client, i) for i = 0, 1, ... from a thread of its own,
+    5 ms apart, until the event is set; the list counts the calls."""
+    stop = threading.Event()
+    done = [0]
+
+    def loop() -> None:
         c = Client(socket_path=run.client.socket_path)  # a client per thread
-        while not stop.is_set():
-            c.call("graph.apply", **(v2 if swaps % 2 == 0 else v1))
-            swaps += 1
+        while not stop.is_set() or done[0] % 2:  # ends after an odd step
+            step(c, done[0])
+            done[0] += 1
             time.sleep(0.005)
 
-    t = threading.Thread(target=swapper)
+    t = threading.Thread(target=loop)
     t.start()
+    return stop, t, done
+
+
+def _check_tagged(st, a: list[bytes], b: list[bytes], frames: list[bytes]) -> None:
+    """Nothing dropped; out2 empty (no packet saw two versions); out1 holds
+    every packet sent exactly once, byte for byte but the tag, some through
+    p and some through q."""
+    inst = {nf["service"]: nf["instance"] for nf in st["nfs"]}
+    assert st["drops_total"] == 0, st
+    mixed_ = collections.Counter("p" if f[11] == inst["p"] else "q" if f[11] == inst["q"]
+                                 else f"instance {f[11]}" for f in b)
+    assert not b, f"{len(b)} packet(s) in out2 took two versions of a graph: {dict(mixed_)}"
+    assert len(a) == len(frames)
+    assert _masked(a) == _masked(frames)
+    tags = collections.Counter(f[11] for f in a)
+    assert set(tags) == {inst["p"], inst["q"]}, tags
+
+
+def test_graph_swap_under_traffic_loses_nothing_and_never_mixes(launch, node, tmp_path):
+    """Graph 'default' alternates between v1 (entry -> p -> out1) and v2
+    (entry -> q -> out1) while 300k packets flow. p and q stamp their
+    instance in the source MAC. The versions differ at both hops, so a
+    packet that saw half of one and half of the other would end in out2;
+    none does, nothing is dropped, every packet came out once."""
+    n = 300_000
+    frames = _untagged(fixed_size(n, flows=1000, size=64))
+    run, o1, o2 = _tag_run(launch, node, tmp_path, frames)
+    run.client.call("graph.apply", name="default", nodes=_V1)
+    stop, t, swaps = _toggle(run, lambda c, i: c.call(
+        "graph.apply", name="default", nodes=_V2 if i % 2 == 0 else _V1))
     try:
         st = _done(run, n, ["out1", "out2"])
     finally:
         stop.set()
         t.join()
     run.stop()
-    a, b = read(o1), read(o2)
-    assert swaps >= 10
-    assert st["drops_total"] == 0, st
-    assert len(a) + len(b) == n
-    assert len(a) > 0 and len(b) > 0
-    inst = {nf["service"]: nf["instance"] for nf in st["nfs"]}
-    assert {f[11] for f in a} == {inst["p"]}
-    assert {f[11] for f in b} == {inst["q"]}
+    assert swaps[0] >= 10
+    _check_tagged(st, read(o1), read(o2), frames)
+
+
+def test_graph_added_with_a_rule_and_removed_under_traffic_loses_nothing(
+        launch, node, tmp_path):
+    """While 300k packets of 150k flows flow (each flow twice, 150k packets
+    apart), graph 'h' is applied with a rule that sends every new flow to
+    it, then removed (with its rule), again and again. 'default' is v1
+    (entry -> p -> out1), h is v2 (entry -> q -> out1): a packet that saw
+    half of each ends in out2. Flows of a removed h are classified again on
+    their next packet. Nothing is dropped, nothing mixes, every packet comes
+    out once, some through p and some through q."""
+    n = 300_000
+    frames = _untagged(fixed_size(n, flows=n // 2, size=64))
+    run, o1, o2 = _tag_run(launch, node, tmp_path, frames)
+    run.client.call("graph.apply", name="default", nodes=_V1)
+    answers: list[dict] = []
+
+    def step(c: Client, i: int) -> None:
+        if i % 2 == 0:
+            c.call("graph.apply", name="h", nodes=_V2)
+            c.call("rule.add", graph="h", priority=1)
+        else:
+            answers.append(c.call("graph.remove", name="h"))
+
+    stop, t, steps = _toggle(run, step)
+    try:
+        st = _done(run, n, ["out1", "out2"])
+    finally:
+        stop.set()
+        t.join()
+    rules = run.client.call("rule.list")["rules"]
+    run.stop()
+    assert steps[0] >= 10
+    assert answers == [{"removed": "h", "rules_removed": 1}] * (steps[0] // 2)
+    assert rules == []
+    _check_tagged(st, read(o1), read(o2), frames)
 
 
 def test_idle_flows_age_out(launch, node, tmp_path):
