@@ -57,15 +57,17 @@ class Rig:
     """A sluiced with a TAP port 'in' and a capture port 'out', its NFs,
     an event subscription, and what was sent (marker -> frame)."""
 
-    def __init__(self, launch, node: str, tmp_path: Path, nfs: list[dict[str, Any]]):
+    def __init__(self, launch, node: str, tmp_path: Path, nfs: list[dict[str, Any]],
+                 sluiced_args: list[str] | None = None):
         self.ifname = f"slx{os.getpid() % 100000}{next(_ifs)}"[:15]
         self.out = tmp_path / "out.pcap"
         self.node = node
+        opts = {"sluiced_args": sluiced_args} if sluiced_args else {}
         self.run = launch(deployment(
             node,
             ports=[{"name": "in", "device": f"net_tap0,iface={self.ifname}"},
                    {"name": "out", "device": f"net_pcap1,tx_pcap={self.out}"}],
-            nfs=nfs, chain=["drop"]))
+            nfs=nfs, chain=["drop"], **opts))
         # Less noise from Linux on the interface; then up.
         subprocess.run(["sysctl", "-q", "-w", f"net.ipv6.conf.{self.ifname}.disable_ipv6=1"],
                        capture_output=True, check=False)
@@ -74,6 +76,7 @@ class Rig:
         self.sock.bind((self.ifname, 0))
         self.instances = {n["instance"]: n["service"] for n in self.run.client.call("nf.list")}
         self.sent: dict[str, bytes] = {}
+        self.tags: dict[str, int] = {}  # marker -> the instance that tagged it last (stop)
         self.n_out = 0  # our packets expected out so far
         self.events: list[dict[str, Any]] = []
         self._sub = Client(node, self.run.dep.socket_path(), timeout=5.0)
@@ -162,6 +165,7 @@ class Rig:
             want = self.sent[m]
             assert len(f) == len(want) and f[:11] == want[:11] and f[12:] == want[12:], m
             got[m] = self.instances.get(f[11], f"instance {f[11]}")
+            self.tags[m] = f[11]
         return got
 
 
@@ -180,6 +184,7 @@ def paths(got: dict[str, str], name: str, phase: str) -> list[str]:
 F = ("10.77.0.1", "10.77.0.2", 1000, 2000)   # the flow whose route changes
 F_KEY = "udp 10.77.0.1:1000 > 10.77.0.2:2000"
 G = ("10.77.0.3", "10.77.0.2", 1001, 2000)   # another flow: never changes
+G_KEY = "udp 10.77.0.3:1001 > 10.77.0.2:2000"
 
 
 def rpc_error(fn, *a: Any, **kw: Any) -> str:
@@ -188,11 +193,16 @@ def rpc_error(fn, *a: Any, **kw: Any) -> str:
     return ei.value.message
 
 
-def test_change_default(launch, node, tmp_path):
+@pytest.mark.parametrize("lookup", ["cached", "naive"])
+def test_change_default(launch, node, tmp_path, lookup):
     """flow.request change_default: F's next packets (both directions) take
     the other allowed edge; G keeps the default; a hop the graph does not
-    allow is refused with its reason; subscribers see the request."""
-    rig = Rig(launch, node, tmp_path, [tag_nf("cls"), tag_nf("p"), tag_nf("q")])
+    allow is refused with its reason; subscribers see the request. The same
+    paths, bytes and counters (per flow, per service, per edge, per rule)
+    with the flow looked up once at ingress (cached) and at every hop
+    (naive)."""
+    rig = Rig(launch, node, tmp_path, [tag_nf("cls"), tag_nf("p"), tag_nf("q")],
+              sluiced_args=["--flow-lookup", lookup])
     rig.apply("g", {"cls": ["p", "q"], "p": ["port:out"], "q": ["port:out"]},
               src="10.77.0.0/16")
     rig.send(flow_frames("F", "1", 5, *F) + flow_frames("G", "1", 5, *G))
@@ -222,8 +232,31 @@ def test_change_default(launch, node, tmp_path):
     # The refused requests changed nothing.
     rig.send(flow_frames("F", "3", 3, *F))
     rig.wait_out()
+    st = rig.call("stats")
+    flows = [rig.call("flow.get", key=k) for k in (F_KEY, G_KEY)]
+    rules = rig.call("rule.list")["rules"]
     events = list(rig.events)
     got = rig.stop()
+
+    # Counters, exactly: F is 16 packets (13 one way, 3 back), G 10; p got
+    # F:1 and G, q F:2, F:3 and Fr:2.
+    def nbytes(prefixes: tuple[str, ...]) -> int:
+        return sum(len(f) for m, f in rig.sent.items() if m.startswith(prefixes))
+
+    assert st["flows"]["lookup"] == lookup
+    fb, gb = nbytes(("F:", "Fr:")), nbytes(("G:",))
+    assert [(f["graph"], f["pkts"], f["bytes"]) for f in flows] == [
+        ("g", 16, fb), ("g", 10, gb)]
+    assert [(r["graph"], r["flows"]) for r in rules] == [("g", 2)]
+    pb = nbytes(("F:1:", "G:"))
+    qb = nbytes(("F:2:", "F:3:", "Fr:2:"))
+    assert [(service(st, s)["rx_pkts"], sum(service(st, s)["drops"].values()))
+            for s in ("cls", "p", "q")] == [(26, 0), (15, 0), (11, 0)]
+    ours = [(e["from"], e["to"], e["pkts"], e["bytes"]) for e in st["edges"]
+            if "drop" not in (e["from"], e["to"])]  # Linux's own packets: chain -> drop
+    assert sorted(ours) == sorted([
+        ("port:in", "cls", 26, fb + gb), ("cls", "p", 15, pb), ("cls", "q", 11, qb),
+        ("p", "port:out", 15, pb), ("q", "port:out", 11, qb)])
 
     assert paths(got, "F", "1") == ["p"] * 5
     assert paths(got, "G", "1") == ["p"] * 5
@@ -447,3 +480,38 @@ def test_to_outside_the_graph_is_a_policy_violation(launch, node, tmp_path):
     assert paths(got, "OK", "1") == ["c"] * 5
     assert not paths(got, "BAD", "1")
     assert len(got) == 5
+
+
+def test_lb_set_rr_alternates_one_flow_over_two_replicas(launch, node, tmp_path):
+    """w runs two replicas and F is pinned to one of them (flow-sticky, the
+    flow table on). lb.set rr at run time: F's packets alternate between
+    the two replicas, exactly every other one (round robin ignores and
+    keeps the pin); lb.set flow: F is back on its pinned replica."""
+    rig = Rig(launch, node, tmp_path, [{**tag_nf("w"), "replicas": 2}])
+    rig.apply("g", {"w": ["port:out"]}, src="10.77.0.0/16")
+    ws = sorted(i for i, s in rig.instances.items() if s == "w")
+    assert len(ws) == 2, rig.instances
+    rig.send(flow_frames("F", "1", 10, *F))
+    rig.wait_out()
+    pin = rig.call("flow.get", key=F_KEY)["pins"]
+    assert set(pin) == {"w"} and pin["w"] in ws, pin
+    assert rig.call("lb.set", service="w", mode="rr") == {"service": "w", "mode": "rr"}
+    rig.send(flow_frames("F", "2", 20, *F))
+    rig.wait_out()
+    assert rig.call("flow.get", key=F_KEY)["pins"] == pin  # rr moved no pin
+    assert rig.call("lb.set", service="w", mode="flow") == {"service": "w", "mode": "flow"}
+    rig.send(flow_frames("F", "3", 10, *F))
+    rig.wait_out()
+    got = rig.stop()
+
+    def tags(phase: str) -> list[int]:
+        ms = sorted((m for m in got if m.startswith(f"F:{phase}:")),
+                    key=lambda m: int(m.rsplit(":", 1)[1]))
+        return [rig.tags[m] for m in ms]
+
+    assert len(got) == rig.n_out == 40
+    assert tags("1") == [pin["w"]] * 10
+    rr = tags("2")
+    first, other = rr[0], ws[1] if rr[0] == ws[0] else ws[0]
+    assert rr == [first, other] * 10, rr
+    assert tags("3") == [pin["w"]] * 10
