@@ -187,7 +187,11 @@ class ServiceStats(_Model):
     name: str
     instances: list[int]
     rx_pkts: int
+    rx_bytes: int = Field(description="Bytes the service's instances received "
+                                      "(including instances that have left).")
     tx_pkts: int
+    tx_bytes: int = Field(description="Bytes the service's instances handed on "
+                                      "(including instances that have left).")
     drops: dict[str, int] = Field(description="Drops by reason.")
 
 
@@ -609,6 +613,10 @@ def stats_metrics(st: dict[str, Any]) -> list[Any]:
                    "(including instances that have left).", ["service"])
     s_tx = counter("sluice_service_tx_packets", "Packets the service's instances handed on.",
                    ["service"])
+    s_rxb = counter("sluice_service_rx_bytes", "Bytes the service's instances received "
+                    "(including instances that have left).", ["service"])
+    s_txb = counter("sluice_service_tx_bytes", "Bytes the service's instances handed on.",
+                    ["service"])
     s_dr = counter("sluice_service_drops", "Packets dropped at the service, by reason.",
                    ["service", "reason"])
     s_inst = gauge("sluice_service_instances", "Live instances of the service.", ["service"])
@@ -616,6 +624,8 @@ def stats_metrics(st: dict[str, Any]) -> list[Any]:
         lab = [str(s["name"])]
         s_rx.add_metric(lab, s["rx_pkts"])
         s_tx.add_metric(lab, s["tx_pkts"])
+        s_rxb.add_metric(lab, s["rx_bytes"])
+        s_txb.add_metric(lab, s["tx_bytes"])
         for reason, v in _drop_items(s.get("drops")):
             s_dr.add_metric(lab + [reason], v)
         s_inst.add_metric(lab, len(s.get("instances", [])))
@@ -623,7 +633,7 @@ def stats_metrics(st: dict[str, Any]) -> list[Any]:
     total = counter("sluice_drops", "All packets dropped on the node.", [])
     total.add_metric([], st.get("drops_total", 0))
     return [p_rx, p_tx, p_rxb, p_txb, p_st, p_dr, n_rx, n_tx, n_rxb, n_txb, n_cyc, n_dr,
-            n_occ, n_size, n_cpp, n_up, s_rx, s_tx, s_dr, s_inst, total]
+            n_occ, n_size, n_cpp, n_up, s_rx, s_tx, s_rxb, s_txb, s_dr, s_inst, total]
 
 
 # -- auth ---------------------------------------------------------------------------------

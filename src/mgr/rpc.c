@@ -249,6 +249,43 @@ add_stats(struct sl_ctx_stats *to, const struct sl_ctx_stats *from,
 
 static json_t *edges_json(const struct sl_mgr *m);
 
+static void
+edge_row_tx(const struct sl_shm *shm, const struct sl_edge_ctr *row,
+	    struct sl_ctx_stats *to)
+{
+	for (uint32_t c = 0; c < SL_EDGE_DROP(shm); c++) {
+		to->tx_pkts += row[c].pkts;
+		to->tx_bytes += row[c].bytes;
+	}
+}
+
+/*
+ * What service sv handed on to a next hop (a service or a port, not the
+ * graph's drop sink): the sum of its edge counters, of its live instances
+ * and of those gone (slot_retire_stats keeps them). Each hop is counted
+ * once, where it was resolved: by the NF, or by sluiced for what the NF
+ * left unresolved in its tx ring (--handoff mgr, where the NF's tx_pkts
+ * already counted them into the ring: adding sluiced's tx_pkts for the
+ * NF would count them twice). One writer per counter row.
+ */
+static void
+svc_tx(const struct sl_mgr *m, uint16_t sv, struct sl_ctx_stats *to)
+{
+	const struct sl_shm *shm = m->shm;
+
+	to->tx_pkts = 0;
+	to->tx_bytes = 0;
+	edge_row_tx(shm, m->edge_retired + (size_t)sv * SL_EDGE_COLS(shm), to);
+	for (uint16_t i = 0; i < shm->nf_hwm; i++) {
+		const struct sl_nf_slot *s = &shm->nfs[i];
+
+		if (s->state == SL_NF_FREE || s->service != sv)
+			continue;
+		edge_row_tx(shm, sl_edge_row_nf(shm, i, 0), to);
+		edge_row_tx(shm, sl_edge_row_nf(shm, i, 1), to);
+	}
+}
+
 static json_t *
 rpc_stats(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 {
@@ -340,13 +377,16 @@ rpc_stats(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 			add_stats(&sum, &s->mgr, 0);
 			json_array_append_new(inst, json_integer(i));
 		}
+		svc_tx(m, sv, &sum);
 		json_array_append_new(
-			svcs, json_pack("{s:i, s:s, s:o, s:I, s:I, s:o}", "id",
-					sv, "name", svc->name, "instances",
-					inst, "rx_pkts",
-					(json_int_t)sum.rx_pkts, "tx_pkts",
-					(json_int_t)sum.tx_pkts, "drops",
-					drops_json(sum.drop, NULL)));
+			svcs,
+			json_pack("{s:i, s:s, s:o, s:I, s:I, s:I, s:I, s:o}",
+				  "id", sv, "name", svc->name, "instances",
+				  inst, "rx_pkts", (json_int_t)sum.rx_pkts,
+				  "rx_bytes", (json_int_t)sum.rx_bytes,
+				  "tx_pkts", (json_int_t)sum.tx_pkts,
+				  "tx_bytes", (json_int_t)sum.tx_bytes,
+				  "drops", drops_json(sum.drop, NULL)));
 		for (int d = 0; d < SL_DROP_MAX; d++)
 			total_drops += m->svc_retired[sv].drop[d];
 	}

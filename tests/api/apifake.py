@@ -85,10 +85,10 @@ STATS = {
          "cycles": 95000, "cycles_per_pkt": 100.0, "sleeps": 0, "stalls": 1, "bursts": 30},
     ],
     "services": [
-        {"id": 0, "name": "fw", "instances": [0], "rx_pkts": 995, "tx_pkts": 950,
-         "drops": _drops(nf_verdict=45)},
-        {"id": 1, "name": "mon", "instances": [1], "rx_pkts": 950, "tx_pkts": 901,
-         "drops": _drops(ring_full=49)},
+        {"id": 0, "name": "fw", "instances": [0], "rx_pkts": 995, "rx_bytes": 63680,
+         "tx_pkts": 950, "tx_bytes": 60800, "drops": _drops(nf_verdict=45)},
+        {"id": 1, "name": "mon", "instances": [1], "rx_pkts": 950, "rx_bytes": 60800,
+         "tx_pkts": 901, "tx_bytes": 57664, "drops": _drops(ring_full=49)},
     ],
     "drops_total": 100,
 }

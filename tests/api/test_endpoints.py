@@ -227,6 +227,8 @@ def test_metrics_exact_values(api: TestClient, fake: Any) -> None:
         lab = (("service", sv["name"]),)
         assert s[("sluice_service_rx_packets_total", lab)] == sv["rx_pkts"]
         assert s[("sluice_service_tx_packets_total", lab)] == sv["tx_pkts"]
+        assert s[("sluice_service_rx_bytes_total", lab)] == sv["rx_bytes"]
+        assert s[("sluice_service_tx_bytes_total", lab)] == sv["tx_bytes"]
         assert s[("sluice_service_instances", lab)] == 1
         for reason, v in sv["drops"].items():
             assert s[("sluice_service_drops_total", (("reason", reason),) + lab)] == v
