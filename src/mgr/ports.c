@@ -222,6 +222,8 @@ port_setup(struct sl_mgr *m, uint16_t pid, const char *pname,
 		n_txq = 1; /* mgr hand-off: NFs touch nothing but their rings */
 	if (strstr(m->shm->ports[pid].device, "tx_pcap=") != NULL)
 		n_txq = 1; /* NFs cannot open its capture (pcap_tx_private) */
+	if (strncmp(m->shm->ports[pid].device, "net_ring", 8) == 0)
+		n_txq = 1; /* TX queue q feeds RX queue q: only 0 is read */
 	rc = rte_eth_dev_configure(pid, 1, n_txq, &conf);
 	if (rc != 0 && n_txq > 1) {
 		/* Some devices (net_tap) want as many RX as TX queues, and an
