@@ -87,6 +87,9 @@ usage(void)
 		"sleeps (1000)\n"
 		"  --tx-retry-us N        how long a full port TX queue is "
 		"retried (1000)\n"
+		"  --nf-hang-ms N         an NF that is not asleep and has not "
+		"looped for N ms is hung: it is killed, so that its death "
+		"frees what it holds (1000; 0: never)\n"
 		"  --rxd N / --txd N      port descriptors per queue (1024)\n"
 		"  --nf-mem MB            hugepage memory set aside for NFs' "
 		"own tables (256)\n"
@@ -134,7 +137,7 @@ parse_opts(struct sl_mgr_opts *o, int argc, char **argv)
 	enum {
 		O_NAME = 256, O_PORT, O_CHAIN, O_MODE, O_HANDOFF, O_SOCKET,
 		O_MAXNFS, O_MAXSVC, O_RING, O_MBUFS, O_CACHE, O_BURST, O_BP,
-		O_IDLE, O_TXRETRY, O_RXD, O_TXD, O_NFMEM, O_NFTXQ, O_NFCACHE, O_FLOOKUP,
+		O_IDLE, O_TXRETRY, O_HANG, O_RXD, O_TXD, O_NFMEM, O_NFTXQ, O_NFCACHE, O_FLOOKUP,
 		O_FCAP, O_FCAP6, O_FTIMEOUT, O_FPINS, O_FOVR, O_MAXGRAPHS, O_MAXRULES,
 		O_MAXWILD, O_HELP
 	};
@@ -153,6 +156,7 @@ parse_opts(struct sl_mgr_opts *o, int argc, char **argv)
 		{"burst", required_argument, NULL, O_BURST},
 		{"backpressure-us", required_argument, NULL, O_BP},
 		{"idle-sleep-us", required_argument, NULL, O_IDLE},
+		{"nf-hang-ms", required_argument, NULL, O_HANG},
 		{"tx-retry-us", required_argument, NULL, O_TXRETRY},
 		{"rxd", required_argument, NULL, O_RXD},
 		{"txd", required_argument, NULL, O_TXD},
@@ -184,6 +188,7 @@ parse_opts(struct sl_mgr_opts *o, int argc, char **argv)
 	o->burst = 32;
 	o->backpressure_us = 100000;
 	o->idle_sleep_us = 1000;
+	o->nf_hang_ms = 1000;
 	o->tx_retry_us = 1000;
 	o->rxd = 1024;
 	o->txd = 1024;
@@ -342,6 +347,11 @@ parse_opts(struct sl_mgr_opts *o, int argc, char **argv)
 				      &o->idle_sleep_us))
 				return -1;
 			break;
+		case O_HANG:
+			if (parse_u32("--nf-hang-ms", optarg, 0, 3600u * 1000,
+				      &o->nf_hang_ms))
+				return -1;
+			break;
 		case O_TXRETRY:
 			if (parse_u32("--tx-retry-us", optarg, 0, 10000000,
 				      &o->tx_retry_us))
@@ -453,6 +463,18 @@ parse_opts(struct sl_mgr_opts *o, int argc, char **argv)
 			"--flow-capacity %u: IPv6 flows are a share of all "
 			"flows; lower it or raise --flow-capacity\n",
 			o->flow_capacity6, o->flow_capacity);
+		return -1;
+	}
+	/* An NF waits up to --backpressure-us on a full next hop without
+	 * looping: that is not a hang. */
+	if (o->nf_hang_ms != 0 &&
+	    (uint64_t)o->nf_hang_ms * 1000 <= o->backpressure_us) {
+		fprintf(stderr,
+			"sluiced: --nf-hang-ms %u is not longer than "
+			"--backpressure-us %u (an NF may wait that long on a "
+			"full next hop): raise it, or 0 to never call an NF "
+			"hung\n",
+			o->nf_hang_ms, o->backpressure_us);
 		return -1;
 	}
 	if (o->flow_capacity6 == 0)

@@ -42,6 +42,7 @@ struct sl_mgr_opts {
 	uint32_t handoff;
 	uint32_t backpressure_us;
 	uint32_t idle_sleep_us;
+	uint32_t nf_hang_ms; /* 0: no hang watchdog */
 	uint32_t tx_retry_us;
 	uint32_t nf_mem_mb;
 	uint32_t nf_txq; /* TX queues per port for NFs to transmit directly */
@@ -115,6 +116,12 @@ struct sl_mgr {
 	 * is, 0: none */
 	uint16_t *cache_owner;
 	uint64_t mbufs_leaked; /* dead NFs' caches not trusted (pool_op) */
+	/* Hang watchdog (registry.c): per instance, the heartbeat last seen
+	 * and when it last moved (or the NF was last seen asleep). */
+	uint64_t *hb_seen;
+	uint64_t *hb_tsc;
+	uint64_t hang_next; /* next check, TSC */
+	uint64_t nfs_hung;  /* NFs killed as hung */
 	/* 1: every port hashes with sluiced's symmetric RSS key over the same
 	 * fields, so a port's RSS hash can stand for the flow hash; else
 	 * the flow hash is always computed in software (ports.c). */

@@ -110,6 +110,9 @@ def test_bad_options_are_explained(node):
         ("--flow-capacity", "64", "--flow-capacity-v6", "128"):
             "sluiced: --flow-capacity-v6 128 is more than --flow-capacity 64: IPv6 flows "
             "are a share of all flows; lower it or raise --flow-capacity",
+        ("--nf-hang-ms", "100", "--backpressure-us", "200000"):
+            "sluiced: --nf-hang-ms 100 is not longer than --backpressure-us 200000 (an NF "
+            "may wait that long on a full next hop): raise it, or 0 to never call an NF hung",
     }
     for args, msg in cases.items():
         r = _sluiced(*args, name=node)

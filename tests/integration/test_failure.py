@@ -14,7 +14,7 @@ from packets import mixed, write
 REPLAY = 1000  # packets in the replayed capture (held by the pcap PMD)
 
 
-def _start(launch, node, tmp_path, replicas, nf_txq=0):
+def _start(launch, node, tmp_path, replicas, nf_txq=0, extra=()):
     src = write(tmp_path / "in.pcap", mixed(REPLAY, flows=64, seed=3))
     return launch(deployment(
         node,
@@ -23,7 +23,7 @@ def _start(launch, node, tmp_path, replicas, nf_txq=0):
         nfs=[{"name": "fwd", "program": prog("forward"), "service": "fwd",
               "replicas": replicas}],
         chain=["fwd", "port:out"],
-        sluiced_args=["--nf-tx-queues", str(nf_txq)],
+        sluiced_args=["--nf-tx-queues", str(nf_txq), *extra],
     ))
 
 
@@ -66,6 +66,49 @@ def test_killed_replica_flows_move_and_loss_is_counted(launch, node, tmp_path, n
     assert run.sluiced.exited() is None
     log = run.sluiced.log.read_text()
     assert f"NF died: instance {victim['instance']}, service fwd" in log
+
+
+def test_hung_replica_is_killed_and_handled_as_dead(launch, node, tmp_path):
+    """An NF that stops looping while not asleep (frozen under traffic) is
+    hung: after --nf-hang-ms sluiced kills it, and from there it is a dead
+    NF: its flows move to the survivor, its packets are counted lost, every
+    buffer comes back. An NF frozen while asleep (idle) is left alone."""
+    run = _start(launch, node, tmp_path, replicas=2, extra=["--nf-hang-ms", "300"])
+    wait_until(lambda: _out(run) > 200_000, 20, "traffic through both replicas")
+    victim = run.client.call("nf.list")[0]
+    proc = next(p for p in run.nfs if p.pid == victim["pid"])
+    os.kill(victim["pid"], signal.SIGSTOP)
+    t0 = time.monotonic()
+    wait_until(lambda: all(n["instance"] != victim["instance"]
+                           for n in run.client.call("nf.list")), 5, "the hung NF to be gone")
+    assert time.monotonic() - t0 >= 0.3  # not before its time
+    assert wait_until(lambda: proc.exited(), 5, "the hung NF to exit") == -signal.SIGKILL
+    log = run.sluiced.log.read_text()
+    assert (f"NF hung: instance {victim['instance']}, service fwd, pid {victim['pid']}: "
+            "not one loop in 300 ms with work to do; killing it") in log, log
+    assert f"NF died: instance {victim['instance']}, service fwd" in log
+    before = _out(run)
+    wait_until(lambda: _out(run) > before + 100_000, 10, "traffic through the survivor")
+
+    run.client.call("rx.pause")
+    st = wait_drained(run)
+    assert port(st, "in")["rx_pkts"] == port(st, "out")["tx_pkts"] + st["drops_total"]
+    assert st["drops_total"] == service(st, "fwd")["drops"]["nf_lost"], st
+    wait_until(lambda: (m := run.client.call("status")["mbufs"])["in_use"]
+               == REPLAY + m["leaked"], 5, "every mbuf back in the pool")
+
+    # Idle now: the survivor goes to sleep; frozen asleep, it is not hung.
+    (alive,) = run.client.call("nf.list")
+    sleeps = lambda: run.client.call("stats")["nfs"][0]["sleeps"]  # noqa: E731
+    was = sleeps()
+    wait_until(lambda: sleeps() > was, 5, "the NF to sleep")
+    os.kill(alive["pid"], signal.SIGSTOP)
+    try:
+        time.sleep(1.0)
+        assert [n["pid"] for n in run.client.call("nf.list")] == [alive["pid"]]
+    finally:
+        os.kill(alive["pid"], signal.SIGCONT)
+    assert run.sluiced.log.read_text().count("NF hung:") == 1
 
 
 def test_killed_last_instance_drops_at_ingress_and_recovers(launch, node, tmp_path):

@@ -206,7 +206,9 @@ def test_occupancy_policy_scales_out_under_a_stopped_nf_and_in_again(orchestrate
                      ports=[{"name": "in", "device": _source(tmp_path)},
                             {"name": "out", "device": "net_null0,no-rx=1"}],
                      nfs=[{"name": "fwd", "program": prog("forward"), "service": "fwd"}],
-                     chain=["fwd", "port:out"], ring_size=256),
+                     chain=["fwd", "port:out"], ring_size=256,
+                     # the NF is frozen on purpose: not a hang to kill
+                     sluiced_args=["--nf-hang-ms", "0"]),
         "policies": [{"on": "occupancy", "service": "fwd", "above": 0.75, "below": 0.10,
                       "for_ms": 600, "min": 1, "max": 3}]})
     wait_until(lambda: _out(run) > 20_000, 20, "traffic")
