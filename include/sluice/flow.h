@@ -23,8 +23,19 @@
  *
  * Requests are asynchronous: the call queues it and returns an id (> 0),
  * or a negative errno if it could not be queued. The outcome comes back
- * through ops->on_reply from the NF loop; a rejected request is also
- * logged to stderr with the reason.
+ * through ops->on_reply (if set) from the NF loop: 0, or a positive errno
+ * and sluiced's reason. libsluice logs every rejected request to stderr
+ * first, whether or not the NF has on_reply, as one line naming the
+ * request and the reason:
+ *
+ *   PROG: request ID rejected by sluiced: KIND flow=F service=S[ to=T]: REASON
+ *   PROG: request ID rejected by sluiced: message service=S key=K: REASON
+ *
+ * PROG is the NF's argv[0]; KIND skip_me, request_me or change_default; F
+ * the flow (sl_5tuple_format() form) or the wildcard text; T the target
+ * of a ChangeDefault (a service, port:NAME or drop). sluiced publishes the
+ * same outcome as a flow.request (or nf.message) event with result
+ * "rejected" and the reason.
  */
 #ifndef SLUICE_FLOW_H
 #define SLUICE_FLOW_H

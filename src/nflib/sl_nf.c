@@ -765,6 +765,78 @@ sl_message(struct sl_nf *nf, uint16_t service, const char *key,
 	return nf_request(nf, SL_REQ_MESSAGE, NULL, service, 0, key, value);
 }
 
+/* The name of hop v (a service, "port:NAME" or "drop") into buf. */
+static void
+hop_format(const struct sl_nf *nf, sl_verdict_t v, char *buf, size_t size)
+{
+	uint16_t id = sl_verdict_id(v);
+
+	switch (sl_verdict_kind(v)) {
+	case SL_VERDICT_TO:
+		if (id < nf->shm->max_services)
+			snprintf(buf, size, "%s", nf->shm->services[id].name);
+		else
+			snprintf(buf, size, "service %u", id);
+		break;
+	case SL_VERDICT_OUT:
+		if (id < SL_MAX_PORTS)
+			snprintf(buf, size, "port:%s", nf->shm->ports[id].name);
+		else
+			snprintf(buf, size, "port %u", id);
+		break;
+	case SL_VERDICT_DROP:
+		snprintf(buf, size, "drop");
+		break;
+	default:
+		snprintf(buf, size, "next");
+	}
+}
+
+/*
+ * Logs a rejected request, one line: which request (its id, kind, flow,
+ * service and target, from the reply, which is the request's own message)
+ * and sluiced's reason.
+ */
+static void
+reply_log_rejected(const struct sl_nf *nf, struct sl_msg *m)
+{
+	static const char *const kinds[] = {"?", "skip_me", "request_me",
+					    "change_default", "message"};
+	char flow[176] = "", to[SL_NAME_LEN + 16] = "";
+	const char *svc = m->req.service < nf->shm->max_services
+				  ? nf->shm->services[m->req.service].name
+				  : "?";
+	uint32_t kind = m->req.kind < RTE_DIM(kinds) ? m->req.kind : 0;
+
+	if (kind == SL_REQ_MESSAGE) {
+		m->req.mkey[sizeof(m->req.mkey) - 1] = '\0';
+		fprintf(stderr,
+			"%s: request %" PRId64 " rejected by sluiced: "
+			"message service=%s key=%s: %s\n",
+			nf->prog, m->req.id, svc, m->req.mkey, m->error);
+		return;
+	}
+	if (m->req.exact) {
+		struct sl_5tuple t;
+
+		sl_flow_key_tuple(&m->req.key, &t);
+		sl_5tuple_format(&t, flow, sizeof(flow));
+	} else {
+		m->req.match[sizeof(m->req.match) - 1] = '\0';
+		snprintf(flow, sizeof(flow), "%s", m->req.match);
+	}
+	if (kind == SL_REQ_CHANGE_DEFAULT) {
+		char hop[SL_NAME_LEN + 8];
+
+		hop_format(nf, m->req.to, hop, sizeof(hop));
+		snprintf(to, sizeof(to), " to=%s", hop);
+	}
+	fprintf(stderr,
+		"%s: request %" PRId64 " rejected by sluiced: %s flow=%s "
+		"service=%s%s: %s\n",
+		nf->prog, m->req.id, kinds[kind], flow, svc, to, m->error);
+}
+
 /* Replies to our requests and messages to our service, from the inbox. */
 static void
 inbox_poll(struct sl_nf *nf)
@@ -787,14 +859,11 @@ inbox_poll(struct sl_nf *nf)
 				ops->on_message(nf, m->req.mkey, m->req.value);
 		} else if (m->type == SL_MSG_REPLY) {
 			m->error[sizeof(m->error) - 1] = '\0';
+			if (m->result != 0)
+				reply_log_rejected(nf, m);
 			if (ops->on_reply != NULL)
 				ops->on_reply(nf, m->req.id, m->result,
 					      m->error);
-			else if (m->result != 0)
-				fprintf(stderr,
-					"%s: request %" PRId64
-					" rejected by sluiced: %s\n",
-					nf->prog, m->req.id, m->error);
 		}
 		sl_msg_put(nf->shm, m);
 	}

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import deployment, port, prog, service, wait_until
+from conftest import ROOT, build_dir, deployment, port, prog, service, wait_until
 from packets import read
 from scapy.all import IP, UDP, Ether, Raw
 
@@ -515,3 +515,130 @@ def test_lb_set_rr_alternates_one_flow_over_two_replicas(launch, node, tmp_path)
     first, other = rr[0], ws[1] if rr[0] == ws[0] else ws[0]
     assert rr == [first, other] * 10, rr
     assert tags("3") == [pin["w"]] * 10
+
+
+CD_REFUSED = ("graph 'g' has no edge from 'fc' to the requested next hop: ChangeDefault may "
+              "only pick one of the node's allowed next hops")
+
+
+def test_nf_request_rejected_comes_back_with_reason(launch, node, tmp_path):
+    """sluice-flowclass --ant-to ghost where fc's only edge is p: the flow
+    it classifies as an ant gets a ChangeDefault that sluiced refuses.
+    libsluice logs the refusal (one line: the request and the reason) and
+    still hands it to the NF's on_reply (flowclass-rejected, counted);
+    subscribers see a rejected flow.request; the flow keeps the default
+    path and gets no override. The request is made once."""
+    rig = Rig(launch, node, tmp_path, [
+        {"name": "fc", "program": prog("flowclass"), "service": "fc",
+         "args": ["--window-ms", "200", "--ant-max-pps", "1000", "--ant-max-size", "300",
+                  "--ant-to", "ghost", "--stats-ms", "0"]},
+        tag_nf("p")])
+    rig.call("graph.apply", name="h", nodes={"ghost": ["drop"]})  # ghost: a known service
+    rig.apply("g", {"fc": ["p"], "p": ["port:out"]}, src="10.77.0.0/16")
+
+    def rejected(e: dict[str, Any]) -> bool:
+        return (e["kind"] == "flow.request" and e["data"].get("nf") == "fc"
+                and e["data"].get("result") == "rejected")
+
+    # Small packets at about 25 pps until flowclass has asked and been refused.
+    a = flow_frames("F", "1", 60, *F)
+    n = 0
+    while n < len(a) and not any(rejected(e) for e in list(rig.events)):
+        rig.send([a[n]], gap=0.04)
+        n += 1
+    ev = rig.wait_event(rejected, 3, "fc's request rejected")
+    rig.wait_out()
+    log = rig.run.run_dir / "fc.log"
+    wait_until(lambda: "flowclass-rejected: " in log.read_text(), 5, f"the rejection in {log}")
+    # The flow keeps its default: no override, the next packets go to p.
+    assert rig.call("flow.get", key=F_KEY)["overrides"] == []
+    rig.send(flow_frames("F", "2", 5, *F))
+    rig.wait_out()
+    events = list(rig.events)
+    got = rig.stop()
+
+    assert ev["data"] == {"nf": "fc", "instance": ev["data"]["instance"],
+                          "type": "change_default", "flow": F_KEY, "service": "fc",
+                          "to": "ghost", "result": "rejected", "applied": 0,
+                          "reason": CD_REFUSED}, ev
+    assert rig.instances[ev["data"]["instance"]] == "fc"
+    assert sum(1 for e in events if e["kind"] == "flow.request") == 1, events
+    lines = log.read_text().splitlines()
+    ours = [ln for ln in lines if "rejected" in ln and not ln.startswith("flowclass-stats:")]
+    assert ours == [
+        f"{prog('flowclass')}: request 1 rejected by sluiced: change_default flow={F_KEY} "
+        f"service=fc to=ghost: {CD_REFUSED}",
+        f"flowclass-rejected: id=1 flow={F_KEY} class=ant to=ghost reason={CD_REFUSED}",
+    ], ours
+    stats = [ln for ln in lines if ln.startswith("flowclass-stats: reason=exit")]
+    assert len(stats) == 1 and " ants=1 " in stats[0] and (
+        " changes=1 requests=1 applied=0 rejected=1 not_queued=0" in stats[0]), stats
+    assert paths(got, "F", "1") == ["p"] * n
+    assert paths(got, "F", "2") == ["p"] * 5
+    assert len(got) == rig.n_out
+
+
+@pytest.fixture(scope="module")
+def skipme_nf(tmp_path_factory) -> str:
+    """tests/integration/skipme_nf.c, built against libsluice like
+    docs/nf-guide.md builds its NF."""
+    exe = tmp_path_factory.mktemp("skipme") / "sluice-skipme"
+    cmd = ("cc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Iinclude "
+           "$(pkg-config --cflags libdpdk) tests/integration/skipme_nf.c "
+           f"{build_dir()}/src/nflib/libsluice.a $(pkg-config --libs libdpdk) -ljansson "
+           f"-o {exe}")
+    r = subprocess.run(["sh", "-c", cmd], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, f"{cmd}: {r.stderr}"
+    return str(exe)
+
+
+def test_skip_me_from_a_real_nf(launch, node, tmp_path, skipme_nf):
+    """a -> s -> out, s a real NF that asks SkipMe(flow, s) at a flow's
+    5th packet: F's first 5 packets go through s, every later one (both
+    directions) from a straight out; G (4 packets) never reaches 5 and
+    stays on s. s saw exactly 5 packets of F, sluiced's counters agree."""
+    rig = Rig(launch, node, tmp_path, [
+        tag_nf("a"),
+        {"name": "s", "program": skipme_nf, "service": "s", "args": ["--after", "5"]}])
+    rig.apply("g", {"a": ["s"], "s": ["port:out"]}, src="10.77.0.0/16")
+
+    def skipped(e: dict[str, Any]) -> bool:
+        return (e["kind"] == "flow.request" and e["data"].get("nf") == "s"
+                and e["data"].get("type") == "skip_me")
+
+    rig.send(flow_frames("F", "1", 5, *F) + flow_frames("G", "1", 2, *G))
+    rig.wait_out()
+    ev = rig.wait_event(skipped, 5, "s's SkipMe")
+    assert rig.call("flow.get", key=F_KEY)["overrides"] == [{"service": "s", "type": "skip"}]
+    back = (F[1], F[0], F[3], F[2])
+    rig.send(flow_frames("F", "2", 6, *F) + flow_frames("Fr", "2", 3, *back)
+             + flow_frames("G", "2", 2, *G))
+    rig.wait_out()
+    st = rig.call("stats")
+    flows = [rig.call("flow.get", key=k) for k in (F_KEY, G_KEY)]
+    got = rig.stop()
+    log = (rig.run.run_dir / "s.log").read_text()
+
+    assert {k: v for k, v in ev["data"].items() if k != "instance"} == {
+        "nf": "s", "type": "skip_me", "flow": F_KEY, "service": "s", "result": "applied",
+        "applied": 1}, ev
+    assert paths(got, "F", "1") == ["s"] * 5
+    assert paths(got, "G", "1") == ["s"] * 2
+    assert paths(got, "F", "2") == ["a"] * 6  # s skipped: a's tag is the last
+    assert paths(got, "Fr", "2") == ["a"] * 3
+    assert paths(got, "G", "2") == ["s"] * 2
+    assert len(got) == rig.n_out == 18
+    # The NF's own count, and sluiced's.
+    assert sorted(ln for ln in log.splitlines() if ln.startswith("skipme-")) == sorted([
+        "skipme-reply: id=1 applied",
+        f"skipme-flow: flow={F_KEY} packets=5 request=1",
+        f"skipme-flow: flow={G_KEY} packets=4 request=0",
+        "skipme-stats: packets=9 untracked=0 requests=1 applied=1 rejected=0 not_queued=0"]), log
+    assert [(service(st, x)["rx_pkts"], sum(service(st, x)["drops"].values()))
+            for x in ("a", "s")] == [(18, 0), (9, 0)]
+    ours = sorted((e["from"], e["to"], e["pkts"]) for e in st["edges"]
+                  if "drop" not in (e["from"], e["to"]))
+    assert ours == sorted([("port:in", "a", 18), ("a", "s", 9), ("s", "port:out", 9),
+                           ("a", "port:out", 9)])
+    assert [(f["pkts"], f["overrides"]) for f in flows] == [
+        (14, [{"service": "s", "type": "skip"}]), (4, [])]
