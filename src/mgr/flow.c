@@ -1373,7 +1373,24 @@ sl_flow_request(struct sl_mgr *m, const struct sl_req *r, uint32_t *applied,
 		const struct sl_wildset *old = g_wild;
 		uint32_t n = old ? old->n : 0;
 		struct sl_wildset *ws;
+		struct sl_wild w = {.match = r->match,
+				    .request_me =
+					    r->kind == SL_REQ_REQUEST_ME};
+		int dup = 0;
 
+		w.ovr.f.service = r->service;
+		w.ovr.f.kind = r->kind == SL_REQ_SKIP_ME ? SL_OVR_SKIP
+							 : SL_OVR_DEFAULT;
+		w.ovr.f.hop = r->kind == SL_REQ_CHANGE_DEFAULT ? r->to : 0;
+		/* The same request again (an NF restarted, say) is kept once:
+		 * it would only use up --max-wildcards. */
+		for (uint32_t i = 0; i < n && !dup; i++)
+			dup = old->w[i].ovr.u64 == w.ovr.u64 &&
+			      old->w[i].request_me == w.request_me &&
+			      memcmp(&old->w[i].match, &w.match,
+				     sizeof(w.match)) == 0;
+		if (dup)
+			goto live;
 		if (n == m->o.max_wild) {
 			snprintf(err, errlen,
 				 "all %u wildcard requests are in use: raise "
@@ -1389,19 +1406,13 @@ sl_flow_request(struct sl_mgr *m, const struct sl_req *r, uint32_t *applied,
 		ws->n = n + 1;
 		if (n > 0)
 			memcpy(ws->w, old->w, sizeof(ws->w[0]) * n);
+		ws->w[n] = w;
 		ws->w[n].id = n + 1;
-		ws->w[n].match = r->match;
-		ws->w[n].ovr.u64 = 0;
-		ws->w[n].ovr.f.service = r->service;
-		ws->w[n].ovr.f.kind = r->kind == SL_REQ_SKIP_ME
-					      ? SL_OVR_SKIP
-					      : SL_OVR_DEFAULT;
-		ws->w[n].ovr.f.hop = r->kind == SL_REQ_CHANGE_DEFAULT ? r->to : 0;
-		ws->w[n].request_me = r->kind == SL_REQ_REQUEST_ME;
 		__atomic_store_n(&g_wild, ws, __ATOMIC_RELEASE);
 		if (old != NULL)
 			defer(m, free_wildset, (void *)(uintptr_t)old);
 	}
+live:;
 	struct sl_flow_filter f = {.graph = SL_GRAPH_NONE,
 				   .service = SL_SERVICE_NONE,
 				   .has_match = 1,
