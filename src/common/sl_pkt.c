@@ -454,7 +454,9 @@ sl_addr_parse(const char *s, int ports, struct sl_5tuple *t, int src)
 int
 sl_5tuple_parse(const char *text, struct sl_5tuple *t)
 {
-	char proto[16], src[INET6_ADDRSTRLEN + 16], dst[INET6_ADDRSTRLEN + 16];
+	/* 64 bytes: %63s writes up to 63 characters and the NUL (these were
+	 * 62 bytes, and a long address in a flow key overflowed them). */
+	char proto[16], src[64], dst[64];
 	char gt[4], extra;
 	unsigned int pn;
 

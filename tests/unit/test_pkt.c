@@ -791,6 +791,43 @@ test_hash_from_frames(void **state)
 	assert_int_equal(sl_5tuple_hash(&a), sl_5tuple_hash(&b));
 }
 
+/* sl_5tuple_parse() reads back what sl_5tuple_format() writes, and
+ * refuses the rest, including words longer than its buffers (ASan build:
+ * no overflow). */
+static void
+test_parse(void **state)
+{
+	static const char *const good[] = {
+		"tcp 10.0.1.2:40000 > 192.168.0.10:80",
+		"udp [2001:db8::1]:5353 > [2001:db8::2]:53",
+	};
+	static const char *const bad[] = {
+		"",
+		"tcp 10.0.1.2:1 192.168.0.10:80",
+		"tcp 10.0.1.2:1 < 192.168.0.10:80",
+		"xyz 10.0.1.2:1 > 192.168.0.10:80",
+		"tcp 10.0.1.2:70000 > 192.168.0.10:80",
+		"tcp 10.0.1.2:1 > 192.168.0.10:80 extra",
+		/* 63 characters each: the most %63s takes */
+		"udp 111111111111111111111111111111111111111111111111111111111111111"
+		" > 222222222222222222222222222222222222222222222222222222222222222",
+		/* and longer */
+		"udp 1111111111111111111111111111111111111111111111111111111111111111"
+		"1111 > 2:2",
+	};
+	struct sl_5tuple t;
+	char buf[128];
+
+	(void)state;
+	for (unsigned i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		assert_int_equal(sl_5tuple_parse(good[i], &t), 0);
+		sl_5tuple_format(&t, buf, sizeof(buf));
+		assert_string_equal(buf, good[i]);
+	}
+	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(sl_5tuple_parse(bad[i], &t), -EINVAL);
+}
+
 static void
 test_format(void **state)
 {
@@ -1047,6 +1084,7 @@ main(void)
 		cmocka_unit_test(test_hash_symmetric),
 		cmocka_unit_test(test_hash_from_frames),
 		cmocka_unit_test(test_format),
+		cmocka_unit_test(test_parse),
 		cmocka_unit_test(test_mbuf_wrappers),
 		cmocka_unit_test(test_fuzz),
 	};
