@@ -962,6 +962,10 @@ run(struct sl_nf *nf)
 	uint64_t inbox_cycles = hz / 1000, next_inbox = 0;
 	uint64_t idle_since = 0;
 
+	/* Online: from here on we read routing state (graphs, flow entries)
+	 * and sluiced's grace periods and hang watchdog count our loops. */
+	__atomic_store_n(&slot->sleeping, 0, __ATOMIC_RELAXED);
+	rte_atomic_thread_fence(__ATOMIC_SEQ_CST);
 	while (!must_stop(nf)) {
 		uint64_t now = rte_rdtsc();
 		unsigned int n;
@@ -1129,6 +1133,10 @@ sl_nf_main(const struct sl_nf_ops *ops, int argc, char **argv)
 	}
 
 	rc = 0;
+	/* init may take its time (compiling patterns, loading tables) and
+	 * reads no routing state: neither a grace period nor the hang
+	 * watchdog waits for it. run() comes online. */
+	__atomic_store_n(&nf.slot->sleeping, 1, __ATOMIC_RELEASE);
 	if (ops->init != NULL) {
 		optind = 1;
 		rc = ops->init(&nf, a.nf_argc, a.nf_argv);
