@@ -117,7 +117,7 @@ struct sl_nf_ops {
 	/**
 	 * Called with the outcome of a cross-layer request (sluice/flow.h):
 	 * result 0 when applied, else a positive errno and the reason. May
-	 * be NULL (rejections are then logged to stderr).
+	 * be NULL. Every rejection is logged to stderr by libsluice either way.
 	 */
 	void (*on_reply)(struct sl_nf *nf, int64_t id, int result,
 			 const char *reason);

@@ -1165,11 +1165,16 @@ req_apply(struct sl_mgr *m, const struct sl_req *r, const struct sl_graph *g,
 	case SL_REQ_CHANGE_DEFAULT:
 		if (!sl_graph_allows(g, r->service, r->to) ||
 		    sl_verdict_kind(r->to) == SL_VERDICT_NEXT) {
+			json_t *to = sl_hop_json(shm, r->to);
+
 			snprintf(err, errlen,
-				 "graph '%s' has no edge from '%s' to the "
-				 "requested next hop: ChangeDefault may only "
-				 "pick one of the node's allowed next hops",
-				 g->name, sname);
+				 "graph '%s' has no edge from '%s' to '%s': "
+				 "ChangeDefault may only pick one of the node's "
+				 "allowed next hops",
+				 g->name, sname,
+				 json_string_value(to) ? json_string_value(to)
+						       : "?");
+			json_decref(to);
 			return EINVAL;
 		}
 		v.f.service = r->service;

@@ -426,7 +426,7 @@ class Sluiced:
                 return err(-32602, e)
             if kind == "change_default" and p.get("to") not in ("port:out", "drop"):
                 return err(-32000, f"{kind} rejected: graph 'default' has no edge from "
-                                   f"'{p['service']}' to the requested next hop: "
+                                   f"'{p['service']}' to '{p.get('to')}': "
                                    f"ChangeDefault may only pick one of the node's allowed "
                                    f"next hops")
             return ok({"applied": len(self.flows)})

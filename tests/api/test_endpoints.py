@@ -422,9 +422,8 @@ def test_flow_requests(api: TestClient, fake: Any) -> None:
     r = api.post("/api/v1/flow-requests", json={
         "type": "change_default", "service": "mon", "to": "fw", "flow": {"match": {}}})
     assert (r.status_code, r.json()) == (409, {
-        "detail": "change_default rejected: graph 'default' has no edge from 'mon' to the "
-                  "requested next hop: ChangeDefault may only pick one of the node's allowed "
-                  "next hops"})
+        "detail": "change_default rejected: graph 'default' has no edge from 'mon' to 'fw': "
+                  "ChangeDefault may only pick one of the node's allowed next hops"})
     r = api.post("/api/v1/flow-requests", json={"type": "request_me", "service": "zz",
                                                 "flow": {"match": {}}})
     assert (r.status_code, r.json()) == (404, {

@@ -517,7 +517,7 @@ def test_lb_set_rr_alternates_one_flow_over_two_replicas(launch, node, tmp_path)
     assert tags("3") == [pin["w"]] * 10
 
 
-CD_REFUSED = ("graph 'g' has no edge from 'fc' to the requested next hop: ChangeDefault may "
+CD_REFUSED = ("graph 'g' has no edge from 'fc' to 'ghost': ChangeDefault may "
               "only pick one of the node's allowed next hops")
 
 
