@@ -158,12 +158,24 @@ def test_chain_through_the_io_thread_handoff(launch, node, tmp_path):
 def test_chain_under_asan(launch, node, tmp_path):
     """The same chain of 3 with sluiced and NFs built with ASan+UBSan."""
     build = ROOT / "build-asan"
-    frames, out, st = _run_chain(launch, node, tmp_path, 3, build=build)
+    runs = []
+
+    def keep(dep, build=None):
+        runs.append(launch(dep, build))
+        return runs[-1]
+
+    frames, out, st = _run_chain(keep, node, tmp_path, 3, build=build)
     assert out == frames
     assert st["drops_total"] == 0
     logs = "".join(p.read_text(errors="replace") for p in tmp_path.glob("run*/*.log"))
     assert "ERROR: AddressSanitizer" not in logs
+    assert "ERROR: LeakSanitizer" not in logs
     assert "runtime error:" not in logs  # UBSan
+    # A sanitizer that reports at exit (LeakSanitizer) shows in the exit
+    # status: every process ended cleanly.
+    (run,) = runs
+    codes = {p.label: p.exited() for p in run.processes()}
+    assert len(codes) == 4 and set(codes.values()) == {0}, codes
 
 
 def test_per_flow_order_with_mixed_paths(launch, node, tmp_path):
