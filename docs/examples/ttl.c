@@ -13,9 +13,9 @@ ttl_pkt(struct sl_nf *nf, struct rte_mbuf *m)
 	struct rte_ipv4_hdr *ip;
 
 	(void)nf;
-	if (sl_pkt_parse(m, &info) != 0 || info.ip_version != 4)
+	if (sl_pkt_parse(m, &info) != 0 ||
+	    (ip = sl_pkt_ipv4(m, &info)) == NULL)
 		return SL_NEXT; /* not (valid) IPv4: pass it on */
-	ip = rte_pktmbuf_mtod_offset(m, struct rte_ipv4_hdr *, info.l3_off);
 	if (ip->time_to_live <= 1)
 		return SL_DROP; /* counted as an nf_verdict drop */
 	ip->time_to_live--;

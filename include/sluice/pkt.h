@@ -95,6 +95,86 @@ int sl_pkt_parse(const struct rte_mbuf *m, struct sl_pkt_info *info);
 /** sl_5tuple_get() on the first segment of an mbuf. */
 int sl_pkt_5tuple(const struct rte_mbuf *m, struct sl_5tuple *t);
 
+/**
+ * @name Header pointers
+ *
+ * Pointers to the headers sl_pkt_parse() found, inside the first segment
+ * of m, or NULL. They do not parse again: pass the sl_pkt_info that
+ * sl_pkt_parse() filled for this mbuf. Each helper answers for its own
+ * layer: it returns the header if info says the packet has it and the
+ * whole fixed-size header lies inside the first segment, else NULL. After
+ * sl_pkt_parse() failed, info still describes the layers before the
+ * failing one (see sl_parse()), so an IPv4 packet whose TCP header is cut
+ * short gives its IPv4 header and no TCP header; check the return code of
+ * sl_pkt_parse() if such packets must be left alone. Whatever info holds,
+ * no helper returns a header that runs past the first segment.
+ *
+ * The mbuf is const because finding a header only reads it; the header is
+ * returned writable (as strchr() does), for NFs that declare
+ * SL_ACCESS_WRITE and rewrite headers in place. The structures are DPDK's
+ * (rte_ether.h, rte_ip.h, rte_tcp.h, rte_udp.h): include those to use the
+ * fields. Multi-byte fields are in network byte order.
+ * @{
+ */
+struct rte_ether_hdr;
+struct rte_vlan_hdr;
+struct rte_ipv4_hdr;
+struct rte_ipv6_hdr;
+struct rte_tcp_hdr;
+struct rte_udp_hdr;
+
+/**
+ * The Ethernet header: NULL if the first segment is shorter than 14 bytes.
+ * Needs no sl_pkt_info. Its ether_type is the first one (a TPID if the
+ * frame is tagged); sl_pkt_info.ether_type is the one after the tags.
+ */
+struct rte_ether_hdr *sl_pkt_eth(const struct rte_mbuf *m);
+
+/**
+ * VLAN tag idx (0 = outermost, just after the MAC addresses): its TCI and
+ * the ethertype that follows it. NULL if idx >= info->n_vlans (at most 2
+ * tags are parsed). The tag's own TPID (0x8100 or 0x88A8) is the
+ * ethertype before it: the Ethernet header's for tag 0, tag 0's
+ * eth_proto for tag 1.
+ */
+struct rte_vlan_hdr *sl_pkt_vlan(const struct rte_mbuf *m,
+				 const struct sl_pkt_info *info,
+				 unsigned int idx);
+
+/**
+ * The IPv4 header at info->l3_off: NULL unless info->ip_version is 4. The
+ * parser accepted its version, IHL (the info->ip_options bytes of options
+ * are present too) and total length.
+ */
+struct rte_ipv4_hdr *sl_pkt_ipv4(const struct rte_mbuf *m,
+				 const struct sl_pkt_info *info);
+
+/**
+ * The fixed IPv6 header (40 bytes) at info->l3_off: NULL unless
+ * info->ip_version is 6. Extension headers, if any (info->ip_options),
+ * lie between it and info->l4_off.
+ */
+struct rte_ipv6_hdr *sl_pkt_ipv6(const struct rte_mbuf *m,
+				 const struct sl_pkt_info *info);
+
+/**
+ * The TCP header at info->l4_off: NULL unless the packet is IPv4 or IPv6
+ * carrying TCP (after any IPv6 extension headers), is not a later
+ * fragment (which has no TCP header) and has the whole 20-byte fixed
+ * header inside its datagram (info->l4_len >= 20). TCP options are not
+ * checked: (data_off >> 4) * 4 may exceed info->l4_len.
+ */
+struct rte_tcp_hdr *sl_pkt_tcp(const struct rte_mbuf *m,
+			       const struct sl_pkt_info *info);
+
+/**
+ * The UDP header at info->l4_off: as sl_pkt_tcp(), for UDP and its 8-byte
+ * header. dgram_len is not checked against info->l4_len.
+ */
+struct rte_udp_hdr *sl_pkt_udp(const struct rte_mbuf *m,
+			       const struct sl_pkt_info *info);
+/** @} */
+
 #ifdef __cplusplus
 }
 #endif

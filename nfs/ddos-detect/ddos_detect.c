@@ -24,6 +24,7 @@
 
 #include <rte_hash.h>
 #include <rte_mbuf.h>
+#include <rte_tcp.h>
 
 #include "sluice/flow.h"
 #include "sluice/nf.h"
@@ -158,15 +159,13 @@ dd_counts(const struct dd_state *st, struct rte_mbuf *m,
 	}
 	if (st->count_mode == DD_COUNT_SYN) {
 		struct sl_pkt_info info;
-		const uint8_t *tcp;
+		const struct rte_tcp_hdr *tcp;
 
 		if (t->proto != IPPROTO_TCP || sl_pkt_parse(m, &info) != 0 ||
-		    info.later_fragment || info.l4_off == 0 ||
-		    info.l4_len < 14)
+		    (tcp = sl_pkt_tcp(m, &info)) == NULL)
 			return 0;
-		tcp = rte_pktmbuf_mtod_offset(m, const uint8_t *,
-					      info.l4_off);
-		return (tcp[13] & 0x12) == 0x02; /* SYN, not ACK */
+		return (tcp->tcp_flags & (RTE_TCP_SYN_FLAG | RTE_TCP_ACK_FLAG)) ==
+		       RTE_TCP_SYN_FLAG; /* SYN, not ACK */
 	}
 	return 1;
 }

@@ -16,6 +16,7 @@
 #include <rte_mbuf.h>
 
 #include <sluice/nf.h>
+#include <sluice/pkt.h>
 
 static sl_verdict_t g_verdict = SL_NEXT;
 static int g_bridge[2] = {-1, -1};
@@ -107,12 +108,10 @@ fwd_burst(struct sl_nf *nf, struct rte_mbuf **pkts, uint16_t n)
 		uint8_t id = (uint8_t)sl_nf_instance(nf);
 
 		for (uint16_t i = 0; i < n; i++) {
-			struct rte_ether_hdr *eth;
+			struct rte_ether_hdr *eth = sl_pkt_eth(pkts[i]);
 
-			if (rte_pktmbuf_data_len(pkts[i]) < sizeof(*eth))
-				continue;
-			eth = rte_pktmbuf_mtod(pkts[i], struct rte_ether_hdr *);
-			eth->src_addr.addr_bytes[5] = id;
+			if (eth != NULL) /* NULL: shorter than Ethernet */
+				eth->src_addr.addr_bytes[5] = id;
 		}
 	}
 	if (g_bridge[0] >= 0) {

@@ -39,8 +39,12 @@
 
 #include <rte_branch_prediction.h>
 #include <rte_common.h>
+#include <rte_ether.h>
 #include <rte_hash_crc.h>
+#include <rte_ip.h>
 #include <rte_mbuf.h>
+#include <rte_tcp.h>
+#include <rte_udp.h>
 
 #include "sluice/pkt.h"
 
@@ -57,6 +61,15 @@
 #define SL_IPV6_FRAG_M 0x0001
 
 #define SL_HASH_SEED 0x736c7563u /* "sluc" */
+
+/* The header pointers (sl_pkt_eth() ...) hand out DPDK's structures for
+ * the bytes the parser checked: they must be the same sizes. */
+_Static_assert(sizeof(struct rte_ether_hdr) == SL_ETH_HLEN, "Ethernet");
+_Static_assert(sizeof(struct rte_vlan_hdr) == SL_VLAN_HLEN, "VLAN tag");
+_Static_assert(sizeof(struct rte_ipv4_hdr) == SL_IPV4_HLEN, "IPv4");
+_Static_assert(sizeof(struct rte_ipv6_hdr) == SL_IPV6_HLEN, "IPv6");
+_Static_assert(sizeof(struct rte_tcp_hdr) == 20, "TCP");
+_Static_assert(sizeof(struct rte_udp_hdr) == 8, "UDP");
 
 /* Minimum L4 header bytes that must be present, by IP protocol. */
 static const uint8_t sl_l4_min[256] = {
@@ -505,4 +518,73 @@ sl_pkt_5tuple(const struct rte_mbuf *m, struct sl_5tuple *t)
 	if (unlikely(rc != 0))
 		return rc;
 	return sl_5tuple_from_info(p, &info, t);
+}
+
+/*
+ * Header pointers. They trust info only to say where a header is and that
+ * the parser accepted it; that it lies inside the first segment is checked
+ * here, so a stale or hand-made info cannot make them point past the data.
+ */
+static inline void *
+sl_pkt_hdr(const struct rte_mbuf *m, uint32_t off, uint32_t size)
+{
+	if (unlikely(off + size > rte_pktmbuf_data_len(m)))
+		return NULL;
+	return rte_pktmbuf_mtod_offset(m, uint8_t *, off);
+}
+
+struct rte_ether_hdr *
+sl_pkt_eth(const struct rte_mbuf *m)
+{
+	return sl_pkt_hdr(m, 0, sizeof(struct rte_ether_hdr));
+}
+
+struct rte_vlan_hdr *
+sl_pkt_vlan(const struct rte_mbuf *m, const struct sl_pkt_info *info,
+	    unsigned int idx)
+{
+	if (idx >= info->n_vlans || idx >= 2)
+		return NULL;
+	return sl_pkt_hdr(m, SL_ETH_HLEN + idx * SL_VLAN_HLEN,
+			  sizeof(struct rte_vlan_hdr));
+}
+
+struct rte_ipv4_hdr *
+sl_pkt_ipv4(const struct rte_mbuf *m, const struct sl_pkt_info *info)
+{
+	if (info->ip_version != 4)
+		return NULL;
+	return sl_pkt_hdr(m, info->l3_off, sizeof(struct rte_ipv4_hdr));
+}
+
+struct rte_ipv6_hdr *
+sl_pkt_ipv6(const struct rte_mbuf *m, const struct sl_pkt_info *info)
+{
+	if (info->ip_version != 6)
+		return NULL;
+	return sl_pkt_hdr(m, info->l3_off, sizeof(struct rte_ipv6_hdr));
+}
+
+/* The L4 header of protocol proto and fixed size size, or NULL. l4_off is
+ * 0 for later fragments and for packets whose parse stopped before L4. */
+static inline void *
+sl_pkt_l4(const struct rte_mbuf *m, const struct sl_pkt_info *info,
+	  uint8_t proto, uint32_t size)
+{
+	if (info->ip_version == 0 || info->l4_proto != proto ||
+	    info->later_fragment || info->l4_off == 0 || info->l4_len < size)
+		return NULL;
+	return sl_pkt_hdr(m, info->l4_off, size);
+}
+
+struct rte_tcp_hdr *
+sl_pkt_tcp(const struct rte_mbuf *m, const struct sl_pkt_info *info)
+{
+	return sl_pkt_l4(m, info, IPPROTO_TCP, sizeof(struct rte_tcp_hdr));
+}
+
+struct rte_udp_hdr *
+sl_pkt_udp(const struct rte_mbuf *m, const struct sl_pkt_info *info)
+{
+	return sl_pkt_l4(m, info, IPPROTO_UDP, sizeof(struct rte_udp_hdr));
 }
