@@ -164,8 +164,10 @@ dd_counts(const struct dd_state *st, struct rte_mbuf *m,
 		if (t->proto != IPPROTO_TCP || sl_pkt_parse(m, &info) != 0 ||
 		    (tcp = sl_pkt_tcp(m, &info)) == NULL)
 			return 0;
-		return (tcp->tcp_flags & (RTE_TCP_SYN_FLAG | RTE_TCP_ACK_FLAG)) ==
-		       RTE_TCP_SYN_FLAG; /* SYN, not ACK */
+		/* SYN, not ACK */
+		return (tcp->tcp_flags &
+			(RTE_TCP_SYN_FLAG | RTE_TCP_ACK_FLAG)) ==
+		       RTE_TCP_SYN_FLAG;
 	}
 	return 1;
 }
