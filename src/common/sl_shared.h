@@ -22,6 +22,35 @@
 #define SL_SHM_MAGIC 0x534c4943u /* "SLIC" */
 #define SL_SHM_VERSION 6u
 
+/*
+ * Layout pins. An NF keeps the layout of the header it was built with, so
+ * every structure here that NFs map (through struct sl_shm, the message
+ * pool and the packet metadata) has its size and the offsets of its
+ * fields pinned by the asserts after it. A change that moves one fails
+ * the build: then bump SL_SHM_VERSION (NFs built against the old layout
+ * refuse to attach instead of misreading it) and update the numbers. The
+ * numbers are those of 64-bit builds with 64-byte cache lines (DPDK's
+ * RTE_CACHE_LINE_SIZE); elsewhere only the alignment rules below are
+ * checked. SL_SHM_PINNED_VERSION says which version the numbers describe.
+ */
+#define SL_SHM_PINNED_VERSION 6u
+_Static_assert(SL_SHM_VERSION == SL_SHM_PINNED_VERSION,
+	       "the layout pins below describe another SL_SHM_VERSION: check "
+	       "them against the new layout and update SL_SHM_PINNED_VERSION");
+#if UINTPTR_MAX == UINT64_MAX && RTE_CACHE_LINE_SIZE == 64
+#define SL_PIN_SIZE(type, n)                                                   \
+	_Static_assert(sizeof(type) == (n),                                    \
+		       #type " changed size: bump SL_SHM_VERSION and update " \
+		       "the layout pins (see SL_SHM_PINNED_VERSION)")
+#define SL_PIN_OFF(type, field, n)                                             \
+	_Static_assert(offsetof(type, field) == (n),                           \
+		       #type "." #field " moved: bump SL_SHM_VERSION and "     \
+		       "update the layout pins (see SL_SHM_PINNED_VERSION)")
+#else
+#define SL_PIN_SIZE(type, n) _Static_assert(1, #type)
+#define SL_PIN_OFF(type, field, n) _Static_assert(1, #type "." #field)
+#endif
+
 #define SL_NAME_LEN 32
 #define SL_BURST 32
 #define SL_LB_BUCKETS 256 /* flow-sticky bucket table, power of two */
@@ -134,6 +163,22 @@ struct sl_ctx_stats {
 	uint64_t sleeps;    /* times this context went to sleep */
 	uint64_t stalls;    /* loops that waited on a full next hop */
 } __rte_cache_aligned;
+/* One writer per context: no two contexts' counters share a line (arrays
+ * of them in struct sl_shm and struct sl_nf_slot included). */
+_Static_assert(alignof(struct sl_ctx_stats) == RTE_CACHE_LINE_SIZE,
+	       "context counters must be cache-line aligned");
+_Static_assert(sizeof(struct sl_ctx_stats) % RTE_CACHE_LINE_SIZE == 0,
+	       "context counters must fill whole cache lines");
+SL_PIN_SIZE(struct sl_ctx_stats, 192);
+SL_PIN_OFF(struct sl_ctx_stats, rx_bytes, 8);
+SL_PIN_OFF(struct sl_ctx_stats, tx_pkts, 16);
+SL_PIN_OFF(struct sl_ctx_stats, tx_bytes, 24);
+SL_PIN_OFF(struct sl_ctx_stats, drop, 32);
+SL_PIN_OFF(struct sl_ctx_stats, cycles, 120);
+SL_PIN_OFF(struct sl_ctx_stats, bursts, 128);
+SL_PIN_OFF(struct sl_ctx_stats, wakeups, 136);
+SL_PIN_OFF(struct sl_ctx_stats, sleeps, 144);
+SL_PIN_OFF(struct sl_ctx_stats, stalls, 152);
 
 /*
  * Per-port counters written by one I/O thread: rx = from the wire,
@@ -154,6 +199,7 @@ struct sl_edge_ctr {
 	uint64_t pkts;
 	uint64_t bytes;
 };
+SL_PIN_SIZE(struct sl_edge_ctr, 16);
 
 #define SL_EDGE_PORT(shm, p) ((uint32_t)(shm)->max_services + (p))
 #define SL_EDGE_DROP(shm) ((uint32_t)(shm)->max_services + SL_MAX_PORTS)
@@ -221,6 +267,30 @@ _Static_assert(offsetof(struct sl_nf_slot, nf) % SL_CACHE_LINE == 0,
 	       "NF-written counters must not share a line with sluiced's");
 _Static_assert(offsetof(struct sl_nf_slot, mgr) % SL_CACHE_LINE == 0,
 	       "sluiced-written counters must not share a line with the NF's");
+SL_PIN_SIZE(struct sl_nf_slot, 1088);
+SL_PIN_OFF(struct sl_nf_slot, state, 0);
+SL_PIN_OFF(struct sl_nf_slot, instance, 4);
+SL_PIN_OFF(struct sl_nf_slot, service, 6);
+SL_PIN_OFF(struct sl_nf_slot, pid, 8);
+SL_PIN_OFF(struct sl_nf_slot, mode, 12);
+SL_PIN_OFF(struct sl_nf_slot, access, 16);
+SL_PIN_OFF(struct sl_nf_slot, stop, 20);
+SL_PIN_OFF(struct sl_nf_slot, prog, 24);
+SL_PIN_OFF(struct sl_nf_slot, rx, 56);
+SL_PIN_OFF(struct sl_nf_slot, tx, 64);
+SL_PIN_OFF(struct sl_nf_slot, started_tsc, 72);
+SL_PIN_OFF(struct sl_nf_slot, proc_start_tsc, 80);
+SL_PIN_OFF(struct sl_nf_slot, inbox, 88);
+SL_PIN_OFF(struct sl_nf_slot, txq, 96);
+SL_PIN_OFF(struct sl_nf_slot, cache_lcore, 98);
+SL_PIN_OFF(struct sl_nf_slot, sleeping, 128);
+SL_PIN_OFF(struct sl_nf_slot, wake, 132);
+SL_PIN_OFF(struct sl_nf_slot, heartbeat, 136);
+SL_PIN_OFF(struct sl_nf_slot, pool_op, 144);
+SL_PIN_OFF(struct sl_nf_slot, first_pkt_tsc, 152);
+SL_PIN_OFF(struct sl_nf_slot, nf, 192);
+SL_PIN_OFF(struct sl_nf_slot, port_tx, 384);
+SL_PIN_OFF(struct sl_nf_slot, mgr, 896);
 
 /* A sluice port: an ethdev with a user-given name. Index = ethdev id. */
 struct sl_port {
@@ -230,6 +300,11 @@ struct sl_port {
 	uint8_t started;
 	uint16_t n_txq; /* queue 0: sluiced's TX thread; 1..: NFs' (txq) */
 };
+SL_PIN_SIZE(struct sl_port, 292);
+SL_PIN_OFF(struct sl_port, device, 32);
+SL_PIN_OFF(struct sl_port, used, 288);
+SL_PIN_OFF(struct sl_port, started, 289);
+SL_PIN_OFF(struct sl_port, n_txq, 290);
 
 /* A service. Index = service id. */
 struct sl_service {
@@ -242,6 +317,12 @@ struct sl_service {
 	 * updated atomically by the control thread */
 	uint16_t bucket[SL_LB_BUCKETS];
 };
+SL_PIN_SIZE(struct sl_service, 560);
+SL_PIN_OFF(struct sl_service, used, 32);
+SL_PIN_OFF(struct sl_service, lb_mode, 33);
+SL_PIN_OFF(struct sl_service, n_live, 34);
+SL_PIN_OFF(struct sl_service, live, 40);
+SL_PIN_OFF(struct sl_service, bucket, 48);
 
 /*
  * A compiled service graph (one version of it). Nodes are services; each
@@ -273,6 +354,23 @@ struct sl_graph {
 	uint16_t *nodes;    /* [n_nodes]: service ids, in the order given */
 	sl_hop_t *hops;     /* [n_hops]: a chain as given, for chain.get */
 };
+SL_PIN_SIZE(struct sl_graph, 104);
+SL_PIN_OFF(struct sl_graph, version, 0);
+SL_PIN_OFF(struct sl_graph, id, 4);
+SL_PIN_OFF(struct sl_graph, slot, 6);
+SL_PIN_OFF(struct sl_graph, tag, 8);
+SL_PIN_OFF(struct sl_graph, open, 9);
+SL_PIN_OFF(struct sl_graph, n_nodes, 10);
+SL_PIN_OFF(struct sl_graph, n_hops, 12);
+SL_PIN_OFF(struct sl_graph, n_edges, 16);
+SL_PIN_OFF(struct sl_graph, first, 20);
+SL_PIN_OFF(struct sl_graph, name, 24);
+SL_PIN_OFF(struct sl_graph, next, 56);
+SL_PIN_OFF(struct sl_graph, edge_off, 64);
+SL_PIN_OFF(struct sl_graph, edge_n, 72);
+SL_PIN_OFF(struct sl_graph, edges, 80);
+SL_PIN_OFF(struct sl_graph, nodes, 88);
+SL_PIN_OFF(struct sl_graph, hops, 96);
 
 /* Per-flow override kinds (cross-layer requests). */
 enum sl_ovr_kind {
@@ -290,6 +388,7 @@ union sl_flow_ovr {
 		sl_hop_t hop;
 	} f;
 };
+SL_PIN_SIZE(union sl_flow_ovr, 8);
 
 /*
  * A flow-table entry (flow director). Index = rte_hash key position.
@@ -372,6 +471,7 @@ struct sl_flow_stats {
 	uint64_t cycles;     /* TSC cycles the RX thread spent in ingress
 			      * lookups (parse, key, hash, lookup, entry) */
 } __rte_cache_aligned;
+SL_PIN_SIZE(struct sl_flow_stats, 128);
 
 struct sl_flow_table {
 	struct rte_hash *hash;  /* IPv4 keys (sl_flow_key4); NULL: off */
@@ -393,6 +493,23 @@ struct sl_flow_table {
 	uint32_t n_live;       /* live entries (RX thread) */
 	struct sl_flow_stats st;
 };
+SL_PIN_SIZE(struct sl_flow_table, 256);
+SL_PIN_OFF(struct sl_flow_table, hash, 0);
+SL_PIN_OFF(struct sl_flow_table, hash6, 8);
+SL_PIN_OFF(struct sl_flow_table, entries, 16);
+SL_PIN_OFF(struct sl_flow_table, base6, 24);
+SL_PIN_OFF(struct sl_flow_table, capacity, 28);
+SL_PIN_OFF(struct sl_flow_table, max_flows, 32);
+SL_PIN_OFF(struct sl_flow_table, max_flows6, 36);
+SL_PIN_OFF(struct sl_flow_table, n_live6, 40);
+SL_PIN_OFF(struct sl_flow_table, stride, 44);
+SL_PIN_OFF(struct sl_flow_table, ovr_off, 48);
+SL_PIN_OFF(struct sl_flow_table, n_pins, 52);
+SL_PIN_OFF(struct sl_flow_table, n_ovr, 54);
+SL_PIN_OFF(struct sl_flow_table, lookup, 56);
+SL_PIN_OFF(struct sl_flow_table, timeout_ms, 60);
+SL_PIN_OFF(struct sl_flow_table, n_live, 64);
+SL_PIN_OFF(struct sl_flow_table, st, 128);
 
 /* NF <-> sluiced messages (registration, deregistration). */
 enum sl_msg_type {
@@ -441,6 +558,28 @@ struct sl_msg {
 		char value[256];  /* Message value */
 	} req;
 };
+SL_PIN_SIZE(struct sl_msg, 816);
+SL_PIN_OFF(struct sl_msg, type, 0);
+SL_PIN_OFF(struct sl_msg, pid, 4);
+SL_PIN_OFF(struct sl_msg, mode, 8);
+SL_PIN_OFF(struct sl_msg, access, 12);
+SL_PIN_OFF(struct sl_msg, instance, 16);
+SL_PIN_OFF(struct sl_msg, service, 18);
+SL_PIN_OFF(struct sl_msg, service_name, 20);
+SL_PIN_OFF(struct sl_msg, prog, 52);
+SL_PIN_OFF(struct sl_msg, start_tsc, 88);
+SL_PIN_OFF(struct sl_msg, result, 96);
+SL_PIN_OFF(struct sl_msg, error, 100);
+SL_PIN_OFF(struct sl_msg, done, 260);
+SL_PIN_OFF(struct sl_msg, req.id, 264);
+SL_PIN_OFF(struct sl_msg, req.kind, 272);
+SL_PIN_OFF(struct sl_msg, req.exact, 276);
+SL_PIN_OFF(struct sl_msg, req.service, 280);
+SL_PIN_OFF(struct sl_msg, req.to, 284);
+SL_PIN_OFF(struct sl_msg, req.key, 288);
+SL_PIN_OFF(struct sl_msg, req.match, 336);
+SL_PIN_OFF(struct sl_msg, req.mkey, 496);
+SL_PIN_OFF(struct sl_msg, req.value, 560);
 
 /* The root of shared memory: memzone SL_MZ_SHM. */
 struct sl_shm {
@@ -493,6 +632,51 @@ struct sl_shm {
 	struct sl_ctx_stats io[SL_MAX_IO_THREADS];
 	struct sl_port_stats port_stats[SL_MAX_IO_THREADS][SL_MAX_PORTS];
 };
+/* magic and version stay where they are in every version: an NF built
+ * against another version reads them there to refuse to attach. */
+_Static_assert(offsetof(struct sl_shm, magic) == 0 &&
+		       offsetof(struct sl_shm, version) == 4,
+	       "magic and version must stay the first two words of sl_shm");
+_Static_assert(offsetof(struct sl_shm, io) % RTE_CACHE_LINE_SIZE == 0 &&
+		       offsetof(struct sl_shm, port_stats) %
+				       RTE_CACHE_LINE_SIZE == 0,
+	       "I/O thread counters must start a cache line");
+SL_PIN_SIZE(struct sl_shm, 37312);
+SL_PIN_OFF(struct sl_shm, node, 8);
+SL_PIN_OFF(struct sl_shm, mgr_pid, 40);
+SL_PIN_OFF(struct sl_shm, shutdown, 44);
+SL_PIN_OFF(struct sl_shm, max_nfs, 48);
+SL_PIN_OFF(struct sl_shm, max_services, 50);
+SL_PIN_OFF(struct sl_shm, ring_size, 52);
+SL_PIN_OFF(struct sl_shm, burst, 56);
+SL_PIN_OFF(struct sl_shm, handoff, 60);
+SL_PIN_OFF(struct sl_shm, backpressure_cycles, 64);
+SL_PIN_OFF(struct sl_shm, idle_sleep_cycles, 72);
+SL_PIN_OFF(struct sl_shm, tsc_hz, 80);
+SL_PIN_OFF(struct sl_shm, dynfield_offset, 88);
+SL_PIN_OFF(struct sl_shm, pktmbuf_pool, 96);
+SL_PIN_OFF(struct sl_shm, msg_ring, 104);
+SL_PIN_OFF(struct sl_shm, msg_pool, 112);
+SL_PIN_OFF(struct sl_shm, gtab, 120);
+SL_PIN_OFF(struct sl_shm, graph_cur, 2168);
+SL_PIN_OFF(struct sl_shm, max_graphs, 2176);
+SL_PIN_OFF(struct sl_shm, flow, 2240);
+SL_PIN_OFF(struct sl_shm, ms_hz, 2496);
+SL_PIN_OFF(struct sl_shm, ctl_heartbeat, 2504);
+SL_PIN_OFF(struct sl_shm, ctl_idle, 2512);
+SL_PIN_OFF(struct sl_shm, rx_enabled, 2516);
+SL_PIN_OFF(struct sl_shm, nf_hwm, 2520);
+SL_PIN_OFF(struct sl_shm, n_ports, 2522);
+SL_PIN_OFF(struct sl_shm, edges, 2528);
+SL_PIN_OFF(struct sl_shm, nfs, 2536);
+SL_PIN_OFF(struct sl_shm, services, 2544);
+SL_PIN_OFF(struct sl_shm, ports, 2552);
+SL_PIN_OFF(struct sl_shm, n_io, 11896);
+SL_PIN_OFF(struct sl_shm, io_sleeping, 11900);
+SL_PIN_OFF(struct sl_shm, io_wake, 11916);
+SL_PIN_OFF(struct sl_shm, io_heartbeat, 11936);
+SL_PIN_OFF(struct sl_shm, io, 11968);
+SL_PIN_OFF(struct sl_shm, port_stats, 12736);
 
 /* sl_pkt_meta.flags */
 #define SL_META_HASH 0x1u  /* flow_hash is valid */
