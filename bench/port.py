@@ -15,8 +15,13 @@ For each capture and run, in the same run and one after the other:
               packet at ingress) and off (+off: --flow-lookup off).
               Rate: the out port's tx_pkts from sluiced `stats`, sampled
               every second after a warm-up.
+  alone       a reference, not a candidate: sluiced by itself, chain
+              port:out, no NF and no flow table, poll mode (its I/O thread
+              busy-polls the second CPU). What sluiced's own I/O loop costs
+              before any NF hop: the ceiling of every mode above.
 Reported: Mpps median/min/max per configuration and the ratio
-Sluice (best mode) / testpmd per flow count (target >= 75 %).
+Sluice (best mode with an NF) / testpmd per flow count (target >= 75 %),
+and alone / testpmd.
 
 Output: JSON on stdout and in bench/results/port.json, a plot in
 bench/results/port.png. --quick: one run, 1 s warm-up + 3 s; the last line
@@ -65,6 +70,7 @@ FLOW_COUNTS = (1, 100_000)
 MBUFS = 262143  # sluiced --mbufs; testpmd --total-num-mbufs 262144: the same pool
 TESTPMD = "/usr/bin/dpdk-testpmd"
 TARGET_RATIO = 0.75
+ALONE = "alone"  # reference: sluiced by itself, chain port:out, no NF
 NEED_HUGEPAGE_MIB = 800  # one 262k-mbuf pool at a time, with room
 
 
@@ -162,10 +168,11 @@ def run_sluice(args: argparse.Namespace, progs: dict[str, Path], pcap: Path, mod
                seq: int, logroot: Path) -> dict[str, Any]:
     name = unique_name("bp", seq)
     procs = Processes(logroot / name)
+    alone = mode == ALONE
     extra = ["--port", f"in={pcap_device(pcap)}", "--port", f"out={SINK_DEVICE}",
-             "--chain", "forward,port:out", "--mbufs", str(MBUFS)]
+             "--chain", "port:out" if alone else "forward,port:out", "--mbufs", str(MBUFS)]
     # "MODE+LOOKUP": sluiced --flow-lookup LOOKUP (e.g. shared+off: no flow table)
-    mode, _, lookup = mode.partition("+")
+    mode, _, lookup = ("poll+off" if alone else mode).partition("+")
     if lookup:
         extra += ["--flow-lookup", lookup]
     node = Node(name, procs, progs, args.cpus, mode, args.handoff, extra)
@@ -173,14 +180,16 @@ def run_sluice(args: argparse.Namespace, progs: dict[str, Path], pcap: Path, mod
     deadline = time.monotonic() + args.warmup + args.duration + 60
     try:
         with node:
-            nf = node.start_nf("forward", "forward", "forward", args.cpus[0])
-            node.wait_registered("forward", nf)
+            nf = None
+            if not alone:
+                nf = node.start_nf("forward", "forward", "forward", args.cpus[0])
+                node.wait_registered("forward", nf)
             # traffic starts once the chain is complete; wait for the first packets out
             while True:
                 s = node.stats()
                 if out_port(s)["tx_pkts"] > 0:
                     break
-                if not nf.alive():
+                if nf is not None and not nf.alive():
                     raise BenchError(f"forward exited with {nf.proc.returncode}:\n{nf.tail()}")
                 if time.monotonic() > deadline:
                     raise BenchError("no packet left the out port")
@@ -193,7 +202,7 @@ def run_sluice(args: argparse.Namespace, progs: dict[str, Path], pcap: Path, mod
                 t0 = time.monotonic()
                 s = node.stats()
                 snaps.append(((t0 + time.monotonic()) / 2, s))
-            if not nf.alive():
+            if nf is not None and not nf.alive():
                 raise BenchError(f"forward exited during the run with {nf.proc.returncode}")
             run.update(rates(snaps))
     except (BenchError, SluiceError) as e:
@@ -298,9 +307,10 @@ def main() -> int:
                     help="flow counts, one capture each (1,100000)")
     ap.add_argument("--min-packets", type=int, default=4096,
                     help="packets per capture: max(flows, this) (4096)")
-    ap.add_argument("--modes", default="shared,poll,shared+off,poll+off",
+    ap.add_argument("--modes", default="shared,poll,shared+off,poll+off,alone",
                     help="sluiced/NF modes, each optionally +off (sluiced --flow-lookup off: "
-                         "no flow table) (shared,poll,shared+off,poll+off)")
+                         "no flow table), and 'alone' (the reference without an NF) "
+                         "(shared,poll,shared+off,poll+off,alone)")
     ap.add_argument("--handoff", choices=("direct", "mgr"),
                     help="sluiced --handoff (default: sluiced's own default)")
     ap.add_argument("--cpus", default="0,1", help="CPUs for everything (0,1)")
@@ -318,11 +328,12 @@ def main() -> int:
         progs = binaries(args.build)
         flows = [int(x) for x in args.flows.split(",") if x]
         modes = [m for m in args.modes.split(",") if m]
-        if not modes or any(m.partition("+")[0] not in ("shared", "poll") or
-                            m.partition("+")[2] not in ("", "off", "cached", "naive")
-                            for m in modes):
+        if not [m for m in modes if m != ALONE] or any(
+                m != ALONE and (m.partition("+")[0] not in ("shared", "poll") or
+                                m.partition("+")[2] not in ("", "off", "cached", "naive"))
+                for m in modes):
             raise BenchError(f"--modes {args.modes}: use shared and/or poll, each optionally "
-                             f"with +off (+cached, +naive)")
+                             f"with +off (+cached, +naive), and optionally {ALONE}")
         if not Path(TESTPMD).exists():
             raise BenchError(f"{TESTPMD} not found: apt-get install dpdk-dev")
         if any(max(f, args.min_packets) > MBUFS - 65536 for f in flows):
@@ -391,11 +402,15 @@ def main() -> int:
                 tpm = entry["configs"]["testpmd"]["mpps"]
                 best = None
                 for m in modes:
+                    if m == ALONE:
+                        continue
                     sm = entry["configs"][f"sluice-{m}"]["mpps"]
                     if sm and (best is None or sm["median"] > best[1]):
                         best = (m, sm["median"])
                 entry["best_mode"] = best[0] if best else None
                 entry["ratio"] = best[1] / tpm["median"] if best and tpm else None
+                am = entry["configs"].get(f"sluice-{ALONE}", {}).get("mpps")
+                entry["alone_ratio"] = am["median"] / tpm["median"] if am and tpm else None
                 report["flows"][label] = entry
         except KeyboardInterrupt:
             log("interrupted: writing what was measured")
@@ -405,6 +420,10 @@ def main() -> int:
         parts.append(f"{label}={100 * e['ratio']:.0f}%" if e["ratio"] is not None
                      else f"{label}=n/a")
     summary = "port ratio: " + " ".join(parts)
+    alone = [f"{label}={100 * e['alone_ratio']:.0f}%" for label, e in report["flows"].items()
+             if e.get("alone_ratio") is not None]
+    if alone:
+        report["alone_summary"] = "sluiced alone (no NF) / testpmd: " + " ".join(alone)
     report["summary"] = summary
     report["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     write_json(args.out, report)
@@ -426,6 +445,8 @@ def main() -> int:
         cfgs = " ".join(f"{cfg}={c['mpps']['median']:.2f}" if c["mpps"] else f"{cfg}=n/a"
                         for cfg, c in e["configs"].items())
         print(f"{label}: Mpps {cfgs}; best Sluice mode {e['best_mode']}")
+    if "alone_summary" in report:
+        print(report["alone_summary"])
     print(summary)
     return 1 if failed or report.get("interrupted") else 0
 
