@@ -1077,7 +1077,7 @@ rpc_status(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 		n_svc += shm->services[s].used;
 	return json_pack(
 		"{s:s, s:s, s:i, s:s, s:s, s:f, s:b, s:i, s:i, s:i, s:i, s:i, "
-		"s:i, s:i, s:i, s:o, s:{s:i, s:i, s:I}, s:I, "
+		"s:i, s:i, s:i, s:o, s:{s:i, s:i, s:I}, s:I, s:I, "
 		"s:{s:i, s:i, s:I}}",
 		"node", shm->node, "version", SL_VERSION, "pid", (int)getpid(),
 		"mode", m->o.mode == SL_MODE_POLL ? "poll" : "shared",
@@ -1091,7 +1091,8 @@ rpc_status(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 		(int)shm->pktmbuf_pool->size, "in_use",
 		(int)rte_mempool_in_use_count(shm->pktmbuf_pool), "leaked",
 		(json_int_t)m->mbufs_leaked, "rings_unstuck",
-		(json_int_t)m->rings_unstuck, "messages", "size",
+		(json_int_t)m->rings_unstuck, "nfs_hung",
+		(json_int_t)m->nfs_hung, "messages", "size",
 		(int)shm->msg_pool->size, "free",
 		(int)rte_mempool_avail_count(shm->msg_pool), "reclaimed",
 		(json_int_t)m->msgs_reclaimed);

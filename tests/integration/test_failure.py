@@ -87,6 +87,7 @@ def test_hung_replica_is_killed_and_handled_as_dead(launch, node, tmp_path):
     assert (f"NF hung: instance {victim['instance']}, service fwd, pid {victim['pid']}: "
             "not one loop in 300 ms with work to do; killing it") in log, log
     assert f"NF died: instance {victim['instance']}, service fwd" in log
+    assert run.client.call("status")["nfs_hung"] == 1
     before = _out(run)
     wait_until(lambda: _out(run) > before + 100_000, 10, "traffic through the survivor")
 
