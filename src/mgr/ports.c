@@ -27,26 +27,35 @@ static uint8_t sym_rss_key[40] = {
 };
 
 /*
- * A net_pcap device that writes a capture (tx_pcap=FILE) is probed again
- * by every NF (a DPDK secondary process) when it starts, and the driver's
- * probe opens FILE for writing there too: it truncates the capture sluiced
- * is writing (what was written before became zeros). So sluiced probes it
- * through a symlink in a private folder that it removes right after: the
- * capture is open in sluiced, and an NF's probe of that device fails
- * (no such folder), which DPDK only logs; NFs never transmit on a pcap
- * port themselves (it has one TX queue, sluiced's).
+ * Every NF (a DPDK secondary process) probes sluiced's net_pcap devices
+ * again when it starts, from a copy of the device's arguments that DPDK
+ * 22.11's driver keeps in 64 bytes (ETH_PCAP_ARG_MAXLEN): longer arguments
+ * are cut, and cut right before the '=' of "infinite_rx" they crash every
+ * NF in the driver (atoi(NULL)). And a probe of tx_pcap=FILE opens FILE
+ * for writing: it truncates the capture sluiced is writing (what was
+ * written before became zeros).
  *
- * Rewrites device into out (tx_pcap values replaced); *dir gets the
- * folder to remove after the probe ("" if nothing was rewritten).
- * Returns 0, or -1 with err set.
+ * So sluiced probes a pcap device with its files (rx_pcap, tx_pcap) as
+ * short symlinks in a private folder that it removes once the port is
+ * started (queue setup reads an infinite_rx capture again by its name):
+ * sluiced has the files open, the arguments NFs see are short, and
+ * an NF's probe of the device fails (no such folder), which DPDK only
+ * logs; NFs never use a pcap port themselves (it has one TX queue,
+ * sluiced's). Arguments still too long are refused.
+ *
+ * Rewrites device into out; *dir gets the folder to remove after the
+ * probe ("" if nothing was rewritten). Returns 0, or -1 with err set.
  */
+#define PCAP_ARGS_MAX 63 /* ETH_PCAP_ARG_MAXLEN - 1 */
+
 static int
-pcap_tx_private(const char *pname, const char *device, char *out,
-		size_t outlen, char *dir, size_t dirlen, char *err,
-		size_t errlen)
+pcap_private(const char *pname, const char *device, char *out,
+	     size_t outlen, char *dir, size_t dirlen, char *err,
+	     size_t errlen)
 {
-	static const char key[] = "tx_pcap=";
+	static const char *const keys[] = {"rx_pcap=", "tx_pcap="};
 	const char *p = device;
+	const char *args;
 	size_t o = 0;
 	unsigned int n = 0;
 
@@ -54,10 +63,9 @@ pcap_tx_private(const char *pname, const char *device, char *out,
 	if (strncmp(device, "net_pcap", 8) != 0 &&
 	    strncmp(device, "eth_pcap", 8) != 0)
 		goto verbatim;
-	if (strstr(device, key) == NULL)
-		goto verbatim;
-	snprintf(dir, dirlen, "/tmp/sluiced-%d-%s-XXXXXX", (int)getpid(),
-		 pname);
+	if (strstr(device, keys[0]) == NULL && strstr(device, keys[1]) == NULL)
+		goto check;
+	snprintf(dir, dirlen, "/tmp/sl-%d-XXXXXX", (int)getpid());
 	if (mkdtemp(dir) == NULL) {
 		snprintf(err, errlen,
 			 "port '%s': cannot create a private folder for its "
@@ -69,12 +77,16 @@ pcap_tx_private(const char *pname, const char *device, char *out,
 	while (*p != '\0') {
 		size_t seg = strcspn(p, ",");
 		char target[PATH_MAX], link[PATH_MAX + 32], cwd[PATH_MAX];
+		const char *key = NULL;
 		int w;
 
-		if (seg > sizeof(key) - 1 &&
-		    strncmp(p, key, sizeof(key) - 1) == 0) {
-			const char *v = p + sizeof(key) - 1;
-			size_t vlen = seg - (sizeof(key) - 1);
+		for (unsigned int k = 0; k < RTE_DIM(keys) && o > 0; k++)
+			if (seg > strlen(keys[k]) &&
+			    strncmp(p, keys[k], strlen(keys[k])) == 0)
+				key = keys[k];
+		if (key != NULL) {
+			const char *v = p + strlen(key);
+			size_t vlen = seg - strlen(key);
 
 			if (*v == '/')
 				w = snprintf(target, sizeof(target), "%.*s",
@@ -105,6 +117,20 @@ pcap_tx_private(const char *pname, const char *device, char *out,
 		if (*p == ',')
 			p++;
 	}
+	device = out;
+check:
+	args = strchr(device, ',');
+	if (args != NULL && strlen(args + 1) > PCAP_ARGS_MAX) {
+		snprintf(err, errlen,
+			 "port '%s': the arguments of '%s' are %zu characters "
+			 "(capture files counted as sluiced renames them); "
+			 "DPDK's net_pcap keeps %d for the NFs' processes: "
+			 "use fewer files or arguments",
+			 pname, device, strlen(args + 1), PCAP_ARGS_MAX);
+		return -1;
+	}
+	if (device != out)
+		snprintf(out, outlen, "%s", device);
 	return 0;
 too_long:
 	snprintf(err, errlen, "port '%s': device string '%s' is too long",
@@ -115,9 +141,9 @@ verbatim:
 	return 0;
 }
 
-/* Removes what pcap_tx_private made (the driver holds the file open). */
+/* Removes what pcap_private made (the driver holds the files open). */
 static void
-pcap_tx_private_done(const char *dir)
+pcap_private_done(const char *dir)
 {
 	char link[PATH_MAX + 32];
 
@@ -131,11 +157,13 @@ pcap_tx_private_done(const char *dir)
 	rmdir(dir);
 }
 
+/* Probes device (unless the EAL arguments did); *dir: what to remove
+ * once the port is started (pcap_private_done). */
 static int
 find_or_probe(const char *pname, const char *device, uint16_t *port_id,
-	      char *err, size_t errlen)
+	      char *dir, size_t dirlen, char *err, size_t errlen)
 {
-	char devname[128], probe_dev[1024], dir[PATH_MAX];
+	char devname[128], probe_dev[1024];
 	size_t len = strcspn(device, ",");
 	int rc;
 
@@ -148,15 +176,13 @@ find_or_probe(const char *pname, const char *device, uint16_t *port_id,
 	}
 	memcpy(devname, device, len);
 	devname[len] = '\0';
+	dir[0] = '\0';
 	if (rte_eth_dev_get_port_by_name(devname, port_id) == 0)
 		return 0; /* given in the EAL arguments */
-	if (pcap_tx_private(pname, device, probe_dev, sizeof(probe_dev), dir,
-			    sizeof(dir), err, errlen) != 0) {
-		pcap_tx_private_done(dir);
+	if (pcap_private(pname, device, probe_dev, sizeof(probe_dev), dir,
+			 dirlen, err, errlen) != 0)
 		return -1;
-	}
 	rc = rte_dev_probe(probe_dev);
-	pcap_tx_private_done(dir);
 	if (rc < 0) {
 		snprintf(err, errlen,
 			 "port '%s': cannot create device '%s': %s; check the "
@@ -221,7 +247,7 @@ port_setup(struct sl_mgr *m, uint16_t pid, const char *pname,
 	if (m->o.handoff)
 		n_txq = 1; /* mgr hand-off: NFs touch nothing but their rings */
 	if (strstr(m->shm->ports[pid].device, "tx_pcap=") != NULL)
-		n_txq = 1; /* NFs cannot open its capture (pcap_tx_private) */
+		n_txq = 1; /* NFs cannot open its capture (pcap_private) */
 	if (strncmp(m->shm->ports[pid].device, "net_ring", 8) == 0)
 		n_txq = 1; /* TX queue q feeds RX queue q: only 0 is read */
 	rc = rte_eth_dev_configure(pid, 1, n_txq, &conf);
@@ -258,10 +284,41 @@ port_setup(struct sl_mgr *m, uint16_t pid, const char *pname,
 	return 0;
 }
 
+/* Records a probed port, sets it up and starts it. */
+static int
+port_init(struct sl_mgr *m, uint16_t pid, const struct sl_port_opt *po,
+	  uint64_t *rss_hf, char *err, size_t errlen)
+{
+	struct sl_shm *shm = m->shm;
+	struct sl_port *p;
+
+	if (pid >= SL_MAX_PORTS) {
+		snprintf(err, errlen,
+			 "port '%s': ethdev id %u is above the limit of %d "
+			 "ports",
+			 po->name, pid, SL_MAX_PORTS);
+		return -1;
+	}
+	p = &shm->ports[pid];
+	if (p->used) {
+		snprintf(err, errlen,
+			 "port '%s': device '%s' is already port '%s'",
+			 po->name, po->device, p->name);
+		return -1;
+	}
+	snprintf(p->name, sizeof(p->name), "%s", po->name);
+	snprintf(p->device, sizeof(p->device), "%s", po->device);
+	p->used = 1;
+	shm->n_ports++;
+	if (port_setup(m, pid, po->name, rss_hf, err, errlen) != 0)
+		return -1;
+	__atomic_store_n(&p->started, 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
 int
 sl_ports_init(struct sl_mgr *m, char *err, size_t errlen)
 {
-	struct sl_shm *shm = m->shm;
 	uint64_t hf0 = 0;
 
 	/* A flow's hash must be the same whichever port it enters by (it is
@@ -272,37 +329,22 @@ sl_ports_init(struct sl_mgr *m, char *err, size_t errlen)
 
 	for (uint16_t i = 0; i < m->o.n_ports; i++) {
 		const struct sl_port_opt *po = &m->o.ports[i];
-		struct sl_port *p;
+		char dir[PATH_MAX];
 		uint64_t hf = 0;
 		uint16_t pid;
+		int rc;
 
-		if (find_or_probe(po->name, po->device, &pid, err, errlen))
-			return -1;
-		if (pid >= SL_MAX_PORTS) {
-			snprintf(err, errlen,
-				 "port '%s': ethdev id %u is above the limit "
-				 "of %d ports",
-				 po->name, pid, SL_MAX_PORTS);
-			return -1;
-		}
-		p = &shm->ports[pid];
-		if (p->used) {
-			snprintf(err, errlen,
-				 "port '%s': device '%s' is already port '%s'",
-				 po->name, po->device, p->name);
-			return -1;
-		}
-		snprintf(p->name, sizeof(p->name), "%s", po->name);
-		snprintf(p->device, sizeof(p->device), "%s", po->device);
-		p->used = 1;
-		shm->n_ports++;
-		if (port_setup(m, pid, po->name, &hf, err, errlen) != 0)
+		rc = find_or_probe(po->name, po->device, &pid, dir, sizeof(dir),
+				   err, errlen);
+		if (rc == 0)
+			rc = port_init(m, pid, po, &hf, err, errlen);
+		pcap_private_done(dir); /* started: the files are open */
+		if (rc != 0)
 			return -1;
 		if (i == 0)
 			hf0 = hf;
 		if (hf == 0 || hf != hf0)
 			m->rss_flow_hash = 0;
-		__atomic_store_n(&p->started, 1, __ATOMIC_RELEASE);
 	}
 	return 0;
 }
