@@ -570,19 +570,25 @@ sl_flow_ingress(struct sl_shm *shm, struct rte_mbuf **pkts, uint16_t n)
 			const struct sl_ruleset *rs =
 				__atomic_load_n(&g_rules, __ATOMIC_ACQUIRE);
 			const struct sl_5tuple *tp = &tup[k];
-			uint16_t g, inp = meta->in_port;
+			uint16_t g, inc, inp = meta->in_port;
 			uint32_t r;
 
 			classify(rs, &tp, &inp, 1, &g, &r);
-			if (sl_graph_current(shm, g) == SL_GRAPH_NONE) {
+			/* Read the graph's version once, after its
+			 * incarnation: read twice, a removal in between
+			 * left the packet with no graph (end_of_chain). */
+			inc = __atomic_load_n(&g_graph_inc[g],
+					      __ATOMIC_ACQUIRE);
+			gv = sl_graph_current(shm, g);
+			if (gv == SL_GRAPH_NONE) {
 				g = 0;
 				r = 0;
+				inc = 0; /* the default is never removed */
+				gv = sl_graph_current(shm, 0);
 			}
 			e->graph = g;
-			e->graph_inc = __atomic_load_n(&g_graph_inc[g],
-						       __ATOMIC_ACQUIRE);
+			e->graph_inc = inc;
 			g_side[meta->flow].rule = r;
-			gv = sl_graph_current(shm, g);
 		}
 		meta->graph = gv;
 		meta->flags |= SL_META_GRAPH;

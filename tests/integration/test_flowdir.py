@@ -222,12 +222,23 @@ def _toggle(run, step) -> tuple[threading.Event, threading.Thread, list[int]]:
     return stop, t, done
 
 
+def _drops_by_reason(st) -> dict[str, dict[str, int]]:
+    """Where packets were dropped and why (the non-zero counters)."""
+    out = {}
+    for kind, key in (("ports", "name"), ("nfs", "instance"), ("services", "name")):
+        for x in st[kind]:
+            d = {k: v for k, v in x["drops"].items() if v}
+            if d:
+                out[f"{kind[:-1]} {x[key]}"] = d
+    return out
+
+
 def _check_tagged(st, a: list[bytes], b: list[bytes], frames: list[bytes]) -> None:
     """Nothing dropped; out2 empty (no packet saw two versions); out1 holds
     every packet sent exactly once, byte for byte but the tag, some through
     p and some through q."""
     inst = {nf["service"]: nf["instance"] for nf in st["nfs"]}
-    assert st["drops_total"] == 0, st
+    assert st["drops_total"] == 0, _drops_by_reason(st)
     mixed_ = collections.Counter("p" if f[11] == inst["p"] else "q" if f[11] == inst["q"]
                                  else f"instance {f[11]}" for f in b)
     assert not b, f"{len(b)} packet(s) in out2 took two versions of a graph: {dict(mixed_)}"
