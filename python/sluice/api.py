@@ -224,6 +224,8 @@ class Stats(_Model):
     nfs: list[NfStats]
     services: list[ServiceStats]
     drops_total: int
+    drops: dict[str, int] | None = Field(
+        None, description="Every drop on the node once, by reason: they add up to drops_total.")
     flows: FlowTableStats | None = Field(None, description="The flow table's counters.")
     edges: list[EdgeStats] | None = Field(
         None, description="Packets per edge that carried any (from, to).")

@@ -292,7 +292,7 @@ rpc_stats(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 	struct sl_shm *shm = m->shm;
 	json_t *ports = json_array(), *nfs = json_array(), *svcs = json_array();
 	struct sl_ctx_stats io_sum;
-	uint64_t total_drops = 0;
+	uint64_t total_drops = 0, node_drop[SL_DROP_MAX] = {0};
 
 	(void)p;
 	(void)e;
@@ -314,7 +314,7 @@ rpc_stats(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 				sum.tx_bytes += shm->nfs[i].port_tx[pid].bytes;
 			}
 		for (int d = 0; d < SL_DROP_MAX; d++)
-			total_drops += sum.drop[d];
+			node_drop[d] += sum.drop[d];
 		json_array_append_new(
 			ports,
 			json_pack("{s:i, s:s, s:I, s:I, s:I, s:I, s:I, s:o}",
@@ -328,7 +328,7 @@ rpc_stats(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 	}
 	for (uint32_t t = 0; t < shm->n_io; t++)
 		for (int d = 0; d < SL_DROP_MAX; d++)
-			total_drops += shm->io[t].drop[d];
+			node_drop[d] += shm->io[t].drop[d];
 
 	for (uint16_t i = 0; i < shm->nf_hwm; i++) {
 		const struct sl_nf_slot *s = &shm->nfs[i];
@@ -336,7 +336,7 @@ rpc_stats(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 		if (s->state == SL_NF_FREE)
 			continue;
 		for (int d = 0; d < SL_DROP_MAX; d++)
-			total_drops += s->nf.drop[d] + s->mgr.drop[d];
+			node_drop[d] += s->nf.drop[d] + s->mgr.drop[d];
 		json_array_append_new(
 			nfs,
 			json_pack("{s:i, s:s, s:s, s:I, s:I, s:I, s:I, s:o, "
@@ -388,7 +388,7 @@ rpc_stats(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 				  "tx_bytes", (json_int_t)sum.tx_bytes,
 				  "drops", drops_json(sum.drop, NULL)));
 		for (int d = 0; d < SL_DROP_MAX; d++)
-			total_drops += m->svc_retired[sv].drop[d];
+			node_drop[d] += m->svc_retired[sv].drop[d];
 	}
 	static const char *const lookup_names[] = {"off", "cached", "naive"};
 	const struct sl_flow_table *ft = &shm->flow;
@@ -407,10 +407,16 @@ rpc_stats(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 		(json_int_t)ft->st.non_ip, "timeout_ms",
 		(json_int_t)ft->timeout_ms, "cycles", (json_int_t)ft->st.cycles);
 
-	return json_pack("{s:I, s:o, s:o, s:o, s:I, s:o, s:o}", "tsc_hz",
-			 (json_int_t)shm->tsc_hz, "ports", ports, "nfs", nfs,
-			 "services", svcs, "drops_total",
-			 (json_int_t)total_drops, "flows", flows, "edges",
+	/* Every drop once, by reason: the ports', the instances' (theirs and
+	 * sluiced's on their behalf), the TX thread's in split mode, and those
+	 * of instances gone. */
+	for (int d = 0; d < SL_DROP_MAX; d++)
+		total_drops += node_drop[d];
+	return json_pack("{s:I, s:o, s:o, s:o, s:I, s:o, s:o, s:o}",
+			 "tsc_hz", (json_int_t)shm->tsc_hz, "ports", ports,
+			 "nfs", nfs, "services", svcs, "drops_total",
+			 (json_int_t)total_drops, "drops",
+			 drops_json(node_drop, NULL), "flows", flows, "edges",
 			 edges_json(m));
 }
 

@@ -91,6 +91,7 @@ STATS = {
          "tx_pkts": 901, "tx_bytes": 57664, "drops": _drops(ring_full=49)},
     ],
     "drops_total": 100,
+    "drops": _drops(no_instance=5, tx_full=1, nf_verdict=45, ring_full=49),
 }
 EVENTS = [
     {"kind": "nf.up", "ts": 1700000000.5,

@@ -89,6 +89,7 @@ def test_chain_replaced_at_runtime(launch, node, tmp_path):
                for k, v in x["drops"].items() if v}
     b_drops = next(x for x in s["services"] if x["name"] == "b")["drops"]["graph_drop"]
     assert s["drops_total"] == b_drops, nonzero
+    assert s["drops"] == {**{k: 0 for k in s["drops"]}, "graph_drop": b_drops}
 
 
 def test_bad_port_device_is_named(node):
