@@ -69,13 +69,14 @@ SOCKET_METHODS = {
     "rule.add": "POST /rules", "rule.remove": "DELETE /rules/{id}",
     "flow.list": "GET /flows", "flow.get": "GET /flows/{flow}",
     "flow.delete": "DELETE /flows, DELETE /flows/{flow}", "flow.request": "POST /flow-requests",
+    "flow.requests": "GET /flow-requests", "flow.request.remove": "DELETE /flow-requests/{id}",
     "rx.pause": "POST /rx/pause", "rx.resume": "POST /rx/resume",
     "subscribe": "GET /events (SSE), /events/ws (websocket)",
 }
 
 # -32000 messages that say a thing named in the request does not exist.
 _NOT_FOUND = re.compile(r"^no (such |service |running NF instance |graph named |rule with id "
-                        r"|flow with id |flow ')")
+                        r"|flow with id |flow '|kept wildcard request with id )")
 
 
 # -- response models (the result shapes of docs/control-socket.md) -----------------------
@@ -454,6 +455,27 @@ FlowRequest = Annotated[SkipMe | RequestMe | ChangeDefault | Message,
 class FlowRequestResult(_Model):
     applied: int = Field(description="Flows the request applied to (a message: NF "
                                      "instances that got it).")
+    id: int | None = Field(None, description="A request with a match: the id it is kept "
+                                             "under for new flows (the same request made "
+                                             "again: the same id).")
+
+
+class KeptRequest(_Model):
+    id: int = Field(description="Stable: removing a request does not renumber the others.")
+    type: str = Field(description="skip_me, request_me or change_default.")
+    service: str
+    to: str | None = Field(None, description="change_default: the new default next hop.")
+    match: dict[str, str] = Field(description="The fields the request matches on (proto, "
+                                              "src, dst, sport, dport, in_port); {}: every "
+                                              "flow.")
+
+
+class KeptRequestList(_Model):
+    requests: list[KeptRequest] = Field(description="The oldest first.")
+
+
+class KeptRequestRemoved(_Model):
+    removed: int
 
 
 class _PassThrough(APIRoute):
@@ -1285,6 +1307,20 @@ def create_app(node: str, socket_path: str | Path | None = None,
         (key) or many (match), or a message to the service's instances. A request
         the graph does not allow is 409 with the reason; no such service is 404."""
         return sluiced.call("flow.request", **body.model_dump(exclude_none=True))
+
+    @app.get(f"{PREFIX}/flow-requests", response_model=KeptRequestList, responses=_ERRORS,
+             tags=["flows"])
+    def flow_requests() -> Any:
+        """The requests with a match kept for new flows, the oldest first."""
+        return sluiced.call("flow.requests")
+
+    @app.delete(f"{PREFIX}/flow-requests/{{request_id}}", response_model=KeptRequestRemoved,
+                responses=_ERRORS_404, tags=["flows"])
+    def flow_request_remove(request_id: int = PathParam(..., ge=1, le=4294967295)) -> Any:
+        """Forget a kept request: flows created from now on no longer get it; live
+        flows keep what it gave them (DELETE /flows with filters resets them). 404 if
+        no request has this id."""
+        return sluiced.call("flow.request.remove", id=request_id)
 
     @app.post(f"{PREFIX}/services/{{service}}/scale", response_model=Scaled,
               responses=_ERRORS_404, tags=["services"])

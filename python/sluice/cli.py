@@ -670,7 +670,11 @@ def _request(node: str | None, socket: Path | None, timeout: float, as_json: boo
     if as_json:
         _print_json(res)
         return
-    typer.echo(f"{params['type']}: applied to {res.get('applied', 0):,} flow(s)")
+    line = f"{params['type']}: applied to {res.get('applied', 0):,} flow(s)"
+    if res.get("id") is not None:  # a request with a match: kept for new flows
+        line += (f"; kept for new flows as request {res['id']} (sluice flow request "
+                 f"remove {res['id']} forgets it)")
+    typer.echo(line)
 
 
 @request_app.command("skip-me")
@@ -729,6 +733,47 @@ def request_message(service: str = typer.Argument(..., help="The service it is f
     """Message: send KEY and VALUE to the NFs of SERVICE (their on_message)."""
     _request(node, socket, timeout, as_json, type="message", service=service, key=key,
              value=value)
+
+
+@request_app.command("list")
+@errors
+def request_list(node: str = NodeOpt, socket: Path = SocketOpt, as_json: bool = JsonOpt,
+                 timeout: float = TimeoutOpt) -> None:
+    """List the requests with a match kept for new flows, the oldest first."""
+    from .graph import format_match
+
+    res = _call(node, socket, "flow.requests", timeout)
+    if as_json:
+        _print_json(res)
+        return
+    reqs = res.get("requests", [])
+    if not reqs:
+        typer.echo("no kept requests (a request with a match is kept for the flows to come)")
+        return
+    t = Table()
+    for col in ("id", "type", "service", "to", "match"):
+        t.add_column(col, justify="right" if col == "id" else "left")
+    for r in reqs:
+        t.add_row(str(r.get("id")), str(r.get("type")), str(r.get("service")),
+                  str(r.get("to") or "-"), format_match(r.get("match") or {}))
+    Console().print(t)
+
+
+@request_app.command("remove")
+@errors
+def request_remove(request_id: int = typer.Argument(..., metavar="ID",
+                                                    help="The kept request (flow request "
+                                                         "list)."),
+                   node: str = NodeOpt, socket: Path = SocketOpt, as_json: bool = JsonOpt,
+                   timeout: float = TimeoutOpt) -> None:
+    """Forget a kept request: new flows no longer get it (live flows keep what it gave
+    them until they end or `sluice flow delete` forgets them)."""
+    res = _call(node, socket, "flow.request.remove", timeout, id=request_id)
+    if as_json:
+        _print_json(res)
+        return
+    typer.echo(f"request {res.get('removed', request_id)}: removed (new flows no longer "
+               f"get it; live flows keep what it gave them)")
 
 
 @app.command()

@@ -213,6 +213,7 @@ static struct sl_wildset *g_wild;     /* read by RX, atomic pointer */
 static struct sl_rule *g_rule_list;   /* control's copy, [g_n_rules] */
 static uint32_t g_n_rules;
 static uint32_t g_rule_id;
+static uint32_t g_wild_id;            /* the last kept request's id */
 
 void
 sl_flow_graph_removed(uint16_t id)
@@ -1321,10 +1322,21 @@ int
 sl_flow_request(struct sl_mgr *m, const struct sl_req *r, uint32_t *applied,
 		char *err, size_t errlen)
 {
+	uint32_t kept;
+
+	return sl_flow_request_kept(m, r, applied, &kept, err, errlen);
+}
+
+int
+sl_flow_request_kept(struct sl_mgr *m, const struct sl_req *r,
+		     uint32_t *applied, uint32_t *kept, char *err,
+		     size_t errlen)
+{
 	struct sl_shm *shm = m->shm;
 	int rc;
 
 	*applied = 0;
+	*kept = 0;
 	if (r->service >= shm->max_services || !shm->services[r->service].used) {
 		snprintf(err, errlen, "no such service (id %u)", r->service);
 		return ENOENT;
@@ -1387,7 +1399,7 @@ sl_flow_request(struct sl_mgr *m, const struct sl_req *r, uint32_t *applied,
 		struct sl_wild w = {.match = r->match,
 				    .request_me =
 					    r->kind == SL_REQ_REQUEST_ME};
-		int dup = 0;
+		uint32_t dup = 0;
 
 		w.ovr.f.service = r->service;
 		w.ovr.f.kind = r->kind == SL_REQ_SKIP_ME ? SL_OVR_SKIP
@@ -1396,16 +1408,20 @@ sl_flow_request(struct sl_mgr *m, const struct sl_req *r, uint32_t *applied,
 		/* The same request again (an NF restarted, say) is kept once:
 		 * it would only use up --max-wildcards. */
 		for (uint32_t i = 0; i < n && !dup; i++)
-			dup = old->w[i].ovr.u64 == w.ovr.u64 &&
-			      old->w[i].request_me == w.request_me &&
-			      memcmp(&old->w[i].match, &w.match,
-				     sizeof(w.match)) == 0;
-		if (dup)
+			if (old->w[i].ovr.u64 == w.ovr.u64 &&
+			    old->w[i].request_me == w.request_me &&
+			    memcmp(&old->w[i].match, &w.match,
+				   sizeof(w.match)) == 0)
+				dup = old->w[i].id;
+		if (dup) {
+			*kept = dup;
 			goto live;
+		}
 		if (n == m->o.max_wild) {
 			snprintf(err, errlen,
-				 "all %u wildcard requests are in use: raise "
-				 "--max-wildcards",
+				 "all %u wildcard requests are in use: remove "
+				 "one (flow.requests lists them, "
+				 "flow.request.remove) or raise --max-wildcards",
 				 m->o.max_wild);
 			return ENOSPC;
 		}
@@ -1418,7 +1434,10 @@ sl_flow_request(struct sl_mgr *m, const struct sl_req *r, uint32_t *applied,
 		if (n > 0)
 			memcpy(ws->w, old->w, sizeof(ws->w[0]) * n);
 		ws->w[n] = w;
-		ws->w[n].id = n + 1;
+		/* Stable (oldest first, never reused): removing one does not
+		 * rename the others. */
+		ws->w[n].id = ++g_wild_id;
+		*kept = ws->w[n].id;
 		__atomic_store_n(&g_wild, ws, __ATOMIC_RELEASE);
 		if (old != NULL)
 			defer(m, free_wildset, (void *)(uintptr_t)old);
@@ -1439,6 +1458,82 @@ live:;
 		if (g != NULL && req_apply(m, r, g, e, e2, sizeof(e2)) == 0)
 			(*applied)++;
 	}
+	return 0;
+}
+
+static json_t *
+wild_json(const struct sl_shm *shm, const struct sl_wild *w)
+{
+	json_t *o = json_object(), *mt = json_object();
+	const char *type = "change_default";
+
+	if (w->request_me)
+		type = "request_me";
+	else if (w->ovr.f.kind == SL_OVR_SKIP)
+		type = "skip_me";
+
+	json_object_set_new(o, "id", json_integer(w->id));
+	json_object_set_new(o, "type", json_string(type));
+	json_object_set_new(
+		o, "service",
+		json_string(w->ovr.f.service < shm->max_services
+				    ? shm->services[w->ovr.f.service].name
+				    : "?"));
+	if (!w->request_me && w->ovr.f.kind == SL_OVR_DEFAULT)
+		json_object_set_new(o, "to", sl_hop_json(shm, w->ovr.f.hop));
+	sl_match_to_json(&w->match, mt);
+	if (w->match.in_port_lo == w->match.in_port_hi &&
+	    w->match.in_port_lo < SL_MAX_PORTS)
+		json_object_set_new(
+			mt, "in_port",
+			json_string(shm->ports[w->match.in_port_lo].name));
+	json_object_set_new(o, "match", mt);
+	return o;
+}
+
+json_t *
+sl_flow_requests_json(const struct sl_mgr *m)
+{
+	const struct sl_wildset *ws = g_wild;
+	json_t *a = json_array();
+
+	for (uint32_t i = 0; ws != NULL && i < ws->n; i++)
+		json_array_append_new(a, wild_json(m->shm, &ws->w[i]));
+	return json_pack("{s:o}", "requests", a);
+}
+
+/* Forgets kept request `id`: flows created from now on no longer get it;
+ * live flows keep the overrides it gave them. */
+int
+sl_flow_request_remove(struct sl_mgr *m, uint32_t id, char *err,
+		       size_t errlen)
+{
+	const struct sl_wildset *old = g_wild;
+	struct sl_wildset *ws;
+	uint32_t n = old ? old->n : 0, i, j = 0;
+
+	for (i = 0; i < n && old->w[i].id != id; i++)
+		;
+	if (i == n) {
+		snprintf(err, errlen,
+			 "no kept wildcard request with id %u; see "
+			 "flow.requests",
+			 id);
+		return -ENOENT;
+	}
+	ws = malloc(sizeof(*ws) + sizeof(ws->w[0]) * (n - 1));
+	if (ws == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (i = 0; i < n; i++)
+		if (old->w[i].id != id)
+			ws->w[j++] = old->w[i];
+	ws->n = j;
+	__atomic_store_n(&g_wild, ws, __ATOMIC_RELEASE);
+	defer(m, free_wildset, (void *)(uintptr_t)old);
+	sl_event("flow.request.removed",
+		 json_pack("{s:I}", "id", (json_int_t)id));
 	return 0;
 }
 

@@ -918,7 +918,7 @@ rpc_flow_request(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 	json_t *flow = json_object_get(p, "flow");
 	struct sl_req r;
 	char err[256];
-	uint32_t applied = 0;
+	uint32_t applied = 0, kept = 0;
 	int s, rc;
 
 	memset(&r, 0, sizeof(r));
@@ -975,7 +975,7 @@ rpc_flow_request(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 				return NULL;
 		}
 	}
-	rc = sl_flow_request(m, &r, &applied, err, sizeof(err));
+	rc = sl_flow_request_kept(m, &r, &applied, &kept, err, sizeof(err));
 	{
 		json_t *ev;
 		const char *sn = m->shm->services[r.service].name;
@@ -1001,7 +1001,38 @@ rpc_flow_request(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 	}
 	if (rc != 0)
 		return fail(e, E_FAILED, "%s rejected: %s", type, err);
+	/* A wildcard request is kept for new flows: its id, for
+	 * flow.requests and flow.request.remove. */
+	if (kept != 0)
+		return json_pack("{s:I, s:I}", "applied", (json_int_t)applied,
+				 "id", (json_int_t)kept);
 	return json_pack("{s:I}", "applied", (json_int_t)applied);
+}
+
+static json_t *
+rpc_flow_requests(struct sl_mgr *m, json_t *p, struct rpc_err *e)
+{
+	(void)p;
+	(void)e;
+	return sl_flow_requests_json(m);
+}
+
+static json_t *
+rpc_flow_request_remove(struct sl_mgr *m, json_t *p, struct rpc_err *e)
+{
+	json_t *id = json_object_get(p, "id");
+	char err[256];
+
+	if (!json_is_integer(id) || json_integer_value(id) < 1 ||
+	    json_integer_value(id) > UINT32_MAX)
+		return fail(e, E_PARAMS,
+			    "param 'id' (a kept request's id, from "
+			    "flow.requests) is missing or not a positive "
+			    "integer");
+	if (sl_flow_request_remove(m, (uint32_t)json_integer_value(id), err,
+				   sizeof(err)) != 0)
+		return fail(e, E_FAILED, "%s", err);
+	return json_pack("{s:I}", "removed", json_integer_value(id));
 }
 
 static json_t *
@@ -1060,6 +1091,8 @@ static const struct {
 	{"flow.get", rpc_flow_get},
 	{"flow.delete", rpc_flow_delete},
 	{"flow.request", rpc_flow_request},
+	{"flow.requests", rpc_flow_requests},
+	{"flow.request.remove", rpc_flow_request_remove},
 	{"rx.pause", rpc_rx_pause},
 	{"rx.resume", rpc_rx_resume},
 	{"subscribe", NULL},

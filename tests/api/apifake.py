@@ -155,6 +155,8 @@ class Sluiced:
         self.graphs: dict[str, dict[str, Any]] = {}
         self.rules: list[dict[str, Any]] = []
         self.rule_id = 0
+        self.kept: list[dict[str, Any]] = []  # kept wildcard requests (flow.requests)
+        self.kept_id = 0
         self.flows = copy.deepcopy(FLOWS)
         self.fail: dict[str, Any] = {}  # method -> error object or action to return
         self.crashes: list[str] = []  # params the fake could not take
@@ -430,7 +432,28 @@ class Sluiced:
                                    f"'{p['service']}' to '{p.get('to')}': "
                                    f"ChangeDefault may only pick one of the node's allowed "
                                    f"next hops")
-            return ok({"applied": len(self.flows)})
+            req = {"type": kind, "service": p["service"],
+                   **({"to": p["to"]} if kind == "change_default" else {}),
+                   "match": {k: str(v).lower() for k, v in (flow.get("match") or {}).items()
+                             if v != "any"}}
+            same = next((k for k in self.kept if {**k, "id": 0} == {**req, "id": 0}), None)
+            if same is None:
+                self.kept_id += 1
+                same = {"id": self.kept_id, **req}
+                self.kept.append(same)
+            return ok({"applied": len(self.flows), "id": same["id"]})
+        if method == "flow.requests":
+            return ok({"requests": self.kept})
+        if method == "flow.request.remove":
+            kid = p.get("id")
+            if not isinstance(kid, int) or kid < 1:
+                return err(-32602, "param 'id' (a kept request's id, from flow.requests) is "
+                                   "missing or not a positive integer")
+            if not any(k["id"] == kid for k in self.kept):
+                return err(-32000, f"no kept wildcard request with id {kid}; see "
+                                   f"flow.requests")
+            self.kept = [k for k in self.kept if k["id"] != kid]
+            return ok({"removed": kid})
         if method == "subscribe":
             return [ok({"subscribed": True})] + [
                 {"jsonrpc": "2.0", "method": "event", "params": e} for e in EVENTS] + ["close"]

@@ -142,7 +142,7 @@ def test_graphs_rules_flows_and_requests(real_sluiced: None, launch: Any, node: 
     r = api.post("/api/v1/flow-requests", json={
         "type": "change_default", "service": "b", "to": "port:out",
         "flow": {"match": {"proto": "udp"}}})
-    assert (r.status_code, r.json()) == (200, {"applied": len(udp)})
+    assert (r.status_code, r.json()) == (200, {"applied": len(udp), "id": 1})  # kept: id 1
     f = api.get(f"/api/v1/flows/{in_udp['flows'][0]['id']}").json()
     assert f["overrides"] == [{"service": "b", "type": "default", "to": "port:out"}]
     r = api.post("/api/v1/flow-requests", json={

@@ -280,7 +280,8 @@ def test_openapi_spec_has_typed_responses(api: TestClient) -> None:
         "/api/v1/services/{service}/scale", "/api/v1/stats", "/api/v1/chain",
         "/api/v1/rx/pause", "/api/v1/rx/resume", "/api/v1/events", "/api/v1/graphs",
         "/api/v1/graphs/{name}", "/api/v1/rules", "/api/v1/rules/{rule_id}", "/api/v1/flows",
-        "/api/v1/flows/{flow}", "/api/v1/flow-requests", "/metrics"}
+        "/api/v1/flows/{flow}", "/api/v1/flow-requests", "/api/v1/flow-requests/{request_id}",
+        "/metrics"}
     # Every method of the control socket has its endpoint (subscribe: /events).
     from sluice.api import SOCKET_METHODS
 
@@ -288,7 +289,8 @@ def test_openapi_spec_has_typed_responses(api: TestClient) -> None:
         "status", "nf.list", "nf.stop", "nf.scale", "port.list", "service.list", "stats",
         "chain.get", "chain.set", "lb.set", "graph.apply", "graph.get", "graph.remove",
         "rule.add", "rule.list", "rule.remove", "flow.list", "flow.get", "flow.delete",
-        "flow.request", "rx.pause", "rx.resume", "subscribe", "shutdown"} - {"shutdown"}
+        "flow.request", "flow.requests", "flow.request.remove", "rx.pause", "rx.resume",
+        "subscribe", "shutdown"} - {"shutdown"}
     ok = paths["/api/v1/stats"]["get"]["responses"]["200"]["content"]["application/json"]
     assert ok["schema"] == {"$ref": "#/components/schemas/Stats"}
     err = paths["/api/v1/nfs/{instance}/stop"]["post"]["responses"]
@@ -402,11 +404,41 @@ def test_flows(api: TestClient, fake: Any) -> None:
     assert fake[1].requests[-1]["params"] == {"all": True}
 
 
+def test_kept_flow_requests_listed_and_removed(api: TestClient, fake: Any) -> None:
+    def ask(dport: int) -> Any:
+        return api.post("/api/v1/flow-requests", json={
+            "type": "skip_me", "service": "fw", "flow": {"match": {"proto": "udp",
+                                                                   "dport": dport}}})
+
+    assert api.get("/api/v1/flow-requests").json() == {"requests": []}
+    assert [ask(53).json(), ask(80).json(), ask(53).json()] == [
+        {"applied": 2, "id": 1}, {"applied": 2, "id": 2}, {"applied": 2, "id": 1}]
+    assert fake[1].requests[-1] == {"jsonrpc": "2.0", "id": fake[1].requests[-1]["id"],
+                                    "method": "flow.request", "params": {
+                                        "type": "skip_me", "service": "fw",
+                                        "flow": {"match": {"proto": "udp", "dport": 53}}}}
+    r = api.delete("/api/v1/flow-requests/1")
+    assert (r.status_code, r.json()) == (200, {"removed": 1})
+    assert fake[1].requests[-1]["method"] == "flow.request.remove"
+    assert fake[1].requests[-1]["params"] == {"id": 1}
+    r = api.get("/api/v1/flow-requests")
+    assert (r.status_code, r.json()) == (200, {"requests": [
+        {"id": 2, "type": "skip_me", "service": "fw",
+         "match": {"proto": "udp", "dport": "80"}}]})
+    r = api.delete("/api/v1/flow-requests/1")
+    assert (r.status_code, r.json()) == (404, {
+        "detail": "no kept wildcard request with id 1; see flow.requests"})
+    n = len(fake[1].requests)
+    assert api.delete("/api/v1/flow-requests/0").status_code == 422
+    assert api.delete("/api/v1/flow-requests/x").status_code == 422
+    assert len(fake[1].requests) == n
+
+
 def test_flow_requests(api: TestClient, fake: Any) -> None:
     r = api.post("/api/v1/flow-requests", json={
         "type": "change_default", "service": "mon", "to": "port:out",
         "flow": {"match": {"proto": "udp", "dport": 53}}})
-    assert (r.status_code, r.json()) == (200, {"applied": 2})
+    assert (r.status_code, r.json()) == (200, {"applied": 2, "id": 1})  # kept as request 1
     assert fake[1].requests[-1]["params"] == {
         "type": "change_default", "service": "mon", "to": "port:out",
         "flow": {"match": {"proto": "udp", "dport": 53}}}

@@ -300,7 +300,7 @@ def test_skip_me_and_request_me(launch, node, tmp_path):
     # A wildcard: every live flow it matches (G here), and flows to come.
     assert rig.call("flow.request", type="skip_me",
                     flow={"match": {"proto": "udp", "src": "10.77.0.3"}},
-                    service="b") == {"applied": 1}
+                    service="b") == {"applied": 1, "id": 1}  # kept as request 1
     H = ("10.77.0.3", "10.77.0.2", 1002, 2000)  # a new flow the wildcard matches
     rig.send(flow_frames("G", "5", 4, *G) + flow_frames("H", "5", 4, *H))
     rig.wait_out()
@@ -308,7 +308,7 @@ def test_skip_me_and_request_me(launch, node, tmp_path):
     # start later go to c as well (every node with an edge to c: a).
     assert rig.call("flow.request", type="request_me",
                     flow={"match": {"proto": "udp", "src": "10.77.0.4"}},
-                    service="c") == {"applied": 0}
+                    service="c") == {"applied": 0, "id": 2}
     J = ("10.77.0.4", "10.77.0.2", 1003, 2000)
     rig.send(flow_frames("J", "6", 4, *J) + flow_frames("G", "6", 4, *G))
     rig.wait_out()

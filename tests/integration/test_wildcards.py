@@ -1,6 +1,7 @@
 """Wildcard cross-layer requests are kept for the flows to come, up to
 --max-wildcards. The same request made again is kept once (an NF that
-restarts asks again), so it does not use up the room."""
+restarts asks again), so it does not use up the room; removing one makes
+room (test_wildcard_requests.py tests removal itself)."""
 
 from __future__ import annotations
 
@@ -25,10 +26,16 @@ def test_the_same_wildcard_request_is_kept_once(launch, node):
                                flow={"match": {"proto": "udp", "src": src}},
                                service="a", to=to)
 
-    for _ in range(5):  # one kept, asked five times
-        assert ask("10.9.0.0/16") == {"applied": 0}
-    assert ask("10.9.0.0/16", to="b") == {"applied": 0}  # another target: another request
+    for _ in range(5):  # one kept, asked five times: the same id
+        assert ask("10.9.0.0/16") == {"applied": 0, "id": 1}
+    assert ask("10.9.0.0/16", to="b") == {"applied": 0, "id": 2}  # another target: another
     with pytest.raises(RpcError) as full:
         ask("10.8.0.0/16")
-    assert "all 2 wildcard requests are in use: raise --max-wildcards" in full.value.message
-    assert ask("10.9.0.0/16") == {"applied": 0}  # still there: no room needed
+    assert full.value.message == (
+        "change_default rejected: all 2 wildcard requests are in use: remove one "
+        "(flow.requests lists them, flow.request.remove) or raise --max-wildcards")
+    assert ask("10.9.0.0/16") == {"applied": 0, "id": 1}  # still there: no room needed
+    # Removing one makes room; ids are not reused.
+    assert run.client.call("flow.request.remove", id=2) == {"removed": 2}
+    assert ask("10.8.0.0/16") == {"applied": 0, "id": 3}
+    assert [r["id"] for r in run.client.call("flow.requests")["requests"]] == [1, 3]
