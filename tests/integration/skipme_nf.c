@@ -97,13 +97,13 @@ sk_burst(struct sl_nf *nf, struct rte_mbuf **pkts, uint16_t n)
 	uint8_t id = (uint8_t)sl_nf_instance(nf);
 
 	for (uint16_t i = 0; i < n; i++) {
+		struct rte_ether_hdr *eth = sl_pkt_eth(pkts[i]);
 		struct sl_flow_match fm;
 		struct sk_flow *f;
 
 		g_pkts++;
-		if (rte_pktmbuf_data_len(pkts[i]) >= sizeof(struct rte_ether_hdr))
-			rte_pktmbuf_mtod(pkts[i], struct rte_ether_hdr *)
-				->src_addr.addr_bytes[5] = id;
+		if (eth != NULL)
+			eth->src_addr.addr_bytes[5] = id;
 		if (sl_flow_of_pkt(pkts[i], &fm) != 0)
 			continue;
 		f = sk_flow(&fm.tuple);
