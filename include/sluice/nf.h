@@ -24,7 +24,9 @@
  *                            [NF args]
  *
  * NF-specific arguments are handed to ops->init() with argv[0] set to the
- * program name; libsluice's own options are removed first.
+ * program name; libsluice's own options are removed first. -h or --help
+ * (with or without the --) prints libsluice's usage and ops->usage and
+ * exits 0 without attaching to sluiced.
  */
 #ifndef SLUICE_NF_H
 #define SLUICE_NF_H
@@ -123,14 +125,23 @@ struct sl_nf_ops {
 			 const char *reason);
 	/** Called once on shutdown, after the last packet. May be NULL. */
 	void (*fini)(struct sl_nf *nf);
+	/**
+	 * The NF's own options, one or more lines (e.g. "sluice-x options:
+	 * --rules FILE ...\n  --rules FILE  the rule file\n"). On -h or --help
+	 * libsluice prints its own usage and then this to stdout and exits 0,
+	 * before EAL init, so help needs no running sluiced. May be NULL.
+	 */
+	const char *usage;
 };
 
 /**
  * Runs an NF: parses argv, initialises EAL as a secondary process of the
  * sluiced named by --node, registers, calls ops->init, runs the loop until
  * SIGINT/SIGTERM or sluiced asks it to stop, calls ops->fini, deregisters.
+ * With -h or --help among libsluice's and the NF's arguments it only
+ * prints the usage (libsluice's, then ops->usage) to stdout.
  *
- * @return process exit status (0 on clean shutdown).
+ * @return process exit status (0 on clean shutdown and after help).
  */
 int sl_nf_main(const struct sl_nf_ops *ops, int argc, char **argv);
 

@@ -402,44 +402,43 @@ dd_state_free(struct dd_state *st)
 	free(st);
 }
 
-static void
-dd_usage(FILE *f)
-{
-	fprintf(f,
-		"usage: " DD_PROG " [EAL args] -- [libsluice args] "
-		"[--prefix-len N] [--prefix-len6 N]\n"
-		"       [--window-ms MS] [--threshold N | --pps R] "
-		"[--count packets|syn]\n"
-		"       [--protect PREFIX]... [--rearm-ms MS] [--key KEY] "
-		"[--alarm-to SERVICE]\n"
-		"       [--prefixes N] [--idle-ms MS] [--stats-ms MS]\n"
-		"  --prefix-len N      IPv4 source prefix length counted "
-		"(default 24)\n"
-		"  --prefix-len6 N     IPv6 source prefix length counted "
-		"(default 64)\n"
-		"  --window-ms MS      counting window (default 1000)\n"
-		"  --threshold N       alarm at N packets in one window "
-		"(default 10000)\n"
-		"  --pps R             or: alarm at R packets/s on average "
-		"over a window\n"
-		"  --count WHAT        packets (default) or syn (TCP SYNs "
-		"without ACK)\n"
-		"  --protect PREFIX    count only packets to this destination "
-		"prefix (repeatable)\n"
-		"  --rearm-ms MS       a prefix alarms again only this long "
-		"after (default 60000;\n"
-		"                      0 = never again)\n"
-		"  --key KEY           the Message key (default alarm)\n"
-		"  --alarm-to SERVICE  the service the Message goes to "
-		"(default: this NF's)\n"
-		"  --prefixes N        prefix table capacity (default %u, max "
-		"%u)\n"
-		"  --idle-ms MS        forget prefixes idle this long "
-		"(default 10000, at least 2 windows)\n"
-		"  --stats-ms MS       print stats every MS (default 5000; 0 = "
-		"only at exit)\n",
-		DD_DEFAULT_PREFIXES, DD_MAX_PREFIXES);
-}
+/* The options: for --help (libsluice prints them after its own) and
+ * after an error in them. */
+static const char dd_usage[] =
+	"usage: " DD_PROG " [EAL args] -- [libsluice args] "
+	"[--prefix-len N] [--prefix-len6 N]\n"
+	"       [--window-ms MS] [--threshold N | --pps R] "
+	"[--count packets|syn]\n"
+	"       [--protect PREFIX]... [--rearm-ms MS] [--key KEY] "
+	"[--alarm-to SERVICE]\n"
+	"       [--prefixes N] [--idle-ms MS] [--stats-ms MS]\n"
+	"  --prefix-len N      IPv4 source prefix length counted "
+	"(default 24)\n"
+	"  --prefix-len6 N     IPv6 source prefix length counted "
+	"(default 64)\n"
+	"  --window-ms MS      counting window (default 1000)\n"
+	"  --threshold N       alarm at N packets in one window "
+	"(default 10000)\n"
+	"  --pps R             or: alarm at R packets/s on average "
+	"over a window\n"
+	"  --count WHAT        packets (default) or syn (TCP SYNs "
+	"without ACK)\n"
+	"  --protect PREFIX    count only packets to this destination "
+	"prefix (repeatable)\n"
+	"  --rearm-ms MS       a prefix alarms again only this long "
+	"after (default 60000;\n"
+	"                      0 = never again)\n"
+	"  --key KEY           the Message key (default alarm)\n"
+	"  --alarm-to SERVICE  the service the Message goes to "
+	"(default: this NF's)\n"
+	"  --prefixes N        prefix table capacity (default 65536, max "
+	"16777216)\n"
+	"  --idle-ms MS        forget prefixes idle this long "
+	"(default 10000, at least 2 windows)\n"
+	"  --stats-ms MS       print stats every MS (default 5000; 0 = "
+	"only at exit)\n";
+_Static_assert(DD_DEFAULT_PREFIXES == 65536 && DD_MAX_PREFIXES == 16777216,
+	       "dd_usage: update --prefixes");
 
 static int
 dd_opt_name(const char *opt, const char *s, char *dst, size_t size,
@@ -565,18 +564,18 @@ dd_parse_args(struct dd_state *st, int argc, char **argv)
 					   86400000, 0, &v);
 			st->stats_ns = (uint64_t)v * DD_MS;
 			break;
-		case 'h':
-			dd_usage(stdout);
+		case 'h': /* init called directly: libsluice takes --help */
+			fputs(dd_usage, stdout);
 			return ECANCELED;
 		default: /* getopt_long has said what was wrong */
-			dd_usage(stderr);
+			fputs(dd_usage, stderr);
 			return EINVAL;
 		}
 	}
 	if (rc == 0 && optind < argc) {
 		fprintf(stderr, DD_PROG ": unexpected argument '%s'\n",
 			argv[optind]);
-		dd_usage(stderr);
+		fputs(dd_usage, stderr);
 		rc = EINVAL;
 	}
 	if (rc != 0)
@@ -731,6 +730,7 @@ static const struct sl_nf_ops dd_ops = {
 	.on_message = dd_message,
 	.on_reply = dd_reply,
 	.fini = dd_fini,
+	.usage = dd_usage,
 };
 
 int

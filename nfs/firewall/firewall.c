@@ -298,19 +298,17 @@ fw_print_table(const struct fw_state *fw, const char *verb)
 	fflush(stderr);
 }
 
-static void
-fw_usage(FILE *f)
-{
-	fprintf(f,
-		"usage: " FW_PROG " [EAL args] -- [libsluice args] --rules FILE"
-		" [--non-ip allow|deny] [--matcher acl|linear]\n"
-		"  --rules FILE      rule file, .yaml/.yml or .json (see "
-		"nfs/firewall/README.md)\n"
-		"  --non-ip ACTION   what to do with non-IP and malformed "
-		"packets (default allow)\n"
-		"  --matcher NAME    acl (rte_acl, default) or linear "
-		"(reference scan)\n");
-}
+/* The options: for --help (libsluice prints them after its own) and
+ * after an error in them. */
+static const char fw_usage[] =
+	"usage: " FW_PROG " [EAL args] -- [libsluice args] --rules FILE"
+	" [--non-ip allow|deny] [--matcher acl|linear]\n"
+	"  --rules FILE      rule file, .yaml/.yml or .json (see "
+	"nfs/firewall/README.md)\n"
+	"  --non-ip ACTION   what to do with non-IP and malformed "
+	"packets (default allow)\n"
+	"  --matcher NAME    acl (rte_acl, default) or linear "
+	"(reference scan)\n";
 
 static void
 fw_state_free(struct fw_state *fw)
@@ -369,23 +367,23 @@ fw_parse_args(struct fw_state *fw, int argc, char **argv)
 				return EINVAL;
 			}
 			break;
-		case 'h':
-			fw_usage(stdout);
+		case 'h': /* init called directly: libsluice takes --help */
+			fputs(fw_usage, stdout);
 			return ECANCELED;
 		default: /* getopt_long has said what was wrong */
-			fw_usage(stderr);
+			fputs(fw_usage, stderr);
 			return EINVAL;
 		}
 	}
 	if (optind < argc) {
 		fprintf(stderr, FW_PROG ": unexpected argument '%s'\n",
 			argv[optind]);
-		fw_usage(stderr);
+		fputs(fw_usage, stderr);
 		return EINVAL;
 	}
 	if (fw->rules_path == NULL) {
 		fprintf(stderr, FW_PROG ": missing --rules FILE\n");
-		fw_usage(stderr);
+		fputs(fw_usage, stderr);
 		return EINVAL;
 	}
 	return 0;
@@ -463,6 +461,7 @@ static const struct sl_nf_ops fw_ops = {
 	.process = fw_process,
 	.reload = fw_reload,
 	.fini = fw_fini,
+	.usage = fw_usage,
 };
 
 int

@@ -535,36 +535,35 @@ fc_state_free(struct fc_state *st)
 	free(st);
 }
 
-static void
-fc_usage(FILE *f)
-{
-	fprintf(f,
-		"usage: " FC_PROG " [EAL args] -- [libsluice args] "
-		"[--window-ms MS]\n"
-		"       [--ant-max-pps N] [--ant-max-size BYTES] [--ant-to HOP]"
-		" [--elephant-to HOP]\n"
-		"       [--at SERVICE] [--confirm N] [--flows N] [--idle-ms MS]"
-		" [--stats-ms MS]\n"
-		"  --window-ms MS      classification window (default 1000)\n"
-		"  --ant-max-pps N     an ant sends at most N packets/s "
-		"(default 1000)\n"
-		"  --ant-max-size B    and at most B bytes per packet on "
-		"average (default 512)\n"
-		"  --ant-to HOP        default next hop for ants: a service, "
-		"port:NAME or drop\n"
-		"  --elephant-to HOP   default next hop for elephants\n"
-		"  --at SERVICE        where the default changes (default: "
-		"this NF's service)\n"
-		"  --confirm N         windows in a row before a class change "
-		"(default 1)\n"
-		"  --flows N           flow table capacity (default %u, max "
-		"%u)\n"
-		"  --idle-ms MS        evict flows idle this long (default "
-		"10000, at least 3 windows)\n"
-		"  --stats-ms MS       print stats every MS (default 5000; 0 = "
-		"only at exit)\n",
-		FC_DEFAULT_FLOWS, FC_MAX_FLOWS);
-}
+/* The options: for --help (libsluice prints them after its own) and
+ * after an error in them. */
+static const char fc_usage[] =
+	"usage: " FC_PROG " [EAL args] -- [libsluice args] "
+	"[--window-ms MS]\n"
+	"       [--ant-max-pps N] [--ant-max-size BYTES] [--ant-to HOP]"
+	" [--elephant-to HOP]\n"
+	"       [--at SERVICE] [--confirm N] [--flows N] [--idle-ms MS]"
+	" [--stats-ms MS]\n"
+	"  --window-ms MS      classification window (default 1000)\n"
+	"  --ant-max-pps N     an ant sends at most N packets/s "
+	"(default 1000)\n"
+	"  --ant-max-size B    and at most B bytes per packet on "
+	"average (default 512)\n"
+	"  --ant-to HOP        default next hop for ants: a service, "
+	"port:NAME or drop\n"
+	"  --elephant-to HOP   default next hop for elephants\n"
+	"  --at SERVICE        where the default changes (default: "
+	"this NF's service)\n"
+	"  --confirm N         windows in a row before a class change "
+	"(default 1)\n"
+	"  --flows N           flow table capacity (default 65536, max "
+	"16777216)\n"
+	"  --idle-ms MS        evict flows idle this long (default "
+	"10000, at least 3 windows)\n"
+	"  --stats-ms MS       print stats every MS (default 5000; 0 = "
+	"only at exit)\n";
+_Static_assert(FC_DEFAULT_FLOWS == 65536 && FC_MAX_FLOWS == 16777216,
+	       "fc_usage: update --flows");
 
 static int
 fc_opt_name(const char *opt, const char *s, char *dst)
@@ -657,18 +656,18 @@ fc_parse_args(struct fc_state *st, int argc, char **argv)
 					   86400000, 0, &v);
 			st->stats_ns = (uint64_t)v * FC_MS;
 			break;
-		case 'h':
-			fc_usage(stdout);
+		case 'h': /* init called directly: libsluice takes --help */
+			fputs(fc_usage, stdout);
 			return ECANCELED;
 		default: /* getopt_long has said what was wrong */
-			fc_usage(stderr);
+			fputs(fc_usage, stderr);
 			return EINVAL;
 		}
 	}
 	if (rc == 0 && optind < argc) {
 		fprintf(stderr, FC_PROG ": unexpected argument '%s'\n",
 			argv[optind]);
-		fc_usage(stderr);
+		fputs(fc_usage, stderr);
 		rc = EINVAL;
 	}
 	if (rc != 0)
@@ -816,6 +815,7 @@ static const struct sl_nf_ops fc_ops = {
 	.on_message = fc_message,
 	.on_reply = fc_reply,
 	.fini = fc_fini,
+	.usage = fc_usage,
 };
 
 int

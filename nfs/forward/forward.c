@@ -18,6 +18,19 @@
 #include <sluice/nf.h>
 #include <sluice/pkt.h>
 
+/* The options, for --help (libsluice prints them after its own). */
+static const char fwd_usage[] =
+	"usage: sluice-forward [EAL args] -- [libsluice args]\n"
+	"       [--to SERVICE | --out PORT | --bridge PORT,PORT] "
+	"[--tag-src-mac]\n"
+	"  --to SERVICE     send every packet to SERVICE (default: along the "
+	"chain)\n"
+	"  --out PORT       send every packet out of PORT\n"
+	"  --bridge A,B     packets from port A go out of B, those from B out "
+	"of A\n"
+	"  --tag-src-mac    write the instance id into the last byte of the "
+	"source MAC\n";
+
 static sl_verdict_t g_verdict = SL_NEXT;
 static int g_bridge[2] = {-1, -1};
 static int g_tag;
@@ -43,7 +56,6 @@ fwd_init(struct sl_nf *nf, int argc, char **argv)
 		{"out", required_argument, NULL, 'o'},
 		{"bridge", required_argument, NULL, 'b'},
 		{"tag-src-mac", no_argument, NULL, 'm'},
-		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	char *comma;
@@ -86,11 +98,6 @@ fwd_init(struct sl_nf *nf, int argc, char **argv)
 		case 'm':
 			g_tag = 1;
 			break;
-		case 'h':
-			fprintf(stderr,
-				"sluice-forward options: [--to SERVICE | --out "
-				"PORT | --bridge PORT,PORT] [--tag-src-mac]\n");
-			exit(0);
 		default:
 			fprintf(stderr,
 				"sluice-forward: unknown option; see "
@@ -137,6 +144,7 @@ static const struct sl_nf_ops fwd_ops = {
 	.access = SL_ACCESS_READ | SL_ACCESS_ROUTE,
 	.init = fwd_init,
 	.process = fwd_burst,
+	.usage = fwd_usage,
 };
 
 int

@@ -251,19 +251,19 @@ mon_state_free(struct mon_state *mon)
 	free(mon);
 }
 
-static void
-mon_usage(FILE *f)
-{
-	fprintf(f,
-		"usage: " MON_PROG " [EAL args] -- [libsluice args] [--flows N]"
-		" [--interval S] [--top N]\n"
-		"  --flows N       flow table capacity (default %u, max %u)\n"
-		"  --interval S    print every S seconds (default 5; 0 = only "
-		"at exit)\n"
-		"  --top N         flows listed, by bytes (default %u, max "
-		"%u)\n",
-		MON_DEFAULT_FLOWS, MON_MAX_FLOWS, MON_DEFAULT_TOP, MON_MAX_TOP);
-}
+/* The options: for --help (libsluice prints them after its own) and
+ * after an error in them. */
+static const char mon_usage[] =
+	"usage: " MON_PROG " [EAL args] -- [libsluice args] [--flows N]"
+	" [--interval S] [--top N]\n"
+	"  --flows N       flow table capacity (default 65536, max 16777216)\n"
+	"  --interval S    print every S seconds (default 5; 0 = only "
+	"at exit)\n"
+	"  --top N         flows listed, by bytes (default 10, max "
+	"1000)\n";
+_Static_assert(MON_DEFAULT_FLOWS == 65536 && MON_MAX_FLOWS == 16777216 &&
+		       MON_DEFAULT_TOP == 10 && MON_MAX_TOP == 1000,
+	       "mon_usage: update --flows and --top");
 
 /* A whole decimal number in [min, max]. */
 static int
@@ -327,18 +327,18 @@ mon_parse_args(struct mon_state *mon, int argc, char **argv)
 			}
 			mon->interval_ns = (uint64_t)(secs * MON_NS);
 			break;
-		case 'h':
-			mon_usage(stdout);
+		case 'h': /* init called directly: libsluice takes --help */
+			fputs(mon_usage, stdout);
 			return ECANCELED;
 		default: /* getopt_long has said what was wrong */
-			mon_usage(stderr);
+			fputs(mon_usage, stderr);
 			return EINVAL;
 		}
 	}
 	if (rc == 0 && optind < argc) {
 		fprintf(stderr, MON_PROG ": unexpected argument '%s'\n",
 			argv[optind]);
-		mon_usage(stderr);
+		fputs(mon_usage, stderr);
 		rc = EINVAL;
 	}
 	return rc;
@@ -421,6 +421,7 @@ static const struct sl_nf_ops mon_ops = {
 	.tick = mon_tick,
 	.tick_ms = MON_TICK_MS,
 	.fini = mon_fini,
+	.usage = mon_usage,
 };
 
 int

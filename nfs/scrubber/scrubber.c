@@ -330,30 +330,29 @@ sc_message(struct sl_nf *nf, const char *key, const char *value)
 
 /* ---- setup --------------------------------------------------------- */
 
-static void
-sc_usage(FILE *f)
-{
-	fprintf(f,
-		"usage: " SC_PROG " [EAL args] -- [libsluice args] --prefix "
-		"PREFIX [--prefix PREFIX]...\n"
-		"       [--at SERVICE]... [--rate PPS [--burst N]] "
-		"[--stats-ms MS]\n"
-		"  --prefix PREFIX  scrub packets from this source prefix, "
-		"e.g. 10.66.6.0/24 or\n"
-		"                   2001:db8:66::/48 (repeatable, up to %d)\n"
-		"  --at SERVICE     also make this scrubber the default next "
-		"hop at SERVICE for\n"
-		"                   flows of the prefixes that start later "
-		"(repeatable, up to %d)\n"
-		"  --rate PPS       let up to PPS packets per second of each "
-		"prefix through\n"
-		"                   (default 0: drop them all)\n"
-		"  --burst N        packets a prefix may send at once under "
-		"--rate (default: PPS)\n"
-		"  --stats-ms MS    print stats every MS (default 5000; 0 = "
-		"only at exit)\n",
-		SC_MAX_PREFIXES, SC_MAX_AT);
-}
+/* The options: for --help (libsluice prints them after its own) and
+ * after an error in them. */
+static const char sc_usage[] =
+	"usage: " SC_PROG " [EAL args] -- [libsluice args] --prefix "
+	"PREFIX [--prefix PREFIX]...\n"
+	"       [--at SERVICE]... [--rate PPS [--burst N]] "
+	"[--stats-ms MS]\n"
+	"  --prefix PREFIX  scrub packets from this source prefix, "
+	"e.g. 10.66.6.0/24 or\n"
+	"                   2001:db8:66::/48 (repeatable, up to 16)\n"
+	"  --at SERVICE     also make this scrubber the default next "
+	"hop at SERVICE for\n"
+	"                   flows of the prefixes that start later "
+	"(repeatable, up to 8)\n"
+	"  --rate PPS       let up to PPS packets per second of each "
+	"prefix through\n"
+	"                   (default 0: drop them all)\n"
+	"  --burst N        packets a prefix may send at once under "
+	"--rate (default: PPS)\n"
+	"  --stats-ms MS    print stats every MS (default 5000; 0 = "
+	"only at exit)\n";
+_Static_assert(SC_MAX_PREFIXES == 16 && SC_MAX_AT == 8,
+	       "sc_usage: update --prefix and --at");
 
 static int
 sc_parse_args(struct sc_state *st, int argc, char **argv)
@@ -429,18 +428,18 @@ sc_parse_args(struct sc_state *st, int argc, char **argv)
 					   86400000, 1, &v);
 			st->stats_ns = (uint64_t)v * SC_MS;
 			break;
-		case 'h':
-			sc_usage(stdout);
+		case 'h': /* init called directly: libsluice takes --help */
+			fputs(sc_usage, stdout);
 			return ECANCELED;
 		default: /* getopt_long has said what was wrong */
-			sc_usage(stderr);
+			fputs(sc_usage, stderr);
 			return EINVAL;
 		}
 	}
 	if (rc == 0 && optind < argc) {
 		fprintf(stderr, SC_PROG ": unexpected argument '%s'\n",
 			argv[optind]);
-		sc_usage(stderr);
+		fputs(sc_usage, stderr);
 		rc = EINVAL;
 	}
 	if (rc != 0)
@@ -540,6 +539,7 @@ static const struct sl_nf_ops sc_ops = {
 	.on_message = sc_message,
 	.on_reply = sc_reply,
 	.fini = sc_fini,
+	.usage = sc_usage,
 };
 
 int

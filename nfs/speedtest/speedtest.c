@@ -49,6 +49,22 @@ struct st {
 
 static struct st g;
 
+/* The options, for --help (libsluice prints them after its own). */
+static const char st_usage[] =
+	"usage: sluice-speedtest [EAL args] -- [libsluice args] "
+	"[--packets N] [--size B]\n"
+	"       [--flows N] [--duration S] [--report S] [--latency]\n"
+	"  --packets N    packets made and kept in flight, 1 to 65536 "
+	"(default 128)\n"
+	"  --size B       frame size in bytes, 64 to 1518 (default 64)\n"
+	"  --flows N      packet i belongs to flow i mod N (default 1)\n"
+	"  --duration S   stop S seconds after the packets were sent "
+	"(default 0: until\n"
+	"                 stopped)\n"
+	"  --report S     print the rate every S seconds (default 1)\n"
+	"  --latency      measure each packet's time round the loop\n";
+_Static_assert(RTE_DIM(g.pkts) == 65536, "st_usage: update --packets");
+
 /* Latency stamp lives after the UDP header. */
 #define STAMP_OFF                                                              \
 	(sizeof(struct rte_ether_hdr) + sizeof(struct rte_ipv4_hdr) +          \
@@ -109,7 +125,6 @@ st_init(struct sl_nf *nf, int argc, char **argv)
 		{"duration", required_argument, NULL, 'd'},
 		{"report", required_argument, NULL, 'r'},
 		{"latency", no_argument, NULL, 'l'},
-		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	char *end;
@@ -180,13 +195,6 @@ st_init(struct sl_nf *nf, int argc, char **argv)
 		case 'l':
 			g.latency = 1;
 			break;
-		case 'h':
-			fprintf(stderr,
-				"sluice-speedtest options: [--packets N (128)] "
-				"[--size B (64)] [--flows N (1)] [--duration S "
-				"(0: until stopped)] [--report S (1)] "
-				"[--latency]\n");
-			exit(0);
 		default:
 			fprintf(stderr, "sluice-speedtest: unknown option\n");
 			return EINVAL;
@@ -309,6 +317,7 @@ static const struct sl_nf_ops st_ops = {
 	.tick = st_tick,
 	.tick_ms = 50,
 	.fini = st_fini,
+	.usage = st_usage,
 };
 
 int

@@ -261,22 +261,32 @@ sl_nf_send(struct sl_nf *nf, struct rte_mbuf **pkts, uint16_t n)
 
 /* ---- argument handling -------------------------------------------- */
 
+/* libsluice's usage, then the NF's own options (ops->usage), to stdout. */
 static void
-usage(const char *prog)
+usage(const char *prog, const struct sl_nf_ops *ops)
 {
-	fprintf(stderr,
-		"usage: %s [EAL args] -- [--node NAME] [-s|--service NAME] "
-		"[--instance N] [--mode shared|poll] [--core N] [NF args]\n"
-		"  --node         the sluiced to attach to (default: "
-		"$SLUICE_NODE or 'sluice')\n"
-		"  -s, --service  service to register (default: the NF's "
-		"own)\n"
-		"  --instance     ask for this instance id (default: any "
-		"free)\n"
-		"  --mode         shared (yield/sleep when idle, default) or "
-		"poll\n"
-		"  --core         CPU to pin to (poll mode)\n",
-		prog);
+	size_t len = ops->usage != NULL ? strlen(ops->usage) : 0;
+
+	printf("usage: %s [EAL args] -- [--node NAME] [-s|--service NAME] "
+	       "[--instance N] [--mode shared|poll] [--core N] [NF args]\n"
+	       "  --node         the sluiced to attach to (default: "
+	       "$SLUICE_NODE or 'sluice')\n"
+	       "  -s, --service  service to register (default: the NF's "
+	       "own)\n"
+	       "  --instance     ask for this instance id (default: any "
+	       "free)\n"
+	       "  --mode         shared (yield/sleep when idle, default) or "
+	       "poll\n"
+	       "  --core         CPU to pin to (poll mode)\n"
+	       "  -h, --help     print this help and exit\n",
+	       prog);
+	if (len > 0) {
+		putchar('\n');
+		fputs(ops->usage, stdout);
+		if (ops->usage[len - 1] != '\n')
+			putchar('\n');
+	}
+	fflush(stdout);
 }
 
 /* Matches OPT VALUE or OPT=VALUE at argv[*i] (and, if SHORT_OPT is not
@@ -329,6 +339,11 @@ struct nf_args {
 	char lcore_arg[32];
 };
 
+/*
+ * Splits argv into EAL's arguments (before a --), libsluice's and the
+ * NF's. 0, or -1 after saying what was wrong, or 1 after printing the
+ * usage for -h/--help (nothing else done: no EAL, no sluiced needed).
+ */
 static int
 parse_args(struct nf_args *a, const struct sl_nf_ops *ops, int argc,
 	   char **argv)
@@ -361,9 +376,8 @@ parse_args(struct nf_args *a, const struct sl_nf_ops *ops, int argc,
 
 		if (strcmp(argv[i], "-h") == 0 ||
 		    strcmp(argv[i], "--help") == 0) {
-			usage(argv[0]);
-			a->nf_argv[a->nf_argc++] = argv[i];
-			continue;
+			usage(argv[0], ops);
+			return 1;
 		}
 		if ((r = take_value(&i, argc, argv, "--node", NULL, &v)) != 0) {
 			if (r < 0)
@@ -1068,8 +1082,9 @@ sl_nf_main(const struct sl_nf_ops *ops, int argc, char **argv)
 			argv[0]);
 		return 1;
 	}
-	if (parse_args(&a, ops, argc, argv) != 0)
-		return 1;
+	rc = parse_args(&a, ops, argc, argv);
+	if (rc != 0)
+		return rc < 0 ? 1 : 0; /* 1: the help was printed */
 	snprintf(nf.node, sizeof(nf.node), "%s", a.node);
 	nf.mode = a.mode;
 	nf.core = a.core;
