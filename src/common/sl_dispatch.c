@@ -427,17 +427,11 @@ wake_if_sleeping(struct sl_dispatch *d, struct sl_nf_slot *slot)
 	}
 }
 
-/* Counts a run handed to service svc: the context's tx and the edge. */
+/* Counts n packets of these bytes handed to service svc: the context's
+ * tx and the edge. */
 static inline void
-count_fwd(struct sl_dispatch *d, uint16_t svc, struct rte_mbuf **pkts,
-	  uint16_t n)
+count_fwd(struct sl_dispatch *d, uint16_t svc, uint16_t n, uint64_t bytes)
 {
-	uint64_t bytes = 0;
-
-	if (d->fwd == NULL && d->edge == NULL)
-		return;
-	for (uint16_t i = 0; i < n; i++)
-		bytes += rte_pktmbuf_pkt_len(pkts[i]);
 	if (d->fwd != NULL) {
 		d->fwd->tx_pkts += n;
 		d->fwd->tx_bytes += bytes;
@@ -460,11 +454,15 @@ to_instance(struct sl_dispatch *d, uint16_t svc, uint16_t inst,
 	struct sl_nf_slot *slot = &d->shm->nfs[inst];
 	sl_verdict_t saved_v[SL_BURST_MAX];
 	uint16_t saved_s[SL_BURST_MAX];
+	uint64_t bytes = 0;
 	unsigned int k;
 
 	for (uint16_t i = 0; i < n; i++) {
 		struct sl_pkt_meta *m = sl_meta(pkts[i], d->meta_off);
 
+		/* Counted before the enqueue: the next hop may free or send
+		 * an mbuf (in use again, another length) before we look. */
+		bytes += rte_pktmbuf_pkt_len(pkts[i]);
 		saved_v[i] = m->verdict;
 		saved_s[i] = m->service;
 		m->verdict = SL_NEXT;
@@ -476,16 +474,17 @@ to_instance(struct sl_dispatch *d, uint16_t svc, uint16_t inst,
 	k = unlikely(sl_ring_prod_busy(slot->rx))
 		    ? 0
 		    : rte_ring_enqueue_burst(slot->rx, (void **)pkts, n, NULL);
-	if (k > 0) {
-		count_fwd(d, svc, pkts, (uint16_t)k);
-		wake_if_sleeping(d, slot);
-	}
 	for (uint16_t i = (uint16_t)k; i < n; i++) {
 		struct sl_pkt_meta *m = sl_meta(pkts[i], d->meta_off);
 
+		bytes -= rte_pktmbuf_pkt_len(pkts[i]); /* still ours */
 		m->verdict = saved_v[i];
 		m->service = saved_s[i];
 		m->owner = d->self_owner;
+	}
+	if (k > 0) {
+		count_fwd(d, svc, (uint16_t)k, bytes);
+		wake_if_sleeping(d, slot);
 	}
 	return (uint16_t)k;
 }
@@ -502,6 +501,7 @@ to_port(struct sl_dispatch *d, uint16_t port, struct rte_mbuf **pkts,
 {
 	sl_verdict_t saved_v[SL_BURST_MAX];
 	uint8_t fresh[SL_BURST_MAX];
+	uint64_t np = 0, nb = 0; /* in registers, added once */
 	uint16_t k;
 
 	for (uint16_t i = 0; i < n; i++) {
@@ -509,8 +509,14 @@ to_port(struct sl_dispatch *d, uint16_t port, struct rte_mbuf **pkts,
 
 		saved_v[i] = m->verdict;
 		/* Resolved here for the first time (not a resolved packet an
-		 * NF left for sluiced to transmit): that is the edge to count. */
+		 * NF left for sluiced to transmit): that is the edge to count,
+		 * with the lengths read now (a sent mbuf may be in use again,
+		 * another length, by the time port_out returns). */
 		fresh[i] = !(m->flags & SL_META_PORT);
+		if (fresh[i]) {
+			np++;
+			nb += rte_pktmbuf_pkt_len(pkts[i]);
+		}
 		if (port != SL_PORT_NONE) {
 			m->verdict = SL_OUT(port);
 			m->flags |= SL_META_PORT;
@@ -518,24 +524,22 @@ to_port(struct sl_dispatch *d, uint16_t port, struct rte_mbuf **pkts,
 		m->owner = 0;
 	}
 	k = d->port_out(d, port, pkts, n);
-	if (d->edge != NULL && port != SL_PORT_NONE) {
-		struct sl_edge_ctr *e = &d->edge[SL_EDGE_PORT(d->shm, port)];
-		uint64_t np = 0, nb = 0; /* in registers, added once */
-
-		for (uint16_t i = 0; i < k; i++)
-			if (fresh[i]) {
-				np++;
-				nb += rte_pktmbuf_pkt_len(pkts[i]);
-			}
-		e->pkts += np;
-		e->bytes += nb;
-	}
 	for (uint16_t i = k; i < n; i++) {
 		struct sl_pkt_meta *m = sl_meta(pkts[i], d->meta_off);
 
+		if (fresh[i]) { /* still ours */
+			np--;
+			nb -= rte_pktmbuf_pkt_len(pkts[i]);
+		}
 		m->verdict = saved_v[i];
 		m->flags &= ~SL_META_PORT;
 		m->owner = d->self_owner;
+	}
+	if (d->edge != NULL && port != SL_PORT_NONE) {
+		struct sl_edge_ctr *e = &d->edge[SL_EDGE_PORT(d->shm, port)];
+
+		e->pkts += np;
+		e->bytes += nb;
 	}
 	return k;
 }

@@ -50,9 +50,13 @@ txbuf_flush(struct io_ctx *c, uint16_t port)
 {
 	struct io_txbuf *b = &c->txbuf[port];
 	struct sl_ctx_stats *ps = &c->shm->port_stats[c->idx][port];
-	uint64_t deadline = 0;
+	uint64_t deadline = 0, bytes = 0;
 	uint16_t sent = 0;
 
+	/* Lengths before the driver has the packets: a sent mbuf may be
+	 * freed and in use again (another length) by the time it returns. */
+	for (uint16_t i = 0; i < b->n; i++)
+		bytes += rte_pktmbuf_pkt_len(b->pkts[i]);
 	while (sent < b->n) {
 		sent += rte_eth_tx_burst(port, 0, b->pkts + sent,
 					 (uint16_t)(b->n - sent));
@@ -63,8 +67,9 @@ txbuf_flush(struct io_ctx *c, uint16_t port)
 		else if (rte_rdtsc() > deadline)
 			break;
 	}
-	for (uint16_t i = 0; i < sent; i++)
-		ps->tx_bytes += rte_pktmbuf_pkt_len(b->pkts[i]);
+	for (uint16_t i = sent; i < b->n; i++) /* still ours */
+		bytes -= rte_pktmbuf_pkt_len(b->pkts[i]);
+	ps->tx_bytes += bytes;
 	ps->tx_pkts += sent;
 	if (sent < b->n)
 		sl_drop_pkts(c->shm, ps->drop, SL_DROP_TX_FULL, b->pkts + sent,

@@ -199,18 +199,22 @@ nf_port_out(struct sl_dispatch *d, uint16_t port, struct rte_mbuf **pkts,
 	struct sl_nf *nf = d->port_arg;
 	struct sl_shm *shm = nf->shm;
 	struct sl_nf_slot *slot = nf->slot;
+	uint64_t bytes = 0;
 	unsigned int k;
 
+	/* Lengths before the packets leave: once sent (or in sluiced's
+	 * hands) an mbuf may be freed and in use again, with another
+	 * length. What was not taken is still ours. */
+	for (uint16_t i = 0; i < n; i++)
+		bytes += rte_pktmbuf_pkt_len(pkts[i]);
 	if (port != SL_PORT_NONE && slot->txq != 0 &&
 	    slot->txq < shm->ports[port].n_txq) {
-		uint64_t bytes = 0;
-
 		/* The driver frees what it sent into our mempool cache. */
 		sl_pool_op_begin(d->pool_op);
 		k = rte_eth_tx_burst(port, slot->txq, pkts, n);
 		sl_pool_op_end(d->pool_op);
-		for (unsigned int i = 0; i < k; i++)
-			bytes += rte_pktmbuf_pkt_len(pkts[i]);
+		for (unsigned int i = k; i < n; i++)
+			bytes -= rte_pktmbuf_pkt_len(pkts[i]);
 		slot->port_tx[port].pkts += k;
 		slot->port_tx[port].bytes += bytes;
 		d->fwd->tx_pkts += k;
@@ -220,9 +224,10 @@ nf_port_out(struct sl_dispatch *d, uint16_t port, struct rte_mbuf **pkts,
 	k = rte_ring_sp_enqueue_burst(slot->tx, (void **)pkts, n, NULL);
 	if (k == 0)
 		return 0;
+	for (unsigned int i = k; i < n; i++)
+		bytes -= rte_pktmbuf_pkt_len(pkts[i]);
 	d->fwd->tx_pkts += k;
-	for (unsigned int i = 0; i < k; i++)
-		d->fwd->tx_bytes += rte_pktmbuf_pkt_len(pkts[i]);
+	d->fwd->tx_bytes += bytes;
 	rte_atomic_thread_fence(__ATOMIC_SEQ_CST);
 	for (uint32_t t = 0; t < shm->n_io; t++) {
 		if (__atomic_load_n(&shm->io_sleeping[t], __ATOMIC_RELAXED)) {
