@@ -58,3 +58,24 @@ def test_pcap_arguments_too_long_for_the_nfs_are_refused(node, tmp_path):
     assert ("sluiced: port 'in': the arguments of 'net_pcap0,rx_pcap=/tmp/sl-") in r.stderr
     assert ("characters (capture files counted as sluiced renames them); DPDK's net_pcap "
             "keeps 63 for the NFs' processes: use fewer files or arguments") in r.stderr
+
+
+def test_nfs_send_to_a_pcap_port_through_sluiced(launch, node, tmp_path):
+    """An NF's probe of a pcap port fails (its files are private to
+    sluiced), so what an NF sends there must go through sluiced, even with
+    --nf-tx-queues (DPDK's driver gives a pcap port one TX queue per tx
+    file, and one that discards when it has none). Here the capture's own
+    port, with no tx file, is the chain's end: every packet is sent and
+    counted, none dropped."""
+    frames = mixed(1000, flows=20, seed=4)
+    src = write(tmp_path / "in.pcap", frames)
+    run = launch(deployment(
+        node, ports=[{"name": "in", "device": f"net_pcap0,rx_pcap={src}"}],
+        nfs=[{"name": "f1", "program": prog("forward"), "service": "f1"}],
+        chain=["f1", "port:in"], sluiced_args=["--nf-tx-queues", "2"]))
+    st = wait_until(lambda: (s := run.client.call("stats")) and
+                    port(s, "in")["tx_pkts"] + s["drops_total"] >= len(frames) and s,
+                    20, "the capture sent back out")
+    assert st["drops_total"] == 0, st["drops"]
+    assert port(st, "in")["rx_pkts"] == port(st, "in")["tx_pkts"] == len(frames)
+    assert port(st, "in")["tx_bytes"] == sum(len(f) for f in frames)
