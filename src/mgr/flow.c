@@ -1320,17 +1320,7 @@ deliver_message(struct sl_mgr *m, const struct sl_req *r, uint32_t *applied,
 
 int
 sl_flow_request(struct sl_mgr *m, const struct sl_req *r, uint32_t *applied,
-		char *err, size_t errlen)
-{
-	uint32_t kept;
-
-	return sl_flow_request_kept(m, r, applied, &kept, err, errlen);
-}
-
-int
-sl_flow_request_kept(struct sl_mgr *m, const struct sl_req *r,
-		     uint32_t *applied, uint32_t *kept, char *err,
-		     size_t errlen)
+		uint32_t *kept, char *err, size_t errlen)
 {
 	struct sl_shm *shm = m->shm;
 	int rc;

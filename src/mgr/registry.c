@@ -863,7 +863,7 @@ handle_request(struct sl_mgr *m, struct sl_msg *msg)
 	struct sl_shm *shm = m->shm;
 	struct sl_req r;
 	char err[160] = "", fk[160];
-	uint32_t applied = 0;
+	uint32_t applied = 0, kept = 0;
 	int rc;
 	struct sl_nf_slot *s = msg->instance < shm->max_nfs
 				       ? &shm->nfs[msg->instance]
@@ -898,7 +898,7 @@ handle_request(struct sl_mgr *m, struct sl_msg *msg)
 		fk[0] = '\0';
 	}
 	if (rc == 0)
-		rc = sl_flow_request(m, &r, &applied, err, sizeof(err));
+		rc = sl_flow_request(m, &r, &applied, &kept, err, sizeof(err));
 	ev = json_pack("{s:s, s:i, s:s, s:s, s:s, s:s, s:I}", "nf",
 		       shm->services[s->service].name, "instance",
 		       (int)msg->instance, "type", sl_req_name(r.kind), "flow",
@@ -910,6 +910,8 @@ handle_request(struct sl_mgr *m, struct sl_msg *msg)
 		       (json_int_t)applied);
 	if (rc != 0)
 		json_object_set_new(ev, "reason", json_string(err));
+	if (kept != 0)
+		json_object_set_new(ev, "kept", json_integer(kept));
 	if (r.kind == SL_REQ_CHANGE_DEFAULT)
 		json_object_set_new(ev, "to", sl_hop_json(shm, r.to));
 	if (r.kind == SL_REQ_MESSAGE) {

@@ -975,7 +975,7 @@ rpc_flow_request(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 				return NULL;
 		}
 	}
-	rc = sl_flow_request_kept(m, &r, &applied, &kept, err, sizeof(err));
+	rc = sl_flow_request(m, &r, &applied, &kept, err, sizeof(err));
 	{
 		json_t *ev;
 		const char *sn = m->shm->services[r.service].name;
@@ -997,6 +997,8 @@ rpc_flow_request(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 		}
 		if (rc != 0)
 			json_object_set_new(ev, "reason", json_string(err));
+		if (kept != 0)
+			json_object_set_new(ev, "kept", json_integer(kept));
 		sl_event(r.kind == SL_REQ_MESSAGE ? "nf.message" : "flow.request", ev);
 	}
 	if (rc != 0)

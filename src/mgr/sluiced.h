@@ -236,13 +236,12 @@ int sl_flow_find(const struct sl_mgr *m, const struct sl_5tuple *t,
 uint32_t sl_flows_delete(struct sl_mgr *m, const struct sl_flow_filter *f,
 			 int64_t only);
 const char *sl_req_name(uint32_t kind);
-int sl_flow_request(struct sl_mgr *m, const struct sl_req *r,
-		    uint32_t *applied, char *err, size_t errlen);
-/* sl_flow_request, and *kept: the id of the kept wildcard request (the
+/* Validates and applies r; *applied: the flows (or, for a message, the
+ * instances) it reached; *kept: the id of the kept wildcard request (the
  * existing one for a duplicate), 0 for one flow or a message. */
-int sl_flow_request_kept(struct sl_mgr *m, const struct sl_req *r,
-			 uint32_t *applied, uint32_t *kept, char *err,
-			 size_t errlen);
+int sl_flow_request(struct sl_mgr *m, const struct sl_req *r,
+		    uint32_t *applied, uint32_t *kept, char *err,
+		    size_t errlen);
 json_t *sl_flow_requests_json(const struct sl_mgr *m);
 int sl_flow_request_remove(struct sl_mgr *m, uint32_t id, char *err,
 			   size_t errlen);

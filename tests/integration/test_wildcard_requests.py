@@ -123,6 +123,11 @@ def test_kept_requests_listed_removed_and_stable(launch, node, tmp_path):
         ("cls", "port:out", 6, hb), ("q", "port:out", 6, qb), ("p", "port:out", 6, pb)])
     assert [e["data"] for e in events if e["kind"] == "flow.request.removed"] == [
         {"id": 1}, {"id": 2}]
+    # Each request's event names the id it is kept under.
+    assert [(e["data"]["type"], e["data"].get("kept")) for e in events
+            if e["kind"] == "flow.request"] == [
+        ("change_default", 1), ("skip_me", 2), ("change_default", 1),
+        ("change_default", 3), ("change_default", 3)]
 
 
 def test_kept_requests_cli_and_api(launch, node, tmp_path):
