@@ -192,6 +192,15 @@ sl_now_ns(void)
  * has one; otherwise (and for everything in "mgr" hand-off mode) into our
  * tx ring, for sluiced's TX thread.
  */
+/* A packet handed to port (SL_PORT_NONE: to sluiced, unresolved) that
+ * the NF passes on, i.e. did not mark DROP. */
+static inline int
+nf_passes_on(uint16_t port, const struct rte_mbuf *m)
+{
+	return port != SL_PORT_NONE ||
+	       sl_verdict_kind(meta_of(m)->verdict) != SL_VERDICT_DROP;
+}
+
 static uint16_t
 nf_port_out(struct sl_dispatch *d, uint16_t port, struct rte_mbuf **pkts,
 	    uint16_t n)
@@ -199,14 +208,20 @@ nf_port_out(struct sl_dispatch *d, uint16_t port, struct rte_mbuf **pkts,
 	struct sl_nf *nf = d->port_arg;
 	struct sl_shm *shm = nf->shm;
 	struct sl_nf_slot *slot = nf->slot;
-	uint64_t bytes = 0;
+	uint64_t bytes = 0, on = 0;
 	unsigned int k;
 
-	/* Lengths before the packets leave: once sent (or in sluiced's
+	/* Counted before the packets leave: once sent (or in sluiced's
 	 * hands) an mbuf may be freed and in use again, with another
-	 * length. What was not taken is still ours. */
+	 * length. What was not taken is still ours. In mgr hand-off every
+	 * packet comes here unresolved (port NONE): those the NF dropped
+	 * are sluiced's to drop and count as this NF's nf_verdict drops, not
+	 * its tx, as in direct hand-off. */
 	for (uint16_t i = 0; i < n; i++)
-		bytes += rte_pktmbuf_pkt_len(pkts[i]);
+		if (nf_passes_on(port, pkts[i])) {
+			bytes += rte_pktmbuf_pkt_len(pkts[i]);
+			on++;
+		}
 	if (port != SL_PORT_NONE && slot->txq != 0 &&
 	    slot->txq < shm->ports[port].n_txq) {
 		/* The driver frees what it sent into our mempool cache. */
@@ -225,8 +240,11 @@ nf_port_out(struct sl_dispatch *d, uint16_t port, struct rte_mbuf **pkts,
 	if (k == 0)
 		return 0;
 	for (unsigned int i = k; i < n; i++)
-		bytes -= rte_pktmbuf_pkt_len(pkts[i]);
-	d->fwd->tx_pkts += k;
+		if (nf_passes_on(port, pkts[i])) {
+			bytes -= rte_pktmbuf_pkt_len(pkts[i]);
+			on--;
+		}
+	d->fwd->tx_pkts += on;
 	d->fwd->tx_bytes += bytes;
 	rte_atomic_thread_fence(__ATOMIC_SEQ_CST);
 	for (uint32_t t = 0; t < shm->n_io; t++) {

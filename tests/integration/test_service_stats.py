@@ -61,9 +61,12 @@ def test_service_bytes_are_the_frames_in_and_out(launch, node, tmp_path, handoff
     for n in st["nfs"]:
         assert n["rx_bytes"] == service(st, n["service"])["rx_bytes"]
     fw = next(n for n in st["nfs"] if n["service"] == "firewall")
-    # The NF's own tx: in mgr hand-off it put even its denied frames in its
-    # tx ring (sluiced drops them); the service counts what went on.
-    assert fw["tx_bytes"] == (ok_b if handoff == "direct" else all_b)
+    # The NF's own tx is what it passed on, in either hand-off (in mgr
+    # hand-off its denied frames go through its tx ring too, for sluiced to
+    # drop and count as its nf_verdict drops): in = out + drops.
+    assert fw["tx_bytes"] == ok_b
+    assert fw["rx_pkts"] == fw["tx_pkts"] + fw["drops"]["nf_verdict"]
+    assert fw["drops"]["nf_verdict"] == len(frames) - len(allowed)
 
 
 @pytest.mark.parametrize(("nf_txq", "handoff"), [(0, "direct"), (4, "direct"), (0, "mgr")],
