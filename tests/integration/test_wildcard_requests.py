@@ -100,6 +100,9 @@ def test_kept_requests_listed_removed_and_stable(launch, node, tmp_path):
                 service="cls", to="q") == {"applied": 2, "id": 3}
     assert call("flow.requests") == {"requests": [{**A_LISTED, "id": 3}]}
     st = call("stats")
+    # Events come in order on one connection: the last request's is the last.
+    wait_until(lambda: sum(e["kind"] == "flow.request" for e in list(rig.events)) == 5, 5,
+               "the five flow.request events")
     events = list(rig.events)
     got = rig.stop()
 
