@@ -266,7 +266,10 @@ def test_graph_swap_under_traffic_loses_nothing_and_never_mixes(launch, node, tm
         stop.set()
         t.join()
     run.stop()
-    assert swaps[0] >= 10
+    # Several swaps while the capture flowed (both versions carried packets:
+    # _check_tagged). Not more: under load a swap's RPC is slower than the
+    # packets, and 8 swaps were seen with two busy loops on the two CPUs.
+    assert swaps[0] >= 4
     _check_tagged(st, read(o1), read(o2), frames)
 
 
@@ -300,7 +303,7 @@ def test_graph_added_with_a_rule_and_removed_under_traffic_loses_nothing(
         t.join()
     rules = run.client.call("rule.list")["rules"]
     run.stop()
-    assert steps[0] >= 10
+    assert steps[0] >= 4  # see the swap test above
     assert answers == [{"removed": "h", "rules_removed": 1}] * (steps[0] // 2)
     assert rules == []
     _check_tagged(st, read(o1), read(o2), frames)
