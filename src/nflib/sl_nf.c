@@ -187,11 +187,6 @@ sl_now_ns(void)
 	return (uint64_t)((double)rte_rdtsc() * 1e9 / (double)hz);
 }
 
-/*
- * OUT(port): straight out on this NF's own TX queue of the port when it
- * has one; otherwise (and for everything in "mgr" hand-off mode) into our
- * tx ring, for sluiced's TX thread.
- */
 /* A packet handed to port (SL_PORT_NONE: to sluiced, unresolved) that
  * the NF passes on, i.e. did not mark DROP. */
 static inline int
@@ -201,6 +196,11 @@ nf_passes_on(uint16_t port, const struct rte_mbuf *m)
 	       sl_verdict_kind(meta_of(m)->verdict) != SL_VERDICT_DROP;
 }
 
+/*
+ * OUT(port): straight out on this NF's own TX queue of the port when it
+ * has one; otherwise (and for everything in "mgr" hand-off mode) into our
+ * tx ring, for sluiced's TX thread.
+ */
 static uint16_t
 nf_port_out(struct sl_dispatch *d, uint16_t port, struct rte_mbuf **pkts,
 	    uint16_t n)
