@@ -364,3 +364,25 @@ sl_graph_from_chain(struct sl_graph *g, uint16_t max_services, sl_hop_t first,
 	g->n_nodes = nn;
 	g->n_edges = off;
 }
+
+void
+sl_hop_format(const struct sl_shm *shm, sl_hop_t h, char *buf, size_t size)
+{
+	uint16_t id = sl_verdict_id(h);
+
+	switch (sl_verdict_kind(h)) {
+	case SL_VERDICT_TO:
+		snprintf(buf, size, "%s",
+			 id < shm->max_services ? shm->services[id].name : "?");
+		break;
+	case SL_VERDICT_OUT:
+		snprintf(buf, size, "port:%s",
+			 id < SL_MAX_PORTS ? shm->ports[id].name : "?");
+		break;
+	case SL_VERDICT_DROP:
+		snprintf(buf, size, "drop");
+		break;
+	default:
+		snprintf(buf, size, "next");
+	}
+}

@@ -89,4 +89,9 @@ sl_graph_has(const struct sl_graph *g, uint16_t s)
 	return g->edge_n[s] > 0 || g->next[s] != SL_HOP_NONE;
 }
 
+/* Hop h's name into buf: a service, "port:NAME", "drop" or "next" ("?"
+ * for a service or port that does not exist). */
+void sl_hop_format(const struct sl_shm *shm, sl_hop_t h, char *buf,
+		   size_t size);
+
 #endif /* SL_GRAPH_H */

@@ -529,6 +529,16 @@ enum sl_req_kind {
 	SL_REQ_MESSAGE,
 };
 
+/* A request kind's name as the control socket spells it ("?" if none). */
+static inline const char *
+sl_req_name(uint32_t kind)
+{
+	static const char *const names[] = {"?", "skip_me", "request_me",
+					    "change_default", "message"};
+
+	return kind < RTE_DIM(names) ? names[kind] : "?";
+}
+
 struct sl_msg {
 	uint32_t type;
 	int32_t pid;

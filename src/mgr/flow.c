@@ -787,6 +787,17 @@ fail:
 	return rc;
 }
 
+/* A match's fields into obj, its ingress port by name. */
+static void
+match_json(const struct sl_shm *shm, const struct sl_match *mt, json_t *obj)
+{
+	sl_match_to_json(mt, obj);
+	if (mt->in_port_lo == mt->in_port_hi && mt->in_port_lo < SL_MAX_PORTS)
+		json_object_set_new(
+			obj, "in_port",
+			json_string(shm->ports[mt->in_port_lo].name));
+}
+
 static json_t *
 rule_json(const struct sl_mgr *m, const struct sl_rule *r, json_int_t flows)
 {
@@ -800,12 +811,7 @@ rule_json(const struct sl_mgr *m, const struct sl_rule *r, json_int_t flows)
 				    ? m->shm->gtab[slot]->name
 				    : "?"));
 	json_object_set_new(o, "priority", json_integer(r->priority));
-	sl_match_to_json(&r->match, o);
-	if (r->match.in_port_lo == r->match.in_port_hi &&
-	    r->match.in_port_lo < SL_MAX_PORTS)
-		json_object_set_new(
-			o, "in_port",
-			json_string(m->shm->ports[r->match.in_port_lo].name));
+	match_json(m->shm, &r->match, o);
 	if (flows >= 0)
 		json_object_set_new(o, "flows", json_integer(flows));
 	return o;
@@ -1128,15 +1134,6 @@ sl_flows_delete(struct sl_mgr *m, const struct sl_flow_filter *f,
 
 /* ---- control thread: cross-layer requests ------------------------- */
 
-static const char *const req_names[] = {"?", "skip_me", "request_me",
-					"change_default", "message"};
-
-const char *
-sl_req_name(uint32_t kind)
-{
-	return kind < RTE_DIM(req_names) ? req_names[kind] : "?";
-}
-
 /*
  * Checks request r against graph g and applies it to entry e (NULL: only
  * check). 0, or a positive errno with the reason in err.
@@ -1172,16 +1169,14 @@ req_apply(struct sl_mgr *m, const struct sl_req *r, const struct sl_graph *g,
 	case SL_REQ_CHANGE_DEFAULT:
 		if (!sl_graph_allows(g, r->service, r->to) ||
 		    sl_verdict_kind(r->to) == SL_VERDICT_NEXT) {
-			json_t *to = sl_hop_json(shm, r->to);
+			char to[SL_NAME_LEN + 8];
 
+			sl_hop_format(shm, r->to, to, sizeof(to));
 			snprintf(err, errlen,
 				 "graph '%s' has no edge from '%s' to '%s': "
 				 "ChangeDefault may only pick one of the node's "
 				 "allowed next hops",
-				 g->name, sname,
-				 json_string_value(to) ? json_string_value(to)
-						       : "?");
-			json_decref(to);
+				 g->name, sname, to);
 			return EINVAL;
 		}
 		v.f.service = r->service;
@@ -1455,15 +1450,12 @@ static json_t *
 wild_json(const struct sl_shm *shm, const struct sl_wild *w)
 {
 	json_t *o = json_object(), *mt = json_object();
-	const char *type = "change_default";
-
-	if (w->request_me)
-		type = "request_me";
-	else if (w->ovr.f.kind == SL_OVR_SKIP)
-		type = "skip_me";
+	uint32_t kind = w->request_me		       ? SL_REQ_REQUEST_ME
+			: w->ovr.f.kind == SL_OVR_SKIP ? SL_REQ_SKIP_ME
+						       : SL_REQ_CHANGE_DEFAULT;
 
 	json_object_set_new(o, "id", json_integer(w->id));
-	json_object_set_new(o, "type", json_string(type));
+	json_object_set_new(o, "type", json_string(sl_req_name(kind)));
 	json_object_set_new(
 		o, "service",
 		json_string(w->ovr.f.service < shm->max_services
@@ -1471,12 +1463,7 @@ wild_json(const struct sl_shm *shm, const struct sl_wild *w)
 				    : "?"));
 	if (!w->request_me && w->ovr.f.kind == SL_OVR_DEFAULT)
 		json_object_set_new(o, "to", sl_hop_json(shm, w->ovr.f.hop));
-	sl_match_to_json(&w->match, mt);
-	if (w->match.in_port_lo == w->match.in_port_hi &&
-	    w->match.in_port_lo < SL_MAX_PORTS)
-		json_object_set_new(
-			mt, "in_port",
-			json_string(shm->ports[w->match.in_port_lo].name));
+	match_json(shm, &w->match, mt);
 	json_object_set_new(o, "match", mt);
 	return o;
 }
@@ -1546,4 +1533,3 @@ sl_flow_close(void)
 	free(g_graph_inc);
 	g_graph_inc = NULL;
 }
-

@@ -234,22 +234,11 @@ json_t *
 sl_hop_json(const struct sl_shm *shm, sl_hop_t h)
 {
 	char buf[SL_NAME_LEN + 8];
-	uint16_t id = sl_verdict_id(h);
 
-	switch (sl_verdict_kind(h)) {
-	case SL_VERDICT_TO:
-		return json_string(id < shm->max_services
-					   ? shm->services[id].name
-					   : "?");
-	case SL_VERDICT_OUT:
-		snprintf(buf, sizeof(buf), "port:%s",
-			 id < SL_MAX_PORTS ? shm->ports[id].name : "?");
-		return json_string(buf);
-	case SL_VERDICT_DROP:
-		return json_string("drop");
-	default:
+	if (sl_verdict_kind(h) == SL_VERDICT_NEXT)
 		return json_null();
-	}
+	sl_hop_format(shm, h, buf, sizeof(buf));
+	return json_string(buf);
 }
 
 json_t *

@@ -235,7 +235,6 @@ int sl_flow_find(const struct sl_mgr *m, const struct sl_5tuple *t,
 		 uint32_t *pos);
 uint32_t sl_flows_delete(struct sl_mgr *m, const struct sl_flow_filter *f,
 			 int64_t only);
-const char *sl_req_name(uint32_t kind);
 /* Validates and applies r; *applied: the flows (or, for a message, the
  * instances) it reached; *kept: the id of the kept wildcard request (the
  * existing one for a duplicate), 0 for one flow or a message. */

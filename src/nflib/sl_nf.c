@@ -802,33 +802,6 @@ sl_message(struct sl_nf *nf, uint16_t service, const char *key,
 	return nf_request(nf, SL_REQ_MESSAGE, NULL, service, 0, key, value);
 }
 
-/* The name of hop v (a service, "port:NAME" or "drop") into buf. */
-static void
-hop_format(const struct sl_nf *nf, sl_verdict_t v, char *buf, size_t size)
-{
-	uint16_t id = sl_verdict_id(v);
-
-	switch (sl_verdict_kind(v)) {
-	case SL_VERDICT_TO:
-		if (id < nf->shm->max_services)
-			snprintf(buf, size, "%s", nf->shm->services[id].name);
-		else
-			snprintf(buf, size, "service %u", id);
-		break;
-	case SL_VERDICT_OUT:
-		if (id < SL_MAX_PORTS)
-			snprintf(buf, size, "port:%s", nf->shm->ports[id].name);
-		else
-			snprintf(buf, size, "port %u", id);
-		break;
-	case SL_VERDICT_DROP:
-		snprintf(buf, size, "drop");
-		break;
-	default:
-		snprintf(buf, size, "next");
-	}
-}
-
 /*
  * Logs a rejected request, one line: which request (its id, kind, flow,
  * service and target, from the reply, which is the request's own message)
@@ -837,13 +810,11 @@ hop_format(const struct sl_nf *nf, sl_verdict_t v, char *buf, size_t size)
 static void
 reply_log_rejected(const struct sl_nf *nf, struct sl_msg *m)
 {
-	static const char *const kinds[] = {"?", "skip_me", "request_me",
-					    "change_default", "message"};
 	char flow[176] = "", to[SL_NAME_LEN + 16] = "";
 	const char *svc = m->req.service < nf->shm->max_services
 				  ? nf->shm->services[m->req.service].name
 				  : "?";
-	uint32_t kind = m->req.kind < RTE_DIM(kinds) ? m->req.kind : 0;
+	uint32_t kind = m->req.kind;
 
 	if (kind == SL_REQ_MESSAGE) {
 		m->req.mkey[sizeof(m->req.mkey) - 1] = '\0';
@@ -865,13 +836,14 @@ reply_log_rejected(const struct sl_nf *nf, struct sl_msg *m)
 	if (kind == SL_REQ_CHANGE_DEFAULT) {
 		char hop[SL_NAME_LEN + 8];
 
-		hop_format(nf, m->req.to, hop, sizeof(hop));
+		sl_hop_format(nf->shm, m->req.to, hop, sizeof(hop));
 		snprintf(to, sizeof(to), " to=%s", hop);
 	}
 	fprintf(stderr,
 		"%s: request %" PRId64 " rejected by sluiced: %s flow=%s "
 		"service=%s%s: %s\n",
-		nf->prog, m->req.id, kinds[kind], flow, svc, to, m->error);
+		nf->prog, m->req.id, sl_req_name(kind), flow, svc, to,
+		m->error);
 }
 
 /* Replies to our requests and messages to our service, from the inbox. */
