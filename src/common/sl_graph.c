@@ -297,8 +297,9 @@ sl_graph_compile(const struct sl_graph_spec *s,
 			snprintf(err, errlen, "graph '%s': node '%s': %s",
 				 s->name, s->nodes[i].service,
 				 ids[i] < 0 ? e : "service id out of range");
+			rc = ids[i] == -ENOSPC ? -ENOSPC : -EINVAL;
 			free(ids);
-			return -EINVAL;
+			return rc;
 		}
 	}
 	snprintf(g->name, sizeof(g->name), "%s", s->name);

@@ -33,10 +33,50 @@ static struct {
 
 static uint32_t g_version;
 
+/*
+ * Services the resolver created for the graph or chain being applied. A
+ * service is never freed once it has been used (it keeps the counts of its
+ * instances, and flows and kept requests name it by id), so one that a
+ * refused apply created (a typo, a cycle, no room) is released at once:
+ * nothing has seen it yet, and otherwise every refused apply with a new
+ * name would use one of --max-services up for good.
+ */
+static uint16_t *g_created; /* [max_services] while an apply runs */
+static uint16_t g_n_created;
+
 static int
 resolve_service(void *arg, const char *name, char *err, size_t errlen)
 {
-	return sl_service_get(arg, name, 1, err, errlen);
+	int id = sl_service_get(arg, name, 0, err, errlen);
+
+	if (id != -ENOENT)
+		return id;
+	id = sl_service_get(arg, name, 1, err, errlen);
+	if (id >= 0 && g_created != NULL)
+		g_created[g_n_created++] = (uint16_t)id;
+	return id;
+}
+
+static int
+created_begin(const struct sl_mgr *m, char *err, size_t errlen)
+{
+	g_n_created = 0;
+	g_created = malloc(sizeof(*g_created) * m->shm->max_services);
+	if (g_created == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static void
+created_end(struct sl_mgr *m, int failed)
+{
+	for (uint16_t i = 0; failed && i < g_n_created; i++)
+		sl_service_release(m, g_created[i]);
+	free(g_created);
+	g_created = NULL;
+	g_n_created = 0;
 }
 
 static int
@@ -180,6 +220,9 @@ sl_chain_apply(struct sl_mgr *m, const char *const *hops, uint16_t n,
 			 n);
 		return -ENOMEM;
 	}
+	rc = created_begin(m, err, errlen);
+	if (rc != 0)
+		goto out;
 	rc = sl_chain_compile(hops, n, &g_resolver, ms, &first, next, list,
 			      err, errlen);
 	if (rc != 0)
@@ -204,6 +247,7 @@ sl_chain_apply(struct sl_mgr *m, const char *const *hops, uint16_t n,
 	sl_event("chain.set", json_pack("{s:i, s:o}", "version", g->version,
 					"hops", sl_chain_json(m)));
 out:
+	created_end(m, rc != 0);
 	free(next);
 	free(list);
 	return rc;
@@ -413,10 +457,13 @@ sl_graph_apply_json(struct sl_mgr *m, json_t *p, json_t **out, char *err,
 		goto out;
 	}
 	sl_graph_layout(g, shm->max_services, spec.n_nodes, ne, 0);
-	rc = sl_graph_compile(&spec, &g_resolver, shm->max_services, g, err,
-			      errlen);
+	rc = created_begin(m, err, errlen);
+	if (rc == 0)
+		rc = sl_graph_compile(&spec, &g_resolver, shm->max_services, g,
+				      err, errlen);
 	if (rc == 0)
 		rc = publish(m, g, (uint16_t)id, err, errlen);
+	created_end(m, rc != 0);
 	if (rc != 0) {
 		rte_free(g);
 		goto out;

@@ -140,6 +140,15 @@ sl_service_get(struct sl_mgr *m, const char *name, int create, char *err,
 	return free_id;
 }
 
+void
+sl_service_release(struct sl_mgr *m, uint16_t id)
+{
+	struct sl_service *svc = &m->shm->services[id];
+
+	__atomic_store_n(&svc->used, 0, __ATOMIC_RELEASE);
+	memset(svc->name, 0, sizeof(svc->name));
+}
+
 static void
 live_add(struct sl_mgr *m, uint16_t s, uint16_t inst)
 {

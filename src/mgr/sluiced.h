@@ -169,6 +169,9 @@ void sl_registry_poll(struct sl_mgr *m); /* messages + quiescent actions */
 void sl_nf_died(struct sl_mgr *m, uint16_t instance);
 int sl_service_get(struct sl_mgr *m, const char *name, int create, char *err,
 		   size_t errlen);
+/* Frees a service nothing has used: one a refused graph or chain created
+ * (graph.c); no instance, graph, flow or request may name it. */
+void sl_service_release(struct sl_mgr *m, uint16_t id);
 int sl_chain_apply(struct sl_mgr *m, const char *const *hops, uint16_t n,
 		   char *err, size_t errlen);
 int sl_chain_complete(const struct sl_mgr *m);

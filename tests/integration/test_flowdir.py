@@ -171,6 +171,35 @@ def test_graph_apply_tells_a_bad_graph_from_no_room(launch, node):
     assert run.client.call("graph.apply", name="g2", nodes={"a": ["drop"]})["name"] == "g2"
 
 
+def test_a_refused_graph_or_chain_leaves_no_service_behind(launch, node):
+    """Services a graph or chain names are created as it is applied; one
+    refused half-way (no room for all its services) releases those it had
+    created, so that the room is still there for the next."""
+    from sluice.client import RpcError
+
+    run = launch(deployment(node, ports=[], nfs=[_fwd("a", "a")], chain=["a", "drop"],
+                            sluiced_args=["--max-services", "4"]))
+    names = lambda: [s["name"] for s in run.client.call("service.list")]  # noqa: E731
+    assert names() == ["a"]
+    with pytest.raises(RpcError) as full:
+        run.client.call("graph.apply", name="g", nodes={
+            "n1": ["n2"], "n2": ["n3"], "n3": ["n4"], "n4": ["drop"]})
+    assert full.value.code == -32000
+    assert full.value.message == ("graph 'g': node 'n4': all 4 services are in use: "
+                                  "raise --max-services")
+    with pytest.raises(RpcError) as chain:
+        run.client.call("chain.set", hops=["p1", "p2", "p3", "p4", "drop"])
+    assert chain.value.code == -32000
+    assert chain.value.message == ("chain hop 4 'p4': all 4 services are in use: "
+                                   "raise --max-services")
+    assert names() == ["a"]
+    assert run.client.call("graph.apply", name="g", nodes={
+        "x1": ["x2"], "x2": ["x3"], "x3": ["drop"]})["name"] == "g"
+    assert names() == ["a", "x1", "x2", "x3"]
+    assert run.client.call("graph.get", name="g")["nodes"] == {
+        "x1": ["x2"], "x2": ["x3"], "x3": ["drop"]}
+
+
 def _masked(frames: list[bytes]) -> list[bytes]:
     """The frames, sorted, with the tag byte (the source MAC's last, which
     forward --tag-src-mac sets to its instance) zeroed: a multiset to
