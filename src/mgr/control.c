@@ -7,34 +7,47 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/time.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "sluiced.h"
 
-#define MAX_CONNS 64
 #define MAX_LINE (64 * 1024)
 #define TAG_LISTEN 1ull
 #define TAG_CONN 2ull
 #define TAG_PID 3ull
 #define EP(tag, idx) (((tag) << 32) | (uint64_t)(idx))
 
+/*
+ * A client. Replies and events are sent without blocking; what the socket
+ * does not take waits in `out` (written out on EPOLLOUT), up to
+ * --control-out-kb: a client that reads nothing, a stuck subscriber say,
+ * is then closed rather than waited for, since the control thread also
+ * notices dead NFs and must never stall on a client.
+ */
 struct conn {
 	int fd;
 	int subscribed;
+	int broken; /* failed or over its limit: closed at the next safe point */
 	size_t len;
 	char *buf; /* MAX_LINE + 1 */
+	char *out;
+	size_t out_off, out_len, out_cap; /* pending: [out_off, out_len) */
 };
 
-static struct conn g_conns[MAX_CONNS];
+static struct conn *g_conns; /* [n_conns] */
+static uint32_t g_n_conns;
+static size_t g_out_max;      /* bytes */
+static uint64_t g_closed_unread; /* connections closed for not reading */
+static int g_epfd = -1;
 
 static int
 mkdir_p(const char *path)
@@ -60,7 +73,15 @@ sl_control_init(struct sl_mgr *m, char *err, size_t errlen)
 	struct epoll_event ev = {.events = EPOLLIN};
 	char dir[sizeof(sa.sun_path)];
 
-	for (int i = 0; i < MAX_CONNS; i++)
+	g_n_conns = m->o.ctl_conns;
+	g_out_max = (size_t)m->o.ctl_out_kb * 1024;
+	g_conns = calloc(g_n_conns, sizeof(*g_conns));
+	if (g_conns == NULL) {
+		snprintf(err, errlen, "out of memory for %u control connections",
+			 g_n_conns);
+		return -1;
+	}
+	for (uint32_t i = 0; i < g_n_conns; i++)
 		g_conns[i].fd = -1;
 	snprintf(dir, sizeof(dir), "%s", m->o.socket_path);
 	if (mkdir_p(dirname(dir)) != 0) {
@@ -87,6 +108,7 @@ sl_control_init(struct sl_mgr *m, char *err, size_t errlen)
 		snprintf(err, errlen, "epoll: %s", strerror(errno));
 		return -1;
 	}
+	g_epfd = m->epfd;
 	return 0;
 }
 
@@ -105,32 +127,122 @@ conn_close(struct sl_mgr *m, struct conn *c)
 	epoll_ctl(m->epfd, EPOLL_CTL_DEL, c->fd, NULL);
 	close(c->fd);
 	free(c->buf);
+	free(c->out);
 	memset(c, 0, sizeof(*c));
 	c->fd = -1;
 }
 
+static void
+conn_watch(struct conn *c, uint32_t events)
+{
+	struct epoll_event ev = {.events = events,
+				 .data.u64 = EP(TAG_CONN, c - g_conns)};
+
+	epoll_ctl(g_epfd, EPOLL_CTL_MOD, c->fd, &ev);
+}
+
+/* Sends what waits in c->out; 0, or -1 when the connection failed. */
 static int
+conn_flush(struct conn *c)
+{
+	while (c->out_off < c->out_len) {
+		ssize_t w = send(c->fd, c->out + c->out_off,
+				 c->out_len - c->out_off,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return 0;
+		if (w <= 0)
+			return -1;
+		c->out_off += (size_t)w;
+	}
+	c->out_off = c->out_len = 0;
+	conn_watch(c, EPOLLIN);
+	return 0;
+}
+
+/* Queues len bytes for c, sending at once what the socket takes. Marks c
+ * broken (closed by the caller's loop, never here: c may be the
+ * connection being read) when it fails or exceeds --control-out-kb. */
+static void
+conn_write(struct conn *c, const char *s, size_t len)
+{
+	size_t pending;
+
+	if (c->broken)
+		return;
+	if (c->out_len == 0) {
+		while (len > 0) {
+			ssize_t w = send(c->fd, s, len,
+					 MSG_NOSIGNAL | MSG_DONTWAIT);
+
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+				break;
+			if (w <= 0) {
+				c->broken = 1;
+				return;
+			}
+			s += w;
+			len -= (size_t)w;
+		}
+		if (len == 0)
+			return;
+	}
+	pending = c->out_len - c->out_off;
+	if (pending + len > g_out_max) {
+		sl_log("control: closing a connection that left %zu bytes of "
+		       "replies and events unread (--control-out-kb %zu): a "
+		       "client must read what it asked or subscribed to",
+		       pending + len, g_out_max / 1024);
+		g_closed_unread++;
+		c->broken = 1;
+		return;
+	}
+	if (c->out_off > 0) { /* keep the pending bytes at the start */
+		memmove(c->out, c->out + c->out_off, pending);
+		c->out_off = 0;
+		c->out_len = pending;
+	}
+	if (c->out_len + len > c->out_cap) {
+		size_t cap = c->out_cap ? c->out_cap : 4096;
+		char *p;
+
+		while (cap < c->out_len + len)
+			cap *= 2;
+		p = realloc(c->out, cap);
+		if (p == NULL) {
+			sl_log("control: out of memory for a reply; closing "
+			       "that connection");
+			c->broken = 1;
+			return;
+		}
+		c->out = p;
+		c->out_cap = cap;
+	}
+	if (c->out_len == 0)
+		conn_watch(c, EPOLLIN | EPOLLOUT);
+	memcpy(c->out + c->out_len, s, len);
+	c->out_len += len;
+}
+
+static void
 conn_send(struct conn *c, json_t *msg)
 {
 	char *s = json_dumps(msg, JSON_COMPACT);
-	size_t len, off = 0;
-	int rc = 0;
+	size_t len;
 
-	if (s == NULL)
-		return -1;
+	if (s == NULL) {
+		c->broken = 1;
+		return;
+	}
 	len = strlen(s);
 	s[len] = '\n'; /* json_dumps leaves room for the NUL we replace */
-	while (off < len + 1) {
-		ssize_t w = send(c->fd, s + off, len + 1 - off, MSG_NOSIGNAL);
-
-		if (w <= 0) {
-			rc = -1;
-			break;
-		}
-		off += (size_t)w;
-	}
+	conn_write(c, s, len + 1);
 	free(s);
-	return rc;
 }
 
 void
@@ -138,6 +250,8 @@ sl_event(const char *kind, json_t *data)
 {
 	struct timespec ts;
 	json_t *ev;
+	char *s;
+	size_t len;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	ev = json_pack("{s:s, s:s, s:{s:s, s:f, s:o}}", "jsonrpc", "2.0",
@@ -146,44 +260,65 @@ sl_event(const char *kind, json_t *data)
 		       data != NULL ? data : json_object());
 	if (ev == NULL)
 		return;
-	for (int i = 0; i < MAX_CONNS; i++)
-		if (g_conns[i].fd >= 0 && g_conns[i].subscribed)
-			conn_send(&g_conns[i], ev);
+	s = json_dumps(ev, JSON_COMPACT);
 	json_decref(ev);
+	if (s == NULL)
+		return;
+	len = strlen(s);
+	s[len] = '\n';
+	for (uint32_t i = 0; i < g_n_conns; i++)
+		if (g_conns[i].fd >= 0 && g_conns[i].subscribed)
+			conn_write(&g_conns[i], s, len + 1);
+	free(s);
+}
+
+json_t *
+sl_control_json(const struct sl_mgr *m)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < g_n_conns; i++)
+		n += g_conns[i].fd >= 0;
+	return json_pack("{s:i, s:i, s:i, s:I}", "connections", (int)n,
+			 "max_connections", (int)m->o.ctl_conns, "out_kb",
+			 (int)m->o.ctl_out_kb, "closed_unread",
+			 (json_int_t)g_closed_unread);
 }
 
 static void
 accept_conn(struct sl_mgr *m)
 {
 	struct epoll_event ev = {.events = EPOLLIN};
-	struct timeval tv = {.tv_sec = 1};
-	int fd = accept4(m->listen_fd, NULL, NULL, SOCK_CLOEXEC);
-	int i;
+	int fd = accept4(m->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	uint32_t i;
 
 	if (fd < 0)
 		return;
-	for (i = 0; i < MAX_CONNS && g_conns[i].fd >= 0; i++)
+	for (i = 0; i < g_n_conns && g_conns[i].fd >= 0; i++)
 		;
-	if (i == MAX_CONNS) {
-		static const char busy[] =
-			"{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":"
-			"-32000,\"message\":\"too many control connections "
-			"(64): close some\"}}\n";
-		if (send(fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL) < 0)
+	if (i == g_n_conns) {
+		char busy[200];
+		int n = snprintf(busy, sizeof(busy),
+				 "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":"
+				 "{\"code\":-32000,\"message\":\"too many "
+				 "control connections (%u): close some or "
+				 "raise --control-conns\"}}\n",
+				 g_n_conns);
+
+		if (send(fd, busy, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) <
+		    0)
 			sl_log("control: refused a connection (too many)");
 		close(fd);
 		return;
 	}
+	memset(&g_conns[i], 0, sizeof(g_conns[i]));
 	g_conns[i].buf = malloc(MAX_LINE + 1);
 	if (g_conns[i].buf == NULL) {
+		g_conns[i].fd = -1;
 		close(fd);
 		return;
 	}
-	/* A client that does not read must not stall the control thread. */
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	g_conns[i].fd = fd;
-	g_conns[i].len = 0;
-	g_conns[i].subscribed = 0;
 	ev.data.u64 = EP(TAG_CONN, i);
 	epoll_ctl(m->epfd, EPOLL_CTL_ADD, fd, &ev);
 }
@@ -194,6 +329,8 @@ conn_read(struct sl_mgr *m, struct conn *c)
 	ssize_t r = recv(c->fd, c->buf + c->len, MAX_LINE + 1 - c->len, 0);
 	char *start, *nl;
 
+	if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+		return;
 	if (r <= 0) {
 		conn_close(m, c);
 		return;
@@ -213,13 +350,12 @@ conn_read(struct sl_mgr *m, struct conn *c)
 			if (sub)
 				c->subscribed = 1;
 			if (resp != NULL) {
-				int rc = conn_send(c, resp);
-
+				conn_send(c, resp);
 				json_decref(resp);
-				if (rc != 0) {
-					conn_close(m, c);
-					return;
-				}
+			}
+			if (c->broken) {
+				conn_close(m, c);
+				return;
 			}
 			if (m->quit)
 				return;
@@ -258,23 +394,52 @@ sl_control_run(struct sl_mgr *m)
 			uint64_t tag = evs[i].data.u64 >> 32;
 			uint32_t idx = (uint32_t)evs[i].data.u64;
 
-			if (tag == TAG_LISTEN)
+			if (tag == TAG_LISTEN) {
 				accept_conn(m);
-			else if (tag == TAG_CONN && g_conns[idx].fd >= 0)
-				conn_read(m, &g_conns[idx]);
-			else if (tag == TAG_PID)
+			} else if (tag == TAG_CONN && g_conns[idx].fd >= 0) {
+				struct conn *c = &g_conns[idx];
+
+				if ((evs[i].events & EPOLLOUT) &&
+				    conn_flush(c) != 0)
+					c->broken = 1;
+				if (!c->broken &&
+				    (evs[i].events & (EPOLLIN | EPOLLHUP |
+						      EPOLLERR)))
+					conn_read(m, c);
+			} else if (tag == TAG_PID) {
 				sl_nf_died(m, (uint16_t)idx);
+			}
 		}
 		sl_registry_poll(m);
+		/* Connections an event or a reply found failed or full. */
+		for (uint32_t i = 0; i < g_n_conns; i++)
+			if (g_conns[i].fd >= 0 && g_conns[i].broken)
+				conn_close(m, &g_conns[i]);
 	}
 }
 
 void
 sl_control_close(struct sl_mgr *m)
 {
-	for (int i = 0; i < MAX_CONNS; i++)
-		if (g_conns[i].fd >= 0)
-			conn_close(m, &g_conns[i]);
+	for (uint32_t i = 0; i < g_n_conns; i++) {
+		struct conn *c = &g_conns[i];
+
+		if (c->fd < 0)
+			continue;
+		/* The last replies (shutdown's, say): a second at most. */
+		for (int waited = 0; !c->broken && c->out_off < c->out_len &&
+				     waited < 1000;
+		     waited += 10) {
+			struct pollfd pfd = {.fd = c->fd, .events = POLLOUT};
+
+			if (poll(&pfd, 1, 10) < 0 || conn_flush(c) != 0)
+				break;
+		}
+		conn_close(m, c);
+	}
+	free(g_conns);
+	g_conns = NULL;
+	g_n_conns = 0;
 	if (m->listen_fd >= 0) {
 		close(m->listen_fd);
 		unlink(m->o.socket_path);

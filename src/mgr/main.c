@@ -108,7 +108,12 @@ usage(void)
 		"  --flow-overrides N     cross-layer overrides per flow (2)\n"
 		"  --max-graphs N         service graphs (64)\n"
 		"  --max-rules N          flow rules (4096)\n"
-		"  --max-wildcards N      wildcard cross-layer requests (64)\n",
+		"  --max-wildcards N      wildcard cross-layer requests (64)\n"
+		"  --control-conns N      control-socket connections at once "
+		"(64)\n"
+		"  --control-out-kb N     replies and events a control "
+		"connection may leave unread; past it sluiced closes it "
+		"(4096)\n",
 		SL_BURST_MAX);
 }
 
@@ -139,7 +144,7 @@ parse_opts(struct sl_mgr_opts *o, int argc, char **argv)
 		O_MAXNFS, O_MAXSVC, O_RING, O_MBUFS, O_CACHE, O_BURST, O_BP,
 		O_IDLE, O_TXRETRY, O_HANG, O_RXD, O_TXD, O_NFMEM, O_NFTXQ, O_NFCACHE, O_FLOOKUP,
 		O_FCAP, O_FCAP6, O_FTIMEOUT, O_FPINS, O_FOVR, O_MAXGRAPHS, O_MAXRULES,
-		O_MAXWILD, O_HELP
+		O_MAXWILD, O_CTLCONNS, O_CTLOUT, O_HELP
 	};
 	static const struct option lo[] = {
 		{"name", required_argument, NULL, O_NAME},
@@ -172,6 +177,8 @@ parse_opts(struct sl_mgr_opts *o, int argc, char **argv)
 		{"max-graphs", required_argument, NULL, O_MAXGRAPHS},
 		{"max-rules", required_argument, NULL, O_MAXRULES},
 		{"max-wildcards", required_argument, NULL, O_MAXWILD},
+		{"control-conns", required_argument, NULL, O_CTLCONNS},
+		{"control-out-kb", required_argument, NULL, O_CTLOUT},
 		{"help", no_argument, NULL, O_HELP},
 		{NULL, 0, NULL, 0},
 	};
@@ -206,6 +213,8 @@ parse_opts(struct sl_mgr_opts *o, int argc, char **argv)
 	o->max_graphs = 64;
 	o->max_rules = 4096;
 	o->max_wild = 64;
+	o->ctl_conns = 64;
+	o->ctl_out_kb = 4096;
 
 	optind = 1;
 	opterr = 0;
@@ -435,6 +444,16 @@ parse_opts(struct sl_mgr_opts *o, int argc, char **argv)
 		case O_MAXWILD:
 			if (parse_u32("--max-wildcards", optarg, 0, 4096,
 				      &o->max_wild))
+				return -1;
+			break;
+		case O_CTLCONNS:
+			if (parse_u32("--control-conns", optarg, 1, 4096,
+				      &o->ctl_conns))
+				return -1;
+			break;
+		case O_CTLOUT:
+			if (parse_u32("--control-out-kb", optarg, 4, 1u << 20,
+				      &o->ctl_out_kb))
 				return -1;
 			break;
 		case O_HELP:

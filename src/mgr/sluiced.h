@@ -58,6 +58,8 @@ struct sl_mgr_opts {
 	uint16_t max_graphs;
 	uint32_t max_rules;
 	uint32_t max_wild;
+	uint32_t ctl_conns;   /* control connections at once (64) */
+	uint32_t ctl_out_kb;  /* unread replies/events per connection (4096) */
 	const char *chain;
 	struct sl_port_opt ports[SL_MAX_PORTS];
 	uint16_t n_ports;
@@ -261,6 +263,8 @@ int sl_control_init(struct sl_mgr *m, char *err, size_t errlen);
 void sl_control_run(struct sl_mgr *m);
 void sl_control_close(struct sl_mgr *m);
 void sl_control_watch_pid(struct sl_mgr *m, uint16_t instance, int pidfd);
+/* status.control: {connections, max_connections, out_kb, closed_unread} */
+json_t *sl_control_json(const struct sl_mgr *m);
 
 /* rpc.c */
 json_t *sl_rpc_handle(struct sl_mgr *m, const char *line, size_t len,

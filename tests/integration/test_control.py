@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
+import threading
 
 import pytest
 from conftest import build_dir, deployment, port, prog, wait_drained, wait_until
@@ -283,3 +284,58 @@ def test_split_rx_and_tx_threads(node, tmp_path):
         time.sleep(0.1)
     from packets import read
     assert read(dst) == frames
+
+
+def test_a_client_that_reads_nothing_is_closed_not_waited_for(launch, node, tmp_path):
+    """A subscriber that never reads must not stall the control thread,
+    which also notices dead NFs: once --control-out-kb of events wait for
+    it, sluiced closes it (logged, counted in status.control) and serves
+    everyone else as before; what the slow client did get is whole lines,
+    in order. A reading subscriber gets every event."""
+    run = launch(deployment(node, ports=[], nfs=[
+        {"name": "f", "program": prog("forward"), "service": "f"}], chain=["f", "drop"],
+        sluiced_args=["--control-out-kb", "16"]))
+    path = str(run.dep.socket_path())
+    assert run.client.call("status")["control"] == {
+        "connections": 1, "max_connections": 64, "out_kb": 16, "closed_unread": 0}
+    slow = socket.socket(socket.AF_UNIX)
+    slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    slow.connect(path)
+    slow.sendall(b'{"jsonrpc":"2.0","id":1,"method":"subscribe"}\n')
+    good = socket.socket(socket.AF_UNIX)
+    good.connect(path)
+    good.sendall(b'{"jsonrpc":"2.0","id":1,"method":"subscribe"}\n')
+    good_lines: list[bytes] = []
+    reader = threading.Thread(target=lambda: good_lines.extend(good.makefile("rb")))
+    reader.start()
+    pairs = 0
+    while run.client.call("status")["control"]["closed_unread"] == 0:
+        assert pairs < 2000, "the slow subscriber was never closed"
+        rid = run.client.call("rule.add", graph="default", dport=1000 + pairs)["id"]
+        run.client.call("rule.remove", id=rid)
+        pairs += 1
+    # Both clients still work; the slow one was closed after some events.
+    assert run.client.call("status")["control"]["connections"] == 2  # run.client, good
+    wait_until(lambda: len(good_lines) == 1 + 2 * pairs, 10, "every event at the good client")
+    good.shutdown(socket.SHUT_RDWR)
+    reader.join()
+    assert json.loads(good_lines[0]) == {"jsonrpc": "2.0", "id": 1, "result": {"subscribed": True}}
+    got = [(m["params"]["kind"], m["params"]["data"].get("id"))
+           for m in map(json.loads, good_lines[1:])]
+    ids = [i for k, i in got if k == "rule.added"]
+    assert got == [(k, i) for i in ids for k in ("rule.added", "rule.removed")]
+    assert len(ids) == pairs
+    slow.settimeout(5)
+    data = b""
+    while chunk := slow.recv(65536):
+        data += chunk
+    lines = data.split(b"\n")
+    assert lines[-1] == b""  # whole lines only, then EOF
+    msgs = [json.loads(x) for x in lines[:-1]]
+    assert msgs[0] == {"jsonrpc": "2.0", "id": 1, "result": {"subscribed": True}}
+    seen = [(m["params"]["kind"], m["params"]["data"].get("id")) for m in msgs[1:]]
+    assert 0 < len(seen) < 2 * pairs and seen == got[:len(seen)]
+    good.close()
+    log = run.sluiced.log.read_text()
+    assert "control: closing a connection that left" in log
+    assert "(--control-out-kb 16): a client must read" in log
