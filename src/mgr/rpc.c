@@ -1157,7 +1157,8 @@ sl_rpc_handle(struct sl_mgr *m, const char *line, size_t len, int *subscribe)
 	char buf[600];
 	size_t i;
 
-	req = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
+	req = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY,
+			 &jerr);
 	if (req == NULL) {
 		snprintf(buf, sizeof(buf), "parse error at column %d: %s",
 			 jerr.column, jerr.text);
