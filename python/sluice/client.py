@@ -226,7 +226,8 @@ class Client:
                     msg = self._read_message("subscribe", wait=None)
                 except ConnectionLost:
                     raise ConnectionLost(f"events: sluiced closed the connection on "
-                                         f"{self.socket_path} (it stopped?)") from None
+                                         f"{self.socket_path} (it stopped, or this client "
+                                         f"left more than its --control-out-kb unread)") from None
                 if isinstance(msg, dict) and msg.get("method") == "event" \
                         and isinstance(msg.get("params"), dict):
                     yield msg["params"]
