@@ -626,8 +626,20 @@ def read_yaml(path: str | Path, what: str = "deployment file") -> Any:
         what = " ".join(x for x in (e.context, e.problem) if x)
         raise DeploymentError([f"{source}: {where}invalid YAML ({what})"]) from None
     except yaml.YAMLError as e:
-        raise DeploymentError([f"{source}: invalid YAML ({e})"]) from None
+        raise DeploymentError([f"{source}: {yaml_problem(e)}"]) from None
+    except RecursionError:
+        raise DeploymentError([f"{source}: invalid YAML (lists or mappings nested too deep "
+                               f"to read): nest them less deeply"]) from None
     return data
+
+
+def yaml_problem(e: yaml.YAMLError) -> str:
+    """A YAML error without a line and column, in one line."""
+    if isinstance(e, yaml.reader.ReaderError):
+        char = f"#x{e.character:04x}" if isinstance(e.character, int) else repr(e.character)
+        return (f"invalid YAML (character {char} at position {e.position}: {e.reason}): "
+                f"remove it")
+    return f"invalid YAML ({' '.join(str(e).split())})"
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
@@ -641,12 +653,28 @@ class _UniqueKeyLoader(yaml.SafeLoader):
                 # YAML 1.1 reads a plain `on`, `yes`, `off`... as a boolean; as a
                 # key it is always meant as the word (policies say `on: message`).
                 key_node.tag = "tag:yaml.org,2002:str"
+            if not isinstance(key_node, yaml.ScalarNode):
+                kind = "list" if isinstance(key_node, yaml.SequenceNode) else "mapping"
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"a {kind} cannot be a key: keys are names (write the key "
+                    f"in quotes if it is meant as one)", key_node.start_mark)
             key = self.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
             if key in seen:
                 raise yaml.constructor.ConstructorError(
                     None, None, f"key '{key}' is given twice in one mapping", key_node.start_mark)
             seen.add(key)
         return super().construct_mapping(node, deep=deep)
+
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+        try:
+            return super().construct_yaml_int(node)  # type: ignore[no-any-return]
+        except ValueError:  # more digits than int() converts (sys.get_int_max_str_digits)
+            raise yaml.constructor.ConstructorError(
+                None, None, f"a number of {len(node.value)} characters is too long to read: "
+                f"use a smaller number", node.start_mark) from None
+
+
+_UniqueKeyLoader.add_constructor("tag:yaml.org,2002:int", _UniqueKeyLoader.construct_yaml_int)
 
 
 # -- port devices ---------------------------------------------------------------
@@ -815,7 +843,7 @@ def _kind(v: Any) -> str:
     if isinstance(v, int | float):
         return f"a number ({v})"
     if isinstance(v, str):
-        return f"a string ({v!r})"
+        return f"a string ({show_value(v)})"
     if isinstance(v, list):
         return "a list"
     if isinstance(v, dict):
@@ -823,6 +851,16 @@ def _kind(v: Any) -> str:
     if v is None:
         return "nothing (null)"
     return type(v).__name__
+
+
+def show_value(v: Any, limit: int = 60) -> str:
+    """A value as a message shows it: a scalar's repr cut to ``limit``
+    characters, a list or mapping by its kind (a YAML alias bomb would make
+    its repr as big as the bomb)."""
+    if isinstance(v, list | dict | tuple | set):
+        return _kind(v)
+    text = repr(v)
+    return text if len(text) <= limit else f"{text[:limit - 5]}...{text[-2:]}"
 
 
 def _loc(loc: tuple[int | str, ...]) -> str:
@@ -909,15 +947,20 @@ def pydantic_issues(e: ValidationError, root: type[BaseModel] | None = None,
             msg = f"expected {_TYPE_NAMES[typ]}, got {_kind(inp)}"
         elif typ == "literal_error":
             expected = str(ctx.get("expected", "")).replace("'", "").replace(" or ", ", ")
-            msg = f"{inp!r} is not one of: {expected}"
+            msg = f"{show_value(inp)} is not one of: {expected}"
         elif typ in ("greater_than_equal", "greater_than"):
             op = "at least" if typ == "greater_than_equal" else "more than"
             bound = ctx.get("ge", ctx.get("gt"))
-            msg = f"must be {op} {bound}, got {inp!r}"
+            msg = f"must be {op} {bound}, got {show_value(inp)}"
         elif typ in ("less_than_equal", "less_than"):
             op = "at most" if typ == "less_than_equal" else "less than"
             bound = ctx.get("le", ctx.get("lt"))
-            msg = f"must be {op} {bound}, got {inp!r}"
+            msg = f"must be {op} {bound}, got {show_value(inp)}"
+        elif typ == "invalid_key":
+            # the key itself ends the path: say where it is, and what it is
+            path = _loc(loc[:-1])
+            msg = (f"{_kind(inp)} cannot be a key: keys are names (write the key in quotes "
+                   f"if it is meant as one)")
         elif typ == "sluice":
             msg = err["msg"]
         else:

@@ -60,7 +60,7 @@ MATCH_KEYS = ("priority", "proto", "src", "dst", "sport", "dport", "in_port")
 _GRAPH_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,31}$")
 _SERVICE_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,31}$")
 _PORT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$")
-_RANGE_RE = re.compile(r"^\s*(\d+)\s*-\s*(\d+)\s*$")
+_RANGE_RE = re.compile(r"^\s*([0-9]{1,10})\s*-\s*([0-9]{1,10})\s*$")
 
 
 class GraphError(SluiceError):
@@ -220,7 +220,7 @@ def validate(graphs: Sequence[GraphSpec], rules: Sequence[RuleSpec] = (),
             issues.append(f"{where}.graph: no graph named '{r.graph}' (graphs: "
                           f"{', '.join(known)}): name one of them, or add graph "
                           f"'{r.graph}' under graphs{_did_you_mean(r.graph, options)}")
-        _, problems = match_params(r.model_dump(exclude={"graph"}), prt)
+        _, problems = match_params(_fields(r, exclude="graph"), prt)
         issues += [f"{where}.{k}: rule for graph '{r.graph}': {m}" for k, m in problems]
     return issues
 
@@ -302,7 +302,7 @@ def graph_issues(g: GraphSpec, where: str = "graph", services: list[str] | None 
                               f"reachable from entry '{entry}': add an edge to it from "
                               f"another node, or remove it")
     for j, m in enumerate(g.match):
-        _, problems = match_params(m.model_dump(), ports)
+        _, problems = match_params(_fields(m), ports)
         issues += [f"{where}.match[{j}].{k}: {gname}: {msg}" for k, msg in problems]
     return issues
 
@@ -327,6 +327,12 @@ def _cycle_issues(dag: nx.DiGraph, order: list[str], where: str, gname: str) -> 
 
 
 # -- rule fields --------------------------------------------------------------------
+
+def _fields(rule: MatchSpec, exclude: str | None = None) -> dict[str, Any]:
+    """A rule's fields as given, not copied: model_dump would copy (and walk) a
+    field's value however deep, and a YAML alias bomb in one is billions deep."""
+    return {k: getattr(rule, k) for k in type(rule).model_fields if k != exclude}
+
 
 def match_params(fields: Mapping[str, Any], ports: Iterable[str] | None = None
                  ) -> tuple[dict[str, Any], list[tuple[str, str]]]:
@@ -376,7 +382,7 @@ def match_params(fields: Mapping[str, Any], ports: Iterable[str] | None = None
                 hint = (f": write in_port: {value[5:]}" if isinstance(value, str)
                         and value.startswith("port:") else
                         ": give the name of a port of the node, e.g. in")
-                problems.append((key, f"{value!r} is not a port name{hint}"))
+                problems.append((key, f"{show_value(value)} is not a port name{hint}"))
             elif prt is not None and value not in prt:
                 problems.append((key, f"no port named '{value}' (ports: {_list(prt)})"
                                       f"{_did_you_mean(value, prt)}"))
@@ -409,9 +415,11 @@ def _proto(value: Any) -> tuple[Any, str | None]:
         v = value.strip().lower()
         if v in PROTOS:
             return v, None
-        if v.isdigit():
+        if _is_number(v):
             return _proto(int(v))
-        return None, (f"'{value}' is not a protocol sluiced knows: use {usage}"
+        if v.isascii() and v.isdigit():
+            return None, f"{_short(v)} is not an IP protocol number: use 0 to 255"
+        return None, (f"'{_short(value)}' is not a protocol sluiced knows: use {usage}"
                       f"{_did_you_mean(v, list(PROTOS))}")
     return None, f"expected {usage}, got {_kind(value)}"
 
@@ -428,7 +436,7 @@ def _prefix(value: Any) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network |
             net = ipaddress.ip_network(value.strip(), strict=False)
             return None, (f"'{value}' has bits set after the prefix length: write {net} "
                           f"(or the address alone for one host)")
-        return None, (f"'{value}' is not an IPv4 or IPv6 address or prefix: write e.g. "
+        return None, (f"'{_short(value)}' is not an IPv4 or IPv6 address or prefix: write e.g. "
                       f"10.0.0.0/8, 10.0.0.1 or 2001:db8::/32")
 
 
@@ -438,11 +446,13 @@ def _l4port(value: Any) -> tuple[Any, str | None]:
         return None, f"expected {usage}, got {_kind(value)}"
     if isinstance(value, str):
         s = value.strip()
-        if s.isdigit():
+        if _is_number(s):
             return _l4port(int(s))
+        if s.isascii() and s.isdigit():
+            return None, f"{_short(s)} is not a port: ports go from 0 to 65535"
         m = _RANGE_RE.match(s)
         if not m:
-            return None, f"'{value}' is not {usage}"
+            return None, f"'{_short(value)}' is not {usage}"
         lo, hi = int(m.group(1)), int(m.group(2))
         if hi > 65535:
             return None, f"'{value}': {hi} is not a port: ports go from 0 to 65535"
@@ -539,7 +549,25 @@ def _did_you_mean(word: str, options: Iterable[str], prefix: str = "") -> str:
     return f"; did you mean '{prefix}{m[0]}'?" if m else ""
 
 
+def _is_number(s: str) -> bool:
+    """Whether int() reads ``s`` as a small number: ASCII digits ('²' is a digit
+    int() refuses), at most 10 of them (a longer one is out of any range here,
+    and past 4300 int() refuses it too)."""
+    return s.isascii() and s.isdigit() and len(s) <= 10
+
+
+def _short(s: str, limit: int = 60) -> str:
+    """A string cut to ``limit`` characters for a message."""
+    return s if len(s) <= limit else f"{s[:limit - 5]}...{s[-2:]}"
+
+
 def _kind(v: Any) -> str:
     from .deploy import _kind as kind
 
     return kind(v)
+
+
+def show_value(v: Any) -> str:
+    from .deploy import show_value as show
+
+    return show(v)

@@ -86,8 +86,15 @@ class LinkSpec(_Strict):
     delay: float | None = Field(None, ge=0)
 
 
+# Bounds that keep a generated input from running out of time or memory before
+# any check: a synthetic topology lists every missing link of its nodes once
+# (a million nodes: half a trillion), generated flows are made one by one.
+MAX_SYNTHETIC_NODES = 1000
+MAX_GENERATED_FLOWS = 100000
+
+
 class SyntheticSpec(_Strict):
-    nodes: int = Field(gt=1)
+    nodes: int = Field(gt=1, le=MAX_SYNTHETIC_NODES)
     edges: int = Field(gt=0)
     seed: int | None = None
     delay_per_unit: float = Field(10.0, ge=0)
@@ -136,7 +143,7 @@ class FlowSpec(_Strict):
 
 
 class GenerateSpec(_Strict):
-    count: int = Field(gt=0)
+    count: int = Field(gt=0, le=MAX_GENERATED_FLOWS)
     flow_class: str | None = Field(None, alias="class")
     chain: list[str] | None = None
     bandwidth: float | tuple[float, float] = 100.0
@@ -151,6 +158,18 @@ class GenerateSpec(_Strict):
             raise ValueError("give exactly one of 'class' (a name from 'chains') or 'chain'")
         return self
 
+    @model_validator(mode="after")
+    def _bandwidth(self) -> GenerateSpec:
+        bw = self.bandwidth
+        for x in bw if isinstance(bw, tuple) else (bw,):
+            if not math.isfinite(x) or x < 0:
+                raise ValueError(f"bandwidth: {x} is not a bandwidth: give a number >= 0, "
+                                 f"or a range [low, high] of them")
+        if isinstance(bw, tuple) and bw[0] > bw[1]:
+            raise ValueError(f"bandwidth: [{bw[0]:g}, {bw[1]:g}] is an empty range: write "
+                             f"[{bw[1]:g}, {bw[0]:g}]")
+        return self
+
 
 class DemandSpec(_Strict):
     services: dict[str, ServiceSpec | int]
@@ -162,23 +181,40 @@ class DemandSpec(_Strict):
 # ----- pure conversion ------------------------------------------------------------
 
 
+_MEMBER_NAMES = frozenset({"NodeSpec", "LinkSpec", "ServiceSpec", "GenerateSpec", "str", "int",
+                           "float", "list", "tuple"})
+
+
 def _pydantic_issues(err: ValidationError, source: str) -> list[str]:
-    out = []
+    out: list[tuple[str, str]] = []
     for e in err.errors():
+        # pydantic names the member of a union or a validator in the path
+        # (list[function-after[...]], NodeSpec, str): not keys of the file
         loc = ".".join(
-            str(p) for p in e["loc"] if not str(p).startswith(("function-after", "tagged"))
+            str(p) for p in e["loc"]
+            if not (isinstance(p, str) and ("[" in p or p in _MEMBER_NAMES))
         )
         msg = e["msg"].removeprefix("Value error, ")
-        out.append(f"{source}: {loc or 'top level'}: {msg}")
-    return out
+        out.append((loc, msg))
+    # a union says why each member did not fit; where one member got further
+    # (an error below the same key), the others' "should be a valid ..." is noise
+    return [f"{source}: {loc or 'top level'}: {msg}" for loc, msg in out
+            if not (msg.startswith("Input should be a valid")
+                    and any(other.startswith(f"{loc}.") or (other and not loc)
+                            for other, _ in out))]
+
+
+def _not_a_mapping(data: Any, source: str, keys: str) -> InputError:
+    if data is None:
+        return InputError(f"{source}: the file is empty: give {keys}")
+    return InputError(f"{source}: expected a mapping ({keys}) at the top level, got "
+                      f"{type(data).__name__}")
 
 
 def topology_from_dict(data: Any, source: str = "topology", seed: int = 0) -> nx.Graph:
     """Build the topology graph described by ``data`` (see module docs)."""
     if not isinstance(data, dict):
-        raise InputError(
-            f"{source}: expected a mapping at the top level, got {type(data).__name__}"
-        )
+        raise _not_a_mapping(data, source, "nodes and links, topohub or synthetic")
     try:
         spec = TopologySpec.model_validate(data)
     except ValidationError as err:
@@ -271,9 +307,7 @@ def demand_from_dict(
 ) -> tuple[dict[str, Service], list[Flow]]:
     """Services and flows described by ``data`` (see module docs)."""
     if not isinstance(data, dict):
-        raise InputError(
-            f"{source}: expected a mapping at the top level, got {type(data).__name__}"
-        )
+        raise _not_a_mapping(data, source, "services, chains, flows")
     try:
         spec = DemandSpec.model_validate(data)
     except ValidationError as err:
@@ -372,13 +406,31 @@ def read_data(path: Path) -> Any:
             raise InputError(
                 f"{path}: not valid JSON: {err.msg} at line {err.lineno} column {err.colno}"
             ) from None
+        except (RecursionError, ValueError) as err:
+            raise _too_big(path, "JSON", err) from None
     try:
         return yaml.safe_load(text)
+    except (RecursionError, ValueError) as err:
+        raise _too_big(path, "YAML", err) from None
+    except yaml.reader.ReaderError as err:  # a character YAML does not allow
+        char = f"#x{err.character:04x}" if isinstance(err.character, int) else err.character
+        raise InputError(f"{path}: not valid YAML: character {char} at position "
+                         f"{err.position}: {err.reason}; remove it") from None
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
         problem = getattr(err, "problem", None) or str(err)
         raise InputError(f"{path}: not valid YAML: {problem}{where}") from None
+
+
+def _too_big(path: Path, fmt: str, err: Exception) -> InputError:
+    """Nesting deeper than the parser recurses, or a number of more digits
+    than int() converts (4300)."""
+    if isinstance(err, RecursionError):
+        return InputError(f"{path}: not valid {fmt}: lists or mappings nested too deep to "
+                          f"read; nest them less deeply")
+    return InputError(f"{path}: not valid {fmt}: {str(err).split(':')[0]}: use a smaller "
+                      f"number")
 
 
 def load_problem(topology: str | Path, flows: str | Path, seed: int = 0) -> Problem:
