@@ -445,7 +445,10 @@ count_fwd(struct sl_dispatch *d, uint16_t svc, uint16_t n, uint64_t bytes)
 /*
  * Enqueues a run [0, n) to an instance. The metadata is written before the
  * enqueue (the consumer may read it at once) and restored on the packets
- * that did not fit, so that a pending packet still looks like ours.
+ * that did not fit, so that a pending packet still looks like ours. The
+ * owner tag is left as it is: the consumer retags what it takes, so that
+ * a packet is always either tagged by who holds it or in a ring (or just
+ * taken from one), and sluiced can tell after a death (registry.c).
  */
 static uint16_t
 to_instance(struct sl_dispatch *d, uint16_t svc, uint16_t inst,
@@ -467,8 +470,9 @@ to_instance(struct sl_dispatch *d, uint16_t svc, uint16_t inst,
 		saved_s[i] = m->service;
 		m->verdict = SL_NEXT;
 		m->service = svc;
-		m->owner = (uint16_t)(inst + 1);
 	}
+	if (unlikely(d->fault != NULL))
+		d->fault(d);
 	/* Another producer mid-enqueue (or dead in one): wait here, as for
 	 * a full ring, never inside rte_ring on its progress. */
 	k = unlikely(sl_ring_prod_busy(slot->rx))
@@ -480,7 +484,6 @@ to_instance(struct sl_dispatch *d, uint16_t svc, uint16_t inst,
 		bytes -= rte_pktmbuf_pkt_len(pkts[i]); /* still ours */
 		m->verdict = saved_v[i];
 		m->service = saved_s[i];
-		m->owner = d->self_owner;
 	}
 	if (k > 0) {
 		count_fwd(d, svc, (uint16_t)k, bytes);
@@ -494,6 +497,8 @@ to_instance(struct sl_dispatch *d, uint16_t svc, uint16_t inst,
  * that whoever transmits (sluiced's TX thread, for an NF) uses this
  * resolution and not a newer chain's: a packet sees one chain version.
  * Unresolved runs (all_out) keep their verdict for sluiced to resolve.
+ * The owner tag is port_out's business: an NF's tx ring leaves it to
+ * the TX thread, which retags; a driver needs 0 first (it frees).
  */
 static uint16_t
 to_port(struct sl_dispatch *d, uint16_t port, struct rte_mbuf **pkts,
@@ -521,8 +526,9 @@ to_port(struct sl_dispatch *d, uint16_t port, struct rte_mbuf **pkts,
 			m->verdict = SL_OUT(port);
 			m->flags |= SL_META_PORT;
 		}
-		m->owner = 0;
 	}
+	if (unlikely(d->fault != NULL))
+		d->fault(d);
 	k = d->port_out(d, port, pkts, n);
 	for (uint16_t i = k; i < n; i++) {
 		struct sl_pkt_meta *m = sl_meta(pkts[i], d->meta_off);
@@ -533,7 +539,6 @@ to_port(struct sl_dispatch *d, uint16_t port, struct rte_mbuf **pkts,
 		}
 		m->verdict = saved_v[i];
 		m->flags &= ~SL_META_PORT;
-		m->owner = d->self_owner;
 	}
 	if (d->edge != NULL && port != SL_PORT_NONE) {
 		struct sl_edge_ctr *e = &d->edge[SL_EDGE_PORT(d->shm, port)];

@@ -26,8 +26,6 @@
 #include "sl_shared.h"
 #include "sluice/pkt.h"
 
-#define SL_BURST_MAX 64
-
 /*
  * Returns a message to the pool, marked free first: sluiced gives back the
  * answered messages of a dead process (those with its pid, answered and not
@@ -67,6 +65,10 @@ struct sl_dispatch {
 	/* Set to 1 around the mempool puts this context makes (its slot's
 	 * pool_op, for an NF with a cache of its own), or NULL. */
 	uint32_t *pool_op;
+	/* Tests only (libsluice's SLUICE_TEST_KILL_AT): called with a run
+	 * ready for its next hop, just before the enqueue or port_out; NULL
+	 * normally. */
+	void (*fault)(struct sl_dispatch *d);
 	/* Hand every packet to port_out unresolved: an NF in "mgr" hand-off
 	 * mode, where sluiced's I/O thread resolves next hops. */
 	uint8_t all_out;

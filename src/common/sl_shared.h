@@ -55,6 +55,7 @@ _Static_assert(SL_SHM_VERSION == SL_SHM_PINNED_VERSION,
 #define SL_BURST 32
 #define SL_LB_BUCKETS 256 /* flow-sticky bucket table, power of two */
 #define SL_MAX_PORTS 32
+#define SL_BURST_MAX 64 /* --burst: packets per burst, at most */
 #define SL_MAX_IO_THREADS 4
 #define SL_INSTANCE_NONE 0xffffu
 #define SL_SERVICE_NONE 0xffffu
@@ -117,9 +118,12 @@ struct sl_pkt_meta {
 			       * SL_META_GRAPH); fixed at ingress, so a
 			       * packet never sees two versions of a graph */
 	uint16_t service;     /* graph node: service that holds / held it */
-	uint16_t owner;       /* instance id + 1 whose rx ring or hands hold
-			       * it; 0 when sluiced holds it. Lets sluiced
-			       * reclaim exactly a dead NF's packets. */
+	uint16_t owner;       /* instance id + 1 of the NF that holds it, or
+			       * that handed it into a ring and whose
+			       * consumer has not taken it yet (a consumer
+			       * retags what it takes); 0: sluiced's, or
+			       * free. Lets sluiced reclaim exactly a dead
+			       * NF's packets (docs/architecture.md). */
 	uint16_t in_port;     /* ingress ethdev, UINT16_MAX if NF-made */
 	uint16_t flags;
 };
@@ -259,6 +263,11 @@ struct sl_nf_slot {
 	 * dispatched from this NF's tx ring, and packets reclaimed (lost)
 	 * after it died. */
 	struct sl_ctx_stats mgr;
+	/* The burst the NF is taking from its rx ring (NF-written): the ring
+	 * copies it here before it moves its tail, and the NF clears it once
+	 * the burst is retagged as its own. Non-NULL entries after its death
+	 * are packets it had taken and not yet tagged (sluiced's reclaim). */
+	struct rte_mbuf *hand[SL_BURST_MAX] __rte_cache_aligned;
 };
 
 _Static_assert(offsetof(struct sl_nf_slot, sleeping) % SL_CACHE_LINE == 0,
@@ -267,7 +276,7 @@ _Static_assert(offsetof(struct sl_nf_slot, nf) % SL_CACHE_LINE == 0,
 	       "NF-written counters must not share a line with sluiced's");
 _Static_assert(offsetof(struct sl_nf_slot, mgr) % SL_CACHE_LINE == 0,
 	       "sluiced-written counters must not share a line with the NF's");
-SL_PIN_SIZE(struct sl_nf_slot, 1088);
+SL_PIN_SIZE(struct sl_nf_slot, 1600);
 SL_PIN_OFF(struct sl_nf_slot, state, 0);
 SL_PIN_OFF(struct sl_nf_slot, instance, 4);
 SL_PIN_OFF(struct sl_nf_slot, service, 6);
@@ -291,6 +300,7 @@ SL_PIN_OFF(struct sl_nf_slot, first_pkt_tsc, 152);
 SL_PIN_OFF(struct sl_nf_slot, nf, 192);
 SL_PIN_OFF(struct sl_nf_slot, port_tx, 384);
 SL_PIN_OFF(struct sl_nf_slot, mgr, 896);
+SL_PIN_OFF(struct sl_nf_slot, hand, 1088);
 
 /* A sluice port: an ethdev with a user-given name. Index = ethdev id. */
 struct sl_port {

@@ -205,6 +205,9 @@ drain_ring(struct io_ctx *c, struct sl_dispatch *d, struct rte_ring *r,
 		rte_prefetch0(pkts[i]);
 		rte_prefetch0(sl_meta(pkts[i], c->shm->dynfield_offset));
 	}
+	/* Ours now: the NF's tag goes (see to_instance). */
+	for (unsigned int i = 0; i < n; i++)
+		sl_meta(pkts[i], c->shm->dynfield_offset)->owner = 0;
 	st->rx_pkts += n;
 	sl_dispatch(d, pkts, (uint16_t)n);
 	return n;

@@ -340,26 +340,124 @@ sl_qs_new(struct sl_mgr *m, enum sl_qs_kind kind)
 	return a;
 }
 
-struct reclaim_arg {
+/* Packets tagged owner, collected from the pool (pass 1 of reclaim). */
+struct tagged_arg {
 	int off;
 	uint16_t owner;
-	uint64_t n;
+	uint32_t n, cap;
+	struct rte_mbuf **v; /* NULL once out of memory */
 };
 
 static void
-reclaim_one(struct rte_mempool *mp, void *arg, void *obj, unsigned int idx)
+tagged_one(struct rte_mempool *mp, void *arg, void *obj, unsigned int idx)
 {
-	struct reclaim_arg *r = arg;
+	struct tagged_arg *t = arg;
 	struct rte_mbuf *mb = obj;
-	struct sl_pkt_meta *meta = sl_meta(mb, r->off);
 
 	(void)mp;
 	(void)idx;
-	if (meta->owner != r->owner)
+	if (sl_meta(mb, t->off)->owner != t->owner || t->v == NULL)
 		return;
-	meta->owner = 0;
-	rte_pktmbuf_free(mb);
-	r->n++;
+	if (t->n == t->cap) {
+		uint32_t cap = t->cap ? t->cap * 2 : 64;
+		struct rte_mbuf **v = realloc(t->v, cap * sizeof(*v));
+
+		if (v == NULL) {
+			free(t->v);
+			t->v = NULL;
+			return;
+		}
+		t->v = v;
+		t->cap = cap;
+	}
+	t->v[t->n++] = mb;
+}
+
+static int
+ptr_cmp(const void *a, const void *b)
+{
+	uintptr_t x = (uintptr_t)*(void *const *)a;
+	uintptr_t y = (uintptr_t)*(void *const *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* The entries of a ring of pointers (rte_ring_create, 8-byte elements). */
+static inline void *const *
+ring_entries(const struct rte_ring *r)
+{
+	return (void *const *)(const void *)&r[1];
+}
+
+/* Is p between r's consumer and producer tails: queued, or being taken? */
+static int
+in_ring(const struct rte_ring *r, const void *p)
+{
+	uint32_t t = __atomic_load_n(&r->cons.tail, __ATOMIC_ACQUIRE);
+	uint32_t h = __atomic_load_n(&r->prod.tail, __ATOMIC_ACQUIRE);
+
+	for (; t != h; t++)
+		if (ring_entries(r)[t & r->mask] == p)
+			return 1;
+	return 0;
+}
+
+/* Keeps in c[0..n) the packets that are in no NF's rx ring (a packet
+ * there is its consumer's to take and retag); returns how many. Out of
+ * memory: none (a packet left out leaks; one wrongly kept could be freed
+ * under its consumer). */
+static uint32_t
+not_in_rings(const struct sl_shm *shm, struct rte_mbuf **c, uint32_t n)
+{
+	uint8_t *in;
+	uint32_t k = 0;
+
+	if (n == 0)
+		return 0;
+	in = calloc(n, 1);
+	if (in == NULL)
+		return 0;
+	qsort(c, n, sizeof(*c), ptr_cmp);
+	for (uint16_t i = 0; i < shm->nf_hwm; i++) {
+		const struct rte_ring *r = shm->nfs[i].rx;
+		uint32_t t, h;
+
+		if (r == NULL || shm->nfs[i].state == SL_NF_FREE)
+			continue;
+		t = __atomic_load_n(&r->cons.tail, __ATOMIC_ACQUIRE);
+		h = __atomic_load_n(&r->prod.tail, __ATOMIC_ACQUIRE);
+		for (; t != h; t++) {
+			void *p = ring_entries(r)[t & r->mask];
+			struct rte_mbuf **f =
+				bsearch(&p, c, n, sizeof(*c), ptr_cmp);
+
+			if (f != NULL)
+				in[f - c] = 1;
+		}
+	}
+	for (uint32_t i = 0; i < n; i++)
+		if (!in[i])
+			c[k++] = c[i];
+	free(in);
+	return k;
+}
+
+/* Frees, as lost, the packets in a dead NF's rx ring (nobody produces
+ * into it any more) and empties it. */
+static uint64_t
+rx_ring_free(const struct sl_shm *shm, struct rte_ring *r)
+{
+	uint32_t t = r->cons.tail, h = r->prod.tail;
+	uint64_t n = 0;
+
+	for (; t != h; t++, n++) {
+		struct rte_mbuf *p = ring_entries(r)[t & r->mask];
+
+		sl_meta(p, shm->dynfield_offset)->owner = 0;
+		rte_pktmbuf_free(p);
+	}
+	rte_ring_reset(r);
+	return n;
 }
 
 /*
@@ -515,9 +613,16 @@ unstick(struct sl_mgr *m, uint16_t dead, struct sl_ring_prod *snap)
 
 /*
  * A dead or departed instance: roll back what a dead one left half
- * enqueued in others' rings (unstick), free every packet it held (its rx
- * ring and whatever it had in hand: all tagged with its owner id), then,
+ * enqueued in others' rings (unstick), free every packet it held, then,
  * once sluiced has drained its tx ring, free the slot.
+ *
+ * What it held: its rx ring; the burst it was taking from the ring and
+ * had not tagged yet (slot->hand); and the packets tagged with it. A tag
+ * outlives the hand-off (the consumer retags what it takes, see
+ * to_instance), so a packet tagged with it is in its hands, in a ring, or
+ * just taken by a consumer that is retagging it. Pass 1 keeps those in no
+ * ring; a grace period later every consumer has retagged what it took,
+ * and pass 2 frees those still tagged: they were in its hands.
  * Returns 0 when done, -EAGAIN to be retried later.
  */
 static int
@@ -525,9 +630,9 @@ reclaim(struct sl_mgr *m, struct sl_qs_action *a)
 {
 	struct sl_shm *shm = m->shm;
 	uint16_t inst = a->instance;
+	uint16_t tag = (uint16_t)(inst + 1);
 	struct sl_nf_slot *s = &shm->nfs[inst];
-	struct reclaim_arg r = {.off = shm->dynfield_offset,
-				.owner = (uint16_t)(inst + 1)};
+	uint64_t lost;
 
 	if (a->ptr != NULL) {
 		unstick(m, inst, a->ptr);
@@ -535,15 +640,54 @@ reclaim(struct sl_mgr *m, struct sl_qs_action *a)
 	}
 	if (s->tx != NULL && rte_ring_count(s->tx) > 0)
 		return -EAGAIN; /* the TX thread still hands those on */
-	rte_mempool_obj_iter(shm->pktmbuf_pool, reclaim_one, &r);
-	rte_ring_reset(s->rx);
+	if (a->pass == 0) {
+		struct tagged_arg t = {.off = shm->dynfield_offset,
+				       .owner = tag};
+
+		for (int i = 0; i < SL_BURST_MAX; i++) {
+			struct rte_mbuf *p = s->hand[i];
+
+			if (p != NULL && !in_ring(s->rx, p))
+				sl_meta(p, t.off)->owner = tag;
+			s->hand[i] = NULL;
+		}
+		a->lost = rx_ring_free(shm, s->rx);
+		t.v = malloc(64 * sizeof(*t.v));
+		t.cap = t.v != NULL ? 64 : 0;
+		rte_mempool_obj_iter(shm->pktmbuf_pool, tagged_one, &t);
+		if (t.v == NULL)
+			sl_log("instance %u: out of memory looking for the "
+			       "packets it held; they stay out of the pool",
+			       inst);
+		a->cand = t.v;
+		a->n_cand = not_in_rings(shm, t.v, t.n);
+		a->pass = 1;
+		if (a->n_cand > 0) {
+			(void)sl_grace_start(&a->grace, shm);
+			return -EAGAIN;
+		}
+	}
+	for (uint32_t i = 0; i < a->n_cand; i++) {
+		struct sl_pkt_meta *meta =
+			sl_meta(a->cand[i], shm->dynfield_offset);
+
+		if (meta->owner != tag)
+			continue; /* a consumer's now */
+		meta->owner = 0;
+		rte_pktmbuf_free(a->cand[i]);
+		a->lost++;
+	}
+	free(a->cand);
+	a->cand = NULL;
+	a->n_cand = 0;
+	lost = a->lost;
 	inbox_drain(m, s);
 	msgs_reclaim(m, s->pid);
-	s->mgr.drop[SL_DROP_NF_LOST] += r.n;
-	if (r.n > 0)
+	s->mgr.drop[SL_DROP_NF_LOST] += lost;
+	if (lost > 0)
 		sl_log("instance %u (%s): %" PRIu64
 		       " packet(s) it held were lost",
-		       inst, shm->services[s->service].name, r.n);
+		       inst, shm->services[s->service].name, lost);
 	slot_retire_stats(m, s);
 	cache_lcore_release(m, s, inst);
 	if (s->txq != 0)
@@ -552,7 +696,7 @@ reclaim(struct sl_mgr *m, struct sl_qs_action *a)
 	sl_event("nf.freed",
 		 json_pack("{s:i, s:s, s:I}", "instance", inst, "service",
 			   shm->services[s->service].name, "lost",
-			   (json_int_t)r.n));
+			   (json_int_t)lost));
 	return 0;
 }
 
@@ -622,7 +766,10 @@ sl_qs_drain_all(struct sl_mgr *m)
 				s->mgr.drop[SL_DROP_NF_LOST]++;
 			}
 		}
-		qs_run(m, a);
+		/* A reclaim's second pass needs no grace period now. */
+		for (int k = 0; k < 3 && qs_run(m, a) != 0; k++)
+			;
+		free(a->cand);
 		sl_grace_fini(&a->grace);
 		free(a);
 	}

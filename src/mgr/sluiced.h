@@ -102,6 +102,12 @@ struct sl_qs_action {
 	int (*fn)(struct sl_mgr *m, void *ptr);
 	uint16_t instance; /* for DEREGISTER / RECLAIM */
 	struct sl_grace grace;
+	/* RECLAIM, second pass: packets still tagged the dead instance's
+	 * that were in no ring a grace period ago (registry.c, reclaim). */
+	struct rte_mbuf **cand;
+	uint32_t n_cand;
+	uint32_t pass;
+	uint64_t lost; /* counted by the first pass */
 };
 
 #define SL_SCALE_PENDING_MAX 256

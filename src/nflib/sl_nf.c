@@ -56,6 +56,10 @@ struct sl_nf {
 	int stop;
 	int mgr_dead; /* sluiced was killed: nobody to deregister with */
 	int64_t req_id; /* last cross-layer request id */
+	/* Tests only: SLUICE_TEST_KILL_AT=handoff:N or take:N, see
+	 * test_kill_at(). */
+	int kill_take;
+	uint64_t kill_left;
 };
 
 static volatile sig_atomic_t g_stop;
@@ -224,12 +228,18 @@ nf_port_out(struct sl_dispatch *d, uint16_t port, struct rte_mbuf **pkts,
 		}
 	if (port != SL_PORT_NONE && slot->txq != 0 &&
 	    slot->txq < shm->ports[port].n_txq) {
-		/* The driver frees what it sent into our mempool cache. */
+		/* The driver frees what it sent into our mempool cache: free
+		 * packets are tagged nobody's. Killed inside the call, what it
+		 * had not sent is lost uncounted (docs/architecture.md). */
+		for (uint16_t i = 0; i < n; i++)
+			meta_of(pkts[i])->owner = 0;
 		sl_pool_op_begin(d->pool_op);
 		k = rte_eth_tx_burst(port, slot->txq, pkts, n);
 		sl_pool_op_end(d->pool_op);
-		for (unsigned int i = k; i < n; i++)
+		for (unsigned int i = k; i < n; i++) {
 			bytes -= rte_pktmbuf_pkt_len(pkts[i]);
+			meta_of(pkts[i])->owner = d->self_owner;
+		}
 		slot->port_tx[port].pkts += k;
 		slot->port_tx[port].bytes += bytes;
 		d->fwd->tx_pkts += k;
@@ -546,6 +556,7 @@ attach(struct sl_nf *nf)
 }
 
 static void nf_handle(struct sl_nf *nf, struct rte_mbuf **pkts, uint16_t n);
+static unsigned int nf_rx_burst(struct sl_nf *nf, struct rte_mbuf **pkts);
 static int mgr_gone(const struct sl_nf *nf);
 
 /*
@@ -607,9 +618,7 @@ ask_sluiced(struct sl_nf *nf, struct sl_msg *m, unsigned int timeout_ms,
 			if (sl_dispatch_pending(&nf->disp) &&
 			    sl_dispatch_retry(&nf->disp, rte_rdtsc()))
 				continue;
-			n = rte_ring_sc_dequeue_burst(nf->slot->rx,
-						      (void **)pkts, nf->burst,
-						      NULL);
+			n = nf_rx_burst(nf, pkts);
 			if (n > 0) {
 				nf_handle(nf, pkts, (uint16_t)n);
 				continue;
@@ -888,13 +897,6 @@ nf_handle(struct sl_nf *nf, struct rte_mbuf **pkts, uint16_t n)
 	const struct sl_nf_ops *ops = nf->ops;
 	uint64_t bytes = 0, t0;
 
-	/* The mbufs were last written on another core: ask for both lines
-	 * we use (header, and the meta in the dynfield area) of the whole
-	 * burst at once, so the misses overlap instead of queueing. */
-	for (uint16_t i = 0; i < n; i++) {
-		rte_prefetch0(pkts[i]);
-		rte_prefetch0(meta_of(pkts[i]));
-	}
 	for (uint16_t i = 0; i < n; i++)
 		bytes += rte_pktmbuf_pkt_len(pkts[i]);
 	if (unlikely(st->rx_pkts == 0))
@@ -913,6 +915,99 @@ nf_handle(struct sl_nf *nf, struct rte_mbuf **pkts, uint16_t n)
 	}
 	st->cycles += rte_rdtsc() - t0;
 	sl_dispatch(&nf->disp, pkts, n);
+}
+
+/*
+ * Takes a burst from our rx ring into pkts and tags it ours. The ring
+ * copies the burst into slot->hand, in shared memory, before it moves its
+ * tail, and the packets keep their producer's tag until retagged here;
+ * hand is cleared only after. So if we are killed in between, sluiced
+ * finds the burst in hand (or still in the ring) and reclaims it.
+ */
+/*
+ * Tests only. SLUICE_TEST_KILL_AT=handoff:N makes the NF kill itself (SIGKILL)
+ * at its Nth run handed to a next hop, once the run is ready and before it
+ * is enqueued (or given to port_out); take:N, at its Nth burst taken from
+ * its rx ring, before the burst is tagged as its own. Those are the moments
+ * a death is hardest to clean up after (docs/architecture.md, "Killed
+ * inside a hand-off"); tests/integration/test_failure.py uses them.
+ */
+static struct sl_nf *g_kill_nf;
+
+static void
+test_kill_count(void)
+{
+	if (--g_kill_nf->kill_left == 0) {
+		fprintf(stderr, "%s: SLUICE_TEST_KILL_AT reached: killing "
+				"myself\n",
+			g_kill_nf->prog);
+		raise(SIGKILL);
+	}
+}
+
+static void
+test_kill_fault(struct sl_dispatch *d)
+{
+	(void)d;
+	test_kill_count();
+}
+
+static void
+test_kill_at(struct sl_nf *nf)
+{
+	const char *v = getenv("SLUICE_TEST_KILL_AT");
+	char *end;
+	unsigned long long n;
+
+	if (v == NULL || *v == '\0')
+		return;
+	if (strncmp(v, "handoff:", 8) == 0)
+		v += 8;
+	else if (strncmp(v, "take:", 5) == 0)
+		v += 5, nf->kill_take = 1;
+	else
+		v = "";
+	n = strtoull(v, &end, 10);
+	if (*v == '\0' || *end != '\0' || n == 0) {
+		fprintf(stderr, "%s: SLUICE_TEST_KILL_AT='%s' ignored: use "
+				"handoff:N or take:N, N >= 1\n",
+			nf->prog, getenv("SLUICE_TEST_KILL_AT"));
+		nf->kill_take = 0;
+		return;
+	}
+	nf->kill_left = n;
+	g_kill_nf = nf;
+	if (!nf->kill_take)
+		nf->disp.fault = test_kill_fault;
+}
+
+static unsigned int
+nf_rx_burst(struct sl_nf *nf, struct rte_mbuf **pkts)
+{
+	struct sl_nf_slot *slot = nf->slot;
+	uint16_t self = (uint16_t)(nf->instance + 1);
+	unsigned int n;
+
+	n = rte_ring_sc_dequeue_burst(slot->rx, (void **)slot->hand, nf->burst,
+				      NULL);
+	if (n == 0)
+		return 0;
+	if (unlikely(nf->kill_take))
+		test_kill_count();
+	/* The mbufs were last written on another core: ask for both lines
+	 * we use (header, and the meta in the dynfield area) of the whole
+	 * burst at once, so the misses overlap instead of queueing. */
+	for (unsigned int i = 0; i < n; i++) {
+		pkts[i] = slot->hand[i];
+		rte_prefetch0(pkts[i]);
+		rte_prefetch0(meta_of(pkts[i]));
+	}
+	for (unsigned int i = 0; i < n; i++)
+		meta_of(pkts[i])->owner = self;
+	/* The tags are stored before hand is cleared. */
+	rte_atomic_thread_fence(__ATOMIC_RELEASE);
+	memset(slot->hand, 0, n * sizeof(slot->hand[0]));
+	return n;
 }
 
 static void
@@ -1012,8 +1107,7 @@ run(struct sl_nf *nf)
 			idle(nf, now, &idle_since);
 			continue;
 		}
-		n = rte_ring_sc_dequeue_burst(slot->rx, (void **)pkts,
-					      nf->burst, NULL);
+		n = nf_rx_burst(nf, pkts);
 		if (n == 0) {
 			idle(nf, now, &idle_since);
 			continue;
@@ -1045,8 +1139,7 @@ drain(struct sl_nf *nf)
 				sched_yield();
 			continue;
 		}
-		n = rte_ring_sc_dequeue_burst(nf->slot->rx, (void **)pkts,
-					      nf->burst, NULL);
+		n = nf_rx_burst(nf, pkts);
 		if (n == 0)
 			break;
 		nf_handle(nf, pkts, (uint16_t)n);
@@ -1134,6 +1227,7 @@ sl_nf_main(const struct sl_nf_ops *ops, int argc, char **argv)
 		goto out;
 	}
 	nf.disp.all_out = nf.shm->handoff != 0;
+	test_kill_at(&nf);
 	nf.disp.edge = sl_edge_row_nf(nf.shm, nf.instance, 0);
 	/* Our own mempool cache, if sluiced gave us one: frees and
 	 * allocations then stay off the pool's shared ring most of the time. */

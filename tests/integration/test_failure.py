@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import time
 
 import pytest
@@ -127,6 +128,53 @@ def test_killed_last_instance_drops_at_ingress_and_recovers(launch, node, tmp_pa
     assert port(st, "in")["rx_pkts"] == port(st, "out")["tx_pkts"] + st["drops_total"]
     wait_until(lambda: run.client.call("status")["mbufs"]["in_use"] == REPLAY, 5,
                "every mbuf back in the pool")
+
+
+@pytest.mark.parametrize("at,chain", [
+    ("handoff:300", ["a", "b", "port:out"]),  # into b's rx ring
+    ("handoff:300", ["a", "port:out"]),       # into its own tx ring
+    ("take:300", ["a", "b", "port:out"]),     # taken from its rx ring
+])
+def test_killed_inside_a_handoff_every_buffer_comes_back(launch, node, tmp_path, at, chain):
+    """An NF killed at the worst moment of a hand-off (libsluice's test hook
+    SLUICE_TEST_KILL_AT): a run ready for the next hop and not enqueued
+    yet, or a burst taken from its ring and not tagged as its own yet.
+    Every packet it held is found, freed and counted as nf_lost: the
+    packets balance exactly and every buffer is back in the pool."""
+    src = write(tmp_path / "in.pcap", mixed(REPLAY, flows=64, seed=3))
+    run = launch(deployment(
+        node,
+        ports=[{"name": "in", "device": f"net_pcap0,rx_pcap={src},infinite_rx=1"},
+               {"name": "out", "device": "net_null0,no-rx=1"}],
+        nfs=[{"name": n, "program": prog("forward"), "service": n} for n in chain[:-1]],
+        chain=chain))
+    wait_until(lambda: _out(run) > 20_000, 20, "traffic")
+    run.client.call("lb.set", service="a", mode="rr")
+    # A replica of a that kills itself at its 300th run or burst: with
+    # round robin, half of a's packets go through it.
+    victim = subprocess.Popen(
+        run.nf_argv(run.dep.nfs[0], prog("forward")),
+        env={**os.environ, "SLUICE_TEST_KILL_AT": at},
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        err = victim.communicate(timeout=20)[1]
+    finally:
+        victim.kill()
+    assert victim.returncode == -signal.SIGKILL, err
+    assert "SLUICE_TEST_KILL_AT reached: killing myself" in err
+    wait_until(lambda: len(run.client.call("nf.list")) == len(chain) - 1, 5,
+               "the dead replica to be reclaimed")
+    before = _out(run)
+    wait_until(lambda: _out(run) > before + 20_000, 10, "traffic after the death")
+    run.client.call("rx.pause")
+    st = wait_drained(run)
+    assert port(st, "in")["rx_pkts"] == port(st, "out")["tx_pkts"] + st["drops_total"]
+    lost = service(st, "a")["drops"]["nf_lost"]
+    assert lost > 0 and st["drops_total"] == lost, st
+    mb = wait_until(lambda: (m := run.client.call("status")["mbufs"])["in_use"] == REPLAY
+                    and m, 5, "every mbuf back in the pool")
+    assert mb["leaked"] == 0, mb
+    assert "packet(s) it held were lost" in run.sluiced.log.read_text()
 
 
 @pytest.mark.parametrize("nf_txq", [0, 4], ids=["tx-via-sluiced", "tx-by-nf"])

@@ -220,9 +220,9 @@ port_out(struct sl_dispatch *d, uint16_t port, struct rte_mbuf **pkts,
 	g_port.port[g_port.calls] = port;
 	g_port.run[g_port.calls] = n;
 	g_port.calls++;
-	/* Packets handed to a port are held by nobody. */
+	/* Dispatch leaves the tag to port_out (a driver needs 0). */
 	for (uint16_t i = 0; i < n; i++)
-		assert_int_equal(meta(pkts[i])->owner, 0);
+		assert_int_equal(meta(pkts[i])->owner, SELF_OWNER);
 	for (uint16_t i = 0; i < k; i++) {
 		assert_true(g_port.n_got < PORT_LOG);
 		g_port.got[g_port.n_got++] = pkts[i];
@@ -460,22 +460,22 @@ next_follows_chain(void **state)
 
 	assert_int_equal(take_rx(e, 0, got, 4), 1);
 	assert_ptr_equal(got[0], p[0]);
-	check_meta(p[0], SL_NEXT, 0, 0 + 1, 0x11);
+	check_meta(p[0], SL_NEXT, 0, SELF_OWNER, 0x11);
 
 	inst = mon->bucket[0x22];
 	assert_true(inst == 1 || inst == 2);
 	assert_int_equal(take_rx(e, inst, got, 4), 1);
 	assert_int_equal(take_rx(e, (uint16_t)(3 - inst), got + 1, 4), 0);
 	assert_ptr_equal(got[0], p[1]);
-	check_meta(p[1], SL_NEXT, 1, (uint16_t)(inst + 1), 0x22);
+	check_meta(p[1], SL_NEXT, 1, SELF_OWNER, 0x22);
 
 	assert_int_equal(g_port.calls, 1);
 	assert_int_equal(g_port.port[0], 0);
 	assert_int_equal(g_port.n_got, 1);
 	assert_ptr_equal(g_port.got[0], p[2]);
 	/* A resolved port is written into the verdict (the transmitter
-	 * must not re-resolve against a newer chain); owner is cleared. */
-	check_meta(p[2], SL_OUT(0), 1, 0, 0x33);
+	 * must not re-resolve against a newer chain); the tag is port_out's. */
+	check_meta(p[2], SL_OUT(0), 1, SELF_OWNER, 0x33);
 
 	check_drops(e, SL_DROP_NF_VERDICT, 0);
 	assert_int_equal(e->stats.tx_pkts, 2);
@@ -502,7 +502,7 @@ next_flow_sticky_spreads(void **state)
 	n1 = take_rx(e, 1, got, SL_BURST_MAX);
 	assert_int_equal(n1, want1);
 	for (unsigned i = 0; i < n1; i++) {
-		check_meta(got[i], SL_NEXT, 1, 2, meta(got[i])->flow_hash);
+		check_meta(got[i], SL_NEXT, 1, SELF_OWNER, meta(got[i])->flow_hash);
 		assert_int_equal(mon->bucket[meta(got[i])->flow_hash & 255],
 				 1);
 	}
@@ -511,7 +511,7 @@ next_flow_sticky_spreads(void **state)
 	assert_int_equal(n1 + n2, SL_BURST_MAX);
 	assert_true(n1 > 0 && n2 > 0);
 	for (unsigned i = 0; i < n2; i++)
-		check_meta(got[i], SL_NEXT, 1, 3, meta(got[i])->flow_hash);
+		check_meta(got[i], SL_NEXT, 1, SELF_OWNER, meta(got[i])->flow_hash);
 	rte_pktmbuf_free_bulk(got, n2);
 	assert_int_equal(e->stats.tx_pkts, SL_BURST_MAX);
 	assert_int_equal(e->stats.tx_bytes, SL_BURST_MAX * 64);
@@ -557,7 +557,7 @@ next_without_chain(void **state)
 	assert_int_equal(meta(p[1])->owner, 0);
 	assert_int_equal(take_rx(e, 0, got, 2), 1);
 	assert_ptr_equal(got[0], p[2]);
-	check_meta(p[2], SL_NEXT, 0, 1, 3);
+	check_meta(p[2], SL_NEXT, 0, SELF_OWNER, 3);
 	assert_int_equal(e->stats.tx_pkts, 1);
 	assert_int_equal(e->stats.tx_bytes, 100);
 	assert_int_equal(rte_mempool_avail_count(g_pool), g_pool_full - 1);
@@ -581,10 +581,10 @@ to_valid_service(void **state)
 	assert_int_equal(take_rx(e, inst, got, 2), 1);
 	assert_ptr_equal(got[0], p[0]);
 	/* Reset for the receiver: NEXT, at the target, held by it. */
-	check_meta(p[0], SL_NEXT, 1, (uint16_t)(inst + 1), 0x5);
+	check_meta(p[0], SL_NEXT, 1, SELF_OWNER, 0x5);
 	assert_int_equal(take_rx(e, 0, got + 1, 2), 1);
 	assert_ptr_equal(got[1], p[1]);
-	check_meta(p[1], SL_NEXT, 0, 1, 0x6);
+	check_meta(p[1], SL_NEXT, 0, SELF_OWNER, 0x6);
 	assert_int_equal(drops_total(e), 0);
 	assert_int_equal(e->stats.tx_pkts, 2);
 	assert_int_equal(e->stats.tx_bytes, 181);
@@ -642,13 +642,13 @@ to_round_robin(void **state)
 	assert_int_equal(take_rx(e, 1, got, 6), 3);
 	for (int i = 0; i < 3; i++) {
 		assert_ptr_equal(got[i], p[2 * i]);
-		check_meta(got[i], SL_NEXT, 1, 2, 0x77);
+		check_meta(got[i], SL_NEXT, 1, SELF_OWNER, 0x77);
 	}
 	rte_pktmbuf_free_bulk(got, 3);
 	assert_int_equal(take_rx(e, 2, got, 6), 3);
 	for (int i = 0; i < 3; i++) {
 		assert_ptr_equal(got[i], p[2 * i + 1]);
-		check_meta(got[i], SL_NEXT, 1, 3, 0x77);
+		check_meta(got[i], SL_NEXT, 1, SELF_OWNER, 0x77);
 	}
 	rte_pktmbuf_free_bulk(got, 3);
 	assert_int_equal(e->d.rr[1], 6);
@@ -680,7 +680,7 @@ take_exactly(struct env *e, uint16_t inst, struct rte_mbuf **p, unsigned n)
 			 n);
 	for (unsigned i = 0; i < n; i++) {
 		assert_ptr_equal(got[i], p[i]);
-		check_meta(got[i], SL_NEXT, 1, (uint16_t)(inst + 1),
+		check_meta(got[i], SL_NEXT, 1, SELF_OWNER,
 			   meta(got[i])->flow_hash);
 	}
 	rte_pktmbuf_free_bulk(got, n);
@@ -784,16 +784,17 @@ to_leaving_instance_falls_back(void **state)
 	assert_int_equal(rte_ring_count(rx_of(e, 2)) +
 				 rte_ring_count(rx_of(e, 3)),
 			 SL_BURST_MAX);
-	for (int i = 0; i < n; i++) {
-		uint32_t h = meta(p[i])->flow_hash;
-
-		check_meta(p[i], SL_NEXT, 1,
-			   (uint16_t)((h % 2 == 0 ? 3 : 2) + 1), h);
-	}
+	for (int i = 0; i < n; i++)
+		check_meta(p[i], SL_NEXT, 1, SELF_OWNER,
+			   meta(p[i])->flow_hash);
 	for (uint16_t i = 2; i <= 3; i++) {
 		struct rte_mbuf *got[SL_BURST_MAX];
 		unsigned k = take_rx(e, i, got, SL_BURST_MAX);
 
+		/* live[h % n_live]: live = {3, 2} */
+		for (unsigned j = 0; j < k; j++)
+			assert_int_equal(meta(got[j])->flow_hash % 2 == 0 ? 3 : 2,
+					 i);
 		rte_pktmbuf_free_bulk(got, k);
 	}
 	/* Flows of the other instances do not move. */
@@ -836,7 +837,7 @@ out_ports(void **state)
 	assert_int_equal(g_port.n_got, 3);
 	for (int i = 0; i < 3; i++) {
 		assert_ptr_equal(g_port.got[i], p[4 + i]);
-		check_meta(p[4 + i], SL_OUT(0), 0, 0, (uint32_t)(5 + i));
+		check_meta(p[4 + i], SL_OUT(0), 0, SELF_OWNER, (uint32_t)(5 + i));
 	}
 	for (int i = 0; i < 4; i++)
 		assert_int_equal(meta(p[i])->owner, 0);
@@ -970,7 +971,7 @@ producer_killed_mid_enqueue(void **state)
 	assert_int_equal(take_rx(e, 0, got, 4), 2);
 	assert_ptr_equal(got[0], p[0]);
 	assert_ptr_equal(got[1], p[1]);
-	check_meta(p[1], SL_NEXT, 0, 1, 0x12);
+	check_meta(p[1], SL_NEXT, 0, SELF_OWNER, 0x12);
 	assert_int_equal(e->stats.tx_pkts, 2);
 	/* A ring with no reservation is never touched. */
 	sl_ring_prod_get(r, &later);
@@ -997,7 +998,7 @@ backpressure_partial_then_retry(void **state)
 		assert_ptr_equal(e->d.pending[i], p[3 + i]);
 		check_meta(p[3 + i], SL_NEXT, SL_SERVICE_NONE, SELF_OWNER,
 			   (uint32_t)(3 + i));
-		check_meta(p[i], SL_NEXT, 0, 1, (uint32_t)i);
+		check_meta(p[i], SL_NEXT, 0, SELF_OWNER, (uint32_t)i);
 	}
 	assert_int_equal(e->stats.tx_pkts, 3);
 	assert_int_equal(e->stats.tx_bytes, 100 + 101 + 102);
@@ -1021,7 +1022,7 @@ backpressure_partial_then_retry(void **state)
 	assert_int_equal(take_rx(e, 0, got, RING_CAP), 6);
 	for (int i = 0; i < 6; i++) {
 		assert_ptr_equal(got[i], p[i]);
-		check_meta(p[i], SL_NEXT, 0, 1, (uint32_t)i);
+		check_meta(p[i], SL_NEXT, 0, SELF_OWNER, (uint32_t)i);
 	}
 	assert_int_equal(drops_total(e), 0);
 	assert_int_equal(e->stats.tx_pkts, 6);
@@ -1155,7 +1156,7 @@ backpressure_port_out_partial(void **state)
 	assert_int_equal(g_port.n_got, 5);
 	for (int i = 0; i < 5; i++) {
 		assert_ptr_equal(g_port.got[i], p[i]);
-		assert_int_equal(meta(p[i])->owner, 0);
+		assert_int_equal(meta(p[i])->owner, SELF_OWNER);
 	}
 	assert_int_equal(g_port.calls, 3);
 	assert_int_equal(drops_total(e), 0);
@@ -1167,12 +1168,12 @@ backpressure_port_out_partial(void **state)
 	p[0] = mk(SL_NEXT, 1, 1, 64);
 	p[1] = mk(SL_NEXT, 1, 2, 64);
 	assert_int_equal(sl_dispatch(&e->d, p, 2), 1);
-	check_meta(p[0], SL_OUT(0), 1, 0, 1);
+	check_meta(p[0], SL_OUT(0), 1, SELF_OWNER, 1);
 	check_meta(p[1], SL_NEXT, 1, SELF_OWNER, 2);
 	assert_ptr_equal(e->d.pending[0], p[1]);
 	g_port.take = UINT16_MAX;
 	assert_int_equal(sl_dispatch_retry(&e->d, e->d.pending_since), 0);
-	check_meta(p[1], SL_OUT(0), 1, 0, 2);
+	check_meta(p[1], SL_OUT(0), 1, SELF_OWNER, 2);
 }
 
 static void
@@ -1212,7 +1213,7 @@ all_out_sends_everything_unresolved(void **state)
 	for (int i = 0; i < 5; i++) {
 		assert_ptr_equal(g_port.got[i], p[i]);
 		/* verdict and node kept for sluiced to resolve */
-		check_meta(p[i], v[i], 0, 0, (uint32_t)i);
+		check_meta(p[i], v[i], 0, SELF_OWNER, (uint32_t)i);
 	}
 	assert_int_equal(drops_total(e), 0);
 	assert_int_equal(rte_ring_count(rx_of(e, 0)), 0);
