@@ -402,10 +402,12 @@ in_ring(const struct rte_ring *r, const void *p)
 	return 0;
 }
 
-/* Keeps in c[0..n) the packets that are in no NF's rx ring (a packet
- * there is its consumer's to take and retag); returns how many. Out of
- * memory: none (a packet left out leaks; one wrongly kept could be freed
- * under its consumer). */
+/* Keeps in c[0..n) the packets that are in no NF's rx ring and in no
+ * NF's hand (a packet there is its consumer's to retag, or, if that
+ * consumer is dead too, to claim: see reclaim); returns how many. The
+ * rings are read before the hands: a packet taken meanwhile is in a hand
+ * until it is retagged. Out of memory: none (a packet left out leaks; one
+ * wrongly kept could be freed under its consumer). */
 static uint32_t
 not_in_rings(const struct sl_shm *shm, struct rte_mbuf **c, uint32_t n)
 {
@@ -431,6 +433,21 @@ not_in_rings(const struct sl_shm *shm, struct rte_mbuf **c, uint32_t n)
 			struct rte_mbuf **f =
 				bsearch(&p, c, n, sizeof(*c), ptr_cmp);
 
+			if (f != NULL)
+				in[f - c] = 1;
+		}
+	}
+	for (uint16_t i = 0; i < shm->nf_hwm; i++) {
+		if (shm->nfs[i].state == SL_NF_FREE)
+			continue;
+		for (int j = 0; j < SL_BURST_MAX; j++) {
+			void *p = __atomic_load_n(&shm->nfs[i].hand[j],
+						  __ATOMIC_RELAXED);
+			struct rte_mbuf **f;
+
+			if (p == NULL)
+				continue;
+			f = bsearch(&p, c, n, sizeof(*c), ptr_cmp);
 			if (f != NULL)
 				in[f - c] = 1;
 		}
