@@ -1188,6 +1188,16 @@ sl_nf_main(const struct sl_nf_ops *ops, int argc, char **argv)
 		return 1;
 	}
 
+	/* Our handlers before rte_eal_init: a SIGTERM (nf.scale cancelling a
+	 * replica that is starting, a launcher stopping) or Ctrl-C while EAL
+	 * attaches must not end us there. Killed inside EAL's shared
+	 * read-locked sections, we would leave a reader on the shared
+	 * memory-hotplug lock for good, and sluiced's rte_eal_cleanup() at
+	 * exit would spin on it for ever. We attach, then stop below. */
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGHUP, on_signal);
+	signal(SIGPIPE, SIG_IGN);
 	sched_getaffinity(0, sizeof(saved), &saved);
 	rc = rte_eal_init(a.eal_argc, a.eal_argv);
 	if (rc < 0) {
@@ -1212,10 +1222,11 @@ sl_nf_main(const struct sl_nf_ops *ops, int argc, char **argv)
 
 	if (attach(&nf) != 0)
 		return 1;
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
-	signal(SIGHUP, on_signal);
-	signal(SIGPIPE, SIG_IGN);
+	if (g_stop) {
+		fprintf(stderr, "%s: stopped by a signal while starting\n",
+			argv[0]);
+		return 0;
+	}
 
 	if (do_register(&nf, &a) != 0)
 		return 1;
