@@ -134,11 +134,15 @@ def up(deployment: Path = typer.Argument(..., help="Deployment file (docs/deploy
                                           "loopback).")
        ) -> None:
     """Start sluiced, the NFs and the chain; keep them running (restarts, policies,
-    `sluice apply`); show live statistics; stop on Ctrl-C."""
+    `sluice apply`); show live statistics; stop on Ctrl-C.
+
+    Exit status: 0 after --duration, 130 for Ctrl-C, 143 for SIGTERM, 129 when the
+    terminal closes, 1 on errors (docs/deployment.md, "Stopping and exit status")."""
     from .launch import run_up
 
+    # run by main(), the process exits next: a signal then changes nothing
     raise typer.Exit(run_up(deployment, duration=duration or None, log_dir=log_dir,
-                            api=api, api_token=api_token))
+                            api=api, api_token=api_token, restore_signals=not _IN_MAIN))
 
 
 @app.command("apply")
@@ -926,8 +930,13 @@ def _main(version: bool = typer.Option(False, "--version", callback=version_call
     """Sluice control plane."""
 
 
+_IN_MAIN = False  # set by main(): the process exits when the command returns
+
+
 def main() -> None:
     """Entry point of the `sluice` command."""
+    global _IN_MAIN
+    _IN_MAIN = True
     try:
         app()
     except SluiceError as e:  # raised outside a command body

@@ -28,7 +28,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -55,6 +55,15 @@ TAIL_LINES = 15
 
 class LaunchError(SluiceError):
     """Starting or running a deployment failed; the message says why."""
+
+
+class Interrupted(BaseException):  # noqa: N818 (like KeyboardInterrupt)
+    """A signal asked `sluice up` to stop (``sig``); raised by the launcher's
+    ``should_stop`` check at a poll, never from inside a signal handler."""
+
+    def __init__(self, sig: int):
+        super().__init__(sig)
+        self.sig = sig
 
 
 @dataclass
@@ -115,14 +124,19 @@ class Launcher:
     seconds: ``ready_timeout`` for sluiced's socket, ``register_timeout`` for
     the NFs to register, ``stop_timeout`` for a clean exit after shutdown,
     ``term_timeout`` between SIGTERM and SIGKILL for what is left.
-    ``say`` receives progress lines (default: none).
+    ``say`` receives progress lines (default: none). ``should_stop`` is
+    called at every poll while starting and running (waiting for sluiced's
+    socket, for the NFs to register, ``check_alive``) and may raise to give
+    up: `sluice up` raises Interrupted there after a signal, so that a stop
+    never begins in the middle of starting a process.
     """
 
     def __init__(self, deployment: Deployment | dict[str, Any],
                  log_dir: str | Path | None = None, build_dir: str | Path | None = None,
                  ready_timeout: float = 15.0, register_timeout: float = 20.0,
                  stop_timeout: float = 5.0, term_timeout: float = 2.0,
-                 say: Callable[[str], None] | None = None):
+                 say: Callable[[str], None] | None = None,
+                 should_stop: Callable[[], None] | None = None):
         if isinstance(deployment, dict):
             deployment = Deployment.from_dict(deployment, source="<deployment>",
                                               build_dir=Path(build_dir) if build_dir else None)
@@ -135,6 +149,7 @@ class Launcher:
         self.stop_timeout = stop_timeout
         self.term_timeout = term_timeout
         self.say = say or (lambda _msg: None)
+        self.should_stop = should_stop or (lambda: None)
         self.client = Client(self.node, deployment.socket_path(), timeout=5.0)
         self.sluiced: Proc | None = None
         self.nfs: list[Proc] = []
@@ -235,7 +250,7 @@ class Launcher:
         self.sluiced = self._spawn("sluiced", self.sluiced_argv())
         self.say(f"sluiced started (pid {self.sluiced.pid}), log {self.sluiced.log}")
         try:
-            self.client.wait_ready(self.ready_timeout, check=self._check_sluiced)
+            self.client.wait_ready(self.ready_timeout, check=self._poll)
         except RpcTimeout as e:
             raise LaunchError(f"{e}; last lines of {self.sluiced.log}:\n"
                               f"{self.sluiced.tail()}") from None
@@ -350,6 +365,10 @@ class Launcher:
             f.write(f"{label} (pid {p.pid}): {' '.join(argv)}\n")
         return p
 
+    def _poll(self) -> None:
+        self.should_stop()
+        self._check_sluiced()
+
     def _check_sluiced(self) -> None:
         assert self.sluiced is not None
         rc = self.sluiced.exited()
@@ -361,7 +380,7 @@ class Launcher:
         deadline = time.monotonic() + self.register_timeout
         waiting = list(self.nfs)
         while True:
-            self._check_sluiced()
+            self._poll()
             for p in self.nfs:
                 rc = p.exited()
                 if rc is not None:
@@ -386,8 +405,9 @@ class Launcher:
     # -- running ------------------------------------------------------------------------
 
     def check_alive(self) -> None:
-        """Raises LaunchError if sluiced has exited."""
-        self._check_sluiced()
+        """Raises LaunchError if sluiced has exited (and what ``should_stop``
+        raises)."""
+        self._poll()
 
     def processes(self) -> list[Proc]:
         return ([self.sluiced] if self.sluiced else []) + self.nfs
@@ -666,25 +686,139 @@ def summary_text(stats: dict[str, Any]) -> str:
 
 # -- `sluice up` --------------------------------------------------------------------------
 
-@contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    def handler(_sig: int, _frm: object) -> None:
-        raise KeyboardInterrupt
+STOP_SIGNALS = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "terminated",
+                signal.SIGHUP: "terminal closed"}
 
-    old = signal.signal(signal.SIGTERM, handler)
+
+def exit_status(sig: int) -> int:
+    """`sluice up`'s exit status when ``sig`` stopped it: 128 + the signal
+    (130 SIGINT, 143 SIGTERM, 129 SIGHUP with the terminal gone)."""
+    return 128 + int(sig)
+
+
+def _has_terminal() -> bool:
+    """Whether this process has a controlling terminal (one it can open)."""
     try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, old)
+        fd = os.open("/dev/tty", os.O_RDWR | os.O_NOCTTY)
+    except OSError:
+        return False
+    os.close(fd)
+    return True
+
+
+class _Signals:
+    """The signals of `sluice up`, while it runs.
+
+    SIGINT and SIGTERM ask it to stop; so does SIGHUP when the terminal it
+    had is gone (the terminal was closed: its output then goes to
+    /dev/null). Any other SIGHUP asks the orchestrator to re-read the
+    deployment file (`sluice apply`), once it runs if it does not yet. The
+    handler only takes note: ``check`` raises Interrupted at the launcher's
+    next poll, so a stop never begins halfway through starting a process.
+    A signal while stopping is acknowledged on stderr and changes nothing:
+    the stop goes on (it takes at most a few seconds)."""
+
+    def __init__(self) -> None:
+        self.had_terminal = _has_terminal()
+        self.sig: int | None = None
+        self.raised = False
+        self.stopping = False
+        self.hung_up = False
+        self.reload_pending = False
+        self.orch: Any = None
+        self._old: dict[int, Any] = {}
+
+    def install(self) -> None:
+        for sig in STOP_SIGNALS:
+            self._old[sig] = signal.signal(sig, self._handler)
+
+    def restore(self, ignore: bool = False) -> None:
+        """Puts the handlers back; ``ignore``: ignores the signals instead,
+        for a process that exits next, its stop over (SIG_IGN, which stays
+        while Python exits, where a Python handler is reset to the default;
+        a process started later would inherit it)."""
+        for sig, old in self._old.items():
+            signal.signal(sig, signal.SIG_IGN if ignore else old)
+        self._old.clear()
+
+    def _handler(self, sig: int, _frame: object) -> None:
+        if sig == signal.SIGHUP:
+            if self.had_terminal and not _has_terminal():
+                self._terminal_closed()
+            elif self.sig is None and not self.stopping:
+                if self.orch is not None:
+                    self.orch.reload.set()
+                else:
+                    self.reload_pending = True
+                return
+        if self.sig is not None or self.stopping:
+            again = " again" if sig == self.sig else ""
+            _err(f"sluice up: already stopping ({signal.Signals(sig).name}{again}); "
+                 f"waiting for the processes to exit")
+            return
+        self.sig = sig
+
+    def _terminal_closed(self) -> None:
+        """Nobody reads the output any more and writing it fails (EIO):
+        send it to /dev/null."""
+        if self.hung_up:
+            return
+        self.hung_up = True
+        with contextlib.suppress(OSError):
+            null = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(null, fd)
+            os.close(null)
+
+    def check(self) -> None:
+        if self.sig is not None and not self.raised and not self.stopping:
+            self.raised = True
+            raise Interrupted(self.sig)
+
+    def reason(self) -> str:
+        assert self.sig is not None
+        name = signal.Signals(self.sig).name
+        return (f"sluice up: stopped by {name} ({STOP_SIGNALS[signal.Signals(self.sig)]}); "
+                f"exit status {exit_status(self.sig)}")
+
+
+def _err(line: str) -> None:
+    """One line on stderr, from a signal handler too (os.write: no buffer
+    to re-enter); nothing if stderr is gone."""
+    with contextlib.suppress(OSError):
+        os.write(2, (line + "\n").encode())
 
 
 def run_up(path: str | Path, duration: float | None = None, log_dir: str | Path | None = None,
            console: Console | None = None, interval: float = 1.0,
-           api: str | None = None, api_token: str | None = None) -> int:
+           api: str | None = None, api_token: str | None = None,
+           restore_signals: bool = True) -> int:
     """What `sluice up` does; returns the exit status (raises LaunchError).
 
+    0 when --duration ends; 128 + the signal when SIGINT (130), SIGTERM
+    (143) or the terminal closing (SIGHUP, 129) stops it, with one line on
+    stderr saying so; LaunchError (status 1 from the CLI) when starting
+    fails or sluiced exits under it. Everything is stopped and cleaned up
+    in every case (docs/deployment.md, "Stopping and exit status").
+
     ``api`` (HOST:PORT) also serves the REST API (docs/api.md) while the
-    deployment runs."""
+    deployment runs. SIGINT, SIGTERM and SIGHUP are handled until it
+    returns; then their handlers are put back, or with ``restore_signals``
+    false (the CLI, which exits next) they are ignored."""
+    sigs = _Signals()
+    sigs.install()
+    try:
+        return _run_up(sigs, path, duration, log_dir, console, interval, api, api_token)
+    except Interrupted as e:  # while the file was read: nothing was started
+        _err(sigs.reason())
+        return exit_status(e.sig)
+    finally:
+        sigs.restore(ignore=not restore_signals)
+
+
+def _run_up(sigs: _Signals, path: str | Path, duration: float | None,
+            log_dir: str | Path | None, console: Console | None, interval: float,
+            api: str | None, api_token: str | None) -> int:
     con = console or Console()
     if api:
         from .api import check_bind, parse_listen
@@ -694,53 +828,68 @@ def run_up(path: str | Path, duration: float | None = None, log_dir: str | Path 
     from .orchestrator import Orchestrator
 
     dep = load_deployment(path)
-    run = Launcher(dep, log_dir=log_dir, say=lambda m: con.print(Text(m, style="dim")))
+    sigs.check()  # a signal while the file was read: nothing started yet
+    run = Launcher(dep, log_dir=log_dir, say=lambda m: con.print(Text(m, style="dim")),
+                   should_stop=sigs.check)
     con.print(Text(f"sluice up: {dep.describe()}"))
     con.print(Text(f"logs: {run.run_dir}/ (sluiced.log, one .log per NF, "
                    f"orchestrator.log)"))
     failed: LaunchError | None = None
     server: Any = None
     orch: Orchestrator | None = None
-    old_hup = signal.getsignal(signal.SIGHUP)
-    with _sigterm_as_interrupt():
-        try:
-            run.start()
-            orch = Orchestrator(run, say=lambda m: con.print(Text(m, style="bold")))
-            orch.start()
-            signal.signal(signal.SIGHUP, lambda _s, _f: orch.reload.set() if orch else None)
-            con.print(Text(f"orchestrator: `sluice apply FILE` (or SIGHUP to pid "
-                           f"{os.getpid()}, which re-reads {dep.source}) changes the "
-                           f"running deployment"))
-            if api:
-                from .api import ApiServer, create_app
+    try:
+        run.start()
+        orch = Orchestrator(run, say=lambda m: con.print(Text(m, style="bold")))
+        orch.start()
+        sigs.orch = orch
+        if sigs.reload_pending:
+            orch.reload.set()
+        con.print(Text(f"orchestrator: `sluice apply FILE` (or SIGHUP to pid "
+                       f"{os.getpid()}, which re-reads {dep.source}) changes the "
+                       f"running deployment"))
+        if api:
+            from .api import ApiServer, create_app
 
-                server = ApiServer(create_app(dep.node.name, str(dep.socket_path()), api_token),
-                                   api_host, api_port)
-                server.start()
-                con.print(Text(server.describe()))
-            _watch(run, con, duration, interval)
-        except KeyboardInterrupt:
-            con.print()
-            con.print(Text("stopping (interrupted)"))
-        except LaunchError as e:
-            failed = e
+            server = ApiServer(create_app(dep.node.name, str(dep.socket_path()), api_token),
+                               api_host, api_port)
+            server.start()
+            con.print(Text(server.describe()))
+        _watch(run, con, duration, interval)
+        sigs.stopping = True
+        con.print(Text(f"stopping: --duration {duration:g} s is over"))
+    except Interrupted as e:
+        sigs.stopping = True
+        con.print()
+        con.print(Text(f"stopping ({signal.Signals(e.sig).name})"))
+    except LaunchError as e:
+        sigs.stopping = True
+        failed = e
+    except OSError:
+        # the terminal closed under a write: its SIGHUP (handled by now)
+        # is the reason to stop
+        if not sigs.hung_up:
+            raise
+    finally:
+        sigs.stopping = True
+        sigs.orch = None
+        try:
+            if orch is not None:
+                orch.stop()
         finally:
-            old = signal.signal(signal.SIGINT, signal.SIG_IGN)
-            signal.signal(signal.SIGHUP, old_hup)
             try:
-                if orch is not None:
-                    orch.stop()
                 if server is not None:
                     server.stop()
-                stats = run.stop()
             finally:
-                signal.signal(signal.SIGINT, old)
+                stats = run.stop()
     if failed is not None:
         raise failed
     if stats:
         con.print()
         con.print(summary_text(stats), markup=False, highlight=False)
     con.print(Text(f"stopped; logs are in {run.run_dir}/"))
+    if sigs.sig is not None:
+        _err(sigs.reason())
+        return exit_status(sigs.sig)
     return 0
 
 
