@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -786,6 +787,47 @@ remove_dpdk_files(const char *prefix)
 	rmdir(path);
 }
 
+/*
+ * rte_eal_cleanup() takes DPDK's shared memory-hotplug lock for writing. A
+ * process killed inside its own rte_eal_init (an NF SIGKILLed while it
+ * attaches) can leave a reader on that lock for good, and the clean-up
+ * would spin for ever. So it gets CLEANUP_WAIT_S; past that, sluiced says
+ * so, removes its files itself and exits.
+ */
+#define CLEANUP_WAIT_S 3
+
+static struct {
+	const char *prefix;
+	int rc;
+} g_cleanup;
+
+static void *
+cleanup_watchdog(void *arg)
+{
+	(void)arg;
+	sleep(CLEANUP_WAIT_S);
+	sl_log("DPDK's clean-up has not returned in %d s: a process killed "
+	       "inside its own DPDK start-up (an NF killed while it attached) "
+	       "left DPDK's shared memory lock held; removing the hugepage "
+	       "and runtime files and exiting without it",
+	       CLEANUP_WAIT_S);
+	remove_dpdk_files(g_cleanup.prefix);
+	_exit(g_cleanup.rc);
+	return NULL;
+}
+
+static void
+eal_cleanup(const char *prefix, int rc)
+{
+	pthread_t t;
+
+	g_cleanup.prefix = prefix;
+	g_cleanup.rc = rc;
+	if (pthread_create(&t, NULL, cleanup_watchdog, NULL) == 0)
+		pthread_detach(t);
+	rte_eal_cleanup();
+}
+
 /* ---- main ------------------------------------------------------------ */
 
 static int
@@ -963,7 +1005,7 @@ main(int argc, char **argv)
 out_ports:
 	sl_ports_close(m);
 out_eal:
-	rte_eal_cleanup();
+	eal_cleanup(prefix, rc);
 	remove_dpdk_files(prefix);
 	return rc;
 }

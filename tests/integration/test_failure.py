@@ -258,3 +258,37 @@ def test_answers_to_processes_gone_while_registering_come_back(launch, node):
     nf.wait(10)
     reclaimed(2)
     assert "message(s) it left unreturned given back" in run.sluiced.log.read_text()
+
+
+def _attaching(pid: int, node: str) -> bool:
+    """Whether the process has mapped sluiced's DPDK config (it is inside
+    rte_eal_init), or is gone."""
+    try:
+        with open(f"/proc/{pid}/maps") as f:
+            return f"/dpdk/sluice_{node}/config" in f.read()
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+
+
+def test_nf_killed_while_it_attaches_lets_sluiced_exit(launch, node):
+    """NFs SIGKILLed at moments inside DPDK's start-up can leave a reader on
+    DPDK's shared memory lock, and sluiced's rte_eal_cleanup() then spun on
+    it for ever at shutdown. sluiced gives the clean-up a few seconds, then
+    says why, removes its hugepage and runtime files itself (the node
+    fixture checks none is left) and exits 0."""
+    run = launch(deployment(node, ports=[{"name": "out", "device": "net_null0,no-rx=1"}],
+                            nfs=[{"name": "a", "program": prog("forward"), "service": "a"}],
+                            chain=["a", "port:out"]))
+    for delay_ms in [0, 1, 2, 3, 5, 7, 10, 15, 20, 30, 40, 60, 80, 120, 160]:
+        nf = subprocess.Popen([prog("forward"), "--", "--node", node, "--service", "b"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              start_new_session=True)
+        wait_until(lambda nf=nf: _attaching(nf.pid, node), 10, "the NF to attach", 0.001)
+        time.sleep(delay_ms / 1000)  # the moment of the kill inside its start
+        nf.kill()
+        nf.wait(timeout=20)
+    wait_until(lambda: [n["service"] for n in run.client.call("nf.list")] == ["a"], 5,
+               "only 'a' to be left")
+    run.client.call("shutdown")
+    wait_until(lambda: run.sluiced.exited() is not None, 15, "sluiced to exit")
+    assert run.sluiced.exited() == 0
