@@ -365,7 +365,7 @@ def test_ddos_orchestrated(node, tmp_path):
         except subprocess.TimeoutExpired:
             up.kill()
             rc = up.wait(10)
-    assert rc == 0, console.read_text()
+    assert rc == 130, console.read_text()  # stopped by our SIGINT (docs/deployment.md)
     check(sc, st, *rig.results())
     actions = (run_dir / "orchestrator.log").read_text()
     assert f"start: 'scrubber' (args --prefix {PREFIX}): 0 -> 1 instance(s): message " \
