@@ -619,7 +619,7 @@ def read_yaml(path: str | Path, what: str = "deployment file") -> Any:
     except (OSError, UnicodeDecodeError) as e:
         raise DeploymentError([f"{source}: cannot read: {e}"]) from None
     try:
-        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader)
+        data = yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506 (a SafeLoader)
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
@@ -642,7 +642,7 @@ def yaml_problem(e: yaml.YAMLError) -> str:
     return f"invalid YAML ({' '.join(str(e).split())})"
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
+class UniqueKeyLoader(yaml.SafeLoader):
     """SafeLoader that rejects a key given twice in one mapping."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
@@ -674,7 +674,7 @@ class _UniqueKeyLoader(yaml.SafeLoader):
                 f"use a smaller number", node.start_mark) from None
 
 
-_UniqueKeyLoader.add_constructor("tag:yaml.org,2002:int", _UniqueKeyLoader.construct_yaml_int)
+UniqueKeyLoader.add_constructor("tag:yaml.org,2002:int", UniqueKeyLoader.construct_yaml_int)
 
 
 # -- port devices ---------------------------------------------------------------

@@ -98,6 +98,11 @@ def test_unreadable_files(tmp_path):
     bad = write(tmp_path, "t.yaml", "nodes: [A, B\nlinks: []\n")
     with pytest.raises(InputError, match=r"not valid YAML: .* line \d+"):
         load_problem(bad, bad)
+    dup = write(tmp_path, "d.yaml", "nodes: [A, B]\nlinks: []\nnodes: [C]\n")
+    with pytest.raises(InputError) as err:
+        load_problem(dup, dup)
+    assert str(err.value) == (f"{dup}: not valid YAML: key 'nodes' is given twice in one "
+                              f"mapping at line 3 column 1")
     badj = write(tmp_path, "t.json", '{"nodes": [}')
     with pytest.raises(InputError, match="not valid JSON: .* line 1"):
         load_problem(badj, badj)

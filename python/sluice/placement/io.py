@@ -44,6 +44,7 @@ import networkx as nx
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from ..deploy import UniqueKeyLoader
 from .model import (
     Flow,
     Problem,
@@ -409,7 +410,9 @@ def read_data(path: Path) -> Any:
         except (RecursionError, ValueError) as err:
             raise _too_big(path, "JSON", err) from None
     try:
-        return yaml.safe_load(text)
+        # The deployment loader: a key given twice is an error, not the
+        # last one silently kept.
+        return yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506 (a SafeLoader)
     except (RecursionError, ValueError) as err:
         raise _too_big(path, "YAML", err) from None
     except yaml.reader.ReaderError as err:  # a character YAML does not allow
