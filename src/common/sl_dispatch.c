@@ -549,6 +549,19 @@ to_port(struct sl_dispatch *d, uint16_t port, struct rte_mbuf **pkts,
 	return k;
 }
 
+/* A run from an NF's tx ring that sluiced drops for reason r: unless the
+ * NF dropped it itself, its tx counted it (see undo_tx). */
+static inline void
+undo_tx(struct sl_dispatch *d, enum sl_drop_reason r, struct rte_mbuf **pkts,
+	uint16_t n)
+{
+	if (!d->undo_tx || r == SL_DROP_NF_VERDICT || d->fwd == NULL)
+		return;
+	for (uint16_t i = 0; i < n; i++)
+		d->fwd->undone_bytes += rte_pktmbuf_pkt_len(pkts[i]);
+	d->fwd->undone_pkts += n;
+}
+
 /* Counts a run on the edge to column col (the graph's drop sink). */
 static void
 count_edge(struct sl_dispatch *d, uint32_t col, struct rte_mbuf **pkts,
@@ -579,6 +592,8 @@ sl_dispatch(struct sl_dispatch *d, struct rte_mbuf **pkts, uint16_t n)
 			if (DEST_ID(dest[i]) == SL_DROP_GRAPH && d->edge != NULL)
 				count_edge(d, SL_EDGE_DROP(d->shm), &pkts[i],
 					   (uint16_t)(j - i));
+			undo_tx(d, (enum sl_drop_reason)DEST_ID(dest[i]),
+				&pkts[i], (uint16_t)(j - i));
 			sl_pool_op_begin(d->pool_op);
 			sl_drop_pkts(d->shm, d->drops,
 				     (enum sl_drop_reason)DEST_ID(dest[i]),
@@ -632,6 +647,7 @@ sl_dispatch_retry(struct sl_dispatch *d, uint64_t now)
 void
 sl_dispatch_drop_pending(struct sl_dispatch *d, enum sl_drop_reason r)
 {
+	undo_tx(d, r, d->pending, d->n_pending);
 	sl_pool_op_begin(d->pool_op);
 	sl_drop_pkts(d->shm, d->drops, r, d->pending, d->n_pending);
 	sl_pool_op_end(d->pool_op);

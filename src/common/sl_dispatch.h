@@ -72,6 +72,9 @@ struct sl_dispatch {
 	/* Hand every packet to port_out unresolved: an NF in "mgr" hand-off
 	 * mode, where sluiced's I/O thread resolves next hops. */
 	uint8_t all_out;
+	/* sluiced, from an NF's tx ring: what it drops (other than the NF's
+	 * own DROPs) was counted in the NF's tx; count it in fwd->undone_*. */
+	uint8_t undo_tx;
 	/* How long pending packets wait before being dropped as ring_full
 	 * (TSC cycles; UINT64_MAX: wait for ever, used at ingress). */
 	uint64_t bp_cycles;

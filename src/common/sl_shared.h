@@ -166,6 +166,12 @@ struct sl_ctx_stats {
 	uint64_t wakeups;   /* futex wake-ups sent to sleepers */
 	uint64_t sleeps;    /* times this context went to sleep */
 	uint64_t stalls;    /* loops that waited on a full next hop */
+	/* sluiced's row of an NF (slot->mgr) only: packets of the NF's tx
+	 * ring, counted in the NF's own tx, that sluiced then dropped (for
+	 * another reason than the NF's DROP): stats shows the NF's tx less
+	 * these, so that its rx = tx + drops. */
+	uint64_t undone_pkts;
+	uint64_t undone_bytes;
 } __rte_cache_aligned;
 /* One writer per context: no two contexts' counters share a line (arrays
  * of them in struct sl_shm and struct sl_nf_slot included). */
@@ -183,6 +189,8 @@ SL_PIN_OFF(struct sl_ctx_stats, bursts, 128);
 SL_PIN_OFF(struct sl_ctx_stats, wakeups, 136);
 SL_PIN_OFF(struct sl_ctx_stats, sleeps, 144);
 SL_PIN_OFF(struct sl_ctx_stats, stalls, 152);
+SL_PIN_OFF(struct sl_ctx_stats, undone_pkts, 160);
+SL_PIN_OFF(struct sl_ctx_stats, undone_bytes, 168);
 
 /*
  * Per-port counters written by one I/O thread: rx = from the wire,

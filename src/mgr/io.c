@@ -318,8 +318,10 @@ io_ctx_init(struct io_ctx *c, unsigned int idx)
 		if (sl_dispatch_init(&c->from_nf[i], shm, 0, &shm->nfs[i].mgr,
 				     shm->nfs[i].mgr.drop, io_port_out, c))
 			return -1;
-		else
+		else {
 			c->from_nf[i].edge = sl_edge_row_nf(shm, i, 1);
+			c->from_nf[i].undo_tx = 1;
+		}
 	if (sl_dispatch_init(&c->from_rx, shm, 0, &shm->io[idx],
 			     shm->io[idx].drop, io_port_out, c))
 		return -1;

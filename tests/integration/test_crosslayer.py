@@ -448,11 +448,14 @@ def test_flowclass_reroutes_ants_and_elephants(launch, node, tmp_path):
     assert " requests=0 " not in stats[0], stats[0]
 
 
-def test_to_outside_the_graph_is_a_policy_violation(launch, node, tmp_path):
+@pytest.mark.parametrize("handoff", ["direct", "mgr"])
+def test_to_outside_the_graph_is_a_policy_violation(launch, node, tmp_path, handoff):
     """sluice-forward --to c at x: in a graph where x has no edge to c every
     packet is dropped and counted as policy_violation on x; in a graph that
-    allows x -> c the same verdict goes through."""
-    rig = Rig(launch, node, tmp_path, [tag_nf("c")])
+    allows x -> c the same verdict goes through. x's own tx is what went
+    through, in = out + drops, also when sluiced's I/O thread resolves x's
+    hops (--handoff mgr), after x counted its whole tx ring as sent."""
+    rig = Rig(launch, node, tmp_path, [tag_nf("c")], sluiced_args=["--handoff", handoff])
     rig.apply("bad", {"x": ["b", "port:out"], "b": ["c", "port:out"], "c": ["port:out"]},
               src="10.77.1.0/24")
     rig.apply("ok", {"x": ["port:out", "c"], "c": ["port:out"]}, src="10.77.2.0/24")
@@ -477,6 +480,8 @@ def test_to_outside_the_graph_is_a_policy_violation(launch, node, tmp_path):
     assert inst["drops"]["policy_violation"] == 7, inst
     assert svc["drops"]["policy_violation"] == 7, svc
     assert inst["rx_pkts"] == 12, inst
+    assert (inst["tx_pkts"], svc["tx_pkts"]) == (5, 5), (inst, svc)
+    assert inst["tx_bytes"] == svc["tx_bytes"] == svc["rx_bytes"] * 5 // 12, (inst, svc)
     assert paths(got, "OK", "1") == ["c"] * 5
     assert not paths(got, "BAD", "1")
     assert len(got) == 5
