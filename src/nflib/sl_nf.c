@@ -918,13 +918,6 @@ nf_handle(struct sl_nf *nf, struct rte_mbuf **pkts, uint16_t n)
 }
 
 /*
- * Takes a burst from our rx ring into pkts and tags it ours. The ring
- * copies the burst into slot->hand, in shared memory, before it moves its
- * tail, and the packets keep their producer's tag until retagged here;
- * hand is cleared only after. So if we are killed in between, sluiced
- * finds the burst in hand (or still in the ring) and reclaims it.
- */
-/*
  * Tests only. SLUICE_TEST_KILL_AT=handoff:N makes the NF kill itself (SIGKILL)
  * at its Nth run handed to a next hop, once the run is ready and before it
  * is enqueued (or given to port_out); take:N, at its Nth burst taken from
@@ -981,6 +974,13 @@ test_kill_at(struct sl_nf *nf)
 		nf->disp.fault = test_kill_fault;
 }
 
+/*
+ * Takes a burst from our rx ring into pkts and tags it ours. The ring
+ * copies the burst into slot->hand, in shared memory, before it moves its
+ * tail, and the packets keep their producer's tag until retagged here;
+ * hand is cleared only after. So if we are killed in between, sluiced
+ * finds the burst in hand (or still in the ring) and reclaims it.
+ */
 static unsigned int
 nf_rx_burst(struct sl_nf *nf, struct rte_mbuf **pkts)
 {
