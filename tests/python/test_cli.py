@@ -630,3 +630,10 @@ def test_entry_point_prints_no_traceback(tmp_path: Path) -> None:
     assert r.returncode == 1
     assert r.stderr == f"{bad}: node.mode: 'fast' is not one of: shared, poll\n"
     assert r.stdout == ""
+
+
+def test_python_dash_m_sluice_is_the_command() -> None:
+    r = subprocess.run([sys.executable, "-m", "sluice", "--version"],
+                       capture_output=True, text=True, timeout=60)
+    assert (r.returncode, r.stderr) == (0, ""), r
+    assert r.stdout.split() == ["sluice", "0.1.0"], r.stdout
