@@ -41,6 +41,7 @@ struct conn {
 	char *buf; /* MAX_LINE + 1 */
 	char *out;
 	size_t out_off, out_len, out_cap; /* pending: [out_off, out_len) */
+	int out_watched; /* EPOLLOUT asked for: something is pending */
 };
 
 static struct conn *g_conns; /* [n_conns] */
@@ -132,19 +133,13 @@ conn_close(struct sl_mgr *m, struct conn *c)
 	c->fd = -1;
 }
 
-static void
-conn_watch(struct conn *c, uint32_t events)
-{
-	struct epoll_event ev = {.events = events,
-				 .data.u64 = EP(TAG_CONN, c - g_conns)};
-
-	epoll_ctl(g_epfd, EPOLL_CTL_MOD, c->fd, &ev);
-}
-
-/* Sends what waits in c->out; 0, or -1 when the connection failed. */
+/* Sends what waits in c->out, as much as the socket takes, and asks for
+ * EPOLLOUT while something is left; 0, or -1 when the connection failed. */
 static int
 conn_flush(struct conn *c)
 {
+	int pending;
+
 	while (c->out_off < c->out_len) {
 		ssize_t w = send(c->fd, c->out + c->out_off,
 				 c->out_len - c->out_off,
@@ -153,46 +148,35 @@ conn_flush(struct conn *c)
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			return 0;
+			break;
 		if (w <= 0)
 			return -1;
 		c->out_off += (size_t)w;
 	}
-	c->out_off = c->out_len = 0;
-	conn_watch(c, EPOLLIN);
+	if (c->out_off == c->out_len)
+		c->out_off = c->out_len = 0;
+	pending = c->out_len > 0;
+	if (pending != c->out_watched) {
+		struct epoll_event ev = {
+			.events = EPOLLIN | (pending ? EPOLLOUT : 0),
+			.data.u64 = EP(TAG_CONN, c - g_conns)};
+
+		epoll_ctl(g_epfd, EPOLL_CTL_MOD, c->fd, &ev);
+		c->out_watched = pending;
+	}
 	return 0;
 }
 
-/* Queues len bytes for c, sending at once what the socket takes. Marks c
- * broken (closed by the caller's loop, never here: c may be the
- * connection being read) when it fails or exceeds --control-out-kb. */
+/* Queues len bytes for c and sends what the socket takes. Marks c broken
+ * (closed by the caller's loop, never here: c may be the connection being
+ * read) when it fails or exceeds --control-out-kb. */
 static void
 conn_write(struct conn *c, const char *s, size_t len)
 {
-	size_t pending;
+	size_t pending = c->out_len - c->out_off;
 
 	if (c->broken)
 		return;
-	if (c->out_len == 0) {
-		while (len > 0) {
-			ssize_t w = send(c->fd, s, len,
-					 MSG_NOSIGNAL | MSG_DONTWAIT);
-
-			if (w < 0 && errno == EINTR)
-				continue;
-			if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-				break;
-			if (w <= 0) {
-				c->broken = 1;
-				return;
-			}
-			s += w;
-			len -= (size_t)w;
-		}
-		if (len == 0)
-			return;
-	}
-	pending = c->out_len - c->out_off;
 	if (pending + len > g_out_max) {
 		sl_log("control: closing a connection that left %zu bytes of "
 		       "replies and events unread (--control-out-kb %zu): a "
@@ -223,25 +207,37 @@ conn_write(struct conn *c, const char *s, size_t len)
 		c->out = p;
 		c->out_cap = cap;
 	}
-	if (c->out_len == 0)
-		conn_watch(c, EPOLLIN | EPOLLOUT);
 	memcpy(c->out + c->out_len, s, len);
 	c->out_len += len;
+	if (conn_flush(c) != 0)
+		c->broken = 1;
+}
+
+/* msg as one line (compact JSON and a newline), to free; NULL if out of
+ * memory. */
+static char *
+json_line(json_t *msg, size_t *len)
+{
+	char *s = json_dumps(msg, JSON_COMPACT);
+
+	if (s == NULL)
+		return NULL;
+	*len = strlen(s);
+	s[(*len)++] = '\n'; /* json_dumps leaves room for the NUL we replace */
+	return s;
 }
 
 static void
 conn_send(struct conn *c, json_t *msg)
 {
-	char *s = json_dumps(msg, JSON_COMPACT);
 	size_t len;
+	char *s = json_line(msg, &len);
 
 	if (s == NULL) {
 		c->broken = 1;
 		return;
 	}
-	len = strlen(s);
-	s[len] = '\n'; /* json_dumps leaves room for the NUL we replace */
-	conn_write(c, s, len + 1);
+	conn_write(c, s, len);
 	free(s);
 }
 
@@ -260,15 +256,13 @@ sl_event(const char *kind, json_t *data)
 		       data != NULL ? data : json_object());
 	if (ev == NULL)
 		return;
-	s = json_dumps(ev, JSON_COMPACT);
+	s = json_line(ev, &len);
 	json_decref(ev);
 	if (s == NULL)
 		return;
-	len = strlen(s);
-	s[len] = '\n';
 	for (uint32_t i = 0; i < g_n_conns; i++)
 		if (g_conns[i].fd >= 0 && g_conns[i].subscribed)
-			conn_write(&g_conns[i], s, len + 1);
+			conn_write(&g_conns[i], s, len);
 	free(s);
 }
 
