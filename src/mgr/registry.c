@@ -344,8 +344,9 @@ sl_qs_new(struct sl_mgr *m, enum sl_qs_kind kind)
 struct tagged_arg {
 	int off;
 	uint16_t owner;
+	int oom; /* out of memory: v is NULL and n 0 */
 	uint32_t n, cap;
-	struct rte_mbuf **v; /* NULL once out of memory */
+	struct rte_mbuf **v;
 };
 
 static void
@@ -356,7 +357,7 @@ tagged_one(struct rte_mempool *mp, void *arg, void *obj, unsigned int idx)
 
 	(void)mp;
 	(void)idx;
-	if (sl_meta(mb, t->off)->owner != t->owner || t->v == NULL)
+	if (sl_meta(mb, t->off)->owner != t->owner || t->oom)
 		return;
 	if (t->n == t->cap) {
 		uint32_t cap = t->cap ? t->cap * 2 : 64;
@@ -365,6 +366,8 @@ tagged_one(struct rte_mempool *mp, void *arg, void *obj, unsigned int idx)
 		if (v == NULL) {
 			free(t->v);
 			t->v = NULL;
+			t->n = 0;
+			t->oom = 1;
 			return;
 		}
 		t->v = v;
@@ -669,10 +672,8 @@ reclaim(struct sl_mgr *m, struct sl_qs_action *a)
 			s->hand[i] = NULL;
 		}
 		a->lost = rx_ring_free(shm, s->rx);
-		t.v = malloc(64 * sizeof(*t.v));
-		t.cap = t.v != NULL ? 64 : 0;
 		rte_mempool_obj_iter(shm->pktmbuf_pool, tagged_one, &t);
-		if (t.v == NULL)
+		if (t.oom)
 			sl_log("instance %u: out of memory looking for the "
 			       "packets it held; they stay out of the pool",
 			       inst);

@@ -925,15 +925,13 @@ nf_handle(struct sl_nf *nf, struct rte_mbuf **pkts, uint16_t n)
  * a death is hardest to clean up after (docs/architecture.md, "Killed
  * inside a hand-off"); tests/integration/test_failure.py uses them.
  */
-static struct sl_nf *g_kill_nf;
-
 static void
-test_kill_count(void)
+test_kill_count(struct sl_nf *nf)
 {
-	if (--g_kill_nf->kill_left == 0) {
+	if (--nf->kill_left == 0) {
 		fprintf(stderr, "%s: SLUICE_TEST_KILL_AT reached: killing "
 				"myself\n",
-			g_kill_nf->prog);
+			nf->prog);
 		raise(SIGKILL);
 	}
 }
@@ -941,8 +939,7 @@ test_kill_count(void)
 static void
 test_kill_fault(struct sl_dispatch *d)
 {
-	(void)d;
-	test_kill_count();
+	test_kill_count(container_of(d, struct sl_nf, disp));
 }
 
 static void
@@ -969,7 +966,6 @@ test_kill_at(struct sl_nf *nf)
 		return;
 	}
 	nf->kill_left = n;
-	g_kill_nf = nf;
 	if (!nf->kill_take)
 		nf->disp.fault = test_kill_fault;
 }
@@ -993,7 +989,7 @@ nf_rx_burst(struct sl_nf *nf, struct rte_mbuf **pkts)
 	if (n == 0)
 		return 0;
 	if (unlikely(nf->kill_take))
-		test_kill_count();
+		test_kill_count(nf);
 	/* The mbufs were last written on another core: ask for both lines
 	 * we use (header, and the meta in the dynfield area) of the whole
 	 * burst at once, so the misses overlap instead of queueing. */
