@@ -27,6 +27,7 @@ import os
 import signal
 import socket
 import subprocess
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -357,7 +358,7 @@ class Launcher:
             p.popen = subprocess.Popen(
                 argv, stdin=subprocess.DEVNULL, stdout=p.logf, stderr=subprocess.STDOUT,
                 cwd=self.dep.base_dir, start_new_session=True,
-                preexec_fn=lambda: os.sched_setaffinity(0, cores))
+                preexec_fn=_child_setup(cores))
         except OSError as e:
             p.logf.close()
             raise LaunchError(f"cannot start {label} ({argv[0]}): {e.strerror}") from None
@@ -477,6 +478,36 @@ def container_argv(argv: list[str], *, name: str, image: str, node: str,
     except Exception as e:  # noqa: BLE001 (the container runtime's own errors)
         raise LaunchError(f"NF '{name}': cannot build its container command "
                           f"(image {image}): {e}") from None
+
+
+_PR_SET_PDEATHSIG = 1
+_libc: Any = None
+
+
+def _child_setup(cores: set[int]) -> Callable[[], None]:
+    """What a started process does between fork and exec: take the node's
+    CPUs, and get SIGTERM when the launcher dies, so that a `sluice up`
+    killed with SIGKILL still stops sluiced cleanly (it stops its NFs; an NF
+    whose sluiced is gone exits by itself). The kernel sends that signal
+    when the *thread* that started the process exits, so only processes the
+    main thread starts ask for it (sluiced and the file's NFs): the
+    orchestrator's thread ends before the stop reads the last statistics,
+    and its NFs need no such signal. A launcher that died before the child
+    asked is noticed by the parent pid check."""
+    global _libc
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: os.sched_setaffinity(0, cores)
+    if _libc is None:  # loaded here, not in the child (no dlopen after fork)
+        import ctypes
+        _libc = ctypes.CDLL(None, use_errno=True)
+    parent = os.getpid()
+
+    def setup() -> None:
+        os.sched_setaffinity(0, cores)
+        _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        if os.getppid() != parent:
+            os._exit(143)
+    return setup
 
 
 def _signal(p: Proc, sig: int) -> None:

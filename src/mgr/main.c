@@ -54,8 +54,7 @@ sl_log(const char *fmt, ...)
 static void
 on_signal(int sig)
 {
-	(void)sig;
-	g_mgr.quit = 1;
+	g_mgr.quit = sig;
 }
 
 static void
@@ -990,7 +989,11 @@ main(int argc, char **argv)
 
 	sl_control_run(m); /* until SIGINT/SIGTERM or the shutdown method */
 
-	sl_log("shutting down");
+	if (m->quit > 1)
+		sl_log("shutting down: %s",
+		       m->quit == SIGINT ? "SIGINT" : "SIGTERM");
+	else
+		sl_log("shutting down: asked over the control socket");
 	sl_telemetry_close();
 	sl_stop_all_nfs(m, 2000);
 	__atomic_store_n(&m->shm->shutdown, 1, __ATOMIC_RELEASE);

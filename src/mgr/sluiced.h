@@ -117,7 +117,7 @@ struct sl_mgr {
 	struct sl_mgr_opts o;
 	struct sl_shm *shm;
 	uint64_t start_tsc;
-	volatile int quit;
+	volatile int quit; /* 1: the shutdown method; else the signal */
 	int *pidfd;              /* [max_nfs] */
 	uint16_t *txq_owner;     /* [1 + nf_txq]: instance + 1 using it, 0 */
 	/* [RTE_MAX_LCORE]: instance + 1 whose mempool cache that lcore id's

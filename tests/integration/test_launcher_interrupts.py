@@ -366,3 +366,23 @@ def test_sluiced_killed(up) -> None:
                           f"{u.logs}/sluiced.log:\n"), err
     assert "Traceback" not in u.stdout() + err
     assert leftovers(u.node) == [], err
+
+
+def test_launcher_killed(up) -> None:
+    # SIGKILL gives `sluice up` no chance to stop anything: sluiced gets
+    # SIGTERM from the kernel when its parent dies (PR_SET_PDEATHSIG), stops
+    # its NFs and removes its files. Only the orchestrator's socket file,
+    # which `sluice up` itself owned, is left (the next `sluice up` of the
+    # node replaces it).
+    u = up()
+    u.wait_table()
+    [pid] = prefix_users(f"sluice_{u.node}")
+    nfs = node_processes(u.node, nfs_only=True)
+    assert len(nfs) == 3
+    u.popen.kill()
+    assert u.popen.wait(5) == -signal.SIGKILL
+    wait_until(lambda: not node_processes(u.node), STOP_S, "the node's processes to exit")
+    orch_sock = SOCKET_DIR / f"{u.node}.orchestrator"
+    assert leftovers(u.node) == [str(orch_sock)]
+    log = (u.logs / "sluiced.log").read_text()
+    assert "shutting down: SIGTERM" in log, log[-2000:]
