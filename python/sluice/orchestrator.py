@@ -24,7 +24,10 @@ thread, every ``tick_s``):
 - **``sluice apply FILE``** (or SIGHUP to `sluice up`, which re-reads its
   own file) diffs the running deployment against the new file and changes
   NFs, graphs, chain and rules live; ports and node options cannot change
-  while sluiced runs and such a file is refused whole.
+  while sluiced runs and such a file is refused whole. A step sluiced
+  refuses undoes the apply (its control steps newest first, then its NFs);
+  what cannot be undone is reported, and the next apply pushes graphs,
+  chain and rules again instead of diffing.
 
 Instances are the orchestrator's own child processes (``Launcher.spawn_nf``),
 not sluiced's ``nf.scale`` copies: it must see them exit to restart them,
@@ -205,6 +208,24 @@ def orchestrator_socket(sluiced_socket: Path) -> Path:
     return sluiced_socket.with_name(sluiced_socket.stem + ".orchestrator")
 
 
+@dataclass
+class _Undo:
+    """One control step an apply made, and how to undo it."""
+
+    text: str  # "graph g added (version 2)"
+    undo: Callable[[], str]  # raises SluiceError; returns what it did, if worth saying
+    leaves: str | None = None  # a graph left in sluiced if the undo fails
+
+
+@dataclass
+class _ControlLog:
+    """The control steps of one apply: those made, and the one being made."""
+
+    made: list[_Undo] = field(default_factory=list)
+    step: str = ""  # the call being made, as the error names it
+    leaves: str | None = None  # the graph that call may add
+
+
 # -- the orchestrator --------------------------------------------------------------------
 
 class Orchestrator:
@@ -245,6 +266,12 @@ class Orchestrator:
         self.subscribed = False  # the event subscription is live (status: subscribed)
         self.clean_stops: dict[int, float] = {}  # pid -> when sluiced said it stopped
         self._log: Any = None
+        # True after an apply whose undo failed in part (or one of whose steps got
+        # no answer): sluiced's graphs, chain and rules may differ from self.dep,
+        # so the next apply pushes them all instead of diffing, and removes
+        # stale_graphs (graphs such an apply may have left in sluiced)
+        self.resync = False
+        self.stale_graphs: set[str] = set()
         self.sock_path = orchestrator_socket(run.dep.socket_path())
         self._adopt()
 
@@ -522,14 +549,17 @@ class Orchestrator:
                          label=s.label)
                 continue
             if pids is None:
-                pids = self._registered_pids()
+                try:
+                    pids = self._registered_pids()
+                except SluiceError:  # sluiced does not answer: signal them
+                    pids = {}
             inst = pids.get(s.proc.pid)
             how = "SIGTERM"
             if inst is not None:
                 try:
                     self.client.call("nf.stop", instance=inst)
                     how = f"nf.stop instance {inst}"
-                except RpcError:
+                except SluiceError:
                     self.run.kill(s.proc, signal.SIGTERM)
             else:
                 self.run.kill(s.proc, signal.SIGTERM)
@@ -705,7 +735,9 @@ class Orchestrator:
     def apply(self, new: Deployment) -> list[str]:
         """Changes the running deployment into ``new``; returns what changed,
         one line each. Raises OrchestratorError when refused (nothing
-        changed) or when sluiced refused a step (the lines say how far it got)."""
+        changed), when an NF does not start, or when sluiced refuses a step
+        of graphs, chain and rules: then what was made is undone, and the
+        lines say what (and what could not be undone, see ``resync``)."""
         old = self.dep
         src = new.source
         refused = _fixed_changes(old, new)
@@ -720,7 +752,7 @@ class Orchestrator:
             done.append(f"{action}: {text}")
             self.say(action, text)
 
-        snapshot = {k: (g.nf, g.want, [s.outdated for s in g.slots])
+        snapshot = {k: (g.nf, g.want, [s.outdated for s in g.slots], g.stopped_outside)
                     for k, g in self.groups.items()}
         old_nfs = {n.name: n for n in old.nfs}
         new_nfs = {n.name: n for n in new.nfs}
@@ -758,13 +790,16 @@ class Orchestrator:
         except OrchestratorError:
             self._rollback(snapshot, old)
             raise
-        # 2. graphs, chain, rules over the control socket
+        # 2. graphs, chain, rules over the control socket; a step sluiced refuses
+        # undoes the steps made before it, then the NF part
+        nf_done = list(done)
+        log = _ControlLog()
         try:
-            self._apply_control(old, new, note)
-        except RpcError as e:
-            raise OrchestratorError("\n".join(
-                [f"{src}: sluiced refused a change: {e.message}",
-                 "applied before it:"] + ["  " + d for d in done])) from None
+            self._apply_control(old, new, note, log)
+        except SluiceError as e:
+            raise self._undo_apply(e, log, nf_done, snapshot, old, src) from None
+        self.resync = False
+        self.stale_graphs.clear()
         # 3. stop what the new file removes (now nothing routes to it)
         for name in old_nfs.keys() - new_nfs.keys():
             for g in [g for g in self.groups.values() if g.nf.name == name]:
@@ -840,9 +875,9 @@ class Orchestrator:
                 g.origin = "removed"
                 self._stop_slots(g, list(g.active()), "the apply failed")
                 continue
-            nf, want, outdated = snapshot[key]
+            nf, want, outdated, stopped_outside = snapshot[key]
             new_slots = g.slots[len(outdated):]
-            g.nf, g.want = nf, want
+            g.nf, g.want, g.stopped_outside = nf, want, stopped_outside
             for s, o in zip(g.slots, outdated, strict=False):
                 s.outdated = o
             live = [s for s in new_slots if s.state != "stopping"]
@@ -850,42 +885,179 @@ class Orchestrator:
                 self._stop_slots(g, live, "the apply failed")
 
     def _apply_control(self, old: Deployment, new: Deployment,
-                       note: Callable[[str, str], None]) -> None:
+                       note: Callable[[str, str], None], log: _ControlLog) -> None:
+        """Graphs, chain and rules; each step made goes into ``log`` with its undo.
+
+        ``self.run.rules`` follows each step (it is always what sluiced has, as
+        far as its answers tell). With ``self.resync`` every graph and the chain
+        are pushed even if unchanged, and ``self.stale_graphs`` are removed."""
         from .graph import format_match, to_rpc
 
+        call = self.client.call
+        rules = self.run.rules
+        resync = self.resync
         old_graphs = {g.name: to_rpc(g) for g in old.graphs}
         new_graphs = {g.name: to_rpc(g) for g in new.graphs}
+        gone = [n for n in old_graphs if n not in new_graphs] + \
+            sorted(self.stale_graphs - old_graphs.keys() - new_graphs.keys())
+        pos = {rid: i for i, (_, rid) in enumerate(rules)}  # a rule's place before
+
+        def made(action: str, text: str, undo: Callable[[], str],
+                 leaves: str | None = None) -> None:
+            note(action, text)
+            log.made.append(_Undo(f"{action} {text}", undo, leaves))
+
+        def at(what: str, leaves: str | None = None) -> None:
+            log.step, log.leaves = what, leaves
+
+        def drop_rule(rid: int) -> None:
+            rules[:] = [r for r in rules if r[1] != rid]
+
+        def add_rule_back(params: dict[str, Any], rid: int) -> Callable[[], str]:
+            def undo() -> str:
+                new_id = int(call("rule.add", **params).get("id", -1))
+                pos[new_id] = pos.get(rid, len(pos))
+                i = sum(1 for _, r in rules if pos.get(r, len(pos)) < pos[new_id])
+                rules.insert(i, (params, new_id))
+                return f"added again as rule {new_id}"
+            return undo
+
+        def remove_rule(rid: int) -> Callable[[], str]:
+            def undo() -> str:
+                call("rule.remove", id=rid)
+                drop_rule(rid)
+                return ""
+            return undo
+
+        def remove_graph(name: str) -> Callable[[], str]:
+            def undo() -> str:
+                call("graph.remove", name=name)
+                return ""
+            return undo
+
+        def apply_graph(params: dict[str, Any], what: str) -> Callable[[], str]:
+            def undo() -> str:
+                return f"{what} (version {call('graph.apply', **params).get('version')})"
+            return undo
+
+        def set_chain_back() -> str:
+            call("chain.set", hops=list(old.chain))
+            return f"back to {' -> '.join(old.chain)}"
+
         for name, params in new_graphs.items():
-            if old_graphs.get(name) != params:
-                res = self.client.call("graph.apply", **params)
-                note("graph", f"{name} {'changed' if name in old_graphs else 'added'} "
-                     f"(version {res.get('version')})")
-        if list(old.chain) != list(new.chain):
-            self.client.call("chain.set", hops=list(new.chain))
-            note("chain", " -> ".join(new.chain))
+            before = old_graphs.get(name)
+            if before == params and not resync:
+                continue
+            at(f"graph.apply of graph {name}", None if before else name)
+            res = call("graph.apply", **params)
+            how = "added" if before is None else "changed" if before != params else \
+                "pushed again"
+            if before is None:
+                made("graph", f"{name} added (version {res.get('version')})",
+                     remove_graph(name), leaves=name)
+            else:
+                made("graph", f"{name} {how} (version {res.get('version')})",
+                     apply_graph(before, "old graph applied again"))
+        if list(old.chain) != list(new.chain) or resync:
+            hops = " -> ".join(new.chain)
+            at(f"chain.set ({hops})")
+            call("chain.set", hops=list(new.chain))
+            made("chain", hops + ("" if list(old.chain) != list(new.chain)
+                                  else " (pushed again)"), set_chain_back)
         # rules: the ones no longer in the file go, new ones are added
-        keep: list[tuple[dict[str, Any], int]] = []
         wanted = [json.dumps(r, sort_keys=True) for r in new.rule_params()]
-        for params, rid in self.run.rules:
+        for params, rid in list(rules):
             k = json.dumps(params, sort_keys=True)
             if k in wanted:
                 wanted.remove(k)
-                keep.append((params, rid))
                 continue
-            if params["graph"] in new_graphs or params["graph"] not in old_graphs:
-                with contextlib.suppress(RpcError):  # gone with its graph already
-                    self.client.call("rule.remove", id=rid)
-            note("rule", f"{rid} removed ({format_match(params)} -> graph {params['graph']})")
+            text = f"{rid} removed ({format_match(params)} -> graph {params['graph']})"
+            if params["graph"] in gone:
+                note("rule", text)  # it goes with its graph below
+                continue
+            at(f"rule.remove of rule {rid}")
+            try:
+                call("rule.remove", id=rid)
+            except RpcError:  # gone with its graph already
+                drop_rule(rid)
+                note("rule", text)
+                continue
+            drop_rule(rid)
+            made("rule", text, add_rule_back(params, rid))
         for k in wanted:
             params = json.loads(k)
-            res = self.client.call("rule.add", **params)
-            keep.append((params, int(res.get("id", -1))))
-            note("rule", f"{res.get('id')} added (priority {params['priority']}, "
-                 f"{format_match(params)} -> graph {params['graph']})")
-        self.run.rules[:] = keep
-        for name in old_graphs.keys() - new_graphs.keys():
-            res = self.client.call("graph.remove", name=name)
-            note("graph", f"{name} removed ({res.get('rules_removed', 0)} rule(s) with it)")
+            what = f"priority {params['priority']}, {format_match(params)} -> graph " \
+                f"{params['graph']}"
+            at(f"rule.add ({what})")
+            rid = int(call("rule.add", **params).get("id", -1))
+            rules.append((params, rid))
+            made("rule", f"{rid} added ({what})", remove_rule(rid))
+        for name in gone:
+            with_it = [r for r in rules if r[0]["graph"] == name]
+            at(f"graph.remove of graph {name}")
+            if name not in old_graphs:  # left by an apply that could not be undone
+                with contextlib.suppress(RpcError):  # it may not have made it
+                    call("graph.remove", name=name)
+                    note("graph", f"{name} removed (left by an apply that could not be "
+                         f"undone)")
+                self.stale_graphs.discard(name)
+                for _, rid in with_it:
+                    drop_rule(rid)
+                continue
+            res = call("graph.remove", name=name)
+            for params, rid in with_it:
+                drop_rule(rid)
+                log.made.append(_Undo(f"rule {rid} removed with graph {name}",
+                                      add_rule_back(params, rid)))
+            made("graph", f"{name} removed ({res.get('rules_removed', 0)} rule(s) with it)",
+                 apply_graph(old_graphs[name], "applied again"))
+
+    def _undo_apply(self, e: SluiceError, log: _ControlLog, nf_done: list[str],
+                    snapshot: dict[Any, Any], old: Deployment, src: str) -> OrchestratorError:
+        """Undoes the control steps of ``log`` (newest first), then the NF part;
+        returns the error that says what was refused and what was undone."""
+        if isinstance(e, RpcError):
+            lines = [f"{src}: sluiced refused {log.step}: {e.message}"]
+        else:  # no answer: the step may have been made
+            lines = [f"{src}: {log.step} got no answer, so it may or may not have been "
+                     f"made: {e}"]
+            self.resync = True
+            if log.leaves:
+                self.stale_graphs.add(log.leaves)
+        results: list[str] = []
+        failed = False
+        for u in reversed(log.made):
+            try:
+                what = u.undo()
+            except SluiceError as err:
+                failed = self.resync = True
+                if u.leaves:
+                    self.stale_graphs.add(u.leaves)
+                why = f"sluiced refused it: {err.message}" if isinstance(err, RpcError) \
+                    else f"no answer: {err}"
+                results.append(f"not undone: {u.text}: {why}")
+                self.say("undo-failed", f"{u.text}: {why}")
+                continue
+            line = u.text + (f": {what}" if what else "")
+            results.append(f"undone: {line}")
+            self.say("undo", line)
+        for d in reversed(nf_done):
+            action, text = d.split(": ", 1)
+            results.append(f"undone: {action} {text} (its new instances stop)")
+        self._rollback(snapshot, old)
+        if failed:
+            lines.append(f"the apply could not be undone in full: the NFs run as "
+                         f"{old.source} says, but sluiced's graphs, chain and rules may "
+                         f"not; the next `sluice apply` (of either file) pushes them all "
+                         f"again:")
+        elif self.resync:
+            lines.append(f"the apply was undone and the NFs run as {old.source} says, but "
+                         f"sluiced's graphs, chain and rules may not; the next `sluice "
+                         f"apply` (of either file) pushes them all again:")
+        else:
+            lines.append(f"the apply was undone: {old.source} runs as before; fix {src} "
+                         f"and apply it again:")
+        return OrchestratorError("\n".join(lines + ["  " + r for r in results]))
 
     # -- the socket `sluice apply` talks to --------------------------------------------------
 

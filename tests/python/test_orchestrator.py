@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from sluice.client import RpcError
+from sluice.client import ConnectionLost, RpcError
 from sluice.deploy import Deployment, RestartSpec
+from sluice.graph import to_rpc
 from sluice.orchestrator import Backoff, Orchestrator, OrchestratorError, request, substitute
 
 
@@ -83,7 +84,10 @@ class FakeRunner:
 
 
 class FakeSluiced:
-    """The control socket: NFs registered by pid, stats with ring counts."""
+    """The control socket: NFs registered by pid, stats with ring counts, and
+    the graphs, chain and rules it has. ``refuse[method]``: that method fails
+    with the message; ``refuse_when``: (method, params it has, message);
+    ``lose[method]``: the connection breaks on it (no answer)."""
 
     def __init__(self, runner: FakeRunner) -> None:
         self.runner = runner
@@ -92,7 +96,12 @@ class FakeSluiced:
         self.unregistered: set[int] = set()
         self.ring: dict[str, float] = {}  # service -> occupancy fraction
         self.refuse: dict[str, str] = {}
+        self.refuse_when: list[tuple[str, dict[str, Any], str]] = []
+        self.lose: set[str] = set()
         self.rule_id = 10
+        self.graphs: dict[str, dict[str, Any]] = {}
+        self.chain: list[str] = []
+        self.rules: dict[int, dict[str, Any]] = {}
 
     def _live(self) -> list[FakeProc]:
         return [p for p in self.runner.nfs
@@ -103,6 +112,11 @@ class FakeSluiced:
             self.calls.append((method, params))
         if method in self.refuse:
             raise RpcError(-32602, self.refuse[method], None, method)
+        for m, has, msg in self.refuse_when:
+            if m == method and all(params.get(k) == v for k, v in has.items()):
+                raise RpcError(-32000, msg, None, method)
+        if method in self.lose:
+            raise ConnectionLost(f"{method}: connection to t.sock lost")
         if method == "nf.list":
             out = []
             for p in self._live():
@@ -120,12 +134,28 @@ class FakeSluiced:
                              "rx_ring": {"count": int(self.ring.get(p.nf.service, 0) * 64),
                                          "size": 64}} for p in self._live()]}
         if method == "graph.apply":
+            self.graphs[params["name"]] = params
             return {"name": params["name"], "version": 2}
         if method == "graph.remove":
-            return {"removed": params["name"], "rules_removed": 0}
+            if params["name"] not in self.graphs:
+                raise RpcError(-32000, f"no graph named '{params['name']}'", None, method)
+            del self.graphs[params["name"]]
+            gone = [i for i, r in self.rules.items() if r["graph"] == params["name"]]
+            for i in gone:
+                del self.rules[i]
+            return {"removed": params["name"], "rules_removed": len(gone)}
+        if method == "chain.set":
+            self.chain = list(params["hops"])
+            return {"version": 2}
         if method == "rule.add":
             self.rule_id += 1
+            self.rules[self.rule_id] = params
             return {"id": self.rule_id}
+        if method == "rule.remove":
+            if params["id"] not in self.rules:
+                raise RpcError(-32000, f"no rule {params['id']}", None, method)
+            del self.rules[params["id"]]
+            return {"removed": params["id"]}
         return {}
 
     def close(self) -> None:
@@ -149,6 +179,8 @@ def make(tmp_path: Path, **changes: Any) -> tuple[Orchestrator, FakeRunner, Fake
     dep = Deployment.from_dict({**BASE, **changes}, source="d.yaml", check_env=False)
     runner = FakeRunner(dep, tmp_path)
     sluiced = FakeSluiced(runner)
+    sluiced.graphs = {g.name: to_rpc(g) for g in dep.graphs}
+    sluiced.chain = list(dep.chain)
     clock = Clock()
     lines: list[str] = []
     orch = Orchestrator(runner, client=sluiced, clock=clock, say=lines.append, serve=False,
@@ -158,6 +190,13 @@ def make(tmp_path: Path, **changes: Any) -> tuple[Orchestrator, FakeRunner, Fake
 
 def dep_of(**changes: Any) -> Deployment:
     return Deployment.from_dict({**BASE, **changes}, source="d2.yaml", check_env=False)
+
+
+def add_rule(runner: FakeRunner, sluiced: FakeSluiced, params: dict[str, Any],
+             rid: int) -> None:
+    """A rule the launcher added at start."""
+    runner.rules.append((params, rid))
+    sluiced.rules[rid] = params
 
 
 # -- backoff ------------------------------------------------------------------------------
@@ -364,7 +403,7 @@ GRAPH = {"name": "g", "nodes": {"fwd": ["port:out"]}, "match": [{"proto": "udp"}
 
 def test_apply_adds_replica_changes_graph_chain_and_rules(tmp_path: Path) -> None:
     orch, runner, sluiced, clock, lines = make(tmp_path, graphs=[GRAPH])
-    runner.rules.append(({"graph": "g", "priority": 0, "proto": "udp"}, 7))
+    add_rule(runner, sluiced, {"graph": "g", "priority": 0, "proto": "udp"}, 7)
     new = dep_of(
         nfs=[{"name": "fwd", "program": "sluice-forward", "service": "fwd", "replicas": 2},
              {"name": "mon", "program": "sluice-monitor", "service": "mon"}],
@@ -388,6 +427,8 @@ def test_apply_adds_replica_changes_graph_chain_and_rules(tmp_path: Path) -> Non
     assert sluiced.calls[0][1] == {"name": "g", "entry": "mon",
                                    "nodes": {"mon": ["fwd"], "fwd": ["port:out"]}}
     assert runner.rules == [({"graph": "g", "priority": 0, "proto": "tcp", "dport": 80}, 11)]
+    assert sluiced.rules == {11: {"graph": "g", "priority": 0, "proto": "tcp", "dport": 80}}
+    assert sluiced.chain == ["mon", "fwd", "port:out"]
     assert orch.dep is new and runner.dep is new
     assert orch.apply(new) == ["apply: nothing to change: d2.yaml is what runs"]
 
@@ -442,14 +483,165 @@ def test_apply_replaces_changed_nf_new_first(tmp_path: Path) -> None:
     assert [i["label"] for i in orch.status()["instances"]] == ["fwd.2"]
 
 
-def test_apply_reports_how_far_it_got_when_sluiced_refuses(tmp_path: Path) -> None:
+MON = {"name": "mon", "program": "sluice-monitor", "service": "mon"}
+UNDONE = "the apply was undone: d.yaml runs as before; fix d2.yaml and apply it again:"
+IN_PART = ("the apply could not be undone in full: the NFs run as d.yaml says, but sluiced's "
+           "graphs, chain and rules may not; the next `sluice apply` (of either file) pushes "
+           "them all again:")
+
+
+def test_apply_undoes_what_it_made_when_sluiced_refuses_a_step(tmp_path: Path) -> None:
     orch, runner, sluiced, clock, lines = make(tmp_path)
+    old = orch.dep
     sluiced.refuse["chain.set"] = "no such hop"
-    new = dep_of(graphs=[GRAPH], chain=["fwd", "drop"])
+    new = dep_of(nfs=[*BASE["nfs"], MON], graphs=[GRAPH], chain=["mon", "fwd", "port:out"])
     with pytest.raises(OrchestratorError) as e:
         orch.apply(new)
-    assert str(e.value).splitlines() == ["d2.yaml: sluiced refused a change: no such hop",
-                                         "applied before it:", "  graph: g added (version 2)"]
+    (mon,) = runner.spawned
+    assert str(e.value).splitlines() == [
+        "d2.yaml: sluiced refused chain.set (mon -> fwd -> port:out): no such hop",
+        UNDONE,
+        "  undone: graph g added (version 2)",
+        "  undone: add NF 'mon' (sluice-monitor, service mon): 1 instance(s) (its new "
+        "instances stop)"]
+    assert sluiced.calls == [
+        ("graph.apply", {"name": "g", "entry": "fwd", "nodes": {"fwd": ["port:out"]}}),
+        ("chain.set", {"hops": ["mon", "fwd", "port:out"]}),
+        ("graph.remove", {"name": "g"}),
+        ("nf.stop", {"instance": 1})]
+    assert lines[-2:] == ["undo: graph g added (version 2)",
+                          f"stop: mon (pid {mon.pid}, nf.stop instance 1): the apply failed"]
+    assert mon.exited() == 0
+    assert sluiced.graphs == {} and sluiced.chain == ["fwd", "port:out"]
+    assert sluiced.rules == {} and runner.rules == []
+    assert orch.dep is old and runner.dep is old and not orch.resync
+    orch.tick()
+    assert [i["label"] for i in orch.status()["instances"]] == ["fwd"]
+    assert [g["nf"] for g in orch.status()["groups"]] == ["fwd", "scrub"]
+    # the same file again, once sluiced takes it: everything is applied
+    del sluiced.refuse["chain.set"]
+    sluiced.calls.clear()
+    assert orch.apply(new) == [
+        "add: NF 'mon' (sluice-monitor, service mon): 1 instance(s)",
+        "graph: g added (version 2)",
+        "chain: mon -> fwd -> port:out",
+        "rule: 11 added (priority 0, udp -> graph g)"]
+    assert [m for m, _ in sluiced.calls] == ["graph.apply", "chain.set", "rule.add"]
+    assert [p.label for p in runner.spawned] == ["mon", "mon"]
+    assert runner.spawned[1].exited() is None
+    assert runner.rules == [({"graph": "g", "priority": 0, "proto": "udp"}, 11)]
+    assert sluiced.chain == ["mon", "fwd", "port:out"] and list(sluiced.graphs) == ["g"]
+    assert orch.dep is new and runner.dep is new
+
+
+def test_apply_adds_a_removed_rule_again_when_sluiced_refuses_a_rule(tmp_path: Path) -> None:
+    icmp_rule = {"graph": "g", "priority": 5, "proto": "icmp"}
+    orch, runner, sluiced, clock, lines = make(tmp_path, graphs=[GRAPH], rules=[icmp_rule])
+    udp = {"graph": "g", "priority": 0, "proto": "udp"}
+    tcp = {"graph": "g", "priority": 0, "proto": "tcp", "dport": 80}
+    add_rule(runner, sluiced, udp, 7)
+    add_rule(runner, sluiced, icmp_rule, 8)
+    sluiced.refuse_when.append(("rule.add", {"proto": "tcp"}, "too many rules"))
+    new = dep_of(graphs=[{**GRAPH, "match": [{"proto": "tcp", "dport": 80}]}],
+                 rules=[icmp_rule])
+    with pytest.raises(OrchestratorError) as e:
+        orch.apply(new)
+    assert str(e.value).splitlines() == [
+        "d2.yaml: sluiced refused rule.add (priority 0, tcp dport 80 -> graph g): too many "
+        "rules",
+        UNDONE,
+        "  undone: rule 7 removed (udp -> graph g): added again as rule 11"]
+    assert sluiced.calls == [("rule.remove", {"id": 7}), ("rule.add", tcp), ("rule.add", udp)]
+    # the rule has a new id, in its old place
+    assert runner.rules == [(udp, 11), (icmp_rule, 8)]
+    assert sluiced.rules == {8: icmp_rule, 11: udp}
+    assert orch.dep.source == "d.yaml" and not orch.resync
+    # the next apply removes the rule by its new id
+    sluiced.refuse_when.clear()
+    sluiced.calls.clear()
+    assert orch.apply(new) == ["rule: 11 removed (udp -> graph g)",
+                               "rule: 12 added (priority 0, tcp dport 80 -> graph g)"]
+    assert sluiced.calls == [("rule.remove", {"id": 11}), ("rule.add", tcp)]
+    assert runner.rules == [(icmp_rule, 8), (tcp, 12)]
+    assert sluiced.rules == {8: icmp_rule, 12: tcp}
+
+
+def test_apply_undoes_a_removed_graph_and_its_rules(tmp_path: Path) -> None:
+    h = {"name": "h", "nodes": {"fwd": ["port:out"]}, "match": [{"proto": "icmp"}]}
+    orch, runner, sluiced, clock, lines = make(tmp_path, graphs=[GRAPH, h])
+    udp = {"graph": "g", "priority": 0, "proto": "udp"}
+    add_rule(runner, sluiced, udp, 7)
+    add_rule(runner, sluiced, {"graph": "h", "priority": 0, "proto": "icmp"}, 8)
+    sluiced.refuse_when.append(("graph.remove", {"name": "h"}, "graph h is in use"))
+    with pytest.raises(OrchestratorError) as e:
+        orch.apply(dep_of())
+    assert str(e.value).splitlines() == [
+        "d2.yaml: sluiced refused graph.remove of graph h: graph h is in use",
+        UNDONE,
+        "  undone: graph g removed (1 rule(s) with it): applied again (version 2)",
+        "  undone: rule 7 removed with graph g: added again as rule 11"]
+    assert [(m, p.get("name", p.get("proto"))) for m, p in sluiced.calls] == [
+        ("graph.remove", "g"), ("graph.remove", "h"), ("graph.apply", "g"),
+        ("rule.add", "udp")]
+    assert runner.rules == [(udp, 11), ({"graph": "h", "priority": 0, "proto": "icmp"}, 8)]
+    assert sorted(sluiced.graphs) == ["g", "h"] and sorted(sluiced.rules) == [8, 11]
+
+
+def test_an_undo_sluiced_refuses_is_reported_and_the_next_apply_pushes_all(
+        tmp_path: Path) -> None:
+    orch, runner, sluiced, clock, lines = make(tmp_path)
+    old = orch.dep
+    sluiced.refuse["chain.set"] = "no such hop"
+    sluiced.refuse["graph.remove"] = "graph g is busy"
+    with pytest.raises(OrchestratorError) as e:
+        orch.apply(dep_of(graphs=[GRAPH], chain=["fwd", "drop"]))
+    assert str(e.value).splitlines() == [
+        "d2.yaml: sluiced refused chain.set (fwd -> drop): no such hop",
+        IN_PART,
+        "  not undone: graph g added (version 2): sluiced refused it: graph g is busy"]
+    assert [m for m, _ in sluiced.calls] == ["graph.apply", "chain.set", "graph.remove"]
+    assert lines[-1] == "undo-failed: graph g added (version 2): sluiced refused it: graph g " \
+                        "is busy"
+    assert orch.dep is old and orch.resync and orch.stale_graphs == {"g"}
+    assert list(sluiced.graphs) == ["g"]
+    # the running file again: not "nothing to change", the chain and graphs are pushed
+    del sluiced.refuse["chain.set"], sluiced.refuse["graph.remove"]
+    sluiced.calls.clear()
+    running = Deployment.from_dict(BASE, source="d.yaml", check_env=False)
+    assert orch.apply(running) == [
+        "chain: fwd -> port:out (pushed again)",
+        "graph: g removed (left by an apply that could not be undone)"]
+    assert sluiced.calls == [("chain.set", {"hops": ["fwd", "port:out"]}),
+                             ("graph.remove", {"name": "g"})]
+    assert sluiced.graphs == {} and not orch.resync and orch.stale_graphs == set()
+    assert orch.apply(running) == ["apply: nothing to change: d.yaml is what runs"]
+
+
+def test_a_step_without_answer_is_undone_and_the_next_apply_pushes_all(
+        tmp_path: Path) -> None:
+    orch, runner, sluiced, clock, lines = make(tmp_path, graphs=[GRAPH])
+    add_rule(runner, sluiced, {"graph": "g", "priority": 0, "proto": "udp"}, 7)
+    sluiced.lose.add("chain.set")
+    with pytest.raises(OrchestratorError) as e:
+        orch.apply(dep_of(graphs=[{**GRAPH, "nodes": {"fwd": ["drop"]}}],
+                          chain=["fwd", "drop"]))
+    assert str(e.value).splitlines() == [
+        "d2.yaml: chain.set (fwd -> drop) got no answer, so it may or may not have been "
+        "made: chain.set: connection to t.sock lost",
+        "the apply was undone and the NFs run as d.yaml says, but sluiced's graphs, chain "
+        "and rules may not; the next `sluice apply` (of either file) pushes them all again:",
+        "  undone: graph g changed (version 2): old graph applied again (version 2)"]
+    assert sluiced.graphs["g"]["nodes"] == {"fwd": ["port:out"]}
+    assert orch.resync and orch.stale_graphs == set()
+    sluiced.lose.clear()
+    sluiced.calls.clear()
+    assert orch.apply(Deployment.from_dict({**BASE, "graphs": [GRAPH]}, source="d.yaml",
+                                           check_env=False)) == [
+        "graph: g pushed again (version 2)", "chain: fwd -> port:out (pushed again)"]
+    assert sluiced.calls == [
+        ("graph.apply", {"name": "g", "entry": "fwd", "nodes": {"fwd": ["port:out"]}}),
+        ("chain.set", {"hops": ["fwd", "port:out"]})]
+    assert not orch.resync
 
 
 def test_socket_apply_and_status(tmp_path: Path) -> None:
