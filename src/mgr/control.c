@@ -20,7 +20,7 @@
 
 #include "sluiced.h"
 
-#define MAX_LINE (64 * 1024)
+#define LINE_BUF0 4096 /* a connection's first read buffer; it grows */
 #define TAG_LISTEN 1ull
 #define TAG_CONN 2ull
 #define TAG_PID 3ull
@@ -37,8 +37,8 @@ struct conn {
 	int fd;
 	int subscribed;
 	int broken; /* failed or over its limit: closed at the next safe point */
-	size_t len;
-	char *buf; /* MAX_LINE + 1 */
+	size_t len, cap;
+	char *buf; /* grows up to --control-line-kb, + 1 */
 	char *out;
 	size_t out_off, out_len, out_cap; /* pending: [out_off, out_len) */
 	int out_watched; /* EPOLLOUT asked for: something is pending */
@@ -47,6 +47,7 @@ struct conn {
 static struct conn *g_conns; /* [n_conns] */
 static uint32_t g_n_conns;
 static size_t g_out_max;      /* bytes */
+static size_t g_line_max;     /* bytes */
 static uint64_t g_closed_unread; /* connections closed for not reading */
 static int g_epfd = -1;
 
@@ -76,6 +77,7 @@ sl_control_init(struct sl_mgr *m, char *err, size_t errlen)
 
 	g_n_conns = m->o.ctl_conns;
 	g_out_max = (size_t)m->o.ctl_out_kb * 1024;
+	g_line_max = (size_t)m->o.ctl_line_kb * 1024;
 	g_conns = calloc(g_n_conns, sizeof(*g_conns));
 	if (g_conns == NULL) {
 		snprintf(err, errlen, "out of memory for %u control connections",
@@ -273,9 +275,10 @@ sl_control_json(const struct sl_mgr *m)
 
 	for (uint32_t i = 0; i < g_n_conns; i++)
 		n += g_conns[i].fd >= 0;
-	return json_pack("{s:i, s:i, s:i, s:I}", "connections", (int)n,
+	return json_pack("{s:i, s:i, s:i, s:i, s:I}", "connections", (int)n,
 			 "max_connections", (int)m->o.ctl_conns, "out_kb",
-			 (int)m->o.ctl_out_kb, "closed_unread",
+			 (int)m->o.ctl_out_kb, "line_kb", (int)m->o.ctl_line_kb,
+			 "closed_unread",
 			 (json_int_t)g_closed_unread);
 }
 
@@ -306,7 +309,8 @@ accept_conn(struct sl_mgr *m)
 		return;
 	}
 	memset(&g_conns[i], 0, sizeof(g_conns[i]));
-	g_conns[i].buf = malloc(MAX_LINE + 1);
+	g_conns[i].cap = RTE_MIN((size_t)LINE_BUF0, g_line_max + 1);
+	g_conns[i].buf = malloc(g_conns[i].cap);
 	if (g_conns[i].buf == NULL) {
 		g_conns[i].fd = -1;
 		close(fd);
@@ -320,9 +324,26 @@ accept_conn(struct sl_mgr *m)
 static void
 conn_read(struct sl_mgr *m, struct conn *c)
 {
-	ssize_t r = recv(c->fd, c->buf + c->len, MAX_LINE + 1 - c->len, 0);
 	char *start, *nl;
+	ssize_t r;
 
+	if (c->len == c->cap && c->cap < g_line_max + 1) {
+		/* a long request: grow, up to --control-line-kb (+ 1 byte to
+		 * see that a line is longer than that) */
+		size_t cap = RTE_MIN(c->cap * 2, g_line_max + 1);
+		char *p = realloc(c->buf, cap);
+
+		if (p == NULL) {
+			sl_log("control: out of memory for a %zu-byte request "
+			       "line; closing the connection",
+			       cap);
+			conn_close(m, c);
+			return;
+		}
+		c->buf = p;
+		c->cap = cap;
+	}
+	r = recv(c->fd, c->buf + c->len, c->cap - c->len, 0);
 	if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
 		return;
 	if (r <= 0) {
@@ -358,11 +379,17 @@ conn_read(struct sl_mgr *m, struct conn *c)
 	}
 	c->len -= (size_t)(start - c->buf);
 	memmove(c->buf, start, c->len);
-	if (c->len > MAX_LINE) {
-		json_t *e = json_pack(
-			"{s:s, s:n, s:{s:i, s:s}}", "jsonrpc", "2.0", "id",
-			"error", "code", -32600, "message",
-			"request line longer than 65536 bytes; closing");
+	if (c->len > g_line_max) {
+		char msg[160];
+		json_t *e;
+
+		snprintf(msg, sizeof(msg),
+			 "request line longer than %zu bytes (--control-line-kb "
+			 "%zu): send a smaller request or raise the option; "
+			 "closing",
+			 g_line_max, g_line_max / 1024);
+		e = json_pack("{s:s, s:n, s:{s:i, s:s}}", "jsonrpc", "2.0",
+			      "id", "error", "code", -32600, "message", msg);
 		conn_send(c, e);
 		json_decref(e);
 		conn_close(m, c);

@@ -113,7 +113,9 @@ usage(void)
 		"(64)\n"
 		"  --control-out-kb N     replies and events a control "
 		"connection may leave unread; past it sluiced closes it "
-		"(4096)\n",
+		"(4096)\n"
+		"  --control-line-kb N    longest request line; a longer "
+		"one is refused and its connection closed (1024)\n",
 		SL_BURST_MAX);
 }
 
@@ -144,7 +146,7 @@ parse_opts(struct sl_mgr_opts *o, int argc, char **argv)
 		O_MAXNFS, O_MAXSVC, O_RING, O_MBUFS, O_CACHE, O_BURST, O_BP,
 		O_IDLE, O_TXRETRY, O_HANG, O_RXD, O_TXD, O_NFMEM, O_NFTXQ, O_NFCACHE, O_FLOOKUP,
 		O_FCAP, O_FCAP6, O_FTIMEOUT, O_FPINS, O_FOVR, O_MAXGRAPHS, O_MAXRULES,
-		O_MAXWILD, O_CTLCONNS, O_CTLOUT, O_HELP
+		O_MAXWILD, O_CTLCONNS, O_CTLOUT, O_CTLLINE, O_HELP
 	};
 	static const struct option lo[] = {
 		{"name", required_argument, NULL, O_NAME},
@@ -179,6 +181,7 @@ parse_opts(struct sl_mgr_opts *o, int argc, char **argv)
 		{"max-wildcards", required_argument, NULL, O_MAXWILD},
 		{"control-conns", required_argument, NULL, O_CTLCONNS},
 		{"control-out-kb", required_argument, NULL, O_CTLOUT},
+		{"control-line-kb", required_argument, NULL, O_CTLLINE},
 		{"help", no_argument, NULL, O_HELP},
 		{NULL, 0, NULL, 0},
 	};
@@ -215,6 +218,7 @@ parse_opts(struct sl_mgr_opts *o, int argc, char **argv)
 	o->max_wild = 64;
 	o->ctl_conns = 64;
 	o->ctl_out_kb = 4096;
+	o->ctl_line_kb = 1024;
 
 	optind = 1;
 	opterr = 0;
@@ -454,6 +458,11 @@ parse_opts(struct sl_mgr_opts *o, int argc, char **argv)
 		case O_CTLOUT:
 			if (parse_u32("--control-out-kb", optarg, 4, 1u << 20,
 				      &o->ctl_out_kb))
+				return -1;
+			break;
+		case O_CTLLINE:
+			if (parse_u32("--control-line-kb", optarg, 1, 1u << 20,
+				      &o->ctl_line_kb))
 				return -1;
 			break;
 		case O_HELP:

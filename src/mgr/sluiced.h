@@ -60,6 +60,7 @@ struct sl_mgr_opts {
 	uint32_t max_wild;
 	uint32_t ctl_conns;   /* control connections at once (64) */
 	uint32_t ctl_out_kb;  /* unread replies/events per connection (4096) */
+	uint32_t ctl_line_kb; /* longest request line (1024) */
 	const char *chain;
 	struct sl_port_opt ports[SL_MAX_PORTS];
 	uint16_t n_ports;

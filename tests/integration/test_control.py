@@ -254,6 +254,20 @@ def test_instance_and_service_limits_refuse_with_a_reason(launch, node, tmp_path
         b.wait(10)
 
 
+def test_a_request_longer_than_64_kib_is_read_whole(launch, node):
+    """Graphs have no length limit beyond memory: a graph of 3,000 services
+    is a 100 KB request line, read whole (up to --control-line-kb, 1024 KiB
+    by default; a longer line is refused, test_control_fuzz.py)."""
+    run = launch(deployment(node, ports=[], nfs=[], chain=["drop"], max_services=4096))
+    names = [f"service-{i:04d}" for i in range(3000)]
+    nodes = {n: [nxt] for n, nxt in zip(names, names[1:] + ["drop"], strict=True)}
+    assert len(json.dumps({"name": "long", "nodes": nodes})) > 100_000
+    res = run.client.call("graph.apply", name="long", nodes=nodes)
+    got = run.client.call("graph.get", name="long")
+    assert (res["name"], got["version"], got["nodes"]) == ("long", res["version"], nodes)
+    assert run.client.call("status")["control"]["line_kb"] == 1024
+
+
 def test_split_rx_and_tx_threads(node, tmp_path):
     """Three lcores: control, an RX thread and a TX thread; byte exact."""
     import time
@@ -297,7 +311,8 @@ def test_a_client_that_reads_nothing_is_closed_not_waited_for(launch, node, tmp_
         sluiced_args=["--control-out-kb", "16"]))
     path = str(run.dep.socket_path())
     assert run.client.call("status")["control"] == {
-        "connections": 1, "max_connections": 64, "out_kb": 16, "closed_unread": 0}
+        "connections": 1, "max_connections": 64, "out_kb": 16, "line_kb": 1024,
+        "closed_unread": 0}
     slow = socket.socket(socket.AF_UNIX)
     slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     slow.connect(path)

@@ -252,11 +252,14 @@ def test_mutated_requests_never_hurt_sluiced(launch, node, tmp_path):
     # 100 requests in one write: 100 answers, in order.
     c.send(b"".join(b'{"jsonrpc":"2.0","id":%d,"method":"chain.get"}\n' % k for k in range(100)))
     assert [c.answer()["id"] for _ in range(100)] == list(range(100))
-    # A line over the limit (64 KiB) is refused and that connection closed.
-    c.send(b'{"x": "' + b"y" * 70000)
+    # A line over the limit (--control-line-kb, 1024 KiB) is refused and
+    # that connection closed.
+    c.send((b'{"x": "' + b"y" * (1 << 20))[:(1 << 20) + 1])  # all read before the close
     resp = c.answer()
     assert resp["error"] == {"code": -32600,
-                             "message": "request line longer than 65536 bytes; closing"}
+                             "message": "request line longer than 1048576 bytes "
+                                        "(--control-line-kb 1024): send a smaller request "
+                                        "or raise the option; closing"}
     with contextlib.suppress(ConnectionResetError):  # the rest unread: a reset
         assert c.f.readline() == b""
     for k in conns:
