@@ -11,6 +11,7 @@ file, 2 bad option, 3 the plan failed validation (a bug: please report it),
 from __future__ import annotations
 
 import json
+import math
 import shlex
 import sys
 import time
@@ -19,6 +20,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -87,15 +89,16 @@ def place(
 
     def fail(code: int, lines: list[str] | str) -> None:
         for line in [lines] if isinstance(lines, str) else lines:
-            err.print(f"[bold red]error:[/] {line}", markup=True, soft_wrap=True)
+            # escaped: messages hold brackets (links[0], [low, high]) that are not markup
+            err.print(f"[bold red]error:[/] {escape(line)}", markup=True, soft_wrap=True)
         raise typer.Exit(code)
 
     if algo not in ALGOS:
         fail(2, f"unknown algorithm {algo!r}; choose one of: {', '.join(ALGOS)}")
     if solver not in ("cbc", "highs"):
         fail(2, f"unknown solver {solver!r}; choose cbc or highs")
-    if time_limit <= 0:
-        fail(2, f"--time-limit must be positive, got {time_limit:g}")
+    if not 0 < time_limit < math.inf:
+        fail(2, f"--time-limit must be a positive number of seconds, got {time_limit:g}")
     if not 0 <= mip_gap < 1:
         fail(2, f"--mip-gap must be in [0, 1), got {mip_gap:g}")
     if batch_size < 1:

@@ -267,7 +267,7 @@ def synthetic_graph(
     if not n_nodes - 1 <= n_edges <= max_edges:
         raise ProblemError(
             f"a connected simple graph on {n_nodes} nodes has between {n_nodes - 1} "
-            f"and {max_edges} links; {n_edges} were asked for"
+            f"and {max_edges} links; {n_edges} were asked for: set edges in that range"
         )
     rng = random.Random(seed)
     names = [f"n{i:02d}" for i in range(n_nodes)]
@@ -312,7 +312,8 @@ def random_flows(
     rng = random.Random(seed)
     nodes = sorted(graph.nodes)
     if len(nodes) < 2:
-        raise ProblemError("random flows need a topology with at least 2 nodes")
+        raise ProblemError("random flows need a topology with at least 2 nodes: add nodes, "
+                           "or list the flows under flows")
     dist = dict(nx.all_pairs_dijkstra_path_length(graph, weight="delay"))
     flows = []
     for i in range(count):
