@@ -60,9 +60,9 @@ VDEV_KEYS: dict[str, frozenset[str]] = {
 READ_FILE_KEYS = frozenset({"rx_pcap"})
 WRITE_FILE_KEYS = frozenset({"tx_pcap"})
 
-_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$")
-_NODE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$")
-_SERVICE_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,31}$")
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,30}$")  # sluiced: SL_NAME_LEN - 1
+_NODE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,15}$")  # SL_NODE_NAME_MAX
+_SERVICE_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,30}$")
 _VDEV_RE = re.compile(r"^(net_[a-z_]*[a-z])(\d+)$")
 _PCI_RE = re.compile(r"^([0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
 
@@ -96,12 +96,13 @@ class NodeSpec(_Strict):
     mode: Literal["shared", "poll"] = "shared"
     cores: list[int] | None = None
     handoff: Literal["direct", "mgr"] | None = None
-    ring_size: int | None = Field(default=None, ge=64)
-    mbufs: int | None = Field(default=None, ge=1024)
-    max_nfs: int | None = Field(default=None, ge=1)
-    max_services: int | None = Field(default=None, ge=1)
-    backpressure_us: int | None = Field(default=None, ge=0)
-    idle_sleep_us: int | None = Field(default=None, ge=0)
+    # the ranges sluiced takes (src/mgr/main.c, docs/sluiced.md)
+    ring_size: int | None = Field(default=None, ge=64, le=1 << 20)
+    mbufs: int | None = Field(default=None, ge=1024, le=1 << 24)
+    max_nfs: int | None = Field(default=None, ge=1, le=4096)
+    max_services: int | None = Field(default=None, ge=1, le=4096)
+    backpressure_us: int | None = Field(default=None, ge=0, le=10_000_000)
+    idle_sleep_us: int | None = Field(default=None, ge=0, le=10_000_000)
     socket: str | None = None
     eal_args: list[str] = []
     sluiced_args: list[str] = []
@@ -111,7 +112,7 @@ class NodeSpec(_Strict):
     def _name(cls, v: str) -> str:
         if not _NODE_RE.match(v):
             raise PydanticCustomError(
-                "sluice", f"{v!r} is not a valid node name: use 1-32 letters, digits, "
+                "sluice", f"{v!r} is not a valid node name: use 1-16 letters, digits, "
                 "'_' or '-', starting with a letter or digit")
         return v
 
@@ -154,7 +155,7 @@ class PortSpec(_Strict):
     def _name(cls, v: str) -> str:
         if not _NAME_RE.match(v):
             raise PydanticCustomError(
-                "sluice", f"{v!r} is not a valid port name: use 1-32 letters, digits, "
+                "sluice", f"{v!r} is not a valid port name: use 1-31 letters, digits, "
                 "'_', '.' or '-', starting with a letter or digit")
         return v
 
@@ -187,7 +188,7 @@ class NFSpec(_Strict):
     def _name(cls, v: str) -> str:
         if not _NAME_RE.match(v):
             raise PydanticCustomError(
-                "sluice", f"{v!r} is not a valid NF name: use 1-32 letters, digits, "
+                "sluice", f"{v!r} is not a valid NF name: use 1-31 letters, digits, "
                 "'_', '.' or '-', starting with a letter or digit")
         return v
 
@@ -196,7 +197,7 @@ class NFSpec(_Strict):
     def _service(cls, v: str) -> str:
         if v == "drop" or not _SERVICE_RE.match(v):
             raise PydanticCustomError(
-                "sluice", f"{v!r} is not a valid service name: use 1-32 letters, digits, "
+                "sluice", f"{v!r} is not a valid service name: use 1-31 letters, digits, "
                 "'_', '.' or '-', starting with a letter (and not 'drop')")
         return v
 

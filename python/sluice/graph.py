@@ -57,9 +57,9 @@ _ANY_KEYS = ("proto", "src", "dst", "sport", "dport", "port")
 MIN_PRIORITY, MAX_PRIORITY = -1000000, 1000000
 MATCH_KEYS = ("priority", "proto", "src", "dst", "sport", "dport", "in_port")
 
-_GRAPH_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,31}$")
-_SERVICE_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,31}$")
-_PORT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$")
+_GRAPH_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,30}$")
+_SERVICE_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,30}$")
+_PORT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,30}$")
 _RANGE_RE = re.compile(r"^\s*([0-9]{1,10})\s*-\s*([0-9]{1,10})\s*$")
 
 
@@ -231,7 +231,7 @@ def graph_issues(g: GraphSpec, where: str = "graph", services: list[str] | None 
     issues: list[str] = []
     gname = f"graph '{g.name}'"
     if not _GRAPH_RE.match(g.name):
-        issues.append(f"{where}.name: {g.name!r} is not a valid graph name: use 1-32 "
+        issues.append(f"{where}.name: {g.name!r} is not a valid graph name: use 1-31 "
                       f"letters, digits, '_', '.' or '-', starting with a letter")
     elif g.name == DEFAULT_GRAPH and not allow_default:
         issues.append(f"{where}.name: graph 'default' is the chain: set it with chain:, "
@@ -256,7 +256,7 @@ def graph_issues(g: GraphSpec, where: str = "graph", services: list[str] | None 
                           f"where a graph ends; list them as next hops of a node")
             continue
         if not _SERVICE_RE.match(node):
-            issues.append(f"{at}: {what}: not a valid service name: use 1-32 letters, "
+            issues.append(f"{at}: {what}: not a valid service name: use 1-31 letters, "
                           f"digits, '_', '.' or '-', starting with a letter")
             continue
         if services is not None and node not in services:

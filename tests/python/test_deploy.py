@@ -122,8 +122,19 @@ def test_numbers_in_args_are_text(site: Path) -> None:
     ("cores: [0]", "cores: []", "d.yaml: node.cores: empty: list at least one CPU, e.g. [0, 1]"),
     ("cores: [0]", "cores: [0, 0]", "d.yaml: node.cores: CPU 0 is listed twice: list each once"),
     ("name: demo", "name: 'my node'",
-     "d.yaml: node.name: 'my node' is not a valid node name: use 1-32 letters, digits, '_' or "
+     "d.yaml: node.name: 'my node' is not a valid node name: use 1-16 letters, digits, '_' or "
      "'-', starting with a letter or digit"),
+    # names and numbers as long and as large as sluiced takes, no more
+    ("name: demo", "name: node-name-is-17ch",
+     "d.yaml: node.name: 'node-name-is-17ch' is not a valid node name: use 1-16 letters, "
+     "digits, '_' or '-', starting with a letter or digit"),
+    ("service: firewall", "service: " + "s" * 32,
+     "d.yaml: nfs[0].service: '" + "s" * 32 + "' is not a valid service name: use 1-31 "
+     "letters, digits, '_', '.' or '-', starting with a letter (and not 'drop')"),
+    ("cores: [0]}", "cores: [0], max_nfs: 4097}",
+     "d.yaml: node.max_nfs: must be at most 4096, got 4097"),
+    ("cores: [0]}", "cores: [0], backpressure_us: 10000001}",
+     "d.yaml: node.backpressure_us: must be at most 10000000, got 10000001"),
     ("cores: [0]}", "cores: [0], ring_size: 1000}",
      "d.yaml: node.ring_size: 1000 is not a power of two: use e.g. 512"),
     ("service: forward}", "service: forward, replicas: -1}",
@@ -134,7 +145,7 @@ def test_numbers_in_args_are_text(site: Path) -> None:
      "d.yaml: nfs[1]: expected a mapping with keys name, program, service, args, replicas, mode, "
      "core, eal_args, run, image; got a string ('mon')"),
     ("service: firewall", "service: drop",
-     "d.yaml: nfs[0].service: 'drop' is not a valid service name: use 1-32 letters, digits, '_', "
+     "d.yaml: nfs[0].service: 'drop' is not a valid service name: use 1-31 letters, digits, '_', "
      "'.' or '-', starting with a letter (and not 'drop')"),
     ('"net_null0"', '"net_pcp0"',
      "d.yaml: ports[1].device: unknown driver 'net_pcp' in 'net_pcp0': use one of net_pcap, "

@@ -205,7 +205,7 @@ def test_schema_errors_name_the_graph_and_node() -> None:
 
 def test_bad_graph_names_and_duplicates() -> None:
     assert one({"graphs": [{"name": "1x", "nodes": {"a": ["drop"]}}]}) == (
-        "g.yaml: graphs[0].name: '1x' is not a valid graph name: use 1-32 letters, digits, "
+        "g.yaml: graphs[0].name: '1x' is not a valid graph name: use 1-31 letters, digits, "
         "'_', '.' or '-', starting with a letter")
     assert one({"graphs": [{"name": "g", "nodes": {"a": ["drop"]}},
                            {"name": "g", "nodes": {"b": ["drop"]}}]}) == (
@@ -292,7 +292,7 @@ def test_sinks_are_not_nodes_and_names_are_services() -> None:
         "are where a graph ends; list them as next hops of a node"]
     assert one(graph({"fw": ["x y"], "x y": ["drop"]})) == (
         "g.yaml: graphs[0].nodes.x y: graph 'g': node 'x y': not a valid service name: use "
-        "1-32 letters, digits, '_', '.' or '-', starting with a letter")
+        "1-31 letters, digits, '_', '.' or '-', starting with a letter")
 
 
 def test_a_next_hop_listed_twice() -> None:
