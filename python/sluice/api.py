@@ -27,7 +27,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 import uvicorn
 from fastapi import Body, FastAPI, Query, Request, WebSocket
@@ -38,7 +38,8 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from fastapi.routing import APIRoute
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic_core import PydanticCustomError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match as RouteMatch
 from starlette.websockets import WebSocketDisconnect, WebSocketState
@@ -79,7 +80,18 @@ _NOT_FOUND = re.compile(r"^no (such |service |running NF instance |graph named |
                         r"|flow with id |flow '|kept wildcard request with id )")
 
 
-# -- response models (the result shapes of docs/control-socket.md) -----------------------
+# -- models (the result shapes of docs/control-socket.md, and the bodies) ----------------
+
+def _json_number(v: Any) -> Any:
+    if isinstance(v, (bool, str)):
+        raise PydanticCustomError("int_type", "Input should be an integer, not {kind}",
+                                  {"kind": "a boolean" if isinstance(v, bool) else "a string"})
+    return v
+
+
+# An integer of a body: pydantic would take true as 1 and "5" as 5.
+JsonInt = Annotated[int, BeforeValidator(_json_number)]
+
 
 class _Model(BaseModel):
     # sluiced may add fields; they are passed on rather than dropped.
@@ -238,6 +250,7 @@ class Chain(_Model):
 
 
 class ChainSet(BaseModel):
+    model_config = ConfigDict(extra="forbid")
     hops: list[str] = Field(description="Services, port:NAME or drop, in order, "
                                         "as in the deployment file.",
                             examples=[["firewall", "monitor", "port:out"]])
@@ -253,6 +266,7 @@ class NfStopping(_Model):
 
 
 class LbSet(BaseModel):
+    model_config = ConfigDict(extra="forbid")
     mode: Literal["flow", "queue", "rr"] = Field(
         description="flow (a flow always goes to the same instance), queue (the instance "
                     "with the shortest rx ring) or rr (round robin).",
@@ -269,9 +283,11 @@ class RxState(_Model):
 
 
 class Scale(BaseModel):
-    replicas: int = Field(ge=0, le=65535, description="How many instances the service "
-                          "should have: new ones copy the newest running instance, "
-                          "scaling in stops the newest.", examples=[2])
+    model_config = ConfigDict(extra="forbid")
+    replicas: JsonInt = Field(ge=0, le=65535,
+                              description="How many instances the service should have: "
+                                          "new ones copy the newest running instance, "
+                                          "scaling in stops the newest.", examples=[2])
 
 
 class Scaled(_Model):
@@ -326,9 +342,12 @@ class GraphRemoved(_Model):
 
 _PORTS_DOC = "a number 0-65535, \"LO-HI\" or \"any\""
 _PORT_NUM = r"(6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[0-9]{1,4})"
-Proto = Annotated[int, Field(ge=0, le=255)] | Literal[
-    "tcp", "udp", "icmp", "icmp6", "sctp", "gre", "esp", "ah", "any"]
-Ports = Annotated[int, Field(ge=0, le=65535)] | Annotated[
+# Numbers in bodies are numbers: true is not 1, "5" is not 5 (proto and ports
+# take numbers as strings too, as sluiced does).
+Proto = Annotated[JsonInt, Field(ge=0, le=255)] | Literal[
+    "tcp", "udp", "icmp", "icmp6", "sctp", "gre", "esp", "ah", "any"] | Annotated[
+    str, Field(pattern=r"^(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])$")]
+Ports = Annotated[JsonInt, Field(ge=0, le=65535)] | Annotated[
     str, Field(pattern=f"^(any|{_PORT_NUM}(-{_PORT_NUM})?)$")]
 Prefix = Annotated[str, Field(min_length=1, max_length=64)]
 
@@ -349,8 +368,9 @@ class Match(BaseModel):
 class RuleAdd(Match):
     graph: str = Field(min_length=1, description="New flows that match go to this graph.",
                        examples=["anomaly"])
-    priority: int = Field(0, ge=-1000000, le=1000000,
-                          description="The highest wins; between equal ones, the older rule.")
+    priority: JsonInt = Field(0, ge=-1000000, le=1000000,
+                              description="The highest wins; between equal ones, the older "
+                                          "rule.")
     in_port: str | None = Field(None, min_length=1,
                                 description="Only packets that came in on this port.")
 
@@ -480,11 +500,193 @@ class KeptRequestRemoved(_Model):
 
 class _PassThrough(APIRoute):
     """Routes answer with what sluiced sent: a field it left out is not added
-    with the model's default (the models type what sluiced sends)."""
+    with the model's default (the models type what sluiced sends). Before
+    FastAPI reads a request, the routes under /api/v1 refuse query parameters
+    they do not take, and a body that is not one JSON object (what is wrong
+    with it and what to send; _check_body)."""
 
     def __init__(self, *args: Any, **kwargs: Any):
         kwargs["response_model_exclude_unset"] = True
         super().__init__(*args, **kwargs)
+
+    def get_route_handler(self) -> Any:
+        handler = super().get_route_handler()
+        if not self.path.startswith(PREFIX):
+            return handler
+        known = sorted({f.alias for f in self.dependant.query_params})
+
+        async def checked(request: Request) -> Any:
+            where = f"{request.method} {self.path}"
+            for name in request.query_params:
+                if name not in known:
+                    takes = f"takes {', '.join(known)}" if known else "takes none"
+                    raise ApiError(422, f"unknown query parameter '{_short(name, 40)}': "
+                                        f"{where} {takes}")
+            if self.body_field is not None:
+                await _check_body(request, where, _body_shape(self.body_field))
+            return await handler(request)
+
+        return checked
+
+
+# -- request bodies -----------------------------------------------------------------------
+
+MAX_BODY = 1 << 20   # bytes of a request body, by default (create_app's max_body)
+MAX_DEPTH = 32       # levels of JSON nesting in a body (no field nests more than 4)
+MAX_DIGITS = 30      # digits of an integer in a body (no field takes more than 7)
+NAME_MAX = 255       # characters of a name or flow key in a path or query
+CONTROL_LINE_MAX = 64 * 1024  # sluiced refuses a longer request line (control-socket.md)
+
+
+class BodyTooLarge(Exception):
+    """Raised by BodyLimit's receive when the body grows past the limit."""
+
+
+class BodyLimit:
+    """ASGI middleware: an HTTP request body of more than ``max_body`` bytes
+    is refused with 413, by its Content-Length before anything is read, else
+    (a chunked body) as soon as more has arrived."""
+
+    def __init__(self, app: Any, max_body: int):
+        self.app = app
+        self.max_body = max_body
+
+    def _too_large(self, size: str) -> JSONResponse:
+        return JSONResponse({"detail": f"the body is {size} bytes, more than this API "
+                                       f"takes ({self.max_body} bytes): send a smaller one "
+                                       f"(sluiced takes at most 64 KiB per request anyway)"},
+                            status_code=413)
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        for name, value in scope.get("headers", []):
+            if name == b"content-length":
+                if not value.strip().isdigit():
+                    resp = JSONResponse({"detail": f"Content-Length "
+                                                   f"{_short(value.decode('latin-1'), 40)!r} "
+                                                   f"is not a number of bytes"},
+                                        status_code=400)
+                    await resp(scope, receive, send)
+                    return
+                n = value.strip().decode("latin-1")
+                if len(n) > 18 or int(n) > self.max_body:
+                    await self._too_large(_short(n, 40))(scope, receive, send)
+                    return
+        seen = 0
+        started = False
+
+        async def counted() -> Any:
+            nonlocal seen
+            msg = await receive()
+            if msg.get("type") == "http.request":
+                seen += len(msg.get("body", b""))
+                if seen > self.max_body:
+                    raise BodyTooLarge
+            return msg
+
+        async def watched(msg: Any) -> None:
+            nonlocal started
+            started = started or msg.get("type") == "http.response.start"
+            await send(msg)
+
+        try:
+            await self.app(scope, counted, watched)
+        except BodyTooLarge:
+            if started:
+                raise
+            await self._too_large(f"more than {self.max_body}")(scope, receive, send)
+
+
+def _body_shape(field: Any) -> str:
+    """What a route's body is, for messages: 'a JSON object with hops'."""
+    ann = getattr(getattr(field, "field_info", None), "annotation", None)
+    names: list[str] = []
+    for model in (get_args(ann) or (ann,)) if ann is not None else ():
+        for m in get_args(model) or (model,):
+            if isinstance(m, type) and issubclass(m, BaseModel):
+                names += [n for n in m.model_fields if n not in names]
+    if not names:
+        return "a JSON object (/docs describes it)"
+    return f"a JSON object with {', '.join(names)} (/docs describes it)"
+
+
+class _BigNumber(ValueError):
+    pass
+
+
+class _NotJson(ValueError):
+    pass
+
+
+def _parse_int(s: str) -> int:
+    if len(s.lstrip("-")) > MAX_DIGITS:
+        raise _BigNumber(len(s.lstrip("-")))
+    return int(s)
+
+
+def _no_constant(s: str) -> Any:
+    raise _NotJson(f"{s} is not JSON (a number must be finite)")
+
+
+def _depth(value: Any) -> int:
+    """Levels of arrays and objects in a parsed JSON value."""
+    depth, level = 0, [value]
+    while level:
+        level = [c for v in level if isinstance(v, (dict, list))
+                 for c in (v.values() if isinstance(v, dict) else v)]
+        depth += 1
+    return depth - 1
+
+
+_JSON_KINDS = {list: "an array", str: "a string", int: "a number", float: "a number",
+               bool: "a boolean", type(None): "null"}
+
+
+async def _check_body(request: Request, where: str, shape: str) -> None:
+    """Raises ApiError unless the body is one JSON object (UTF-8, not too deep,
+    no number too large); FastAPI then validates its fields."""
+    body = await request.body()  # BodyTooLarge: BodyLimit answers 413
+    if not body:
+        raise ApiError(422, f"the body is missing: {where} takes {shape}")
+    ctype = request.headers.get("content-type", "")
+    mime = ctype.split(";")[0].strip().lower()
+    if not (mime == "application/json" or (mime.startswith("application/")
+                                           and mime.endswith("+json"))):
+        got = f"'{_short(ctype, 60)}'" if ctype else "none"
+        raise ApiError(415, f"the body must be JSON, sent with 'Content-Type: "
+                            f"application/json' (Content-Type was {got})")
+    try:
+        text = body.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise ApiError(400, f"the body is not UTF-8 (byte 0x{body[e.start]:02x} at offset "
+                            f"{e.start}): send JSON encoded as UTF-8") from None
+    try:
+        value = json.loads(text, parse_int=_parse_int, parse_constant=_no_constant)
+    except RecursionError:
+        value, depth = None, None
+    except json.JSONDecodeError as e:
+        raise ApiError(400, f"the body is not valid JSON ({e.msg} at line {e.lineno} "
+                            f"column {e.colno}): {where} takes {shape}") from None
+    except _BigNumber as e:
+        raise ApiError(422, f"the body has a number of {e.args[0]} digits: no field of "
+                            f"this API takes one that large") from None
+    except _NotJson as e:
+        raise ApiError(400, f"the body is not valid JSON ({e}): {where} takes "
+                            f"{shape}") from None
+    else:
+        depth = _depth(value)
+    if depth is None or depth > MAX_DEPTH:
+        raise ApiError(400, f"the body's JSON is nested more than {MAX_DEPTH} levels deep; "
+                            f"{where} takes {shape}")
+    if not isinstance(value, dict):
+        raise ApiError(422, f"the body is {_JSON_KINDS.get(type(value), 'not an object')}, "
+                            f"not a JSON object: {where} takes {shape}")
+
+
+def _short(s: str, n: int) -> str:
+    return s if len(s) <= n else s[:n] + "..."
 
 
 # -- errors -------------------------------------------------------------------------------
@@ -494,6 +696,14 @@ class ApiError(Exception):
         super().__init__(status, detail)
         self.status = status
         self.detail = detail
+
+
+# What pydantic adds to an error's loc for a member of a union, not a field.
+_PYDANTIC_TAG = re.compile(r"^((function-(before|after|wrap|plain)|literal|list|dict|nullable|"
+                           r"tagged-union|union)\[.*\]|constrained-\w+|int|str|bool|float)$")
+
+# How Client words a connection that broke (not an answer it could not read).
+_LOST = re.compile(r": (connection to .* lost|sluiced closed the connection)")
 
 
 def http_error(e: SluiceError) -> ApiError:
@@ -511,16 +721,54 @@ def http_error(e: SluiceError) -> ApiError:
         return ApiError(503, str(e))
     if isinstance(e, RpcTimeout):
         return ApiError(504, str(e))
-    if isinstance(e, ConnectionLost):
-        return ApiError(502, str(e))
+    if isinstance(e, ConnectionLost) and _LOST.search(str(e)):
+        return ApiError(503, f"{e}: sluiced may have stopped or restarted; check that it "
+                             f"runs (sluice status) and try again (the next request "
+                             f"connects anew)")
     return ApiError(502, str(e))
+
+
+def _check_params(method: str, params: dict[str, Any]) -> None:
+    """Raises ApiError for what sluiced cannot read (it would answer -32700 or
+    -32600 and, for a line over 64 KiB, close the connection)."""
+    todo: list[tuple[str, Any]] = [(k, v) for k, v in params.items()]
+    while todo:
+        where, v = todo.pop()
+        if isinstance(v, dict):
+            todo += [(f"{where}.{k}", x) for k, x in v.items()]
+            todo += [(f"{where} (a key)", k) for k in v]
+        elif isinstance(v, list):
+            todo += [(f"{where}.{i}", x) for i, x in enumerate(v)]
+        elif isinstance(v, str):
+            if "\0" in v:
+                raise ApiError(422, f"{where}: contains a NUL character (\\u0000), which "
+                                    f"sluiced does not take: leave it out")
+            try:
+                v.encode("utf-8")
+            except UnicodeEncodeError:
+                raise ApiError(422, f"{where}: is not valid Unicode (a lone surrogate "
+                                    f"\\u{ord(v[_surrogate(v)]):04x}): send UTF-8 "
+                                    f"text") from None
+    size = len(json.dumps({"jsonrpc": "2.0", "id": 2**31, "method": method,
+                           "params": params}, separators=(",", ":"))) + 1
+    if size > CONTROL_LINE_MAX:
+        raise ApiError(413, f"as a {method} request to sluiced this is {size} bytes, more "
+                            f"than the {CONTROL_LINE_MAX} its control socket takes: send "
+                            f"less (shorter names, fewer hops or nodes)")
+
+
+def _surrogate(s: str) -> int:
+    return next(i for i, c in enumerate(s) if 0xD800 <= ord(c) <= 0xDFFF)
 
 
 _ERRORS = {
     s: {"model": Error, "description": d} for s, d in {
-        400: "The body could not be read (not JSON, or not UTF-8).",
+        400: "The body could not be read (not JSON, not UTF-8, nested too deeply).",
         401: "Missing or wrong token (only when the API was started with one).",
         409: "sluiced cannot do it now (its message says why).",
+        413: "The body is larger than the API takes (max_body), or the request larger "
+             "than sluiced takes (64 KiB).",
+        415: "The body is not sent as application/json.",
         422: "Bad parameters.",
         502: "sluiced answered something unexpected or closed the connection.",
         503: "sluiced is not running (or its socket may not be used).",
@@ -547,9 +795,16 @@ class Sluiced:
         return self.client.socket_path
 
     def call(self, method: str, **params: Any) -> Any:
+        _check_params(method, params)
         with self.lock:
             try:
                 return self.client.call(method, **params)
+            except RpcError as e:
+                if e.code in (-32700, -32600):
+                    # sluiced could not read the request and may close the
+                    # connection (a long line): the next call connects anew.
+                    self.client.close()
+                raise http_error(e) from None
             except SluiceError as e:
                 raise http_error(e) from None
 
@@ -875,8 +1130,9 @@ async def _subscribe(path: Path) -> tuple[asyncio.StreamReader, asyncio.StreamWr
         while True:
             line = await asyncio.wait_for(reader.readline(), 5.0)
             if not line:
-                raise ApiError(502, "sluiced closed the connection without answering "
-                                    "subscribe")
+                raise ApiError(503, "subscribe: sluiced closed the connection without "
+                                    "answering: sluiced may have stopped or restarted; "
+                                    "check that it runs (sluice status) and try again")
             msg = json.loads(line)
             if isinstance(msg, dict) and msg.get("id") == 1:
                 break
@@ -999,11 +1255,12 @@ async def _event_socket(ws: WebSocket, reader: asyncio.StreamReader,
 
 def create_app(node: str, socket_path: str | Path | None = None,
                token: str | None = None, timeout: float = 5.0,
-               keepalive: float = 15.0) -> FastAPI:
+               keepalive: float = 15.0, max_body: int = MAX_BODY) -> FastAPI:
     """The REST API of the sluiced named ``node`` (socket ``socket_path`` if given).
 
     With ``token``, every request must carry it (``Authorization: Bearer``
-    or ``X-Sluice-Token``), else 401.
+    or ``X-Sluice-Token``), else 401. A request body of more than
+    ``max_body`` bytes is refused with 413.
     """
     sluiced = Sluiced(node, socket_path or socket_path_for(node), timeout)
     registry = CollectorRegistry(auto_describe=False)
@@ -1038,9 +1295,18 @@ def create_app(node: str, socket_path: str | Path | None = None,
                 raise http_error(e) from None
             raise ApiError(503, f"cannot subscribe on {sluiced.socket_path}") from None
 
+    app.add_middleware(BodyLimit, max_body=max_body)
     if token:
-        app.add_middleware(TokenAuth, token=token)
+        app.add_middleware(TokenAuth, token=token)  # outside BodyLimit: 401 comes first
         _document_token(app)
+
+    @app.exception_handler(Exception)
+    async def _bug(request: Request, e: Exception) -> JSONResponse:
+        # Never a traceback in a body (uvicorn logs it); starlette re-raises.
+        return JSONResponse({"detail": f"internal error of the API on {request.method} "
+                                       f"{request.url.path} ({type(e).__name__}): this is a "
+                                       f"bug, please report it with the request"},
+                            status_code=500)
 
     @app.exception_handler(ApiError)
     async def _api_error(request: Request, e: ApiError) -> JSONResponse:
@@ -1049,6 +1315,8 @@ def create_app(node: str, socket_path: str | Path | None = None,
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, e: StarletteHTTPException) -> JSONResponse:
         headers = dict(e.headers or {})
+        detail = e.detail
+        path = _short(request.url.path, 200)
         if e.status_code == 405:
             # Allow lists the methods of every route on this path, not just the first.
             allowed: set[str] = set()
@@ -1057,7 +1325,25 @@ def create_app(node: str, socket_path: str | Path | None = None,
                 if match != RouteMatch.NONE:
                     allowed |= set(getattr(route, "methods", None) or ())
             headers["Allow"] = ", ".join(sorted(allowed))
-        return JSONResponse({"detail": e.detail}, status_code=e.status_code, headers=headers)
+            if detail == "Method Not Allowed":
+                detail = (f"{_short(request.method, 20)} {path}: method not allowed here; "
+                          f"use {' or '.join(sorted(allowed))}")
+        elif e.status_code == 404 and detail == "Not Found":
+            ws = {**request.scope, "type": "websocket"}
+            if any(r.matches(ws)[0] == RouteMatch.FULL for r in app.routes
+                   if not isinstance(r, APIRoute)):
+                detail = (f"{path} is a websocket: connect to it with a websocket client "
+                          f"(ws://...)")
+            else:
+                detail = (f"no endpoint {_short(request.method, 20)} {path}: the API is "
+                          f"under {PREFIX} (/docs lists the endpoints; a name in a path "
+                          f"cannot contain '/', not even as %2F)")
+        elif e.status_code == 400 and e.__cause__ is not None:
+            # FastAPI could not read the body (_check_body covers the routes
+            # under /api/v1; this is for any other).
+            detail = (f"the body could not be read ({type(e.__cause__).__name__}): send "
+                      f"one JSON object, UTF-8, with 'Content-Type: application/json'")
+        return JSONResponse({"detail": detail}, status_code=e.status_code, headers=headers)
 
     @app.exception_handler(ResponseValidationError)
     async def _unexpected(request: Request, e: ResponseValidationError) -> JSONResponse:
@@ -1073,12 +1359,27 @@ def create_app(node: str, socket_path: str | Path | None = None,
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, e: RequestValidationError) -> JSONResponse:
-        parts = []
-        for err in e.errors():
-            loc = ".".join(str(x) for x in err.get("loc", ()) if x != "body")
-            parts.append(f"{loc}: {err.get('msg')}" if loc else str(err.get("msg")))
-        return JSONResponse({"detail": "; ".join(parts) or "invalid request"},
-                            status_code=422)
+        # One entry per field: the members of a union (proto: a number, a name
+        # or a numeric string) each fail, under a tag pydantic adds to the loc.
+        parts: dict[str, list[str]] = {}
+        for err in e.errors()[:20]:
+            loc = ".".join(str(x) for x in err.get("loc", ())
+                           if x != "body" and not _PYDANTIC_TAG.match(str(x)))
+            msg = str(err.get("msg"))
+            if err.get("type") == "extra_forbidden":
+                msg = "unknown field: leave it out (/docs lists the fields)"
+            elif err.get("type") == "missing":
+                msg = "missing: this field is required"
+            msgs = parts.setdefault(_short(loc, 80), [])
+            if msg not in msgs:
+                msgs.append(msg)
+        detail = "; ".join(f"{loc}: {' / '.join(m)}" if loc else " / ".join(m)
+                           for loc, m in list(parts.items())[:5])
+        return JSONResponse({"detail": detail or "invalid request"}, status_code=422)
+
+    # Longer than any name sluiced has (31 characters) or flow key: refused here.
+    def _name() -> Any:  # one each: FastAPI gives a parameter's FieldInfo its name
+        return PathParam(..., max_length=NAME_MAX)
 
     @app.get(f"{PREFIX}/status", response_model=Status, responses=_ERRORS, tags=["node"])
     def status() -> Any:
@@ -1109,7 +1410,7 @@ def create_app(node: str, socket_path: str | Path | None = None,
 
     @app.put(f"{PREFIX}/services/{{service}}/lb", response_model=LbResult,
              responses=_ERRORS_404, tags=["services"])
-    def lb_set(service: str, body: LbSet = Body(...)) -> Any:
+    def lb_set(service: str = _name(), body: LbSet = Body(...)) -> Any:
         """Set how a service spreads packets across its instances."""
         return sluiced.call("lb.set", service=service, mode=body.mode)
 
@@ -1190,13 +1491,13 @@ def create_app(node: str, socket_path: str | Path | None = None,
 
     @app.get(f"{PREFIX}/graphs/{{name}}", response_model=Graph, responses=_ERRORS_404,
              tags=["graphs"])
-    def graph_get(name: str) -> Any:
+    def graph_get(name: str = _name()) -> Any:
         """One graph: its nodes and their allowed next hops (the first is the default)."""
         return sluiced.call("graph.get", name=name)
 
     @app.put(f"{PREFIX}/graphs/{{name}}", response_model=GraphApplied,
              responses=_ERRORS, tags=["graphs"])
-    def graph_apply(name: str, body: GraphSpec) -> Any:
+    def graph_apply(body: GraphSpec, name: str = _name()) -> Any:
         """Create or replace a graph, atomically (its version goes up). The name
         default is the chain. A graph sluiced cannot use is 422 with its reason;
         one it has no room for (--max-graphs) is 409."""
@@ -1207,7 +1508,7 @@ def create_app(node: str, socket_path: str | Path | None = None,
 
     @app.delete(f"{PREFIX}/graphs/{{name}}", response_model=GraphRemoved,
                 responses=_ERRORS_404, tags=["graphs"])
-    def graph_remove(name: str) -> Any:
+    def graph_remove(name: str = _name()) -> Any:
         """Remove a graph and its rules; its flows are classified again on their next
         packet. default cannot be removed (409)."""
         return sluiced.call("graph.remove", name=name)
@@ -1241,16 +1542,19 @@ def create_app(node: str, socket_path: str | Path | None = None,
         # An empty filter (?graph=, as an HTML form sends it) is no filter.
         return {k: v for k, v in f.items() if v is not None and v != ""}
 
-    _f_graph = Query(None, description="Flows of this graph.")
-    _f_service = Query(None, description="Flows pinned to an instance of this service.")
+    def _filter(description: str) -> Any:
+        return Query(None, max_length=NAME_MAX, description=description)
+
+    _both = "matched against both directions"
+    _f_graph = _filter("Flows of this graph.")
+    _f_service = _filter("Flows pinned to an instance of this service.")
     _f_instance = Query(None, ge=0, le=65535,
                         description="... to this instance of it (needs service).")
-    _f_proto = Query(None, description="tcp, udp, icmp, ... or a number.")
-    _f_src = Query(None, description="Prefix or address; matched against both directions.")
-    _f_dst = Query(None, description="Prefix or address; matched against both directions.")
-    _f_sport = Query(None, description=f"{_PORTS_DOC}; matched against both directions.")
-    _f_dport = Query(None, description=f"{_PORTS_DOC}; matched against both directions "
-                                       f"(so dport=80 finds replies from port 80 too).")
+    _f_proto = _filter("tcp, udp, icmp, ... or a number.")
+    _f_src = _filter(f"Prefix or address; {_both}.")
+    _f_dst = _filter(f"Prefix or address; {_both}.")
+    _f_sport = _filter(f"{_PORTS_DOC}; {_both}.")
+    _f_dport = _filter(f"{_PORTS_DOC}; {_both} (so dport=80 finds replies from port 80 too).")
 
     @app.get(f"{PREFIX}/flows", response_model=FlowList, responses=_ERRORS_404,
              tags=["flows"])
@@ -1281,11 +1585,17 @@ def create_app(node: str, socket_path: str | Path | None = None,
         return sluiced.call("flow.delete", **params)
 
     def flow_ref(flow: str) -> dict[str, Any]:
-        return {"id": int(flow)} if flow.isascii() and flow.isdigit() else {"key": flow}
+        if not (flow.isascii() and flow.isdigit()):
+            return {"key": flow}
+        if len(flow) > 10 or int(flow) > 4294967295:
+            raise ApiError(422, f"flow: id {_short(flow, 20)} is out of range "
+                                f"(0-4294967295): give an id from GET {PREFIX}/flows, or "
+                                f"the flow's key")
+        return {"id": int(flow)}
 
-    _flow_path = PathParam(..., description="The flow's id (from GET /flows) or its key, "
-                                            "e.g. 'tcp 10.0.0.1:1234 > 10.0.0.2:80' "
-                                            "(URL-encoded).")
+    _flow_path = PathParam(..., max_length=NAME_MAX,
+                           description="The flow's id (from GET /flows) or its key, e.g. "
+                                       "'tcp 10.0.0.1:1234 > 10.0.0.2:80' (URL-encoded).")
 
     @app.get(f"{PREFIX}/flows/{{flow}}", response_model=Flow, responses=_ERRORS_404,
              tags=["flows"])
@@ -1324,7 +1634,7 @@ def create_app(node: str, socket_path: str | Path | None = None,
 
     @app.post(f"{PREFIX}/services/{{service}}/scale", response_model=Scaled,
               responses=_ERRORS_404, tags=["services"])
-    def nf_scale(service: str, body: Scale) -> Any:
+    def nf_scale(body: Scale, service: str = _name()) -> Any:
         """Start or stop instances so the service has this many (nf.scale)."""
         return sluiced.call("nf.scale", service=service, replicas=body.replicas)
 

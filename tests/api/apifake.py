@@ -15,6 +15,7 @@ import importlib.util
 import ipaddress
 import json
 import re
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +26,81 @@ _mod = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_mod)
 
 
+LINE_MAX = 64 * 1024  # sluiced refuses a longer request line and closes (control-socket.md)
+
+
+def _unreadable(line: bytes) -> str | None:
+    """What sluiced's JSON parser (jansson, without JSON_ALLOW_NUL) refuses in a
+    line Python reads: NUL in a string, a lone surrogate, an integer beyond
+    64 bits. None if it reads it."""
+    def bad(v: Any) -> str | None:
+        if isinstance(v, dict):
+            return next((m for k, x in v.items() for m in (bad(k), bad(x)) if m), None)
+        if isinstance(v, list):
+            return next((m for x in v if (m := bad(x))), None)
+        if isinstance(v, str):
+            if "\0" in v:
+                return "\\u0000 is not allowed without JSON_ALLOW_NUL"
+            if any(0xD800 <= ord(c) <= 0xDFFF for c in v):
+                return "invalid Unicode escape (lone surrogate)"
+        if isinstance(v, int) and not isinstance(v, bool) and not -2**63 <= v < 2**63:
+            return "too big integer"
+        return None
+    try:
+        return bad(json.loads(line))
+    except (ValueError, RecursionError):
+        return None
+
+
 class FakeSluiced(_mod.FakeSluiced):  # type: ignore[misc,name-defined]
+    """tests/python's fake with sluiced's limits on what it reads: a line over
+    64 KiB is answered -32600 and closed; what jansson cannot parse, -32700."""
+
     def _conn(self, conn: Any) -> None:
         # The API may close a subscription while events are still being sent.
         with contextlib.suppress(OSError):
-            super()._conn(conn)
+            self._serve_conn(conn)
+
+    def _error(self, conn: Any, code: int, message: str) -> None:
+        conn.sendall(json.dumps({"jsonrpc": "2.0", "id": None, "error": {
+            "code": code, "message": message}}).encode() + b"\n")
+
+    def _serve_conn(self, conn: Any) -> None:
+        buf = b""
+        with conn:
+            while True:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    return
+                buf += chunk
+                while b"\n" in buf or len(buf) > LINE_MAX:
+                    line, _, buf = buf.partition(b"\n")
+                    if len(line) > LINE_MAX:
+                        self.requests.append(line[:100])
+                        self._error(conn, -32600, f"request line longer than {LINE_MAX} "
+                                                  f"bytes")
+                        return
+                    why = _unreadable(line)
+                    if why:
+                        self.requests.append(line)
+                        self._error(conn, -32700, f"parse error: {why}")
+                        continue
+                    try:
+                        req: Any = json.loads(line)
+                    except ValueError:
+                        req = line
+                    self.requests.append(req)
+                    actions = self.handler(req)
+                    for action in actions if isinstance(actions, list) else [actions]:
+                        if action == "close":
+                            return
+                        if action == "silence":
+                            continue
+                        conn.sendall(action if isinstance(action, bytes) else (
+                            json.dumps(action).encode() + b"\n"))
+                    if self.close_after_answer:
+                        conn.shutdown(socket.SHUT_RDWR)
+                        return
 
 
 STATUS = {

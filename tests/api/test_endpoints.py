@@ -124,8 +124,11 @@ def test_sluiced_closing_or_silent(fake: Any, sockdir: Path) -> None:
     api = TestClient(create_app("t", str(sockdir / "t.sock"), timeout=0.3))
     fake[0].fail["status"] = "close"
     r = api.get("/api/v1/status")
-    assert r.status_code == 502
-    assert r.json() == {"detail": "status: sluiced closed the connection without answering"}
+    assert r.status_code == 503
+    assert r.json() == {"detail": "status: sluiced closed the connection without answering"
+                                  ": sluiced may have stopped or restarted; check that it "
+                                  "runs (sluice status) and try again (the next request "
+                                  "connects anew)"}
     fake[0].fail["status"] = "silence"
     r = api.get("/api/v1/status")
     assert (r.status_code, r.json()) == (504, {
@@ -241,8 +244,10 @@ def test_metrics_exact_values(api: TestClient, fake: Any) -> None:
 def test_metrics_error(api: TestClient, fake: Any) -> None:
     fake[0].fail["stats"] = "close"
     r = api.get("/metrics")
-    assert (r.status_code, r.json()) == (502, {
-        "detail": "stats: sluiced closed the connection without answering"})
+    assert (r.status_code, r.json()) == (503, {
+        "detail": "stats: sluiced closed the connection without answering: sluiced may "
+                  "have stopped or restarted; check that it runs (sluice status) and try "
+                  "again (the next request connects anew)"})
 
 
 # -- auth ----------------------------------------------------------------------------------

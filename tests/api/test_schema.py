@@ -19,6 +19,9 @@ from sluice.api import create_app
 
 SOCKDIR = Path(tempfile.mkdtemp(prefix="slsch", dir="/tmp"))
 schema = schemathesis.openapi.from_asgi("/openapi.json", create_app("t", str(SOCKDIR / "t.sock")))
+# NUL in a string is schema-valid but sluiced cannot read it: the API refuses it
+# with 422 (test_api_fuzz.py), so schemathesis does not send it here.
+schema.config.generation.update(allow_x00=False)
 STATE = Sluiced()
 
 # sluiced checks more than a JSON schema can say (a graph's cycles and
