@@ -2,6 +2,7 @@
 /*
  * sluiced: the Sluice node manager (DPDK primary process).
  */
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
@@ -57,11 +58,16 @@ on_signal(int sig)
 	g_mgr.quit = sig;
 }
 
+/* On stdout: it is asked for (-h, --help), never printed on an error. */
 static void
 usage(void)
 {
-	fprintf(stderr,
-		"usage: sluiced [EAL args] -- [options]\n"
+	printf("usage: sluiced [EAL args] -- [options]\n"
+		"EAL args: DPDK's own (-l, --lcores, --vdev, --file-prefix, "
+		"...; DPDK's EAL parameters guide); sluiced adds --file-prefix, "
+		"--no-pci, --log-level, --base-virtaddr and --socket-mem when "
+		"they are not given (docs/sluiced.md)\n"
+		"options (-h, --help: this text):\n"
 		"  --name NAME            node name: socket, file prefix "
 		"(default sluice)\n"
 		"  --port NAME=DEVICE     a port, e.g. in=net_pcap0,rx_pcap=a.pcap "
@@ -128,7 +134,9 @@ parse_u32(const char *opt, const char *v, uint32_t min, uint32_t max,
 
 	errno = 0;
 	x = strtoul(v, &end, 10);
-	if (errno != 0 || *end != '\0' || v[0] == '\0' || x < min || x > max) {
+	/* digits only: strtoul also takes blanks, a sign and "-1" (as ULONG_MAX) */
+	if (!isdigit((unsigned char)v[0]) || errno != 0 || *end != '\0' ||
+	    x < min || x > max) {
 		fprintf(stderr,
 			"sluiced: %s '%s' is not a number in %u..%u\n", opt, v,
 			min, max);
@@ -222,7 +230,7 @@ parse_opts(struct sl_mgr_opts *o, int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (c) {
 		case O_NAME:
 			if (!sl_name_valid(optarg) ||
@@ -256,8 +264,18 @@ parse_opts(struct sl_mgr_opts *o, int argc, char **argv)
 			*eq = '\0';
 			if (!sl_name_valid(optarg)) {
 				fprintf(stderr,
-					"sluiced: port name '%s' is not valid\n",
-					optarg);
+					"sluiced: port name '%s' is not valid: "
+					"1-%d characters of A-Z a-z 0-9 _ - .\n",
+					optarg, SL_NAME_LEN - 1);
+				return -1;
+			}
+			if (strlen(eq + 1) >= sizeof(p->device)) {
+				fprintf(stderr,
+					"sluiced: --port %s: the device string "
+					"is %zu characters, more than %zu: "
+					"shorten its paths or arguments\n",
+					optarg, strlen(eq + 1),
+					sizeof(p->device) - 1);
 				return -1;
 			}
 			for (uint16_t i = 0; i < o->n_ports; i++)
@@ -465,6 +483,7 @@ parse_opts(struct sl_mgr_opts *o, int argc, char **argv)
 				      &o->ctl_line_kb))
 				return -1;
 			break;
+		case 'h':
 		case O_HELP:
 			usage();
 			exit(0);
@@ -872,6 +891,14 @@ main(int argc, char **argv)
 		if (strcmp(argv[i], "--") == 0) {
 			sep = i;
 			break;
+		}
+	for (int i = 1; i < sep; i++)
+		if (strcmp(argv[i], "-h") == 0 ||
+		    strcmp(argv[i], "--help") == 0) {
+			/* before the root and hugepage checks: help needs
+			 * neither (and EAL's own help is DPDK's guide) */
+			usage();
+			return 0;
 		}
 	if (sep + 1 > MAX_EAL_ARGS - 8) {
 		fprintf(stderr, "sluiced: too many EAL arguments\n");

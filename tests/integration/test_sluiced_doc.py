@@ -50,11 +50,13 @@ def help_options() -> dict[str, str | None]:
     part, the special value is the default ('0: all TX ...' -> '0').
     '(repeat)' and no parenthesis: no default."""
     r = _sluiced("--help")
-    assert r.returncode == 0 and r.stdout == "", r
-    lines = r.stderr.splitlines()
+    assert r.returncode == 0 and r.stderr == "", r
+    lines = r.stdout.splitlines()
     assert lines[0] == "usage: sluiced [EAL args] -- [options]", lines[0]
+    assert lines[1].startswith("EAL args: DPDK's own"), lines[1]
+    assert lines[2] == "options (-h, --help: this text):", lines[2]
     out: dict[str, str | None] = {}
-    for line in lines[1:]:
+    for line in lines[3:]:
         m = re.match(r"  (--\S+ \S+(?: / --\S+ \S+)?)\s+(.*)$", line)
         assert m, f"help line not understood: {line!r}"
         names = re.findall(r"--[a-z0-9-]+", m[1])
@@ -188,14 +190,20 @@ def test_the_other_stated_limits() -> None:
     assert rows["--socket"]["values"] == "at most 107 characters"
     _refused("--socket", "/" + "s" * 107, "sluiced: --socket path is longer than 107 characters")
     assert rows["--port"]["values"].startswith(
-        "up to 32; NAME 1-31 characters of A-Z a-z 0-9 _ - .")
+        "up to 32; NAME 1-31 characters of A-Z a-z 0-9 _ - ., each NAME once; DEVICE at "
+        "most 255 characters")
     ports = [x for i in range(32) for x in ("--port", f"p{i}=net_null{i}")]
     r = _sluiced(*ports, STRAY)
     assert r.stderr == f"sluiced: unexpected argument '{STRAY}'\n", r.stderr
     r = _sluiced(*ports, "--port", "p32=net_null32", STRAY)
     assert (r.returncode, r.stderr) == (1, "sluiced: more than 32 ports\n")
     _accepted("--port", "p" * 31 + "=net_null0")
-    _refused("--port", "p" * 32 + "=net_null0", f"sluiced: port name '{'p' * 32}' is not valid")
+    _refused("--port", "p" * 32 + "=net_null0", f"sluiced: port name '{'p' * 32}' is not "
+                                                 "valid: 1-31 characters of A-Z a-z 0-9 _ - .")
+    _accepted("--port", "p=net_null0," + "x" * 245)  # a 255-character device
+    _refused("--port", "p=net_null0," + "x" * 246,
+             "sluiced: --port p: the device string is 256 characters, more than 255: shorten "
+             "its paths or arguments")
     r = _sluiced("--port", "a=net_null0", "--port", "a=net_null1")
     assert (r.returncode, r.stderr) == (1, "sluiced: port name 'a' is given twice\n")
     assert rows["--ring-size"]["values"] == "64..1048576, a power of 2"
@@ -291,3 +299,17 @@ def test_a_sluiced_with_no_options_reports_the_documented_defaults(node: str) ->
 @pytest.mark.parametrize("doc", ["README.md", "docs/architecture.md"])
 def test_the_page_is_linked(doc: str) -> None:
     assert "docs/sluiced.md" in (ROOT / doc).read_text()
+
+
+def test_help_anywhere_and_numbers_are_digits_only() -> None:
+    """-h and --help print the list on stdout, before or after '--'; a
+    number option takes digits only (strtoul alone would take ' 5', '+5'
+    and '-1')."""
+    exe = str(build_dir() / "src" / "mgr" / "sluiced")
+    outs = [subprocess.run([exe, *argv], capture_output=True, text=True, timeout=30)
+            for argv in (["--help"], ["-h"], ["--", "-h"], ["-l", "0", "--", "--help"])]
+    assert {(r.returncode, r.stderr) for r in outs} == {(0, "")}
+    assert len({r.stdout for r in outs}) == 1
+    assert outs[0].stdout.startswith("usage: sluiced [EAL args] -- [options]\n")
+    for bad in (" 5", "+5", "-1", "5 "):
+        _refused("--max-nfs", bad, f"sluiced: --max-nfs '{bad}' is not a number in 1..4096")
