@@ -535,7 +535,6 @@ MAX_BODY = 1 << 20   # bytes of a request body, by default (create_app's max_bod
 MAX_DEPTH = 32       # levels of JSON nesting in a body (no field nests more than 4)
 MAX_DIGITS = 30      # digits of an integer in a body (no field takes more than 7)
 NAME_MAX = 255       # characters of a name or flow key in a path or query
-CONTROL_LINE_MAX = 64 * 1024  # sluiced refuses a longer request line (control-socket.md)
 
 
 class BodyTooLarge(Exception):
@@ -553,8 +552,7 @@ class BodyLimit:
 
     def _too_large(self, size: str) -> JSONResponse:
         return JSONResponse({"detail": f"the body is {size} bytes, more than this API "
-                                       f"takes ({self.max_body} bytes): send a smaller one "
-                                       f"(sluiced takes at most 64 KiB per request anyway)"},
+                                       f"takes ({self.max_body} bytes): send a smaller one"},
                             status_code=413)
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
@@ -715,6 +713,8 @@ def http_error(e: SluiceError) -> ApiError:
             return ApiError(404 if _NOT_FOUND.match(e.message) else 409, e.message)
         if e.code == -32601:
             return ApiError(501, f"{e.message} (sluiced is older than this API)")
+        if e.code == -32600 and e.message.startswith("request line longer than"):
+            return ApiError(413, f"sluiced refused {e.method}: {e.message}")
         return ApiError(502, f"sluiced answered {e.method}: {e.message} "
                              f"(JSON-RPC error {e.code})")
     if isinstance(e, ConnectError):
@@ -729,8 +729,9 @@ def http_error(e: SluiceError) -> ApiError:
 
 
 def _check_params(method: str, params: dict[str, Any]) -> None:
-    """Raises ApiError for what sluiced cannot read (it would answer -32700 or
-    -32600 and, for a line over 64 KiB, close the connection)."""
+    """Raises ApiError for what sluiced cannot read (it would answer -32700).
+    A request line longer than sluiced's --control-line-kb is sluiced's to
+    refuse (-32600, then it closes the connection: 413, see http_error)."""
     todo: list[tuple[str, Any]] = [(k, v) for k, v in params.items()]
     while todo:
         where, v = todo.pop()
@@ -749,12 +750,6 @@ def _check_params(method: str, params: dict[str, Any]) -> None:
                 raise ApiError(422, f"{where}: is not valid Unicode (a lone surrogate "
                                     f"\\u{ord(v[_surrogate(v)]):04x}): send UTF-8 "
                                     f"text") from None
-    size = len(json.dumps({"jsonrpc": "2.0", "id": 2**31, "method": method,
-                           "params": params}, separators=(",", ":"))) + 1
-    if size > CONTROL_LINE_MAX:
-        raise ApiError(413, f"as a {method} request to sluiced this is {size} bytes, more "
-                            f"than the {CONTROL_LINE_MAX} its control socket takes: send "
-                            f"less (shorter names, fewer hops or nodes)")
 
 
 def _surrogate(s: str) -> int:
@@ -767,7 +762,7 @@ _ERRORS = {
         401: "Missing or wrong token (only when the API was started with one).",
         409: "sluiced cannot do it now (its message says why).",
         413: "The body is larger than the API takes (max_body), or the request larger "
-             "than sluiced takes (64 KiB).",
+             "than sluiced takes (its --control-line-kb).",
         415: "The body is not sent as application/json.",
         422: "Bad parameters.",
         502: "sluiced answered something unexpected or closed the connection.",

@@ -26,7 +26,7 @@ _mod = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_mod)
 
 
-LINE_MAX = 64 * 1024  # sluiced refuses a longer request line and closes (control-socket.md)
+LINE_MAX = 1024 * 1024  # sluiced refuses a longer request line and closes (--control-line-kb)
 
 
 def _unreadable(line: bytes) -> str | None:
@@ -54,7 +54,8 @@ def _unreadable(line: bytes) -> str | None:
 
 class FakeSluiced(_mod.FakeSluiced):  # type: ignore[misc,name-defined]
     """tests/python's fake with sluiced's limits on what it reads: a line over
-    64 KiB is answered -32600 and closed; what jansson cannot parse, -32700."""
+    LINE_MAX (sluiced's default --control-line-kb) is answered -32600 and
+    closed; what jansson cannot parse, -32700."""
 
     def _conn(self, conn: Any) -> None:
         # The API may close a subscription while events are still being sent.
@@ -78,7 +79,9 @@ class FakeSluiced(_mod.FakeSluiced):  # type: ignore[misc,name-defined]
                     if len(line) > LINE_MAX:
                         self.requests.append(line[:100])
                         self._error(conn, -32600, f"request line longer than {LINE_MAX} "
-                                                  f"bytes")
+                                                  f"bytes (--control-line-kb "
+                                                  f"{LINE_MAX // 1024}): send a smaller "
+                                                  f"request or raise the option; closing")
                         return
                     why = _unreadable(line)
                     if why:
