@@ -858,7 +858,10 @@ def api(node: str = NodeOpt, socket: Path = SocketOpt,
         token: str = typer.Option(None, "--token", envvar="SLUICE_API_TOKEN",
                                   help="Require 'Authorization: Bearer TOKEN' (or "
                                        "'X-Sluice-Token') on every request."),
-        timeout: float = TimeoutOpt) -> None:
+        timeout: float = TimeoutOpt,
+        max_body_kb: int = typer.Option(1024, "--max-body-kb", min=1, max=1 << 20,
+                                        help="Largest request body, in KiB; a larger one "
+                                             "is refused with 413.")) -> None:
     """Serve the REST API, Prometheus /metrics and the dashboard of a running node
     (docs/api.md)."""
     from .api import base_url, check_bind, create_app, serve, urls
@@ -867,7 +870,8 @@ def api(node: str = NodeOpt, socket: Path = SocketOpt,
         check_bind(host, token)
     except SluiceError as e:
         raise fail(f"sluice api: {e}") from None
-    serve(create_app(node or default_node(), socket, token, timeout=timeout), host, port,
+    serve(create_app(node or default_node(), socket, token, timeout=timeout,
+                     max_body=max_body_kb * 1024), host, port,
           banner=f"API: {urls(base_url(host, port))}")
 
 

@@ -45,7 +45,7 @@ def test_sluice_api_serves_on_loopback(fake: Any, sockdir: Path) -> None:
     port = _free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "sluice.cli", "api", "--socket", str(sockdir / "t.sock"),
-         "--port", str(port), "--token", "tok"],
+         "--port", str(port), "--token", "tok", "--max-body-kb", "1"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         env={**os.environ, "SLUICE_API_TOKEN": ""})
     try:
@@ -61,6 +61,12 @@ def test_sluice_api_serves_on_loopback(fake: Any, sockdir: Path) -> None:
                 time.sleep(0.1)
         assert (r.status_code, r.json()) == (200, STATUS)
         assert httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=2).status_code == 401
+        r = httpx.put(f"http://127.0.0.1:{port}/api/v1/chain", timeout=2,
+                      headers={"Authorization": "Bearer tok"},
+                      content=b'{"hops": [' + b'"fw", ' * 200 + b'"fw"]}')  # > 1 KiB
+        assert (r.status_code, r.json()) == (413, {
+            "detail": "the body is 1216 bytes, more than this API takes (1024 bytes): send a "
+                      "smaller one"})
     finally:
         proc.send_signal(signal.SIGINT)
         try:
