@@ -314,7 +314,7 @@ class Deployment(_Strict):
                                    f"ports and chain (see {DOC})"])
         if not isinstance(data, dict):
             raise DeploymentError([f"{source}: expected a mapping of keys (node, ports, nfs, "
-                                   f"chain), got {_kind(data)} (see {DOC})"])
+                                   f"chain), got {kind_of(data)} (see {DOC})"])
         try:
             dep = cls.model_validate(data)
         except ValidationError as e:
@@ -405,14 +405,14 @@ class Deployment(_Strict):
                 name = hop[5:]
                 if name not in ports:
                     issues.append(f"{where}: no port named '{name}' (ports: "
-                                  f"{_list(ports)}){_did_you_mean(name, ports, 'port:')}")
+                                  f"{_list(ports)}){did_you_mean(name, ports, 'port:')}")
                 continue
             if hop not in services:
                 options = services + [f"port:{p}" for p in ports] + ["drop"]
                 issues.append(f"{where}: '{hop}' is not the service of any NF in nfs "
                               f"(services: {_list(services)}), nor port:NAME nor drop: "
                               f"add an NF with service '{hop}' or fix the name"
-                              f"{_did_you_mean(hop, options)}")
+                              f"{did_you_mean(hop, options)}")
                 continue
             if not any(nf.replicas for nf in self.nfs if nf.service == hop):
                 issues.append(f"{where}: service '{hop}' has no instance at start (its NFs "
@@ -449,7 +449,7 @@ class Deployment(_Strict):
                 if pol.service not in services:
                     issues.append(f"{where}.service: '{pol.service}' is not the service of any "
                                   f"NF in nfs (services: {_list(services)}): fix the name"
-                                  f"{_did_you_mean(pol.service, services)}")
+                                  f"{did_you_mean(pol.service, services)}")
                     continue
                 owners = [nf for nf in self.nfs if nf.service == pol.service]
                 if pol.nf is not None:
@@ -487,13 +487,13 @@ class Deployment(_Strict):
                     issues.append(f"{where}.nf: no NF named '{pol.nf}' in nfs (NFs: "
                                   f"{_list(names)}): name an nfs entry (one with replicas: "
                                   f"0 runs only when a policy starts it)"
-                                  f"{_did_you_mean(pol.nf, names)}")
+                                  f"{did_you_mean(pol.nf, names)}")
                 if pol.from_ is not None and pol.from_ != "control" \
                         and pol.from_ not in services:
                     issues.append(f"{where}.from: '{pol.from_}' is not the service of any NF "
                                   f"in nfs (services: {_list(services)}) nor 'control' (a "
                                   f"message sent over the control socket): fix the name"
-                                  f"{_did_you_mean(pol.from_, services)}")
+                                  f"{did_you_mean(pol.from_, services)}")
                 if pol.action == "scale" and pol.replicas is None:
                     issues.append(f"{where}.replicas: missing: action scale sets the NF's "
                                   f"replicas to this number; give it")
@@ -708,11 +708,11 @@ def device_syntax_error(device: str) -> str | None:
                 return f"'{dev}' needs an instance number: write {bare}0 (or {bare}1, ...)"
             return (f"'{dev}' is not a known device: use one of {known} followed by a "
                     f"number (e.g. net_pcap0), or a PCI address like 0000:03:00.0"
-                    f"{_did_you_mean(bare, list(VDEV_KEYS))}")
+                    f"{did_you_mean(bare, list(VDEV_KEYS))}")
         driver = m.group(1)
         if driver not in VDEV_KEYS:
             return (f"unknown driver '{driver}' in '{dev}': use one of {known}, or a PCI "
-                    f"address like 0000:03:00.0{_did_you_mean(driver, list(VDEV_KEYS))}")
+                    f"address like 0000:03:00.0{did_you_mean(driver, list(VDEV_KEYS))}")
     seen: set[str] = set()
     for part in parts[1:]:
         k, eq, v = part.partition("=")
@@ -724,7 +724,7 @@ def device_syntax_error(device: str) -> str | None:
         if driver is not None and k not in VDEV_KEYS[driver]:
             return (f"{driver} has no argument '{k}' (it takes: "
                     f"{', '.join(sorted(VDEV_KEYS[driver]))})"
-                    f"{_did_you_mean(k, list(VDEV_KEYS[driver]))}")
+                    f"{did_you_mean(k, list(VDEV_KEYS[driver]))}")
         if k in seen:
             return f"argument '{k}' is given twice: give it once"
         seen.add(k)
@@ -772,7 +772,7 @@ def program_not_found(program: str, build_dir: Path) -> str:
     msg = f"'{program}' not found (looked in {_show(build_dir)}/nfs/*/ and PATH)"
     if not build_dir.is_dir():
         return f"{msg}; {_show(build_dir)}/ does not exist: build first with `make build`"
-    return msg + _did_you_mean(program, built_programs(build_dir))
+    return msg + did_you_mean(program, built_programs(build_dir))
 
 
 # -- helpers ------------------------------------------------------------------------
@@ -823,7 +823,7 @@ def _list(names: list[str]) -> str:
     return ", ".join(names) if names else "none"
 
 
-def _did_you_mean(word: str, options: list[str], prefix: str = "") -> str:
+def did_you_mean(word: str, options: list[str], prefix: str = "") -> str:
     m = difflib.get_close_matches(word, options, n=1, cutoff=0.6)
     return f"; did you mean '{prefix}{m[0]}'?" if m else ""
 
@@ -838,7 +838,7 @@ def _next_instance(dev: str, used: dict[str, int]) -> str:
     return f"{m.group(1)}{n}"
 
 
-def _kind(v: Any) -> str:
+def kind_of(v: Any) -> str:
     if isinstance(v, bool):
         return f"a boolean ({str(v).lower()})"
     if isinstance(v, int | float):
@@ -859,7 +859,7 @@ def show_value(v: Any, limit: int = 60) -> str:
     characters, a list or mapping by its kind (a YAML alias bomb would make
     its repr as big as the bomb)."""
     if isinstance(v, list | dict | tuple | set):
-        return _kind(v)
+        return kind_of(v)
     text = repr(v)
     return text if len(text) <= limit else f"{text[:limit - 5]}...{text[-2:]}"
 
@@ -926,7 +926,7 @@ def pydantic_issues(e: ValidationError, root: type[BaseModel] | None = None,
         if typ == "union_tag_invalid":
             path = f"{path}.on"
             msg = f"{ctx.get('tag')!r} is not one of: {', '.join(POLICY_KINDS)}"
-            out.append(f"{path}: {msg}{_did_you_mean(str(ctx.get('tag')), list(POLICY_KINDS))}")
+            out.append(f"{path}: {msg}{did_you_mean(str(ctx.get('tag')), list(POLICY_KINDS))}")
             continue
         if typ == "union_tag_not_found":
             out.append(f"{path}.on: missing: say what the policy reacts to: on: occupancy "
@@ -936,16 +936,16 @@ def pydantic_issues(e: ValidationError, root: type[BaseModel] | None = None,
             model = variant if variant is not None and len(loc) == 3 else _model_at(loc, root)
             known = ([f.alias or k for k, f in model.model_fields.items()] if model else [])
             msg = (f"unknown key (known keys here: {', '.join(known)})"
-                   f"{_did_you_mean(str(loc[-1]), known)}")
+                   f"{did_you_mean(str(loc[-1]), known)}")
         elif typ == "missing":
             msg = f"missing: this key is required (see {DOC})"
         elif typ == "model_type":
             model = _model_at(loc + ("x",), root)
             keys = ", ".join(f.alias or k for k, f in model.model_fields.items()) \
                 if model else "..."
-            msg = f"expected a mapping with keys {keys}; got {_kind(inp)}"
+            msg = f"expected a mapping with keys {keys}; got {kind_of(inp)}"
         elif typ in _TYPE_NAMES:
-            msg = f"expected {_TYPE_NAMES[typ]}, got {_kind(inp)}"
+            msg = f"expected {_TYPE_NAMES[typ]}, got {kind_of(inp)}"
         elif typ == "literal_error":
             expected = str(ctx.get("expected", "")).replace("'", "").replace(" or ", ", ")
             msg = f"{show_value(inp)} is not one of: {expected}"
@@ -960,12 +960,12 @@ def pydantic_issues(e: ValidationError, root: type[BaseModel] | None = None,
         elif typ == "invalid_key":
             # the key itself ends the path: say where it is, and what it is
             path = _loc(loc[:-1])
-            msg = (f"{_kind(inp)} cannot be a key: keys are names (write the key in quotes "
+            msg = (f"{kind_of(inp)} cannot be a key: keys are names (write the key in quotes "
                    f"if it is meant as one)")
         elif typ == "sluice":
             msg = err["msg"]
         else:
-            msg = f"{err['msg']} (got {_kind(inp)})"
+            msg = f"{err['msg']} (got {kind_of(inp)})"
         msg = _graph_context(loc, data) + msg
         out.append(f"{path}: {msg}" if path else msg)
     return out

@@ -56,7 +56,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from ..deploy import UniqueKeyLoader, _did_you_mean, _kind, show_value
+from ..deploy import UniqueKeyLoader, did_you_mean, kind_of, show_value
 from .model import (
     Flow,
     Problem,
@@ -256,7 +256,7 @@ def _kind_of(v: Any) -> str:
         return f"a list of {len(v)} item{'s' if len(v) != 1 else ''}"
     if isinstance(v, datetime.date):
         return f"a date ({v})"
-    return _kind(v)
+    return kind_of(v)
 
 
 # ----- schema problems, in the project's wording -------------------------------------
@@ -376,14 +376,14 @@ def _message(err: Any, root: type[BaseModel], loc: Loc) -> tuple[Loc, str]:
     inp = err.get("input")
     ctx = err.get("ctx") or {}
     if loc and loc[-1] == "[key]":  # a mapping's key that is not a name
-        return loc[:-2], (f"{_kind(inp)} cannot be a key: keys are names (write the key in "
+        return loc[:-2], (f"{kind_of(inp)} cannot be a key: keys are names (write the key in "
                           f"quotes if it is meant as one)")
     if typ == "missing":
         return loc, f"missing: this key is required (see {DOC})"
     if typ == "extra_forbidden":
         known = _keys(_type_at(root, loc[:-1]))
         return loc, (f"unknown key (known keys here: {', '.join(known)})"
-                     f"{_did_you_mean(str(loc[-1]), known)}")
+                     f"{did_you_mean(str(loc[-1]), known)}")
     if typ in ("model_type", "model_attributes_type"):
         model = _type_at(root, loc)
         short = _SHORT_FORM.get(model, "")
@@ -415,7 +415,7 @@ def _message(err: Any, root: type[BaseModel], loc: Loc) -> tuple[Loc, str]:
     if typ == "string_too_short":
         return loc, "empty: give a name"
     if typ == "invalid_key":  # a key of the file's mapping that is not a name
-        return loc[:-1], (f"{_kind(inp)} cannot be a key: keys are names (write the key in "
+        return loc[:-1], (f"{kind_of(inp)} cannot be a key: keys are names (write the key in "
                           f"quotes if it is meant as one)")
     if typ == "too_short":
         if not inp:
@@ -524,7 +524,7 @@ def _explicit_graph(spec: TopologySpec, source: str) -> nx.Graph:
             if name not in g:
                 issues.append(f"{source}: links[{i}].{end}: {name!r} is not listed under "
                               f"nodes (nodes: {_names(known)}): add it there or fix the name"
-                              f"{_did_you_mean(name, known)}")
+                              f"{did_you_mean(name, known)}")
                 bad = True
         if bad:
             continue
@@ -600,7 +600,7 @@ def topohub_graph(key: str, cores: int, capacity: float, delay_per_km: float,
         else:
             hint = f"groups: {', '.join(groups)}; keys look like sndlib/geant, topozoo/Abilene"
         raise InputError(f"{at}: topohub has no topology {key!r} ({hint})"
-                         f"{_did_you_mean(key, in_group or keys)}") from None
+                         f"{did_you_mean(key, in_group or keys)}") from None
     src = nx.node_link_graph(data, edges="edges")
     g = nx.Graph(name=f"topohub:{key}")
     for n, attrs in src.nodes(data=True):
@@ -638,7 +638,7 @@ def demand_from_dict(
     def service_issue(at: str, name: str) -> None:
         issues.append(f"{source}: {at}: {name!r} is not under services (services: "
                       f"{_names(svc_names)}): add it there or fix the name"
-                      f"{_did_you_mean(name, svc_names)}")
+                      f"{did_you_mean(name, svc_names)}")
 
     for cls, chain in spec.chains.items():
         for k, s in enumerate(chain):
@@ -656,7 +656,7 @@ def demand_from_dict(
             known = sorted(spec.chains)
             issues.append(f"{source}: {at}.class: {cls!r} is not under chains (chains: "
                           f"{_names(known)}): add it there or fix the name"
-                          f"{_did_you_mean(cls, known)}")
+                          f"{did_you_mean(cls, known)}")
             return ()
         return tuple(spec.chains[cls])
 
@@ -668,7 +668,7 @@ def demand_from_dict(
         for role, node in (("ingress", fs.ingress), ("egress", fs.egress)):
             if node not in graph:
                 issues.append(f"{source}: {at}.{role}: {node!r} is not a node of the "
-                              f"topology (nodes: {_names(nodes)}){_did_you_mean(node, nodes)}")
+                              f"topology (nodes: {_names(nodes)}){did_you_mean(node, nodes)}")
         fid = fs.id if fs.id is not None else f"f{i + 1}"
         if fid in first:
             if fs.id is not None:
@@ -730,7 +730,7 @@ def _problem(g: nx.Graph, demand: Any, topology_source: str, flows_source: str,
     names = sorted(services)
     issues = [
         f"{topology_source}: {at}: {svc!r} is not under services in {flows_source} "
-        f"(services: {_names(names)}): fix the name{_did_you_mean(svc, names)}"
+        f"(services: {_names(names)}): fix the name{did_you_mean(svc, names)}"
         for (_, svc), at in (g.graph.get("flows_per_core_at") or {}).items()
         if svc not in services
     ]
