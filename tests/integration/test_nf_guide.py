@@ -49,3 +49,23 @@ def test_guide_nf_builds_and_decrements_ttl(launch, node, tmp_path):
             del ip.chksum
             assert IP(bytes(ip))[IP].chksum == p[IP].chksum
     assert bytes(out[-1]) == frames[-1]
+
+
+def _headers() -> str:
+    return "\n".join(p.read_text() for p in sorted((ROOT / "include" / "sluice").glob("*.h")))
+
+
+def test_guide_names_only_what_the_headers_declare():
+    names = set(re.findall(r"\b(sl_[a-z0-9_]+|SL_[A-Z0-9_]+)\b", GUIDE.read_text()))
+    assert {"sl_nf_main", "sl_pkt_udp", "SL_ACCESS_ROUTE", "sl_stats_line_head"} <= names
+    declared = set(re.findall(r"\b(sl_[a-z0-9_]+|SL_[A-Z0-9_]+)\b", _headers()))
+    assert sorted(names - declared) == []
+
+
+def test_guide_prototypes_are_the_headers():
+    """The prototypes the guide quotes are the headers' own, word for word."""
+    protos = re.findall(r"`((?:int|void) sl_[a-z_]+\(.*?\))`", GUIDE.read_text(), re.S)
+    assert len(protos) == 3, protos
+    headers = " ".join(_headers().split())
+    for proto in protos:
+        assert " ".join(proto.split()) + ";" in headers, proto
