@@ -273,7 +273,9 @@ flow_of(struct sl_dispatch *d, const struct rte_mbuf *m,
 		meta->flow_gen = (uint16_t)e->gen;
 		return e;
 	}
-	if (meta->flow == SL_FLOW_NONE)
+	/* SL_FLOW_NONE is above any capacity; so is a position an NF
+	 * scribbled over: one compare for both. */
+	if (meta->flow >= shm->flow.capacity)
 		return NULL;
 	e = sl_flow_entry(shm, meta->flow);
 	return (uint16_t)__atomic_load_n(&e->gen, __ATOMIC_ACQUIRE) ==

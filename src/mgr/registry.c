@@ -813,6 +813,166 @@ reply(struct sl_msg *msg, int result, const char *fmt, ...)
 	__atomic_store_n(&msg->done, 1, __ATOMIC_RELEASE);
 }
 
+/* ---- what an NF's message may hold ---------------------------------- */
+
+/* Counts and logs one message refused for what it holds (the reason is
+ * in msg->error). The log stops after 20, then says every 1000th. */
+static void
+refused(struct sl_mgr *m, const struct sl_msg *msg)
+{
+	m->msgs_refused++;
+	if (m->msgs_refused <= 20 || m->msgs_refused % 1000 == 0)
+		sl_log("NF message refused (%" PRIu64 " so far; status "
+		       "messages.refused): pid %d, type %u: %.*s",
+		       m->msgs_refused, msg->pid, msg->type,
+		       (int)sizeof(msg->error), msg->error);
+}
+
+/* Answers a message (done) with a refusal, counted and logged. */
+static void
+refuse(struct sl_mgr *m, struct sl_msg *msg, int result, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void
+refuse(struct sl_mgr *m, struct sl_msg *msg, int result, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg->error, sizeof(msg->error), fmt, ap);
+	va_end(ap);
+	msg->result = result;
+	refused(m, msg);
+	__atomic_store_n(&msg->done, 1, __ATOMIC_RELEASE);
+}
+
+/* 1 if s (terminated) is printable ASCII only. */
+static int
+text_printable(const char *s)
+{
+	for (; *s != '\0'; s++)
+		if (*s < 0x20 || *s > 0x7e)
+			return 0;
+	return 1;
+}
+
+/* 1 if s (terminated) is valid UTF-8 (events and replies carry it). */
+static int
+text_utf8(const char *s)
+{
+	json_t *j = json_string(s);
+
+	json_decref(j);
+	return j != NULL;
+}
+
+/*
+ * Requests refused for naming no registered sender (an instance that is
+ * not the pid's, or not running) are answered in the message itself
+ * (done), as no inbox is theirs. Nobody returns them for the sender if it
+ * does not: they are held here and given back after HELD_MS (or when
+ * HELD_MAX wait), unless returned already.
+ */
+#define HELD_MAX 64
+#define HELD_MS 1000
+static struct {
+	struct sl_msg *msg;
+	int32_t pid;
+	uint64_t tsc;
+} g_held[HELD_MAX];
+static unsigned int g_held_n;
+
+static void
+held_expire(struct sl_mgr *m, int make_room)
+{
+	uint64_t now = rte_rdtsc(), age = m->shm->tsc_hz / 1000 * HELD_MS;
+	unsigned int k = 0;
+
+	for (unsigned int i = 0; i < g_held_n; i++) {
+		struct sl_msg *msg = g_held[i].msg;
+
+		if (now - g_held[i].tsc < age &&
+		    !(make_room && i == 0 && g_held_n == HELD_MAX)) {
+			g_held[k++] = g_held[i];
+			continue;
+		}
+		/* Still the answer we left (not returned, not reused)? */
+		if (__atomic_load_n(&msg->type, __ATOMIC_ACQUIRE) ==
+			    SL_MSG_REPLY &&
+		    __atomic_load_n(&msg->done, __ATOMIC_ACQUIRE) == 1 &&
+		    msg->pid == g_held[i].pid)
+			msg_give_back(m, msg);
+	}
+	g_held_n = k;
+}
+
+static void
+refuse_unattributed(struct sl_mgr *m, struct sl_msg *msg)
+{
+	held_expire(m, 1);
+	msg->type = SL_MSG_REPLY;
+	g_held[g_held_n].msg = msg;
+	g_held[g_held_n].pid = msg->pid;
+	g_held[g_held_n].tsc = rte_rdtsc();
+	g_held_n++;
+	refuse(m, msg, EPERM,
+	       "request refused: instance %u is not a running NF of pid %d; "
+	       "send requests between registration and deregistration",
+	       msg->instance, msg->pid);
+}
+
+/*
+ * The fields of a request that sluiced reads, checked: 0, or a positive
+ * errno with the reason in err. The graph checks come after
+ * (sl_flow_request).
+ */
+static int
+request_check(const struct sl_shm *shm, const struct sl_msg *msg, char *err,
+	      size_t errlen)
+{
+	uint32_t kind = msg->req.kind;
+	sl_verdict_t to = msg->req.to;
+	uint16_t id = (uint16_t)(to & 0xffffu);
+
+	if (kind < SL_REQ_SKIP_ME || kind > SL_REQ_MESSAGE) {
+		snprintf(err, errlen,
+			 "unknown request kind %u: skip_me (1), request_me "
+			 "(2), change_default (3) or message (4)",
+			 kind);
+		return EINVAL;
+	}
+	if (kind == SL_REQ_MESSAGE) {
+		if (!text_utf8(msg->req.mkey) || !text_utf8(msg->req.value)) {
+			snprintf(err, errlen,
+				 "message key and value must be UTF-8 text");
+			return EINVAL;
+		}
+		return 0;
+	}
+	if (msg->req.exact && msg->req.key.family != 4 &&
+	    msg->req.key.family != 6) {
+		snprintf(err, errlen,
+			 "flow key family %u: 4 (IPv4) or 6 (IPv6); make the "
+			 "key with sl_flow_of_pkt()",
+			 msg->req.key.family);
+		return EINVAL;
+	}
+	if (kind == SL_REQ_CHANGE_DEFAULT &&
+	    !(to == SL_DROP ||
+	      (to >> SL_VERDICT_KIND_SHIFT == SL_VERDICT_TO &&
+	       id < shm->max_services && shm->services[id].used) ||
+	      (to >> SL_VERDICT_KIND_SHIFT == SL_VERDICT_OUT &&
+	       id < SL_MAX_PORTS && shm->ports[id].used))) {
+		snprintf(err, errlen,
+			 "ChangeDefault target 0x%08x is no service, port or "
+			 "drop of this node: use SL_TO(service id), "
+			 "SL_OUT(port id) or SL_DROP",
+			 to);
+		return EINVAL;
+	}
+	return 0;
+}
+
 static int
 slot_rings(struct sl_mgr *m, struct sl_nf_slot *s, uint16_t inst)
 {
@@ -854,6 +1014,42 @@ handle_register(struct sl_mgr *m, struct sl_msg *msg)
 		      msg->service_name, msg->pid);
 		return;
 	}
+	if (msg->mode > SL_MODE_POLL) {
+		refuse(m, msg, EINVAL,
+		       "bad registration: mode %u is neither 0 (shared) nor 1 "
+		       "(poll)",
+		       msg->mode);
+		return;
+	}
+	if (msg->access & ~(SL_ACCESS_READ | SL_ACCESS_WRITE |
+			    SL_ACCESS_ROUTE)) {
+		refuse(m, msg, EINVAL,
+		       "bad registration: access 0x%x has bits other than "
+		       "SL_ACCESS_READ, _WRITE and _ROUTE",
+		       msg->access);
+		return;
+	}
+	if (!text_printable(msg->prog)) {
+		refuse(m, msg, EINVAL,
+		       "bad registration: the program name must be printable "
+		       "ASCII");
+		return;
+	}
+	if (msg->pid == (int32_t)getpid()) {
+		refuse(m, msg, EPERM,
+		       "bad registration: pid %d is sluiced's own", msg->pid);
+		return;
+	}
+	for (uint16_t i = 0; i < shm->nf_hwm; i++)
+		if (shm->nfs[i].pid == msg->pid &&
+		    __atomic_load_n(&shm->nfs[i].state, __ATOMIC_ACQUIRE) ==
+			    SL_NF_RUNNING) {
+			refuse(m, msg, EBUSY,
+			       "pid %d is registered already, as instance "
+			       "%u: one registration per process",
+			       msg->pid, i);
+			return;
+		}
 	if (pid_maps_node(msg->pid, err, sizeof(err)) != 0) {
 		reply(msg, EPERM, "%s", err);
 		sl_log("registration refused: %s", err);
@@ -1046,7 +1242,7 @@ handle_request(struct sl_mgr *m, struct sl_msg *msg)
 
 	if (s == NULL || s->pid != msg->pid || s->inbox == NULL ||
 	    s->state != SL_NF_RUNNING) {
-		sl_msg_put(shm, msg); /* nobody to answer */
+		refuse_unattributed(m, msg); /* no inbox to answer in */
 		return;
 	}
 	memset(&r, 0, sizeof(r));
@@ -1059,8 +1255,12 @@ handle_request(struct sl_mgr *m, struct sl_msg *msg)
 	msg->req.value[sizeof(msg->req.value) - 1] = '\0';
 	snprintf(r.mkey, sizeof(r.mkey), "%s", msg->req.mkey);
 	snprintf(r.value, sizeof(r.value), "%s", msg->req.value);
-	rc = 0;
-	if (r.kind != SL_REQ_MESSAGE && r.exact) {
+	rc = request_check(shm, msg, err, sizeof(err));
+	if (rc != 0) {
+		fk[0] = '\0';
+		snprintf(msg->error, sizeof(msg->error), "%s", err);
+		refused(m, msg);
+	} else if (r.kind != SL_REQ_MESSAGE && r.exact) {
 		sl_flow_key_tuple(&msg->req.key, &r.tuple);
 		sl_5tuple_format(&r.tuple, fk, sizeof(fk));
 	} else if (r.kind != SL_REQ_MESSAGE) {
@@ -1168,6 +1368,8 @@ sl_registry_poll(struct sl_mgr *m)
 	for (unsigned int i = 0; i < n; i++) {
 		struct sl_msg *msg = msgs[i];
 
+		/* Unanswered until answered here, whatever the NF left. */
+		__atomic_store_n(&msg->done, 0, __ATOMIC_RELAXED);
 		switch (msg->type) {
 		case SL_MSG_REGISTER:
 			handle_register(m, msg);
@@ -1185,10 +1387,14 @@ sl_registry_poll(struct sl_mgr *m)
 			handle_request(m, msg);
 			break;
 		default:
-			reply(msg, EINVAL, "unknown message type %u",
-			      msg->type);
+			refuse(m, msg, EINVAL,
+			       "unknown message type %u: register (1), "
+			       "deregister (2) or request (3)",
+			       msg->type);
 		}
 	}
+	if (g_held_n > 0)
+		held_expire(m, 0);
 	watchdog(m);
 	qs_poll(m);
 }

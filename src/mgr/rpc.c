@@ -1132,7 +1132,7 @@ rpc_status(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 	return json_pack(
 		"{s:s, s:s, s:i, s:s, s:s, s:f, s:b, s:i, s:i, s:i, s:i, s:i, "
 		"s:i, s:i, s:i, s:o, s:{s:i, s:i, s:I}, s:I, s:I, "
-		"s:{s:i, s:i, s:I}, s:o}",
+		"s:{s:i, s:i, s:I, s:I}, s:o}",
 		"node", shm->node, "version", SL_VERSION, "pid", (int)getpid(),
 		"mode", m->o.mode == SL_MODE_POLL ? "poll" : "shared",
 		"handoff", shm->handoff ? "mgr" : "direct", "uptime_s",
@@ -1149,7 +1149,8 @@ rpc_status(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 		(json_int_t)m->nfs_hung, "messages", "size",
 		(int)shm->msg_pool->size, "free",
 		(int)rte_mempool_avail_count(shm->msg_pool), "reclaimed",
-		(json_int_t)m->msgs_reclaimed, "control", sl_control_json(m));
+		(json_int_t)m->msgs_reclaimed, "refused",
+		(json_int_t)m->msgs_refused, "control", sl_control_json(m));
 }
 
 static json_t *

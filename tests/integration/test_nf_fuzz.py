@@ -1,0 +1,154 @@
+"""sluiced against a buggy NF on the shared-memory side: tests/integration/
+fuzz_nf.c sends seeded, mutated struct sl_msg through the real message ring
+(and, in its other mode, sets random verdicts and metadata on the packets
+it hands on) to an ASan+UBSan sluiced that forwards traffic meanwhile.
+
+Every message must get exactly one answer with a known result and a reason
+for each refusal; every packet must be accounted for by reason; afterwards
+the chain forwards, buffers and messages are all back, and sluiced's log
+has no sanitizer report.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import ROOT, deployment, port, prog, wait_drained, wait_until
+from packets import mixed, write
+
+ASAN = ROOT / "build-asan"
+RESULTS = {0, 1, 2, 16, 22, 28, 95, 105}  # ok, EPERM, ENOENT, EBUSY, EINVAL...
+SEEDS = [1, 2, 3]
+N = 150
+REPLY = re.compile(r"^fuzz-reply: n=(\d+) type=(\d+) id=(-?\d+) via=(\w+) result=(-?\d+) "
+                   r"error=(.*)$")
+
+pytestmark = pytest.mark.skipif(not (ASAN / "src" / "mgr" / "sluiced").exists(),
+                                reason="no build-asan (make build-asan)")
+
+
+@pytest.fixture(scope="module")
+def fuzz_nf(tmp_path_factory) -> str:
+    """tests/integration/fuzz_nf.c, built against the ASan libsluice."""
+    exe = tmp_path_factory.mktemp("fuzz") / "sluice-fuzz"
+    cmd = ("cc -O1 -g -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fsanitize=address,undefined "
+           "-Iinclude -Isrc/common $(pkg-config --cflags libdpdk) tests/integration/fuzz_nf.c "
+           f"{ASAN}/src/nflib/libsluice.a $(pkg-config --libs libdpdk) -ljansson -o {exe}")
+    r = subprocess.run(["sh", "-c", cmd], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, f"{cmd}: {r.stderr}"
+    return str(exe)
+
+
+def _logs(tmp_path: Path, name: str) -> str:
+    return "".join(p.read_text(errors="replace") for p in tmp_path.glob(f"run*/{name}.log"))
+
+
+def _no_sanitizer_report(text: str) -> None:
+    assert "ERROR: AddressSanitizer" not in text
+    assert "ERROR: LeakSanitizer" not in text
+    assert "runtime error:" not in text  # UBSan
+
+
+def _run(launch, node, tmp_path, fuzz_nf, args: list[str], handoff: str) -> tuple[Any, Any]:
+    frames = mixed(500, flows=50, seed=3)
+    src = write(tmp_path / "in.pcap", frames)
+    run = launch(deployment(
+        node,
+        ports=[{"name": "in", "device": f"net_pcap0,rx_pcap={src},infinite_rx=1"},
+               {"name": "out", "device": "net_null0"}],
+        nfs=[{"name": "a", "program": prog("forward", ASAN), "service": "a"},
+             {"name": "fuzz", "program": fuzz_nf, "service": "fuzz", "args": args}],
+        chain=["a", "fuzz", "port:out"], sluiced_args=["--handoff", handoff]), ASAN)
+    return run, run.client
+
+
+def _idle_in_use(run, cl) -> int:
+    """Buffers in use with nothing in flight (the NFs' caches hold some)."""
+    wait_until(lambda: port(cl.call("stats"), "out")["tx_pkts"] > 0 or
+               cl.call("stats")["drops_total"] > 0, 20, "traffic")
+    cl.call("rx.pause")
+    wait_drained(run)
+    n = cl.call("status")["mbufs"]["in_use"]
+    cl.call("rx.resume")
+    return n
+
+
+def _after(run, cl, tmp_path: Path, idle_in_use: int) -> dict[str, Any]:
+    """What every run must leave: cross-layer requests removed, the chain
+    forwards, every packet accounted for, buffers and messages back."""
+    for r in cl.call("flow.requests")["requests"]:
+        cl.call("flow.request.remove", id=r["id"])
+    cl.call("flow.delete", all=True)
+    cl.call("chain.set", hops=["a", "port:out"])
+    sent = port(cl.call("stats"), "out")["tx_pkts"]
+    wait_until(lambda: port(cl.call("stats"), "out")["tx_pkts"] > sent + 5000, 20,
+               "traffic through the chain after the fuzz")
+    cl.call("rx.pause")
+    st = wait_drained(run)
+    rx = sum(p["rx_pkts"] for p in st["ports"])
+    tx = sum(p["tx_pkts"] for p in st["ports"])
+    assert rx == tx + sum(st["drops"].values()) == tx + st["drops_total"], st
+    status = wait_until(lambda: (lambda s: s if s["mbufs"]["in_use"] == idle_in_use else None)(
+        cl.call("status")), 10, "buffers back to their idle count")
+    return status
+
+
+@pytest.mark.xfail(strict=True, reason="open defect: a wildcard SkipMe refused with EINVAL "
+                   "and an empty reason (seed 1, message 4); sl_flow_request's wildcard path")
+def test_mutated_messages_are_refused_with_a_reason(launch, node, tmp_path, fuzz_nf):
+    run = cl = None
+    out: list[str] = []
+    for seed in SEEDS:
+        run, cl = _run(launch, node, tmp_path, fuzz_nf,
+                       ["--msgs", str(N), "--seed", str(seed)], "direct")
+        idle = _idle_in_use(run, cl)
+        wait_until(lambda: "fuzz-done:" in _logs(tmp_path, "fuzz"), 30,
+                   f"the fuzz NF's {N} messages (seed {seed})")
+        status = _after(run, cl, tmp_path, idle)
+        log = _logs(tmp_path, "fuzz")
+        run.stop()
+        out.append(log)
+        _no_sanitizer_report(_logs(tmp_path, "sluiced"))
+        refused = status["messages"]["refused"]
+        lines = [ln for ln in log.splitlines() if ln.startswith("fuzz-")]
+        replies = [REPLY.match(ln) for ln in lines if ln.startswith("fuzz-reply")]
+        assert all(replies), lines
+        # Exactly one answer per message, in order, none late or stray.
+        assert [int(m[1]) for m in replies] == list(range(1, N + 1)), lines
+        assert lines[-1] == f"fuzz-done: sent={N} replies={N} timeouts=0 stray=0", lines[-3:]
+        for m in replies:
+            result = int(m[5])
+            assert result in RESULTS, m[0]
+            if result != 0:
+                assert m[6].strip(), m[0]  # a reason
+        assert refused > 0
+        assert sum(int(m[5]) != 0 for m in replies) >= refused
+        for p in tmp_path.glob("run*"):
+            p.rename(p.with_name(f"seed{seed}-{p.name}"))
+    text = "\n".join(out)
+    for reason in ("unknown message type", "unknown request kind", "flow key family",
+                   "is not a running NF of pid", "registered already",
+                   "ChangeDefault target", "UTF-8"):
+        assert reason in text, reason
+
+
+def test_random_verdicts_are_counted_drops(launch, node, tmp_path, fuzz_nf):
+    run, cl = _run(launch, node, tmp_path, fuzz_nf, ["--verdicts", "--seed", "7"], "mgr")
+    idle = _idle_in_use(run, cl)
+    wait_until(lambda: port(cl.call("stats"), "out")["tx_pkts"] > 3000, 20, "traffic")
+    wait_until(lambda: cl.call("stats")["drops"].get("invalid_dest", 0) > 1000, 20,
+               "invalid destinations")
+    st = cl.call("stats")
+    # Every kind of bad verdict is a counted drop by reason (a chain allows
+    # any edge, so no policy_violation here).
+    assert st["drops"]["invalid_dest"] > 1000 and st["drops"]["nf_verdict"] > 0, st["drops"]
+    assert st["drops"]["graph_gone"] > 0, st["drops"]
+    _after(run, cl, tmp_path, idle)
+    run.stop()
+    _no_sanitizer_report(_logs(tmp_path, "sluiced"))
+    codes = {p.label: p.exited() for p in run.processes()}
+    assert codes["sluiced"] == 0, codes
