@@ -1,5 +1,6 @@
 """Every sample NF (a folder of nfs/ with a meson.build) has a README.md
-that is titled with its program's name and names each of its options."""
+that is titled with its program's name, names each of its options, and
+gives the ranges and numeric defaults its code has."""
 
 from __future__ import annotations
 
@@ -30,3 +31,56 @@ def test_nf_has_a_readme_naming_every_option(nf_dir: Path) -> None:
     assert options, f"no getopt_long options found in nfs/{nf_dir.name}/*.c"
     missing = sorted(o for o in options if f"`--{o}" not in text)
     assert not missing, f"nfs/{nf_dir.name}/README.md does not describe --{', --'.join(missing)}"
+
+
+# Numeric options: sl_opt_number(PROG, "--opt", optarg, MIN, MAX, ...) and the
+# monitor's mon_parse_u32("--opt", optarg, MIN, MAX, ...).
+RANGE = re.compile(r'\(\s*(?:\w+,\s*)?"(--[a-z0-9-]+)",\s*optarg,\s*'
+                   r'([0-9][\w.]*|[A-Z_][A-Z0-9_]*),\s*([0-9][\w.]*|[A-Z_][A-Z0-9_]*),')
+DEFINE = re.compile(r"^#define\s+([A-Z_][A-Z0-9_]*)\s+([^/\n]+?)\s*(?:/\*.*)?$", re.M)
+
+
+def _spellings(token: str, defines: dict[str, str]) -> set[str]:
+    """How a README may write a bound: as the C literal, or its value in digits."""
+    text = defines.get(token, token)
+    m = re.fullmatch(r"\(?\s*1u?\s*<<\s*(\d+)\s*\)?", text)
+    if m:
+        return {str(1 << int(m.group(1)))}
+    text = text.rstrip("uUlL")
+    value = float(text)
+    return {text, str(int(value)) if value == int(value) else text}
+
+
+def _usage(src: str) -> str:
+    """The text of the NF's `..._usage[]` string (C literals joined)."""
+    m = re.search(r'_usage\[\]\s*=\s*((?:\s*"(?:[^"\\]|\\.)*"|\s*\w+_PROG)+)\s*;', src)
+    assert m, "no usage string"
+    return "".join(re.findall(r'"((?:[^"\\]|\\.)*)"', m.group(1))).replace("\\n", "\n")
+
+
+def _row(text: str, option: str) -> str:
+    rows = [line for line in text.splitlines()
+            if re.match(rf"\| `{re.escape(option)}[ `]", line)]
+    assert len(rows) == 1, f"no single table row for {option}"
+    return rows[0]
+
+
+@pytest.mark.parametrize("nf_dir", NF_DIRS, ids=lambda d: d.name)
+def test_readme_gives_the_ranges_and_defaults_of_the_code(nf_dir: Path) -> None:
+    """The README's row of a numeric option names the range its parse code
+    enforces and the default its --help says."""
+    text = (nf_dir / "README.md").read_text()
+    src = "\n".join(c.read_text() for c in sorted(nf_dir.glob("*.c")))
+    defines = dict(DEFINE.findall(src))
+    for option, lo, hi in RANGE.findall(src):
+        cells = _row(text, option).split(" | ")
+        meaning = cells[-1]
+        for bound in (lo, hi):
+            words = _spellings(bound, defines)
+            assert any(re.search(rf"(?<![\w.]){re.escape(w)}(?![\w.])", meaning)
+                       for w in words), f"{nf_dir.name}: {option}: bound {bound} not in README"
+    for m in re.finditer(r"^\s*(--[a-z0-9-]+)\b[^\n]*?\(default (\d+)", _usage(src), re.M):
+        option, default = m.groups()
+        cells = _row(text, option).split(" | ")
+        assert re.match(rf"{default}\b", cells[1].strip()), \
+            f"{nf_dir.name}: {option}: README default {cells[1]!r}, --help says {default}"
