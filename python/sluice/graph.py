@@ -172,7 +172,7 @@ def parse_graphs(data: Any, source: str = "<graphs>", services: Iterable[str] | 
                           f"(see {DOC})"])
     if not isinstance(data, dict):
         raise GraphError([f"{source}: expected a mapping with keys graphs, rules; got "
-                          f"{_kind(data)} (see {DOC})"])
+                          f"{kind_of(data)} (see {DOC})"])
     if "graphs" not in data:
         raise GraphError([f"{source}: no graphs: a graph file lists them under graphs: "
                           f"(see {DOC})"])
@@ -219,7 +219,7 @@ def validate(graphs: Sequence[GraphSpec], rules: Sequence[RuleSpec] = (),
             options = list(names) or ["..."]
             issues.append(f"{where}.graph: no graph named '{r.graph}' (graphs: "
                           f"{', '.join(known)}): name one of them, or add graph "
-                          f"'{r.graph}' under graphs{_did_you_mean(r.graph, options)}")
+                          f"'{r.graph}' under graphs{did_you_mean(r.graph, options)}")
         _, problems = match_params(_fields(r, exclude="graph"), prt)
         issues += [f"{where}.{k}: rule for graph '{r.graph}': {m}" for k, m in problems]
     return issues
@@ -244,7 +244,7 @@ def graph_issues(g: GraphSpec, where: str = "graph", services: list[str] | None 
     if g.entry is not None and g.entry not in g.nodes:
         issues.append(f"{where}.entry: {gname}: entry '{g.entry}' is not a node of this "
                       f"graph (nodes: {', '.join(nodes)}): name one of them, or leave entry "
-                      f"out to start at the first node{_did_you_mean(g.entry, nodes)}")
+                      f"out to start at the first node{did_you_mean(g.entry, nodes)}")
         entry = None
     dag: nx.DiGraph = nx.DiGraph()
     dag.add_nodes_from(nodes)
@@ -262,7 +262,7 @@ def graph_issues(g: GraphSpec, where: str = "graph", services: list[str] | None 
         if services is not None and node not in services:
             issues.append(f"{at}: {what}: no NF in nfs has service '{node}' (services: "
                           f"{_list(services)}): add an NF with service '{node}' or fix the "
-                          f"name{_did_you_mean(node, services)}")
+                          f"name{did_you_mean(node, services)}")
         if not hops:
             issues.append(f"{at}: {what} has no next hop: list at least one (the first is "
                           f"the default), e.g. [\"port:out\"] or [drop]")
@@ -284,11 +284,11 @@ def graph_issues(g: GraphSpec, where: str = "graph", services: list[str] | None 
                                   f"port:NAME with a port of the node")
                 elif ports is not None and port not in ports:
                     issues.append(f"{hat}: {what}: no port named '{port}' (ports: "
-                                  f"{_list(ports)}){_did_you_mean(port, ports, 'port:')}")
+                                  f"{_list(ports)}){did_you_mean(port, ports, 'port:')}")
                 continue
             if hop not in g.nodes:
                 options = nodes + [f"port:{p}" for p in ports or []] + ["drop"]
-                hint = _did_you_mean(hop, options)
+                hint = did_you_mean(hop, options)
                 issues.append(f"{hat}: {what}: edge to '{hop}', which is not a node of this "
                               f"graph (add it under nodes, or use port:NAME or drop){hint}")
                 continue
@@ -353,7 +353,7 @@ def match_params(fields: Mapping[str, Any], ports: Iterable[str] | None = None
         if key == "priority":
             if isinstance(value, bool) or not isinstance(value, int):
                 problems.append((key, f"expected an integer from {MIN_PRIORITY} to "
-                                      f"{MAX_PRIORITY}, got {_kind(value)}"))
+                                      f"{MAX_PRIORITY}, got {kind_of(value)}"))
             elif not MIN_PRIORITY <= value <= MAX_PRIORITY:
                 problems.append((key, f"{value} is out of range: use {MIN_PRIORITY} to "
                                       f"{MAX_PRIORITY} (higher wins)"))
@@ -385,13 +385,13 @@ def match_params(fields: Mapping[str, Any], ports: Iterable[str] | None = None
                 problems.append((key, f"{show_value(value)} is not a port name{hint}"))
             elif prt is not None and value not in prt:
                 problems.append((key, f"no port named '{value}' (ports: {_list(prt)})"
-                                      f"{_did_you_mean(value, prt)}"))
+                                      f"{did_you_mean(value, prt)}"))
             else:
                 out[key] = value
         else:
             known = list(MATCH_KEYS) + (["port"] if "port" in fields else [])
             problems.append((key, f"unknown key (known keys here: {', '.join(known)})"
-                                  f"{_did_you_mean(str(key), known)}"))
+                                  f"{did_you_mean(str(key), known)}"))
     if len(set(fams.values())) > 1:
         problems.append(("dst", f"src is IPv{fams['src']} and dst is IPv{fams['dst']}: a "
                                 f"flow has one address family; make them the same"))
@@ -406,7 +406,7 @@ def match_params(fields: Mapping[str, Any], ports: Iterable[str] | None = None
 def _proto(value: Any) -> tuple[Any, str | None]:
     usage = f"{', '.join(PROTOS)}, any or a number 0-255"
     if isinstance(value, bool):
-        return None, f"expected {usage}, got {_kind(value)}"
+        return None, f"expected {usage}, got {kind_of(value)}"
     if isinstance(value, int):
         if 0 <= value <= 255:
             return value, None
@@ -420,15 +420,15 @@ def _proto(value: Any) -> tuple[Any, str | None]:
         if v.isascii() and v.isdigit():
             return None, f"{_short(v)} is not an IP protocol number: use 0 to 255"
         return None, (f"'{_short(value)}' is not a protocol sluiced knows: use {usage}"
-                      f"{_did_you_mean(v, list(PROTOS))}")
-    return None, f"expected {usage}, got {_kind(value)}"
+                      f"{did_you_mean(v, list(PROTOS))}")
+    return None, f"expected {usage}, got {kind_of(value)}"
 
 
 def _prefix(value: Any) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network | None,
                                  str | None]:
     if not isinstance(value, str):
         return None, (f"expected an address or prefix such as 10.0.0.0/8 or 2001:db8::/32, "
-                      f"got {_kind(value)}")
+                      f"got {kind_of(value)}")
     try:
         return ipaddress.ip_network(value.strip(), strict=True), None
     except ValueError as e:
@@ -443,7 +443,7 @@ def _prefix(value: Any) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network |
 def _l4port(value: Any) -> tuple[Any, str | None]:
     usage = "a port 0-65535 or a range N-M such as 1024-65535"
     if isinstance(value, bool) or not isinstance(value, int | str):
-        return None, f"expected {usage}, got {_kind(value)}"
+        return None, f"expected {usage}, got {kind_of(value)}"
     if isinstance(value, str):
         s = value.strip()
         if _is_number(s):
@@ -544,7 +544,7 @@ def _list(names: Iterable[str]) -> str:
     return ", ".join(names) if names else "none"
 
 
-def _did_you_mean(word: str, options: Iterable[str], prefix: str = "") -> str:
+def did_you_mean(word: str, options: Iterable[str], prefix: str = "") -> str:
     m = difflib.get_close_matches(word, list(options), n=1, cutoff=0.6)
     return f"; did you mean '{prefix}{m[0]}'?" if m else ""
 
@@ -561,8 +561,8 @@ def _short(s: str, limit: int = 60) -> str:
     return s if len(s) <= limit else f"{s[:limit - 5]}...{s[-2:]}"
 
 
-def _kind(v: Any) -> str:
-    from .deploy import _kind as kind
+def kind_of(v: Any) -> str:
+    from .deploy import kind_of as kind
 
     return kind(v)
 
