@@ -70,10 +70,12 @@ static struct rte_ring *g_del_ring;
  * added with the port's RSS hash or sluiced's symmetric hash instead. */
 static struct sl_flow_key *g_keys;
 /* Per position, sluiced-only: the rte_hash signature the key was added
- * with (to delete it) and the id of the rule that classified it. */
+ * with (to delete it), the id of the rule that classified it and the port
+ * its first packet came in on (what in_port filters test). */
 static struct flow_side {
 	uint32_t sig;
 	uint32_t rule;
+	uint16_t in_port;
 } *g_side;
 /* Per graph id, bumped when that graph is removed (control thread; RX
  * reads it): an entry classified under an earlier incarnation of its
@@ -532,6 +534,7 @@ sl_flow_ingress(struct sl_shm *shm, struct rte_mbuf **pkts, uint16_t n)
 			g_keys[p] = keys[k];
 			g_side[p].sig = sig[k];
 			g_side[p].rule = rule[j];
+			g_side[p].in_port = meta->in_port;
 			entry_create(shm, sl_flow_entry(shm, (uint32_t)p),
 				     graph[j], &tup[k], meta->in_port,
 				     rte_pktmbuf_pkt_len(m));
@@ -995,8 +998,12 @@ sl_flow_json(const struct sl_mgr *m, uint32_t p)
 		json_array_append_new(ovr, x);
 	}
 	return json_pack(
-		"{s:I, s:s, s:i, s:i, s:s, s:I, s:I, s:I, s:o, s:o, s:s}", "id",
-		(json_int_t)p, "key", key, "family", t.family, "proto", t.proto,
+		"{s:I, s:s, s:i, s:i, s:s, s:s, s:I, s:I, s:I, s:o, s:o, s:s}",
+		"id", (json_int_t)p, "key", key, "family", t.family, "proto",
+		t.proto, "in_port",
+		g_side[p].in_port < m->o.n_ports
+			? shm->ports[g_side[p].in_port].name
+			: "?",
 		"graph", graph_name(shm, entry_graph(shm, e)), "pkts", (json_int_t)e->pkts,
 		"bytes", (json_int_t)e->bytes, "idle_ms",
 		(json_int_t)(uint32_t)(now_ms - e->last_ms), "pins", pins,
@@ -1033,7 +1040,7 @@ flow_filter_ok(const struct sl_shm *shm, uint32_t p,
 	}
 	if (f->has_match) {
 		if (entry_tuple(shm, p, &t) != 0 ||
-		    !wild_matches(&f->match, &t, 0))
+		    !wild_matches(&f->match, &t, g_side[p].in_port))
 			return 0;
 	}
 	return 1;

@@ -138,9 +138,20 @@ def test_a_rule_on_the_ingress_port_takes_only_that_ports_flows(launch, node, tm
     run = launch(dep)
     st = _done(run, len(f1) + len(f2), ["out1", "out2"])
     rules = run.client.call("rule.list")["rules"]
-    graphs = {fl["key"]: fl["graph"]
-              for fl in run.client.call("flow.list", limit=100)["flows"]}
+    flows = run.client.call("flow.list", limit=100)["flows"]
+    graphs = {fl["key"]: fl["graph"] for fl in flows}
+    # Each flow knows the port it came in on, and in_port filters test it
+    # (they tested port 0, the first port, for every existing flow).
+    by_port = {p: sorted(fl["key"] for fl in run.client.call(
+        "flow.list", in_port=p, limit=100)["flows"]) for p in ("in1", "in2", "out1")}
+    gone = run.client.call("flow.delete", in_port="in2")
     run.stop()
+
+    assert sorted(fl["key"] for fl in flows if fl["in_port"] == "in1") == by_port["in1"]
+    assert sorted(fl["key"] for fl in flows if fl["in_port"] == "in2") == by_port["in2"]
+    assert (len(by_port["in1"]), len(by_port["in2"]), by_port["out1"]) == (20, 15, [])
+    assert all(" 10.1.0." in f" {k}" for k in by_port["in1"]), by_port
+    assert gone["deleted"] == 15, gone
 
     assert read(o1) == f1
     assert read(o2) == f2
