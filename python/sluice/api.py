@@ -407,6 +407,7 @@ class Flow(_Model):
     key: str = Field(examples=["udp 192.168.1.2:5353 > 10.0.0.9:53"])
     family: int = Field(description="4 or 6.")
     proto: int
+    in_port: str = Field(description="The port the flow's first packet came in on.")
     graph: str
     pkts: int
     bytes: int
@@ -1528,12 +1529,13 @@ def create_app(node: str, socket_path: str | Path | None = None,
 
     def flow_filters(graph: str | None, service: str | None, instance: int | None,
                      proto: str | None, src: str | None, dst: str | None,
-                     sport: str | None, dport: str | None) -> dict[str, Any]:
+                     sport: str | None, dport: str | None,
+                     in_port: str | None) -> dict[str, Any]:
         if instance is not None and not service:
             raise ApiError(422, "instance: give service too (instance picks an "
                                 "instance of that service)")
         f = {"graph": graph, "service": service, "instance": instance, "proto": proto,
-             "src": src, "dst": dst, "sport": sport, "dport": dport}
+             "src": src, "dst": dst, "sport": sport, "dport": dport, "in_port": in_port}
         # An empty filter (?graph=, as an HTML form sends it) is no filter.
         return {k: v for k, v in f.items() if v is not None and v != ""}
 
@@ -1550,6 +1552,7 @@ def create_app(node: str, socket_path: str | Path | None = None,
     _f_dst = _filter(f"Prefix or address; {_both}.")
     _f_sport = _filter(f"{_PORTS_DOC}; {_both}.")
     _f_dport = _filter(f"{_PORTS_DOC}; {_both} (so dport=80 finds replies from port 80 too).")
+    _f_in_port = _filter("Flows whose first packet came in on this port.")
 
     @app.get(f"{PREFIX}/flows", response_model=FlowList, responses=_ERRORS_404,
              tags=["flows"])
@@ -1558,11 +1561,12 @@ def create_app(node: str, socket_path: str | Path | None = None,
               graph: str | None = _f_graph, service: str | None = _f_service,
               instance: int | None = _f_instance, proto: str | None = _f_proto,
               src: str | None = _f_src, dst: str | None = _f_dst,
-              sport: str | None = _f_sport, dport: str | None = _f_dport) -> Any:
+              sport: str | None = _f_sport, dport: str | None = _f_dport,
+              in_port: str | None = _f_in_port) -> Any:
         """Flows in the table that pass the filters (404 if the graph or service
         filtered on does not exist)."""
         return sluiced.call("flow.list", limit=limit, **flow_filters(
-            graph, service, instance, proto, src, dst, sport, dport))
+            graph, service, instance, proto, src, dst, sport, dport, in_port))
 
     @app.delete(f"{PREFIX}/flows", response_model=FlowsDeleted, responses=_ERRORS_404,
                 tags=["flows"])
@@ -1571,10 +1575,12 @@ def create_app(node: str, socket_path: str | Path | None = None,
                      graph: str | None = _f_graph, service: str | None = _f_service,
                      instance: int | None = _f_instance, proto: str | None = _f_proto,
                      src: str | None = _f_src, dst: str | None = _f_dst,
-                     sport: str | None = _f_sport, dport: str | None = _f_dport) -> Any:
+                     sport: str | None = _f_sport, dport: str | None = _f_dport,
+                     in_port: str | None = _f_in_port) -> Any:
         """Delete the flows that pass the filters, or all=true; each is classified
         again on its next packet. Without either, 422."""
-        params = flow_filters(graph, service, instance, proto, src, dst, sport, dport)
+        params = flow_filters(graph, service, instance, proto, src, dst, sport, dport,
+                              in_port)
         if all_:
             params["all"] = True
         return sluiced.call("flow.delete", **params)

@@ -527,10 +527,13 @@ FPortOpt = typer.Option(None, "--port", help="Flows with this source or destinat
                                              "(N or N-M).")
 FServiceOpt = typer.Option(None, "--service", help="Flows pinned to an instance of this "
                                                    "service.")
+FInPortOpt = typer.Option(None, "--in-port", help="Flows whose first packet came in on this "
+                                                  "port.")
 
 
 def _flow_filters(command: str, graph: str | None, proto: str | None, src: str | None,
-                  dst: str | None, port: str | None, service: str | None) -> dict[str, Any]:
+                  dst: str | None, port: str | None, service: str | None,
+                  in_port: str | None = None) -> dict[str, Any]:
     """flow.list / flow.delete filters. sluiced matches a filter against both
     directions of a flow, so ``dport: N`` finds the flows with N as either port."""
     params = _match(command, {"proto": proto, "src": src, "dst": dst, "port": port})
@@ -540,6 +543,8 @@ def _flow_filters(command: str, graph: str | None, proto: str | None, src: str |
         params["graph"] = graph
     if service is not None:
         params["service"] = service
+    if in_port is not None:
+        params["in_port"] = in_port
     return params
 
 
@@ -563,6 +568,7 @@ def _idle(ms: Any) -> str:
 @errors
 def flow_list(graph: str = FGraphOpt, proto: str = ProtoOpt, src: str = SrcOpt,
               dst: str = DstOpt, port: str = FPortOpt, service: str = FServiceOpt,
+              in_port: str = FInPortOpt,
               limit: int = typer.Option(100, "--limit", "-l", min=0, max=100000,
                                         help="Show at most this many flows (0: only count "
                                              "them)."),
@@ -570,7 +576,7 @@ def flow_list(graph: str = FGraphOpt, proto: str = ProtoOpt, src: str = SrcOpt,
               timeout: float = TimeoutOpt) -> None:
     """List flows of the flow table (at most --limit; says how many more matched)."""
     params = {"limit": limit,
-              **_flow_filters("flow list", graph, proto, src, dst, port, service)}
+              **_flow_filters("flow list", graph, proto, src, dst, port, service, in_port)}
     res = _call(node, socket, "flow.list", timeout, **params)
     if as_json:
         _print_json(res)
@@ -635,14 +641,16 @@ def flow_delete(flow_id: int = typer.Argument(None, metavar="[ID]", help="The fl
                 all_flows: bool = typer.Option(False, "--all", help="Every flow."),
                 graph: str = FGraphOpt, proto: str = ProtoOpt, src: str = SrcOpt,
                 dst: str = DstOpt, port: str = FPortOpt, service: str = FServiceOpt,
+                in_port: str = FInPortOpt,
                 node: str = NodeOpt, socket: Path = SocketOpt, as_json: bool = JsonOpt,
                 timeout: float = TimeoutOpt) -> None:
     """Forget flows: their next packet is classified again (rules, else the chain)."""
-    filters = _flow_filters("flow delete", graph, proto, src, dst, port, service)
+    filters = _flow_filters("flow delete", graph, proto, src, dst, port, service, in_port)
     given = [flow_id is not None, all_flows, bool(filters)]
     if sum(given) != 1:
         raise fail("sluice flow delete: say which flows: a flow ID, --all, or filters "
-                   "(--graph, --proto, --src, --dst, --port, --service); one of the three")
+                   "(--graph, --proto, --src, --dst, --port, --service, --in-port); one of "
+                   "the three")
     params: dict[str, Any] = ({"id": flow_id} if flow_id is not None
                               else {"all": True} if all_flows else filters)
     res = _call(node, socket, "flow.delete", timeout, **params)

@@ -176,10 +176,11 @@ EVENTS = [
 
 FLOWS = [
     {"id": 7, "key": "udp 192.168.1.2:5353 > 10.0.0.9:53", "family": 4, "proto": 17,
-     "graph": "default", "pkts": 1200, "bytes": 96000, "idle_ms": 12, "pins": {"fw": 0},
-     "overrides": [], "state": "live"},
+     "in_port": "in", "graph": "default", "pkts": 1200, "bytes": 96000, "idle_ms": 12,
+     "pins": {"fw": 0}, "overrides": [], "state": "live"},
     {"id": 9, "key": "tcp 10.0.0.1:1234 > 10.0.0.2:80", "family": 4, "proto": 6,
-     "graph": "default", "pkts": 10, "bytes": 640, "idle_ms": 3, "pins": {"fw": 0, "mon": 1},
+     "in_port": "in2", "graph": "default", "pkts": 10, "bytes": 640, "idle_ms": 3,
+     "pins": {"fw": 0, "mon": 1},
      "overrides": [{"service": "mon", "type": "default", "to": "port:out"}], "state": "live"},
 ]
 PROTOS = {"tcp": 6, "udp": 17, "icmp": 1, "icmp6": 58, "sctp": 132, "gre": 47, "esp": 50,
@@ -471,10 +472,11 @@ class Sluiced:
                                    f"services")
             sel = [f for f in self.flows
                    if p.get("graph", f["graph"]) == f["graph"]
-                   and ("service" not in p or p["service"] in f["pins"])]
+                   and ("service" not in p or p["service"] in f["pins"])
+                   and p.get("in_port", f["in_port"]) == f["in_port"]]
             if method == "flow.delete":
                 if not p.get("all") and not (set(p) & {"graph", "service", "proto", "src",
-                                                       "dst", "sport", "dport"}):
+                                                       "dst", "sport", "dport", "in_port"}):
                     return err(-32602, "flow.delete needs 'id', 'key', filters, or "
                                        "\"all\": true")
                 self.flows = [f for f in self.flows if f not in sel]

@@ -520,7 +520,7 @@ def test_huge_numbers(api: TestClient, server: FakeSluiced) -> None:
                                   "65535"),
     ("instance=1", "instance: give service too (instance picks an instance of that service)"),
     ("limt=5", "unknown query parameter 'limt': GET /api/v1/flows takes dport, dst, graph, "
-               "instance, limit, proto, service, sport, src"),
+               "in_port, instance, limit, proto, service, sport, src"),
 ])
 def test_flow_list_query(api: TestClient, query: str, detail: str) -> None:
     r = api.get(f"{PREFIX}/flows?{query}")

@@ -380,6 +380,9 @@ def test_flows(api: TestClient, fake: Any) -> None:
     assert r.json() == {"total": 2, "matched": 1, "flows": [FLOWS[1]], "truncated": False}
     assert fake[1].requests[-1]["params"] == {"limit": 1, "service": "mon", "proto": "tcp",
                                               "dport": "80"}
+    r = api.get("/api/v1/flows", params={"in_port": "in2"})
+    assert r.json() == {"total": 2, "matched": 1, "flows": [FLOWS[1]], "truncated": False}
+    assert fake[1].requests[-1]["params"] == {"limit": 100, "in_port": "in2"}
     r = api.get("/api/v1/flows", params={"instance": 1})
     assert (r.status_code, r.json()) == (422, {
         "detail": "instance: give service too (instance picks an instance of that service)"})

@@ -361,6 +361,10 @@ def test_flow_list_filters(fake: Fake) -> None:
         "1 of 2 matching flow(s) shown (1,000,000 in the table); --limit N shows more")
     r = run(["flow", "list", "--graph", "anomaly"], fake)
     assert r.stdout.splitlines()[-1] == "2 matching flow(s) (1,000,000 in the table)"
+    run(["flow", "list", "--in-port", "in2"], fake)
+    assert sent(srv)[-1] == ("flow.list", {"limit": 100, "in_port": "in2"})
+    run(["flow", "delete", "--in-port", "in2"], fake)
+    assert sent(srv)[-1] == ("flow.delete", {"in_port": "in2"})
     r = run(["flow", "list", "--json", "--limit", "1"], fake)
     assert json.loads(r.stdout) == {"total": 1000000, "matched": 1000000, "flows": FLOWS[:1],
                                     "truncated": True}
@@ -407,8 +411,8 @@ def test_flow_delete(fake: Fake) -> None:
     for args in ([], ["7", "--all"], ["--all", "--graph", "g"], ["7", "--proto", "tcp"]):
         r = run(["flow", "delete", *args], fake, code=1)
         assert r.stderr == ("sluice flow delete: say which flows: a flow ID, --all, or filters "
-                            "(--graph, --proto, --src, --dst, --port, --service); one of the "
-                            "three\n")
+                            "(--graph, --proto, --src, --dst, --port, --service, --in-port); "
+                            "one of the three\n")
     assert len(srv.requests) == 3
 
 
