@@ -1380,6 +1380,13 @@ sl_flow_request(struct sl_mgr *m, const struct sl_req *r, uint32_t *applied,
 			      first_err[0] ? errlen : sizeof(first_err)) == 0)
 			valid = 1;
 	}
+	if (!valid && first_err[0] == '\0') { /* not even a chain yet */
+		snprintf(err, errlen,
+			 "no chain or graph is set yet to check %s against: "
+			 "ask again once the chain is set (chain.set)",
+			 sl_req_name(r->kind));
+		return EAGAIN;
+	}
 	if (!valid) {
 		snprintf(err, errlen, "%s", first_err);
 		return EINVAL;
