@@ -221,8 +221,10 @@ int sl_nf_table_create(struct sl_nf *nf, const struct sl_nf_table_spec *spec,
 		       struct rte_hash **h, void **slots, uint32_t *n_slots);
 
 /**
- * Parses s, the whole string, as a number from min to max (min >= 0);
- * with frac 0 it must be a whole number. 0 with *out set, or -EINVAL.
+ * Parses s, the whole string, as a number from min to max (min >= 0):
+ * plain decimal digits with at most one '.' (no blanks, sign, hex,
+ * exponent or "inf"); with frac 0 a whole number, digits only. 0 with
+ * *out set, or -EINVAL.
  */
 int sl_parse_number(const char *s, double min, double max, int frac,
 		    double *out);

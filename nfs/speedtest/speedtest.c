@@ -27,6 +27,7 @@
 #include <sluice/nf.h>
 
 #define MAX_SAMPLES 4096
+#define ST_PROG "sluice-speedtest"
 
 struct st {
 	uint32_t n_pkts;
@@ -127,7 +128,6 @@ st_init(struct sl_nf *nf, int argc, char **argv)
 		{"latency", no_argument, NULL, 'l'},
 		{NULL, 0, NULL, 0},
 	};
-	char *end;
 	int c;
 
 	g.n_pkts = 128;
@@ -137,59 +137,39 @@ st_init(struct sl_nf *nf, int argc, char **argv)
 	g.hz = rte_get_tsc_hz();
 	g.lat_min = UINT64_MAX;
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
-		unsigned long v = 0;
+		/* sl_opt_number: digits only, and the option's range */
+		double v = 0;
+		int rc = 0;
 
-		if (c == 'n' || c == 's' || c == 'f') {
-			v = strtoul(optarg, &end, 10);
-			if (*end != '\0' || v == 0) {
-				fprintf(stderr,
-					"sluice-speedtest: '%s' is not a "
-					"positive number\n",
-					optarg);
-				return EINVAL;
-			}
-		}
 		switch (c) {
 		case 'n':
-			if (v > RTE_DIM(g.pkts)) {
-				fprintf(stderr,
-					"sluice-speedtest: --packets is at "
-					"most %zu\n",
-					RTE_DIM(g.pkts));
-				return EINVAL;
-			}
+			rc = sl_opt_number(ST_PROG, "--packets", optarg, 1,
+					   RTE_DIM(g.pkts), 0, &v);
 			g.n_pkts = (uint32_t)v;
 			break;
 		case 's':
-			if (v < 64 || v > 1518) {
-				fprintf(stderr,
-					"sluice-speedtest: --size must be "
-					"64..1518 bytes\n");
-				return EINVAL;
-			}
+			rc = sl_opt_number(ST_PROG, "--size", optarg, 64, 1518,
+					   0, &v);
 			g.size = (uint32_t)v;
 			break;
 		case 'f':
+			rc = sl_opt_number(ST_PROG, "--flows", optarg, 1,
+					   4294967295.0, 0, &v);
 			g.flows = (uint32_t)v;
 			break;
 		case 'd':
-			g.duration_s = strtod(optarg, &end);
-			if (*end != '\0' || g.duration_s < 0) {
-				fprintf(stderr,
-					"sluice-speedtest: --duration '%s' is "
-					"not a number of seconds\n",
-					optarg);
-				return EINVAL;
-			}
+			rc = sl_opt_number(ST_PROG, "--duration", optarg, 0,
+					   1e9, 1, &g.duration_s);
 			break;
 		case 'r':
-			g.report_s = strtod(optarg, &end);
-			if (*end != '\0' || g.report_s <= 0) {
+			rc = sl_opt_number(ST_PROG, "--report", optarg, 0,
+					   86400, 1, &g.report_s);
+			if (rc == 0 && g.report_s <= 0) {
 				fprintf(stderr,
-					"sluice-speedtest: --report '%s' is "
-					"not a positive number of seconds\n",
+					ST_PROG ": --report: '%s' is not more "
+						"than 0 seconds\n",
 					optarg);
-				return EINVAL;
+				rc = EINVAL;
 			}
 			break;
 		case 'l':
@@ -199,6 +179,8 @@ st_init(struct sl_nf *nf, int argc, char **argv)
 			fprintf(stderr, "sluice-speedtest: unknown option\n");
 			return EINVAL;
 		}
+		if (rc != 0)
+			return rc;
 	}
 	return build(nf);
 }

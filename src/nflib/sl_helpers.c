@@ -5,6 +5,7 @@
  * counters line. They use only the public NF API, so that the NF unit tests
  * can link this file beside their libsluice stand-in (tests/unit/nf_stub.c).
  */
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -89,12 +90,26 @@ int
 sl_parse_number(const char *s, double min, double max, int frac,
 		double *out)
 {
+	const char *c = s[0] == '-' ? s + 1 : s;
+	int dots = 0, digits = 0;
 	char *end;
 	double v;
 
+	/* Plain decimal only: strtod also takes blanks, '+', hex, exponents
+	 * and "inf", none of which a user means in an option. */
+	for (; *c != '\0'; c++) {
+		if (*c == '.')
+			dots++;
+		else if (isdigit((unsigned char)*c))
+			digits++;
+		else
+			return -EINVAL;
+	}
+	if (digits == 0 || dots > 1 || (!frac && dots != 0))
+		return -EINVAL;
 	errno = 0;
 	v = strtod(s, &end);
-	if (s[0] == '\0' || *end != '\0' || errno != 0 || !isfinite(v) ||
+	if (*end != '\0' || errno != 0 || !isfinite(v) ||
 	    v < min || v > max || (!frac && v != (double)(uint64_t)v))
 		return -EINVAL;
 	*out = v;

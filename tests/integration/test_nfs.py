@@ -9,6 +9,7 @@ import random
 import re
 import signal
 import struct
+import subprocess
 
 from conftest import deployment, port, prog, service, wait_drained, wait_until
 from packets import mixed, read, write
@@ -360,3 +361,22 @@ def test_malformed_packets_pass_every_sample_nf(launch, node, tmp_path):
     assert read(dst) == frames
     mon = next(p for p in run.nfs if p.label == "mon").log.read_text()
     assert re.search(r"malformed=[1-9]", mon)
+
+
+def test_speedtest_numbers_are_checked(launch, node):
+    """Each number option takes digits in its range (strtoul took '-1' as
+    4294967295, and ' 5' and '+5'); the NF stops at start with the reason."""
+    launch(deployment(node, ports=[], nfs=[
+        {"name": "f", "program": prog("forward"), "service": "f"}], chain=["f", "drop"]))
+    bad = [(["--packets", "-1"], "--packets: '-1' is not a whole number from 1 to 65536"),
+           (["--packets", " 5"], "--packets: ' 5' is not a whole number from 1 to 65536"),
+           (["--packets", "65537"], "--packets: '65537' is not a whole number from 1 to 65536"),
+           (["--size", "63"], "--size: '63' is not a whole number from 64 to 1518"),
+           (["--flows", "0"], "--flows: '0' is not a whole number from 1 to 4294967295"),
+           (["--duration", "x"], "--duration: 'x' is not a number from 0 to 1000000000"),
+           (["--report", "0"], "--report: '0' is not more than 0 seconds")]
+    for args, msg in bad:
+        r = subprocess.run([prog("speedtest"), "--", "--node", node, "-s", "st", *args],
+                           capture_output=True, text=True, timeout=30)
+        assert (r.returncode, r.stderr.splitlines()[0]) == (1, f"sluice-speedtest: {msg}"), \
+            (args, r.stderr)
