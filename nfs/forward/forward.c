@@ -139,7 +139,7 @@ fwd_burst(struct sl_nf *nf, struct rte_mbuf **pkts, uint16_t n)
 }
 
 static const struct sl_nf_ops fwd_ops = {
-	.name = "forward",
+	.name = "sluice-forward",
 	.service = "forward",
 	.access = SL_ACCESS_READ | SL_ACCESS_ROUTE,
 	.init = fwd_init,

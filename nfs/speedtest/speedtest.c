@@ -291,7 +291,7 @@ st_fini(struct sl_nf *nf)
 }
 
 static const struct sl_nf_ops st_ops = {
-	.name = "speedtest",
+	.name = "sluice-speedtest",
 	.service = "speedtest",
 	.access = SL_ACCESS_READ,
 	.init = st_init,
