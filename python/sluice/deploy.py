@@ -907,10 +907,11 @@ _TYPE_NAMES = {
 
 
 def pydantic_issues(e: ValidationError, root: type[BaseModel] | None = None,
-                    data: Any = None) -> list[str]:
+                    data: Any = None, doc: str = DOC) -> list[str]:
     """One line per schema problem: ``key.path: message``. ``root`` is the
     model that was validated (default Deployment); with the ``data`` it was
-    given, problems inside a graph also name the graph (and node)."""
+    given, problems inside a graph also name the graph (and node); ``doc``
+    is the page a missing key points to."""
     out = []
     for err in e.errors(include_url=False):
         loc = tuple(err["loc"])
@@ -930,7 +931,7 @@ def pydantic_issues(e: ValidationError, root: type[BaseModel] | None = None,
             continue
         if typ == "union_tag_not_found":
             out.append(f"{path}.on: missing: say what the policy reacts to: on: occupancy "
-                       f"or on: message (see {DOC})")
+                       f"or on: message (see {doc})")
             continue
         if typ == "extra_forbidden":
             model = variant if variant is not None and len(loc) == 3 else _model_at(loc, root)
@@ -938,7 +939,7 @@ def pydantic_issues(e: ValidationError, root: type[BaseModel] | None = None,
             msg = (f"unknown key (known keys here: {', '.join(known)})"
                    f"{did_you_mean(str(loc[-1]), known)}")
         elif typ == "missing":
-            msg = f"missing: this key is required (see {DOC})"
+            msg = f"missing: this key is required (see {doc})"
         elif typ == "model_type":
             model = _model_at(loc + ("x",), root)
             keys = ", ".join(f.alias or k for k, f in model.model_fields.items()) \

@@ -180,7 +180,7 @@ def parse_graphs(data: Any, source: str = "<graphs>", services: Iterable[str] | 
         gs = GraphSet.model_validate(data)
     except ValidationError as e:
         raise GraphError([f"{source}: {m}"
-                          for m in pydantic_issues(e, GraphSet, data)]) from None
+                          for m in pydantic_issues(e, GraphSet, data, doc=DOC)]) from None
     issues = validate(gs.graphs, gs.rules, services, ports)
     if not gs.graphs:
         issues.insert(0, "graphs: empty: list at least one graph")

@@ -185,7 +185,7 @@ def test_schema_errors_name_the_graph_and_node() -> None:
         "g.yaml: graphs[0].entri: graph 'g': unknown key (known keys here: name, entry, "
         "nodes, match); did you mean 'entry'?")
     assert one({"graphs": [{"nodes": {"a": ["drop"]}}]}) == (
-        "g.yaml: graphs[0].name: missing: this key is required (see docs/deployment.md)")
+        "g.yaml: graphs[0].name: missing: this key is required (see docs/graphs.md)")
     assert one(graph("x")) == (
         "g.yaml: graphs[0].nodes: graph 'g': expected a mapping, got a string ('x')")
     assert one(graph({"a": ["drop", 5]})) == (
@@ -198,7 +198,7 @@ def test_schema_errors_name_the_graph_and_node() -> None:
         "proto, src, dst, sport, dport, in_port); did you mean 'proto'?")
     assert one({"graphs": [{"name": "g", "nodes": {"a": ["drop"]}}],
                 "rules": [{"proto": "tcp"}]}) == (
-        "g.yaml: rules[0].graph: missing: this key is required (see docs/deployment.md)")
+        "g.yaml: rules[0].graph: missing: this key is required (see docs/graphs.md)")
 
 
 # -- graph checks ---------------------------------------------------------------------------
