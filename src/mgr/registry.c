@@ -243,17 +243,27 @@ orphan_find(struct rte_mempool *mp, void *arg, void *obj, unsigned int idx)
 		o->msg[o->n++] = msg;
 }
 
+static int in_ring(const struct rte_ring *r, const void *p);
+
 static void
 msgs_reclaim(struct sl_mgr *m, int32_t pid)
 {
 	struct orphans o = {.pid = pid};
+	uint32_t n = 0;
 
 	rte_mempool_obj_iter(m->shm->msg_pool, orphan_find, &o);
-	for (uint32_t i = 0; i < o.n; i++)
+	for (uint32_t i = 0; i < o.n; i++) {
+		/* done set by the NF itself, and still queued: the ring's
+		 * reader answers (and returns) it; given back here too, it
+		 * would be in the pool twice */
+		if (in_ring(m->shm->msg_ring, o.msg[i]))
+			continue;
 		msg_give_back(m, o.msg[i]);
-	if (o.n > 0)
+		n++;
+	}
+	if (n > 0)
 		sl_log("pid %d: %u message(s) it left unreturned given back",
-		       pid, o.n);
+		       pid, n);
 }
 
 /* ---- quiescent-state actions --------------------------------------- */
