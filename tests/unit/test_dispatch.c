@@ -985,12 +985,17 @@ backpressure_partial_then_retry(void **state)
 	struct env *e = *state;
 	struct rte_mbuf *p[6], *got[RING_CAP];
 	const unsigned room = 3;
+	uint64_t t0, since;
 
 	leave_room(e, 0, room);
 	for (int i = 0; i < 6; i++)
 		p[i] = mk(SL_NEXT, SL_SERVICE_NONE, (uint32_t)i,
 			  (uint16_t)(100 + i));
+	t0 = rte_rdtsc();
 	assert_int_equal(sl_dispatch(&e->d, p, 6), 3);
+	/* The wait starts now: stamped by this call. */
+	since = e->d.pending_since;
+	assert_in_range(since, t0, rte_rdtsc());
 	assert_int_equal(sl_dispatch_pending(&e->d), 3);
 	assert_int_equal(rte_ring_free_count(rx_of(e, 0)), 0);
 	/* The ring took p0..p2; p3..p5 wait, in order, looking untouched. */
@@ -1002,15 +1007,17 @@ backpressure_partial_then_retry(void **state)
 	}
 	assert_int_equal(e->stats.tx_pkts, 3);
 	assert_int_equal(e->stats.tx_bytes, 100 + 101 + 102);
-	assert_true(e->d.pending_since != 0);
 
-	/* Still full: nothing moves, nothing is dropped. */
+	/* Still full: nothing moves, nothing is dropped; the wait still
+	 * counts from the first try. */
 	assert_int_equal(sl_dispatch_retry(&e->d, e->d.pending_since), 3);
 	assert_int_equal(drops_total(e), 0);
+	assert_int_equal(e->d.pending_since, since);
 
-	/* Room for 2: p3, p4 go, p5 waits. */
+	/* Room for 2: p3, p4 go, p5 waits, since the first try still. */
 	drain_dummies(e, 0, 2);
 	assert_int_equal(sl_dispatch_retry(&e->d, e->d.pending_since + 1), 1);
+	assert_int_equal(e->d.pending_since, since);
 	assert_ptr_equal(e->d.pending[0], p[5]);
 	check_meta(p[5], SL_NEXT, SL_SERVICE_NONE, SELF_OWNER, 5);
 	assert_int_equal(e->stats.tx_pkts, 5);

@@ -397,6 +397,21 @@ write_tmp(const char *suffix, const char *text)
 	return path;
 }
 
+/* examples/fw-rules.yaml: each rule's name and fw_rule_format(). */
+static const char *const example[][2] = {
+	{"quarantine-out", "deny src 10.0.19.0/24"},
+	{"quarantine-in", "deny dst 10.0.19.0/24"},
+	{"no-dns-upper",
+	 "deny proto udp src 10.0.128.0/17 dst 192.168.0.0/24 dport 53"},
+	{"web", "allow proto tcp dst 192.168.0.0/24 dport 80"},
+	{"web-tls", "allow proto tcp dst 192.168.0.0/24 dport 443"},
+	{"web-replies", "allow proto tcp src 192.168.0.0/24 sport 80-443"},
+	{"servers-tcp-other", "deny proto tcp dst 192.168.0.0/24"},
+	{"udp-to-servers", "allow proto udp dst 192.168.0.0/24"},
+	{"ping", "allow proto icmp"},
+	{"quarantine6", "deny src 2001:db8:bad::/48"},
+};
+
 static void
 test_load_files(void **state)
 {
@@ -439,13 +454,23 @@ test_load_files(void **state)
 				 ".yaml, .yml or .json)");
 	assert_int_equal(fw_rules_load("/tmp", &rs, err, sizeof(err)),
 			 -EINVAL);
+	assert_string_equal(err, "/tmp: unknown rule file type (name it .yaml, "
+				 ".yml or .json)");
 
-	/* The example shipped with Sluice is valid. */
+	/* The example shipped with Sluice is valid: all its rules, in order. */
 	rs = NULL;
 	if (fw_rules_load(SL_SOURCE_ROOT "/examples/fw-rules.yaml", &rs, err,
 			  sizeof(err)) != 0)
 		fail_msg("%s", err);
-	assert_true(rs->n_rules > 0);
+	assert_int_equal(rs->n_rules, sizeof(example) / sizeof(example[0]));
+	assert_int_equal(rs->default_action, FW_ALLOW);
+	for (uint32_t i = 0; i < rs->n_rules; i++) {
+		char buf[160];
+
+		assert_string_equal(rs->rules[i].name, example[i][0]);
+		fw_rule_format(&rs->rules[i], buf, sizeof(buf));
+		assert_string_equal(buf, example[i][1]);
+	}
 	fw_rules_free(rs);
 }
 
@@ -560,9 +585,14 @@ test_format(void **state)
 		fw_rule_format(&rs->rules[i], buf, sizeof(buf));
 		assert_string_equal(buf, expect[i]);
 	}
-	/* Truncation keeps the string terminated. */
-	assert_true(fw_rule_format(&rs->rules[1], buf, 8) > 8);
+	/* Truncation keeps the string terminated, and returns the whole
+	 * length, as snprintf() does. */
+	assert_int_equal(fw_rule_format(&rs->rules[1], buf, 8),
+			 strlen(expect[1]));
 	assert_string_equal(buf, "deny pr");
+	assert_int_equal(fw_rule_format(&rs->rules[1], buf, 1),
+			 strlen(expect[1]));
+	assert_string_equal(buf, "");
 	fw_rules_free(rs);
 	rs = parse_ok("rules: [{action: allow, src: 0.0.0.0/0}]\n",
 		      FW_FORMAT_YAML);

@@ -160,9 +160,25 @@ test_tcp4_truncations(void **state)
 	};
 	struct sl_5tuple t;
 
+	/* What build_tcp4() must write: the truncations below cut this. */
+	static const uint8_t want[68] = {
+		/* Ethernet: dst, src, IPv4 */
+		0x02, 0x00, 0x00, 0x00, 0x00, 0x01, 0x02, 0x00, 0x00, 0x00,
+		0x00, 0x02, 0x08, 0x00,
+		/* IPv4: IHL 5, total 50, id 0x1234, TTL 64, TCP, csum 0 */
+		0x45, 0x00, 0x00, 0x32, 0x12, 0x34, 0x00, 0x00, 0x40, 0x06,
+		0x00, 0x00, 10, 0, 1, 2, 192, 168, 0, 10,
+		/* TCP: 40000 > 80, seq 1, ack 0, offset 5, PSH ACK */
+		0x9c, 0x40, 0x00, 0x50, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00,
+		0x00, 0x00, 0x50, 0x18, 0xff, 0xff, 0x00, 0x00, 0x00, 0x00,
+		/* payload "abcdefghij", then 4 bytes of Ethernet padding */
+		'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j',
+		0, 0, 0, 0};
+
 	(void)state;
 	build_tcp4(&f);
-	assert_int_equal(f.len, 68);
+	assert_int_equal(f.len, sizeof(want));
+	assert_memory_equal(f.b, want, sizeof(want));
 	check_truncations(&f, &e);
 
 	assert_int_equal(tuple_n(&f, f.len, &t), 0);
@@ -202,9 +218,30 @@ test_udp6_ext_truncations(void **state)
 	};
 	struct sl_5tuple t;
 
+	/* What build_udp6_ext() must write, header by header. */
+	static const uint8_t want[118] = {
+		/* Ethernet: dst, src, IPv6 */
+		0x02, 0x00, 0x00, 0x00, 0x00, 0x01, 0x02, 0x00, 0x00, 0x00,
+		0x00, 0x02, 0x86, 0xdd,
+		/* IPv6: payload 64, next hop-by-hop, hop limit 64 */
+		0x60, 0x00, 0x00, 0x00, 0x00, 0x40, 0x00, 0x40,
+		0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1,
+		0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2,
+		/* 54: hop-by-hop, 8 bytes, next routing */
+		43, 0, 0, 0, 0, 0, 0, 0,
+		/* 62: routing, 24 bytes, next destination options */
+		60, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+		0, 0, 0, 0,
+		/* 86: destination options, 16 bytes, next UDP */
+		17, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+		/* 102: UDP 5353 > 53, length 16, csum 0, payload 0..7 */
+		0x14, 0xe9, 0x00, 0x35, 0x00, 0x10, 0x00, 0x00,
+		0, 1, 2, 3, 4, 5, 6, 7};
+
 	(void)state;
 	build_udp6_ext(&f);
-	assert_int_equal(f.len, 118);
+	assert_int_equal(f.len, sizeof(want));
+	assert_memory_equal(f.b, want, sizeof(want));
 	check_truncations(&f, &e);
 
 	assert_int_equal(tuple_n(&f, f.len, &t), 0);
@@ -1308,7 +1345,7 @@ test_hdr_malformed(void **state)
 		f.b[14] = (uint8_t)(0x40 | ihl);
 		mbuf_n(&m, &f, f.len);
 		assert_int_equal(sl_pkt_parse(&m, &info), -EINVAL);
-		assert_non_null(sl_pkt_eth(&m));
+		assert_ptr_equal(sl_pkt_eth(&m), m.buf_addr);
 		assert_null(sl_pkt_ipv4(&m, &info));
 		assert_null(sl_pkt_ipv6(&m, &info));
 		assert_null(sl_pkt_tcp(&m, &info));
@@ -1378,10 +1415,10 @@ test_hdr_stale_info(void **state)
 	assert_int_equal(sl_pkt_parse(&m, &info), 0);
 	/* The first segment shrinks (adj/trim) after the parse. */
 	m.data_len = 53;
-	assert_non_null(sl_pkt_ipv4(&m, &info));
+	assert_ptr_equal(sl_pkt_ipv4(&m, &info), (uint8_t *)m.buf_addr + 14);
 	assert_null(sl_pkt_tcp(&m, &info));
 	m.data_len = 54;
-	assert_non_null(sl_pkt_tcp(&m, &info));
+	assert_ptr_equal(sl_pkt_tcp(&m, &info), (uint8_t *)m.buf_addr + 34);
 	m.data_len = 33;
 	assert_null(sl_pkt_ipv4(&m, &info));
 	assert_null(sl_pkt_tcp(&m, &info));
@@ -1407,13 +1444,13 @@ test_hdr_stale_info(void **state)
 	info.l4_len = 7;
 	assert_null(sl_pkt_udp(&m, &info));
 	info.l4_len = 8;
-	assert_non_null(sl_pkt_udp(&m, &info));
+	assert_ptr_equal(sl_pkt_udp(&m, &info), (uint8_t *)m.buf_addr + 34);
 	/* IPv6 at l3_off 14 needs 54 bytes. */
 	info.ip_version = 6;
 	m.data_len = 53;
 	assert_null(sl_pkt_ipv6(&m, &info));
 	m.data_len = 54;
-	assert_non_null(sl_pkt_ipv6(&m, &info));
+	assert_ptr_equal(sl_pkt_ipv6(&m, &info), (uint8_t *)m.buf_addr + 14);
 	free(m.buf_addr);
 
 	/* Tags claimed beyond the segment, or more than two. */
@@ -1423,10 +1460,10 @@ test_hdr_stale_info(void **state)
 	mbuf_n(&m, &f, f.len);
 	assert_int_equal(sl_pkt_parse(&m, &info), 0);
 	m.data_len = 21;
-	assert_non_null(sl_pkt_vlan(&m, &info, 0));
+	assert_ptr_equal(sl_pkt_vlan(&m, &info, 0), (uint8_t *)m.buf_addr + 14);
 	assert_null(sl_pkt_vlan(&m, &info, 1));
 	m.data_len = 22;
-	assert_non_null(sl_pkt_vlan(&m, &info, 1));
+	assert_ptr_equal(sl_pkt_vlan(&m, &info, 1), (uint8_t *)m.buf_addr + 18);
 	/* At most two tags are parsed: a third is never returned. */
 	m.data_len = (uint16_t)f.len;
 	info.n_vlans = 3;
@@ -1477,10 +1514,23 @@ fuzz_one(const uint8_t *bytes, uint32_t len, unsigned *n_ok)
 		assert_int_equal(trc, info.ip_version ? 0 : -ENOENT);
 		if (trc == 0) {
 			char buf[128];
+			struct sl_5tuple back;
+			int n;
 
 			assert_int_equal(t.family, info.ip_version);
 			assert_int_not_equal(sl_5tuple_hash(&t), 0);
-			assert_true(sl_5tuple_format(&t, buf, sizeof(buf)) > 0);
+			/* The text is the whole tuple: it parses back. */
+			n = sl_5tuple_format(&t, buf, sizeof(buf));
+			assert_int_equal(n, strlen(buf));
+			assert_int_equal(sl_5tuple_parse(buf, &back), 0);
+			assert_int_equal(back.family, t.family);
+			assert_int_equal(back.proto, t.proto);
+			assert_int_equal(back.sport, t.sport);
+			assert_int_equal(back.dport, t.dport);
+			assert_memory_equal(&back.src, &t.src,
+					    t.family == 4 ? 4 : 16);
+			assert_memory_equal(&back.dst, &t.dst,
+					    t.family == 4 ? 4 : 16);
 			(*n_ok)++;
 		}
 	} else {
