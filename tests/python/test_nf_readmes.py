@@ -35,14 +35,20 @@ def test_nf_has_a_readme_naming_every_option(nf_dir: Path) -> None:
 
 # Numeric options: sl_opt_number(PROG, "--opt", optarg, MIN, MAX, ...) and the
 # monitor's mon_parse_u32("--opt", optarg, MIN, MAX, ...).
-RANGE = re.compile(r'\(\s*(?:\w+,\s*)?"(--[a-z0-9-]+)",\s*optarg,\s*'
-                   r'([0-9][\w.]*|[A-Z_][A-Z0-9_]*),\s*([0-9][\w.]*|[A-Z_][A-Z0-9_]*),')
+BOUND = r"([0-9][\w.]*|[A-Z_][A-Z0-9_]*|RTE_DIM\([\w.]+\))"
+RANGE = re.compile(r'\(\s*(?:\w+,\s*)?"(--[a-z0-9-]+)",\s*optarg,\s*' + BOUND + r",\s*"
+                   + BOUND + ",")
+# Every such call, whatever its bounds: each must be one RANGE reads.
+NUMBER_CALL = re.compile(r'\b(?:sl_opt_number|mon_parse_u32)\(\s*(?:\w+,\s*)?"(--[a-z0-9-]+)"')
 DEFINE = re.compile(r"^#define\s+([A-Z_][A-Z0-9_]*)\s+([^/\n]+?)\s*(?:/\*.*)?$", re.M)
 
 
 def _spellings(token: str, defines: dict[str, str]) -> set[str]:
     """How a README may write a bound: as the C literal, or its value in digits."""
     text = defines.get(token, token)
+    m = re.fullmatch(r"RTE_DIM\((?:\w+\.)*(\w+)\)", text)
+    if m:  # the size of the array: `name[SIZE]` where it is declared
+        text = defines[f"[{m.group(1)}]"]
     m = re.fullmatch(r"\(?\s*1u?\s*<<\s*(\d+)\s*\)?", text)
     if m:
         return {str(1 << int(m.group(1)))}
@@ -72,7 +78,12 @@ def test_readme_gives_the_ranges_and_defaults_of_the_code(nf_dir: Path) -> None:
     text = (nf_dir / "README.md").read_text()
     src = "\n".join(c.read_text() for c in sorted(nf_dir.glob("*.c")))
     defines = dict(DEFINE.findall(src))
-    for option, lo, hi in RANGE.findall(src):
+    defines.update({f"[{name}]": size for name, size in
+                    re.findall(r"\b(\w+)\[([^\]\[]+)\];", src)})
+    ranges = RANGE.findall(src)
+    assert sorted(o for o, _, _ in ranges) == sorted(NUMBER_CALL.findall(src)), \
+        f"{nf_dir.name}: a numeric option whose bounds this test cannot read"
+    for option, lo, hi in ranges:
         cells = _row(text, option).split(" | ")
         meaning = cells[-1]
         for bound in (lo, hi):
