@@ -7,6 +7,7 @@ pcap devices with their files renamed to short private links."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -55,9 +56,19 @@ def test_pcap_arguments_too_long_for_the_nfs_are_refused(node, tmp_path):
     dev = "net_pcap0," + ",".join(f"rx_pcap={f}" for f in files)
     r = _sluiced("--port", f"in={dev}", name=node)
     assert r.returncode == 1
-    assert ("sluiced: port 'in': the arguments of 'net_pcap0,rx_pcap=/tmp/sl-") in r.stderr
-    assert ("characters (capture files counted as sluiced renames them); DPDK's net_pcap "
-            "keeps 63 for the NFs' processes: use fewer files or arguments") in r.stderr
+    # The files as sluiced renames them: links in its private folder
+    # /tmp/sl-<its pid>-XXXXXX, which it removes again.
+    said = [ln for ln in r.stderr.splitlines() if ln.startswith("sluiced: ")]
+    assert len(said) == 1, r.stderr
+    m = re.fullmatch(r"sluiced: port 'in': the arguments of 'net_pcap0,(?P<args>.*)' are "
+                     r"(?P<n>\d+) characters \(capture files counted as sluiced renames "
+                     r"them\); DPDK's net_pcap keeps 63 for the NFs' processes: use fewer "
+                     r"files or arguments", said[0])
+    assert m, said
+    d = re.fullmatch(r"rx_pcap=(/tmp/sl-\d+-\w{6})/0\.pcap,.*", m["args"])
+    assert d and m["args"] == ",".join(f"rx_pcap={d[1]}/{i}.pcap" for i in range(3)), m["args"]
+    assert int(m["n"]) == len(m["args"]), said
+    assert not Path(d[1]).exists()
 
 
 def test_nfs_send_to_a_pcap_port_through_sluiced(launch, node, tmp_path):

@@ -107,7 +107,12 @@ def test_service_bytes_keep_a_stopped_replicas_share(launch, node, tmp_path, nf_
     st1 = wait_drained(run)
     b1 = check(st1)
     reps = {n["instance"]: n for n in st1["nfs"] if n["service"] == "fwd"}
+    # How the flows spread over the two is the hash's business: each got
+    # some, and passed on exactly what it got.
     assert len(reps) == 2 and all(n["rx_bytes"] > 0 for n in reps.values()), reps
+    assert all((n["rx_pkts"], n["rx_bytes"]) == (n["tx_pkts"], n["tx_bytes"])
+               for n in reps.values()), reps
+    assert sum(n["rx_pkts"] for n in reps.values()) == port(st1, "in")["rx_pkts"]
     assert sum(n["rx_bytes"] for n in reps.values()) == b1
     assert sum(n["tx_bytes"] for n in reps.values()) == b1
 
