@@ -374,6 +374,7 @@ test_malformed(void **state)
 {
 	char *path = write_file(".yaml", basic_rules);
 	struct rte_mbuf *m[256];
+	sl_verdict_t expect[256];
 	struct frame f;
 	uint32_t len, n = 0, i;
 	char *out;
@@ -383,17 +384,31 @@ test_malformed(void **state)
 	out = init_with(&rc, "--rules", path, NULL);
 	assert_int_equal(rc, 0);
 	free(out);
+	/* Dropped by a rule once the headers are whole (54 and 62 bytes);
+	 * shorter ones are malformed, and --non-ip allow (the default) lets
+	 * them through. */
 	frame_ip4(&f, IPPROTO_TCP, IP4(10, 0, 1, 5), 1, IP4(1, 2, 3, 4), 2,
 		  8);
-	for (len = 0; len <= f.len; len++)
+	assert_int_equal(f.len, 62);
+	for (len = 0; len <= f.len; len++) {
+		expect[n] = len >= 54 ? SL_DROP : SL_NEXT;
 		m[n++] = stub_mbuf(f.b, len);
+	}
 	frame_ip6(&f, IPPROTO_UDP, v6_a, 1, v6_b, 2, 8);
-	for (len = 0; len <= f.len; len++)
+	assert_int_equal(f.len, 70);
+	for (len = 0; len <= f.len; len++) {
+		expect[n] = len >= 62 ? SL_DROP : SL_NEXT;
 		m[n++] = stub_mbuf(f.b, len);
-	assert_true(n <= 256);
+	}
+	assert_int_equal(n, 63 + 71);
 	stub_ops->process(stub_nf(), m, (uint16_t)n);
 	for (i = 0; i < n; i++) {
 		assert_true(stub_verdict_set(m[i]));
+		if (sl_pkt_verdict(m[i]) != expect[i])
+			fail_msg("frame %u (%u bytes): verdict %#x, want %#x",
+				 i, i < 63 ? i : i - 63,
+				 (unsigned)sl_pkt_verdict(m[i]),
+				 (unsigned)expect[i]);
 		stub_mbuf_free(m[i]);
 	}
 	out = fini_output();
