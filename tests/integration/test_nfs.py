@@ -236,6 +236,20 @@ def test_firewall_reloads_its_rules_on_sighup(launch, node, tmp_path, monkeypatc
     assert at_exit["end"] == f"packets={len(b)} allowed={len(exp_b)} denied={drops_b}"
 
 
+def _end(ip: str, port: int) -> str:
+    return f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}"
+
+
+def _flow_str(frame: bytes) -> str:
+    """A frame's flow as sluice-monitor writes it: directional, "proto
+    src:sport > dst:dport" (IPv6 addresses in brackets)."""
+    p = Ether(frame)
+    l3 = p[IP] if IP in p else p[IPv6]
+    l4 = p[TCP] if TCP in p else p[UDP]
+    return (f"{type(l4).__name__.lower()} {_end(l3.src, l4.sport)} > "
+            f"{_end(l3.dst, l4.dport)}")
+
+
 def test_monitor_counts_protocols_and_flows(launch, node, tmp_path):
     frames = mixed(2000, flows=60, seed=5)
     tcp = sum(1 for f in frames if TCP in Ether(f))
@@ -252,10 +266,32 @@ def test_monitor_counts_protocols_and_flows(launch, node, tmp_path):
                "all packets out")
     run.stop()
     log = run.nfs[0].log.read_text()
-    assert f"packets={len(frames)} " in log
-    assert f"ipv6={v6} " in log
-    assert re.search(rf"mon-proto: packets tcp={tcp} udp={len(frames) - tcp} icmp=0 ", log)
-    assert len(re.findall(r"mon-top: rank=\d", log)) == 3
+    # The one report (--interval 0: at exit), exact but for uptime and rate.
+    mon = [ln for ln in log.splitlines() if ln.startswith("mon-")]
+    assert len(mon) == 6, log
+    nbytes = sum(map(len, frames))
+    tcp_b = sum(len(f) for f in frames if TCP in Ether(f))
+    flows: dict[str, list[int]] = {}  # directional: each way is a flow
+    for f in frames:
+        pb = flows.setdefault(_flow_str(f), [0, 0])
+        pb[0], pb[1] = pb[0] + 1, pb[1] + len(f)
+    assert re.fullmatch(
+        rf"mon-stats: reason=exit uptime=\d+\.\d packets={len(frames)} bytes={nbytes} "
+        rf"pps=\d+ ipv4={len(frames) - v6} ipv6={v6} flows={len(flows)} flows_capacity=65536 "
+        r"flows_untracked=0 untracked_bytes=0", mon[0]), mon[0]
+    assert mon[1:3] == [
+        f"mon-proto: packets tcp={tcp} udp={len(frames) - tcp} icmp=0 other_ipv4=0 "
+        "other_ipv6=0 non_ip=0 malformed=0",
+        f"mon-proto: bytes tcp={tcp_b} udp={nbytes - tcp_b} icmp=0 other_ipv4=0 "
+        "other_ipv6=0 non_ip=0 malformed=0"]
+    # The 3 flows of the most bytes, largest first (no tie among them).
+    top = sorted(flows.items(), key=lambda kv: -kv[1][1])[:4]
+    assert top[2][1][1] > top[3][1][1], top
+    got = [re.fullmatch(r"mon-top: rank=(\d) packets=(\d+) bytes=(\d+) flow=(.*)", ln)
+           for ln in mon[3:]]
+    assert all(got), mon[3:]
+    assert [(int(m[1]), int(m[2]), int(m[3]), m[4]) for m in got] == [
+        (i, p, b, k) for i, (k, (p, b)) in enumerate(top[:3], start=1)], mon[3:]
 
 
 def test_speedtest_loop_and_every_buffer_returns(launch, node, tmp_path):
