@@ -107,7 +107,7 @@ def test_cut_vertex_makes_flow_unprotectable():
     rej = plan.rejection("through")
     assert rej is not None
     assert (rej.flow, rej.constraint) == ("through", C_BACKUP)
-    assert rej.reason.startswith("no backup route avoids node B (it forwards the flow) ")
+    assert rej.reason == "no backup route avoids node B (it forwards the flow) with spare bandwidth"
     assert [r.flow for r in plan.rejected] == ["through"]
     # A->B needs no transit node: its services fail over between A and B
     assert plan.routes == {"local": Route(("A",), (("A",), ("A", "B")))}

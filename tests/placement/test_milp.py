@@ -98,7 +98,10 @@ def test_accept_all_infeasible_is_reported_not_raised():
         C_INPUT, "accept='all' asks for every flow to be placed but the problem is "
                  "infeasible: the flows together need more cores or link capacity than the "
                  "network has; use accept='max' to place as many flows as fit")
-    assert plan.rejected[1].constraint == C_INPUT
+    # The second flow's reason is the same: it named the first flow as one
+    # that "cannot be placed at all" (the reasons being filled were read).
+    assert plan.rejected[1] == plan.rejected[0].__class__(
+        "f2", C_INPUT, plan.rejected[0].reason)
     assert validate(p, plan) == []
 
 

@@ -322,8 +322,8 @@ def _protect(
             if alt is None:
                 return Rejection(
                     f.id, C_BACKUP,
-                    f"no backup route avoids node {x} (it forwards the flow) within the delay "
-                    f"bound {f.max_delay:.4g} and spare bandwidth",
+                    f"no backup route avoids node {x} (it forwards the flow) "
+                    f"{_within(f, 'within the delay bound {} and ')}with spare bandwidth",
                 )
         else:
             alt = None
@@ -367,8 +367,8 @@ def _protect(
                 return Rejection(
                     f.id, C_BACKUP,
                     f"no node other than {x} can take over "
-                    f"{'-'.join(f.chain[l_] for l_ in moved)} with a route that meets the "
-                    f"delay bound {f.max_delay:.4g} and spare bandwidth",
+                    f"{'-'.join(f.chain[l_] for l_ in moved)} with a route that "
+                    f"{_within(f, 'meets the delay bound {} and ')}has spare bandwidth",
                 )
         state.add_scenario(x, f, primary, alt)
         scenarios[x] = alt
@@ -384,3 +384,9 @@ def _protect(
             f"link {arc[0]}->{arc[1]} lacks bandwidth for the flow plus backup reservations",
         )
     return Protection(tuple(backup_hosts), scenarios)
+
+
+def _within(f: Flow, text: str) -> str:
+    """``text`` with the flow's delay bound in it, or '' for a flow without one
+    (its bound is inf)."""
+    return "" if math.isinf(f.max_delay) else text.format(f"{f.max_delay:.4g}")

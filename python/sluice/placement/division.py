@@ -105,12 +105,13 @@ def division(
     for b, batch in enumerate(batches):
         left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
         if left is not None and left <= 0:
-            for f in (g for later in batches[b:] for g in later):
-                rejected[f.id] = Rejection(
-                    f.id, C_TIME,
-                    f"the {time_limit:g} s time limit ran out before this flow's batch "
-                    f"(batch {b + 1} of {len(batches)}); raise the time limit",
-                )
+            for k, later in enumerate(batches[b:], start=b):
+                for f in later:
+                    rejected[f.id] = Rejection(
+                        f.id, C_TIME,
+                        f"the {time_limit:g} s time limit ran out before this flow's batch "
+                        f"(batch {k + 1} of {len(batches)}); raise the time limit",
+                    )
             statuses["not-run"] = len(batches) - b
             break
         share = None if left is None else left / (len(batches) - b)

@@ -868,6 +868,7 @@ def milp(
         res = solve_batch(problem, ok_flows, state, analyzer, opts, initial)
     for fid, route in res.routes.items():
         state.commit(problem.flow_by_id[fid], route)
+    prechecked = dict(rejected)  # flows no placement can carry, before the solver
     for f in res.unplaced:
         if res.status in ("optimal", "feasible"):
             rej = capacity_reason(analyzer, f, state)
@@ -883,7 +884,7 @@ def milp(
                 "raise --time-limit or use the division heuristic",
             )
         else:
-            rej = _infeasible_reason(analyzer, f, rejected)
+            rej = _infeasible_reason(analyzer, f, prechecked)
         rejected[f.id] = rej
     plan = Plan(
         algorithm="milp",

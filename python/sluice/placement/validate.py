@@ -142,7 +142,8 @@ def _check_route(
     for s, seg in enumerate(route.segments):
         if not seg or seg[0] != ends[s] or seg[-1] != ends[s + 1]:
             out.append(
-                Violation(C_ROUTE, subject, f"segment {s} runs {seg[:1]}..{seg[-1:]}, expected "
+                Violation(C_ROUTE, subject, f"segment {s} runs "
+                          f"{f'{seg[0]}..{seg[-1]}' if seg else 'nowhere (empty)'}, expected "
                           f"{ends[s]}..{ends[s + 1]}")
             )
         for u, v in pairwise(seg):
