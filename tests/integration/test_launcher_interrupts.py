@@ -347,7 +347,7 @@ def test_duration_ends(up) -> None:
     u.t_signal = time.monotonic()
     assert_stopped(u, 0, [])
     out = u.stdout()
-    assert "stopping: --duration 1 s is over" in out, out
+    assert "stopping: --duration 1 s is over" in [ln.strip() for ln in out.splitlines()], out
     assert out.rstrip().endswith(f"stopped; logs are in {u.logs}/"), out
 
 
@@ -385,4 +385,5 @@ def test_launcher_killed(up) -> None:
     orch_sock = SOCKET_DIR / f"{u.node}.orchestrator"
     assert leftovers(u.node) == [str(orch_sock)]
     log = (u.logs / "sluiced.log").read_text()
-    assert "shutting down: SIGTERM" in log, log[-2000:]
+    assert re.search(r"^sluiced\[\S+\] \d+\.\d{3}: shutting down: SIGTERM$", log, re.M), \
+        log[-2000:]
