@@ -236,10 +236,12 @@ def run_scenario(rig: Rig, sc: Scenario, start_scrubber) -> dict[str, Any]:
                               f"the scrubber's {kind} (flow.request)")["data"]
 
     me = req("request_me")
-    assert me["result"] == "applied" and me["service"] == "scrubber" \
-        and me["flow"] == f"src={PREFIX}", me
-    # Applied to exactly the attack flows live then (each once).
-    assert me["applied"] == sc.live_attack_flows, (me, sc.live_attack_flows)
+    # Applied to exactly the attack flows live then (each once), and kept
+    # (the first wildcard request) for those to come.
+    assert {k: v for k, v in me.items() if k != "instance"} == {
+        "nf": "scrubber", "type": "request_me", "flow": f"src={PREFIX}",
+        "service": "scrubber", "result": "applied", "applied": sc.live_attack_flows,
+        "kept": 1}, (me, sc.live_attack_flows)
     assert not [e for e in rig.events if e["kind"] == "flow.request"
                 and e["data"].get("type") == "change_default"], rig.events
 

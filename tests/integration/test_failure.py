@@ -110,7 +110,8 @@ def test_hung_replica_is_killed_and_handled_as_dead(launch, node, tmp_path):
     assert wait_until(lambda: proc.exited(), 5, "the hung NF to exit") == -signal.SIGKILL
     log = run.sluiced.log.read_text()
     assert (f"NF hung: instance {victim['instance']}, service fwd, pid {victim['pid']}: "
-            "not one loop in 300 ms with work to do; killing it") in log, log
+            "not one loop in 300 ms with work to do; killing it (sluiced --nf-hang-ms; 0 never "
+            "does)") in _lines(run), log
     assert _died(victim, 1) in _lines(run), log
     assert run.client.call("status")["nfs_hung"] == 1
     before = _out(run)
