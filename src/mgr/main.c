@@ -347,8 +347,9 @@ parse_opts(struct sl_mgr_opts *o, int argc, char **argv)
 			if (v & (v - 1)) {
 				fprintf(stderr,
 					"sluiced: --ring-size %u is not a power "
-					"of 2\n",
-					v);
+					"of 2: use %u or %u\n",
+					v, 1u << (31 - __builtin_clz(v)),
+					1u << (32 - __builtin_clz(v)));
 				return -1;
 			}
 			o->ring_size = v;

@@ -4,6 +4,7 @@
  * wrong device string is reported with the port's name. One RX queue (read
  * by the RX thread) and one TX queue (written only by the TX thread).
  */
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -60,9 +61,10 @@ pcap_private(const char *pname, const char *device, char *out,
 	unsigned int n = 0;
 
 	dir[0] = '\0';
-	if (strncmp(device, "net_pcap", 8) != 0 &&
-	    strncmp(device, "eth_pcap", 8) != 0)
-		goto verbatim;
+	if ((strncmp(device, "net_pcap", 8) != 0 &&
+	     strncmp(device, "eth_pcap", 8) != 0) ||
+	    !isdigit((unsigned char)device[8]))
+		goto verbatim; /* not the pcap driver (net_pcapx0 is none) */
 	if (strstr(device, keys[0]) == NULL && strstr(device, keys[1]) == NULL)
 		goto check;
 	snprintf(dir, dirlen, "/tmp/sl-%d-XXXXXX", (int)getpid());
@@ -97,6 +99,17 @@ pcap_private(const char *pname, const char *device, char *out,
 					     (int)vlen, v);
 			if (w < 0 || (size_t)w >= sizeof(target))
 				goto too_long;
+			/* Said here, with the user's path: the PMD's own
+			 * message names the private link. */
+			if (key == keys[0] && access(target, R_OK) != 0) {
+				snprintf(err, errlen,
+					 "port '%s': rx_pcap file '%s' cannot "
+					 "be read: %s; give an existing capture "
+					 "(a relative path starts at sluiced's "
+					 "working directory)",
+					 pname, target, strerror(errno));
+				return -1;
+			}
 			snprintf(link, sizeof(link), "%s/%u.pcap", dir, n++);
 			if (symlink(target, link) != 0) {
 				snprintf(err, errlen,
@@ -184,12 +197,18 @@ find_or_probe(const char *pname, const char *device, uint16_t *port_id,
 		return -1;
 	rc = rte_dev_probe(probe_dev);
 	if (rc < 0) {
+		/* Drivers mostly return -1, which is no errno worth
+		 * printing ("Operation not permitted"): their reason is the
+		 * line they logged above. */
 		snprintf(err, errlen,
 			 "port '%s': cannot create device '%s': %s; check the "
 			 "driver name (net_pcap, net_tap, net_af_packet, "
 			 "net_null, net_ring, net_memif, or a PCI address) "
 			 "and its arguments, and that files it names exist",
-			 pname, device, rte_strerror(-rc));
+			 pname, device,
+			 rc == -1 ? "the driver refused it (its reason is "
+				    "in the lines above)"
+				  : rte_strerror(-rc));
 		return -1;
 	}
 	if (rte_eth_dev_get_port_by_name(devname, port_id) != 0) {

@@ -106,16 +106,26 @@ def test_chain_replaced_at_runtime(launch, node, tmp_path):
 def test_bad_port_device_is_named(node):
     r = _sluiced("--port", "in=net_pcapx0,rx_pcap=/nonexistent.pcap", name=node)
     assert r.returncode == 1
+    # The driver's -1 is no errno: its reason is the line it logged.
     assert _said(r) == [
         "sluiced: port 'in': cannot create device 'net_pcapx0,rx_pcap=/nonexistent.pcap': "
-        "Operation not permitted; check the driver name (net_pcap, net_tap, net_af_packet, "
-        "net_null, net_ring, net_memif, or a PCI address) and its arguments, and that files "
-        "it names exist"], r.stderr
+        "the driver refused it (its reason is in the lines above); check the driver name "
+        "(net_pcap, net_tap, net_af_packet, net_null, net_ring, net_memif, or a PCI address) "
+        "and its arguments, and that files it names exist"], r.stderr
+    assert "Couldn't open /nonexistent.pcap" in r.stderr, r.stderr
+    # A capture that is not there is named by sluiced, with the user's path
+    # (the driver's own line names sluiced's private link to it).
+    r = _sluiced("--port", "in=net_pcap0,rx_pcap=/nonexistent.pcap", name=node)
+    assert r.returncode == 1
+    assert _said(r) == [
+        "sluiced: port 'in': rx_pcap file '/nonexistent.pcap' cannot be read: No such file "
+        "or directory; give an existing capture (a relative path starts at sluiced's working "
+        "directory)"], r.stderr
 
 
 def test_bad_options_are_explained(node):
     cases = {
-        ("--ring-size", "1000"): "sluiced: --ring-size 1000 is not a power of 2",
+        ("--ring-size", "1000"): "sluiced: --ring-size 1000 is not a power of 2: use 512 or 1024",
         ("--port", "nameonly"):
             "sluiced: --port 'nameonly' must be NAME=DEVICE, e.g. out=net_null0,no-rx=1",
         ("--mode", "fast"): "sluiced: --mode 'fast': use shared or poll",

@@ -207,7 +207,7 @@ def test_the_other_stated_limits() -> None:
     r = _sluiced("--port", "a=net_null0", "--port", "a=net_null1")
     assert (r.returncode, r.stderr) == (1, "sluiced: port name 'a' is given twice\n")
     assert rows["--ring-size"]["values"] == "64..1048576, a power of 2"
-    _refused("--ring-size", "96", "sluiced: --ring-size 96 is not a power of 2")
+    _refused("--ring-size", "96", "sluiced: --ring-size 96 is not a power of 2: use 64 or 128")
     assert rows["--flow-capacity-v6"]["values"] == "64..67108864, at most `--flow-capacity`"
     r = _sluiced("--flow-capacity", "1000", "--flow-capacity-v6", "1001")
     assert r.returncode == 1 and r.stderr.startswith(
