@@ -887,6 +887,8 @@ def _run_up(sigs: _Signals, path: str | Path, duration: float | None,
             con.print(Text(server.describe()))
         _watch(run, con, duration, interval)
         sigs.stopping = True
+        if not con.is_terminal:
+            con.print()  # the table's last line ends without a newline there
         con.print(Text(f"stopping: --duration {duration:g} s is over"))
     except Interrupted as e:
         sigs.stopping = True

@@ -347,7 +347,7 @@ def test_duration_ends(up) -> None:
     u.t_signal = time.monotonic()
     assert_stopped(u, 0, [])
     out = u.stdout()
-    assert "stopping: --duration 1 s is over" in [ln.strip() for ln in out.splitlines()], out
+    assert "stopping: --duration 1 s is over" in out.splitlines(), out
     assert out.rstrip().endswith(f"stopped; logs are in {u.logs}/"), out
 
 
