@@ -53,6 +53,8 @@ def test_nfs_start_whatever_the_capture_path(launch, node, tmp_path):
 
 def test_pcap_arguments_too_long_for_the_nfs_are_refused(node, tmp_path):
     files = [tmp_path / f"{c}.pcap" for c in "abc"]
+    for f in files:  # readable: sluiced checks that before the arguments' length
+        f.write_bytes(b"")
     dev = "net_pcap0," + ",".join(f"rx_pcap={f}" for f in files)
     r = _sluiced("--port", f"in={dev}", name=node)
     assert r.returncode == 1
