@@ -75,6 +75,17 @@ def service(stats: dict[str, Any], name: str) -> dict[str, Any]:
     return next(s for s in stats["services"] if s["name"] == name)
 
 
+SANITIZER_REPORTS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer",
+                     "runtime error:")  # the last: UBSan
+
+
+def assert_no_sanitizer_report(text: str, name: str = "the logs") -> None:
+    """No ASan, LSan or UBSan report in ``text`` (a log, or logs joined)."""
+    for bad in SANITIZER_REPORTS:
+        i = text.find(bad)
+        assert i < 0, f"{name}: {bad}\n{text[max(0, i - 2000):i + 2000]}"
+
+
 def wait_drained(run: Launcher, timeout: float = 20.0) -> dict[str, Any]:
     """Waits until no packet is in flight: every packet read from a port is
     out of a port or dropped (needs finite sources or rx.pause), and the
