@@ -966,14 +966,15 @@ class Orchestrator:
                                   else " (pushed again)"), set_chain_back)
         # rules: the ones no longer in the file go, new ones are added
         wanted = [json.dumps(r, sort_keys=True) for r in new.rule_params()]
+        with_graph: dict[str, list[str]] = {}  # graph -> its rules' lines
         for params, rid in list(rules):
             k = json.dumps(params, sort_keys=True)
             if k in wanted:
                 wanted.remove(k)
                 continue
             text = f"{rid} removed ({format_match(params)} -> graph {params['graph']})"
-            if params["graph"] in gone:
-                note("rule", text)  # it goes with its graph below
+            if params["graph"] in gone:  # it goes with its graph below, said then
+                with_graph.setdefault(params["graph"], []).append(text)
                 continue
             at(f"rule.remove of rule {rid}")
             try:
@@ -1005,6 +1006,8 @@ class Orchestrator:
                     drop_rule(rid)
                 continue
             res = call("graph.remove", name=name)
+            for text in with_graph.get(name, []):
+                note("rule", text)
             for params, rid in with_it:
                 drop_rule(rid)
                 log.made.append(_Undo(f"rule {rid} removed with graph {name}",

@@ -585,6 +585,9 @@ def test_apply_undoes_a_removed_graph_and_its_rules(tmp_path: Path) -> None:
         ("rule.add", "udp")]
     assert runner.rules == [(udp, 11), ({"graph": "h", "priority": 0, "proto": "icmp"}, 8)]
     assert sorted(sluiced.graphs) == ["g", "h"] and sorted(sluiced.rules) == [8, 11]
+    # a rule that goes with its graph is said once the graph is gone: rule 8
+    # (graph h, refused) never was
+    assert [ln for ln in lines if ln.startswith("rule")] == ["rule: 7 removed (udp -> graph g)"]
 
 
 def test_an_undo_sluiced_refuses_is_reported_and_the_next_apply_pushes_all(
