@@ -547,8 +547,10 @@ dd_parse_args(struct dd_state *st, int argc, char **argv)
 					 sizeof(st->key), "a message key");
 			break;
 		case 'a':
+			/* a service name is 1-31 characters, as sluiced's */
 			rc = dd_opt_name("--alarm-to", optarg, st->to_name,
-					 sizeof(st->to_name), "a service name");
+					 RTE_MIN(sizeof(st->to_name), (size_t)32),
+					 "a service name");
 			break;
 		case 'n':
 			rc = sl_opt_number(DD_PROG, "--prefixes", optarg, 1,

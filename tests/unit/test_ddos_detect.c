@@ -495,6 +495,10 @@ test_args(void **state)
 	expect_error("sluice-ddos-detect: --key: 'a b' is not a message key "
 		     "(1 to 63 characters, no spaces)\n",
 		     "--key", "a b", NULL);
+	expect_error("sluice-ddos-detect: --alarm-to: "
+		     "'ssssssssssssssssssssssssssssssss' is not a service name "
+		     "(1 to 31 characters, no spaces)\n",
+		     "--alarm-to", "ssssssssssssssssssssssssssssssss", NULL);
 	expect_error("sluice-ddos-detect: unexpected argument 'extra'\n",
 		     "--threshold", "3", "extra", NULL);
 	expect_error("unrecognized option '--treshold'", "--treshold", "3",
