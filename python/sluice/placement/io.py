@@ -85,15 +85,18 @@ class _Strict(BaseModel):
                               allow_inf_nan=False)
 
 
+MAX_CORES = 1_000_000  # per node: far above any machine, well inside the solvers' range
+
+
 class Defaults(_Strict):
-    cores: int = Field(2, ge=0)
+    cores: int = Field(2, ge=0, le=MAX_CORES)
     capacity: float = Field(1000.0, gt=0)
     delay: float = Field(1.0, ge=0)
 
 
 class NodeSpec(_Strict):
     name: str = Field(min_length=1)
-    cores: int | None = Field(None, ge=0)
+    cores: int | None = Field(None, ge=0, le=MAX_CORES)
     flows_per_core: dict[str, Annotated[int, Field(ge=0)]] | None = None
     pos: list[float] | None = None
 
@@ -411,7 +414,8 @@ def _message(err: Any, root: type[BaseModel], loc: Loc) -> tuple[Loc, str]:
         op = {"greater_than_equal": "at least", "greater_than": "more than",
               "less_than_equal": "at most", "less_than": "less than"}[typ]
         bound = next(ctx[k] for k in ("ge", "gt", "le", "lt") if k in ctx)
-        return loc, f"must be {op} {bound:g}, got {show_value(inp)}"
+        shown = bound if isinstance(bound, int) else f"{bound:g}"  # 1000000, not 1e+06
+        return loc, f"must be {op} {shown}, got {show_value(inp)}"
     if typ == "string_too_short":
         return loc, "empty: give a name"
     if typ == "invalid_key":  # a key of the file's mapping that is not a name
