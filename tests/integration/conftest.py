@@ -26,6 +26,15 @@ def build_dir() -> Path:
     return Path(os.environ.get("SLUICE_BUILD_DIR", ROOT / "build")).resolve()
 
 
+# The ASan+UBSan build (make build-asan); the tests that need it are skipped
+# without it, unless SLUICE_REQUIRE_ASAN (make test) says it must be there.
+ASAN_BUILD = ROOT / "build-asan"
+needs_asan = pytest.mark.skipif(
+    not (ASAN_BUILD / "src" / "mgr" / "sluiced").exists()
+    and not os.environ.get("SLUICE_REQUIRE_ASAN"),
+    reason="no build-asan (make build-asan); make test always builds it")
+
+
 def prog(name: str, build: Path | None = None) -> str:
     """Absolute path of a built NF program, e.g. prog('forward')."""
     return str((build or build_dir()) / "nfs" / name / f"sluice-{name}")

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 from conftest import (
-    ROOT,
+    ASAN_BUILD,
     assert_no_sanitizer_report,
     deployment,
+    needs_asan,
     port,
     prog,
     service,
@@ -194,12 +195,10 @@ def test_chain_through_the_io_thread_handoff(launch, node, tmp_path):
     _edges_of_chain(st, frames, 3)
 
 
-@pytest.mark.skipif(not (ROOT / "build-asan" / "src" / "mgr" / "sluiced").exists()
-                    and not os.environ.get("SLUICE_REQUIRE_ASAN"),
-                    reason="no build-asan (make build-asan); make test always builds it")
+@needs_asan
 def test_chain_under_asan(launch, node, tmp_path):
     """The same chain of 3 with sluiced and NFs built with ASan+UBSan."""
-    build = ROOT / "build-asan"
+    build = ASAN_BUILD
     runs = []
 
     def keep(dep, build=None):

@@ -18,11 +18,11 @@ import signal
 import subprocess
 import time
 
-import pytest
 from conftest import (
-    ROOT,
+    ASAN_BUILD,
     assert_no_sanitizer_report,
     deployment,
+    needs_asan,
     port,
     prog,
     wait_drained,
@@ -32,7 +32,6 @@ from packets import mixed, write
 
 from sluice.client import RpcError
 
-ASAN = ROOT / "build-asan"
 REPLAY = 1000  # packets in the replayed capture (held by the pcap PMD)
 SERVICES = ["s1", "s2", "s3"]
 SEED = int(os.environ.get("SLUICE_CHAOS_SEED", "20261122"))
@@ -65,10 +64,7 @@ REFUSALS = ("has no running instance to copy",  # nf.scale of a service with non
             "the chain is not complete",  # rx.resume while a service has none
             "graph versions are still in use by packets in flight")  # graph.apply, chain.set
 
-pytestmark = pytest.mark.skipif(
-    not (ASAN / "src" / "mgr" / "sluiced").exists()
-    and not os.environ.get("SLUICE_REQUIRE_ASAN"),
-    reason="no build-asan (make build-asan); make test always builds it")
+pytestmark = needs_asan
 
 
 class Chaos:
@@ -250,10 +246,10 @@ def test_chaos_under_asan(launch, node, tmp_path):
         node,
         ports=[{"name": "in", "device": f"net_pcap0,rx_pcap={src},infinite_rx=1"},
                {"name": "out", "device": "net_null0,no-rx=1"}],
-        nfs=[{"name": s, "program": prog("forward", ASAN), "service": s,
+        nfs=[{"name": s, "program": prog("forward", ASAN_BUILD), "service": s,
               "replicas": 2 if s == "s2" else 1} for s in SERVICES],
         chain=[*SERVICES, "port:out"],
-    ), ASAN)
+    ), ASAN_BUILD)
     out = lambda: port(run.client.call("stats"), "out")["tx_pkts"]  # noqa: E731
     wait_until(lambda: out() > 20_000, 30, "traffic through the chain")
 

@@ -16,11 +16,11 @@ import random
 import socket
 from typing import Any
 
-import pytest
 from conftest import (
-    ROOT,
+    ASAN_BUILD,
     assert_no_sanitizer_report,
     deployment,
+    needs_asan,
     port,
     prog,
     wait_drained,
@@ -28,7 +28,6 @@ from conftest import (
 )
 from packets import mixed, write
 
-ASAN = ROOT / "build-asan"
 CODES = {-32700, -32600, -32601, -32602, -32000}
 FLOW_KEY = "udp 10.0.0.1:1000 > 10.0.1.1:53"
 
@@ -184,8 +183,7 @@ def _check(req: Any, resp: dict[str, Any]) -> None:
     assert resp["id"] == want_id, (req, resp)
 
 
-@pytest.mark.skipif(not (ASAN / "src" / "mgr" / "sluiced").exists(),
-                    reason="no build-asan (make build-asan); make test always builds it")
+@needs_asan
 def test_mutated_requests_never_hurt_sluiced(launch, node, tmp_path):
     frames = mixed(2000, flows=100, seed=5)
     src = write(tmp_path / "in.pcap", frames)
@@ -193,9 +191,9 @@ def test_mutated_requests_never_hurt_sluiced(launch, node, tmp_path):
         node,
         ports=[{"name": "in", "device": f"net_pcap0,rx_pcap={src},infinite_rx=1"},
                {"name": "out", "device": "net_null0"}],
-        nfs=[{"name": "a", "program": prog("forward", ASAN), "service": "a"},
-             {"name": "b", "program": prog("forward", ASAN), "service": "b"}],
-        chain=["a", "b", "port:out"], sluiced_args=["--max-services", "400"]), ASAN)
+        nfs=[{"name": "a", "program": prog("forward", ASAN_BUILD), "service": "a"},
+             {"name": "b", "program": prog("forward", ASAN_BUILD), "service": "b"}],
+        chain=["a", "b", "port:out"], sluiced_args=["--max-services", "400"]), ASAN_BUILD)
     path = str(run.dep.socket_path())
     # A fixed stream; SLUICE_FUZZ_SEED and SLUICE_FUZZ_N explore others.
     rnd = random.Random(int(os.environ.get("SLUICE_FUZZ_SEED", "20261122")))

@@ -34,7 +34,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, assert_no_sanitizer_report, deployment, port, prog, service, wait_drained
+from conftest import (
+    ASAN_BUILD,
+    assert_no_sanitizer_report,
+    deployment,
+    port,
+    prog,
+    service,
+    wait_drained,
+)
 from packets import read, write
 from scapy.layers.inet import ICMP, IP, TCP, UDP
 from scapy.layers.inet6 import (
@@ -47,7 +55,6 @@ from scapy.layers.inet6 import (
 )
 from scapy.layers.l2 import ARP, Dot1AD, Dot1Q, Ether
 
-BUILD = ROOT / "build-asan"
 # The mbufs' data room (RTE_MBUF_DEFAULT_BUF_SIZE less the headroom): a
 # longer frame arrives from net_pcap as a chain of segments, and the NFs
 # parse the first segment only.
@@ -403,12 +410,12 @@ def test_hostile_frames_through_every_nf(launch, node, tmp_path, lookup):
         node,
         ports=[{"name": "in", "device": f"net_pcap0,rx_pcap={src}"},
                {"name": "out", "device": f"net_pcap1,tx_pcap={dst}"}],
-        nfs=[{"name": s, "program": prog(s, BUILD), "service": s, "args": args[s]}
+        nfs=[{"name": s, "program": prog(s, ASAN_BUILD), "service": s, "args": args[s]}
              for s in chain],
         chain=[*chain, "port:out"],
         handoff=v["handoff"],
         sluiced_args=["--flow-lookup", lookup],
-    ), build=BUILD)
+    ), build=ASAN_BUILD)
     st = wait_drained(run)
     procs = run.processes()
     run.stop()

@@ -18,9 +18,11 @@ from typing import Any
 
 import pytest
 from conftest import (
+    ASAN_BUILD,
     ROOT,
     assert_no_sanitizer_report,
     deployment,
+    needs_asan,
     port,
     prog,
     wait_drained,
@@ -28,15 +30,13 @@ from conftest import (
 )
 from packets import mixed, write
 
-ASAN = ROOT / "build-asan"
 RESULTS = {0, 1, 2, 11, 16, 22, 28, 95, 105}  # ok, EPERM, ENOENT, EAGAIN, EBUSY, EINVAL...
 SEEDS = [1, 2, 3]
 N = 150
 REPLY = re.compile(r"^fuzz-reply: n=(\d+) type=(\d+) id=(-?\d+) via=(\w+) result=(-?\d+) "
                    r"error=(.*)$")
 
-pytestmark = pytest.mark.skipif(not (ASAN / "src" / "mgr" / "sluiced").exists(),
-                                reason="no build-asan (make build-asan)")
+pytestmark = needs_asan
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +45,7 @@ def fuzz_nf(tmp_path_factory) -> str:
     exe = tmp_path_factory.mktemp("fuzz") / "sluice-fuzz"
     cmd = ("cc -O1 -g -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fsanitize=address,undefined "
            "-Iinclude -Isrc/common $(pkg-config --cflags libdpdk) tests/integration/fuzz_nf.c "
-           f"{ASAN}/src/nflib/libsluice.a $(pkg-config --libs libdpdk) -ljansson -o {exe}")
+           f"{ASAN_BUILD}/src/nflib/libsluice.a $(pkg-config --libs libdpdk) -ljansson -o {exe}")
     r = subprocess.run(["sh", "-c", cmd], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, f"{cmd}: {r.stderr}"
     return str(exe)
@@ -62,9 +62,9 @@ def _run(launch, node, tmp_path, fuzz_nf, args: list[str], handoff: str) -> tupl
         node,
         ports=[{"name": "in", "device": f"net_pcap0,rx_pcap={src},infinite_rx=1"},
                {"name": "out", "device": "net_null0"}],
-        nfs=[{"name": "a", "program": prog("forward", ASAN), "service": "a"},
+        nfs=[{"name": "a", "program": prog("forward", ASAN_BUILD), "service": "a"},
              {"name": "fuzz", "program": fuzz_nf, "service": "fuzz", "args": args}],
-        chain=["a", "fuzz", "port:out"], sluiced_args=["--handoff", handoff]), ASAN)
+        chain=["a", "fuzz", "port:out"], sluiced_args=["--handoff", handoff]), ASAN_BUILD)
     return run, run.client
 
 
