@@ -124,7 +124,8 @@ class Launcher:
     ``log_dir``: the run folder (default /tmp/sluice-NODE). Timeouts in
     seconds: ``ready_timeout`` for sluiced's socket, ``register_timeout`` for
     the NFs to register, ``stop_timeout`` for a clean exit after shutdown,
-    ``term_timeout`` between SIGTERM and SIGKILL for what is left.
+    ``term_timeout`` between SIGTERM and SIGKILL for what is left,
+    ``drain_timeout`` for the packets in flight to leave at the stop.
     ``say`` receives progress lines (default: none). ``should_stop`` is
     called at every poll while starting and running (waiting for sluiced's
     socket, for the NFs to register, ``check_alive``) and may raise to give
@@ -136,6 +137,7 @@ class Launcher:
                  log_dir: str | Path | None = None, build_dir: str | Path | None = None,
                  ready_timeout: float = 15.0, register_timeout: float = 20.0,
                  stop_timeout: float = 5.0, term_timeout: float = 2.0,
+                 drain_timeout: float = 2.0,
                  say: Callable[[str], None] | None = None,
                  should_stop: Callable[[], None] | None = None):
         if isinstance(deployment, dict):
@@ -149,6 +151,7 @@ class Launcher:
         self.register_timeout = register_timeout
         self.stop_timeout = stop_timeout
         self.term_timeout = term_timeout
+        self.drain_timeout = drain_timeout
         self.say = say or (lambda _msg: None)
         self.should_stop = should_stop or (lambda: None)
         self.client = Client(self.node, deployment.socket_path(), timeout=5.0)
@@ -423,8 +426,7 @@ class Launcher:
         self._stopped = True
         sl = self.sluiced
         if sl is not None and sl.exited() is None:
-            with contextlib.suppress(SluiceError):
-                self.final_stats = self.client.call("stats")
+            self.final_stats = self._drain()
             try:
                 self.client.call("shutdown")
             except SluiceError:
@@ -453,6 +455,30 @@ class Launcher:
             cleanup_node(self.node)
             _remove_stale_socket(self.dep.socket_path())
         return self.final_stats
+
+    def _drain(self) -> dict[str, Any] | None:
+        """Stops reading the ports (``rx.pause``) and waits, up to
+        ``drain_timeout``, until every packet read from a port has left by
+        a port or been dropped, so that the final totals add up. Also stops
+        waiting once the counters stand still for 0.15 s (NFs that make
+        packets of their own, like speedtest, never balance the ports).
+        Returns the last stats read (None if sluiced did not answer)."""
+        with contextlib.suppress(SluiceError):
+            self.client.call("rx.pause")
+        deadline = time.monotonic() + self.drain_timeout
+        st: dict[str, Any] | None = None
+        seen: list[tuple[int, int, int]] = []
+        while True:
+            try:
+                st = self.client.call("stats")
+            except SluiceError:
+                return st
+            t = totals(st)
+            seen.append((t.rx, t.tx, t.dropped))
+            if (t.in_flight == 0 or (len(seen) >= 4 and len(set(seen[-4:])) == 1)
+                    or time.monotonic() >= deadline):
+                return st
+            time.sleep(0.05)
 
     def __enter__(self) -> Launcher:
         return self.start()

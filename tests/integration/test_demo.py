@@ -153,30 +153,28 @@ def test_demo_runs_end_to_end(node: str, tmp_path: Path) -> None:
     assert nfs["monitor"][3] == nfs["forward"][3] == "0", out
     assert _si(nfs["firewall"][3]) > 0 and nfs["firewall"][6].startswith("nf_verdict="), out
 
-    # The end summary: in = out + dropped (+ in flight), all dropped by the
-    # firewall, as many as the rules deny among the packets it received.
+    # The end summary: the stop drains first (rx.pause, then the chain
+    # empties), so in = out + dropped exactly, nothing in flight, all dropped
+    # by the firewall: as many as the rules deny among the packets read.
     i = lines.index(next(ln for ln in lines if ln.startswith("packets in: ")))
-    m = re.fullmatch(r"packets in: ([\d,]+)   out: ([\d,]+)   dropped: ([\d,]+)"
-                     r"(?:   in flight: ([\d,]+))?", lines[i])
+    m = re.fullmatch(r"packets in: ([\d,]+)   out: ([\d,]+)   dropped: ([\d,]+)", lines[i])
     assert m, out
     n_in, n_out, n_drop = _num(m[1]), _num(m[2]), _num(m[3])
-    in_flight = _num(m[4]) if m[4] else 0
-    assert n_out > 0 and n_in == n_out + n_drop + in_flight, out
+    assert n_out > 0 and n_in == n_out + n_drop, out
     assert lines[i + 1:] == [f"  dropped nf_verdict: {m[3]}",
                              f"stopped; logs are in {logs}/"], out
-    # The firewall received at least in - in_flight of them and at most all.
     labels, which, denied = firewall_verdicts()
     assert sum(denied) == 248  # as nfs/firewall/README.md says of one pass
-    assert (denied_among_first(n_in - in_flight, denied) <= n_drop
-            <= denied_among_first(n_in, denied)), (n_in, in_flight, n_drop)
+    assert n_drop == denied_among_first(n_in, denied), (n_in, n_drop)
 
-    # The firewall's own counters at exit: per rule, exactly what its rules
-    # give on the first `packets` packets of the looped trace.
+    # The firewall's own counters at exit: it received every packet read
+    # and nothing more; per rule, exactly what its rules give on the first
+    # n_in packets of the looped trace.
     fw = (logs / "fw.log").read_text()
     end = re.search(r"^fw-counters: end packets=(\d+) allowed=(\d+) denied=(\d+)$", fw, re.M)
     assert end, fw
     got = int(end[1])
-    assert got >= n_in - in_flight and int(end[3]) >= n_drop, (got, n_in, fw)
+    assert (got, int(end[2]), int(end[3])) == (n_in, n_out, n_drop), (n_in, fw)
     q, rest = divmod(got, len(which))
     want = {lab: 0 for lab in labels}
     for k, idx in enumerate(which):
