@@ -2,6 +2,7 @@
 /*
  * libsluice: runs an NF as a DPDK secondary process of sluiced.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -348,6 +349,80 @@ take_value(int *i, int argc, char **argv, const char *opt,
 	return 0;
 }
 
+/* 1 if s, what follows an option in a usage text, names a value: a word
+ * that starts with a capital or '<' (FILE, N, <path>), or alternatives
+ * (allow|deny). */
+static int
+usage_is_value(const char *s)
+{
+	if ((*s >= 'A' && *s <= 'Z') || *s == '<')
+		return 1;
+	if (!isalnum((unsigned char)*s))
+		return 0;
+	for (; *s != '\0' && !isspace((unsigned char)*s) && *s != ']'; s++)
+		if (*s == '|')
+			return 1;
+	return 0;
+}
+
+/*
+ * 1 if arg, one of the NF's arguments, is an option of the NF that takes a
+ * value as the NF's usage (ops->usage) spells it: somewhere in the text
+ * the option starts a word and is followed by one space or '=' and a
+ * value's name ("--rules FILE", "[--count packets|syn]"), not by two
+ * spaces (a description) or ']'. A --name not in the text that begins
+ * exactly one option there stands for it, as getopt_long() takes it.
+ * libsluice knows the NF's options only from that text: what it does not
+ * list is taken for an option without a value.
+ */
+static int
+nf_opt_takes_value(const char *usage, const char *arg)
+{
+	size_t alen = strlen(arg), hit_len = 0;
+	const char *p, *hit = NULL;
+	int exact = 0, exact_value = 0, hit_value = 0, ambiguous = 0;
+
+	if (usage == NULL || arg[0] != '-' || strchr(arg, '=') != NULL ||
+	    (arg[1] != '-' && (arg[1] == '\0' || arg[2] != '\0')) ||
+	    strcmp(arg, "--") == 0)
+		return 0; /* not an option, --opt=VALUE, -xVALUE or -xyz */
+	for (p = usage; (p = strchr(p, '-')) != NULL;) {
+		const char *name = p, *e = p + 1;
+		size_t len;
+		int value;
+
+		if (*e == '-')
+			e++;
+		if ((p > usage && strchr(" \t\n[|,(", p[-1]) == NULL) ||
+		    !isalnum((unsigned char)*e)) {
+			p = e; /* inside a word (sluice-x), or no option */
+			continue;
+		}
+		while (isalnum((unsigned char)*e) || *e == '-' || *e == '_')
+			e++;
+		len = (size_t)(e - name);
+		value = (*e == ' ' || *e == '=') && usage_is_value(e + 1);
+		if (len == alen && memcmp(name, arg, alen) == 0) {
+			exact = 1;
+			exact_value |= value;
+		} else if (arg[1] == '-' && alen > 2 && len > alen &&
+			   memcmp(name, arg, alen) == 0) {
+			if (hit == NULL) {
+				hit = name;
+				hit_len = len;
+			} else if (hit_len != len ||
+				   memcmp(hit, name, len) != 0) {
+				ambiguous = 1;
+			}
+			hit_value |= value;
+		}
+		p = e;
+	}
+	if (exact)
+		return exact_value;
+	return hit != NULL && !ambiguous && hit_value;
+}
+
 static int
 has_opt(char **argv, int argc, const char *a, const char *b)
 {
@@ -376,6 +451,9 @@ struct nf_args {
  * Splits argv into EAL's arguments (before a --), libsluice's and the
  * NF's. 0, or -1 after saying what was wrong, or 1 after printing the
  * usage for -h/--help (nothing else done: no EAL, no sluiced needed).
+ * -h and --help are the help only where an option may stand: the value of
+ * an option that takes one (libsluice's --service NAME, or the NF's as its
+ * usage shows, see nf_opt_takes_value) is that value, whatever it reads.
  */
 static int
 parse_args(struct nf_args *a, const struct sl_nf_ops *ops, int argc,
@@ -467,6 +545,11 @@ parse_args(struct nf_args *a, const struct sl_nf_ops *ops, int argc,
 			a->core = (int)c;
 		} else {
 			a->nf_argv[a->nf_argc++] = argv[i];
+			/* Its value goes with it, even a -h (a file so
+			 * named, say): the NF's getopt takes it so too. */
+			if (i + 1 < argc &&
+			    nf_opt_takes_value(ops->usage, argv[i]))
+				a->nf_argv[a->nf_argc++] = argv[++i];
 		}
 	}
 	a->nf_argv[a->nf_argc] = NULL;

@@ -62,3 +62,101 @@ def test_help_needs_no_sluiced(name: str, args: list[str], node: str) -> None:
     assert nf_part.startswith(f"usage: sluice-{name} [EAL args] -- [libsluice args]"), nf_part
     assert NF_OPTION[name] in nf_part.splitlines(), nf_part
     assert _run_dir_entries(node) == []
+
+
+def _no_sluiced(exe: str, node: str) -> str:
+    return (f"{exe}: no sluiced named '{node}' is running (/var/run/dpdk/sluice_{node}/config "
+            f"not found): start it first (sluiced -- --name {node}), or pass --node NAME\n")
+
+
+# -h or --help as the value of an option that takes one: the NF's (as its
+# usage spells it, also abbreviated as getopt_long takes it) or libsluice's.
+# The value is taken, so the NF goes on to look for its sluiced.
+VALUE_HELP = [
+    ("firewall", ["--", "--rules", "-h"]),
+    ("firewall", ["--", "--rules", "--help"]),
+    ("firewall", ["--rules", "-h"]),
+    ("firewall", ["--", "--rul", "-h"]),
+    ("firewall", ["--", "--non-ip", "-h", "--rules", "r.yaml"]),
+    ("forward", ["--", "--to", "-h"]),
+    ("forward", ["--", "--bridge", "--help"]),
+    ("ddos-detect", ["--", "--count", "-h"]),
+    ("ddos-detect", ["--", "--alarm-to", "-h"]),
+    ("ddos-detect", ["--", "--prefix-len6", "-h"]),
+    ("scrubber", ["--", "--prefix", "-h"]),
+    ("flowclass", ["--", "--ant-to", "--help"]),
+    ("monitor", ["--", "--top", "-h"]),
+    ("speedtest", ["--", "--size", "-h"]),
+    ("forward", ["--", "-s", "-h"]),
+    ("forward", ["--", "--service", "--help"]),
+]
+
+
+@pytest.mark.parametrize(("name", "args"), VALUE_HELP,
+                         ids=[f"{n}:{' '.join(a)}" for n, a in VALUE_HELP])
+def test_help_as_an_option_value_is_the_value(name: str, args: list[str], node: str) -> None:
+    exe = prog(name)
+    env = {**os.environ, "SLUICE_NODE": node}
+    r = subprocess.run([exe, *args], env=env, capture_output=True, text=True, timeout=30)
+    assert (r.returncode, r.stdout, r.stderr) == (1, "", _no_sluiced(exe, node)), r
+
+
+@pytest.mark.parametrize(("opt", "error"), [
+    ("--instance", "--instance '{v}' is not an instance id (0..65534)"),
+    ("--mode", "--mode '{v}': use shared or poll"),
+    ("--core", "--core '{v}' is not a CPU number"),
+])
+@pytest.mark.parametrize("value", ["-h", "--help"])
+def test_help_as_a_libsluice_value_is_checked_as_one(opt: str, error: str, value: str,
+                                                    node: str) -> None:
+    exe = prog("forward")
+    env = {**os.environ, "SLUICE_NODE": node}
+    r = subprocess.run([exe, "--", opt, value], env=env, capture_output=True, text=True,
+                       timeout=30)
+    assert (r.returncode, r.stdout, r.stderr) == (1, "", f"{exe}: {error.format(v=value)}\n"), r
+
+
+# Where an option may stand, -h and --help are still the help: after an
+# option without a value, after a value, after --opt=VALUE, after an option
+# the NF's usage does not list, after an ambiguous abbreviation.
+OPTION_HELP = [
+    ("forward", ["--", "--tag-src-mac", "-h"]),
+    ("speedtest", ["--", "--latency", "--help"]),
+    ("firewall", ["--", "--rules", "f.yaml", "-h"]),
+    ("firewall", ["--", "--rules=-h", "-h"]),
+    ("firewall", ["--", "--rules=f.yaml", "--help"]),
+    ("firewall", ["--", "-s", "fw", "-h"]),
+    ("firewall", ["--", "--bogus", "-h"]),
+    ("ddos-detect", ["--", "--pr", "-h"]),
+    ("monitor", ["--top", "5", "--help"]),
+]
+
+
+@pytest.mark.parametrize(("name", "args"), OPTION_HELP,
+                         ids=[f"{n}:{' '.join(a)}" for n, a in OPTION_HELP])
+def test_help_where_an_option_stands(name: str, args: list[str], node: str) -> None:
+    exe = prog(name)
+    env = {**os.environ, "SLUICE_NODE": node}
+    r = subprocess.run([exe, *args], env=env, capture_output=True, text=True, timeout=30)
+    assert (r.returncode, r.stderr) == (0, ""), r
+    assert r.stdout.startswith(LIBSLUICE_USAGE.format(prog=exe)), r.stdout
+    assert NF_OPTION[name] in r.stdout.splitlines(), r.stdout
+    assert _run_dir_entries(node) == []
+
+
+def test_help_as_a_value_reaches_the_nf(launch, node, tmp_path: Path) -> None:
+    """End to end: `--to -h` reaches sluice-forward's own option parsing,
+    which looks for a service named '-h' (none here) and says so."""
+    from conftest import deployment
+
+    launch(deployment(node, ports=[],
+                      nfs=[{"name": "a", "program": prog("forward"), "service": "a"}],
+                      chain=["a", "drop"]))
+    exe = prog("forward")
+    r = subprocess.run([exe, "--", "--node", node, "--service", "b", "--to", "-h"],
+                       capture_output=True, text=True, timeout=60)
+    assert (r.returncode, r.stdout) == (1, ""), r
+    assert r.stderr.splitlines() == [
+        "sluice-forward: --to '-h': no such service (sluice status lists them)",
+        f"{exe}: initialisation failed (Invalid argument)",
+    ], r.stderr
