@@ -37,6 +37,7 @@
 #include "sl_graph.h"
 #include "sl_match.h"
 #include "sluice/pkt.h"
+#include "rules.h"
 #include "sluiced.h"
 
 #define LIMBO_BATCH 256
@@ -215,6 +216,7 @@ static struct sl_wildset *g_wild;     /* read by RX, atomic pointer */
 static struct sl_rule *g_rule_list;   /* control's copy, [g_n_rules] */
 static uint32_t g_n_rules;
 static uint32_t g_rule_id;
+static uint64_t g_rule_builds;        /* rule sets built and published */
 static uint32_t g_wild_id;            /* the last kept request's id */
 
 void
@@ -778,6 +780,7 @@ rules_publish(struct sl_mgr *m, char *err, size_t errlen)
 	free(mt);
 	free(prio);
 	old = __atomic_exchange_n(&g_rules, rs, __ATOMIC_ACQ_REL);
+	g_rule_builds++;
 	if (old != NULL)
 		defer(m, free_ruleset, old);
 	return 0;
@@ -820,12 +823,32 @@ rule_json(const struct sl_mgr *m, const struct sl_rule *r, json_int_t flows)
 	return o;
 }
 
-int
-sl_rule_add(struct sl_mgr *m, uint16_t graph, int32_t priority,
-	    const struct sl_match *mt, json_t **out, char *err, size_t errlen)
+/* Rule order: priority, highest first; equal: oldest (lowest id) first. */
+static int
+rule_order(const void *a, const void *b)
 {
-	struct sl_rule *nl;
-	uint32_t i;
+	const struct sl_rule *x = a, *y = b;
+
+	if (x->priority != y->priority)
+		return x->priority > y->priority ? -1 : 1;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static int
+u32_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+int
+sl_rules_add(struct sl_mgr *m, const struct sl_rule_spec *r, uint32_t n,
+	     json_t **out, char *err, size_t errlen)
+{
+	struct sl_rule *nl, *old;
+	uint32_t first_id = g_rule_id + 1;
+	json_t *a;
 
 	if (m->o.flow_lookup == SL_LOOKUP_OFF) {
 		snprintf(err, errlen,
@@ -834,59 +857,149 @@ sl_rule_add(struct sl_mgr *m, uint16_t graph, int32_t priority,
 			 "cached");
 		return -ENOTSUP;
 	}
-	if (g_n_rules == m->o.max_rules) {
-		snprintf(err, errlen,
-			 "all %u rules are in use: remove one or raise "
-			 "--max-rules",
-			 m->o.max_rules);
+	if (n > m->o.max_rules - g_n_rules) {
+		if (n == 1)
+			snprintf(err, errlen,
+				 "all %u rules are in use: remove one or "
+				 "raise --max-rules",
+				 m->o.max_rules);
+		else
+			snprintf(err, errlen,
+				 "%u rules would make %llu, more than "
+				 "--max-rules %u (%u in use): remove some or "
+				 "raise --max-rules",
+				 n, (unsigned long long)g_n_rules + n,
+				 m->o.max_rules, g_n_rules);
 		return -ENOSPC;
 	}
-	nl = realloc(g_rule_list, sizeof(*nl) * (g_n_rules + 1));
+	/* A new list, so the old one stays whole if the build fails. */
+	nl = malloc(sizeof(*nl) * ((size_t)g_n_rules + n + 1));
 	if (nl == NULL) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
+	if (g_n_rules > 0)
+		memcpy(nl, g_rule_list, sizeof(*nl) * g_n_rules);
+	for (uint32_t i = 0; i < n; i++)
+		nl[g_n_rules + i] = (struct sl_rule){
+			.id = first_id + i, .graph = r[i].graph,
+			.priority = r[i].priority, .match = r[i].match};
+	/* The list was in order and the new ids are the newest: a sort of
+	 * the whole list is O(N log N), once per batch. */
+	qsort(nl, (size_t)g_n_rules + n, sizeof(*nl), rule_order);
+	old = g_rule_list;
 	g_rule_list = nl;
-	/* Ordered by priority, highest first; equal: oldest first. */
-	for (i = 0; i < g_n_rules && nl[i].priority >= priority; i++)
-		;
-	memmove(&nl[i + 1], &nl[i], sizeof(*nl) * (g_n_rules - i));
-	nl[i] = (struct sl_rule){.id = ++g_rule_id, .graph = graph,
-				 .priority = priority, .match = *mt};
-	g_n_rules++;
+	g_n_rules += n;
 	if (rules_publish(m, err, errlen) != 0) {
-		memmove(&nl[i], &nl[i + 1], sizeof(*nl) * (g_n_rules - i - 1));
-		g_n_rules--;
+		g_rule_list = old;
+		g_n_rules -= n;
+		free(nl);
 		return -EINVAL;
 	}
-	*out = rule_json(m, &nl[i], -1);
-	sl_event("rule.added", json_deep_copy(*out));
+	free(old);
+	g_rule_id += n;
+	a = json_array();
+	for (uint32_t i = 0; i < g_n_rules; i++) {
+		if (g_rule_list[i].id < first_id)
+			continue;
+		json_t *x = rule_json(m, &g_rule_list[i], -1);
+
+		sl_event("rule.added", json_deep_copy(x));
+		json_array_append_new(a, x);
+	}
+	*out = a;
 	return 0;
+}
+
+int
+sl_rule_add(struct sl_mgr *m, uint16_t graph, int32_t priority,
+	    const struct sl_match *mt, json_t **out, char *err, size_t errlen)
+{
+	struct sl_rule_spec r = {.graph = graph, .priority = priority,
+				 .match = *mt};
+	json_t *a = NULL;
+	int rc = sl_rules_add(m, &r, 1, &a, err, errlen);
+
+	if (rc != 0)
+		return rc;
+	*out = json_incref(json_array_get(a, 0));
+	json_decref(a);
+	return 0;
+}
+
+int
+sl_rules_remove(struct sl_mgr *m, const uint32_t *ids, uint32_t n,
+		char *err, size_t errlen)
+{
+	struct sl_rule *nl, *old;
+	uint32_t *want, j = 0;
+
+	want = malloc(sizeof(*want) * ((size_t)n + 1));
+	nl = malloc(sizeof(*nl) * ((size_t)g_n_rules + 1));
+	if (want == NULL || nl == NULL) {
+		free(want);
+		free(nl);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	if (n > 0)
+		memcpy(want, ids, sizeof(*want) * n);
+	qsort(want, n, sizeof(*want), u32_cmp);
+	for (uint32_t i = 1; i < n; i++)
+		if (want[i] == want[i - 1]) {
+			snprintf(err, errlen,
+				 "rule id %u is given twice: give each once",
+				 want[i]);
+			goto fail;
+		}
+	for (uint32_t i = 0; i < g_n_rules; i++)
+		if (bsearch(&g_rule_list[i].id, want, n, sizeof(*want),
+			    u32_cmp) == NULL)
+			nl[j++] = g_rule_list[i];
+	if (g_n_rules - j != n) {
+		/* Name the first unknown one (in the order given). */
+		for (uint32_t i = 0; i < n; i++) {
+			uint32_t k;
+
+			for (k = 0; k < g_n_rules && g_rule_list[k].id != ids[i];
+			     k++)
+				;
+			if (k == g_n_rules) {
+				snprintf(err, errlen,
+					 "no rule with id %u; see rule.list%s",
+					 ids[i],
+					 n > 1 ? " (no rule was removed)" : "");
+				break;
+			}
+		}
+		free(want);
+		free(nl);
+		return -ENOENT;
+	}
+	old = g_rule_list;
+	g_rule_list = nl;
+	g_n_rules = j;
+	if (rules_publish(m, err, errlen) != 0) {
+		g_rule_list = old;
+		g_n_rules += n;
+		goto fail;
+	}
+	free(old);
+	for (uint32_t i = 0; i < n; i++)
+		sl_event("rule.removed",
+			 json_pack("{s:I}", "id", (json_int_t)ids[i]));
+	free(want);
+	return 0;
+fail:
+	free(want);
+	free(nl);
+	return -EINVAL;
 }
 
 int
 sl_rule_remove(struct sl_mgr *m, uint32_t id, char *err, size_t errlen)
 {
-	for (uint32_t i = 0; i < g_n_rules; i++) {
-		if (g_rule_list[i].id != id)
-			continue;
-		struct sl_rule saved = g_rule_list[i];
-
-		memmove(&g_rule_list[i], &g_rule_list[i + 1],
-			sizeof(*g_rule_list) * (g_n_rules - i - 1));
-		g_n_rules--;
-		if (rules_publish(m, err, errlen) != 0) {
-			memmove(&g_rule_list[i + 1], &g_rule_list[i],
-				sizeof(*g_rule_list) * (g_n_rules - i));
-			g_rule_list[i] = saved;
-			g_n_rules++;
-			return -EINVAL;
-		}
-		sl_event("rule.removed", json_pack("{s:i}", "id", (int)id));
-		return 0;
-	}
-	snprintf(err, errlen, "no rule with id %u; see rule.list", id);
-	return -ENOENT;
+	return sl_rules_remove(m, &id, 1, err, errlen);
 }
 
 /* Removes every rule of a graph; returns how many. */
@@ -906,32 +1019,61 @@ sl_rules_remove_graph(struct sl_mgr *m, uint16_t graph)
 	return removed;
 }
 
+struct rule_pos {
+	uint32_t id;
+	uint32_t i; /* in g_rule_list */
+};
+
+static int
+rule_pos_cmp(const void *a, const void *b)
+{
+	return u32_cmp(&((const struct rule_pos *)a)->id,
+		       &((const struct rule_pos *)b)->id);
+}
+
 json_t *
-sl_rules_json(struct sl_mgr *m)
+sl_rules_list(struct sl_mgr *m, uint32_t offset, uint32_t limit)
 {
 	const struct sl_shm *shm = m->shm;
 	json_t *a = json_array();
+	uint32_t end = offset >= g_n_rules ? offset
+		       : limit > g_n_rules - offset ? g_n_rules
+						    : offset + limit;
 	json_int_t *count = calloc(g_n_rules + 1, sizeof(*count));
+	struct rule_pos *by_id = malloc(sizeof(*by_id) * (g_n_rules + 1));
 
-	/* Flows per rule, counted from the table. */
-	for (uint32_t p = 0; count != NULL && shm->flow.hash != NULL &&
-			     p < shm->flow.capacity;
+	/* Flows per rule, counted from the table: one pass, each flow's
+	 * rule found by id in O(log rules). */
+	for (uint32_t i = 0; by_id != NULL && i < g_n_rules; i++)
+		by_id[i] = (struct rule_pos){.id = g_rule_list[i].id, .i = i};
+	if (by_id != NULL)
+		qsort(by_id, g_n_rules, sizeof(*by_id), rule_pos_cmp);
+	for (uint32_t p = 0; count != NULL && by_id != NULL && g_n_rules > 0 &&
+			     shm->flow.hash != NULL && p < shm->flow.capacity;
 	     p++) {
 		const struct sl_flow_entry *e = sl_flow_entry(shm, p);
+		struct rule_pos k = {.id = g_side[p].rule}, *f;
 
-		if (e->state == SL_FLOW_FREE || g_side[p].rule == 0)
+		if (e->state == SL_FLOW_FREE || k.id == 0)
 			continue;
-		for (uint32_t i = 0; i < g_n_rules; i++)
-			if (g_rule_list[i].id == g_side[p].rule) {
-				count[i]++;
-				break;
-			}
+		f = bsearch(&k, by_id, g_n_rules, sizeof(*by_id), rule_pos_cmp);
+		if (f != NULL)
+			count[f->i]++;
 	}
-	for (uint32_t i = 0; i < g_n_rules; i++)
+	for (uint32_t i = offset; i < end; i++)
 		json_array_append_new(a, rule_json(m, &g_rule_list[i],
-						   count ? count[i] : 0));
+						   count && by_id ? count[i] : 0));
 	free(count);
-	return json_pack("{s:o}", "rules", a);
+	free(by_id);
+	return json_pack("{s:o, s:I, s:b, s:I}", "rules", a, "total",
+			 (json_int_t)g_n_rules, "truncated",
+			 end < g_n_rules, "builds", (json_int_t)g_rule_builds);
+}
+
+json_t *
+sl_rules_json(struct sl_mgr *m)
+{
+	return sl_rules_list(m, 0, UINT32_MAX);
 }
 
 /* ---- control thread: flows ---------------------------------------- */
@@ -1116,15 +1258,16 @@ sl_flows_delete(struct sl_mgr *m, const struct sl_flow_filter *f,
 		int64_t only)
 {
 	struct sl_shm *shm = m->shm;
-	uint32_t n = 0;
+	uint32_t n = 0, p = 0, end = shm->flow.hash ? shm->flow.capacity : 0;
 
-	for (uint32_t p = 0; shm->flow.hash != NULL && p < shm->flow.capacity;
-	     p++) {
+	if (only >= 0) { /* one flow: its position, not a scan of the table */
+		p = (uint32_t)RTE_MIN((uint64_t)only, (uint64_t)end);
+		end = p < end ? p + 1 : p;
+	}
+	for (; p < end; p++) {
 		struct sl_flow_entry *e = sl_flow_entry(shm, p);
 		uint8_t live = SL_FLOW_LIVE;
 
-		if (only >= 0 && (int64_t)p != only)
-			continue;
 		if (!flow_filter_ok(shm, p, f))
 			continue;
 		if (!__atomic_compare_exchange_n(&e->state, &live,

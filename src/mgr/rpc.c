@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -11,6 +12,7 @@
 #include <rte_mempool.h>
 #include <rte_ring.h>
 
+#include "rules.h"
 #include "sl_chain.h"
 #include "sluiced.h"
 
@@ -696,53 +698,200 @@ param_graph(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 	return id;
 }
 
+/* A list result that would not fit a client's --control-out-kb is
+ * refused (it would close the connection unanswered): NULL and the error. */
+static json_t *
+fits_out(struct sl_mgr *m, json_t *r, const char *what, struct rpc_err *e)
+{
+	size_t len = json_dumpb(r, NULL, 0, JSON_COMPACT);
+
+	if (len + 256 <= (size_t)m->o.ctl_out_kb * 1024)
+		return r;
+	json_decref(r);
+	return fail(e, E_FAILED,
+		    "the reply would be %zu KiB, more than --control-out-kb "
+		    "%u: %s",
+		    (len + 1023) / 1024, m->o.ctl_out_kb, what);
+}
+
+/* One rule of rule.add (p: its params) into r; 0 or -1 with e set.
+ * where: "" or "rules[N]: " for messages. */
+static int
+param_rule(struct sl_mgr *m, json_t *p, struct sl_rule_spec *r,
+	   const char *where, struct rpc_err *e)
+{
+	static const char *const extra[] = {"graph", "priority"};
+	json_t *pr = json_object_get(p, "priority");
+	int has, g;
+
+	if (!json_is_object(p)) {
+		fail(e, E_PARAMS, "%sa rule must be an object of graph, "
+		     "priority and match fields", where);
+		return -1;
+	}
+	if (pr != NULL && (!json_is_integer(pr) ||
+			   json_integer_value(pr) < -1000000 ||
+			   json_integer_value(pr) > 1000000)) {
+		fail(e, E_PARAMS,
+		     "%sparam 'priority' must be an integer in "
+		     "-1000000..1000000 (higher wins)", where);
+		return -1;
+	}
+	if (param_match(m, p, extra, RTE_DIM(extra), &r->match, &has, e) != 0 ||
+	    (g = param_graph(m, p, e)) < 0) {
+		if (where[0] != '\0') {
+			char msg[sizeof(e->msg)];
+
+			snprintf(msg, sizeof(msg), "%s%s", where, e->msg);
+			snprintf(e->msg, sizeof(e->msg), "%s", msg);
+		}
+		return -1;
+	}
+	r->graph = (uint16_t)g;
+	r->priority = pr ? (int32_t)json_integer_value(pr) : 0;
+	return 0;
+}
+
 static json_t *
 rpc_rule_add(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 {
-	static const char *const extra[] = {"graph", "priority"};
-	struct sl_match mt;
-	json_t *pr = json_object_get(p, "priority"), *out = NULL;
-	char err[512];
-	int has, g;
+	json_t *list = json_object_get(p, "rules"), *out = NULL;
+	struct sl_rule_spec one, *r;
+	char err[512], where[32];
+	size_t n, i;
+	int rc;
 
-	if (pr != NULL && (!json_is_integer(pr) ||
-			   json_integer_value(pr) < -1000000 ||
-			   json_integer_value(pr) > 1000000))
+	if (list == NULL) {
+		if (param_rule(m, p, &one, "", e) != 0)
+			return NULL;
+		if (sl_rule_add(m, one.graph, one.priority, &one.match, &out,
+				err, sizeof(err)) != 0)
+			return fail(e, E_FAILED, "%s", err);
+		return out;
+	}
+	/* A batch: one classifier build for all of them. */
+	if (json_object_size(p) != 1)
 		return fail(e, E_PARAMS,
-			    "param 'priority' must be an integer in "
-			    "-1000000..1000000 (higher wins)");
-	if (param_match(m, p, extra, RTE_DIM(extra), &mt, &has, e) != 0)
-		return NULL;
-	g = param_graph(m, p, e);
-	if (g < 0)
-		return NULL;
-	if (sl_rule_add(m, (uint16_t)g,
-			pr ? (int32_t)json_integer_value(pr) : 0, &mt, &out,
-			err, sizeof(err)) != 0)
+			    "param 'rules' goes alone: give each rule's "
+			    "fields inside it");
+	n = json_array_size(list);
+	if (!json_is_array(list) || n == 0)
+		return fail(e, E_PARAMS,
+			    "param 'rules' must be a non-empty list of rules");
+	if (n > m->o.max_rules)
+		return fail(e, E_FAILED,
+			    "%zu rules, more than --max-rules %u: add fewer "
+			    "or raise --max-rules",
+			    n, m->o.max_rules);
+	r = malloc(sizeof(*r) * n);
+	if (r == NULL)
+		return fail(e, E_FAILED, "out of memory");
+	for (i = 0; i < n; i++) {
+		snprintf(where, sizeof(where), "rules[%zu]: ", i);
+		if (param_rule(m, json_array_get(list, i), &r[i], where, e)) {
+			free(r);
+			return NULL;
+		}
+	}
+	rc = sl_rules_add(m, r, (uint32_t)n, &out, err, sizeof(err));
+	free(r);
+	if (rc != 0)
 		return fail(e, E_FAILED, "%s", err);
-	return out;
+	/* The ids are consecutive, in the order given (the rules themselves
+	 * could be more than a client's --control-out-kb: rule.list pages). */
+	json_int_t first = INT64_MAX;
+	json_t *x;
+
+	json_array_foreach(out, i, x) {
+		json_int_t id = json_integer_value(json_object_get(x, "id"));
+
+		if (id < first)
+			first = id;
+	}
+	json_decref(out);
+	return json_pack("{s:I, s:I, s:I}", "added", (json_int_t)n, "first_id",
+			 first, "last_id", first + (json_int_t)n - 1);
 }
 
 static json_t *
 rpc_rule_list(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 {
-	(void)p;
-	(void)e;
-	return sl_rules_json(m);
+	json_t *off = json_object_get(p, "offset");
+	json_t *lim = json_object_get(p, "limit");
+	const char *k;
+	json_t *v;
+
+	json_object_foreach(p, k, v) {
+		if (strcmp(k, "offset") != 0 && strcmp(k, "limit") != 0)
+			return fail(e, E_PARAMS,
+				    "unknown param '%s': rule.list takes "
+				    "offset and limit",
+				    k);
+	}
+	if (off != NULL && (!json_is_integer(off) ||
+			    json_integer_value(off) < 0 ||
+			    json_integer_value(off) > UINT32_MAX))
+		return fail(e, E_PARAMS,
+			    "param 'offset' must be an integer from 0 (the "
+			    "rules to skip)");
+	if (lim != NULL && (!json_is_integer(lim) ||
+			    json_integer_value(lim) < 0 ||
+			    json_integer_value(lim) > 100000))
+		return fail(e, E_PARAMS,
+			    "param 'limit' must be an integer in 0..100000");
+	return fits_out(m,
+			sl_rules_list(m,
+				      off ? (uint32_t)json_integer_value(off)
+					  : 0,
+				      lim ? (uint32_t)json_integer_value(lim)
+					  : 10000),
+			"ask for fewer rules (limit, then offset)", e);
 }
 
 static json_t *
 rpc_rule_remove(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 {
 	json_t *id = json_object_get(p, "id");
+	json_t *ids = json_object_get(p, "ids");
 	char err[256];
+	uint32_t *v;
+	size_t n, i;
+	int rc;
 
-	if (!json_is_integer(id))
-		return fail(e, E_PARAMS, "param 'id' (rule id) is missing");
-	if (sl_rule_remove(m, (uint32_t)json_integer_value(id), err,
-			   sizeof(err)) != 0)
+	if (ids == NULL) {
+		if (!json_is_integer(id))
+			return fail(e, E_PARAMS,
+				    "param 'id' (rule id) is missing");
+		if (sl_rule_remove(m, (uint32_t)json_integer_value(id), err,
+				   sizeof(err)) != 0)
+			return fail(e, E_FAILED, "%s", err);
+		return json_pack("{s:I}", "removed", json_integer_value(id));
+	}
+	n = json_array_size(ids);
+	if (id != NULL || !json_is_array(ids) || n == 0)
+		return fail(e, E_PARAMS,
+			    "param 'ids' must be a non-empty list of rule ids, "
+			    "without 'id'");
+	v = malloc(sizeof(*v) * n);
+	if (v == NULL)
+		return fail(e, E_FAILED, "out of memory");
+	for (i = 0; i < n; i++) {
+		json_t *x = json_array_get(ids, i);
+
+		if (!json_is_integer(x) || json_integer_value(x) < 1 ||
+		    json_integer_value(x) > UINT32_MAX) {
+			free(v);
+			return fail(e, E_PARAMS,
+				    "ids[%zu] is not a rule id; see rule.list",
+				    i);
+		}
+		v[i] = (uint32_t)json_integer_value(x);
+	}
+	rc = sl_rules_remove(m, v, (uint32_t)n, err, sizeof(err));
+	free(v);
+	if (rc != 0)
 		return fail(e, E_FAILED, "%s", err);
-	return json_pack("{s:I}", "removed", json_integer_value(id));
+	return json_pack("{s:O}", "removed", ids);
 }
 
 /* Filters of flow.list / flow.delete. */
@@ -806,8 +955,11 @@ rpc_flow_list(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 			    "param 'limit' must be an integer in 0..100000");
 	if (param_filter(m, p, extra, RTE_DIM(extra), &f, e) != 0)
 		return NULL;
-	return sl_flows_list(m, &f,
-			     lim ? (uint32_t)json_integer_value(lim) : 100);
+	return fits_out(m,
+			sl_flows_list(m, &f,
+				      lim ? (uint32_t)json_integer_value(lim)
+					  : 100),
+			"ask for fewer flows (limit) or narrow the filters", e);
 }
 
 /* The flow named by params id or key: its position. */
