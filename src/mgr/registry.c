@@ -266,6 +266,129 @@ msgs_reclaim(struct sl_mgr *m, int32_t pid)
 		       pid, n);
 }
 
+/*
+ * Messages answered in the message itself (done) belong to their sender
+ * until it returns them: every registration and deregistration answer, and
+ * refused messages of any type (a bad registration, an unknown type, a
+ * request from no running NF of its pid). A sender that never registered,
+ * or not as that pid, is watched by no slot, so nothing above returns what
+ * it keeps: a process that gives up or dies after its answer, or a bad NF
+ * that never returns refused messages. Every SWEEP_MS the pool is scanned
+ * for answered messages (not free, done, pid > 0) whose pid has exited and
+ * is no slot's (a slot's are msgs_reclaim's, after its reclaim): nobody can
+ * return those any more, so they are given back, once (a message given back
+ * is marked free, and the scan skips the free). Never before the process
+ * has exited: a slow sender returns its own. Skipped as not in the
+ * sender's hands: a message still queued in the message ring (its done set
+ * by the sender itself), and a deregistration waiting for its quiescent
+ * point (sluiced's). Limits: the pid is the one the message names; a
+ * message naming a pid not its sender's (0, another live process) is
+ * reclaimed when that pid exits, or never.
+ */
+#define SWEEP_MS 100
+
+static uint64_t g_sweep_next;
+
+struct answered {
+	uint32_t n, max;
+	struct sl_msg **msg;
+};
+
+static void
+answered_find(struct rte_mempool *mp, void *arg, void *obj, unsigned int idx)
+{
+	struct answered *a = arg;
+	struct sl_msg *msg = obj;
+
+	(void)mp;
+	(void)idx;
+	if (__atomic_load_n(&msg->type, __ATOMIC_ACQUIRE) != SL_MSG_FREE &&
+	    __atomic_load_n(&msg->done, __ATOMIC_ACQUIRE) == 1 &&
+	    msg->pid > 0 && a->n < a->max)
+		a->msg[a->n++] = msg;
+}
+
+/* 1 once pid has exited (a zombie counts), not a process reusing it. */
+static int
+pid_exited(int32_t pid)
+{
+	struct pollfd p = {.events = POLLIN};
+	int r;
+
+	p.fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (p.fd < 0)
+		return errno == ESRCH;
+	r = poll(&p, 1, 0);
+	close(p.fd);
+	return r > 0;
+}
+
+/* 1 if sluiced holds msg itself: a deregistration in a quiescent action. */
+static int
+held_by_qs(const struct sl_mgr *m, const struct sl_msg *msg)
+{
+	for (const struct sl_qs_action *a = m->qs; a != NULL; a = a->next)
+		if (a->kind == SL_QS_DEREGISTER && a->ptr == msg)
+			return 1;
+	return 0;
+}
+
+/* 1 if pid is a slot's that is not free (its reclaim returns its own). */
+static int
+pid_of_slot(const struct sl_mgr *m, int32_t pid)
+{
+	const struct sl_shm *shm = m->shm;
+
+	for (uint16_t i = 0; i < shm->nf_hwm; i++)
+		if (shm->nfs[i].pid == pid &&
+		    __atomic_load_n(&shm->nfs[i].state, __ATOMIC_ACQUIRE) !=
+			    SL_NF_FREE)
+			return 1;
+	return 0;
+}
+
+static void
+answered_sweep(struct sl_mgr *m)
+{
+	static struct sl_msg **cand;
+	struct rte_mempool *mp = m->shm->msg_pool;
+	struct answered a = {.max = mp->size};
+	uint64_t now = rte_rdtsc();
+
+	if (now < g_sweep_next)
+		return;
+	g_sweep_next = now + m->shm->tsc_hz / 1000 * SWEEP_MS;
+	if (cand == NULL && (cand = calloc(mp->size, sizeof(*cand))) == NULL)
+		return;
+	a.msg = cand;
+	rte_mempool_obj_iter(mp, answered_find, &a);
+	for (uint32_t i = 0; i < a.n; i++) {
+		int32_t pid = cand[i] != NULL ? cand[i]->pid : 0;
+		uint32_t n = 0;
+
+		if (cand[i] == NULL || pid_of_slot(m, pid) || !pid_exited(pid))
+			continue;
+		/* Every answered message of this pid, once each. */
+		for (uint32_t k = i; k < a.n; k++) {
+			struct sl_msg *msg = cand[k];
+
+			if (msg == NULL || msg->pid != pid)
+				continue;
+			cand[k] = NULL;
+			if (in_ring(m->shm->msg_ring, msg) ||
+			    held_by_qs(m, msg))
+				continue;
+			msg_give_back(m, msg);
+			n++;
+		}
+		if (n > 0)
+			sl_log("pid %d (no registered NF): %u answered "
+			       "message(s) it left unreturned given back "
+			       "(status messages.reclaimed)",
+			       pid, n);
+	}
+}
+
 /* ---- quiescent-state actions --------------------------------------- */
 
 int
@@ -877,54 +1000,15 @@ text_utf8(const char *s)
 }
 
 /*
- * Requests refused for naming no registered sender (an instance that is
- * not the pid's, or not running) are answered in the message itself
- * (done), as no inbox is theirs. Nobody returns them for the sender if it
- * does not: they are held here and given back after HELD_MS (or when
- * HELD_MAX wait), unless returned already.
+ * A request that names no registered sender (an instance that is not the
+ * pid's, or not running) is answered in the message itself (done), as no
+ * inbox is theirs: the sender's to return, or, once it is gone, the
+ * answered-message sweep's (answered_sweep).
  */
-#define HELD_MAX 64
-#define HELD_MS 1000
-static struct {
-	struct sl_msg *msg;
-	int32_t pid;
-	uint64_t tsc;
-} g_held[HELD_MAX];
-static unsigned int g_held_n;
-
-static void
-held_expire(struct sl_mgr *m, int make_room)
-{
-	uint64_t now = rte_rdtsc(), age = m->shm->tsc_hz / 1000 * HELD_MS;
-	unsigned int k = 0;
-
-	for (unsigned int i = 0; i < g_held_n; i++) {
-		struct sl_msg *msg = g_held[i].msg;
-
-		if (now - g_held[i].tsc < age &&
-		    !(make_room && i == 0 && g_held_n == HELD_MAX)) {
-			g_held[k++] = g_held[i];
-			continue;
-		}
-		/* Still the answer we left (not returned, not reused)? */
-		if (__atomic_load_n(&msg->type, __ATOMIC_ACQUIRE) ==
-			    SL_MSG_REPLY &&
-		    __atomic_load_n(&msg->done, __ATOMIC_ACQUIRE) == 1 &&
-		    msg->pid == g_held[i].pid)
-			msg_give_back(m, msg);
-	}
-	g_held_n = k;
-}
-
 static void
 refuse_unattributed(struct sl_mgr *m, struct sl_msg *msg)
 {
-	held_expire(m, 1);
 	msg->type = SL_MSG_REPLY;
-	g_held[g_held_n].msg = msg;
-	g_held[g_held_n].pid = msg->pid;
-	g_held[g_held_n].tsc = rte_rdtsc();
-	g_held_n++;
 	refuse(m, msg, EPERM,
 	       "request refused: instance %u is not a running NF of pid %d; "
 	       "send requests between registration and deregistration",
@@ -1403,8 +1487,7 @@ sl_registry_poll(struct sl_mgr *m)
 			       msg->type);
 		}
 	}
-	if (g_held_n > 0)
-		held_expire(m, 0);
+	answered_sweep(m);
 	watchdog(m);
 	qs_poll(m);
 }

@@ -21,7 +21,22 @@
  *                       handles (TO/OUT out of range, random 32-bit values,
  *                       bad flow positions, graphs and services); with
  *                       sluiced --handoff mgr sluiced resolves them.
+ *   --leak N --leak-then exit|hang|late
+ *                       forks a child that never registers and sends N
+ *                       messages sluiced refuses in the message itself, in
+ *                       turn: a registration with mode 7, a request naming
+ *                       this NF's instance (not the child's), a message of
+ *                       unknown type 9 and a deregistration of an instance
+ *                       that is not its own. It waits for each answer and
+ *                       prints "fuzz-leak-reply: type=T result=R error=E",
+ *                       then "fuzz-leak: pid=P held=N", and returns none:
+ *                       exit: exits; hang: sleeps until killed; late: sleeps
+ *                       2 s (longer than any timer of sluiced's), returns
+ *                       them itself, prints "fuzz-leak: returned=N" and
+ *                       exits.
  */
+#include <signal.h>
+#include <sys/wait.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -365,6 +380,78 @@ fz_process(struct sl_nf *nf, struct rte_mbuf **pkts, uint16_t n)
 	}
 }
 
+/* The child of --leak: see the top of the file. Never returns. */
+static void
+leak_child(struct sl_nf *nf, unsigned long n, const char *then)
+{
+	struct sl_msg *held[64];
+	unsigned long k;
+
+	for (k = 0; k < n && k < RTE_DIM(held); k++) {
+		struct sl_msg *m;
+		uint64_t deadline;
+
+		if (rte_mempool_get(g_shm->msg_pool, (void **)&m) != 0) {
+			printf("fuzz-leak-error: no free message\n");
+			_exit(1);
+		}
+		memset(m, 0, sizeof(*m));
+		m->pid = getpid();
+		m->instance = sl_nf_instance(nf);
+		switch (k % 4) {
+		case 0:
+			m->type = SL_MSG_REGISTER;
+			m->mode = 7;
+			m->instance = SL_INSTANCE_NONE;
+			snprintf(m->service_name, sizeof(m->service_name),
+				 "leak");
+			snprintf(m->prog, sizeof(m->prog), "sluice-fuzz");
+			break;
+		case 1:
+			m->type = SL_MSG_REQUEST;
+			m->req.id = (int64_t)k + 1;
+			m->req.kind = SL_REQ_MESSAGE;
+			m->req.service = sl_nf_service(nf);
+			snprintf(m->req.mkey, sizeof(m->req.mkey), "k");
+			snprintf(m->req.value, sizeof(m->req.value), "v");
+			break;
+		case 2:
+			m->type = 9;
+			break;
+		default:
+			m->type = SL_MSG_DEREGISTER;
+		}
+		__atomic_store_n(&m->type, m->type, __ATOMIC_RELEASE);
+		while (rte_ring_mp_enqueue(g_shm->msg_ring, m) != 0)
+			rte_pause();
+		deadline = rte_rdtsc() + rte_get_tsc_hz() * 5;
+		while (!__atomic_load_n(&m->done, __ATOMIC_ACQUIRE)) {
+			if (rte_rdtsc() > deadline) {
+				printf("fuzz-leak-error: no answer\n");
+				_exit(1);
+			}
+			usleep(100);
+		}
+		m->error[sizeof(m->error) - 1] = '\0';
+		printf("fuzz-leak-reply: type=%u result=%d error=%s\n",
+		       m->type, m->result, m->error);
+		held[k] = m;
+	}
+	printf("fuzz-leak: pid=%d held=%lu\n", getpid(), k);
+	fflush(stdout);
+	if (strcmp(then, "hang") == 0)
+		for (;;)
+			pause();
+	if (strcmp(then, "late") == 0) {
+		sleep(2);
+		for (unsigned long i = 0; i < k; i++)
+			sl_msg_put(g_shm, held[i]);
+		printf("fuzz-leak: returned=%lu\n", k);
+		fflush(stdout);
+	}
+	_exit(0);
+}
+
 static int
 fz_init(struct sl_nf *nf, int argc, char **argv)
 {
@@ -372,8 +459,12 @@ fz_init(struct sl_nf *nf, int argc, char **argv)
 		{"msgs", required_argument, NULL, 'n'},
 		{"seed", required_argument, NULL, 's'},
 		{"verdicts", no_argument, NULL, 'v'},
+		{"leak", required_argument, NULL, 'l'},
+		{"leak-then", required_argument, NULL, 't'},
 		{NULL, 0, NULL, 0},
 	};
+	unsigned long leak = 0;
+	const char *then = "exit";
 	int c;
 
 	(void)nf;
@@ -389,9 +480,16 @@ fz_init(struct sl_nf *nf, int argc, char **argv)
 		case 'v':
 			g_verdicts = 1;
 			break;
+		case 'l':
+			leak = strtoul(optarg, NULL, 10);
+			break;
+		case 't':
+			then = optarg;
+			break;
 		default:
 			fprintf(stderr, "sluice-fuzz: --msgs N --seed S "
-					"--verdicts\n");
+					"--verdicts --leak N --leak-then "
+					"exit|hang|late\n");
 			return EINVAL;
 		}
 	}
@@ -403,6 +501,21 @@ fz_init(struct sl_nf *nf, int argc, char **argv)
 	if (g_n == 0)
 		printf("fuzz-done: sent=0 replies=0 timeouts=0 stray=0\n");
 	fflush(stdout);
+	if (leak > 0) {
+		pid_t child = fork();
+
+		if (child < 0) {
+			fprintf(stderr, "sluice-fuzz: fork: %s\n",
+				strerror(errno));
+			return errno;
+		}
+		if (child == 0)
+			leak_child(nf, leak, then);
+		/* exit and late: reaped here; hang: it is killed by the test
+		 * and stays a zombie, which counts as exited. */
+		if (strcmp(then, "hang") != 0)
+			waitpid(child, NULL, 0);
+	}
 	return 0;
 }
 

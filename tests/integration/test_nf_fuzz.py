@@ -11,8 +11,11 @@ has no sanitizer report.
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -152,3 +155,98 @@ def test_random_verdicts_are_counted_drops(launch, node, tmp_path, fuzz_nf):
     assert_no_sanitizer_report(_logs(tmp_path, "sluiced"))
     codes = {p.label: p.exited() for p in run.processes()}
     assert codes["sluiced"] == 0, codes
+
+
+LEAK = 8  # two of each kind fuzz_nf.c --leak sends
+
+
+def _leak_run(launch, node, tmp_path: Path, fuzz_nf: str, then: str) -> tuple[Any, int]:
+    """fuzz_nf.c --leak: a child of the fuzz NF that never registers takes
+    LEAK messages, has each refused in the message itself and returns none.
+    Returns the run and the child's pid, once it holds them."""
+    run = launch(deployment(
+        node, ports=[],
+        nfs=[{"name": "fuzz", "program": fuzz_nf, "service": "fuzz",
+              "args": ["--leak", str(LEAK), "--leak-then", then]}],
+        chain=["fuzz", "drop"]), ASAN_BUILD)
+    held = wait_until(lambda: re.search(r"^fuzz-leak: pid=(\d+) held=(\d+)$",
+                                        _logs(tmp_path, "fuzz"), re.M), 20,
+                      "the leaking child's answers")
+    assert held[2] == str(LEAK), _logs(tmp_path, "fuzz")
+    pid = int(held[1])
+    (inst,) = [n["instance"] for n in run.client.call("nf.list")]
+    one = [
+        "fuzz-leak-reply: type=1 result=22 error=bad registration: mode 7 is neither 0 "
+        "(shared) nor 1 (poll)",
+        f"fuzz-leak-reply: type=5 result=1 error=request refused: instance {inst} is not a "
+        f"running NF of pid {pid}; send requests between registration and deregistration",
+        "fuzz-leak-reply: type=9 result=22 error=unknown message type 9: register (1), "
+        "deregister (2) or request (3)",
+        f"fuzz-leak-reply: type=2 result=22 error=instance {inst} is not registered to pid {pid}",
+    ]
+    lines = [ln for ln in _logs(tmp_path, "fuzz").splitlines() if ln.startswith("fuzz-leak")]
+    assert lines[:LEAK + 1] == one * (LEAK // 4) + [f"fuzz-leak: pid={pid} held={LEAK}"], lines
+    return run, pid
+
+
+def _messages_stay(cl, free: int, reclaimed: int, seconds: float) -> None:
+    """The pool's free and reclaimed counts are these, and stay so."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        m = cl.call("status")["messages"]
+        assert (m["size"], m["free"], m["reclaimed"]) == (1023, free, reclaimed), m
+        time.sleep(0.1)
+
+
+def _given_back_line(pid: int) -> str:
+    return (f"pid {pid} (no registered NF): {LEAK} answered message(s) it left unreturned "
+            "given back (status messages.reclaimed)")
+
+
+def test_refused_messages_of_an_exited_sender_come_back(launch, node, tmp_path, fuzz_nf):
+    """A process that never registered and exits holding refused messages:
+    sluiced gives each back exactly once, the pool is whole again."""
+    run, pid = _leak_run(launch, node, tmp_path, fuzz_nf, "exit")
+    cl = run.client
+    m = wait_until(lambda: (m := cl.call("status")["messages"])["free"] == 1023 and m, 10,
+                   "the exited child's messages back in the pool")
+    assert (m["size"], m["free"], m["reclaimed"], m["refused"]) == (1023, 1023, LEAK,
+                                                                    LEAK * 3 // 4), m
+    _messages_stay(cl, 1023, LEAK, 1.0)
+    assert _logs(tmp_path, "sluiced").count(_given_back_line(pid)) == 1, \
+        _logs(tmp_path, "sluiced")
+    run.stop()
+    assert_no_sanitizer_report(_logs(tmp_path, "sluiced"))
+
+
+def test_refused_messages_of_a_hung_sender_stay_its_until_it_dies(launch, node, tmp_path,
+                                                                  fuzz_nf):
+    """While the sender lives, what it holds is its own (none given back
+    behind its back); killed, all of it comes back."""
+    run, pid = _leak_run(launch, node, tmp_path, fuzz_nf, "hang")
+    cl = run.client
+    _messages_stay(cl, 1023 - LEAK, 0, 2.5)
+    os.kill(pid, signal.SIGKILL)
+    wait_until(lambda: cl.call("status")["messages"]["free"] == 1023, 10,
+               "the killed child's messages back in the pool")
+    _messages_stay(cl, 1023, LEAK, 1.0)
+    assert _logs(tmp_path, "sluiced").count(_given_back_line(pid)) == 1, \
+        _logs(tmp_path, "sluiced")
+    run.stop()
+    assert_no_sanitizer_report(_logs(tmp_path, "sluiced"))
+
+
+def test_refused_messages_returned_late_are_not_given_back_twice(launch, node, tmp_path,
+                                                                 fuzz_nf):
+    """A sender that returns its refused messages itself, 2 s later: sluiced
+    gives none of them back (it would then be in the pool twice)."""
+    run, pid = _leak_run(launch, node, tmp_path, fuzz_nf, "late")
+    cl = run.client
+    _messages_stay(cl, 1023 - LEAK, 0, 1.5)
+    wait_until(lambda: f"fuzz-leak: returned={LEAK}" in _logs(tmp_path, "fuzz"), 10,
+               "the child returning its messages")
+    wait_until(lambda: not Path(f"/proc/{pid}").exists(), 10, "the child to exit")
+    _messages_stay(cl, 1023, 0, 1.0)
+    assert "(no registered NF)" not in _logs(tmp_path, "sluiced")
+    run.stop()
+    assert_no_sanitizer_report(_logs(tmp_path, "sluiced"))
