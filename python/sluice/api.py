@@ -389,7 +389,10 @@ class Rule(_Model):
 
 
 class RuleList(_Model):
-    rules: list[Rule] = Field(description="Highest priority first.")
+    rules: list[Rule] = Field(description="Highest priority first, from position offset.")
+    total: int = Field(description="Rules on the node.")
+    truncated: bool = Field(description="Whether rules after these were left out (limit).")
+    builds: int = Field(description="Rule classifiers sluiced has built so far.")
 
 
 class RuleRemoved(_Model):
@@ -1510,9 +1513,13 @@ def create_app(node: str, socket_path: str | Path | None = None,
         return sluiced.call("graph.remove", name=name)
 
     @app.get(f"{PREFIX}/rules", response_model=RuleList, responses=_ERRORS, tags=["rules"])
-    def rules() -> Any:
-        """The rules that send new flows to graphs, highest priority first."""
-        return sluiced.call("rule.list")
+    def rules(offset: int = Query(0, ge=0, le=4294967295,
+                                  description="Rules to skip (a page's start)."),
+              limit: int = Query(10000, ge=0, le=100000,
+                                 description="At most this many rules.")) -> Any:
+        """The rules that send new flows to graphs, highest priority first, a page
+        at a time (truncated says whether more follow)."""
+        return sluiced.call("rule.list", offset=offset, limit=limit)
 
     @app.post(f"{PREFIX}/rules", response_model=Rule, status_code=201,
               responses=_ERRORS_404, tags=["rules"])

@@ -22,7 +22,7 @@ from rich.console import Console
 from rich.table import Table
 
 from . import __version__
-from .client import SOCKET_DIR, Client, SluiceError
+from .client import SOCKET_DIR, Client, RpcError, SluiceError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -337,13 +337,13 @@ def graph_apply(file: Path = typer.Argument(..., help="Graph file (or a deployme
 
     A rule the node already has (same graph, priority and match) is not added
     again, so applying a file twice is harmless."""
-    from .graph import format_match, load_graphs, same_rule, to_rpc
+    from .graph import batch_refusal, format_match, load_graphs, same_rule, to_rpc
 
     gs = load_graphs(file)
     rules = gs.rule_params()
     if dry_run:
         calls = ([{"method": "graph.apply", "params": to_rpc(g)} for g in gs.graphs]
-                 + [{"method": "rule.add", "params": r} for r in rules])
+                 + ([{"method": "rule.add", "params": {"rules": rules}}] if rules else []))
         if as_json:
             _print_json(calls)
             return
@@ -362,19 +362,27 @@ def graph_apply(file: Path = typer.Argument(..., help="Graph file (or a deployme
             out["graphs"].append(res)
             say(f"graph {g.name}: applied (id {res.get('id')}, version {res.get('version')}), "
                 f"{len(g.nodes)} node(s), entry {g.entry_node()}")
-        existing = c.call("rule.list").get("rules", []) if rules else []
+        existing = c.rules() if rules else []
+        new: list[dict[str, Any]] = []
         for r in rules:
             have = next((x for x in existing if same_rule(x, r)), None)
             if have is not None:
                 out["rules"].append({"id": have.get("id"), "added": False, **r})
                 say(f"rule {have.get('id')}: already there: {_rule_text(r, format_match)}")
-                continue
-            try:
-                res = c.call("rule.add", **r)
-            except SluiceError as e:
-                raise fail(f"{file}: rule {_rule_text(r, format_match)}: {e}") from None
-            out["rules"].append({"id": res.get("id"), "added": True, **r})
-            say(f"rule {res.get('id')}: added: {_rule_text(r, format_match)}")
+            else:
+                new.append(r)
+        # All new rules in one call: sluiced builds its classifier once for
+        # them (one call per rule rebuilds it every time, O(N^2)).
+        try:
+            res = c.call("rule.add", rules=new) if new else {}
+        except RpcError as e:
+            raise fail(f"{file}: {batch_refusal(new, e.message)}") from None
+        except SluiceError as e:
+            raise fail(f"{file}: rule.add: {e}") from None
+        for k, r in enumerate(new):
+            rid = int(res["first_id"]) + k
+            out["rules"].append({"id": rid, "added": True, **r})
+            say(f"rule {rid}: added: {_rule_text(r, format_match)}")
         names = {g.name for g in gs.graphs}
         for x in existing:
             if x.get("graph") in names and not any(same_rule(x, r) for r in rules):
@@ -490,11 +498,11 @@ def rule_list(node: str = NodeOpt, socket: Path = SocketOpt, as_json: bool = Jso
     """List the rules, the highest priority first as sluiced gives them."""
     from .graph import format_match
 
-    res = _call(node, socket, "rule.list", timeout)
+    with _client(node, socket, timeout) as c:
+        rules = c.rules()
     if as_json:
-        _print_json(res)
+        _print_json({"rules": rules})
         return
-    rules = res.get("rules", [])
     if not rules:
         typer.echo("no rules (every new flow takes the chain)")
         return

@@ -136,6 +136,17 @@ class Client:
             return f"cannot connect to {path}: no answer within {self.timeout:g} s"
         return f"cannot connect to {path}: {e.strerror or e}"
 
+    def rules(self, page: int = 10000) -> list[dict[str, Any]]:
+        """Every rule (``rule.list``, highest priority first), asked for in
+        pages of ``page``: sluiced gives at most 10,000 per call."""
+        out: list[dict[str, Any]] = []
+        while True:
+            res = self.call("rule.list", offset=len(out), limit=page)
+            got = res.get("rules", [])
+            out.extend(got)
+            if not res.get("truncated") or not got:
+                return out
+
     def close(self) -> None:
         """Closes the connection; the next call opens a new one."""
         if self._sock is not None:

@@ -484,6 +484,22 @@ def rule_params(rule: MatchSpec, graph: str | None = None) -> dict[str, Any]:
 
 # -- showing graphs, rules and flows ---------------------------------------------------
 
+_BATCH_AT = re.compile(r"^rules\[(\d+)\]: ")
+
+
+def batch_refusal(rules: Sequence[Mapping[str, Any]], message: str) -> str:
+    """sluiced's refusal of ``rule.add {rules: [...]}`` in the words of the
+    rule it names (``rules[N]: ...``): ``rule for graph 'G' (MATCH):
+    sluiced refused it: ...``. A refusal of the whole batch (too many
+    rules) says so."""
+    m = _BATCH_AT.match(message)
+    if m and int(m[1]) < len(rules):
+        r = rules[int(m[1])]
+        return (f"rule for graph '{r.get('graph')}' ({format_match(r)}): sluiced refused it: "
+                f"{message[m.end():]}")
+    return f"rules: sluiced refused them: {message}"
+
+
 def format_match(rule: Mapping[str, Any]) -> str:
     """A rule's match in one line: ``udp dst 10.0.0.0/8 dport 53``."""
     parts = []

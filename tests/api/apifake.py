@@ -431,7 +431,10 @@ class Sluiced:
             self.rules.sort(key=lambda r: -r["priority"])
             return ok(rule)
         if method == "rule.list":
-            return ok({"rules": [{**r, "flows": 0} for r in self.rules]})
+            off, lim = p.get("offset", 0), p.get("limit", 10000)
+            return ok({"rules": [{**r, "flows": 0} for r in self.rules[off:off + lim]],
+                       "total": len(self.rules), "truncated": off + lim < len(self.rules),
+                       "builds": self.rule_id})
         if method == "rule.remove":
             rule = p.get("id")
             if not isinstance(rule, int):

@@ -111,7 +111,8 @@ def test_graphs_rules_flows_and_requests(real_sluiced: None, launch: Any, node: 
     assert r.status_code == 201, r.text
     rule = r.json()
     assert rule == {"id": rule["id"], "graph": "udp", "priority": 7, "proto": "udp"}
-    assert api.get("/api/v1/rules").json() == {"rules": [{**rule, "flows": 0}]}
+    assert api.get("/api/v1/rules").json() == {"rules": [{**rule, "flows": 0}], "total": 1,
+                                                "truncated": False, "builds": 1}
     r = api.post("/api/v1/rules", json={"graph": "nope", "proto": "udp"})
     assert (r.status_code, r.json()) == (404, {
         "detail": "no graph named 'nope': apply it first (graph.apply)"})
@@ -129,7 +130,8 @@ def test_graphs_rules_flows_and_requests(real_sluiced: None, launch: Any, node: 
             (17, "udp") if c[1] == "UDP" else (6, "default") for c in conns)
 
     wait_until(reclassified, 30, "the flows classified again by the rule")
-    assert api.get("/api/v1/rules").json() == {"rules": [{**rule, "flows": len(udp)}]}
+    assert api.get("/api/v1/rules").json() == {"rules": [{**rule, "flows": len(udp)}],
+                                                "total": 1, "truncated": False, "builds": 1}
     in_udp = _flows(api, graph="udp")
     assert in_udp["matched"] == len(udp) and {f["proto"] for f in in_udp["flows"]} == {17}
     assert all(set(f["pins"]) == {"b"} for f in in_udp["flows"])
@@ -168,7 +170,8 @@ def test_graphs_rules_flows_and_requests(real_sluiced: None, launch: Any, node: 
     assert (r.status_code, r.json()) == (404, {
         "detail": f"no rule with id {rule['id'] + 100}; see rule.list"})
     assert api.delete("/api/v1/graphs/udp").json() == {"removed": "udp", "rules_removed": 1}
-    assert api.get("/api/v1/rules").json() == {"rules": []}
+    assert api.get("/api/v1/rules").json() == {"rules": [], "total": 0, "truncated": False,
+                                                "builds": 2}
     assert api.get("/api/v1/graphs/udp").status_code == 404
     st = api.get("/api/v1/stats").json()
     assert st["flows"]["deleted"] >= len(conns) + 1

@@ -350,10 +350,18 @@ def test_rules(api: TestClient, fake: Any) -> None:
     assert fake[1].requests[-1]["params"] == {"graph": "web", "priority": 5, "proto": "tcp",
                                               "dport": 80, "src": "10.0.0.0/8"}
     assert api.post("/api/v1/rules", json={"graph": "web", "dport": "1000-2000"}).json()["id"] == 2
-    assert api.get("/api/v1/rules").json() == {"rules": [
-        {"id": 1, "graph": "web", "priority": 5, "proto": "tcp", "src": "10.0.0.0/8",
-         "dport": "80", "flows": 0},
-        {"id": 2, "graph": "web", "priority": 0, "dport": "1000-2000", "flows": 0}]}
+    both = [{"id": 1, "graph": "web", "priority": 5, "proto": "tcp", "src": "10.0.0.0/8",
+             "dport": "80", "flows": 0},
+            {"id": 2, "graph": "web", "priority": 0, "dport": "1000-2000", "flows": 0}]
+    assert api.get("/api/v1/rules").json() == {"rules": both, "total": 2, "truncated": False,
+                                                "builds": 2}
+    assert fake[1].requests[-1]["params"] == {"offset": 0, "limit": 10000}
+    assert api.get("/api/v1/rules?limit=1").json() == {"rules": both[:1], "total": 2,
+                                                        "truncated": True, "builds": 2}
+    assert api.get("/api/v1/rules?offset=1&limit=5").json() == {
+        "rules": both[1:], "total": 2, "truncated": False, "builds": 2}
+    r = api.get("/api/v1/rules?limit=100001")
+    assert r.status_code == 422 and "limit" in r.text
     r = api.post("/api/v1/rules", json={"graph": "nope"})
     assert (r.status_code, r.json()) == (404, {
         "detail": "no graph named 'nope': apply it first (graph.apply)"})

@@ -88,9 +88,10 @@ def handle(req):
             raise ValueError(f"graph '{p['name']}': node 'nosuch': no service 'nosuch'")
         return {"name": p["name"], "id": 1, "version": 1}
     if m == "rule.add":
-        if p.get("in_port") == "nosuch":
-            raise ValueError("param 'in_port': no port 'nosuch'")
-        return {"id": 5}
+        for i, r in enumerate(p["rules"]):
+            if r.get("in_port") == "nosuch":
+                raise ValueError(f"rules[{i}]: param 'in_port': no port 'nosuch'")
+        return {"added": len(p["rules"]), "first_id": 5, "last_id": 4 + len(p["rules"])}
     if m == "flow.delete":
         if os.environ.get("FAKE_NO_FLOW_DELETE"):
             raise ValueError("the flow table is off (--flow-lookup off)")
@@ -357,16 +358,16 @@ def test_launcher_applies_graphs_and_rules_after_the_chain(fake: Path) -> None:
                          "nodes": {"monitor": ["forward", "drop"], "forward": ["port:out"]}}],
         ["graph.apply", {"name": "direct", "entry": "forward",
                          "nodes": {"forward": ["port:out"]}}],
-        ["rule.add", {"graph": "watch", "priority": 10, "proto": "udp", "dport": 53,
-                      "in_port": "in"}],
-        ["rule.add", {"graph": "direct", "priority": 0, "proto": "tcp", "dst": "10.0.0.0/8"}],
+        ["rule.add", {"rules": [
+            {"graph": "watch", "priority": 10, "proto": "udp", "dport": 53, "in_port": "in"},
+            {"graph": "direct", "priority": 0, "proto": "tcp", "dst": "10.0.0.0/8"}]}],
         ["flow.delete", {"all": True}]]
     i = said.index("chain set: forward -> port:out")
     assert said[i + 1:i + 6] == [
         "graph watch applied (version 1): 2 node(s), entry monitor",
         "graph direct applied (version 1): 1 node(s), entry forward",
         "rule 5 added: priority 10, udp dport 53 in_port in -> graph watch",
-        "rule 5 added: priority 0, tcp dst 10.0.0.0/8 -> graph direct",
+        "rule 6 added: priority 0, tcp dst 10.0.0.0/8 -> graph direct",
         "3 flow(s) seen before the rules were added will be classified again"]
     no_processes_left(fake)
 

@@ -90,14 +90,21 @@ class Sluiced:
             self.graphs.pop(p["name"], None)
             return ok({"removed": p["name"], "rules_removed": n})
         if m == "rule.add":
-            r = {"id": self.next_rule, "priority": 0, "proto": None, "src": None,
-                 "dst": None, "sport": None, "dport": None, "in_port": None, **p,
-                 "flows": 0}
-            self.next_rule += 1
-            self.rules.append(r)
-            return ok({"id": r["id"]})
-        if m == "rule.list":
-            return ok({"rules": self.rules})
+            first = self.next_rule
+            for q in p.get("rules", [p]):
+                r = {"id": self.next_rule, "priority": 0, "proto": None, "src": None,
+                     "dst": None, "sport": None, "dport": None, "in_port": None, **q,
+                     "flows": 0}
+                self.next_rule += 1
+                self.rules.append(r)
+            if "rules" in p:
+                return ok({"added": len(p["rules"]), "first_id": first,
+                           "last_id": self.next_rule - 1})
+            return ok({"id": first})
+        if m == "rule.list":  # pages of at most 2, as sluiced's of 10,000
+            off, lim = p.get("offset", 0), min(p.get("limit", 2), 2)
+            return ok({"rules": self.rules[off:off + lim], "total": len(self.rules),
+                       "truncated": off + lim < len(self.rules), "builds": 1})
         if m == "rule.remove":
             return ok({"removed": p["id"]})
         if m == "flow.list":
@@ -172,14 +179,12 @@ def test_graph_apply_dry_run_sends_nothing(fake: Fake) -> None:
         f"{f}: ok: 1 graph(s) (anomaly), 2 rule(s); nothing sent (--dry-run). The calls:",
         "  graph.apply " + json.dumps({"name": "anomaly", "entry": "firewall",
                                        "nodes": ANOMALY_NODES}),
-        "  rule.add " + json.dumps(ANOMALY_RULES[0]),
-        "  rule.add " + json.dumps(ANOMALY_RULES[1])]
+        "  rule.add " + json.dumps({"rules": ANOMALY_RULES})]
     r = runner.invoke(app, ["graph", "apply", f, "--dry-run", "--json"])
     assert json.loads(r.stdout) == [
         {"method": "graph.apply", "params": {"name": "anomaly", "entry": "firewall",
                                              "nodes": ANOMALY_NODES}},
-        {"method": "rule.add", "params": ANOMALY_RULES[0]},
-        {"method": "rule.add", "params": ANOMALY_RULES[1]}]
+        {"method": "rule.add", "params": {"rules": ANOMALY_RULES}}]
     assert fake[1].requests == []
 
 
@@ -189,9 +194,8 @@ def test_graph_apply_sends_graphs_then_rules_once(fake: Fake) -> None:
     r = run(["graph", "apply", f], fake)
     assert sent(srv) == [
         ("graph.apply", {"name": "anomaly", "entry": "firewall", "nodes": ANOMALY_NODES}),
-        ("rule.list", None),
-        ("rule.add", ANOMALY_RULES[0]),
-        ("rule.add", ANOMALY_RULES[1])]
+        ("rule.list", {"offset": 0, "limit": 10000}),
+        ("rule.add", {"rules": ANOMALY_RULES})]
     assert r.stdout.splitlines() == [
         "graph anomaly: applied (id 1, version 1), 5 node(s), entry firewall",
         "rule 2: added: priority 10, udp dst 10.0.0.0/8 dport 53 in_port in -> graph anomaly",
@@ -201,7 +205,8 @@ def test_graph_apply_sends_graphs_then_rules_once(fake: Fake) -> None:
                         "dport": 22, "flows": 3})
     srv.requests.clear()
     r = run(["graph", "apply", f], fake)
-    assert [m for m, _ in sent(srv)] == ["graph.apply", "rule.list"]
+    # three rules: two pages
+    assert [m for m, _ in sent(srv)] == ["graph.apply", "rule.list", "rule.list"]
     assert r.stdout.splitlines() == [
         "graph anomaly: applied (id 1, version 2), 5 node(s), entry firewall",
         "rule 2: already there: priority 10, udp dst 10.0.0.0/8 dport 53 in_port in -> graph "
@@ -218,8 +223,9 @@ def test_graph_apply_json_and_top_level_rules(fake: Fake) -> None:
     assert out["graphs"] == [{"name": "video", "id": 1, "version": 1}]
     assert [(x["id"], x["added"], x["dport"]) for x in out["rules"]] == [
         (2, True, 80), (3, True, 443), (4, True, 443), (5, True, 443)]
-    assert sent(srv)[2] == ("rule.add", {"graph": "video", "priority": 20, "proto": "tcp",
-                                         "src": "192.168.0.0/16", "dport": 80})
+    assert sent(srv)[2][1]["rules"][0] == {"graph": "video", "priority": 20, "proto": "tcp",
+                                           "src": "192.168.0.0/16", "dport": 80}
+    assert [m for m, _ in sent(srv)] == ["graph.apply", "rule.list", "rule.add"]
 
 
 def test_graph_apply_errors(fake: Fake, tmp_path: Path) -> None:
@@ -236,11 +242,17 @@ def test_graph_apply_errors(fake: Fake, tmp_path: Path) -> None:
     assert r.stderr == (f"{EXAMPLES}/anomaly.yaml: graph 'anomaly': graph.apply: graph "
                         f"'anomaly': node 'firewall': no port 'out' (JSON-RPC error -32602)\n")
     del state.fail["graph.apply"]
-    state.fail["rule.add"] = (-32602, "param 'in_port': no port 'in'")
+    state.fail["rule.add"] = (-32602, "rules[0]: param 'in_port': no port 'in'")
     r = run(["graph", "apply", str(EXAMPLES / "anomaly.yaml")], fake, code=1)
-    assert r.stderr == (f"{EXAMPLES}/anomaly.yaml: rule priority 10, udp dst 10.0.0.0/8 dport "
-                        f"53 in_port in -> graph anomaly: rule.add: param 'in_port': no port "
-                        f"'in' (JSON-RPC error -32602)\n")
+    assert r.stderr == (f"{EXAMPLES}/anomaly.yaml: rule for graph 'anomaly' (udp dst "
+                        f"10.0.0.0/8 dport 53 in_port in): sluiced refused it: param "
+                        f"'in_port': no port 'in'\n")
+    state.fail["rule.add"] = (-32000, "2 rules would make 4100, more than --max-rules 4096 "
+                              "(4098 in use): remove some or raise --max-rules")
+    r = run(["graph", "apply", str(EXAMPLES / "anomaly.yaml")], fake, code=1)
+    assert r.stderr == (f"{EXAMPLES}/anomaly.yaml: rules: sluiced refused them: 2 rules would "
+                        f"make 4100, more than --max-rules 4096 (4098 in use): remove some or "
+                        f"raise --max-rules\n")
 
 
 def test_graph_get_and_remove(fake: Fake) -> None:
@@ -319,11 +331,18 @@ def test_rule_list_and_remove(fake: Fake) -> None:
     state.rules.append({"id": 2, "graph": "anomaly", "priority": 10, "proto": "udp",
                         "src": None, "dst": "10.0.0.0/8", "sport": None, "dport": 53,
                         "in_port": "in", "flows": 12345})
+    state.rules.append({"id": 7, "graph": "anomaly", "priority": 0, "proto": "tcp",
+                        "src": None, "dst": None, "sport": None, "dport": 80,
+                        "in_port": None, "flows": 0})
     r = run(["rule", "list"], fake)
-    assert sent(srv) == [("rule.list", None)]
+    # the fake's pages hold 2 rules (sluiced's 10,000): all three are listed
+    assert sent(srv) == [("rule.list", {"offset": 0, "limit": 10000}),
+                         ("rule.list", {"offset": 2, "limit": 10000})]
     lines = [line.split() for line in r.stdout.splitlines() if line.strip("━─┃│ ")]
     assert ["2", "10", "udp", "dst", "10.0.0.0/8", "dport", "53", "in_port", "in", "anomaly",
             "12,345"] in [[w for w in line if w not in "│┃"] for line in lines]
+    assert ["7", "0", "tcp", "dport", "80", "anomaly", "0"] in [
+        [w for w in line if w not in "│┃"] for line in lines]
     assert any("dport 22" in line and "other" in line for line in r.stdout.splitlines())
     r = run(["rule", "list", "--json"], fake)
     assert json.loads(r.stdout) == {"rules": state.rules}
