@@ -394,6 +394,12 @@ resolve(struct sl_dispatch *d, const struct rte_mbuf *m,
 		if (id >= shm->max_services ||
 		    !__atomic_load_n(&shm->services[id].used, __ATOMIC_ACQUIRE))
 			return DEST(DEST_DROP, 0, SL_DROP_INVALID_DEST);
+		/* A port's packet that went round a loop (an NF's TO on a
+		 * chain, an override a later chain.set turned back) stops
+		 * here; packets an NF made may circulate (speedtest). */
+		if (unlikely(meta->flags >= shm->max_hops * SL_META_HOP) &&
+		    meta->in_port != UINT16_MAX)
+			return DEST(DEST_DROP, 0, SL_DROP_HOP_LIMIT);
 		inst = pick(d, id, m, meta, e);
 		if (inst == SL_INSTANCE_NONE)
 			return DEST(DEST_DROP, 0, SL_DROP_NO_INSTANCE);
@@ -472,6 +478,7 @@ to_instance(struct sl_dispatch *d, uint16_t svc, uint16_t inst,
 		saved_s[i] = m->service;
 		m->verdict = SL_NEXT;
 		m->service = svc;
+		m->flags = (uint16_t)(m->flags + SL_META_HOP);
 	}
 	if (unlikely(d->fault != NULL))
 		d->fault(d);
@@ -486,6 +493,7 @@ to_instance(struct sl_dispatch *d, uint16_t svc, uint16_t inst,
 		bytes -= rte_pktmbuf_pkt_len(pkts[i]); /* still ours */
 		m->verdict = saved_v[i];
 		m->service = saved_s[i];
+		m->flags = (uint16_t)(m->flags - SL_META_HOP);
 	}
 	if (k > 0) {
 		count_fwd(d, svc, (uint16_t)k, bytes);

