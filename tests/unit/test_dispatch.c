@@ -51,7 +51,7 @@
 #define SELF_OWNER 1
 #define BP_CYCLES 1000000u
 #define IN_PORT 7
-#define FLAGS (SL_META_HASH | 0x40u) /* a given (valid) hash and another flag */
+#define FLAGS (SL_META_HASH | 0x8u) /* a given (valid) hash and a spare flag bit */
 
 static struct rte_mempool *g_pool;
 static int g_off = -1;
@@ -132,8 +132,17 @@ check_meta(struct rte_mbuf *m, sl_verdict_t v, uint16_t service,
 	assert_int_equal(mt->owner, owner);
 	assert_int_equal(mt->flow_hash, hash);
 	assert_int_equal(mt->in_port, IN_PORT);
-	/* Dispatch stamps the graph version on packets that had none. */
-	assert_int_equal(mt->flags & ~(SL_META_GRAPH | SL_META_PORT), FLAGS);
+	/* Dispatch stamps the graph version on packets that had none, and
+	 * counts hand-offs to NFs in the hop bits (hop_limit_* tests). */
+	assert_int_equal(mt->flags & ~(SL_META_GRAPH | SL_META_PORT) &
+				 (SL_META_HOP - 1),
+			 FLAGS);
+}
+
+static unsigned
+hops(struct rte_mbuf *m)
+{
+	return meta(m)->flags >> SL_META_HOPS_SHIFT;
 }
 
 static struct rte_ring *
@@ -338,6 +347,7 @@ setup(void **state)
 	shm->ring_size = RING_CAP;
 	shm->burst = SL_BURST;
 	shm->backpressure_cycles = BP_CYCLES;
+	shm->max_hops = SL_MAX_HOPS;
 	shm->dynfield_offset = g_off;
 	shm->pktmbuf_pool = g_pool;
 	shm->nfs = zalloc_aligned(sizeof(struct sl_nf_slot) * MAX_NFS);
@@ -1414,6 +1424,64 @@ flow_key_make_hash_matches(void **state)
 	}
 }
 
+/* ---- hop limit ------------------------------------------------------ */
+
+static void
+hop_limit_drops_port_packets_only(void **state)
+{
+	struct env *e = *state;
+	struct rte_mbuf *p[4], *got[8];
+	unsigned n;
+
+	e->shm->max_hops = 2;
+	p[0] = mk(SL_NEXT, SL_SERVICE_NONE, 0x10, 64); /* ingress: 0 visits */
+	p[1] = mk(SL_TO(1), 0, 0x11, 64);              /* its 2nd visit */
+	meta(p[1])->flags |= 1 * SL_META_HOP;
+	p[2] = mk(SL_TO(1), 0, 0x12, 64); /* made 2: a 3rd is refused */
+	meta(p[2])->flags |= 2 * SL_META_HOP;
+	p[3] = mk(SL_TO(1), 0, 0x13, 64); /* the same, but NF-made */
+	meta(p[3])->flags |= 2 * SL_META_HOP;
+	meta(p[3])->in_port = UINT16_MAX;
+	assert_int_equal(sl_dispatch(&e->d, p, 4), 0);
+	check_drops(e, SL_DROP_HOP_LIMIT, 1);
+	assert_int_equal(take_rx(e, 0, got, 8), 1);
+	assert_ptr_equal(got[0], p[0]);
+	assert_int_equal(hops(p[0]), 1);
+	rte_pktmbuf_free(got[0]);
+	n = take_rx(e, 1, got, 8) + take_rx(e, 2, got + 1, 8);
+	assert_int_equal(n, 2);
+	assert_int_equal(hops(p[1]), 2);
+	assert_int_equal(hops(p[3]), 3);
+	assert_true((got[0] == p[1] && got[1] == p[3]) ||
+		    (got[0] == p[3] && got[1] == p[1]));
+	rte_pktmbuf_free_bulk(got, 2);
+	assert_int_equal(e->stats.tx_pkts, 3);
+	check_pool_full();
+}
+
+static void
+hop_limit_count_undone_for_packets_that_wait(void **state)
+{
+	struct env *e = *state;
+	struct rte_mbuf *p[2], *got[RING_CAP];
+	unsigned fill = rte_ring_free_count(rx_of(e, 0)) - 1;
+
+	leave_room(e, 0, 1);
+	p[0] = mk(SL_NEXT, SL_SERVICE_NONE, 1, 64);
+	p[1] = mk(SL_NEXT, SL_SERVICE_NONE, 2, 64);
+	assert_int_equal(sl_dispatch(&e->d, p, 2), 1);
+	/* The one that went counts its visit; the one that waits does not
+	 * (it is retried, and would count it twice). */
+	assert_int_equal(hops(p[0]), 1);
+	assert_int_equal(hops(p[1]), 0);
+	drain_dummies(e, 0, fill);
+	assert_int_equal(sl_dispatch_retry(&e->d, e->d.pending_since), 0);
+	assert_int_equal(hops(p[1]), 1);
+	assert_int_equal(take_rx(e, 0, got, RING_CAP), 2);
+	rte_pktmbuf_free_bulk(got, 2);
+	assert_int_equal(drops_total(e), 0);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int
@@ -1447,6 +1515,8 @@ main(void)
 		T(wakes_sleeping_shared_nf),
 		T(full_burst),
 		T(flow_hash_is_lazy),
+		T(hop_limit_drops_port_packets_only),
+		T(hop_limit_count_undone_for_packets_that_wait),
 		cmocka_unit_test(flow_key_make_hash_matches),
 	};
 
