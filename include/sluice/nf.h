@@ -129,7 +129,11 @@ struct sl_nf_ops {
 	 * The NF's own options, one or more lines (e.g. "sluice-x options:
 	 * --rules FILE ...\n  --rules FILE  the rule file\n"). On -h or --help
 	 * libsluice prints its own usage and then this to stdout and exits 0,
-	 * before EAL init, so help needs no running sluiced. May be NULL.
+	 * before EAL init, so help needs no running sluiced. libsluice also
+	 * reads it to tell which options take a value: an option followed
+	 * by one space or '=' and a value name (--rules FILE, --mode a|b)
+	 * takes the next argument, even one that reads -h (docs/nf-guide.md).
+	 * May be NULL (then -h anywhere among the NF's arguments is help).
 	 */
 	const char *usage;
 };
