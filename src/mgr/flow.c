@@ -43,6 +43,10 @@
 #define LIMBO_BATCH 256
 #define LIMBO_BATCHES 64
 #define DEL_RING 4096
+/* At most this much of the RX thread's time per millisecond goes to
+ * removing deleted flows (ring and pass below): a delete of a million
+ * flows takes seconds, and forwarding never stops for longer than this. */
+#define DEL_WORK_US 50
 
 /* Positions deleted together, recycled together after a grace period. */
 struct limbo {
@@ -58,6 +62,9 @@ static struct {
 	unsigned int n_closed;
 	uint64_t open_since; /* TSC when the open batch got its first */
 	uint32_t cursor;     /* aging sweep position */
+	uint32_t pass;       /* deleted-flow pass position, while pass_on */
+	uint32_t pass_seen;  /* g_del_missed when the pass (re)started */
+	int pass_on;
 	uint32_t now_ms;
 	uint64_t last_tick;
 	int self_io;
@@ -65,10 +72,16 @@ static struct {
 
 /* control -> RX: positions to delete (uint32_t). */
 static struct rte_ring *g_del_ring;
+/* Entries in state SL_FLOW_DELETE (control adds, RX subtracts): while
+ * none is, ingress does not look at a hit's state. */
+static uint32_t g_del_marked;
+/* Bumped whenever a marked entry is not (or no longer) on the ring: the
+ * RX thread then passes over the table for marked entries. */
+static uint32_t g_del_missed;
 /* Each entry's key (sluiced-private; written by the RX thread when it
  * creates the entry). rte_hash_get_key_with_position() cannot be used: it
  * re-hashes the key with the table's hash function, and entries are
- * added with the port's RSS hash or sluiced's symmetric hash instead. */
+ * added with sluiced's symmetric hash (sl_flow_key_hash) instead. */
 static struct sl_flow_key *g_keys;
 /* Per position, sluiced-only: the rte_hash signature the key was added
  * with (to delete it), the id of the rule that classified it and the port
@@ -419,6 +432,8 @@ table_lookup_bulk(const struct sl_flow_table *ft, int v6, const void **kp,
 		pos[idx[j]] = v6 ? sl_flow_entry6(ft, r[j]) : r[j];
 }
 
+static int retire_deleted(struct sl_shm *shm, uint32_t p);
+
 void
 sl_flow_ingress(struct sl_shm *shm, struct rte_mbuf **pkts, uint16_t n)
 {
@@ -451,22 +466,22 @@ sl_flow_ingress(struct sl_shm *shm, struct rte_mbuf **pkts, uint16_t n)
 			ft->st.non_ip++;
 			continue;
 		}
+		/* The table is keyed by sluiced's own hash, never the
+		 * port's, so the control thread finds any key in O(1). */
 		if (likely(tup[nk].family == 4)) {
-			uint32_t h = sl_flow_key4_make_hash(&tup[nk], &k4[nk]);
-
-			sig[nk] = rss ? meta->flow_hash : h;
+			sig[nk] = sl_flow_key4_make_hash(&tup[nk], &k4[nk]);
 			kp4[n4] = &k4[nk];
 			sig4[n4] = sig[nk];
 			i4[n4++] = nk;
 		} else {
 			sl_flow_key_make(&tup[nk], &keys[nk]);
-			sig[nk] = rss ? meta->flow_hash
-				      : sl_flow_key_hash(&keys[nk]);
+			sig[nk] = sl_flow_key_hash(&keys[nk]);
 			kp6[n6] = &keys[nk];
 			sig6[n6] = sig[nk];
 			i6[n6++] = nk;
 		}
-		meta->flow_hash = sig[nk];
+		if (!rss)
+			meta->flow_hash = sig[nk];
 		meta->flags |= SL_META_HASH;
 		idx[nk++] = i;
 	}
@@ -476,17 +491,33 @@ sl_flow_ingress(struct sl_shm *shm, struct rte_mbuf **pkts, uint16_t n)
 	table_lookup_bulk(ft, 0, kp4, sig4, i4, n4, pos);
 	table_lookup_bulk(ft, 1, kp6, sig6, i6, n6, pos);
 
+	for (uint16_t k = 0; k < nk; k++)
+		if (pos[k] >= 0)
+			rte_prefetch0(sl_flow_entry(shm, (uint32_t)pos[k]));
+	/* A deleted flow's next packet starts a new flow, classified anew,
+	 * even if its entry is still waiting to be removed: remove it now. */
+	if (unlikely(__atomic_load_n(&g_del_marked, __ATOMIC_RELAXED) != 0))
+		for (uint16_t k = 0; k < nk; k++) {
+			uint32_t p = (uint32_t)pos[k];
+
+			if (pos[k] < 0 ||
+			    __atomic_load_n(&sl_flow_entry(shm, p)->state,
+					    __ATOMIC_ACQUIRE) == SL_FLOW_LIVE)
+				continue;
+			/* DELETE, or FREE: an earlier packet of this burst
+			 * removed it. If it cannot be removed yet (every
+			 * limbo batch waits), the packet goes on classified
+			 * but without an entry (below). */
+			(void)retire_deleted(shm, p);
+			pos[k] = -1;
+		}
 	for (uint16_t k = 0; k < nk; k++) {
-		struct rte_mbuf *m = pkts[idx[k]];
-		struct sl_pkt_meta *meta = sl_meta(m, off);
-		struct sl_flow_entry *e;
+		struct sl_pkt_meta *meta = sl_meta(pkts[idx[k]], off);
 
 		if (pos[k] < 0) {
 			miss[nm++] = k;
 			continue;
 		}
-		e = sl_flow_entry(shm, (uint32_t)pos[k]);
-		rte_prefetch0(e);
 		meta->flow = (uint32_t)pos[k];
 	}
 	ft->st.hits += (uint64_t)(nk - nm);
@@ -515,17 +546,23 @@ sl_flow_ingress(struct sl_shm *shm, struct rte_mbuf **pkts, uint16_t n)
 			/* An earlier packet of this burst may have created
 			 * it. */
 			p = sl_flow_table_lookup(ft, &keys[k], sig[k]);
-			if (p >= 0) {
+			if (p >= 0 && __atomic_load_n(
+					      &sl_flow_entry(shm, (uint32_t)p)
+						       ->state,
+					      __ATOMIC_ACQUIRE) == SL_FLOW_LIVE) {
 				meta->flow = (uint32_t)p;
 				pos[k] = p;
 				ft->st.hits++;
 				continue;
 			}
-			p = table_add(ft, &keys[k], &k4[k], sig[k]);
+			/* (Still there but deleted: could not be removed.) */
+			p = p >= 0 ? -EAGAIN
+				   : table_add(ft, &keys[k], &k4[k], sig[k]);
 			if (p < 0) {
 				/* Full: the packet goes on by its rule's
 				 * graph, without an entry. */
-				ft->st.table_full++;
+				if (p != -EAGAIN)
+					ft->st.table_full++;
 				meta->graph = sl_graph_current(shm, graph[j]);
 				if (meta->graph == SL_GRAPH_NONE)
 					meta->graph = sl_graph_current(shm, 0);
@@ -638,6 +675,64 @@ flow_retire(struct sl_shm *shm, uint32_t p)
 	return 0;
 }
 
+/* Removes entry p if it is marked deleted (counted as deleted): 0, or
+ * -EAGAIN if every limbo batch is waiting, -ENOENT if it is not marked. */
+static int
+retire_deleted(struct sl_shm *shm, uint32_t p)
+{
+	struct sl_flow_entry *e = sl_flow_entry(shm, p);
+	int rc;
+
+	if (__atomic_load_n(&e->state, __ATOMIC_ACQUIRE) != SL_FLOW_DELETE)
+		return -ENOENT;
+	rc = flow_retire(shm, p);
+	if (rc != 0)
+		return rc;
+	shm->flow.st.deleted++;
+	__atomic_fetch_sub(&g_del_marked, 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* Removes the entries the control thread marked, until `until` (TSC):
+ * those on the ring, then, if some were not (the ring was full), a pass
+ * over the table that finds the rest, a bounded stretch per call. */
+static void
+delete_marked(struct sl_shm *shm, uint64_t until)
+{
+	struct sl_flow_table *ft = &shm->flow;
+	uint32_t p, missed;
+	unsigned int i = 0;
+
+	while (rte_ring_sc_dequeue_elem(g_del_ring, &p, sizeof(p)) == 0) {
+		if (retire_deleted(shm, p) == -EAGAIN) {
+			/* Off the ring but still marked: the pass finds it. */
+			__atomic_fetch_add(&g_del_missed, 1, __ATOMIC_RELEASE);
+			return;
+		}
+		if ((++i & 15) == 0 && rte_rdtsc() > until)
+			return;
+	}
+	missed = __atomic_load_n(&g_del_missed, __ATOMIC_ACQUIRE);
+	if (!rx.pass_on) {
+		if (missed == rx.pass_seen)
+			return;
+		rx.pass_on = 1;
+		rx.pass_seen = missed;
+		rx.pass = 0;
+	}
+	while (rx.pass < ft->capacity &&
+	       __atomic_load_n(&g_del_marked, __ATOMIC_ACQUIRE) != 0) {
+		if (retire_deleted(shm, rx.pass) == -EAGAIN)
+			return; /* again from here once a batch is recycled */
+		rx.pass++;
+		if ((++i & 255) == 0 && rte_rdtsc() > until)
+			return;
+	}
+	/* Done; if more were missed since it started (maybe behind it),
+	 * g_del_missed != pass_seen starts another. */
+	rx.pass_on = 0;
+}
+
 void
 sl_flow_maintain(struct sl_shm *shm, uint64_t now)
 {
@@ -680,17 +775,7 @@ sl_flow_maintain(struct sl_shm *shm, uint64_t now)
 		}
 	}
 	/* Deletions asked for by the control thread. */
-	while (rte_ring_sc_dequeue_elem(g_del_ring, &p, sizeof(p)) == 0) {
-		struct sl_flow_entry *e = sl_flow_entry(shm, p);
-
-		if (__atomic_load_n(&e->state, __ATOMIC_ACQUIRE) !=
-		    SL_FLOW_DELETE)
-			continue;
-		if (flow_retire(shm, p) == 0)
-			ft->st.deleted++;
-		else
-			break; /* left marked: the sweep takes it later */
-	}
+	delete_marked(shm, now + DEL_WORK_US * shm->ms_hz / 1000);
 	/* Aging: sweep the table twice per timeout. */
 	budget = (uint32_t)RTE_MIN((uint64_t)ft->capacity,
 				   2ull * ft->capacity / ft->timeout_ms + 16);
@@ -705,8 +790,7 @@ sl_flow_maintain(struct sl_shm *shm, uint64_t now)
 		if (st == SL_FLOW_FREE)
 			continue;
 		if (st == SL_FLOW_DELETE) {
-			if (flow_retire(shm, p) == 0)
-				ft->st.deleted++;
+			(void)retire_deleted(shm, p);
 			continue;
 		}
 		if ((uint32_t)(rx.now_ms - e->last_ms) >= ft->timeout_ms &&
@@ -1221,34 +1305,20 @@ sl_flow_find(const struct sl_mgr *m, const struct sl_5tuple *t, uint32_t *pos)
 {
 	const struct sl_flow_table *ft = &m->shm->flow;
 	struct sl_flow_key k;
-	struct sl_flow_key4 k4;
 	int32_t p;
 
 	if (ft->hash == NULL)
 		return -ENOENT;
 	sl_flow_key_make(t, &k);
+	/* Ingress adds every key under sl_flow_key_hash() (never the port's
+	 * RSS hash), so a key not found is not in the table: no scan. A key
+	 * found whose entry is still FREE is being created by the RX thread
+	 * (added to the hash just before its entry is written): not yet a
+	 * flow. */
 	p = sl_flow_table_lookup(ft, &k, sl_flow_key_hash(&k));
-	if (p < 0) {
-		/* The RX thread may have used the port's RSS hash. */
-		struct rte_hash *h = k.family == 4 ? ft->hash : ft->hash6;
-		const void *want = &k, *key;
-		size_t len = sizeof(k);
-		void *data;
-		uint32_t it = 0;
-
-		if (k.family == 4) {
-			sl_flow_key4_of(&k, &k4);
-			want = &k4;
-			len = sizeof(k4);
-		}
-		while ((p = rte_hash_iterate(h, &key, &data, &it)) >= 0)
-			if (memcmp(key, want, len) == 0)
-				break;
-		if (p < 0)
-			return -ENOENT;
-		if (k.family != 4)
-			p = sl_flow_entry6(ft, p);
-	}
+	if (p < 0 || __atomic_load_n(&sl_flow_entry(m->shm, (uint32_t)p)->state,
+				     __ATOMIC_ACQUIRE) == SL_FLOW_FREE)
+		return -ENOENT;
 	*pos = (uint32_t)p;
 	return 0;
 }
@@ -1270,14 +1340,21 @@ sl_flows_delete(struct sl_mgr *m, const struct sl_flow_filter *f,
 
 		if (!flow_filter_ok(shm, p, f))
 			continue;
+		/* Counted before it is marked: the RX thread may remove it
+		 * (and count it off) as soon as it is. */
+		__atomic_fetch_add(&g_del_marked, 1, __ATOMIC_ACQ_REL);
 		if (!__atomic_compare_exchange_n(&e->state, &live,
 						 SL_FLOW_DELETE, 0,
 						 __ATOMIC_ACQ_REL,
-						 __ATOMIC_ACQUIRE))
+						 __ATOMIC_ACQUIRE)) {
+			__atomic_fetch_sub(&g_del_marked, 1, __ATOMIC_RELEASE);
 			continue;
+		}
 		n++;
-		/* Fast path; if the ring is full the sweep finds it. */
-		(void)rte_ring_sp_enqueue_elem(g_del_ring, &p, sizeof(p));
+		/* If the ring is full, the RX thread's pass over the table
+		 * finds it (delete_marked). */
+		if (rte_ring_sp_enqueue_elem(g_del_ring, &p, sizeof(p)) != 0)
+			__atomic_fetch_add(&g_del_missed, 1, __ATOMIC_RELEASE);
 	}
 	return n;
 }

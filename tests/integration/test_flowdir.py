@@ -561,3 +561,103 @@ def test_scale_out_keeps_flows_and_scale_in_moves_only_the_leavers(launch, node,
     stayed = {k for k, v in allp.items() if v != new["instance"]}
     assert all(after[k] == allp[k] for k in stayed)
     assert set(after.values()) == {before[next(iter(before))]}
+
+
+# More flows than the delete ring holds (4096), a table as large as a
+# million-flow deployment's and a timeout that leaves the aging sweep at
+# 16 positions a millisecond: a delete must not wait for the sweep.
+BIG_DELETE = 6000
+BIG_TABLE = ["--flow-capacity", "1048576", "--flow-timeout", "3600000"]
+
+
+def _sweep_past_the_flows() -> None:
+    """The flows hold the table's first positions; the sweep, started at 0
+    with sluiced, is past them (and a minute from coming back) after 1.5 s."""
+    time.sleep(1.5)
+
+
+def test_a_delete_beyond_the_delete_ring_is_done_promptly(launch, node, tmp_path):
+    """flow.delete {all} of 6000 idle flows: every one is gone from the
+    table (stats and flow.list) within 5 s, though only 4096 fit the delete
+    ring and the sweep would take a minute over this table; counted once
+    each as deleted, none as aged. A key not in the table is refused
+    without a scan of the table (1000 misses take about as long as 1000
+    hits)."""
+    src = tmp_path / "in.pcap"
+    write_pcap(src, fixed_size(BIG_DELETE, flows=BIG_DELETE, size=64))
+    run = launch(deployment(node, ports=[{"name": "in", "device": f"net_pcap0,rx_pcap={src}"},
+                                         {"name": "out", "device": "net_null0,no-rx=1"}],
+                            nfs=[_fwd("a", "a")], chain=["a", "port:out"],
+                            sluiced_args=BIG_TABLE))
+    st = _done(run, BIG_DELETE, ["out"])
+    assert st["drops_total"] == 0
+    assert (st["flows"]["created"], st["flows"]["live"]) == (BIG_DELETE, BIG_DELETE)
+    keys = [f["key"] for f in run.client.call("flow.list", **{"limit": 1000})["flows"]]
+    t0 = time.monotonic()
+    for k in keys:
+        assert run.client.call("flow.get", **{"key": k})["key"] == k
+    hits = time.monotonic() - t0
+    t0 = time.monotonic()
+    for i in range(1000):
+        with pytest.raises(RpcError) as e:
+            run.client.call("flow.get", **{"key": f"udp 10.9.{i // 250}.{i % 250}:1 > 10.8.0.1:2"})
+        assert e.value.message.startswith("no flow 'udp 10.9.")
+    misses = time.monotonic() - t0
+    assert misses < 2 * hits + 0.5, (misses, hits)
+
+    _sweep_past_the_flows()
+    assert run.client.call("flow.delete", **{"all": True}) == {"deleted": BIG_DELETE}
+    t0 = time.monotonic()
+    st = wait_until(lambda: (s := run.client.call("stats")) and s["flows"]["live"] == 0 and s,
+                    5, "all deleted flows gone")
+    gone = time.monotonic() - t0
+    fl = st["flows"]
+    assert (fl["deleted"], fl["aged"], fl["created"]) == (BIG_DELETE, 0, BIG_DELETE), (fl, gone)
+    lst = run.client.call("flow.list", **{"limit": 10})
+    assert (lst["total"], lst["matched"], lst["flows"]) == (0, 0, [])
+
+
+def test_deleted_flows_are_classified_again_by_their_next_packet(launch, node, tmp_path):
+    """6000 flows looping through the chain (a); a rule sending UDP to
+    graph 'other' (b) is added, which live flows do not follow; flow.delete
+    {all}: each flow's next packet starts a new entry, classified by the
+    new rule, whether or not its old entry was still waiting to be removed
+    (only 4096 fit the delete ring; the sweep would take a minute): within
+    10 s every flow is in 'other' and each deletion was followed by exactly
+    one creation."""
+    src = tmp_path / "in.pcap"
+    write_pcap(src, fixed_size(BIG_DELETE, flows=BIG_DELETE, size=64))
+    dep = deployment(node, ports=[{"name": "in",
+                                   "device": f"net_pcap0,rx_pcap={src},infinite_rx=1"},
+                                  {"name": "out", "device": "net_null0,no-rx=1"}],
+                     nfs=[_fwd("a", "a"), _fwd("b", "b")], chain=["a", "port:out"],
+                     sluiced_args=BIG_TABLE)
+    dep["graphs"] = [{"name": "other", "nodes": {"b": ["port:out"]}}]
+    run = launch(dep)
+    wait_until(lambda: run.client.call("stats")["flows"]["created"] == BIG_DELETE, 20,
+               "every flow created")
+    rule = run.client.call("rule.add", **{"graph": "other", "priority": 1, "proto": "udp"})
+    before = run.client.call("flow.list", **{"limit": BIG_DELETE})
+    assert before["total"] == BIG_DELETE
+    assert {f["graph"] for f in before["flows"]} == {"default"}
+    _sweep_past_the_flows()
+    # A flow created again while the delete still goes over the table may
+    # be deleted too (and created again): deleted >= 6000, each counted.
+    deleted = run.client.call("flow.delete", **{"all": True})["deleted"]
+    assert BIG_DELETE <= deleted < 2 * BIG_DELETE
+    st = wait_until(lambda: (s := run.client.call("stats")) and
+                    s["flows"]["created"] == BIG_DELETE + deleted and s, 10,
+                    "every deleted flow created again")
+    fl = st["flows"]
+    assert (fl["live"], fl["deleted"], fl["aged"], fl["table_full"]) == (
+        BIG_DELETE, deleted, 0, 0), fl
+    after = run.client.call("flow.list", **{"limit": BIG_DELETE})
+    assert after["total"] == BIG_DELETE and not after["truncated"]
+    assert collections.Counter(f["graph"] for f in after["flows"]) == {"other": BIG_DELETE}
+    assert {f["key"] for f in after["flows"]} == {f["key"] for f in before["flows"]}
+    rules = run.client.call("rule.list")["rules"]
+    assert [(r["id"], r["flows"]) for r in rules] == [(rule["id"], BIG_DELETE)]
+    time.sleep(0.5)  # nothing more happens to the table
+    fl2 = run.client.call("stats")["flows"]
+    assert (fl2["created"], fl2["deleted"], fl2["live"]) == (BIG_DELETE + deleted, deleted,
+                                                             BIG_DELETE)
