@@ -210,10 +210,12 @@ def orchestrator_socket(sluiced_socket: Path) -> Path:
 
 @dataclass
 class _Undo:
-    """One control step an apply made, and how to undo it."""
+    """Control steps an apply made (one, or the rules of one batch), and the
+    call that undoes them all."""
 
-    text: str  # "graph g added (version 2)"
-    undo: Callable[[], str]  # raises SluiceError; returns what it did, if worth saying
+    texts: list[str]  # ["graph g added (version 2)"], oldest first
+    # raises SluiceError; returns what it did for each text ("" if not worth saying)
+    undo: Callable[[], list[str]]
     leaves: str | None = None  # a graph left in sluiced if the undo fails
 
 
@@ -224,6 +226,16 @@ class _ControlLog:
     made: list[_Undo] = field(default_factory=list)
     step: str = ""  # the call being made, as the error names it
     leaves: str | None = None  # the graph that call may add
+
+
+def _rule_ids(ids: list[int]) -> str:
+    """Rule ids as a step names them: ``rule 7``, ``rules 7, 8 and 9``, or for
+    many ``500 rules (7, 8, ..., 506)``."""
+    if len(ids) == 1:
+        return f"rule {ids[0]}"
+    if len(ids) <= 8:
+        return f"rules {', '.join(map(str, ids[:-1]))} and {ids[-1]}"
+    return f"{len(ids)} rules ({ids[0]}, {ids[1]}, ..., {ids[-1]})"
 
 
 # -- the orchestrator --------------------------------------------------------------------
@@ -890,8 +902,12 @@ class Orchestrator:
 
         ``self.run.rules`` follows each step (it is always what sluiced has, as
         far as its answers tell). With ``self.resync`` every graph and the chain
-        are pushed even if unchanged, and ``self.stale_graphs`` are removed."""
-        from .graph import format_match, to_rpc
+        are pushed even if unchanged, and ``self.stale_graphs`` are removed.
+
+        The rules a step removes go in one ``rule.remove {ids}``, those it adds
+        in one ``rule.add {rules}`` (and so do their undos): sluiced builds its
+        classifier once per call, and one call per rule is O(N^2) for N rules."""
+        from .graph import _BATCH_AT, format_match, to_rpc
 
         call = self.client.call
         rules = self.run.rules
@@ -905,28 +921,35 @@ class Orchestrator:
         def made(action: str, text: str, undo: Callable[[], str],
                  leaves: str | None = None) -> None:
             note(action, text)
-            log.made.append(_Undo(f"{action} {text}", undo, leaves))
+            log.made.append(_Undo([f"{action} {text}"], lambda: [undo()], leaves))
 
         def at(what: str, leaves: str | None = None) -> None:
             log.step, log.leaves = what, leaves
 
-        def drop_rule(rid: int) -> None:
-            rules[:] = [r for r in rules if r[1] != rid]
+        def drop_rules(ids: list[int]) -> None:
+            drop = set(ids)
+            rules[:] = [r for r in rules if r[1] not in drop]
 
-        def add_rule_back(params: dict[str, Any], rid: int) -> Callable[[], str]:
-            def undo() -> str:
-                new_id = int(call("rule.add", **params).get("id", -1))
-                pos[new_id] = pos.get(rid, len(pos))
-                i = sum(1 for _, r in rules if pos.get(r, len(pos)) < pos[new_id])
-                rules.insert(i, (params, new_id))
-                return f"added again as rule {new_id}"
+        def add_rules_back(gone_rules: list[tuple[dict[str, Any], int]]
+                           ) -> Callable[[], list[str]]:
+            def undo() -> list[str]:
+                # in their old order, so that rules of equal priority keep theirs
+                order = sorted(gone_rules, key=lambda r: pos.get(r[1], len(pos)))
+                res = call("rule.add", rules=[params for params, _ in order])
+                new_ids: dict[int, int] = {}
+                for k, (params, rid) in enumerate(order):
+                    new_id = new_ids[rid] = int(res["first_id"]) + k
+                    pos[new_id] = pos.get(rid, len(pos))
+                    i = sum(1 for _, r in rules if pos.get(r, len(pos)) < pos[new_id])
+                    rules.insert(i, (params, new_id))
+                return [f"added again as rule {new_ids[rid]}" for _, rid in gone_rules]
             return undo
 
-        def remove_rule(rid: int) -> Callable[[], str]:
-            def undo() -> str:
-                call("rule.remove", id=rid)
-                drop_rule(rid)
-                return ""
+        def remove_rules(ids: list[int]) -> Callable[[], list[str]]:
+            def undo() -> list[str]:
+                call("rule.remove", ids=ids)
+                drop_rules(ids)
+                return [""] * len(ids)
             return undo
 
         def remove_graph(name: str) -> Callable[[], str]:
@@ -967,6 +990,7 @@ class Orchestrator:
         # rules: the ones no longer in the file go, new ones are added
         wanted = [json.dumps(r, sort_keys=True) for r in new.rule_params()]
         with_graph: dict[str, list[str]] = {}  # graph -> its rules' lines
+        removing: list[tuple[dict[str, Any], int, str]] = []  # (params, id, line)
         for params, rid in list(rules):
             k = json.dumps(params, sort_keys=True)
             if k in wanted:
@@ -976,23 +1000,60 @@ class Orchestrator:
             if params["graph"] in gone:  # it goes with its graph below, said then
                 with_graph.setdefault(params["graph"], []).append(text)
                 continue
-            at(f"rule.remove of rule {rid}")
+            removing.append((params, rid, text))
+        if removing:
+            ids = [rid for _, rid, _ in removing]
+            at(f"rule.remove of {_rule_ids(ids)}")
+            gone_ids: set[int] = set()
             try:
-                call("rule.remove", id=rid)
-            except RpcError:  # gone with its graph already
-                drop_rule(rid)
+                call("rule.remove", ids=ids)
+            except RpcError:
+                # all or none: if sluiced no longer has some of them (gone with
+                # their graph, or removed by someone else), they are gone and
+                # the others are removed again; if it has them all, it refused
+                step = log.step
+                at(f"rule.list (to see which of {_rule_ids(ids)} sluiced still has, after "
+                   f"it refused their rule.remove)")
+                have = {r.get("id") for r in self.client.rules()}
+                if all(rid in have for rid in ids):
+                    at(step)
+                    raise
+                gone_ids = {rid for rid in ids if rid not in have}
+                drop_rules(list(gone_ids))
+                left = [rid for rid in ids if rid in have]
+                if left:
+                    at(f"rule.remove of {_rule_ids(left)}")
+                    call("rule.remove", ids=left)
+            drop_rules(ids)
+            for _, _, text in removing:
                 note("rule", text)
-                continue
-            drop_rule(rid)
-            made("rule", text, add_rule_back(params, rid))
-        for k in wanted:
-            params = json.loads(k)
-            what = f"priority {params['priority']}, {format_match(params)} -> graph " \
-                f"{params['graph']}"
-            at(f"rule.add ({what})")
-            rid = int(call("rule.add", **params).get("id", -1))
-            rules.append((params, rid))
-            made("rule", f"{rid} added ({what})", remove_rule(rid))
+            removed = [(params, rid, text) for params, rid, text in removing
+                       if rid not in gone_ids]
+            if removed:
+                log.made.append(_Undo([f"rule {text}" for _, _, text in removed],
+                                      add_rules_back([(p, rid) for p, rid, _ in removed])))
+        if wanted:
+            adding = [json.loads(k) for k in wanted]
+            whats = [f"priority {p['priority']}, {format_match(p)} -> graph {p['graph']}"
+                     for p in adding]
+            at(f"rule.add ({whats[0]})" if len(adding) == 1 else
+               f"rule.add of {len(adding)} rules")
+            try:
+                res = call("rule.add", rules=adding)
+            except RpcError as e:
+                m = _BATCH_AT.match(e.message)
+                if m is None or int(m[1]) >= len(adding):
+                    raise  # the whole batch (too many rules, say)
+                # the rule sluiced names, in the words of a refused rule.add of it
+                at(f"rule.add ({whats[int(m[1])]})")
+                raise RpcError(e.code, e.message[m.end():], e.data, e.method) from None
+            added = [(params, int(res["first_id"]) + k) for k, params in enumerate(adding)]
+            rules.extend(added)
+            for (_, rid), what in zip(added, whats, strict=True):
+                note("rule", f"{rid} added ({what})")
+            log.made.append(_Undo([f"rule {rid} added ({what})"
+                                   for (_, rid), what in zip(added, whats, strict=True)],
+                                  remove_rules([rid for _, rid in added])))
         for name in gone:
             with_it = [r for r in rules if r[0]["graph"] == name]
             at(f"graph.remove of graph {name}")
@@ -1002,16 +1063,15 @@ class Orchestrator:
                     note("graph", f"{name} removed (left by an apply that could not be "
                          f"undone)")
                 self.stale_graphs.discard(name)
-                for _, rid in with_it:
-                    drop_rule(rid)
+                drop_rules([rid for _, rid in with_it])
                 continue
             res = call("graph.remove", name=name)
             for text in with_graph.get(name, []):
                 note("rule", text)
-            for params, rid in with_it:
-                drop_rule(rid)
-                log.made.append(_Undo(f"rule {rid} removed with graph {name}",
-                                      add_rule_back(params, rid)))
+            drop_rules([rid for _, rid in with_it])
+            if with_it:
+                log.made.append(_Undo([f"rule {rid} removed with graph {name}"
+                                       for _, rid in with_it], add_rules_back(with_it)))
             made("graph", f"{name} removed ({res.get('rules_removed', 0)} rule(s) with it)",
                  apply_graph(old_graphs[name], "applied again"))
 
@@ -1031,19 +1091,21 @@ class Orchestrator:
         failed = False
         for u in reversed(log.made):
             try:
-                what = u.undo()
+                whats = u.undo()
             except SluiceError as err:
                 failed = self.resync = True
                 if u.leaves:
                     self.stale_graphs.add(u.leaves)
                 why = f"sluiced refused it: {err.message}" if isinstance(err, RpcError) \
                     else f"no answer: {err}"
-                results.append(f"not undone: {u.text}: {why}")
-                self.say("undo-failed", f"{u.text}: {why}")
+                for text in reversed(u.texts):  # a batch is undone all or none
+                    results.append(f"not undone: {text}: {why}")
+                    self.say("undo-failed", f"{text}: {why}")
                 continue
-            line = u.text + (f": {what}" if what else "")
-            results.append(f"undone: {line}")
-            self.say("undo", line)
+            for text, what in reversed(list(zip(u.texts, whats, strict=True))):
+                line = text + (f": {what}" if what else "")
+                results.append(f"undone: {line}")
+                self.say("undo", line)
         for d in reversed(nf_done):
             action, text = d.split(": ", 1)
             results.append(f"undone: {action} {text} (its new instances stop)")

@@ -317,3 +317,79 @@ def test_nf_stopped_with_nf_stop_is_not_restarted_until_apply(orchestrate, node,
     assert res["applied"] == ["restore: 'fwd': 1 -> 2 instance(s): 1 stopped outside the "
                               "orchestrator before"]
     wait_until(lambda: len(run.client.call("nf.list")) == 2, 30, "fwd back to 2 instances")
+
+
+def _rules(graph: str, proto: str, ports: range) -> list[dict[str, Any]]:
+    return [{"graph": graph, "proto": proto, "dport": p} for p in ports]
+
+
+def test_apply_changes_many_rules_one_build_each_and_undoes_a_refused_batch(orchestrate, node,
+                                                                          tmp_path):
+    """500 rules replaced by 500 others: one rule.remove and one rule.add, so
+    sluiced builds its classifier twice (not 1,000 times). A batch sluiced
+    refuses (--max-rules) is undone: the rules removed before it come back in
+    one more build, under new ids, and the error lists each of them."""
+    dep = {**deployment(node,
+                        ports=[{"name": "in", "device": "net_null0,no-rx=1"},
+                               {"name": "out", "device": "net_null1,no-rx=1"}],
+                        nfs=[{"name": "fwd", "program": prog("forward"), "service": "fwd"}],
+                        chain=["fwd", "port:out"], sluiced_args=["--max-rules", "1000"]),
+           "graphs": [{"name": "g", "nodes": {"fwd": ["port:out"]}}],
+           "rules": _rules("g", "tcp", range(1, 501))}
+    run, orch = orchestrate(dep)
+
+    def sluiced_rules() -> list[tuple[int, str, int]]:
+        return sorted((r["id"], r["proto"], int(r["dport"])) for r in run.client.rules())
+
+    def builds() -> int:
+        return run.client.call("rule.list", limit=0)["builds"]
+
+    start = sluiced_rules()
+    assert [(p, d) for _, p, d in start] == [("tcp", d) for d in range(1, 501)]
+    tcp_ids = [i for i, _, _ in start]
+    b0 = builds()
+    f2 = tmp_path / "d2.yaml"
+    f2.write_text(yaml.safe_dump({**dep, "rules": _rules("g", "udp", range(1, 501))},
+                                 sort_keys=False))
+    res = request(orch.dep, "apply", path=str(f2))
+    assert builds() == b0 + 2
+    now = sluiced_rules()
+    assert [(p, d) for _, p, d in now] == [("udp", d) for d in range(1, 501)]
+    udp_ids = [i for i, _, _ in now]
+    assert udp_ids == list(range(tcp_ids[-1] + 1, tcp_ids[-1] + 501))  # one batch: consecutive
+    assert res["applied"] == (
+        [f"rule: {i} removed (tcp dport {d} -> graph g)"
+         for i, d in zip(tcp_ids, range(1, 501), strict=True)]
+        + [f"rule: {i} added (priority 0, udp dport {d} -> graph g)"
+           for i, d in zip(udp_ids, range(1, 501), strict=True)])
+    assert run.rules == [({"graph": "g", "priority": 0, "proto": "udp", "dport": d}, i)
+                         for i, d in zip(udp_ids, range(1, 501), strict=True)]
+    # 300 stay, 200 go and 800 come: 1,100 rules would be more than --max-rules 1000
+    f3 = tmp_path / "d3.yaml"
+    f3.write_text(yaml.safe_dump({**dep, "rules": _rules("g", "udp", range(1, 301))
+                                  + _rules("g", "sctp", range(1, 801))}, sort_keys=False))
+    b1 = builds()
+    with pytest.raises(OrchestratorError) as e:
+        request(orch.dep, "apply", path=str(f3))
+    assert builds() == b1 + 2  # the removal, and the rules added again
+    back = sluiced_rules()
+    again = list(range(udp_ids[-1] + 1, udp_ids[-1] + 201))  # the 200, in their old order
+    stay = zip(udp_ids[:300], range(1, 301), strict=True)
+    back_again = list(zip(udp_ids[300:], again, range(301, 501), strict=True))
+    assert back == sorted([(i, "udp", d) for i, d in stay]
+                          + [(new, "udp", d) for _, new, d in back_again])
+    assert str(e.value).splitlines() == [
+        f"{f3}: sluiced refused rule.add of 800 rules: 800 rules would make 1100, more than "
+        f"--max-rules 1000 (300 in use): remove some or raise --max-rules",
+        f"the apply was undone: {f2} runs as before; fix {f3} and apply it again:",
+        *[f"  undone: rule {old} removed (udp dport {d} -> graph g): added again as rule {new}"
+          for old, new, d in reversed(back_again)]]
+    # the orchestrator knows the new ids: the same file again changes nothing
+    assert [(r["dport"], i) for r, i in run.rules] == \
+        [(d, i) for i, _, d in sorted(back, key=lambda r: r[2])]
+    assert request(orch.dep, "apply", path=str(f2)) == {
+        "applied": [f"apply: nothing to change: {f2} is what runs"]}
+    assert builds() == b1 + 2
+    log = (tmp_path / "run" / "orchestrator.log").read_text().splitlines()
+    assert [ln.split(" ", 1)[1] for ln in log if " undo: " in ln] == \
+        ["undo: " + ln.removeprefix("  undone: ") for ln in str(e.value).splitlines()[2:]]

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from sluice.client import ConnectionLost, RpcError
+from sluice.client import Client, ConnectionLost, RpcError
 from sluice.deploy import Deployment, RestartSpec
 from sluice.graph import to_rpc
 from sluice.orchestrator import Backoff, Orchestrator, OrchestratorError, request, substitute
@@ -85,9 +85,15 @@ class FakeRunner:
 
 class FakeSluiced:
     """The control socket: NFs registered by pid, stats with ring counts, and
-    the graphs, chain and rules it has. ``refuse[method]``: that method fails
-    with the message; ``refuse_when``: (method, params it has, message);
-    ``lose[method]``: the connection breaks on it (no answer)."""
+    the graphs, chain and rules (``table``) it has. ``refuse[method]``: that method fails
+    with the message; ``refuse_when``: (method, params it has, message), for
+    ``rule.add`` the params of a rule of the batch (refused as sluiced does:
+    ``rules[N]: message``, nothing added); ``max_rules``: a batch that would
+    make more is refused whole; ``lose[method]``: the connection breaks on it
+    (no answer). Rules come and go in batches only, all or none, as
+    ``rule.add {rules}`` and ``rule.remove {ids}``; ``rule.list`` pages."""
+
+    rules = Client.rules  # the real paging, over this fake's rule.list
 
     def __init__(self, runner: FakeRunner) -> None:
         self.runner = runner
@@ -101,7 +107,8 @@ class FakeSluiced:
         self.rule_id = 10
         self.graphs: dict[str, dict[str, Any]] = {}
         self.chain: list[str] = []
-        self.rules: dict[int, dict[str, Any]] = {}
+        self.table: dict[int, dict[str, Any]] = {}
+        self.max_rules = 4096
 
     def _live(self) -> list[FakeProc]:
         return [p for p in self.runner.nfs
@@ -113,7 +120,13 @@ class FakeSluiced:
         if method in self.refuse:
             raise RpcError(-32602, self.refuse[method], None, method)
         for m, has, msg in self.refuse_when:
-            if m == method and all(params.get(k) == v for k, v in has.items()):
+            if m != method:
+                continue
+            if method == "rule.add":
+                for i, r in enumerate(params["rules"]):
+                    if all(r.get(k) == v for k, v in has.items()):
+                        raise RpcError(-32602, f"rules[{i}]: {msg}", None, method)
+            elif all(params.get(k) == v for k, v in has.items()):
                 raise RpcError(-32000, msg, None, method)
         if method in self.lose:
             raise ConnectionLost(f"{method}: connection to t.sock lost")
@@ -140,22 +153,39 @@ class FakeSluiced:
             if params["name"] not in self.graphs:
                 raise RpcError(-32000, f"no graph named '{params['name']}'", None, method)
             del self.graphs[params["name"]]
-            gone = [i for i, r in self.rules.items() if r["graph"] == params["name"]]
+            gone = [i for i, r in self.table.items() if r["graph"] == params["name"]]
             for i in gone:
-                del self.rules[i]
+                del self.table[i]
             return {"removed": params["name"], "rules_removed": len(gone)}
         if method == "chain.set":
             self.chain = list(params["hops"])
             return {"version": 2}
         if method == "rule.add":
-            self.rule_id += 1
-            self.rules[self.rule_id] = params
-            return {"id": self.rule_id}
+            assert list(params) == ["rules"] and params["rules"], params  # batches only
+            n = len(params["rules"])
+            if len(self.table) + n > self.max_rules:
+                raise RpcError(-32000, f"{n} rules would make {len(self.table) + n}, more "
+                               f"than --max-rules {self.max_rules} ({len(self.table)} in "
+                               f"use): remove some or raise --max-rules", None, method)
+            first = self.rule_id + 1
+            for r in params["rules"]:
+                self.rule_id += 1
+                self.table[self.rule_id] = r
+            return {"added": n, "first_id": first, "last_id": self.rule_id}
         if method == "rule.remove":
-            if params["id"] not in self.rules:
-                raise RpcError(-32000, f"no rule {params['id']}", None, method)
-            del self.rules[params["id"]]
-            return {"removed": params["id"]}
+            assert list(params) == ["ids"] and params["ids"], params  # batches only
+            for i in params["ids"]:
+                if i not in self.table:
+                    raise RpcError(-32000, f"no rule with id {i}; see rule.list (no rule "
+                                   f"was removed)", None, method)
+            for i in params["ids"]:
+                del self.table[i]
+            return {"removed": params["ids"]}
+        if method == "rule.list":
+            have = [{"id": i, **r} for i, r in sorted(self.table.items())]
+            off, lim = params.get("offset", 0), params.get("limit", 10000)
+            return {"rules": have[off:off + lim], "total": len(have),
+                    "truncated": off + lim < len(have)}
         return {}
 
     def close(self) -> None:
@@ -196,7 +226,7 @@ def add_rule(runner: FakeRunner, sluiced: FakeSluiced, params: dict[str, Any],
              rid: int) -> None:
     """A rule the launcher added at start."""
     runner.rules.append((params, rid))
-    sluiced.rules[rid] = params
+    sluiced.table[rid] = params
 
 
 # -- backoff ------------------------------------------------------------------------------
@@ -426,8 +456,11 @@ def test_apply_adds_replica_changes_graph_chain_and_rules(tmp_path: Path) -> Non
                                              "rule.add"]
     assert sluiced.calls[0][1] == {"name": "g", "entry": "mon",
                                    "nodes": {"mon": ["fwd"], "fwd": ["port:out"]}}
+    assert sluiced.calls[2:] == [
+        ("rule.remove", {"ids": [7]}),
+        ("rule.add", {"rules": [{"graph": "g", "priority": 0, "proto": "tcp", "dport": 80}]})]
     assert runner.rules == [({"graph": "g", "priority": 0, "proto": "tcp", "dport": 80}, 11)]
-    assert sluiced.rules == {11: {"graph": "g", "priority": 0, "proto": "tcp", "dport": 80}}
+    assert sluiced.table == {11: {"graph": "g", "priority": 0, "proto": "tcp", "dport": 80}}
     assert sluiced.chain == ["mon", "fwd", "port:out"]
     assert orch.dep is new and runner.dep is new
     assert orch.apply(new) == ["apply: nothing to change: d2.yaml is what runs"]
@@ -513,7 +546,7 @@ def test_apply_undoes_what_it_made_when_sluiced_refuses_a_step(tmp_path: Path) -
                           f"stop: mon (pid {mon.pid}, nf.stop instance 1): the apply failed"]
     assert mon.exited() == 0
     assert sluiced.graphs == {} and sluiced.chain == ["fwd", "port:out"]
-    assert sluiced.rules == {} and runner.rules == []
+    assert sluiced.table == {} and runner.rules == []
     assert orch.dep is old and runner.dep is old and not orch.resync
     orch.tick()
     assert [i["label"] for i in orch.status()["instances"]] == ["fwd"]
@@ -551,19 +584,20 @@ def test_apply_adds_a_removed_rule_again_when_sluiced_refuses_a_rule(tmp_path: P
         "rules",
         UNDONE,
         "  undone: rule 7 removed (udp -> graph g): added again as rule 11"]
-    assert sluiced.calls == [("rule.remove", {"id": 7}), ("rule.add", tcp), ("rule.add", udp)]
+    assert sluiced.calls == [("rule.remove", {"ids": [7]}), ("rule.add", {"rules": [tcp]}),
+                             ("rule.add", {"rules": [udp]})]
     # the rule has a new id, in its old place
     assert runner.rules == [(udp, 11), (icmp_rule, 8)]
-    assert sluiced.rules == {8: icmp_rule, 11: udp}
+    assert sluiced.table == {8: icmp_rule, 11: udp}
     assert orch.dep.source == "d.yaml" and not orch.resync
     # the next apply removes the rule by its new id
     sluiced.refuse_when.clear()
     sluiced.calls.clear()
     assert orch.apply(new) == ["rule: 11 removed (udp -> graph g)",
                                "rule: 12 added (priority 0, tcp dport 80 -> graph g)"]
-    assert sluiced.calls == [("rule.remove", {"id": 11}), ("rule.add", tcp)]
+    assert sluiced.calls == [("rule.remove", {"ids": [11]}), ("rule.add", {"rules": [tcp]})]
     assert runner.rules == [(icmp_rule, 8), (tcp, 12)]
-    assert sluiced.rules == {8: icmp_rule, 12: tcp}
+    assert sluiced.table == {8: icmp_rule, 12: tcp}
 
 
 def test_apply_undoes_a_removed_graph_and_its_rules(tmp_path: Path) -> None:
@@ -580,14 +614,177 @@ def test_apply_undoes_a_removed_graph_and_its_rules(tmp_path: Path) -> None:
         UNDONE,
         "  undone: graph g removed (1 rule(s) with it): applied again (version 2)",
         "  undone: rule 7 removed with graph g: added again as rule 11"]
-    assert [(m, p.get("name", p.get("proto"))) for m, p in sluiced.calls] == [
-        ("graph.remove", "g"), ("graph.remove", "h"), ("graph.apply", "g"),
-        ("rule.add", "udp")]
+    assert sluiced.calls[:3] == [("graph.remove", {"name": "g"}), ("graph.remove", {"name": "h"}),
+                                 ("graph.apply", {"name": "g", "entry": "fwd",
+                                                  "nodes": {"fwd": ["port:out"]}})]
+    assert sluiced.calls[3:] == [("rule.add", {"rules": [udp]})]
     assert runner.rules == [(udp, 11), ({"graph": "h", "priority": 0, "proto": "icmp"}, 8)]
-    assert sorted(sluiced.graphs) == ["g", "h"] and sorted(sluiced.rules) == [8, 11]
+    assert sorted(sluiced.graphs) == ["g", "h"] and sorted(sluiced.table) == [8, 11]
     # a rule that goes with its graph is said once the graph is gone: rule 8
     # (graph h, refused) never was
     assert [ln for ln in lines if ln.startswith("rule")] == ["rule: 7 removed (udp -> graph g)"]
+
+
+UDP = {"graph": "g", "priority": 0, "proto": "udp"}  # GRAPH's match
+
+
+def many(proto: str, n: int = 500) -> list[dict[str, Any]]:
+    """n rules for graph g, dport 1..n."""
+    return [{"graph": "g", "priority": 0, "proto": proto, "dport": i + 1} for i in range(n)]
+
+
+def with_rules(tmp_path: Path, proto: str = "tcp", n: int = 500) -> tuple[
+        Orchestrator, FakeRunner, FakeSluiced, list[str]]:
+    """A node running GRAPH with its match (rule 1001) and n more rules (1002...),
+    as the launcher added them; sluiced's next rule id is 2001."""
+    orch, runner, sluiced, clock, lines = make(tmp_path, graphs=[GRAPH], rules=many(proto, n))
+    for i, r in enumerate(orch.dep.rule_params()):
+        add_rule(runner, sluiced, r, 1001 + i)
+    sluiced.rule_id = 2000
+    return orch, runner, sluiced, lines
+
+
+def logged(tmp_path: Path) -> list[str]:
+    """orchestrator.log without its time stamps."""
+    return [ln.split(" ", 1)[1] for ln in (tmp_path / "orchestrator.log").read_text()
+            .splitlines()]
+
+
+def test_apply_adds_and_removes_many_rules_in_one_call_each(tmp_path: Path) -> None:
+    orch, runner, sluiced, lines = with_rules(tmp_path)
+    new = dep_of(graphs=[GRAPH], rules=many("udp"))
+    out = orch.apply(new)
+    assert sluiced.calls == [("rule.remove", {"ids": list(range(1002, 1502))}),
+                             ("rule.add", {"rules": many("udp")})]
+    assert out == (
+        [f"rule: {1002 + i} removed (tcp dport {i + 1} -> graph g)" for i in range(500)]
+        + [f"rule: {2001 + i} added (priority 0, udp dport {i + 1} -> graph g)"
+           for i in range(500)])
+    assert lines == out and logged(tmp_path) == out
+    assert runner.rules == [(UDP, 1001), *[(r, 2001 + i) for i, r in
+                                           enumerate(many("udp"))]]
+    assert sluiced.table == {rid: r for r, rid in runner.rules}
+    sluiced.calls.clear()
+    assert orch.apply(new) == ["apply: nothing to change: d2.yaml is what runs"]
+    assert sluiced.calls == []
+
+
+def test_a_refused_batch_names_its_rule_and_is_undone_as_a_refused_rule_was(
+        tmp_path: Path) -> None:
+    orch, runner, sluiced, lines = with_rules(tmp_path)
+    before = list(runner.rules)
+    sluiced.refuse_when.append(("rule.add", {"proto": "udp", "dport": 250},
+                                "no port named 'lan' (ports: in, out)"))
+    new = dep_of(graphs=[GRAPH], rules=many("udp"))
+    with pytest.raises(OrchestratorError) as e:
+        orch.apply(new)
+    undone = [f"rule {1002 + i} removed (tcp dport {i + 1} -> graph g): added again as rule "
+              f"{2001 + i}" for i in reversed(range(500))]  # newest first
+    assert str(e.value).splitlines() == [
+        "d2.yaml: sluiced refused rule.add (priority 0, udp dport 250 -> graph g): no port "
+        "named 'lan' (ports: in, out)",
+        UNDONE,
+        *[f"  undone: {u}" for u in undone]]
+    # one call each: the removal, the refused batch, the removed rules added again
+    assert sluiced.calls == [("rule.remove", {"ids": list(range(1002, 1502))}),
+                             ("rule.add", {"rules": many("udp")}),
+                             ("rule.add", {"rules": many("tcp")})]
+    assert [ln for ln in lines if ln.startswith("undo")] == [f"undo: {u}" for u in undone]
+    assert [ln for ln in logged(tmp_path) if ln.startswith("undo")] == \
+        [f"undo: {u}" for u in undone]
+    # the same rules in their old places, under new ids
+    assert runner.rules == [(UDP, 1001), *[(r, 2001 + i) for i, r in
+                                           enumerate(many("tcp"))]]
+    assert [r for r, _ in runner.rules] == [r for r, _ in before]
+    assert sluiced.table == {rid: r for r, rid in runner.rules}
+    assert orch.dep.source == "d.yaml" and not orch.resync
+    # the next apply removes them by their new ids
+    sluiced.refuse_when.clear()
+    sluiced.calls.clear()
+    out = orch.apply(new)
+    assert out[0] == "rule: 2001 removed (tcp dport 1 -> graph g)"
+    assert out[500] == "rule: 2501 added (priority 0, udp dport 1 -> graph g)"
+    assert sluiced.calls == [("rule.remove", {"ids": list(range(2001, 2501))}),
+                             ("rule.add", {"rules": many("udp")})]
+    assert sluiced.table == {rid: r for r, rid in runner.rules} and len(sluiced.table) == 501
+
+
+def test_a_batch_refused_whole_says_how_many_rules(tmp_path: Path) -> None:
+    orch, runner, sluiced, lines = with_rules(tmp_path)
+    before = list(runner.rules)
+    sluiced.max_rules = 600
+    with pytest.raises(OrchestratorError) as e:
+        orch.apply(dep_of(graphs=[GRAPH], rules=many("tcp") + many("udp"),
+                          chain=["fwd", "drop"]))
+    assert str(e.value).splitlines() == [
+        "d2.yaml: sluiced refused rule.add of 500 rules: 500 rules would make 1001, more "
+        "than --max-rules 600 (501 in use): remove some or raise --max-rules",
+        UNDONE,
+        "  undone: chain fwd -> drop: back to fwd -> port:out"]
+    assert [m for m, _ in sluiced.calls] == ["chain.set", "rule.add", "chain.set"]
+    assert runner.rules == before and sluiced.table == {rid: r for r, rid in before}
+
+
+def test_rules_gone_from_sluiced_are_left_out_of_the_removal(tmp_path: Path) -> None:
+    orch, runner, sluiced, lines = with_rules(tmp_path, n=3)
+    del sluiced.table[1003]  # `sluice rule remove 1003`
+    out = orch.apply(dep_of(graphs=[GRAPH]))
+    assert sluiced.calls == [("rule.remove", {"ids": [1002, 1003, 1004]}),
+                             ("rule.list", {"offset": 0, "limit": 10000}),
+                             ("rule.remove", {"ids": [1002, 1004]})]
+    assert out[:3] == [f"rule: {1002 + i} removed (tcp dport {i + 1} -> graph g)"
+                       for i in range(3)]
+    assert runner.rules == [(UDP, 1001)] and sluiced.table == {1001: UDP}
+
+
+def test_a_refused_removal_of_rules_sluiced_has_is_undone(tmp_path: Path) -> None:
+    orch, runner, sluiced, lines = with_rules(tmp_path, n=2)
+    before = list(runner.rules)
+    sluiced.refuse["rule.remove"] = "rules: out of memory"
+    with pytest.raises(OrchestratorError) as e:
+        orch.apply(dep_of(graphs=[{**GRAPH, "nodes": {"fwd": ["drop"]}}]))
+    assert str(e.value).splitlines() == [
+        "d2.yaml: sluiced refused rule.remove of rules 1002 and 1003: rules: out of memory",
+        UNDONE,
+        "  undone: graph g changed (version 2): old graph applied again (version 2)"]
+    assert [m for m, _ in sluiced.calls] == ["graph.apply", "rule.remove", "rule.list",
+                                             "graph.apply"]
+    assert runner.rules == before and sluiced.table == {rid: r for r, rid in before}
+
+
+def test_an_undo_of_a_batch_that_fails_names_each_rule_and_the_next_apply_removes_them(
+        tmp_path: Path) -> None:
+    h = {"name": "h", "nodes": {"fwd": ["port:out"]}}
+    orch, runner, sluiced, clock, lines = make(tmp_path, graphs=[GRAPH, h])
+    add_rule(runner, sluiced, UDP, 7)
+    sluiced.refuse_when.append(("graph.remove", {"name": "h"}, "graph h is in use"))
+    sluiced.lose.add("rule.remove")
+    with pytest.raises(OrchestratorError) as e:
+        orch.apply(dep_of(graphs=[GRAPH], rules=many("tcp", 3)))
+    why = "no answer: rule.remove: connection to t.sock lost"
+    assert str(e.value).splitlines() == [
+        "d2.yaml: sluiced refused graph.remove of graph h: graph h is in use",
+        IN_PART,
+        *[f"  not undone: rule {rid} added (priority 0, tcp dport {rid - 10} -> graph g): "
+          f"{why}" for rid in (13, 12, 11)]]
+    assert [ln for ln in lines if ln.startswith("undo")] == [
+        f"undo-failed: rule {rid} added (priority 0, tcp dport {rid - 10} -> graph g): {why}"
+        for rid in (13, 12, 11)]
+    assert sluiced.calls[-1] == ("rule.remove", {"ids": [11, 12, 13]})
+    assert orch.resync and runner.rules == [(UDP, 7), *[(r, 11 + i) for i, r in
+                                                        enumerate(many("tcp", 3))]]
+    # the running file again: the rules the apply left go, in one call
+    sluiced.lose.clear()
+    sluiced.refuse_when.clear()
+    sluiced.calls.clear()
+    out = orch.apply(Deployment.from_dict({**BASE, "graphs": [GRAPH, h]}, source="d.yaml",
+                                          check_env=False))
+    assert out == ["graph: g pushed again (version 2)", "graph: h pushed again (version 2)",
+                   "chain: fwd -> port:out (pushed again)",
+                   *[f"rule: {rid} removed (tcp dport {rid - 10} -> graph g)"
+                     for rid in (11, 12, 13)]]
+    assert sluiced.calls[-1] == ("rule.remove", {"ids": [11, 12, 13]})
+    assert runner.rules == [(UDP, 7)] and sluiced.table == {7: UDP} and not orch.resync
 
 
 def test_an_undo_sluiced_refuses_is_reported_and_the_next_apply_pushes_all(
@@ -816,9 +1013,11 @@ def test_status_says_whether_the_event_subscription_is_live(tmp_path: Path) -> N
                     return
                 req = json.loads(c.makefile().readline())
                 assert req["method"] == "subscribe"
+                # kept open: events would come on it (listed before the answer,
+                # which the test may see before this thread runs on)
+                conns.append(c)
                 c.sendall(json.dumps({"jsonrpc": "2.0", "id": req["id"],
                                       "result": {"subscribed": True}}).encode() + b"\n")
-                conns.append(c)  # kept open: events would come on it
 
         threading.Thread(target=serve, daemon=True).start()
         return srv
