@@ -487,16 +487,25 @@ def rule_params(rule: MatchSpec, graph: str | None = None) -> dict[str, Any]:
 _BATCH_AT = re.compile(r"^rules\[(\d+)\]: ")
 
 
+def batch_culprit(message: str, n: int) -> tuple[int, str] | None:
+    """The rule sluiced names in its refusal of ``rule.add {rules}`` of n
+    rules (``rules[N]: why``): (N, why), or None if it refused the whole
+    batch (too many rules, say)."""
+    m = _BATCH_AT.match(message)
+    if m is None or int(m[1]) >= n:
+        return None
+    return int(m[1]), message[m.end():]
+
+
 def batch_refusal(rules: Sequence[Mapping[str, Any]], message: str) -> str:
     """sluiced's refusal of ``rule.add {rules: [...]}`` in the words of the
     rule it names (``rules[N]: ...``): ``rule for graph 'G' (MATCH):
     sluiced refused it: ...``. A refusal of the whole batch (too many
     rules) says so."""
-    m = _BATCH_AT.match(message)
-    if m and int(m[1]) < len(rules):
-        r = rules[int(m[1])]
-        return (f"rule for graph '{r.get('graph')}' ({format_match(r)}): sluiced refused it: "
-                f"{message[m.end():]}")
+    c = batch_culprit(message, len(rules))
+    if c is not None:
+        r = rules[c[0]]
+        return f"rule for graph '{r.get('graph')}' ({format_match(r)}): sluiced refused it: {c[1]}"
     return f"rules: sluiced refused them: {message}"
 
 

@@ -907,7 +907,7 @@ class Orchestrator:
         The rules a step removes go in one ``rule.remove {ids}``, those it adds
         in one ``rule.add {rules}`` (and so do their undos): sluiced builds its
         classifier once per call, and one call per rule is O(N^2) for N rules."""
-        from .graph import _BATCH_AT, format_match, to_rpc
+        from .graph import batch_culprit, format_match, to_rpc
 
         call = self.client.call
         rules = self.run.rules
@@ -1041,12 +1041,12 @@ class Orchestrator:
             try:
                 res = call("rule.add", rules=adding)
             except RpcError as e:
-                m = _BATCH_AT.match(e.message)
-                if m is None or int(m[1]) >= len(adding):
+                c = batch_culprit(e.message, len(adding))
+                if c is None:
                     raise  # the whole batch (too many rules, say)
                 # the rule sluiced names, in the words of a refused rule.add of it
-                at(f"rule.add ({whats[int(m[1])]})")
-                raise RpcError(e.code, e.message[m.end():], e.data, e.method) from None
+                at(f"rule.add ({whats[c[0]]})")
+                raise RpcError(e.code, c[1], e.data, e.method) from None
             added = [(params, int(res["first_id"]) + k) for k, params in enumerate(adding)]
             rules.extend(added)
             for (_, rid), what in zip(added, whats, strict=True):
