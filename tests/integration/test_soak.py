@@ -51,11 +51,22 @@ SCALE_EVERY = 25  # rounds between nf.scale cycles (an ASan NF starts in ~1 s)
 # 2 MB quarantine still catches a use right after a free and bounds that.
 ASAN_OPTIONS = "quarantine_size_mb=2"
 # VmRSS may grow by this much between the baseline and the end (300
-# rounds). Seen: +1.2-1.5 MB, steadily (~2.5 KB a round, also with no
-# quarantine and with no telemetry; LSan finds nothing unreachable at exit,
-# so it is memory still held or the allocator's; not found yet), plus the
-# 2 MB quarantine filling up. 4 MB catches a leak of more than ~13 KB a
-# round (a flow.list reply of 50 flows, say) and a fd or thread one exactly.
+# rounds). Seen: +1.2-1.5 MB. Measured one kind of operation at a time
+# (1,000-10,000 of each), none of it is an unbounded growth:
+# - flow.delete (60 calls here): ~3 KB a call. The flows the replay makes
+#   again get new positions (rte_hash hands freed slots out in turn), and
+#   flow.c's per-position key and side arrays (calloc'ed, 60 B a position,
+#   19.7 MB at the default --flow-capacity) are paged in as each position
+#   is first used: +19.3 MB after ~7,500 calls, then flat (release build).
+#   So a run of many more rounds (SLUICE_SOAK_ROUNDS) can pass 4 MB.
+# - DPDK telemetry starts a thread per connection and ASan keeps every
+#   finished thread's context: ~200 B a connection (ASan only).
+# - the rest is ASan's allocator: its size-class regions paged in, the
+#   2 MB quarantine filling up, pages given back every 5 s. Without
+#   flow.delete, three runs of 300 rounds grew +1156, +652 and -388 KB.
+# In the release build every other operation grows nothing after its
+# first calls. 4 MB catches a leak of more than ~13 KB a round (a
+# flow.list reply of 50 flows, say) and a fd or thread one exactly.
 RSS_SLACK_KB = 4096
 # Refusals a round may get (-32000: valid, cannot be done now).
 REFUSALS = ("graph versions are still in use by packets in flight",  # graph.apply, chain.set
