@@ -67,7 +67,7 @@ SOCKET_METHODS = {
     "stats": "GET /stats", "chain.get": "GET /chain", "chain.set": "PUT /chain",
     "graph.get": "GET /graphs, GET /graphs/{name}", "graph.apply": "PUT /graphs/{name}",
     "graph.remove": "DELETE /graphs/{name}", "rule.list": "GET /rules",
-    "rule.add": "POST /rules", "rule.remove": "DELETE /rules/{id}",
+    "rule.add": "POST /rules, POST /rule-batches", "rule.remove": "DELETE /rules/{id}",
     "flow.list": "GET /flows", "flow.get": "GET /flows/{flow}",
     "flow.delete": "DELETE /flows, DELETE /flows/{flow}", "flow.request": "POST /flow-requests",
     "flow.requests": "GET /flow-requests", "flow.request.remove": "DELETE /flow-requests/{id}",
@@ -76,8 +76,10 @@ SOCKET_METHODS = {
 }
 
 # -32000 messages that say a thing named in the request does not exist.
-_NOT_FOUND = re.compile(r"^no (such |service |running NF instance |graph named |rule with id "
-                        r"|flow with id |flow '|kept wildcard request with id )")
+# (A batch's refusal names the rule first: "rules[N]: no graph named ...".)
+_NOT_FOUND = re.compile(r"^(?:rules\[\d+\]: )?no (such |service |running NF instance "
+                        r"|graph named |rule with id |flow with id |flow '"
+                        r"|kept wildcard request with id )")
 
 
 # -- models (the result shapes of docs/control-socket.md, and the bodies) ----------------
@@ -373,6 +375,19 @@ class RuleAdd(Match):
                                           "rule.")
     in_port: str | None = Field(None, min_length=1,
                                 description="Only packets that came in on this port.")
+
+
+class RuleBatch(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    rules: list[RuleAdd] = Field(min_length=1, max_length=1048576,
+                                 description="Added all or none, in this order, with one "
+                                             "classifier build.")
+
+
+class RulesAdded(_Model):
+    added: int
+    first_id: int = Field(description="The first rule's id; the others follow in order.")
+    last_id: int
 
 
 class Rule(_Model):
@@ -1527,6 +1542,15 @@ def create_app(node: str, socket_path: str | Path | None = None,
         """Add a rule: new flows that match go to its graph (404 if there is no such
         graph). Existing flows keep theirs until deleted or aged out."""
         return sluiced.call("rule.add", **body.model_dump(exclude_none=True))
+
+    @app.post(f"{PREFIX}/rule-batches", response_model=RulesAdded, status_code=201,
+              responses=_ERRORS_404, tags=["rules"])
+    def rules_add(body: RuleBatch) -> Any:
+        """Add many rules at once: sluiced builds its classifier once for all of them
+        (one POST /rules each rebuilds it every time). All or none; a refused rule is
+        named rules[N] in the error (404 if its graph does not exist)."""
+        return sluiced.call("rule.add",
+                            rules=[r.model_dump(exclude_none=True) for r in body.rules])
 
     @app.delete(f"{PREFIX}/rules/{{rule_id}}", response_model=RuleRemoved,
                 responses=_ERRORS_404, tags=["rules"])

@@ -401,6 +401,15 @@ class Sluiced:
             n = len([r for r in self.rules if r["graph"] == name])
             self.rules = [r for r in self.rules if r["graph"] != name]
             return ok({"removed": name, "rules_removed": n})
+        if method == "rule.add" and "rules" in p:  # a batch: all or none
+            saved, first = (list(self.rules), self.rule_id), self.rule_id + 1
+            for i, one in enumerate(p["rules"]):
+                r = self._handle({"jsonrpc": "2.0", "id": 0, "method": "rule.add",
+                                 "params": one})
+                if "error" in r:
+                    self.rules, self.rule_id = saved
+                    return err(r["error"]["code"], f"rules[{i}]: {r['error']['message']}")
+            return ok({"added": len(p["rules"]), "first_id": first, "last_id": self.rule_id})
         if method == "rule.add":
             pr = p.get("priority", 0)
             if not isinstance(pr, int) or not -1000000 <= pr <= 1000000:

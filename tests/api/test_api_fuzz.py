@@ -61,6 +61,8 @@ TEMPLATES: dict[tuple[str, str], tuple[dict[str, str], dict[str, str], Any]] = {
     ("POST", "/rules"): ({}, {}, {"graph": "default", "priority": 5, "proto": "udp",
                                   "src": "10.0.0.0/8", "dst": "10.0.1.0/24",
                                   "sport": "1000-1100", "dport": 53, "in_port": "in"}),
+    ("POST", "/rule-batches"): ({}, {}, {"rules": [{"graph": "default", "proto": "udp",
+                                                   "dport": 53}, {"graph": "default"}]}),
     ("DELETE", "/rules/{rule_id}"): ({"rule_id": "1"}, {}, None),
     ("GET", "/flows"): ({}, {"limit": "3", "graph": "default", "service": "fw",
                              "instance": "0", "proto": "udp", "src": "10.0.0.0/8",

@@ -285,7 +285,8 @@ def test_openapi_spec_has_typed_responses(api: TestClient) -> None:
         "/api/v1/services", "/api/v1/services/{service}/lb",
         "/api/v1/services/{service}/scale", "/api/v1/stats", "/api/v1/chain",
         "/api/v1/rx/pause", "/api/v1/rx/resume", "/api/v1/events", "/api/v1/graphs",
-        "/api/v1/graphs/{name}", "/api/v1/rules", "/api/v1/rules/{rule_id}", "/api/v1/flows",
+        "/api/v1/graphs/{name}", "/api/v1/rules", "/api/v1/rule-batches",
+        "/api/v1/rules/{rule_id}", "/api/v1/flows",
         "/api/v1/flows/{flow}", "/api/v1/flow-requests", "/api/v1/flow-requests/{request_id}",
         "/metrics"}
     # Every method of the control socket has its endpoint (subscribe: /events).
@@ -362,6 +363,20 @@ def test_rules(api: TestClient, fake: Any) -> None:
         "rules": both[1:], "total": 2, "truncated": False, "builds": 2}
     r = api.get("/api/v1/rules?limit=100001")
     assert r.status_code == 422 and "limit" in r.text
+    # a batch: one call, all or none, the refused rule named
+    r = api.post("/api/v1/rule-batches", json={"rules": [
+        {"graph": "web", "proto": "udp", "dport": 53}, {"graph": "web", "priority": 9}]})
+    assert (r.status_code, r.json()) == (201, {"added": 2, "first_id": 3, "last_id": 4})
+    assert fake[1].requests[-1]["params"] == {"rules": [
+        {"graph": "web", "priority": 0, "proto": "udp", "dport": 53},
+        {"graph": "web", "priority": 9}]}
+    assert api.get("/api/v1/rules").json()["total"] == 4
+    r = api.post("/api/v1/rule-batches", json={"rules": [{"graph": "web"}, {"graph": "nope"}]})
+    assert (r.status_code, r.json()) == (404, {
+        "detail": "rules[1]: no graph named 'nope': apply it first (graph.apply)"})
+    assert api.get("/api/v1/rules").json()["total"] == 4
+    for body in ({"rules": []}, {"rules": [{"graph": "web"}], "x": 1}, [{"graph": "web"}]):
+        assert api.post("/api/v1/rule-batches", json=body).status_code == 422, body
     r = api.post("/api/v1/rules", json={"graph": "nope"})
     assert (r.status_code, r.json()) == (404, {
         "detail": "no graph named 'nope': apply it first (graph.apply)"})

@@ -29,6 +29,7 @@ STATE = Sluiced()
 # syntax of a flow key): there a schema-valid request may get 422 with
 # sluiced's reason (tests/api/test_endpoints.py checks those messages).
 SEMANTIC = {("PUT", "/api/v1/graphs/{name}"), ("POST", "/api/v1/rules"),
+            ("POST", "/api/v1/rule-batches"),
             ("GET", "/api/v1/flows"), ("DELETE", "/api/v1/flows"),
             ("GET", "/api/v1/flows/{flow}"), ("DELETE", "/api/v1/flows/{flow}"),
             ("POST", "/api/v1/flow-requests")}

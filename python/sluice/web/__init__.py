@@ -64,15 +64,17 @@ class _Shell:
                 await _page(self.node)(scope, receive, send)
                 return
             if path.startswith("/static/"):
+                # the path as asked, cut short: it may be megabytes long
+                shown = path if len(path) <= 200 else path[:197] + "..."
                 if not STATIC.is_dir():
-                    await JSONResponse({"detail": f"{path}: {_MISSING.format(STATIC)}"},
+                    await JSONResponse({"detail": f"{shown}: {_MISSING.format(STATIC)}"},
                                        status_code=404)(scope, receive, send)
                     return
                 sub = dict(scope, root_path=scope.get("root_path", "") + "/static")
                 try:
                     await self.static(sub, receive, send)
                 except HTTPException as e:  # raised before anything was sent
-                    await JSONResponse({"detail": f"{path}: {e.detail}"},
+                    await JSONResponse({"detail": f"{shown}: {e.detail}"},
                                        status_code=e.status_code)(scope, receive, send)
                 return
         await self.app(scope, receive, send)
