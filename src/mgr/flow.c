@@ -140,6 +140,18 @@ table_create(const struct sl_mgr *m, const char *suffix, uint32_t key_len,
 	return h;
 }
 
+/* Writes every page of p[0, n): backs it with memory now (calloc maps
+ * zero pages lazily). Volatile: a zero store into calloc'ed memory is
+ * otherwise dropped by the compiler. */
+static void
+touch_pages(void *p, size_t n)
+{
+	volatile char *c = p;
+
+	for (size_t o = 0; p != NULL && o < n; o += 4096)
+		c[o] = 0;
+}
+
 int
 sl_flow_init(struct sl_mgr *m)
 {
@@ -182,6 +194,12 @@ sl_flow_init(struct sl_mgr *m)
 	ft->entries = rte_zmalloc("sl_flow_entries", sz, RTE_CACHE_LINE_SIZE);
 	g_keys = calloc(ft->capacity, sizeof(*g_keys));
 	g_side = calloc(ft->capacity, sizeof(*g_side));
+	/* Touched now, not as flows first use each position: rte_hash hands
+	 * out free positions in turn, so a table whose flows come and go
+	 * would page these in for minutes (RSS growing to its fixed size,
+	 * which looks like a leak). */
+	touch_pages(g_keys, (size_t)ft->capacity * sizeof(*g_keys));
+	touch_pages(g_side, (size_t)ft->capacity * sizeof(*g_side));
 	snprintf(name, sizeof(name), "sl_%.16s_fdel", m->o.name);
 	g_del_ring = rte_ring_create_elem(name, sizeof(uint32_t), DEL_RING,
 					  (int)rte_socket_id(),
@@ -1196,12 +1214,14 @@ sl_flow_json(const struct sl_mgr *m, uint32_t p)
 	const union sl_flow_ovr *o = sl_flow_ovrs(shm, e);
 	struct sl_5tuple t;
 	char key[128];
-	json_t *pins = json_object(), *ovr = json_array();
+	json_t *pins, *ovr;
 	uint32_t now_ms = (uint32_t)((rte_rdtsc() - m->start_tsc) / shm->ms_hz);
 
 	if (entry_tuple(shm, p, &t) != 0)
-		return NULL;
+		return NULL; /* gone meanwhile (the RX thread removed it) */
 	sl_5tuple_format(&t, key, sizeof(key));
+	pins = json_object();
+	ovr = json_array();
 	for (uint16_t k = 0; k < shm->flow.n_pins; k++) {
 		uint32_t v = __atomic_load_n(&pin[k], __ATOMIC_ACQUIRE);
 
@@ -1290,6 +1310,8 @@ sl_flows_list(struct sl_mgr *m, const struct sl_flow_filter *f,
 
 			if (x != NULL)
 				json_array_append_new(a, x);
+			else
+				matched--; /* gone since the filter passed it */
 		}
 	}
 	return json_pack("{s:I, s:I, s:o, s:b}", "total",

@@ -375,6 +375,14 @@ answered_sweep(struct sl_mgr *m)
 			if (msg == NULL || msg->pid != pid)
 				continue;
 			cand[k] = NULL;
+			/* Looked at again now that pid has exited (it can no
+			 * longer touch it): one it returned between the scan
+			 * and its exit is free, or someone else's by now. */
+			if (__atomic_load_n(&msg->type, __ATOMIC_ACQUIRE) ==
+				    SL_MSG_FREE ||
+			    __atomic_load_n(&msg->done, __ATOMIC_ACQUIRE) != 1 ||
+			    msg->pid != pid)
+				continue;
 			if (in_ring(m->shm->msg_ring, msg) ||
 			    held_by_qs(m, msg))
 				continue;
