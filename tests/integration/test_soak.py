@@ -53,12 +53,10 @@ ASAN_OPTIONS = "quarantine_size_mb=2"
 # VmRSS may grow by this much between the baseline and the end (300
 # rounds). Seen: +1.2-1.5 MB. Measured one kind of operation at a time
 # (1,000-10,000 of each), none of it is an unbounded growth:
-# - flow.delete (60 calls here): ~3 KB a call. The flows the replay makes
-#   again get new positions (rte_hash hands freed slots out in turn), and
-#   flow.c's per-position key and side arrays (calloc'ed, 60 B a position,
-#   19.7 MB at the default --flow-capacity) are paged in as each position
-#   is first used: +19.3 MB after ~7,500 calls, then flat (release build).
-#   So a run of many more rounds (SLUICE_SOAK_ROUNDS) can pass 4 MB.
+# - flow.delete (60 calls here) grew ~3 KB a call until flow.c paged in
+#   its per-position key and side arrays at start (the flows the replay
+#   makes again get new positions: rte_hash hands freed slots out in turn,
+#   and each position's pages came in on first use, up to 19.7 MB).
 # - DPDK telemetry starts a thread per connection and ASan keeps every
 #   finished thread's context: ~200 B a connection (ASan only).
 # - the rest is ASan's allocator: its size-class regions paged in, the
