@@ -113,13 +113,21 @@ class Client:
         """Opens the connection if it is not open."""
         if self._sock is not None:
             return
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.settimeout(self.timeout)
-        try:
-            s.connect(str(self.socket_path))
-        except OSError as e:
-            s.close()
-            raise ConnectError(self._connect_hint(e)) from None
+        deadline = time.monotonic() + self.timeout
+        while True:
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.settimeout(self.timeout)
+            try:
+                s.connect(str(self.socket_path))
+                break
+            except OSError as e:
+                s.close()
+                # The listen backlog is full (sluiced busy, many clients at
+                # once): a Unix socket says so at once; wait for room.
+                if e.errno == errno.EAGAIN and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                    continue
+                raise ConnectError(self._connect_hint(e)) from None
         self._sock = s
         self._buf = b""
         self._used = False
@@ -134,6 +142,10 @@ class Client:
             return f"cannot connect to {path}: permission denied (run as root)"
         if isinstance(e, TimeoutError):
             return f"cannot connect to {path}: no answer within {self.timeout:g} s"
+        if e.errno == errno.EAGAIN:
+            return (f"cannot connect to {path}: sluiced took no new connection within "
+                    f"{self.timeout:g} s (its queue of waiting connections stayed full: "
+                    f"is its control thread stuck? see its log)")
         return f"cannot connect to {path}: {e.strerror or e}"
 
     def rules(self, page: int = 10000) -> list[dict[str, Any]]:

@@ -97,7 +97,7 @@ sl_control_init(struct sl_mgr *m, char *err, size_t errlen)
 	m->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (m->listen_fd < 0 ||
 	    bind(m->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
-	    listen(m->listen_fd, 16) != 0) {
+	    listen(m->listen_fd, SOMAXCONN) != 0) {
 		snprintf(err, errlen,
 			 "cannot listen on %s: %s; pass --socket PATH",
 			 m->o.socket_path, strerror(errno));

@@ -243,6 +243,64 @@ def test_no_server(sockdir: Path) -> None:
         f"(start one with `sluice up DEPLOYMENT.yaml`, or give the node name with --node)")
 
 
+def _full_backlog(path: Path) -> tuple[socket.socket, list[socket.socket]]:
+    """A listening socket that accepts nothing, with its backlog filled: the
+    next connect gets EAGAIN at once (a Unix socket does not wait)."""
+    lst = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    lst.bind(str(path))
+    lst.listen(0)
+    waiting = []
+    while True:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.setblocking(False)
+        try:
+            s.connect(str(path))
+        except BlockingIOError:
+            s.close()
+            return lst, waiting
+        waiting.append(s)
+
+
+def test_a_full_listen_backlog_is_waited_for(sockdir: Path) -> None:
+    lst, waiting = _full_backlog(sockdir / "b.sock")
+    got: list[Any] = []
+
+    def connect() -> None:
+        c = Client("b", sockdir / "b.sock", timeout=5.0)
+        try:
+            c.connect()
+            got.append("connected")
+        except ConnectError as e:
+            got.append(e)
+        finally:
+            c.close()
+
+    t = threading.Thread(target=connect)
+    t.start()
+    time.sleep(0.3)
+    assert got == []  # still trying: the queue is full
+    lst.accept()[0].close()  # room for one
+    t.join(5)
+    assert got == ["connected"]
+    for s in [lst, *waiting]:
+        s.close()
+
+
+def test_a_backlog_that_stays_full_is_a_clear_error(sockdir: Path) -> None:
+    lst, waiting = _full_backlog(sockdir / "b.sock")
+    c = Client("b", sockdir / "b.sock", timeout=0.3)
+    t0 = time.monotonic()
+    with pytest.raises(ConnectError) as e:
+        c.connect()
+    assert 0.3 <= time.monotonic() - t0 < 3
+    assert str(e.value) == (
+        f"cannot connect to {sockdir}/b.sock: sluiced took no new connection within 0.3 s "
+        f"(its queue of waiting connections stayed full: is its control thread stuck? see "
+        f"its log)")
+    for s in [lst, *waiting]:
+        s.close()
+
+
 def test_default_socket_path() -> None:
     assert Client("demo").socket_path == Path("/var/run/sluice/demo.sock")
     assert Client().socket_path == Path("/var/run/sluice/sluice.sock")
