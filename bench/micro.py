@@ -10,11 +10,17 @@
   time (the memory latency). A lookup at 1M flows touches about four.
 - Shortest-queue instance choice, ns per choice (SDNFV reports 15 ns), over
   2 / 4 / 8 / 16 instances, next to the flow-hash bucket choice.
+- Wildcard rules (sluiced's flow rules, sluice-firewall), 1 / 10 / 100 /
+  1,000 / 4,096 random IPv4 rules (prefixes, port ranges, protocols,
+  priorities): the rte_acl classifier's build time (sluiced builds one per
+  rule.add call) and its classification of a 5-tuple against the linear
+  reference (``sl_match_find``, the naive lookup), answers compared.
 
 Each run is one ``sluice-micro`` process pinned to one CPU (TSC-timed, so
 preemption by other load inflates a run: the summary takes the minimum
 and the median of ``--runs``). Writes bench/results/micro.json and
-micro.png; the last line is ``lookup ns: 1=… 10k=… 1M=… queue ns: 2=… …``.
+micro.png; the last lines are ``lookup ns: 1=… 10k=… 1M=… queue ns: 2=… …``
+and ``rules (N=build ms/acl ns/linear ns): 1=… 4096=…``.
 """
 
 from __future__ import annotations
@@ -54,6 +60,7 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
     mem = [r["memory"] for r in runs]
     lookups = [x for r in runs for x in r["lookup"]]
     lbs = [x for r in runs for x in r["lb"]]
+    rules = [x for r in runs for x in r.get("rules", [])]
     def med(field: str) -> dict[str, float]:
         v = [m[field] for m in mem]
         return {"min": min(v), "median": statistics.median(v)}
@@ -68,6 +75,10 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
         "queue_ns": agg(lbs, "instances", "queue_ns"),
         "queue_cycles": agg(lbs, "instances", "queue_cycles"),
         "flow_bucket_ns": agg(lbs, "instances", "flow_bucket_ns"),
+        "rule_build_ms": agg(rules, "rules", "build_ms"),
+        "rule_acl_ns": agg(rules, "rules", "acl_ns"),
+        "rule_acl_cycles": agg(rules, "rules", "acl_cycles"),
+        "rule_linear_ns": agg(rules, "rules", "linear_ns"),
     }
 
 
@@ -82,7 +93,7 @@ def plot(summary: dict[str, Any], path: Path, title: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
+    fig, (a1, a2, a3) = plt.subplots(1, 3, figsize=(15, 4))
     flows = list(summary["key_hash_lookup_ns"])
     x = range(len(flows))
     a1.bar([i - 0.2 for i in x], [summary["key_hash_lookup_ns"][f]["median"] for f in flows],
@@ -111,6 +122,16 @@ def plot(summary: dict[str, Any], path: Path, title: str) -> None:
     a2.set_ylabel("ns per choice (median)")
     a2.set_title("instance choice")
     a2.legend(fontsize=8)
+    ns = [int(n) for n in summary["rule_acl_ns"]]
+    a3.loglog(ns, [summary["rule_acl_ns"][str(n)]["median"] for n in ns], "o-",
+              label="rte_acl, ns per packet")
+    a3.loglog(ns, [summary["rule_linear_ns"][str(n)]["median"] for n in ns], "s-",
+              label="linear (naive), ns per packet")
+    a3.loglog(ns, [summary["rule_build_ms"][str(n)]["median"] * 1e6 for n in ns], "^--",
+              label="rte_acl build, ns (one rule.add)")
+    a3.set_xlabel("random IPv4 rules")
+    a3.set_title("wildcard rules")
+    a3.legend(fontsize=8)
     fig.suptitle(title, fontsize=8)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -156,6 +177,9 @@ def main() -> int:
           + " queue ns: " + " ".join(f"{k}={v['median']:.1f}"
                                      for k, v in s["queue_ns"].items())
           + f" random line cycles: {s['random_line_cycles']['median']:.1f}")
+    print("rules (N=build ms/acl ns/linear ns): " + " ".join(
+        f"{n}={s['rule_build_ms'][n]['median']:.1f}/{s['rule_acl_ns'][n]['median']:.1f}/"
+        f"{s['rule_linear_ns'][n]['median']:.0f}" for n in s["rule_acl_ns"]))
     return 0
 
 
