@@ -52,6 +52,7 @@ from .client import (
     RpcError,
     RpcTimeout,
     SluiceError,
+    rule_build_seconds,
     socket_path_for,
 )
 
@@ -808,11 +809,13 @@ class Sluiced:
     def socket_path(self) -> Path:
         return self.client.socket_path
 
-    def call(self, method: str, **params: Any) -> Any:
+    def call(self, method: str, wait: float = 0.0, **params: Any) -> Any:
+        """``wait``: seconds to wait for the answer at least (rule builds)."""
         _check_params(method, params)
         with self.lock:
             try:
-                return self.client.call(method, **params)
+                with self.client.patience(wait):
+                    return self.client.call(method, **params)
             except RpcError as e:
                 if e.code in (-32700, -32600):
                     # sluiced could not read the request and may close the
@@ -1549,7 +1552,7 @@ def create_app(node: str, socket_path: str | Path | None = None,
         """Add many rules at once: sluiced builds its classifier once for all of them
         (one POST /rules each rebuilds it every time). All or none; a refused rule is
         named rules[N] in the error (404 if its graph does not exist)."""
-        return sluiced.call("rule.add",
+        return sluiced.call("rule.add", wait=rule_build_seconds(len(body.rules)),
                             rules=[r.model_dump(exclude_none=True) for r in body.rules])
 
     @app.delete(f"{PREFIX}/rules/{{rule_id}}", response_model=RuleRemoved,

@@ -22,7 +22,7 @@ from rich.console import Console
 from rich.table import Table
 
 from . import __version__
-from .client import SOCKET_DIR, Client, RpcError, SluiceError
+from .client import SOCKET_DIR, Client, RpcError, SluiceError, rule_build_seconds
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -374,7 +374,8 @@ def graph_apply(file: Path = typer.Argument(..., help="Graph file (or a deployme
         # All new rules in one call: sluiced builds its classifier once for
         # them (one call per rule rebuilds it every time, O(N^2)).
         try:
-            res = c.call("rule.add", rules=new) if new else {}
+            with c.patience(rule_build_seconds(len(existing) + len(new))):
+                res = c.call("rule.add", rules=new) if new else {}
         except RpcError as e:
             raise fail(f"{file}: {batch_refusal(new, e.message)}") from None
         except SluiceError as e:

@@ -40,7 +40,15 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from .client import Client, ConnectError, ConnectionLost, RpcError, RpcTimeout, SluiceError
+from .client import (
+    Client,
+    ConnectError,
+    ConnectionLost,
+    RpcError,
+    RpcTimeout,
+    SluiceError,
+    rule_build_seconds,
+)
 from .deploy import (
     Deployment,
     NFSpec,
@@ -301,7 +309,8 @@ class Launcher:
             # One call for all of them: sluiced builds its classifier once
             # (a call per rule rebuilds it every time: O(N^2) for N rules).
             try:
-                res = self.client.call("rule.add", rules=rules)
+                with self.client.patience(rule_build_seconds(len(rules))):
+                    res = self.client.call("rule.add", rules=rules)
             except RpcError as e:
                 raise LaunchError(f"{d.source}: {batch_refusal(rules, e.message)}") from None
             for k, r in enumerate(rules):

@@ -58,7 +58,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from .client import Client, ConnectError, ConnectionLost, RpcError, RpcTimeout, SluiceError
+from .client import (
+    Client,
+    ConnectError,
+    ConnectionLost,
+    RpcError,
+    RpcTimeout,
+    SluiceError,
+    rule_build_seconds,
+)
 from .deploy import (
     Deployment,
     DeploymentError,
@@ -909,8 +917,16 @@ class Orchestrator:
         classifier once per call, and one call per rule is O(N^2) for N rules."""
         from .graph import batch_culprit, format_match, to_rpc
 
-        call = self.client.call
         rules = self.run.rules
+
+        def call(method: str, **params: Any) -> Any:
+            if method not in ("rule.add", "rule.remove", "graph.remove"):
+                return self.client.call(method, **params)
+            # these rebuild sluiced's rule classifier: seconds for thousands
+            n = len(rules) + len(params.get("rules", []))
+            with self.client.patience(rule_build_seconds(n)):
+                return self.client.call(method, **params)
+
         resync = self.resync
         old_graphs = {g.name: to_rpc(g) for g in old.graphs}
         new_graphs = {g.name: to_rpc(g) for g in new.graphs}

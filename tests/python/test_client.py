@@ -15,7 +15,14 @@ from typing import Any
 
 import pytest
 
-from sluice.client import Client, ConnectError, ConnectionLost, RpcError, RpcTimeout
+from sluice.client import (
+    Client,
+    ConnectError,
+    ConnectionLost,
+    RpcError,
+    RpcTimeout,
+    rule_build_seconds,
+)
 
 # A handler gets the request (dict, or the raw line if it is not JSON) and
 # returns what to do: a dict (sent as one line), bytes (sent as they are),
@@ -299,6 +306,19 @@ def test_a_backlog_that_stays_full_is_a_clear_error(sockdir: Path) -> None:
         f"its log)")
     for s in [lst, *waiting]:
         s.close()
+
+
+def test_patience_waits_longer_inside_only(sockdir: Path) -> None:
+    def slow(req: dict[str, Any]) -> Any:
+        time.sleep(0.4)  # a rule build, say: longer than the client's 0.2 s
+        return {"jsonrpc": "2.0", "id": req["id"], "result": {"added": 1}}
+
+    with server(sockdir, handler=slow), Client("t", sockdir / "t.sock", timeout=0.2) as c:
+        with c.patience(rule_build_seconds(1)):
+            assert c.timeout == 10.005
+            assert c.call("rule.add", rules=[{"graph": "g"}]) == {"added": 1}
+        assert c.timeout == 0.2  # (test_timeout: a call then gives up after 0.2 s)
+    assert rule_build_seconds(4096) > rule_build_seconds(100) > 10
 
 
 def test_default_socket_path() -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from sluice.client import Client, ConnectionLost, RpcError
+from sluice.client import Client, ConnectionLost, RpcError, rule_build_seconds
 from sluice.deploy import Deployment, RestartSpec
 from sluice.graph import to_rpc
 from sluice.orchestrator import Backoff, Orchestrator, OrchestratorError, request, substitute
@@ -94,6 +94,8 @@ class FakeSluiced:
     ``rule.add {rules}`` and ``rule.remove {ids}``; ``rule.list`` pages."""
 
     rules = Client.rules  # the real paging, over this fake's rule.list
+    patience = Client.patience  # the real one, over this fake's timeout
+    timeout = 5.0
 
     def __init__(self, runner: FakeRunner) -> None:
         self.runner = runner
@@ -109,6 +111,7 @@ class FakeSluiced:
         self.chain: list[str] = []
         self.table: dict[int, dict[str, Any]] = {}
         self.max_rules = 4096
+        self.waited: dict[str, float] = {}  # method -> the client's timeout at its call
 
     def _live(self) -> list[FakeProc]:
         return [p for p in self.runner.nfs
@@ -117,6 +120,7 @@ class FakeSluiced:
     def call(self, method: str, **params: Any) -> Any:
         if method not in ("nf.list", "stats"):
             self.calls.append((method, params))
+            self.waited[method] = self.timeout
         if method in self.refuse:
             raise RpcError(-32602, self.refuse[method], None, method)
         for m, has, msg in self.refuse_when:
@@ -664,6 +668,10 @@ def test_apply_adds_and_removes_many_rules_in_one_call_each(tmp_path: Path) -> N
     assert runner.rules == [(UDP, 1001), *[(r, 2001 + i) for i, r in
                                            enumerate(many("udp"))]]
     assert sluiced.table == {rid: r for r, rid in runner.rules}
+    # a classifier build of hundreds of rules may take seconds: waited for longer
+    assert sluiced.waited == {"rule.remove": rule_build_seconds(501),
+                              "rule.add": rule_build_seconds(501)}
+    assert sluiced.timeout == 5.0
     sluiced.calls.clear()
     assert orch.apply(new) == ["apply: nothing to change: d2.yaml is what runs"]
     assert sluiced.calls == []
