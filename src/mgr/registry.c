@@ -1496,6 +1496,7 @@ sl_registry_poll(struct sl_mgr *m)
 		}
 	}
 	answered_sweep(m);
+	sl_scale_poll(m); /* after the registrations above */
 	watchdog(m);
 	qs_poll(m);
 }

@@ -5,23 +5,40 @@
  * (without --instance), working directory, CPU affinity, and stdout /
  * stderr appended to the same files — and scales in by asking the newest
  * instances to stop (they deregister and drain: nothing is lost).
+ *
+ * A replica that cannot start (its program or directory gone) fails the
+ * nf.scale call; one that exits before it registers, or has not registered
+ * within SL_SCALE_REGISTER_S, is logged and published (nf.scale.failed),
+ * and the latter is stopped: none is left waiting, or forgotten, silently.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <rte_cycles.h>
 
 #include "sluiced.h"
 
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_pidfd_send_signal
+#define SYS_pidfd_send_signal 424
+#endif
+
 #define MAX_ARGV 256
 #define MAX_CMDLINE (64 * 1024)
+#define DELETED " (deleted)" /* readlink of a program replaced since */
+
+extern char **environ;
 
 /* Reads /proc/PID/cmdline into argv (pointers into buf). */
 static int
@@ -67,22 +84,32 @@ strip_instance(char **argv, int argc)
 	return j;
 }
 
-/* Starts a copy of instance `model`. Returns the child's pid or -errno. */
+/* Starts a copy of instance `model`; `log` gets where its stderr goes.
+ * Returns the child's pid, once it has exec'd the program, or -errno. */
 static int
-spawn_like(const struct sl_nf_slot *model, char *err, size_t errlen)
+spawn_like(const struct sl_nf_slot *model, char *log, size_t loglen,
+	   char *err, size_t errlen)
 {
 	static char buf[MAX_CMDLINE];
 	char *argv[MAX_ARGV], exe[PATH_MAX], cwd[PATH_MAX], path[64];
 	cpu_set_t cpus;
 	sigset_t all, old;
-	int argc, out_fd = -1, err_fd = -1, has_cpus;
+	int argc, out_fd = -1, err_fd = -1, exe_fd, has_cpus, status[2];
+	int report[2] = {0, 0}; /* from the child: {step, errno} */
+	size_t len;
 	ssize_t n;
 	pid_t pid;
 
 	argc = read_cmdline(model->pid, buf, sizeof(buf), argv, MAX_ARGV);
 	snprintf(path, sizeof(path), "/proc/%d/exe", model->pid);
 	n = readlink(path, exe, sizeof(exe) - 1);
-	if (argc <= 0 || n <= 0) {
+	/* The model's program itself, exec'd by descriptor: the same one
+	 * even if its file was replaced since (a rebuild unlinks it, and the
+	 * path would then name nothing, or another build). */
+	exe_fd = open(path, O_PATH | O_CLOEXEC);
+	if (argc <= 0 || n <= 0 || exe_fd < 0) {
+		if (exe_fd >= 0)
+			close(exe_fd);
 		snprintf(err, errlen,
 			 "cannot read the command line of instance %u (pid "
 			 "%d) to copy it",
@@ -90,15 +117,37 @@ spawn_like(const struct sl_nf_slot *model, char *err, size_t errlen)
 		return -EIO;
 	}
 	exe[n] = '\0';
+	len = strlen(exe);
+	if (len > strlen(DELETED) &&
+	    strcmp(&exe[len - strlen(DELETED)], DELETED) == 0) {
+		exe[len - strlen(DELETED)] = '\0';
+		sl_log("nf.scale: %s was replaced or removed since instance %u "
+		       "started; its replicas run instance %u's program (restart "
+		       "the service to run the new one)",
+		       exe, model->instance, model->instance);
+	}
 	strip_instance(argv, argc);
 	snprintf(path, sizeof(path), "/proc/%d/cwd", model->pid);
 	n = readlink(path, cwd, sizeof(cwd) - 1);
 	cwd[n > 0 ? n : 0] = '\0';
+	len = strlen(cwd);
+	if (len > strlen(DELETED) &&
+	    strcmp(&cwd[len - strlen(DELETED)], DELETED) == 0)
+		cwd[len - strlen(DELETED)] = '\0'; /* removed: chdir says so */
+	snprintf(path, sizeof(path), "/proc/%d/fd/2", model->pid);
+	n = readlink(path, log, loglen - 1);
+	log[n > 0 ? n : 0] = '\0';
 	snprintf(path, sizeof(path), "/proc/%d/fd/1", model->pid);
 	out_fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
 	snprintf(path, sizeof(path), "/proc/%d/fd/2", model->pid);
 	err_fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
 	has_cpus = sched_getaffinity(model->pid, sizeof(cpus), &cpus) == 0;
+	/* The child reports here why it could not exec; exec closes it. */
+	if (pipe2(status, O_CLOEXEC) != 0) {
+		snprintf(err, errlen, "pipe: %s", strerror(errno));
+		status[0] = -errno;
+		goto out;
+	}
 
 	/* Signals stay blocked from fork until the child has put back the
 	 * default actions: a SIGTERM from nf.scale cancelling the replica at
@@ -121,45 +170,165 @@ spawn_like(const struct sl_nf_slot *model, char *err, size_t errlen)
 		dup2(null_fd, 0);
 		dup2(out_fd >= 0 ? out_fd : null_fd, 1);
 		dup2(err_fd >= 0 ? err_fd : null_fd, 2);
-		if (cwd[0] != '\0' && chdir(cwd) != 0)
-			_exit(126);
-		if (has_cpus)
-			sched_setaffinity(0, sizeof(cpus), &cpus);
-		execv(exe, argv);
-		_exit(127);
+		report[0] = 1;
+		if (cwd[0] == '\0' || chdir(cwd) == 0) {
+			if (has_cpus)
+				sched_setaffinity(0, sizeof(cpus), &cpus);
+			report[0] = 2;
+			fexecve(exe_fd, argv, environ);
+		}
+		report[1] = errno;
+		if (write(status[1], report, sizeof(report)) < 0)
+			_exit(125);
+		_exit(report[0] == 1 ? 126 : 127);
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	close(status[1]);
+	if (pid < 0) {
+		snprintf(err, errlen, "fork: %s", strerror(errno));
+		close(status[0]);
+		status[0] = -errno;
+		goto out;
+	}
+	/* Until it has exec'd (the pipe closes) or said why not. */
+	do
+		n = read(status[0], report, sizeof(report));
+	while (n < 0 && errno == EINTR);
+	close(status[0]);
+	status[0] = pid;
+	if (n == (ssize_t)sizeof(report)) {
+		if (report[0] == 1)
+			snprintf(err, errlen,
+				 "cannot start a copy of instance %u: its "
+				 "working directory %s: %s; start the service "
+				 "again from a directory that exists",
+				 model->instance, cwd, strerror(report[1]));
+		else
+			snprintf(err, errlen,
+				 "cannot start a copy of instance %u: exec %s: "
+				 "%s",
+				 model->instance, exe, strerror(report[1]));
+		status[0] = report[1] > 0 ? -report[1] : -EIO;
+	}
+out:
+	close(exe_fd);
 	if (out_fd >= 0)
 		close(out_fd);
 	if (err_fd >= 0)
 		close(err_fd);
-	if (pid < 0) {
-		snprintf(err, errlen, "fork: %s", strerror(errno));
-		return -errno;
-	}
-	return pid;
+	return status[0];
 }
 
-/* Forgets started replicas that registered, died or timed out. */
-static void
-pending_prune(struct sl_mgr *m)
+static int
+pidfd_signal(int pidfd, int sig)
 {
+	return (int)syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0);
+}
+
+/* 1 once the process behind pidfd has exited. */
+static int
+pidfd_exited(int pidfd)
+{
+	struct pollfd p = {.fd = pidfd, .events = POLLIN};
+
+	return poll(&p, 1, 0) == 1;
+}
+
+/* 1 if pid took a slot (registered; it may be leaving since). */
+static int
+registered(const struct sl_shm *shm, int pid)
+{
+	for (uint16_t i = 0; i < shm->nf_hwm; i++)
+		if (shm->nfs[i].state != SL_NF_FREE && shm->nfs[i].pid == pid)
+			return 1;
+	return 0;
+}
+
+static void
+failed_event(const struct sl_mgr *m, const struct sl_scale_pending *p,
+	     const char *reason)
+{
+	sl_event("nf.scale.failed",
+		 json_pack("{s:s, s:i, s:i, s:s, s:s}", "service",
+			   m->shm->services[p->service].name, "pid", p->pid,
+			   "model", (int)p->model, "reason", reason, "log",
+			   p->log));
+}
+
+/*
+ * Looks at the replicas still starting: forgets those that registered;
+ * reports those that exited first (their reason is in their log); reports
+ * and stops (SIGTERM, then SIGKILL) those that have not registered in
+ * SL_SCALE_REGISTER_S (stuck attaching, say). `force`: look now, else at
+ * most every 50 ms (registrations are looked at every time: this runs
+ * right after they are handled, before a replica could also have left).
+ */
+static void
+pending_poll(struct sl_mgr *m, int force)
+{
+	static uint64_t next_tsc;
 	const struct sl_shm *shm = m->shm;
-	uint64_t now = rte_rdtsc();
+	uint64_t now = rte_rdtsc(), hz = rte_get_tsc_hz();
+	int look = force || now >= next_tsc;
 	uint16_t j = 0;
 
+	if (m->n_scale_pending == 0)
+		return;
+	if (look)
+		next_tsc = now + hz / 20;
 	for (uint16_t k = 0; k < m->n_scale_pending; k++) {
-		const struct sl_scale_pending *p = &m->scale_pending[k];
-		int gone = now > p->until_tsc ||
-			   (kill(p->pid, 0) != 0 && errno == ESRCH);
+		struct sl_scale_pending *p = &m->scale_pending[k];
+		const char *svc = shm->services[p->service].name;
+		int keep = 0;
 
-		for (uint16_t i = 0; !gone && i < shm->nf_hwm; i++)
-			gone = shm->nfs[i].state != SL_NF_FREE &&
-			       shm->nfs[i].pid == p->pid;
-		if (!gone)
+		if (registered(shm, p->pid)) {
+			keep = 0; /* it took a slot: no longer starting */
+		} else if (!look) {
+			keep = 1;
+		} else if (pidfd_exited(p->pidfd)) {
+			if (!p->given_up) {
+				sl_log("nf.scale %s: replica pid %d (copy of "
+				       "instance %u) exited before it "
+				       "registered: why is in its log, %s",
+				       svc, p->pid, p->model,
+				       p->log[0] != '\0' ? p->log : "(none)");
+				failed_event(m, p, "exited");
+			}
+		} else if (!p->given_up && now > p->until_tsc) {
+			sl_log("nf.scale %s: replica pid %d (copy of instance "
+			       "%u) has not registered within %d s: stopping "
+			       "it (SIGTERM, SIGKILL after %d s). What it said "
+			       "is in %s; if this repeats, look where the next "
+			       "one waits: gdb -p PID -batch -ex 'thread apply "
+			       "all bt'",
+			       svc, p->pid, p->model, SL_SCALE_REGISTER_S,
+			       SL_SCALE_KILL_S,
+			       p->log[0] != '\0' ? p->log : "(no log)");
+			failed_event(m, p, "timeout");
+			pidfd_signal(p->pidfd, SIGTERM);
+			p->given_up = 1;
+			p->until_tsc = now + SL_SCALE_KILL_S * hz;
+			keep = 1;
+		} else if (p->given_up && now > p->until_tsc) {
+			sl_log("nf.scale %s: replica pid %d did not stop within "
+			       "%d s of SIGTERM: killed it (SIGKILL)",
+			       svc, p->pid, SL_SCALE_KILL_S);
+			pidfd_signal(p->pidfd, SIGKILL);
+		} else {
+			keep = 1;
+		}
+		if (keep)
 			m->scale_pending[j++] = *p;
+		else
+			close(p->pidfd);
 	}
 	m->n_scale_pending = j;
+}
+
+void
+sl_scale_poll(struct sl_mgr *m)
+{
+	pending_poll(m, 0);
 }
 
 int
@@ -173,9 +342,10 @@ sl_scale(struct sl_mgr *m, uint16_t service, uint32_t replicas, json_t **out,
 	const struct sl_nf_slot *model = NULL;
 	uint32_t running = 0, starting = 0;
 
-	pending_prune(m);
+	pending_poll(m, 1);
 	for (uint16_t k = 0; k < m->n_scale_pending; k++)
-		starting += m->scale_pending[k].service == service;
+		starting += m->scale_pending[k].service == service &&
+			    !m->scale_pending[k].given_up;
 
 	/* Instances that count: running and not already asked to stop. */
 	for (uint16_t i = 0; i < shm->nf_hwm; i++) {
@@ -208,6 +378,7 @@ sl_scale(struct sl_mgr *m, uint16_t service, uint32_t replicas, json_t **out,
 		return -ENOSPC;
 	}
 	for (uint32_t k = running + starting; k < replicas; k++) {
+		struct sl_scale_pending *p;
 		int pid;
 
 		if (m->n_scale_pending == SL_SCALE_PENDING_MAX) {
@@ -220,20 +391,35 @@ sl_scale(struct sl_mgr *m, uint16_t service, uint32_t replicas, json_t **out,
 			json_decref(cancelled);
 			return -EBUSY;
 		}
-		pid = spawn_like(model, err, errlen);
+		p = &m->scale_pending[m->n_scale_pending];
+		pid = spawn_like(model, p->log, sizeof(p->log), err, errlen);
 		if (pid < 0) {
+			sl_log("nf.scale %s: %s", svc->name, err);
 			json_decref(started);
 			json_decref(stopping);
 			json_decref(cancelled);
 			return pid;
 		}
-		m->scale_pending[m->n_scale_pending++] =
-			(struct sl_scale_pending){
-				.pid = pid,
-				.service = service,
-				.until_tsc = rte_rdtsc() + SL_SCALE_REGISTER_S *
-								  rte_get_tsc_hz(),
-			};
+		/* It has exec'd (not exited: nothing reaped it yet, as its
+		 * end is first seen by a later look). */
+		p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+		if (p->pidfd < 0) {
+			snprintf(err, errlen,
+				 "started pid %d but cannot watch it: %s", pid,
+				 strerror(errno));
+			sl_log("nf.scale %s: %s", svc->name, err);
+			json_decref(started);
+			json_decref(stopping);
+			json_decref(cancelled);
+			return -EMFILE;
+		}
+		p->pid = pid;
+		p->service = service;
+		p->model = model->instance;
+		p->given_up = 0;
+		p->until_tsc = rte_rdtsc() + SL_SCALE_REGISTER_S *
+						 rte_get_tsc_hz();
+		m->n_scale_pending++;
 		json_array_append_new(started, json_integer(pid));
 		sl_log("nf.scale %s: started pid %d (copy of instance %u)",
 		       svc->name, pid, model->instance);
@@ -244,9 +430,10 @@ sl_scale(struct sl_mgr *m, uint16_t service, uint32_t replicas, json_t **out,
 	     k >= 0 && running + starting > replicas && starting > 0; k--) {
 		struct sl_scale_pending *p = &m->scale_pending[k];
 
-		if (p->service != service)
+		if (p->service != service || p->given_up)
 			continue;
-		kill(p->pid, SIGTERM);
+		pidfd_signal(p->pidfd, SIGTERM);
+		close(p->pidfd);
 		json_array_append_new(cancelled, json_integer(p->pid));
 		sl_log("nf.scale %s: stopped pid %d before it registered",
 		       svc->name, p->pid);

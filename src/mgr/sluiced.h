@@ -114,6 +114,7 @@ struct sl_qs_action {
 
 #define SL_SCALE_PENDING_MAX 256
 #define SL_SCALE_REGISTER_S 30 /* a started replica registers within this */
+#define SL_SCALE_KILL_S 5 /* then SIGTERM; SIGKILL this much later */
 
 struct sl_mgr {
 	struct sl_mgr_opts o;
@@ -154,8 +155,12 @@ struct sl_mgr {
 	 * that a second nf.scale does not start them again. */
 	struct sl_scale_pending {
 		int pid;
+		int pidfd; /* signals go here, never to a reused pid */
 		uint16_t service;
-		uint64_t until_tsc;
+		uint16_t model;	  /* the instance it is a copy of */
+		int given_up;	  /* did not register in time: being stopped */
+		uint64_t until_tsc; /* then: SIGKILL if still there */
+		char log[160];	  /* where its output goes (the model's) */
 	} scale_pending[SL_SCALE_PENDING_MAX];
 	uint16_t n_scale_pending;
 	unsigned int io_lcores[SL_MAX_IO_THREADS];
@@ -262,6 +267,9 @@ int sl_flow_request_remove(struct sl_mgr *m, uint32_t id, char *err,
 /* scale.c */
 int sl_scale(struct sl_mgr *m, uint16_t service, uint32_t replicas,
 	     json_t **out, char *err, size_t errlen);
+/* Replicas that exited before registering, or did not register within
+ * SL_SCALE_REGISTER_S (stopped), are logged and published (nf.scale.failed). */
+void sl_scale_poll(struct sl_mgr *m);
 
 /* io.c */
 int sl_io_init(struct sl_mgr *m); /* before the threads start */
