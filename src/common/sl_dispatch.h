@@ -204,8 +204,8 @@ void sl_flow_key_tuple(const struct sl_flow_key *k, struct sl_5tuple *t);
 #define SL_FLOW_HASH_SEED 0x5bd1e995u
 
 /*
- * The canonical parts of an IPv4 5-tuple (the one definition; addresses
- * and ports as integers, lower end first): returns the key's first 8
+ * The canonical parts of an IPv4 5-tuple (the one definition; the lower
+ * end first, addresses and ports compared as numbers): returns the key's first 8
  * bytes (family, proto, port_lo, port_hi, pad0) built in a register;
  * *lo, *hi: the addresses.
  */
@@ -214,8 +214,12 @@ sl_flow_key4_parts(const struct sl_5tuple *t, uint32_t *lo, uint32_t *hi)
 {
 	uint32_t a = t->src.v4, b = t->dst.v4;
 	uint16_t pa = t->sport, pb = t->dport;
+	/* Compared as addresses and ports (network order read as numbers),
+	 * so that the key names the lower end first, as flow.list shows it:
+	 * one byte swap each, in registers. */
+	uint32_t na = rte_be_to_cpu_32(a), nb = rte_be_to_cpu_32(b);
 
-	if (a > b || (a == b && pa > pb)) {
+	if (na > nb || (na == nb && rte_be_to_cpu_16(pa) > rte_be_to_cpu_16(pb))) {
 		uint32_t x = a;
 		uint16_t px = pa;
 

@@ -449,12 +449,6 @@ def test_firewall_and_monitor_ipv6(launch, node, tmp_path, matcher):
     assert all(int(x[3]) >= int(y[3]) for x, y in zip(got, got[1:], strict=False))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "sl_flow_key_make()/sl_flow_key4_parts() (src/common/sl_dispatch.{c,h}) order the ends "
-    "by the addresses loaded as native (little-endian) integers, not as addresses: the key "
-    "of 2001:db8:0:1::1 <-> 2001:db9::1 names 2001:db9::1 first, of 10.0.0.1 <-> 9.0.0.2 "
-    "10.0.0.1 first, while docs/control-socket.md says 'named with the lower address "
-    "first'. Fix the docs ('in an order of its own') or compare big-endian."))
 def test_flow_key_names_the_lower_address_first(launch, node, tmp_path):
     frames = [_f(_eth() / IPv6(src="2001:db9::1", dst="2001:db8:0:1::1") / UDP(sport=5, dport=6)),
               _f(_eth() / IP(src="10.0.0.1", dst="9.0.0.2") / UDP(sport=5, dport=6))]

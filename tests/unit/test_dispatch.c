@@ -1396,10 +1396,14 @@ flow_key_make_hash_matches(void **state)
 		sl_flow_key_make(&t, &k1);
 		if (t.family == 4) {
 			/* The canonical IPv4 key, written out field by field:
-			 * the lower (address, port) end first. */
+			 * the lower (address, port) end first, compared as
+			 * numbers (the fields are in network order). */
 			struct sl_flow_key want;
-			int swap = t.src.v4 > t.dst.v4 ||
-				   (t.src.v4 == t.dst.v4 && t.sport > t.dport);
+			uint32_t sa = rte_be_to_cpu_32(t.src.v4),
+				 da = rte_be_to_cpu_32(t.dst.v4);
+			int swap = sa > da ||
+				   (sa == da && rte_be_to_cpu_16(t.sport) >
+							rte_be_to_cpu_16(t.dport));
 
 			memset(&want, 0, sizeof(want));
 			want.family = 4;
