@@ -18,12 +18,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "rules.h"
 #include "sluiced.h"
 
 #define LINE_BUF0 4096 /* a connection's first read buffer; it grows */
 #define TAG_LISTEN 1ull
 #define TAG_CONN 2ull
 #define TAG_PID 3ull
+#define TAG_BUILD 4ull /* the rule builder finished a build */
 #define EP(tag, idx) (((tag) << 32) | (uint64_t)(idx))
 
 /*
@@ -42,7 +44,16 @@ struct conn {
 	char *out;
 	size_t out_off, out_len, out_cap; /* pending: [out_off, out_len) */
 	int out_watched; /* EPOLLOUT asked for: something is pending */
+	/* Held: no line is read. HELD_PARKED: its rule change is being
+	 * built (the reply comes when it is committed); HELD_WAITING: a rule
+	 * change came while another one builds: it waits its turn (by
+	 * `turn`, the order it came in), still unread in buf. */
+	int held;
+	uint64_t turn;
+	int muted; /* hung up while held: out of the epoll set until its turn */
 };
+
+enum { HELD_NONE, HELD_PARKED, HELD_WAITING };
 
 static struct conn *g_conns; /* [n_conns] */
 static uint32_t g_n_conns;
@@ -50,6 +61,10 @@ static size_t g_out_max;      /* bytes */
 static size_t g_line_max;     /* bytes */
 static uint64_t g_closed_unread; /* connections closed for not reading */
 static int g_epfd = -1;
+static int g_parked = -1;   /* the connection of the parked request, or -1 */
+static uint64_t g_turns;    /* HELD_WAITING turns given */
+static uint32_t g_n_waiting; /* connections HELD_WAITING */
+static struct conn *g_turn; /* the waiting one whose turn it is */
 
 static int
 mkdir_p(const char *path)
@@ -127,7 +142,13 @@ sl_control_watch_pid(struct sl_mgr *m, uint16_t instance, int pidfd)
 static void
 conn_close(struct sl_mgr *m, struct conn *c)
 {
-	epoll_ctl(m->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+	/* A parked request was accepted: its build still commits, and its
+	 * reply is dropped. */
+	if (g_parked == (int)(c - g_conns))
+		g_parked = -1;
+	g_n_waiting -= c->held == HELD_WAITING;
+	if (!c->muted)
+		epoll_ctl(m->epfd, EPOLL_CTL_DEL, c->fd, NULL);
 	close(c->fd);
 	free(c->buf);
 	free(c->out);
@@ -158,15 +179,37 @@ conn_flush(struct conn *c)
 	if (c->out_off == c->out_len)
 		c->out_off = c->out_len = 0;
 	pending = c->out_len > 0;
-	if (pending != c->out_watched) {
+	if (pending != c->out_watched && !c->muted) {
 		struct epoll_event ev = {
-			.events = EPOLLIN | (pending ? EPOLLOUT : 0),
+			.events = (c->held ? 0 : EPOLLIN) |
+				  (pending ? EPOLLOUT : 0),
 			.data.u64 = EP(TAG_CONN, c - g_conns)};
 
 		epoll_ctl(g_epfd, EPOLL_CTL_MOD, c->fd, &ev);
 		c->out_watched = pending;
 	}
 	return 0;
+}
+
+/* Holds c (no line read until unheld) or lets it read again. */
+static void
+conn_hold(struct conn *c, int held)
+{
+	struct epoll_event ev = {
+		.events = (held ? 0 : EPOLLIN) | (c->out_watched ? EPOLLOUT : 0),
+		.data.u64 = EP(TAG_CONN, c - g_conns)};
+
+	g_n_waiting -= c->held == HELD_WAITING;
+	g_n_waiting += held == HELD_WAITING;
+	c->held = held;
+	if (held == HELD_WAITING)
+		c->turn = ++g_turns;
+	if (c->muted && !held) {
+		epoll_ctl(g_epfd, EPOLL_CTL_ADD, c->fd, &ev);
+		c->muted = 0;
+	} else if (!c->muted) {
+		epoll_ctl(g_epfd, EPOLL_CTL_MOD, c->fd, &ev);
+	}
 }
 
 /* Queues len bytes for c and sends what the socket takes. Marks c broken
@@ -321,47 +364,37 @@ accept_conn(struct sl_mgr *m)
 	epoll_ctl(m->epfd, EPOLL_CTL_ADD, fd, &ev);
 }
 
+/* Answers the whole lines read into c->buf, until c is held (a rule change
+ * parked or waiting: the rest waits in buf) or closed. */
 static void
-conn_read(struct sl_mgr *m, struct conn *c)
+conn_lines(struct sl_mgr *m, struct conn *c)
 {
-	char *start, *nl;
-	ssize_t r;
+	char *start = c->buf, *nl;
 
-	if (c->len == c->cap && c->cap < g_line_max + 1) {
-		/* a long request: grow, up to --control-line-kb (+ 1 byte to
-		 * see that a line is longer than that) */
-		size_t cap = RTE_MIN(c->cap * 2, g_line_max + 1);
-		char *p = realloc(c->buf, cap);
-
-		if (p == NULL) {
-			sl_log("control: out of memory for a %zu-byte request "
-			       "line; closing the connection",
-			       cap);
-			conn_close(m, c);
-			return;
-		}
-		c->buf = p;
-		c->cap = cap;
-	}
-	r = recv(c->fd, c->buf + c->len, c->cap - c->len, 0);
-	if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
-		return;
-	if (r <= 0) {
-		conn_close(m, c);
-		return;
-	}
-	c->len += (size_t)r;
-	start = c->buf;
-	while ((nl = memchr(start, '\n', c->len - (size_t)(start - c->buf))) !=
-	       NULL) {
+	while (!c->held &&
+	       (nl = memchr(start, '\n', c->len - (size_t)(start - c->buf))) !=
+		       NULL) {
 		size_t len = (size_t)(nl - start);
 		int sub = 0;
-		json_t *resp;
+		json_t *resp = NULL;
 
 		if (len > 0 && start[len - 1] == '\r')
 			len--;
 		if (len > 0) {
-			resp = sl_rpc_handle(m, start, len, &sub);
+			/* Rule changes go one at a time, in turn. */
+			int wait = sl_rules_busy() ||
+				   (g_n_waiting > 0 && c != g_turn);
+			enum sl_rpc_state st = sl_rpc_handle_ctl(
+				m, start, len, wait, &sub, &resp);
+
+			if (st == SL_RPC_WAIT) {
+				conn_hold(c, HELD_WAITING);
+				break; /* the line stays for its turn */
+			}
+			if (st == SL_RPC_PARKED) {
+				g_parked = (int)(c - g_conns);
+				conn_hold(c, HELD_PARKED);
+			}
 			if (sub)
 				c->subscribed = 1;
 			if (resp != NULL) {
@@ -396,11 +429,97 @@ conn_read(struct sl_mgr *m, struct conn *c)
 	}
 }
 
+/*
+ * The parked request's build, if it is done: committed (or refused), its
+ * reply sent (dropped if its connection closed), and its connection reads
+ * on (a rule change there waits behind those already waiting); then the
+ * rule changes that waited get their turns, oldest first, until one starts
+ * a build.
+ */
+static void
+rules_turns(struct sl_mgr *m)
+{
+	json_t *resp;
+
+	if (!sl_rpc_poll(m, &resp))
+		return;
+	if (g_parked >= 0) {
+		struct conn *c = &g_conns[g_parked];
+
+		g_parked = -1;
+		if (resp != NULL)
+			conn_send(c, resp);
+		conn_hold(c, HELD_NONE);
+		if (c->broken)
+			conn_close(m, c);
+		else
+			conn_lines(m, c);
+	}
+	json_decref(resp);
+	while (!sl_rules_busy() && !m->quit) {
+		struct conn *next = NULL;
+
+		for (uint32_t i = 0; i < g_n_conns; i++) {
+			struct conn *c = &g_conns[i];
+
+			if (c->fd >= 0 && c->held == HELD_WAITING &&
+			    (next == NULL || c->turn < next->turn))
+				next = c;
+		}
+		if (next == NULL)
+			break;
+		conn_hold(next, HELD_NONE);
+		g_turn = next;
+		if (next->broken)
+			conn_close(m, next);
+		else
+			conn_lines(m, next);
+		g_turn = NULL;
+	}
+}
+
+static void
+conn_read(struct sl_mgr *m, struct conn *c)
+{
+	ssize_t r;
+
+	if (c->len == c->cap && c->cap < g_line_max + 1) {
+		/* a long request: grow, up to --control-line-kb (+ 1 byte to
+		 * see that a line is longer than that) */
+		size_t cap = RTE_MIN(c->cap * 2, g_line_max + 1);
+		char *p = realloc(c->buf, cap);
+
+		if (p == NULL) {
+			sl_log("control: out of memory for a %zu-byte request "
+			       "line; closing the connection",
+			       cap);
+			conn_close(m, c);
+			return;
+		}
+		c->buf = p;
+		c->cap = cap;
+	}
+	r = recv(c->fd, c->buf + c->len, c->cap - c->len, 0);
+	if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+		return;
+	if (r <= 0) {
+		conn_close(m, c);
+		return;
+	}
+	c->len += (size_t)r;
+	conn_lines(m, c);
+}
+
 void
 sl_control_run(struct sl_mgr *m)
 {
 	struct epoll_event evs[32];
+	struct epoll_event bev = {.events = EPOLLIN,
+				  .data.u64 = EP(TAG_BUILD, 0)};
 
+	/* The rule builder's wake-ups (started just before). */
+	if (sl_rules_builder_fd() >= 0)
+		epoll_ctl(m->epfd, EPOLL_CTL_ADD, sl_rules_builder_fd(), &bev);
 	while (!m->quit) {
 		int n;
 
@@ -423,14 +542,28 @@ sl_control_run(struct sl_mgr *m)
 				if ((evs[i].events & EPOLLOUT) &&
 				    conn_flush(c) != 0)
 					c->broken = 1;
-				if (!c->broken &&
-				    (evs[i].events & (EPOLLIN | EPOLLHUP |
-						      EPOLLERR)))
+				if (!c->broken && c->held &&
+				    (evs[i].events & (EPOLLHUP | EPOLLERR))) {
+					/* Read (to its end) on its turn. */
+					epoll_ctl(m->epfd, EPOLL_CTL_DEL, c->fd,
+						  NULL);
+					c->muted = 1;
+				} else if (!c->broken && !c->held &&
+					   (evs[i].events & (EPOLLIN | EPOLLHUP |
+							     EPOLLERR))) {
 					conn_read(m, c);
+				}
 			} else if (tag == TAG_PID) {
 				sl_nf_died(m, (uint16_t)idx);
+			} else if (tag == TAG_BUILD) {
+				uint64_t v;
+				ssize_t r = read(sl_rules_builder_fd(), &v,
+						 sizeof(v));
+
+				(void)r; /* rules_turns() below commits */
 			}
 		}
+		rules_turns(m);
 		sl_registry_poll(m);
 		/* Connections an event or a reply found failed or full. */
 		for (uint32_t i = 0; i < g_n_conns; i++)
@@ -458,6 +591,8 @@ sl_control_close(struct sl_mgr *m)
 		}
 		conn_close(m, c);
 	}
+	g_parked = -1;
+	sl_rpc_close(); /* a parked request's reply: dropped */
 	free(g_conns);
 	g_conns = NULL;
 	g_n_conns = 0;

@@ -21,9 +21,13 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include <rte_cycles.h>
 #include <rte_errno.h>
@@ -853,45 +857,246 @@ defer(struct sl_mgr *m, int (*fn)(struct sl_mgr *, void *), void *p)
 	a->ptr = p;
 }
 
-/* Builds and publishes the rule set from g_rule_list. */
+/* Builds a rule set from list[0..n) (copied): no globals, so the builder
+ * thread may run it. 0 and *out, or a negative errno and err. */
 static int
-rules_publish(struct sl_mgr *m, char *err, size_t errlen)
+ruleset_build(const struct sl_rule *list, uint32_t n, struct sl_ruleset **out,
+	      char *err, size_t errlen)
 {
-	struct sl_ruleset *rs = calloc(1, sizeof(*rs)), *old;
+	struct sl_ruleset *rs = calloc(1, sizeof(*rs));
 	const struct sl_match **mt = NULL;
 	int32_t *prio = NULL;
 	int rc = -ENOMEM;
 
 	if (rs == NULL)
 		goto fail;
-	rs->n = g_n_rules;
-	rs->rules = malloc(sizeof(*rs->rules) * (g_n_rules ? g_n_rules : 1));
-	mt = malloc(sizeof(*mt) * (g_n_rules ? g_n_rules : 1));
-	prio = malloc(sizeof(*prio) * (g_n_rules ? g_n_rules : 1));
+	rs->n = n;
+	rs->rules = malloc(sizeof(*rs->rules) * (n ? n : 1));
+	mt = malloc(sizeof(*mt) * (n ? n : 1));
+	prio = malloc(sizeof(*prio) * (n ? n : 1));
 	if (rs->rules == NULL || mt == NULL || prio == NULL)
 		goto fail;
-	memcpy(rs->rules, g_rule_list, sizeof(*rs->rules) * g_n_rules);
-	for (uint32_t i = 0; i < g_n_rules; i++) {
+	if (n > 0)
+		memcpy(rs->rules, list, sizeof(*rs->rules) * n);
+	for (uint32_t i = 0; i < n; i++) {
 		mt[i] = &rs->rules[i].match;
 		prio[i] = rs->rules[i].priority;
 	}
-	rc = sl_classifier_build(mt, prio, g_n_rules, "sl_rules", &rs->cls,
-				 err, errlen);
+	/* sl_classifier names each build's contexts from a process-wide
+	 * counter: two builds never share an rte_acl name. */
+	rc = sl_classifier_build(mt, prio, n, "sl_rules", &rs->cls, err,
+				 errlen);
 	if (rc != 0)
 		goto fail;
 	free(mt);
 	free(prio);
-	old = __atomic_exchange_n(&g_rules, rs, __ATOMIC_ACQ_REL);
-	g_rule_builds++;
-	if (old != NULL)
-		defer(m, free_ruleset, old);
+	*out = rs;
 	return 0;
 fail:
 	if (rc == -ENOMEM)
 		snprintf(err, errlen, "out of memory building the rules");
 	free(mt);
 	free(prio);
-	free_ruleset(m, rs);
+	free_ruleset(NULL, rs);
+	return rc;
+}
+
+/* Publishes rs for the RX thread (control thread); the old set is freed
+ * once no reader holds it. */
+static void
+ruleset_publish(struct sl_mgr *m, struct sl_ruleset *rs)
+{
+	struct sl_ruleset *old = __atomic_exchange_n(&g_rules, rs,
+						     __ATOMIC_ACQ_REL);
+
+	g_rule_builds++;
+	if (old != NULL)
+		defer(m, free_ruleset, old);
+}
+
+/*
+ * The rule builder: a thread that builds one rule set at a time off the
+ * control thread, whose loop keeps serving the socket, the NFs and the
+ * watchdog meanwhile (a build of 4,096 random rules takes seconds). The
+ * control thread validates a change against the committed list, hands the
+ * builder a job (the new list), and commits it when it is built
+ * (sl_rules_poll): rule set published, list replaced, events sent. At most
+ * one job exists; rpc.c holds back every other rule change until it is
+ * committed, so a job's checks still hold when it commits.
+ */
+enum rules_kind { RULES_ADD, RULES_REMOVE, RULES_REMOVE_GRAPH };
+
+struct rules_job {
+	enum rules_kind kind;
+	struct sl_rule *list; /* the new list, in order, [n] */
+	uint32_t n;
+	uint32_t first_id, n_new; /* RULES_ADD: ids first_id.. */
+	uint32_t *ids, n_ids;     /* RULES_REMOVE: as given */
+	uint16_t graph;           /* RULES_REMOVE_GRAPH */
+	/* set by the builder */
+	struct sl_ruleset *rs;
+	int rc;
+	char err[256];
+};
+
+static struct {
+	pthread_t t;
+	int started;
+	int efd; /* eventfd: readable when a job is built */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct rules_job *todo; /* under mu: for the builder */
+	int stop;               /* under mu */
+	struct rules_job *done; /* atomic: built, to commit */
+} g_bld = {.efd = -1,
+	   .mu = PTHREAD_MUTEX_INITIALIZER,
+	   .cv = PTHREAD_COND_INITIALIZER};
+
+static struct rules_job *g_job;      /* control: handed out, not committed */
+static struct rules_job *g_prepared; /* graph.remove's, for its removal */
+
+static void
+job_free(struct rules_job *j)
+{
+	if (j == NULL)
+		return;
+	free_ruleset(NULL, j->rs); /* never published: no reader */
+	free(j->list);
+	free(j->ids);
+	free(j);
+}
+
+static void *
+builder_main(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		struct rules_job *j;
+		uint64_t one = 1;
+		ssize_t w;
+
+		pthread_mutex_lock(&g_bld.mu);
+		while (!g_bld.stop && g_bld.todo == NULL)
+			pthread_cond_wait(&g_bld.cv, &g_bld.mu);
+		j = g_bld.todo;
+		g_bld.todo = NULL;
+		pthread_mutex_unlock(&g_bld.mu);
+		if (j == NULL)
+			return NULL; /* stopping */
+		j->rc = ruleset_build(j->list, j->n, &j->rs, j->err,
+				      sizeof(j->err));
+		__atomic_store_n(&g_bld.done, j, __ATOMIC_RELEASE);
+		/* Wakes the control loop (which also looks every 5 ms). */
+		w = write(g_bld.efd, &one, sizeof(one));
+		(void)w;
+	}
+}
+
+int
+sl_rules_builder_start(char *err, size_t errlen)
+{
+	sigset_t all, old;
+	int rc;
+
+	g_bld.efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (g_bld.efd < 0) {
+		snprintf(err, errlen, "rule builder: eventfd: %s",
+			 strerror(errno));
+		return -1;
+	}
+	/* Signals (SIGINT, SIGTERM) stay the main thread's. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	rc = pthread_create(&g_bld.t, NULL, builder_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0) {
+		snprintf(err, errlen, "rule builder: cannot start a thread: %s",
+			 strerror(rc));
+		close(g_bld.efd);
+		g_bld.efd = -1;
+		return -1;
+	}
+	g_bld.started = 1;
+	return 0;
+}
+
+int
+sl_rules_builder_fd(void)
+{
+	return g_bld.efd;
+}
+
+void
+sl_rules_builder_stop(void)
+{
+	if (g_bld.started) {
+		/* A build under way finishes first (seconds at most). */
+		pthread_mutex_lock(&g_bld.mu);
+		g_bld.stop = 1;
+		pthread_cond_signal(&g_bld.cv);
+		pthread_mutex_unlock(&g_bld.mu);
+		pthread_join(g_bld.t, NULL);
+		g_bld.started = 0;
+	}
+	/* Not committed: dropped (sluiced stops). */
+	job_free(g_job);
+	g_job = NULL;
+	g_bld.done = NULL;
+	g_bld.todo = NULL;
+	job_free(g_prepared);
+	g_prepared = NULL;
+	if (g_bld.efd >= 0)
+		close(g_bld.efd);
+	g_bld.efd = -1;
+}
+
+int
+sl_rules_busy(void)
+{
+	return g_job != NULL;
+}
+
+/* Hands j to the builder (control thread, none under way). */
+static int
+job_start(struct rules_job *j, char *err, size_t errlen)
+{
+	if (!g_bld.started) {
+		snprintf(err, errlen,
+			 "the rule builder is not running (sluiced is "
+			 "stopping)");
+		job_free(j);
+		return -ESHUTDOWN;
+	}
+	g_job = j;
+	pthread_mutex_lock(&g_bld.mu);
+	g_bld.todo = j;
+	pthread_cond_signal(&g_bld.cv);
+	pthread_mutex_unlock(&g_bld.mu);
+	return 0;
+}
+
+/* Makes j's list the committed one and publishes its rule set. */
+static void
+job_commit(struct sl_mgr *m, struct rules_job *j)
+{
+	free(g_rule_list);
+	g_rule_list = j->list;
+	g_n_rules = j->n;
+	j->list = NULL;
+	ruleset_publish(m, j->rs);
+	j->rs = NULL;
+}
+
+/* Builds and publishes the rule set from g_rule_list, on this thread (a
+ * graph removed other than by graph.remove's prepared job). */
+static int
+rules_publish(struct sl_mgr *m, char *err, size_t errlen)
+{
+	struct sl_ruleset *rs;
+	int rc = ruleset_build(g_rule_list, g_n_rules, &rs, err, errlen);
+
+	if (rc == 0)
+		ruleset_publish(m, rs);
 	return rc;
 }
 
@@ -945,13 +1150,17 @@ u32_cmp(const void *a, const void *b)
 }
 
 int
-sl_rules_add(struct sl_mgr *m, const struct sl_rule_spec *r, uint32_t n,
-	     json_t **out, char *err, size_t errlen)
+sl_rules_add_start(struct sl_mgr *m, const struct sl_rule_spec *r,
+		   uint32_t n, char *err, size_t errlen)
 {
-	struct sl_rule *nl, *old;
+	struct rules_job *j;
+	struct sl_rule *nl;
 	uint32_t first_id = g_rule_id + 1;
-	json_t *a;
 
+	if (g_job != NULL) {
+		snprintf(err, errlen, "another rule change is being built");
+		return -EBUSY;
+	}
 	if (m->o.flow_lookup == SL_LOOKUP_OFF) {
 		snprintf(err, errlen,
 			 "rules need the flow table, and sluiced runs with "
@@ -974,9 +1183,12 @@ sl_rules_add(struct sl_mgr *m, const struct sl_rule_spec *r, uint32_t n,
 				 m->o.max_rules, g_n_rules);
 		return -ENOSPC;
 	}
-	/* A new list, so the old one stays whole if the build fails. */
+	/* A new list, so the committed one stays whole until it is built. */
+	j = calloc(1, sizeof(*j));
 	nl = malloc(sizeof(*nl) * ((size_t)g_n_rules + n + 1));
-	if (nl == NULL) {
+	if (j == NULL || nl == NULL) {
+		free(j);
+		free(nl);
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
@@ -989,60 +1201,31 @@ sl_rules_add(struct sl_mgr *m, const struct sl_rule_spec *r, uint32_t n,
 	/* The list was in order and the new ids are the newest: a sort of
 	 * the whole list is O(N log N), once per batch. */
 	qsort(nl, (size_t)g_n_rules + n, sizeof(*nl), rule_order);
-	old = g_rule_list;
-	g_rule_list = nl;
-	g_n_rules += n;
-	if (rules_publish(m, err, errlen) != 0) {
-		g_rule_list = old;
-		g_n_rules -= n;
-		free(nl);
-		return -EINVAL;
-	}
-	free(old);
-	g_rule_id += n;
-	a = json_array();
-	for (uint32_t i = 0; i < g_n_rules; i++) {
-		if (g_rule_list[i].id < first_id)
-			continue;
-		json_t *x = rule_json(m, &g_rule_list[i], -1);
-
-		sl_event("rule.added", json_deep_copy(x));
-		json_array_append_new(a, x);
-	}
-	*out = a;
-	return 0;
+	*j = (struct rules_job){.kind = RULES_ADD, .list = nl,
+				.n = g_n_rules + n, .first_id = first_id,
+				.n_new = n};
+	return job_start(j, err, errlen);
 }
 
 int
-sl_rule_add(struct sl_mgr *m, uint16_t graph, int32_t priority,
-	    const struct sl_match *mt, json_t **out, char *err, size_t errlen)
+sl_rules_remove_start(struct sl_mgr *m, const uint32_t *ids, uint32_t n,
+		      char *err, size_t errlen)
 {
-	struct sl_rule_spec r = {.graph = graph, .priority = priority,
-				 .match = *mt};
-	json_t *a = NULL;
-	int rc = sl_rules_add(m, &r, 1, &a, err, errlen);
+	struct rules_job *j;
+	struct sl_rule *nl;
+	uint32_t *want, j_n = 0;
 
-	if (rc != 0)
-		return rc;
-	*out = json_incref(json_array_get(a, 0));
-	json_decref(a);
-	return 0;
-}
-
-int
-sl_rules_remove(struct sl_mgr *m, const uint32_t *ids, uint32_t n,
-		char *err, size_t errlen)
-{
-	struct sl_rule *nl, *old;
-	uint32_t *want, j = 0;
-
+	(void)m;
+	if (g_job != NULL) {
+		snprintf(err, errlen, "another rule change is being built");
+		return -EBUSY;
+	}
 	want = malloc(sizeof(*want) * ((size_t)n + 1));
 	nl = malloc(sizeof(*nl) * ((size_t)g_n_rules + 1));
-	if (want == NULL || nl == NULL) {
-		free(want);
-		free(nl);
+	j = calloc(1, sizeof(*j));
+	if (want == NULL || nl == NULL || j == NULL) {
 		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
+		goto fail_nomem;
 	}
 	if (n > 0)
 		memcpy(want, ids, sizeof(*want) * n);
@@ -1057,8 +1240,8 @@ sl_rules_remove(struct sl_mgr *m, const uint32_t *ids, uint32_t n,
 	for (uint32_t i = 0; i < g_n_rules; i++)
 		if (bsearch(&g_rule_list[i].id, want, n, sizeof(*want),
 			    u32_cmp) == NULL)
-			nl[j++] = g_rule_list[i];
-	if (g_n_rules - j != n) {
+			nl[j_n++] = g_rule_list[i];
+	if (g_n_rules - j_n != n) {
 		/* Name the first unknown one (in the order given). */
 		for (uint32_t i = 0; i < n; i++) {
 			uint32_t k;
@@ -1076,49 +1259,153 @@ sl_rules_remove(struct sl_mgr *m, const uint32_t *ids, uint32_t n,
 		}
 		free(want);
 		free(nl);
+		free(j);
 		return -ENOENT;
 	}
-	old = g_rule_list;
-	g_rule_list = nl;
-	g_n_rules = j;
-	if (rules_publish(m, err, errlen) != 0) {
-		g_rule_list = old;
-		g_n_rules += n;
-		goto fail;
-	}
-	free(old);
-	for (uint32_t i = 0; i < n; i++)
-		sl_event("rule.removed",
-			 json_pack("{s:I}", "id", (json_int_t)ids[i]));
-	free(want);
-	return 0;
+	/* The events name the ids in the order given. */
+	if (n > 0)
+		memcpy(want, ids, sizeof(*want) * n);
+	*j = (struct rules_job){.kind = RULES_REMOVE, .list = nl, .n = j_n,
+				.ids = want, .n_ids = n};
+	return job_start(j, err, errlen);
 fail:
 	free(want);
 	free(nl);
+	free(j);
 	return -EINVAL;
+fail_nomem:
+	free(want);
+	free(nl);
+	free(j);
+	return -ENOMEM;
 }
 
 int
-sl_rule_remove(struct sl_mgr *m, uint32_t id, char *err, size_t errlen)
+sl_rules_remove_graph_start(struct sl_mgr *m, uint16_t graph, char *err,
+			    size_t errlen)
 {
-	return sl_rules_remove(m, &id, 1, err, errlen);
+	struct rules_job *j;
+	struct sl_rule *nl;
+	uint32_t k = 0;
+
+	(void)m;
+	if (g_job != NULL) {
+		snprintf(err, errlen, "another rule change is being built");
+		return -EBUSY;
+	}
+	for (uint32_t i = 0; i < g_n_rules; i++)
+		k += g_rule_list[i].graph != graph;
+	if (k == g_n_rules)
+		return 0; /* no rule of that graph: nothing to build */
+	j = calloc(1, sizeof(*j));
+	nl = malloc(sizeof(*nl) * ((size_t)k + 1));
+	if (j == NULL || nl == NULL) {
+		free(j);
+		free(nl);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	k = 0;
+	for (uint32_t i = 0; i < g_n_rules; i++)
+		if (g_rule_list[i].graph != graph)
+			nl[k++] = g_rule_list[i];
+	*j = (struct rules_job){.kind = RULES_REMOVE_GRAPH, .list = nl, .n = k,
+				.graph = graph};
+	return job_start(j, err, errlen) == 0 ? 1 : -ESHUTDOWN;
+}
+
+int
+sl_rules_poll(struct sl_mgr *m, int *rc, json_t **out, char *err,
+	      size_t errlen)
+{
+	struct rules_job *j = g_job;
+
+	if (j == NULL || __atomic_load_n(&g_bld.done, __ATOMIC_ACQUIRE) != j)
+		return 0;
+	g_bld.done = NULL;
+	g_job = NULL;
+	*out = NULL;
+	*rc = j->rc;
+	if (j->rc != 0) { /* the committed list stays */
+		snprintf(err, errlen, "%s", j->err);
+		*rc = -EINVAL;
+		job_free(j);
+		return 1;
+	}
+	err[0] = '\0';
+	switch (j->kind) {
+	case RULES_ADD: {
+		json_t *a = json_array();
+
+		job_commit(m, j);
+		g_rule_id += j->n_new;
+		for (uint32_t i = 0; i < g_n_rules; i++) {
+			if (g_rule_list[i].id < j->first_id)
+				continue;
+			json_t *x = rule_json(m, &g_rule_list[i], -1);
+
+			sl_event("rule.added", json_deep_copy(x));
+			json_array_append_new(a, x);
+		}
+		*out = a;
+		break;
+	}
+	case RULES_REMOVE:
+		job_commit(m, j);
+		for (uint32_t i = 0; i < j->n_ids; i++)
+			sl_event("rule.removed", json_pack("{s:I}", "id",
+							   (json_int_t)j->ids[i]));
+		break;
+	case RULES_REMOVE_GRAPH:
+		/* Committed by sl_rules_remove_graph, when graph.c removes
+		 * the graph (next, on this thread). */
+		job_free(g_prepared);
+		g_prepared = j;
+		return 1;
+	}
+	job_free(j);
+	return 1;
 }
 
 /* Removes every rule of a graph; returns how many. */
 uint32_t
 sl_rules_remove_graph(struct sl_mgr *m, uint16_t graph)
 {
-	uint32_t j = 0, removed;
+	uint32_t removed = 0;
 	char err[256];
 
+	if (g_prepared != NULL && g_prepared->graph == graph) {
+		/* Built off the control thread (graph.remove). */
+		removed = g_n_rules - g_prepared->n;
+		job_commit(m, g_prepared);
+		job_free(g_prepared);
+		g_prepared = NULL;
+		return removed;
+	}
 	for (uint32_t i = 0; i < g_n_rules; i++)
-		if (g_rule_list[i].graph != graph)
-			g_rule_list[j++] = g_rule_list[i];
-	removed = g_n_rules - j;
-	g_n_rules = j;
-	if (removed > 0 && rules_publish(m, err, sizeof(err)) != 0)
+		if (g_rule_list[i].graph == graph)
+			removed++;
+	if (removed == 0)
+		return 0;
+	/* Not prepared: built here (no caller does this now). */
+	{
+		uint32_t j = 0;
+
+		for (uint32_t i = 0; i < g_n_rules; i++)
+			if (g_rule_list[i].graph != graph)
+				g_rule_list[j++] = g_rule_list[i];
+		g_n_rules = j;
+	}
+	if (rules_publish(m, err, sizeof(err)) != 0)
 		sl_log("rules after removing graph %u: %s", graph, err);
 	return removed;
+}
+
+void
+sl_rules_prepared_drop(void)
+{
+	job_free(g_prepared);
+	g_prepared = NULL;
 }
 
 struct rule_pos {

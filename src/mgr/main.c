@@ -31,6 +31,7 @@
 
 #include "sl_chain.h"
 #include "sl_futex.h"
+#include "rules.h"
 #include "sluiced.h"
 
 #define MAX_EAL_ARGS 128
@@ -1028,6 +1029,9 @@ main(int argc, char **argv)
 	/* Telemetry is optional: a command that cannot be registered is
 	 * logged and sluiced runs on. */
 	(void)sl_telemetry_init(m);
+	/* Rule changes are built off the control thread (rules.h). */
+	if (sl_rules_builder_start(err, sizeof(err)) != 0)
+		sl_log("%s: rule changes will be refused", err);
 	sl_log("ready: %u port(s), %d I/O thread(s), %s mode, %s hand-off, "
 	       "socket %s",
 	       m->o.n_ports, n_io,
@@ -1042,6 +1046,7 @@ main(int argc, char **argv)
 	else
 		sl_log("shutting down: asked over the control socket");
 	sl_telemetry_close();
+	sl_rules_builder_stop(); /* a build under way finishes first */
 	sl_stop_all_nfs(m, 2000);
 	__atomic_store_n(&m->shm->shutdown, 1, __ATOMIC_RELEASE);
 	for (int i = 0; i < n_io; i++)

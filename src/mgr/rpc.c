@@ -49,6 +49,58 @@ fail(struct rpc_err *e, int code, const char *fmt, ...)
 	return NULL;
 }
 
+/*
+ * Rule changes (rule.add, rule.remove, graph.remove) are built off the
+ * control thread (rules.h): the request that starts a build is parked, and
+ * its reply made by sl_rpc_poll once the build is committed. Only the
+ * control thread handles them (t_ctl is set on it alone: a telemetry
+ * thread can neither start a build nor see one half done).
+ */
+struct rpc_ctl {
+	int rules_wait; /* rule changes must wait (one builds, or others
+			 * wait their turn) */
+	int parked;     /* the method started a build: no reply yet */
+};
+
+static __thread struct rpc_ctl *t_ctl;
+
+enum park_kind {
+	PARK_RULE_ONE,     /* rule.add {graph, ...} */
+	PARK_RULES,        /* rule.add {rules} */
+	PARK_REMOVE_ONE,   /* rule.remove {id} */
+	PARK_REMOVE_IDS,   /* rule.remove {ids} */
+	PARK_GRAPH_REMOVE, /* graph.remove {name} */
+};
+
+/* The parked request (control thread). */
+static struct {
+	int active;
+	enum park_kind kind;
+	json_t *id;     /* its id; NULL: a notification (no reply) */
+	json_t *ids;    /* PARK_REMOVE_IDS: as given */
+	json_int_t one; /* PARK_REMOVE_ONE */
+	size_t n;       /* PARK_RULES: how many */
+	char *graph;    /* PARK_GRAPH_REMOVE: its name */
+} g_park;
+
+/* A method's way to say it started a build (the reply comes later). */
+static json_t *
+park(enum park_kind kind)
+{
+	t_ctl->parked = 1;
+	g_park.kind = kind;
+	return NULL;
+}
+
+static void
+park_clear(void)
+{
+	json_decref(g_park.id);
+	json_decref(g_park.ids);
+	free(g_park.graph);
+	memset(&g_park, 0, sizeof(g_park));
+}
+
 static json_t *
 drops_json(const uint64_t *a, const uint64_t *b)
 {
@@ -613,8 +665,26 @@ rpc_graph_remove(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 	char err[256];
 	uint32_t rules = 0;
 
+	int id, rc;
+
 	if (name == NULL)
 		return fail(e, E_PARAMS, "param 'name' (graph name) is missing");
+	/* Its rules go first: a rule set without them is built off this
+	 * thread, and the graph is removed when it is committed. */
+	id = sl_graph_lookup(m, name);
+	if (id > 0) {
+		rc = sl_rules_remove_graph_start(m, (uint16_t)id, err,
+						 sizeof(err));
+		if (rc < 0)
+			return fail(e, E_FAILED, "%s", err);
+		if (rc == 1) {
+			g_park.graph = strdup(name);
+			if (g_park.graph == NULL) /* the build runs anyway */
+				sl_log("out of memory for graph.remove %s",
+				       name);
+			return park(PARK_GRAPH_REMOVE);
+		}
+	}
 	if (sl_graph_remove(m, name, &rules, err, sizeof(err)) != 0)
 		return fail(e, E_FAILED, "%s", err);
 	return json_pack("{s:s, s:I}", "removed", name, "rules_removed",
@@ -755,7 +825,7 @@ param_rule(struct sl_mgr *m, json_t *p, struct sl_rule_spec *r,
 static json_t *
 rpc_rule_add(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 {
-	json_t *list = json_object_get(p, "rules"), *out = NULL;
+	json_t *list = json_object_get(p, "rules");
 	struct sl_rule_spec one, *r;
 	char err[512], where[32];
 	size_t n, i;
@@ -764,10 +834,9 @@ rpc_rule_add(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 	if (list == NULL) {
 		if (param_rule(m, p, &one, "", e) != 0)
 			return NULL;
-		if (sl_rule_add(m, one.graph, one.priority, &one.match, &out,
-				err, sizeof(err)) != 0)
+		if (sl_rules_add_start(m, &one, 1, err, sizeof(err)) != 0)
 			return fail(e, E_FAILED, "%s", err);
-		return out;
+		return park(PARK_RULE_ONE);
 	}
 	/* A batch: one classifier build for all of them. */
 	if (json_object_size(p) != 1)
@@ -793,14 +862,23 @@ rpc_rule_add(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 			return NULL;
 		}
 	}
-	rc = sl_rules_add(m, r, (uint32_t)n, &out, err, sizeof(err));
+	rc = sl_rules_add_start(m, r, (uint32_t)n, err, sizeof(err));
 	free(r);
 	if (rc != 0)
 		return fail(e, E_FAILED, "%s", err);
+	g_park.n = n;
+	return park(PARK_RULES);
+}
+
+/* rule.add {rules}'s reply from the added rules. */
+static json_t *
+rules_added(json_t *out, size_t n)
+{
 	/* The ids are consecutive, in the order given (the rules themselves
 	 * could be more than a client's --control-out-kb: rule.list pages). */
 	json_int_t first = INT64_MAX;
 	json_t *x;
+	size_t i;
 
 	json_array_foreach(out, i, x) {
 		json_int_t id = json_integer_value(json_object_get(x, "id"));
@@ -808,7 +886,6 @@ rpc_rule_add(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 		if (id < first)
 			first = id;
 	}
-	json_decref(out);
 	return json_pack("{s:I, s:I, s:I}", "added", (json_int_t)n, "first_id",
 			 first, "last_id", first + (json_int_t)n - 1);
 }
@@ -862,10 +939,12 @@ rpc_rule_remove(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 		if (!json_is_integer(id))
 			return fail(e, E_PARAMS,
 				    "param 'id' (rule id) is missing");
-		if (sl_rule_remove(m, (uint32_t)json_integer_value(id), err,
-				   sizeof(err)) != 0)
+		uint32_t one = (uint32_t)json_integer_value(id);
+
+		if (sl_rules_remove_start(m, &one, 1, err, sizeof(err)) != 0)
 			return fail(e, E_FAILED, "%s", err);
-		return json_pack("{s:I}", "removed", json_integer_value(id));
+		g_park.one = json_integer_value(id);
+		return park(PARK_REMOVE_ONE);
 	}
 	n = json_array_size(ids);
 	if (id != NULL || !json_is_array(ids) || n == 0)
@@ -887,11 +966,12 @@ rpc_rule_remove(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 		}
 		v[i] = (uint32_t)json_integer_value(x);
 	}
-	rc = sl_rules_remove(m, v, (uint32_t)n, err, sizeof(err));
+	rc = sl_rules_remove_start(m, v, (uint32_t)n, err, sizeof(err));
 	free(v);
 	if (rc != 0)
 		return fail(e, E_FAILED, "%s", err);
-	return json_pack("{s:O}", "removed", ids);
+	g_park.ids = json_incref(ids);
+	return park(PARK_REMOVE_IDS);
 }
 
 /* Filters of flow.list / flow.delete. */
@@ -1237,33 +1317,34 @@ rpc_shutdown(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 static const struct {
 	const char *name;
 	rpc_fn fn;
+	int rules; /* changes rules: control thread, one build at a time */
 } methods[] = {
-	{"status", rpc_status},
-	{"nf.list", rpc_nf_list},
-	{"nf.stop", rpc_nf_stop},
-	{"nf.scale", rpc_nf_scale},
-	{"port.list", rpc_port_list},
-	{"service.list", rpc_service_list},
-	{"stats", rpc_stats},
-	{"chain.get", rpc_chain_get},
-	{"chain.set", rpc_chain_set},
-	{"lb.set", rpc_lb_set},
-	{"graph.apply", rpc_graph_apply},
-	{"graph.get", rpc_graph_get},
-	{"graph.remove", rpc_graph_remove},
-	{"rule.add", rpc_rule_add},
-	{"rule.list", rpc_rule_list},
-	{"rule.remove", rpc_rule_remove},
-	{"flow.list", rpc_flow_list},
-	{"flow.get", rpc_flow_get},
-	{"flow.delete", rpc_flow_delete},
-	{"flow.request", rpc_flow_request},
-	{"flow.requests", rpc_flow_requests},
-	{"flow.request.remove", rpc_flow_request_remove},
-	{"rx.pause", rpc_rx_pause},
-	{"rx.resume", rpc_rx_resume},
-	{"subscribe", NULL},
-	{"shutdown", rpc_shutdown},
+	{"status", rpc_status, 0},
+	{"nf.list", rpc_nf_list, 0},
+	{"nf.stop", rpc_nf_stop, 0},
+	{"nf.scale", rpc_nf_scale, 0},
+	{"port.list", rpc_port_list, 0},
+	{"service.list", rpc_service_list, 0},
+	{"stats", rpc_stats, 0},
+	{"chain.get", rpc_chain_get, 0},
+	{"chain.set", rpc_chain_set, 0},
+	{"lb.set", rpc_lb_set, 0},
+	{"graph.apply", rpc_graph_apply, 0},
+	{"graph.get", rpc_graph_get, 0},
+	{"graph.remove", rpc_graph_remove, 1},
+	{"rule.add", rpc_rule_add, 1},
+	{"rule.list", rpc_rule_list, 0},
+	{"rule.remove", rpc_rule_remove, 1},
+	{"flow.list", rpc_flow_list, 0},
+	{"flow.get", rpc_flow_get, 0},
+	{"flow.delete", rpc_flow_delete, 0},
+	{"flow.request", rpc_flow_request, 0},
+	{"flow.requests", rpc_flow_requests, 0},
+	{"flow.request.remove", rpc_flow_request_remove, 0},
+	{"rx.pause", rpc_rx_pause, 0},
+	{"rx.resume", rpc_rx_resume, 0},
+	{"subscribe", NULL, 0},
+	{"shutdown", rpc_shutdown, 0},
 };
 
 static json_t *
@@ -1314,8 +1395,24 @@ error_resp(json_t *id, int code, const char *msg)
 			 "message", msg);
 }
 
-json_t *
-sl_rpc_handle(struct sl_mgr *m, const char *line, size_t len, int *subscribe)
+/* The reply to a request with id (NULL: a notification, no reply). */
+static json_t *
+reply(json_t *id, json_t *result, const struct rpc_err *e)
+{
+	if (id == NULL) {
+		json_decref(result);
+		return NULL;
+	}
+	if (result != NULL)
+		return json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id,
+				 "result", result);
+	return error_resp(id, e->code ? e->code : E_FAILED,
+			  e->msg[0] ? e->msg : "internal error");
+}
+
+static json_t *
+handle(struct sl_mgr *m, const char *line, size_t len, int *subscribe,
+       struct rpc_ctl *ctl, enum sl_rpc_state *state)
 {
 	struct rpc_err e = {0, ""};
 	json_error_t jerr;
@@ -1324,6 +1421,7 @@ sl_rpc_handle(struct sl_mgr *m, const char *line, size_t len, int *subscribe)
 	char buf[600];
 	size_t i;
 
+	*state = SL_RPC_REPLY;
 	req = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY,
 			 &jerr);
 	if (req == NULL) {
@@ -1373,6 +1471,14 @@ sl_rpc_handle(struct sl_mgr *m, const char *line, size_t len, int *subscribe)
 	for (i = 0; i < RTE_DIM(methods); i++)
 		if (strcmp(methods[i].name, method) == 0)
 			break;
+	if (i < RTE_DIM(methods) && methods[i].rules && ctl != NULL &&
+	    (ctl->rules_wait || sl_rules_busy())) {
+		/* Its turn comes when the build under way is committed. */
+		*state = SL_RPC_WAIT;
+		json_decref(params);
+		json_decref(req);
+		return NULL;
+	}
 	if (i == RTE_DIM(methods)) {
 		e.code = E_METHOD;
 		snprintf(e.msg, sizeof(e.msg),
@@ -1381,21 +1487,105 @@ sl_rpc_handle(struct sl_mgr *m, const char *line, size_t len, int *subscribe)
 	} else if (methods[i].fn == NULL) { /* subscribe */
 		*subscribe = 1;
 		result = json_pack("{s:b}", "subscribed", 1);
+	} else if (methods[i].rules && ctl == NULL) {
+		e.code = E_FAILED;
+		snprintf(e.msg, sizeof(e.msg),
+			 "method '%s' changes rules: send it on the control "
+			 "socket",
+			 method);
 	} else {
+		t_ctl = ctl;
 		result = methods[i].fn(m, params, &e);
+		t_ctl = NULL;
 	}
 	json_decref(params);
-	if (id == NULL) { /* a notification gets no answer */
+	if (ctl != NULL && ctl->parked) {
+		/* The reply comes from sl_rpc_poll. */
+		g_park.active = 1;
+		g_park.id = json_incref(id);
+		*state = SL_RPC_PARKED;
 		json_decref(result);
 		json_decref(req);
 		return NULL;
 	}
-	if (result != NULL)
-		resp = json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id,
-				 "result", result);
-	else
-		resp = error_resp(id, e.code ? e.code : E_FAILED,
-				  e.msg[0] ? e.msg : "internal error");
+	resp = reply(id, result, &e);
 	json_decref(req);
 	return resp;
+}
+
+json_t *
+sl_rpc_handle(struct sl_mgr *m, const char *line, size_t len, int *subscribe)
+{
+	enum sl_rpc_state state;
+
+	return handle(m, line, len, subscribe, NULL, &state);
+}
+
+enum sl_rpc_state
+sl_rpc_handle_ctl(struct sl_mgr *m, const char *line, size_t len,
+		  int rules_wait, int *subscribe, json_t **resp)
+{
+	struct rpc_ctl ctl = {.rules_wait = rules_wait};
+	enum sl_rpc_state state;
+
+	*resp = handle(m, line, len, subscribe, &ctl, &state);
+	return state;
+}
+
+int
+sl_rpc_poll(struct sl_mgr *m, json_t **resp)
+{
+	struct rpc_err e = {0, ""};
+	json_t *out = NULL, *result = NULL;
+	char err[512];
+	uint32_t rules = 0;
+	int rc;
+
+	*resp = NULL;
+	if (!g_park.active || !sl_rules_poll(m, &rc, &out, err, sizeof(err)))
+		return 0;
+	if (rc != 0 && g_park.kind == PARK_GRAPH_REMOVE)
+		fail(&e, E_FAILED,
+		     "graph '%s' was not removed: its rules could not be "
+		     "rebuilt without it: %s",
+		     g_park.graph ? g_park.graph : "?", err);
+	else if (rc != 0)
+		fail(&e, E_FAILED, "%s", err);
+	else
+		switch (g_park.kind) {
+		case PARK_RULE_ONE:
+			result = json_incref(json_array_get(out, 0));
+			break;
+		case PARK_RULES:
+			result = rules_added(out, g_park.n);
+			break;
+		case PARK_REMOVE_ONE:
+			result = json_pack("{s:I}", "removed", g_park.one);
+			break;
+		case PARK_REMOVE_IDS:
+			result = json_pack("{s:O}", "removed", g_park.ids);
+			break;
+		case PARK_GRAPH_REMOVE:
+			if (g_park.graph == NULL)
+				fail(&e, E_FAILED, "out of memory");
+			else if (sl_graph_remove(m, g_park.graph, &rules, err,
+						 sizeof(err)) != 0)
+				fail(&e, E_FAILED, "%s", err);
+			else
+				result = json_pack("{s:s, s:I}", "removed",
+						   g_park.graph, "rules_removed",
+						   (json_int_t)rules);
+			sl_rules_prepared_drop(); /* if not taken */
+			break;
+		}
+	json_decref(out);
+	*resp = reply(g_park.id, result, &e);
+	park_clear();
+	return 1;
+}
+
+void
+sl_rpc_close(void)
+{
+	park_clear();
 }

@@ -241,10 +241,6 @@ void sl_flow_graph_removed(uint16_t id);
 void sl_flow_ingress(struct sl_shm *shm, struct rte_mbuf **pkts, uint16_t n);
 void sl_flow_maintain(struct sl_shm *shm, uint64_t now);
 void sl_flow_rx_fini(void);
-int sl_rule_add(struct sl_mgr *m, uint16_t graph, int32_t priority,
-		const struct sl_match *mt, json_t **out, char *err,
-		size_t errlen);
-int sl_rule_remove(struct sl_mgr *m, uint32_t id, char *err, size_t errlen);
 uint32_t sl_rules_remove_graph(struct sl_mgr *m, uint16_t graph);
 json_t *sl_rules_json(struct sl_mgr *m);
 json_t *sl_flow_json(const struct sl_mgr *m, uint32_t pos);
@@ -284,8 +280,26 @@ void sl_control_watch_pid(struct sl_mgr *m, uint16_t instance, int pidfd);
 json_t *sl_control_json(const struct sl_mgr *m);
 
 /* rpc.c */
+/* Any thread (telemetry): a request's reply, NULL for a notification;
+ * methods that change rules are refused (they are the control thread's). */
 json_t *sl_rpc_handle(struct sl_mgr *m, const char *line, size_t len,
 		      int *subscribe);
+enum sl_rpc_state {
+	SL_RPC_REPLY,  /* *resp is the reply (NULL for a notification) */
+	SL_RPC_PARKED, /* a rule build started: sl_rpc_poll gives the reply */
+	SL_RPC_WAIT,   /* a rule change while one builds: nothing was done;
+			* give the same line again once sl_rpc_poll answered */
+};
+/* The control thread's: a request that may start a rule build; with
+ * rules_wait (others wait their turn), a rule change is SL_RPC_WAIT. */
+enum sl_rpc_state sl_rpc_handle_ctl(struct sl_mgr *m, const char *line,
+				    size_t len, int rules_wait,
+				    int *subscribe, json_t **resp);
+/* 1 when the parked request's build finished and was committed or
+ * refused, with *resp its reply (NULL for a notification); 0 otherwise. */
+int sl_rpc_poll(struct sl_mgr *m, json_t **resp);
+/* Drops a parked request (shutdown). */
+void sl_rpc_close(void);
 
 /* telemetry.c: DPDK telemetry commands /sluice/... (after the ports and
  * the control socket are up; closed first at shutdown) */
