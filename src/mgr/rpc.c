@@ -1077,7 +1077,9 @@ param_flow(struct sl_mgr *m, json_t *p, uint32_t *pos, struct rpc_err *e)
 	if (sl_5tuple_parse(key, &t) != 0) {
 		fail(e, E_PARAMS,
 		     "param 'key' '%s' is not a flow key like \"tcp "
-		     "10.0.0.1:1234 > 10.0.0.2:80\"",
+		     "10.0.0.1:1234 > 10.0.0.2:80\" or \"udp "
+		     "[2001:db8::1]:53 > [2001:db8::2]:5353\" (IPv6 "
+		     "addresses in brackets)",
 		     key);
 		return -1;
 	}
@@ -1198,7 +1200,10 @@ rpc_flow_request(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 			if (sl_5tuple_parse(key, &r.tuple) != 0)
 				return fail(e, E_PARAMS,
 					    "flow key '%s' is not like \"tcp "
-					    "10.0.0.1:1234 > 10.0.0.2:80\"",
+					    "10.0.0.1:1234 > 10.0.0.2:80\" or "
+					    "\"udp [2001:db8::1]:53 > "
+					    "[2001:db8::2]:5353\" (IPv6 addresses "
+					    "in brackets)",
 					    key);
 		} else if (json_is_object(mt)) {
 			if (param_match(m, mt, NULL, 0, &r.match, &has, e))

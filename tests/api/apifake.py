@@ -462,7 +462,9 @@ class Sluiced:
                     key = p["key"]
                     if not re.fullmatch(r"(tcp|udp|sctp) \S+:\d+ > \S+:\d+", key):
                         return err(-32602, f"param 'key' '{key}' is not a flow key like "
-                                           f"\"tcp 10.0.0.1:1234 > 10.0.0.2:80\"")
+                                           f"\"tcp 10.0.0.1:1234 > 10.0.0.2:80\" or \"udp "
+                                           f"[2001:db8::1]:53 > [2001:db8::2]:5353\" (IPv6 "
+                                           f"addresses in brackets)")
                     f = next((f for f in self.flows if f["key"] == key), None)
                     if f is None:
                         return err(-32000, f"no flow '{key}' in the table")

@@ -426,7 +426,8 @@ def test_flows(api: TestClient, fake: Any) -> None:
     r = api.get("/api/v1/flows/bogus")
     assert (r.status_code, r.json()) == (422, {
         "detail": "param 'key' 'bogus' is not a flow key like \"tcp 10.0.0.1:1234 > "
-                  "10.0.0.2:80\""})
+                  "10.0.0.2:80\" or \"udp [2001:db8::1]:53 > [2001:db8::2]:5353\" (IPv6 "
+                  "addresses in brackets)"})
     r = api.delete("/api/v1/flows")
     assert (r.status_code, r.json()) == (422, {
         "detail": "flow.delete needs 'id', 'key', filters, or \"all\": true"})

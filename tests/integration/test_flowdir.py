@@ -155,7 +155,13 @@ def test_flow_list_get_delete(launch, node, tmp_path):
     with pytest.raises(RpcError) as e:
         run.client.call("flow.get", **{"key": "bogus"})
     assert e.value.message == ("param 'key' 'bogus' is not a flow key like \"tcp "
-                               "10.0.0.1:1234 > 10.0.0.2:80\"")
+                               "10.0.0.1:1234 > 10.0.0.2:80\" or \"udp [2001:db8::1]:53 > "
+                               "[2001:db8::2]:5353\" (IPv6 addresses in brackets)")
+    with pytest.raises(RpcError) as e:  # an IPv6 address without its brackets
+        run.client.call("flow.get", **{"key": "tcp 2001:db8::1:80 > [2001:db8::2]:80"})
+    assert e.value.message.startswith("param 'key' 'tcp 2001:db8::1:80 > [2001:db8::2]:80' "
+                                      "is not a flow key like"), e.value.message
+    assert e.value.message.endswith("(IPv6 addresses in brackets)")
     with pytest.raises(RpcError) as e:
         run.client.call("flow.list", **{"instance": 0})
     assert e.value.message == ("param 'instance' needs 'service' (the service whose pinned "
