@@ -11,12 +11,18 @@
  * rte_acl cannot be built.
  *
  * SIGHUP re-reads the file: the new rules replace the old ones only if the
- * whole file is valid. Counters are printed on reload and at exit in the
- * format documented in README.md.
+ * whole file is valid. The file is read and its classifier built by a
+ * background thread (an rte_acl build of thousands of rules takes seconds)
+ * while packets go on through the old rules; the NF thread swaps the
+ * tables between two bursts (fw_reload_poll(), from process and tick).
+ * Counters are printed at that swap and at exit in the format documented
+ * in README.md.
  */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +41,9 @@
 #define FW_PROG "sluice-firewall"
 #define FW_CHUNK 64        /* packets classified per lookup */
 #define FW_PRINT_RULES 32  /* rules listed at startup */
+#define FW_TICK_MS 10      /* how often an idle NF looks for a finished build */
+#define FW_ERR_LEN 512
+#define FW_NOTE_LEN 320
 
 enum fw_matcher {
 	FW_MATCH_ACL = 0,
@@ -63,11 +72,31 @@ struct fw_table {
 	struct fw_counter *cnt;   /* [n_slots] */
 };
 
+struct fw_state;
+
+/*
+ * A reload in progress: fw_builder() reads and compiles the file in its
+ * own thread; the NF thread sees done (release/acquire), joins it and
+ * takes table, or err. The builder only reads the fields of fw_state that
+ * init set and nothing changes after.
+ */
+struct fw_build {
+	pthread_t thread;
+	const struct fw_state *fw;
+	int done;                 /* set by the builder when it has finished */
+	int rc;                   /* fw_table_load()'s result */
+	struct fw_table *table;   /* the new table, when rc == 0 */
+	char err[FW_ERR_LEN];     /* why not, when rc != 0 */
+	char note[FW_NOTE_LEN];   /* a fallback to the linear matcher, or "" */
+};
+
 struct fw_state {
 	char *rules_path;
 	uint8_t non_ip_action;   /* enum fw_action for non-IP and malformed */
 	enum fw_matcher matcher; /* what --matcher asked for */
 	struct fw_table *table;
+	struct fw_build *build;  /* the reload being built, or NULL */
+	int reload_again;        /* SIGHUP during a build: reload after it */
 };
 
 /* Builds the classifier of a rule set: first match wins. */
@@ -109,19 +138,24 @@ fw_table_free(struct fw_table *tb)
 
 /*
  * Reads the rule file and compiles it. Nothing in fw changes, so a bad
- * file on reload leaves the running table alone.
+ * file on reload leaves the running table alone, and a reload can run it
+ * in another thread. It prints nothing: when rte_acl cannot be built, note
+ * says so (else it is ""), for the caller to print.
  */
 static int
-fw_table_load(struct fw_state *fw, struct fw_table **out, char *err,
-	      size_t err_size)
+fw_table_load(const struct fw_state *fw, struct fw_table **out, char *err,
+	      size_t err_size, char *note, size_t note_size)
 {
 	struct fw_table *tb;
 	uint32_t n_slots, i;
 	int rc;
 
+	note[0] = '\0';
 	tb = calloc(1, sizeof(*tb));
-	if (tb == NULL)
+	if (tb == NULL) {
+		snprintf(err, err_size, "out of memory");
 		return -ENOMEM;
+	}
 	rc = fw_rules_load(fw->rules_path, &tb->rs, err, err_size);
 	if (rc != 0) {
 		free(tb);
@@ -150,11 +184,11 @@ fw_table_load(struct fw_state *fw, struct fw_table **out, char *err,
 
 		rc = fw_acl_build(tb->rs, &tb->cls, why, sizeof(why));
 		if (rc != 0) {
-			fprintf(stderr,
-				FW_PROG ": cannot build rte_acl (%s; sluiced "
-					"--nf-mem sets the memory NFs may "
-					"use); using the linear matcher\n",
-				why);
+			snprintf(note, note_size,
+				 FW_PROG ": cannot build rte_acl (%s; sluiced "
+					 "--nf-mem sets the memory NFs may "
+					 "use); using the linear matcher\n",
+				 why);
 			tb->cls = NULL;
 			tb->matcher = FW_MATCH_LINEAR;
 		}
@@ -209,12 +243,17 @@ fw_classify(struct fw_table *tb, struct rte_mbuf **pkts, uint16_t n)
 	}
 }
 
+static void fw_reload_poll(struct fw_state *fw);
+
 static void
 fw_process(struct sl_nf *nf, struct rte_mbuf **pkts, uint16_t n)
 {
 	struct fw_state *fw = sl_nf_priv(nf);
 	uint16_t done, k;
 
+	/* A finished reload takes over before this burst, not inside it. */
+	if (unlikely(fw->build != NULL))
+		fw_reload_poll(fw);
 	for (done = 0; done < n; done += k) {
 		k = n - done < FW_CHUNK ? n - done : FW_CHUNK;
 		fw_classify(fw->table, pkts + done, k);
@@ -310,11 +349,18 @@ static const char fw_usage[] =
 	"  --matcher NAME    acl (rte_acl, default) or linear "
 	"(reference scan)\n";
 
+static void fw_reload_join(struct fw_state *fw);
+
 static void
 fw_state_free(struct fw_state *fw)
 {
 	if (fw == NULL)
 		return;
+	if (fw->build != NULL) {
+		fw_reload_join(fw);
+		fw_table_free(fw->build->table);
+		free(fw->build);
+	}
 	fw_table_free(fw->table);
 	free(fw->rules_path);
 	free(fw);
@@ -393,7 +439,7 @@ static int
 fw_init(struct sl_nf *nf, int argc, char **argv)
 {
 	struct fw_state *fw;
-	char err[512];
+	char err[FW_ERR_LEN], note[FW_NOTE_LEN];
 	int rc;
 
 	fw = calloc(1, sizeof(*fw));
@@ -403,7 +449,9 @@ fw_init(struct sl_nf *nf, int argc, char **argv)
 	fw->matcher = FW_MATCH_ACL;
 	rc = fw_parse_args(fw, argc, argv);
 	if (rc == 0) {
-		rc = fw_table_load(fw, &fw->table, err, sizeof(err));
+		rc = fw_table_load(fw, &fw->table, err, sizeof(err), note,
+				   sizeof(note));
+		fputs(note, stderr);
 		if (rc != 0) {
 			fprintf(stderr, FW_PROG ": %s\n", err);
 			rc = rc == -ENOMEM ? ENOMEM : -rc;
@@ -418,27 +466,140 @@ fw_init(struct sl_nf *nf, int argc, char **argv)
 	return 0;
 }
 
+/* The reload thread: reads and compiles the file, then says it is done. */
+static void *
+fw_builder(void *arg)
+{
+	struct fw_build *b = arg;
+
+	b->rc = fw_table_load(b->fw, &b->table, b->err, sizeof(b->err),
+			      b->note, sizeof(b->note));
+	__atomic_store_n(&b->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* Prints the counters and why a reload failed; the table stays. */
+static void
+fw_reload_failed(struct fw_state *fw, const char *why)
+{
+	fw_print_counters(fw, "reload");
+	fprintf(stderr,
+		FW_PROG ": reload failed, keeping the %" PRIu32
+			" current rules: %s\n",
+		fw->table->rs->n_rules, why);
+	fflush(stderr);
+}
+
+/*
+ * Starts a reload: a thread reads and builds the file while packets go on
+ * through fw->table. Signals are blocked in it, so that SIGHUP and SIGTERM
+ * reach the NF thread (libsluice's handlers).
+ */
+static void
+fw_reload_start(struct fw_state *fw)
+{
+	struct fw_build *b = calloc(1, sizeof(*b));
+	sigset_t all, old;
+	char why[FW_ERR_LEN];
+	int rc;
+
+	if (b == NULL) {
+		fw_reload_failed(fw, "out of memory");
+		return;
+	}
+	b->fw = fw;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(&b->thread, NULL, fw_builder, b);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0) {
+		free(b);
+		snprintf(why, sizeof(why),
+			 "cannot start a thread to build them (%s); send "
+			 "SIGHUP again",
+			 strerror(rc));
+		fw_reload_failed(fw, why);
+		return;
+	}
+	fw->build = b;
+	fprintf(stderr,
+		FW_PROG ": reloading %s in the background; packets go on "
+			"through the %" PRIu32 " current rules until it is "
+			"built\n",
+		fw->rules_path, fw->table->rs->n_rules);
+	fflush(stderr);
+}
+
+/* Waits for the builder to end (fini, or once it said it is done). */
+static void
+fw_reload_join(struct fw_state *fw)
+{
+	int rc = pthread_join(fw->build->thread, NULL);
+
+	if (rc != 0) /* cannot happen: a joinable thread of ours */
+		fprintf(stderr, FW_PROG ": pthread_join: %s\n", strerror(rc));
+}
+
+/*
+ * If the reload thread has finished: between two bursts, prints the old
+ * table's counters (every packet it judged is in them) and swaps in the
+ * new table, or says why not and keeps the old one. Then starts the
+ * reload a SIGHUP asked for during the build.
+ */
+static void
+fw_reload_poll(struct fw_state *fw)
+{
+	struct fw_build *b = fw->build;
+
+	if (b == NULL || !__atomic_load_n(&b->done, __ATOMIC_ACQUIRE))
+		return;
+	fw_reload_join(fw);
+	fw->build = NULL;
+	if (b->rc != 0) {
+		fw_reload_failed(fw, b->err);
+	} else {
+		fw_print_counters(fw, "reload");
+		fputs(b->note, stderr);
+		fw_table_free(fw->table);
+		fw->table = b->table;
+		fw_print_table(fw, "reloaded");
+	}
+	free(b);
+	if (fw->reload_again) {
+		fw->reload_again = 0;
+		fw_reload_start(fw);
+	}
+}
+
 static void
 fw_reload(struct sl_nf *nf)
 {
 	struct fw_state *fw = sl_nf_priv(nf);
-	struct fw_table *tb = NULL;
-	char err[512];
-	int rc;
 
-	fw_print_counters(fw, "reload");
-	rc = fw_table_load(fw, &tb, err, sizeof(err));
-	if (rc != 0) {
-		fprintf(stderr,
-			FW_PROG ": reload failed, keeping the %" PRIu32
-				" current rules: %s\n",
-			fw->table->rs->n_rules, err);
-		fflush(stderr);
+	fw_reload_poll(fw);
+	if (fw->build == NULL) {
+		fw_reload_start(fw);
 		return;
 	}
-	fw_table_free(fw->table);
-	fw->table = tb;
-	fw_print_table(fw, "reloaded");
+	/* The file may have changed again since the builder read it. */
+	fw->reload_again = 1;
+	fprintf(stderr,
+		FW_PROG ": SIGHUP during a reload: %s will be read again "
+			"once the current build ends\n",
+		fw->rules_path);
+	fflush(stderr);
+}
+
+/* With no traffic, process is not called: a finished reload is taken
+ * here. */
+static void
+fw_tick(struct sl_nf *nf, uint64_t now_ns)
+{
+	struct fw_state *fw = sl_nf_priv(nf);
+
+	(void)now_ns;
+	if (fw->build != NULL)
+		fw_reload_poll(fw);
 }
 
 static void
@@ -448,8 +609,18 @@ fw_fini(struct sl_nf *nf)
 
 	if (fw == NULL)
 		return;
+	if (fw->build != NULL) {
+		fw->reload_again = 0;
+		fw_reload_poll(fw); /* a finished one is taken as usual */
+	}
+	if (fw->build != NULL) {
+		fprintf(stderr,
+			FW_PROG ": exiting during a reload: waiting for the "
+				"build of %s to end; its rules are not used\n",
+			fw->rules_path);
+	}
 	fw_print_counters(fw, "exit");
-	fw_state_free(fw);
+	fw_state_free(fw); /* joins the builder */
 	sl_nf_set_priv(nf, NULL);
 }
 
@@ -459,6 +630,8 @@ static const struct sl_nf_ops fw_ops = {
 	.access = SL_ACCESS_READ,
 	.init = fw_init,
 	.process = fw_process,
+	.tick = fw_tick,
+	.tick_ms = FW_TICK_MS,
 	.reload = fw_reload,
 	.fini = fw_fini,
 	.usage = fw_usage,

@@ -221,6 +221,12 @@ def test_firewall_reloads_its_rules_on_sighup(launch, node, tmp_path, monkeypatc
     log = fw.log.read_text()
     by_old = {r: [f for f, d in zip(a, old_a, strict=True) if d == r]
               for r in ("block-low", "no-dns", "block-v6")}
+    # The reload is built in the background, then the old counters are
+    # printed at the swap, then the new rules (README.md, "Reload").
+    started = (f"sluice-firewall: reloading {rules} in the background; packets go on "
+               f"through the 4 current rules until it is built\n")
+    assert (log.index(started) < log.index("fw-counters: reason=reload ")
+            < log.index(reloaded))
     at_reload = _counters(log, "reload")
     assert at_reload["header"] == f"fw-counters: reason=reload file={rules} rules=4 matcher=acl"
     assert at_reload["rule=1 name=block-low action=deny"] == _pb(by_old["block-low"])

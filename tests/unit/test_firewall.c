@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * sluice-firewall driven through its ops (nfs/firewall/firewall.c) with the
- * libsluice stand-in of nf_stub.c: verdicts, counters as printed, reload,
+ * libsluice stand-in of nf_stub.c: verdicts, counters as printed, reload
+ * (built in the background, swapped at a tick or a burst),
  * arguments, malformed packets, and rte_acl against the linear reference
  * matcher on random rule sets and packets.
  */
@@ -17,6 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/stat.h>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -301,14 +306,91 @@ test_args(void **state)
 }
 
 static void
+do_tick(void *arg)
+{
+	(void)arg;
+	stub_ops->tick(stub_nf(), stub_now_ns);
+}
+
+/*
+ * The reload runs in a thread of its own; the NF takes its outcome at a
+ * tick or at the start of a burst. Ticks until that happens (at most 10 s)
+ * and returns what the NF printed then.
+ */
+static char *
+tick_until_reloaded(void)
+{
+	char *out;
+	int i;
+
+	for (i = 0; i < 10000; i++) {
+		out = stub_capture_stderr(do_tick, NULL);
+		assert_non_null(out);
+		if (out[0] != '\0')
+			return out;
+		free(out);
+		usleep(1000);
+	}
+	fail_msg("the firewall's reload thread did not finish within 10 s");
+	return NULL;
+}
+
+/* The rule file becomes a FIFO: the reload thread waits in fopen() or
+ * fread() until the test writes the rules with fifo_write(). */
+static void
+make_fifo(const char *path)
+{
+	unlink(path);
+	assert_int_equal(mkfifo(path, 0600), 0);
+}
+
+static void
+fifo_write(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY); /* waits for the reader */
+	size_t len = strlen(text);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, len), (ssize_t)len);
+	close(fd);
+}
+
+static void
+expect_started(const char *out, const char *path, unsigned n_rules)
+{
+	char line[512];
+
+	snprintf(line, sizeof(line),
+		 "sluice-firewall: reloading %s in the background; packets go "
+		 "on through the %u current rules until it is built\n",
+		 path, n_rules);
+	assert_string_equal(out, line);
+}
+
+struct burst_call {
+	struct frame *f;
+	sl_verdict_t v[2];
+};
+
+static void
+do_burst(void *arg)
+{
+	struct burst_call *c = arg;
+
+	run_frames(c->f, 2, c->v);
+}
+
+static void
 test_reload(void **state)
 {
 	char *path = write_file(".json",
 				"{\"rules\": [{\"action\": \"deny\", "
 				"\"proto\": \"tcp\", \"dport\": 22}]}");
+	struct burst_call c;
 	struct frame f[2];
 	sl_verdict_t v[2];
-	char *out, line[512];
+	char *out, line[1024];
+	unsigned k;
 	int rc;
 
 	(void)state;
@@ -323,10 +405,14 @@ test_reload(void **state)
 	assert_int_equal(v[0], SL_DROP);
 	assert_int_equal(v[1], SL_NEXT);
 
-	/* A bad file: counters printed, error named, old rules kept. */
+	/* A bad file: the reload starts in the background, then the
+	 * counters are printed, the error named, the old rules kept. */
 	rewrite_file(path, "{\"rules\": [{\"action\": \"deny\", \"proto\": "
 			   "\"tcp\", \"dport\": 99999}]}");
 	out = stub_capture_stderr(do_reload, NULL);
+	expect_started(out, path, 1);
+	free(out);
+	out = tick_until_reloaded();
 	assert_has(out, "fw-counters: reason=reload");
 	assert_has(out, "fw-counter: rule=1 name=- action=deny packets=1 "
 			"bytes=54\n");
@@ -336,34 +422,193 @@ test_reload(void **state)
 		 "port range (0-65535, 'LO-HI' or 'any')\n",
 		 path);
 	assert_has(out, line);
+	assert_null(strstr(out, "reloaded"));
 	free(out);
 	run_frames(f, 2, v);
 	assert_int_equal(v[0], SL_DROP);
 	assert_int_equal(v[1], SL_NEXT);
 
-	/* A good file: new rules, counters start again. */
-	rewrite_file(path, "{\"default\": \"deny\", \"rules\": [{\"action\": "
-			   "\"allow\", \"name\": \"ssh\", \"proto\": \"tcp\", "
-			   "\"dport\": 22}]}");
+	/* A good file that the reload thread waits for: packets go on
+	 * through the old rules meanwhile, and a tick takes nothing. */
+	make_fifo(path);
 	out = stub_capture_stderr(do_reload, NULL);
-	assert_has(out, "fw-counter: rule=1 name=- action=deny packets=2 "
-			"bytes=108\n");
+	expect_started(out, path, 1);
+	free(out);
+	for (k = 0; k < 2; k++) {
+		run_frames(f, 2, v);
+		assert_int_equal(v[0], SL_DROP);
+		assert_int_equal(v[1], SL_NEXT);
+	}
+	out = stub_capture_stderr(do_tick, NULL);
+	assert_string_equal(out, "");
+	free(out);
+	/* SIGHUP during the build: another reload once it ends. */
+	out = stub_capture_stderr(do_reload, NULL);
 	snprintf(line, sizeof(line),
+		 "sluice-firewall: SIGHUP during a reload: %s will be read "
+		 "again once the current build ends\n",
+		 path);
+	assert_string_equal(out, line);
+	free(out);
+	fifo_write(path, "{\"default\": \"deny\", \"rules\": [{\"action\": "
+			 "\"allow\", \"name\": \"ssh\", \"proto\": \"tcp\", "
+			 "\"dport\": 22}]}");
+	/* At the swap: the old counters with every packet the old rules
+	 * judged, the new rules, and the reload asked for meanwhile. */
+	out = tick_until_reloaded();
+	snprintf(line, sizeof(line),
+		 "fw-counters: reason=reload file=%s rules=1 matcher=acl\n"
+		 "fw-counter: rule=1 name=- action=deny packets=4 "
+		 "bytes=216\n"
+		 "fw-counter: rule=default name=- action=allow packets=4 "
+		 "bytes=216\n"
+		 "fw-counter: rule=non-ip name=- action=allow packets=0 "
+		 "bytes=0\n"
+		 "fw-counter: rule=malformed name=- action=allow packets=0 "
+		 "bytes=0\n"
+		 "fw-counters: end packets=8 allowed=4 denied=4\n"
 		 "sluice-firewall: reloaded 1 rules from %s, default deny, "
+		 "non-IP allow, matcher acl\n"
+		 "sluice-firewall:   rule 1 (ssh): allow proto tcp dport 22\n",
+		 path, path);
+	if (strncmp(out, line, strlen(line)) != 0)
+		fail_msg("expected:\n%s\nat the start of:\n%s", line, out);
+	expect_started(out + strlen(line), path, 1);
+	free(out);
+
+	/* The second reload waits for its file too: the new rules judge. */
+	run_frames(f, 2, v);
+	assert_int_equal(v[0], SL_NEXT);
+	assert_int_equal(v[1], SL_DROP);
+	fifo_write(path, "{\"rules\": [{\"action\": \"deny\", \"name\": "
+			 "\"ssh-off\", \"proto\": \"tcp\", \"dport\": 22}]}");
+	/* Bursts go through the rules in force until one finds the build
+	 * done: that one is judged by the newest rules, after the swap. */
+	c.f = f;
+	for (k = 0; k < 10000; k++) {
+		out = stub_capture_stderr(do_burst, &c);
+		if (out[0] != '\0')
+			break;
+		free(out);
+		assert_int_equal(c.v[0], SL_NEXT);
+		assert_int_equal(c.v[1], SL_DROP);
+		usleep(1000);
+	}
+	assert_true(k < 10000);
+	assert_int_equal(c.v[0], SL_DROP);
+	assert_int_equal(c.v[1], SL_NEXT);
+	snprintf(line, sizeof(line),
+		 "fw-counter: rule=1 name=ssh action=allow packets=%u "
+		 "bytes=%u\n",
+		 1 + k, 54 * (1 + k));
+	assert_has(out, line);
+	snprintf(line, sizeof(line),
+		 "fw-counter: rule=default name=- action=deny packets=%u "
+		 "bytes=%u\n",
+		 1 + k, 54 * (1 + k));
+	assert_has(out, line);
+	snprintf(line, sizeof(line),
+		 "sluice-firewall: reloaded 1 rules from %s, default allow, "
 		 "non-IP allow, matcher acl\n",
 		 path);
 	assert_has(out, line);
 	free(out);
-	run_frames(f, 2, v);
-	assert_int_equal(v[0], SL_NEXT);
-	assert_int_equal(v[1], SL_DROP);
 
 	out = fini_output();
-	assert_has(out, "fw-counter: rule=1 name=ssh action=allow packets=1 "
+	assert_has(out, "fw-counter: rule=1 name=ssh-off action=deny packets=1 "
 			"bytes=54\n");
-	assert_has(out, "fw-counter: rule=default name=- action=deny "
+	assert_has(out, "fw-counter: rule=default name=- action=allow "
 			"packets=1 bytes=54\n");
+	assert_has(out, "fw-counters: end packets=2 allowed=1 denied=1\n");
+	assert_null(strstr(out, "reason=reload"));
 	free(out);
+	unlink(path);
+	free(path);
+}
+
+/*
+ * Writes rules into the FIFO that fini's builder reads, but only once
+ * fini has said (on fd 2, the captured stderr) that it waits for it.
+ */
+struct late_writer {
+	const char *path;
+	int saw; /* the line was there */
+};
+
+static void *
+late_writer_main(void *arg)
+{
+	static const char wait_line[] = "exiting during a reload";
+	struct late_writer *w = arg;
+	int fd = open(w->path, O_WRONLY); /* the builder has opened it */
+	char buf[4096];
+	ssize_t n;
+	int i;
+
+	if (fd < 0)
+		return NULL;
+	for (i = 0; i < 10000 && !w->saw; i++) {
+		n = pread(STDERR_FILENO, buf, sizeof(buf) - 1, 0);
+		if (n > 0) {
+			buf[n] = '\0';
+			w->saw = strstr(buf, wait_line) != NULL;
+		}
+		if (!w->saw)
+			usleep(1000);
+	}
+	n = write(fd, "{\"rules\": []}", 13);
+	(void)n;
+	close(fd);
+	return NULL;
+}
+
+/* fini during a build waits for the builder and frees its table (LSan
+ * in the ASan build checks that nothing is left). */
+static void
+test_reload_fini_during_build(void **state)
+{
+	char *path = write_file(".json",
+				"{\"rules\": [{\"action\": \"deny\", "
+				"\"proto\": \"tcp\", \"dport\": 22}]}");
+	struct late_writer w = {.saw = 0};
+	pthread_t writer;
+	struct frame f[2];
+	sl_verdict_t v[2];
+	char *out, line[512];
+	int rc;
+
+	(void)state;
+	frame_ip4(&f[0], IPPROTO_TCP, IP4(10, 0, 0, 1), 5000,
+		  IP4(192, 168, 0, 1), 22, 0);
+	frame_ip4(&f[1], IPPROTO_TCP, IP4(10, 0, 0, 1), 5000,
+		  IP4(192, 168, 0, 1), 80, 0);
+	out = init_with(&rc, "--rules", path, NULL);
+	assert_int_equal(rc, 0);
+	free(out);
+	make_fifo(path);
+	out = stub_capture_stderr(do_reload, NULL);
+	expect_started(out, path, 1);
+	free(out);
+	run_frames(f, 2, v);
+	assert_int_equal(v[0], SL_DROP);
+	assert_int_equal(v[1], SL_NEXT);
+	w.path = path;
+	assert_int_equal(pthread_create(&writer, NULL, late_writer_main, &w),
+			 0);
+	out = fini_output();
+	assert_int_equal(pthread_join(writer, NULL), 0);
+	assert_true(w.saw);
+	snprintf(line, sizeof(line),
+		 "sluice-firewall: exiting during a reload: waiting for the "
+		 "build of %s to end; its rules are not used\n"
+		 "fw-counters: reason=exit file=%s rules=1 matcher=acl\n"
+		 "fw-counter: rule=1 name=- action=deny packets=1 bytes=54\n",
+		 path, path);
+	assert_has(out, line);
+	assert_has(out, "fw-counters: end packets=2 allowed=1 denied=1\n");
+	assert_null(strstr(out, "reloaded"));
+	free(out);
+	assert_null(sl_nf_priv(stub_nf()));
 	unlink(path);
 	free(path);
 }
@@ -711,6 +956,7 @@ main(void)
 		cmocka_unit_test(test_basic_linear),
 		cmocka_unit_test(test_args),
 		cmocka_unit_test(test_reload),
+		cmocka_unit_test(test_reload_fini_during_build),
 		cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_acl_vs_linear),
 	};
