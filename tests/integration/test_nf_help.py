@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import prog
+from conftest import deployment, prog
 
 RUN_DIR = Path("/var/run/dpdk")
 
@@ -146,9 +146,9 @@ def test_help_where_an_option_stands(name: str, args: list[str], node: str) -> N
 
 def test_help_as_a_value_reaches_the_nf(launch, node, tmp_path: Path) -> None:
     """End to end: `--to -h` reaches sluice-forward's own option parsing,
-    which looks for a service named '-h' (none here) and says so."""
-    from conftest import deployment
-
+    which looks for a service named '-h' (none here) and says so.
+    (deployment is imported at the top: by the time a test runs, the name
+    conftest may be another folder's conftest.)"""
     launch(deployment(node, ports=[],
                       nfs=[{"name": "a", "program": prog("forward"), "service": "a"}],
                       chain=["a", "drop"]))
