@@ -222,49 +222,7 @@ msg_give_back(struct sl_mgr *m, struct sl_msg *msg)
 	m->msgs_reclaimed++;
 }
 
-struct orphans {
-	int32_t pid;
-	uint32_t n;
-	struct sl_msg *msg[64];
-};
-
-static void
-orphan_find(struct rte_mempool *mp, void *arg, void *obj, unsigned int idx)
-{
-	struct orphans *o = arg;
-	struct sl_msg *msg = obj;
-
-	(void)mp;
-	(void)idx;
-	if (__atomic_load_n(&msg->type, __ATOMIC_ACQUIRE) != SL_MSG_FREE &&
-	    msg->pid == o->pid &&
-	    __atomic_load_n(&msg->done, __ATOMIC_ACQUIRE) == 1 &&
-	    o->n < RTE_DIM(o->msg))
-		o->msg[o->n++] = msg;
-}
-
 static int in_ring(const struct rte_ring *r, const void *p);
-
-static void
-msgs_reclaim(struct sl_mgr *m, int32_t pid)
-{
-	struct orphans o = {.pid = pid};
-	uint32_t n = 0;
-
-	rte_mempool_obj_iter(m->shm->msg_pool, orphan_find, &o);
-	for (uint32_t i = 0; i < o.n; i++) {
-		/* done set by the NF itself, and still queued: the ring's
-		 * reader answers (and returns) it; given back here too, it
-		 * would be in the pool twice */
-		if (in_ring(m->shm->msg_ring, o.msg[i]))
-			continue;
-		msg_give_back(m, o.msg[i]);
-		n++;
-	}
-	if (n > 0)
-		sl_log("pid %d: %u message(s) it left unreturned given back",
-		       pid, n);
-}
 
 /*
  * Messages answered in the message itself (done) belong to their sender
@@ -290,6 +248,7 @@ msgs_reclaim(struct sl_mgr *m, int32_t pid)
 static uint64_t g_sweep_next;
 
 struct answered {
+	int32_t pid; /* only this sender's; 0: any sender's */
 	uint32_t n, max;
 	struct sl_msg **msg;
 };
@@ -304,8 +263,20 @@ answered_find(struct rte_mempool *mp, void *arg, void *obj, unsigned int idx)
 	(void)idx;
 	if (__atomic_load_n(&msg->type, __ATOMIC_ACQUIRE) != SL_MSG_FREE &&
 	    __atomic_load_n(&msg->done, __ATOMIC_ACQUIRE) == 1 &&
-	    msg->pid > 0 && a->n < a->max)
+	    msg->pid > 0 && (a->pid == 0 || msg->pid == a->pid) &&
+	    a->n < a->max)
 		a->msg[a->n++] = msg;
+}
+
+/* Room for every message of the pool (control thread only). */
+static struct sl_msg **
+answered_room(const struct sl_mgr *m, int which)
+{
+	static struct sl_msg **room[2];
+
+	if (room[which] == NULL)
+		room[which] = calloc(m->shm->msg_pool->size, sizeof(**room));
+	return room[which];
 }
 
 /* 1 once pid has exited (a zombie counts), not a process reusing it. */
@@ -347,48 +318,72 @@ pid_of_slot(const struct sl_mgr *m, int32_t pid)
 	return 0;
 }
 
+/*
+ * Gives back the answered messages of pid, which has exited (a dead NF's,
+ * or a sender's the sweep below found): gathered now, so none it returned
+ * before it exited is taken for its. Not given back: one still queued in
+ * the message ring (done set by the sender itself: the ring's reader
+ * answers and returns it) and a deregistration sluiced holds for its
+ * quiescent point. Returns how many.
+ */
+static uint32_t
+msgs_reclaim(struct sl_mgr *m, int32_t pid)
+{
+	struct rte_mempool *mp = m->shm->msg_pool;
+	struct answered a = {.pid = pid, .max = mp->size,
+			     .msg = answered_room(m, 1)};
+	uint32_t n = 0;
+
+	if (a.msg == NULL || pid <= 0)
+		return 0;
+	rte_mempool_obj_iter(mp, answered_find, &a);
+	for (uint32_t i = 0; i < a.n; i++) {
+		if (in_ring(m->shm->msg_ring, a.msg[i]) ||
+		    held_by_qs(m, a.msg[i]))
+			continue;
+		msg_give_back(m, a.msg[i]);
+		n++;
+	}
+	return n;
+}
+
+static int
+pid_cmp(const void *x, const void *y)
+{
+	int32_t a = *(const int32_t *)x, b = *(const int32_t *)y;
+
+	return (a > b) - (a < b);
+}
+
 static void
 answered_sweep(struct sl_mgr *m)
 {
-	static struct sl_msg **cand;
+	static int32_t *pids;
 	struct rte_mempool *mp = m->shm->msg_pool;
-	struct answered a = {.max = mp->size};
+	struct answered a = {.max = mp->size, .msg = answered_room(m, 0)};
 	uint64_t now = rte_rdtsc();
 
 	if (now < g_sweep_next)
 		return;
 	g_sweep_next = now + m->shm->tsc_hz / 1000 * SWEEP_MS;
-	if (cand == NULL && (cand = calloc(mp->size, sizeof(*cand))) == NULL)
+	if (pids == NULL)
+		pids = calloc(mp->size, sizeof(*pids));
+	if (pids == NULL || a.msg == NULL)
 		return;
-	a.msg = cand;
 	rte_mempool_obj_iter(mp, answered_find, &a);
+	/* Their senders, each once (read once: a live sender may reuse its
+	 * messages meanwhile). */
+	for (uint32_t i = 0; i < a.n; i++)
+		pids[i] = a.msg[i]->pid;
+	qsort(pids, a.n, sizeof(*pids), pid_cmp);
 	for (uint32_t i = 0; i < a.n; i++) {
-		int32_t pid = cand[i] != NULL ? cand[i]->pid : 0;
-		uint32_t n = 0;
+		int32_t pid = pids[i];
+		uint32_t n;
 
-		if (cand[i] == NULL || pid_of_slot(m, pid) || !pid_exited(pid))
+		if ((i > 0 && pids[i - 1] == pid) || pid <= 0 ||
+		    pid_of_slot(m, pid) || !pid_exited(pid))
 			continue;
-		/* Every answered message of this pid, once each. */
-		for (uint32_t k = i; k < a.n; k++) {
-			struct sl_msg *msg = cand[k];
-
-			if (msg == NULL || msg->pid != pid)
-				continue;
-			cand[k] = NULL;
-			/* Looked at again now that pid has exited (it can no
-			 * longer touch it): one it returned between the scan
-			 * and its exit is free, or someone else's by now. */
-			if (__atomic_load_n(&msg->type, __ATOMIC_ACQUIRE) ==
-				    SL_MSG_FREE ||
-			    __atomic_load_n(&msg->done, __ATOMIC_ACQUIRE) != 1 ||
-			    msg->pid != pid)
-				continue;
-			if (in_ring(m->shm->msg_ring, msg) ||
-			    held_by_qs(m, msg))
-				continue;
-			msg_give_back(m, msg);
-			n++;
-		}
+		n = msgs_reclaim(m, pid);
 		if (n > 0)
 			sl_log("pid %d (no registered NF): %u answered "
 			       "message(s) it left unreturned given back "
@@ -794,6 +789,7 @@ reclaim(struct sl_mgr *m, struct sl_qs_action *a)
 	uint16_t tag = (uint16_t)(inst + 1);
 	struct sl_nf_slot *s = &shm->nfs[inst];
 	uint64_t lost;
+	uint32_t n_msgs;
 
 	if (a->ptr != NULL) {
 		unstick(m, inst, a->ptr);
@@ -841,7 +837,10 @@ reclaim(struct sl_mgr *m, struct sl_qs_action *a)
 	a->n_cand = 0;
 	lost = a->lost;
 	inbox_drain(m, s);
-	msgs_reclaim(m, s->pid);
+	n_msgs = msgs_reclaim(m, s->pid);
+	if (n_msgs > 0)
+		sl_log("pid %d: %u message(s) it left unreturned given back",
+		       s->pid, n_msgs);
 	s->mgr.drop[SL_DROP_NF_LOST] += lost;
 	if (lost > 0)
 		sl_log("instance %u (%s): %" PRIu64
