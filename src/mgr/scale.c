@@ -84,6 +84,18 @@ strip_instance(char **argv, int argc)
 	return j;
 }
 
+/* Cuts DELETED off the end of a path readlink gave: 1 if it was there. */
+static int
+strip_deleted(char *path)
+{
+	size_t len = strlen(path), d = strlen(DELETED);
+
+	if (len <= d || strcmp(&path[len - d], DELETED) != 0)
+		return 0;
+	path[len - d] = '\0';
+	return 1;
+}
+
 /* Starts a copy of instance `model`; `log` gets where its stderr goes.
  * Returns the child's pid, once it has exec'd the program, or -errno. */
 static int
@@ -96,7 +108,6 @@ spawn_like(const struct sl_nf_slot *model, char *log, size_t loglen,
 	sigset_t all, old;
 	int argc, out_fd = -1, err_fd = -1, exe_fd, has_cpus, status[2];
 	int report[2] = {0, 0}; /* from the child: {step, errno} */
-	size_t len;
 	ssize_t n;
 	pid_t pid;
 
@@ -117,23 +128,16 @@ spawn_like(const struct sl_nf_slot *model, char *log, size_t loglen,
 		return -EIO;
 	}
 	exe[n] = '\0';
-	len = strlen(exe);
-	if (len > strlen(DELETED) &&
-	    strcmp(&exe[len - strlen(DELETED)], DELETED) == 0) {
-		exe[len - strlen(DELETED)] = '\0';
+	if (strip_deleted(exe))
 		sl_log("nf.scale: %s was replaced or removed since instance %u "
 		       "started; its replicas run instance %u's program (restart "
 		       "the service to run the new one)",
 		       exe, model->instance, model->instance);
-	}
 	strip_instance(argv, argc);
 	snprintf(path, sizeof(path), "/proc/%d/cwd", model->pid);
 	n = readlink(path, cwd, sizeof(cwd) - 1);
 	cwd[n > 0 ? n : 0] = '\0';
-	len = strlen(cwd);
-	if (len > strlen(DELETED) &&
-	    strcmp(&cwd[len - strlen(DELETED)], DELETED) == 0)
-		cwd[len - strlen(DELETED)] = '\0'; /* removed: chdir says so */
+	(void)strip_deleted(cwd); /* removed: chdir says so */
 	snprintf(path, sizeof(path), "/proc/%d/fd/2", model->pid);
 	n = readlink(path, log, loglen - 1);
 	log[n > 0 ? n : 0] = '\0';
