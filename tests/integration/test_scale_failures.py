@@ -128,15 +128,17 @@ def test_replica_refused_at_registration_is_reported(launch, node, tmp_path):
                                        for s in "aw"], max_nfs=2))
     ev = Events(run)
     try:
+        # (a and w register in either order: w's instance is the model)
+        (model,) = [n["instance"] for n in run.client.call("nf.list") if n["service"] == "w"]
         res = run.client.call("nf.scale", service="w", replicas=2)
         pid = res["started_pids"][0]
         log = re.escape(str(run.run_dir / "w.log"))
-        line = (rf": nf\.scale w: replica pid {pid} \(copy of instance 1\) exited before it "
+        line = (rf": nf\.scale w: replica pid {pid} \(copy of instance {model}\) exited before it "
                 rf"registered: why is in its log, {log}\n")
         wait_until(lambda: re.search(line, run.sluiced.log.read_text()), 20,
                    "the failed replica to be logged")
         wait_until(lambda: ev.of("nf.scale.failed"), 5, "the nf.scale.failed event")
-        assert ev.of("nf.scale.failed") == [{"service": "w", "pid": pid, "model": 1,
+        assert ev.of("nf.scale.failed") == [{"service": "w", "pid": pid, "model": model,
                                              "reason": "exited",
                                              "log": str(run.run_dir / "w.log")}]
         assert "sluiced refused the registration: all 2 NF instances are in use: raise " \
