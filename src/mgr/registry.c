@@ -87,6 +87,8 @@ sl_nf_state_name(uint32_t state)
 int
 sl_registry_init(struct sl_mgr *m)
 {
+	unsigned int ids;
+
 	m->pidfd = malloc(sizeof(*m->pidfd) * m->o.max_nfs);
 	m->svc_retired = calloc(m->o.max_services, sizeof(*m->svc_retired));
 	m->txq_owner = calloc(1 + m->o.nf_txq, sizeof(*m->txq_owner));
@@ -100,6 +102,17 @@ sl_registry_init(struct sl_mgr *m)
 	}
 	for (uint16_t i = 0; i < m->o.max_nfs; i++)
 		m->pidfd[i] = -1;
+	/* An NF's packet-buffer cache needs an lcore id of its own
+	 * (cache_lcore_take): fewer ids than instances is a limit, said. */
+	ids = (unsigned int)RTE_MAX_LCORE - rte_lcore_count();
+	if (m->o.nf_cache && m->o.mbuf_cache != 0 && m->o.max_nfs > ids)
+		sl_log("sluiced --max-nfs %u is more than the %u lcore ids NFs' "
+		       "packet-buffer caches can have (RTE_MAX_LCORE %u less "
+		       "sluiced's %u): instances registered past %u get no "
+		       "cache and free straight to the pool (slower); run "
+		       "fewer instances, or --nf-mbuf-cache 0 for none at all",
+		       (unsigned int)m->o.max_nfs, ids,
+		       (unsigned int)RTE_MAX_LCORE, rte_lcore_count(), ids);
 	return 0;
 }
 
@@ -621,7 +634,8 @@ rx_ring_free(const struct sl_shm *shm, struct rte_ring *r)
  * uses and no other NF holds, from the top down (NFs' own EAL lcore is
  * 0, and they leave it right after EAL init); SL_CACHE_NONE if the pool
  * has no caches, --nf-mbuf-cache 0, or none is left (the NF then frees to
- * the pool's ring directly, as before).
+ * the pool's ring directly, as before, and the log says so: with the
+ * default --max-nfs 128 and RTE_MAX_LCORE 128, the last instances).
  */
 static uint16_t
 cache_lcore_take(struct sl_mgr *m, uint16_t inst)
@@ -644,6 +658,12 @@ cache_lcore_take(struct sl_mgr *m, uint16_t inst)
 		m->cache_owner[id] = (uint16_t)(inst + 1);
 		return (uint16_t)id;
 	}
+	/* More instances than ids (RTE_MAX_LCORE less sluiced's lcores):
+	 * defined, and said; sl_registry_init warned at the start. */
+	sl_log("instance %u gets no packet-buffer cache: all %u lcore ids for "
+	       "them are taken (nf.list mbuf_cache null); it frees straight "
+	       "to the pool",
+	       inst, (unsigned int)RTE_MAX_LCORE - rte_lcore_count());
 	return SL_CACHE_NONE;
 }
 
