@@ -26,7 +26,15 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 import pytest
-from conftest import deployment, port, prog, service, wait_drained, wait_until
+from conftest import (
+    assert_no_sanitizer_report,
+    deployment,
+    port,
+    prog,
+    service,
+    wait_drained,
+    wait_until,
+)
 from packets import mixed, read, write
 
 SERVICES = 64
@@ -234,6 +242,8 @@ def test_128_instances_of_64_services_in_a_64_hop_chain(launch, node, tmp_path):
     assert codes == {0: len(nfs) - VICTIMS, -signal.SIGKILL: VICTIMS}, codes
     assert not [p for p in Path("/dev/hugepages").glob(f"sluice_{node}map_*")]
     assert not Path(f"/var/run/dpdk/sluice_{node}").exists()
+    for p in run.processes():  # under SLUICE_BUILD_DIR=build-asan: none of them
+        assert_no_sanitizer_report(p.log.read_text(errors="replace"), str(p.log))
 
     # Every flow's packets out in the order they came in: the capture's
     # frames of that flow, replayed round and round, byte for byte; a flow
