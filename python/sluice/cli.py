@@ -7,9 +7,12 @@ on stderr and exit with status 1.
 
 from __future__ import annotations
 
+import errno
 import functools
 import json
 import os
+import re
+import socket as _socket
 import sys
 from collections.abc import Callable
 from datetime import datetime
@@ -22,7 +25,14 @@ from rich.console import Console
 from rich.table import Table
 
 from . import __version__
-from .client import SOCKET_DIR, Client, RpcError, SluiceError, rule_build_seconds
+from .client import (
+    SOCKET_DIR,
+    Client,
+    ConnectError,
+    RpcError,
+    SluiceError,
+    rule_build_seconds,
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -65,7 +75,13 @@ def fail(message: str) -> typer.Exit:
 
 
 def errors(fn: F) -> F:
-    """Turns the package's errors into one line on stderr and exit status 1."""
+    """Turns the package's errors into one line on stderr and exit status 1.
+
+    sluiced's errors name its JSON-RPC methods (``rule.remove: no rule with
+    id 4; see rule.list (JSON-RPC error -32000)``); a user typed a command,
+    so they are said in commands (``sluice rule remove: no rule with id 4;
+    see `sluice rule list```, see ``user_error``). With ``--json`` the error
+    is printed as the client gives it, method, code and all."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -73,7 +89,10 @@ def errors(fn: F) -> F:
 
         try:
             return fn(*args, **kwargs)
-        except (SluiceError, TraceError) as e:
+        except SluiceError as e:
+            raise fail(str(e) if kwargs.get("as_json")
+                       else user_error(e, command_name(wrapper))) from None
+        except TraceError as e:
             raise fail(str(e)) from None
         except OSError as e:
             where = f"{e.filename}: " if e.filename else ""
@@ -82,29 +101,181 @@ def errors(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+# -- sluiced's method names, said as the commands that call them ----------------------
+
+# Every method a command of this CLI calls, and that command. sluiced's
+# messages name methods (nf.stop, port.list, service.list, rx.pause,
+# rx.resume and shutdown have no command: they stay as they are).
+COMMANDS = {
+    "status": "sluice status",
+    "stats": "sluice stats",
+    "chain.get": "sluice chain get",
+    "chain.set": "sluice chain set",
+    "nf.list": "sluice nf list",
+    "nf.scale": "sluice nf scale",
+    "lb.set": "sluice lb set",
+    "graph.apply": "sluice graph apply",
+    "graph.get": "sluice graph get",
+    "graph.remove": "sluice graph remove",
+    "rule.add": "sluice rule add",
+    "rule.list": "sluice rule list",
+    "rule.remove": "sluice rule remove",
+    "flow.list": "sluice flow list",
+    "flow.get": "sluice flow get",
+    "flow.delete": "sluice flow delete",
+    "flow.request": "sluice flow request",
+    "flow.requests": "sluice flow request list",
+    "flow.request.remove": "sluice flow request remove",
+    "subscribe": "sluice events",
+}
+
+# A dotted method name in a message, the longest first (flow.request.remove
+# before flow.request), not inside a longer name; a sentence's full stop
+# after it is not part of it. Plain words (status, stats, subscribe) are
+# left alone in the text: they are also English.
+_METHOD_RE = re.compile(
+    r"(?<![\w.])("
+    + "|".join(re.escape(m) for m in sorted((m for m in COMMANDS if "." in m),
+                                            key=len, reverse=True))
+    + r")(?![\w-]|\.\w)")
+_PREFIX_RE = re.compile(r"([a-z_]+(?:\.[a-z_]+)*): ")
+
+
+def cli_text(message: str) -> str:
+    """``message`` with the methods it names said as commands:
+    ``see rule.list`` -> ``see `sluice rule list```."""
+    return _METHOD_RE.sub(lambda m: f"`{COMMANDS[m.group(1)]}`", message)
+
+
+def command_name(callback: Callable[..., Any]) -> str | None:
+    """The command whose function is ``callback``: ``sluice rule remove``."""
+    def walk(t: typer.Typer, path: list[str]) -> str | None:
+        for c in t.registered_commands:
+            if c.callback is callback:
+                assert c.callback is not None
+                return " ".join([*path, c.name or c.callback.__name__.lower().replace("_", "-")])
+        for g in t.registered_groups:
+            if g.typer_instance is not None and g.name is not None:
+                found = walk(g.typer_instance, [*path, g.name])
+                if found:
+                    return found
+        return None
+
+    return walk(app, ["sluice"])
+
+
+def _method_and_text(e: SluiceError) -> tuple[str | None, str]:
+    """(the method ``e`` is about, what it says without it), said in
+    commands; (None, str(e)) for an error about no method."""
+    if isinstance(e, RpcError):
+        return e.method, cli_text(e.message)
+    m = _PREFIX_RE.match(str(e))  # no answer, connection lost: "METHOD: ..."
+    if m is None or m.group(1) not in COMMANDS:
+        return None, str(e)
+    return m.group(1), cli_text(str(e)[m.end():])
+
+
+def user_error(e: SluiceError, command: str | None = None) -> str:
+    """The one line a user reads for ``e``: an error of sluiced
+    (``RpcError``) or of the connection to it (no answer, connection lost)
+    begins with ``command`` (the one being run; default: the method's)
+    instead of the method, the methods it names are said as commands
+    (``cli_text``) and the JSON-RPC code is left out. Other errors are as
+    they are."""
+    method, text = _method_and_text(e)
+    if method is None:
+        return text
+    return f"{command or COMMANDS.get(method, method)}: {text}"
+
+
 # -- options shared by the commands that talk to a running node ------------------
 
 NodeOpt = typer.Option(None, "--node", "-n",
                        help="Node name (its sluiced --name). Default: $SLUICE_NODE, else "
-                            "the only node running, else 'sluice'.")
+                            "the node running if only one runs (with several, say which).")
 SocketOpt = typer.Option(None, "--socket", help="Control socket path (overrides --node).")
 JsonOpt = typer.Option(False, "--json", help="Print the raw JSON result.")
 TimeoutOpt = typer.Option(5.0, "--timeout", help="Seconds to wait for sluiced.")
 
 
-def default_node() -> str:
-    env = os.environ.get("SLUICE_NODE")
-    if env:
-        return env
+def _listening(path: Path) -> bool | None:
+    """Whether a sluiced listens on ``path``: False when no socket is there
+    or nobody accepts on it (a file a stopped or killed sluiced left), None
+    when it cannot be told (permission denied: not root)."""
+    s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    s.settimeout(1.0)
+    try:
+        s.connect(str(path))
+    except (FileNotFoundError, ConnectionRefusedError):
+        return False
+    except OSError as e:
+        return True if e.errno == errno.EAGAIN else None  # EAGAIN: its queue is full
+    finally:
+        s.close()
+    return True
+
+
+def running_nodes() -> list[str]:
+    """The nodes whose sluiced listens on SOCKET_DIR/NAME.sock, by name
+    (those it cannot be told of, for want of permission, count as running:
+    using one then says why it cannot be used)."""
     try:
         socks = sorted(SOCKET_DIR.glob("*.sock"))
     except OSError:
-        socks = []
-    return socks[0].stem if len(socks) == 1 else "sluice"
+        return []
+    return [p.stem for p in socks if _listening(p) is not False]
+
+
+def default_node() -> str:
+    """The node of a command given no --node (docs/graphs.md, "Applying
+    graphs and rules"): $SLUICE_NODE; else the node running, when one is;
+    'sluice' (sluiced's default --name) when none is; several running:
+    SluiceError naming them."""
+    env = os.environ.get("SLUICE_NODE")
+    if env:
+        return env
+    running = running_nodes()
+    if len(running) > 1:
+        raise SluiceError(f"{len(running)} nodes are running ({', '.join(running)}): say "
+                          f"which with --node NAME (or set SLUICE_NODE)")
+    return running[0] if running else "sluice"
+
+
+def _node_name(node: str | None, socket: Path | None) -> str:
+    """--node, else (with --socket) the socket's name, else default_node()."""
+    return node or (os.environ.get("SLUICE_NODE") or socket.stem if socket
+                    else default_node())
 
 
 def _client(node: str | None, socket: Path | None, timeout: float = 5.0) -> Client:
-    return Client(node or default_node(), socket, timeout=timeout)
+    """A client connected to the node of the command's --node/--socket (see
+    default_node); when no sluiced listens there, the error names the nodes
+    that run."""
+    env = os.environ.get("SLUICE_NODE")
+    how = "--node" if node else "$SLUICE_NODE" if env else "default"
+    c = Client(_node_name(node, socket), socket, timeout=timeout)
+    try:
+        c.connect()
+    except ConnectError:
+        if socket is not None or _listening(c.socket_path) is not False:
+            raise
+        raise SluiceError(_not_running(c, how)) from None
+    return c
+
+
+def _not_running(c: Client, how: str) -> str:
+    """Why nothing listens on ``c``'s socket, and which nodes do run.
+    ``how`` the node was chosen: --node, $SLUICE_NODE or default."""
+    running = [n for n in running_nodes() if n != c.node]
+    if how == "default":  # none runs (one would have been chosen)
+        return (f"no sluiced is running (none listens on a socket in {SOCKET_DIR}/): start "
+                f"one with `sluice up DEPLOYMENT.yaml`")
+    which = f"node '{c.node}'" + (" (from $SLUICE_NODE)" if how == "$SLUICE_NODE" else "")
+    if not running:
+        return (f"cannot connect to {c.socket_path}: no sluiced is running for {which}, nor "
+                f"for any other node: start one with `sluice up DEPLOYMENT.yaml`")
+    return (f"cannot connect to {c.socket_path}: no sluiced is running for {which}; "
+            f"running: {', '.join(running)}: say which with --node NAME")
 
 
 def _call(node: str | None, socket: Path | None, method: str, timeout: float = 5.0,
@@ -185,9 +356,28 @@ def status(node: str = NodeOpt, socket: Path = SocketOpt, as_json: bool = JsonOp
         _print_json(st)
         return
     for k, v in st.items():
-        if isinstance(v, list):
+        if k.endswith("_s") and isinstance(v, int | float) and not isinstance(v, bool):
+            k, v = k[:-2], _duration(v)  # uptime_s: 8.93115938576923 -> uptime: 8.9 s
+        elif isinstance(v, list):
             v = ", ".join(map(str, v))
+        elif isinstance(v, dict):
+            v = ", ".join(f"{x} {y}" for x, y in v.items())
         typer.echo(f"{k + ':':14} {v}")
+
+
+def _duration(s: float) -> str:
+    """Seconds as a person reads them: 8.9 s, 42 s, 3 min 5 s, 2 h 14 min,
+    3 d 4 h (the larger units truncated, not rounded)."""
+    if s < 10:
+        return f"{s:.1f}".rstrip("0").rstrip(".") + " s"
+    n = int(s)
+    if n < 60:
+        return f"{n} s"
+    if n < 3600:
+        return f"{n // 60} min {n % 60} s"
+    if n < 86400:
+        return f"{n // 3600} h {n % 3600 // 60} min"
+    return f"{n // 86400} d {n % 86400 // 3600} h"
 
 
 @app.command()
@@ -358,7 +548,10 @@ def graph_apply(file: Path = typer.Argument(..., help="Graph file (or a deployme
             try:
                 res = c.call("graph.apply", **to_rpc(g))
             except SluiceError as e:
-                raise fail(f"{file}: graph '{g.name}': {e}") from None
+                why = (str(e) if as_json else
+                       f"sluiced refused it: {cli_text(e.message)}" if isinstance(e, RpcError)
+                       else _method_and_text(e)[1])
+                raise fail(f"{file}: graph '{g.name}': {why}") from None
             out["graphs"].append(res)
             say(f"graph {g.name}: applied (id {res.get('id')}, version {res.get('version')}), "
                 f"{len(g.nodes)} node(s), entry {g.entry_node()}")
@@ -377,9 +570,10 @@ def graph_apply(file: Path = typer.Argument(..., help="Graph file (or a deployme
             with c.patience(rule_build_seconds(len(existing) + len(new))):
                 res = c.call("rule.add", rules=new) if new else {}
         except RpcError as e:
-            raise fail(f"{file}: {batch_refusal(new, e.message)}") from None
+            msg = e.message if as_json else cli_text(e.message)
+            raise fail(f"{file}: {batch_refusal(new, msg)}") from None
         except SluiceError as e:
-            raise fail(f"{file}: rule.add: {e}") from None
+            raise fail(f"{file}: rules: {e if as_json else _method_and_text(e)[1]}") from None
         for k, r in enumerate(new):
             rid = int(res["first_id"]) + k
             out["rules"].append({"id": rid, "added": True, **r})
@@ -389,8 +583,29 @@ def graph_apply(file: Path = typer.Argument(..., help="Graph file (or a deployme
             if x.get("graph") in names and not any(same_rule(x, r) for r in rules):
                 say(f"rule {x.get('id')}: not in {file}, kept: {_rule_text(x, format_match)} "
                     f"(`sluice rule remove {x.get('id')}` removes it)")
+        if not as_json:
+            say_live_flows(c)
     if as_json:
         _print_json(out)
+
+
+def say_live_flows(c: Client) -> None:
+    """After graphs or rules changed: the flows of the table keep the graph
+    their first packet chose (rules apply to new flows), so say how many
+    there are and how to have them classified again. Nothing when the table
+    is empty or the count cannot be read (the change itself is made)."""
+    try:
+        flows = c.call("stats").get("flows") or {}
+    except SluiceError:
+        return
+    live, timeout_ms = flows.get("live"), flows.get("timeout_ms")
+    if not isinstance(live, int) or live <= 0:
+        return
+    idle = (f" (no packet for {_duration(timeout_ms / 1000)})"
+            if isinstance(timeout_ms, int | float) else "")
+    typer.echo(f"{live:,} existing flow(s) keep the graph they were classified into until "
+               f"they end{idle} or are deleted: `sluice flow delete --all` (or with filters, "
+               f"e.g. --graph NAME) has their next packet classified by the rules again")
 
 
 def _rule_text(r: dict[str, Any], format_match: Callable[[dict[str, Any]], str]) -> str:
@@ -691,7 +906,11 @@ def _request(node: str | None, socket: Path | None, timeout: float, as_json: boo
     if as_json:
         _print_json(res)
         return
-    line = f"{params['type']}: applied to {res.get('applied', 0):,} flow(s)"
+    if params["type"] == "message":  # sluiced counts the instances it queued it for
+        line = (f"message: queued for {res.get('applied', 0):,} instance(s) of "
+                f"{params['service']} (their on_message gets it)")
+    else:
+        line = f"{params['type']}: applied to {res.get('applied', 0):,} flow(s)"
     if res.get("id") is not None:  # a request with a match: kept for new flows
         line += (f"; kept for new flows as request {res['id']} (sluice flow request "
                  f"remove {res['id']} forgets it)")
@@ -887,7 +1106,7 @@ def api(node: str = NodeOpt, socket: Path = SocketOpt,
         check_bind(host, token)
     except SluiceError as e:
         raise fail(f"sluice api: {e}") from None
-    serve(create_app(node or default_node(), socket, token, timeout=timeout,
+    serve(create_app(_node_name(node, socket), socket, token, timeout=timeout,
                      max_body=max_body_kb * 1024), host, port,
           banner=f"API: {urls(base_url(host, port))}")
 

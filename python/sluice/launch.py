@@ -250,7 +250,7 @@ class Launcher:
             raise LaunchError(f"sluiced not found at {sluiced}: build it with `make build` "
                               f"(or set SLUICE_BUILD_DIR to the build folder)")
         programs = [self.nf_program(nf) for nf in d.nfs]
-        self._refuse_if_running()
+        self.refuse_if_running()
         cleanup_node(self.node)
         try:
             self.run_dir.mkdir(parents=True, exist_ok=True)
@@ -329,22 +329,39 @@ class Launcher:
                     self.say(f"{res['deleted']} flow(s) seen before the rules were added "
                              f"will be classified again")
 
-    def _refuse_if_running(self) -> None:
+    def refuse_if_running(self) -> None:
+        """Raises LaunchError when a sluiced of this node runs (or is
+        starting), saying who runs it and how to stop it: the launcher that
+        started it (a `sluice up`, see ``owner``), else sluiced itself.
+        `sluice up` asks before it prints anything; ``start`` asks again."""
+        other = "or give this deployment another node.name"
         pids = prefix_users(f"sluice_{self.node}")
-        if pids:
-            raise LaunchError(f"a sluiced for node '{self.node}' is already running (pid "
-                              f"{pids[0]}): stop it first, or give this deployment another "
-                              f"node.name")
-        probe = Client(self.node, self.dep.socket_path(), timeout=1.0)
-        try:
-            st = probe.call("status")
-        except (ConnectError, ConnectionLost, RpcTimeout, RpcError):
-            return
-        finally:
-            probe.close()
-        raise LaunchError(f"a sluiced for node '{self.node}' is already running (pid "
-                          f"{st.get('pid', '?')}, socket {self.dep.socket_path()}): stop it "
-                          f"first, or give this deployment another node.name")
+        sock = self.dep.socket_path()
+        if not pids:
+            probe = Client(self.node, sock, timeout=1.0)
+            try:
+                pid = probe.call("status").get("pid")
+            except (ConnectError, ConnectionLost, RpcTimeout, RpcError):
+                return
+            finally:
+                probe.close()
+            pids = [pid] if isinstance(pid, int) else []
+            where = f"socket {sock}"
+        else:
+            where = f"DPDK file prefix sluice_{self.node}"
+        for pid in pids:
+            up = owner(pid)
+            if up is not None:
+                raise LaunchError(
+                    f"node '{self.node}' is already running, started by pid {up} "
+                    f"({_cmdline(up)}): stop that (Ctrl-C in its terminal, or `kill {up}`), "
+                    f"{other}")
+        if not pids:  # a sluiced that does not say its pid
+            raise LaunchError(f"node '{self.node}' is already running ({where}): stop it "
+                              f"first, {other}")
+        raise LaunchError(f"node '{self.node}' is already running: sluiced pid {pids[0]} "
+                          f"({where}), started by no `sluice up` that still runs: stop it "
+                          f"with `kill {pids[0]}`, {other}")
 
     def spawn_nf(self, nf: NFSpec, label: str, extra: list[str] | None = None) -> Proc:
         """Starts one more instance of ``nf`` (``extra`` args appended), its
@@ -372,6 +389,7 @@ class Launcher:
             p.popen = subprocess.Popen(
                 argv, stdin=subprocess.DEVNULL, stdout=p.logf, stderr=subprocess.STDOUT,
                 cwd=self.dep.base_dir, start_new_session=True,
+                env={**os.environ, OWNER_ENV: str(os.getpid())},
                 preexec_fn=_child_setup(cores))
         except OSError as e:
             p.logf.close()
@@ -584,6 +602,34 @@ def _is_pci(device: str) -> bool:
 
 
 # -- leftovers ------------------------------------------------------------------------
+
+# Set in the environment of every process the launcher starts, to its own
+# pid: another `sluice up` of the node can then say which process to stop.
+OWNER_ENV = "SLUICE_UP_PID"
+
+
+def owner(pid: int) -> int | None:
+    """The pid of the launcher (`sluice up`) that started process ``pid``
+    and still runs it: its parent, when the launcher marked it (OWNER_ENV,
+    its own pid). None for a process started otherwise (by hand), or whose
+    launcher is gone, or that cannot be read."""
+    try:
+        env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        ppid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return ppid if f"{OWNER_ENV}={ppid}".encode() in env else None
+
+
+def _cmdline(pid: int, limit: int = 80) -> str:
+    """Process ``pid``'s command line, shortened to ``limit`` characters."""
+    try:
+        args = Path(f"/proc/{pid}/cmdline").read_bytes().rstrip(b"\0").split(b"\0")
+    except OSError:
+        return "?"
+    text = " ".join(a.decode(errors="replace") for a in args)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
 
 def prefix_users(prefix: str) -> list[int]:
     """Live processes started with --file-prefix=PREFIX (the launcher always
@@ -899,6 +945,7 @@ def _run_up(sigs: _Signals, path: str | Path, duration: float | None,
     sigs.check()  # a signal while the file was read: nothing started yet
     run = Launcher(dep, log_dir=log_dir, say=lambda m: con.print(Text(m, style="dim")),
                    should_stop=sigs.check)
+    run.refuse_if_running()  # before the banner: a running node's logs are not ours
     con.print(Text(f"sluice up: {dep.describe()}"))
     con.print(Text(f"logs: {run.run_dir}/ (sluiced.log, one .log per NF, "
                    f"orchestrator.log)"))

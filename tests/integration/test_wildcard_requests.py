@@ -175,6 +175,9 @@ def test_kept_requests_cli_and_api(launch, node, tmp_path):
     assert cli("remove", "2").stdout == (
         "request 2: removed (new flows no longer get it; live flows keep what it gave them)\n")
     r = cli("remove", "2", code=1)
+    assert r.stderr == ("sluice flow request remove: no kept wildcard request with id 2; see "
+                        "`sluice flow request list`\n")
+    r = cli("remove", "2", "--json", code=1)
     assert r.stderr == ("flow.request.remove: no kept wildcard request with id 2; see "
                         "flow.requests (JSON-RPC error -32000)\n")
     assert rig.call("flow.requests") == {"requests": []}

@@ -440,10 +440,10 @@ def test_up_refuses_a_second_instance(fake: Path) -> None:
         r = runner.invoke(app, ["up", str(deployment(fake))])
     finally:
         srv.close()
-    assert r.exit_code == 1
-    assert r.stderr == (f"a sluiced for node '{node_name()}' is already running (pid 1, socket "
-                        f"{fake}/s.sock): stop it first, or give this deployment another "
-                        f"node.name\n")
+    assert (r.exit_code, r.stdout) == (1, "")  # no banner, no logs: this node's are not ours
+    assert r.stderr == (f"node '{node_name()}' is already running: sluiced pid 1 (socket "
+                        f"{fake}/s.sock), started by no `sluice up` that still runs: stop it "
+                        f"with `kill 1`, or give this deployment another node.name\n")
 
 
 def test_up_refuses_a_node_whose_sluiced_is_starting(fake: Path) -> None:
@@ -455,10 +455,11 @@ def test_up_refuses_a_node_whose_sluiced_is_starting(fake: Path) -> None:
     finally:
         other.kill()
         other.wait()
-    assert r.exit_code == 1
-    assert r.stderr == (f"a sluiced for node '{node_name()}' is already running (pid "
-                        f"{other.pid}): stop it first, or give this deployment another "
-                        f"node.name\n")
+    assert (r.exit_code, r.stdout) == (1, "")
+    assert r.stderr == (f"node '{node_name()}' is already running: sluiced pid {other.pid} "
+                        f"(DPDK file prefix sluice_{node_name()}), started by no `sluice up` "
+                        f"that still runs: stop it with `kill {other.pid}`, or give this "
+                        f"deployment another node.name\n")
     assert not (fake / "run").exists()
 
 
@@ -569,6 +570,8 @@ def test_chain_and_nf_list(sock: tuple[FakeSluiced, str]) -> None:
     assert srv.requests[-1]["params"] == {"hops": ["fw", "mon", "port:out"]}
     r = runner.invoke(app, ["chain", "set", "nosuch", "--socket", path])
     assert r.exit_code == 1
+    assert r.stderr == "sluice chain set: unknown service 'nosuch'\n"
+    r = runner.invoke(app, ["chain", "set", "nosuch", "--socket", path, "--json"])
     assert r.stderr == "chain.set: unknown service 'nosuch' (JSON-RPC error -32000)\n"
     r = runner.invoke(app, ["chain", "set", "fw,,x", "--socket", path])
     assert r.exit_code == 1 and r.stderr.startswith("sluice chain set: empty hop in ")
@@ -576,13 +579,19 @@ def test_chain_and_nf_list(sock: tuple[FakeSluiced, str]) -> None:
     assert r.exit_code == 0 and "sluice-firewall" in r.stdout and "fw (0)" in r.stdout
 
 
-def test_commands_without_sluiced(tmp_path: Path) -> None:
+def test_commands_without_sluiced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # no node runs (test_cli_walkthrough.py: with others running, and without --node)
+    import sluice.cli
+    import sluice.client
+
+    for mod in (sluice.cli, sluice.client):
+        monkeypatch.setattr(mod, "SOCKET_DIR", tmp_path)
     for args in (["status"], ["stats"], ["chain", "get"], ["nf", "list"]):
         r = runner.invoke(app, [*args, "--node", "nosuchnode"])
         assert r.exit_code == 1
-        assert r.stderr == ("cannot connect to /var/run/sluice/nosuchnode.sock: no sluiced is "
-                            "running for node 'nosuchnode' (start one with `sluice up "
-                            "DEPLOYMENT.yaml`, or give the node name with --node)\n")
+        assert r.stderr == (f"cannot connect to {tmp_path}/nosuchnode.sock: no sluiced is "
+                            f"running for node 'nosuchnode', nor for any other node: start one "
+                            f"with `sluice up DEPLOYMENT.yaml`\n")
 
 
 # -- check, trace, place -------------------------------------------------------------------

@@ -63,6 +63,7 @@ class Sluiced:
              "dst": None, "sport": None, "dport": 22, "in_port": None, "flows": 0}]
         self.next_rule = 2
         self.fail: dict[str, tuple[int, str]] = {}
+        self.live_flows = 0
 
     def handler(self, req: Any) -> Any:
         rid, m, p = req.get("id"), req.get("method"), req.get("params") or {}
@@ -115,8 +116,11 @@ class Sluiced:
             return ok(FLOWS[0])
         if m == "flow.delete":
             return ok({"deleted": 1 if "id" in p else 42})
-        if m == "flow.request":
-            return ok({"applied": 0 if p["type"] == "message" else 5})
+        if m == "flow.request":  # a message: the instances it was queued for
+            return ok({"applied": 2 if p["type"] == "message" else 5})
+        if m == "stats":
+            return ok({"flows": {"lookup": "cached", "live": self.live_flows,
+                                 "capacity": 1048576, "timeout_ms": 30000}})
         if m == "lb.set":
             return ok({"service": p["service"], "mode": p["mode"]})
         if m == "nf.scale":
@@ -195,7 +199,8 @@ def test_graph_apply_sends_graphs_then_rules_once(fake: Fake) -> None:
     assert sent(srv) == [
         ("graph.apply", {"name": "anomaly", "entry": "firewall", "nodes": ANOMALY_NODES}),
         ("rule.list", {"offset": 0, "limit": 10000}),
-        ("rule.add", {"rules": ANOMALY_RULES})]
+        ("rule.add", {"rules": ANOMALY_RULES}),
+        ("stats", None)]  # an empty flow table: nothing to say
     assert r.stdout.splitlines() == [
         "graph anomaly: applied (id 1, version 1), 5 node(s), entry firewall",
         "rule 2: added: priority 10, udp dst 10.0.0.0/8 dport 53 in_port in -> graph anomaly",
@@ -206,7 +211,7 @@ def test_graph_apply_sends_graphs_then_rules_once(fake: Fake) -> None:
     srv.requests.clear()
     r = run(["graph", "apply", f], fake)
     # three rules: two pages
-    assert [m for m, _ in sent(srv)] == ["graph.apply", "rule.list", "rule.list"]
+    assert [m for m, _ in sent(srv)] == ["graph.apply", "rule.list", "rule.list", "stats"]
     assert r.stdout.splitlines() == [
         "graph anomaly: applied (id 1, version 2), 5 node(s), entry firewall",
         "rule 2: already there: priority 10, udp dst 10.0.0.0/8 dport 53 in_port in -> graph "
@@ -214,6 +219,22 @@ def test_graph_apply_sends_graphs_then_rules_once(fake: Fake) -> None:
         "rule 3: already there: priority 5, tcp dst 10.0.0.0/8 dport 80-443 -> graph anomaly",
         "rule 9: not in " + f + ", kept: priority 1, tcp dport 22 -> graph anomaly (`sluice "
         "rule remove 9` removes it)"]
+
+
+def test_graph_apply_says_live_flows_keep_their_graph(fake: Fake) -> None:
+    state, srv, _ = fake
+    state.live_flows = 1234
+    f = str(EXAMPLES / "anomaly.yaml")
+    r = run(["graph", "apply", f], fake)
+    assert r.stdout.splitlines()[-1] == (
+        "1,234 existing flow(s) keep the graph they were classified into until they end (no "
+        "packet for 30 s) or are deleted: `sluice flow delete --all` (or with filters, e.g. "
+        "--graph NAME) has their next packet classified by the rules again")
+    assert len(r.stdout.splitlines()) == 4 and sent(srv)[-1] == ("stats", None)
+    # the count cannot be read: the apply is made all the same, nothing said
+    state.fail["stats"] = (-32603, "out of memory")
+    r = run(["graph", "apply", f], fake)
+    assert len(r.stdout.splitlines()) == 3 and "existing flow" not in r.stdout
 
 
 def test_graph_apply_json_and_top_level_rules(fake: Fake) -> None:
@@ -225,7 +246,7 @@ def test_graph_apply_json_and_top_level_rules(fake: Fake) -> None:
         (2, True, 80), (3, True, 443), (4, True, 443), (5, True, 443)]
     assert sent(srv)[2][1]["rules"][0] == {"graph": "video", "priority": 20, "proto": "tcp",
                                            "src": "192.168.0.0/16", "dport": 80}
-    assert [m for m, _ in sent(srv)] == ["graph.apply", "rule.list", "rule.add"]
+    assert [m for m, _ in sent(srv)] == ["graph.apply", "rule.list", "rule.add"]  # no stats
 
 
 def test_graph_apply_errors(fake: Fake, tmp_path: Path) -> None:
@@ -239,6 +260,9 @@ def test_graph_apply_errors(fake: Fake, tmp_path: Path) -> None:
     assert srv.requests == []
     state.fail["graph.apply"] = (-32602, "graph 'anomaly': node 'firewall': no port 'out'")
     r = run(["graph", "apply", str(EXAMPLES / "anomaly.yaml")], fake, code=1)
+    assert r.stderr == (f"{EXAMPLES}/anomaly.yaml: graph 'anomaly': sluiced refused it: graph "
+                        f"'anomaly': node 'firewall': no port 'out'\n")
+    r = run(["graph", "apply", str(EXAMPLES / "anomaly.yaml"), "--json"], fake, code=1)
     assert r.stderr == (f"{EXAMPLES}/anomaly.yaml: graph 'anomaly': graph.apply: graph "
                         f"'anomaly': node 'firewall': no port 'out' (JSON-RPC error -32602)\n")
     del state.fail["graph.apply"]
@@ -288,8 +312,7 @@ def test_graph_get_and_remove(fake: Fake) -> None:
     assert run(["graph", "get"], fake).stdout == "no graphs\n"
     state.fail["graph.remove"] = (-32000, "graph 'default' is the chain; it cannot be removed")
     r = run(["graph", "remove", "default"], fake, code=1)
-    assert r.stderr == ("graph.remove: graph 'default' is the chain; it cannot be removed "
-                        "(JSON-RPC error -32000)\n")
+    assert r.stderr == "sluice graph remove: graph 'default' is the chain; it cannot be removed\n"
 
 
 # -- rule ----------------------------------------------------------------------------------
@@ -417,7 +440,7 @@ def test_flow_get(fake: Fake) -> None:
     state = fake[0]
     state.fail["flow.get"] = (-32000, "no flow 99")
     r = run(["flow", "get", "99"], fake, code=1)
-    assert r.stderr == "flow.get: no flow 99 (JSON-RPC error -32000)\n"
+    assert r.stderr == "sluice flow get: no flow 99\n"
 
 
 def test_flow_delete(fake: Fake) -> None:
@@ -445,7 +468,7 @@ def test_flow_requests(fake: Fake) -> None:
     run(["flow", "request", "change-default", "sampler", "--to", "ddos-detect",
          "--all-flows"], fake)
     r = run(["flow", "request", "message", "scrubber", "alarm", "10.0.0.0/8"], fake)
-    assert r.stdout == "message: applied to 0 flow(s)\n"
+    assert r.stdout == "message: queued for 2 instance(s) of scrubber (their on_message gets it)\n"
     r = run(["flow", "request", "skip-me", "ids", "--sport", "1-2", "--src", "10.0.0.1",
              "--json"], fake)
     assert json.loads(r.stdout) == {"applied": 5}
@@ -479,8 +502,8 @@ def test_flow_request_errors(fake: Fake) -> None:
     fake[0].fail["flow.request"] = (-32000, "graph 'anomaly' has no edge sampler -> scrubber")
     r = run(["flow", "request", "change-default", "sampler", "--to", "scrubber",
              "--all-flows"], fake, code=1)
-    assert r.stderr == ("flow.request: graph 'anomaly' has no edge sampler -> scrubber "
-                        "(JSON-RPC error -32000)\n")
+    assert r.stderr == ("sluice flow request change-default: graph 'anomaly' has no edge "
+                        "sampler -> scrubber\n")
 
 
 # -- lb, nf scale ------------------------------------------------------------------------------

@@ -101,12 +101,15 @@ def test_remove(fake: Fake) -> None:
     assert [k["id"] for k in state.kept] == [3, 9]
     assert json.loads(run(["remove", "9", "--json"], fake).stdout) == {"removed": 9}
     r = run(["remove", "7"], fake, code=1)
+    assert r.stderr == ("sluice flow request remove: no kept wildcard request with id 7; see "
+                        "`sluice flow request list`\n")
+    r = run(["remove", "7", "--json"], fake, code=1)
     assert r.stderr == ("flow.request.remove: no kept wildcard request with id 7; see "
                         "flow.requests (JSON-RPC error -32000)\n")
     assert sent(srv) == [("flow.request.remove", {"id": 7}), ("flow.request.remove", {"id": 9}),
-                         ("flow.request.remove", {"id": 7})]
+                         ("flow.request.remove", {"id": 7}), ("flow.request.remove", {"id": 7})]
     run(["remove", "x"], fake, code=2)
-    assert len(srv.requests) == 3
+    assert len(srv.requests) == 4
 
 
 def test_a_request_with_a_match_says_its_kept_id(fake: Fake) -> None:
