@@ -169,7 +169,9 @@ uint16_t sl_nf_service(const struct sl_nf *nf);
 void *sl_nf_priv(const struct sl_nf *nf);
 void sl_nf_set_priv(struct sl_nf *nf, void *priv);
 
-/** The shared packet pool, for NFs that create packets (speedtest). */
+/** The packet pool for NFs that create packets (speedtest): the main
+ * pool, on the NUMA socket of sluiced's main lcore. A packet goes back
+ * to its own pool when freed, whichever pool it came from. */
 struct rte_mempool *sl_nf_pktmbuf_pool(const struct sl_nf *nf);
 
 /**

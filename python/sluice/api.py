@@ -105,9 +105,20 @@ class Error(BaseModel):
     detail: str = Field(description="What went wrong (sluiced's message when it is its error).")
 
 
-class Mbufs(_Model):
+class Pool(_Model):
+    name: str
+    socket: int = Field(description="NUMA socket of its memory.")
     size: int
     in_use: int
+
+
+class Mbufs(_Model):
+    size: int = Field(description="Packet buffers, over every pool.")
+    in_use: int
+    leaked: int
+    pools: list[Pool] = Field(
+        description="One per NUMA socket in use: the main pool, then one per socket "
+        "that has a port and is not the main pool's.")
 
 
 class Status(_Model):
@@ -161,6 +172,8 @@ class Port(_Model):
     link_up: bool
     rx_queues: int
     tx_queues: int
+    socket: int = Field(description="The device's NUMA socket, whose packet pool it "
+                        "receives into (-1: unknown, the main pool).")
 
 
 class Service(_Model):

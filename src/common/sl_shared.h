@@ -20,7 +20,7 @@
 #include "sluice/nf.h"
 
 #define SL_SHM_MAGIC 0x534c4943u /* "SLIC" */
-#define SL_SHM_VERSION 7u
+#define SL_SHM_VERSION 8u
 
 /*
  * Layout pins. An NF keeps the layout of the header it was built with, so
@@ -33,7 +33,7 @@
  * RTE_CACHE_LINE_SIZE); elsewhere only the alignment rules below are
  * checked. SL_SHM_PINNED_VERSION says which version the numbers describe.
  */
-#define SL_SHM_PINNED_VERSION 7u
+#define SL_SHM_PINNED_VERSION 8u
 _Static_assert(SL_SHM_VERSION == SL_SHM_PINNED_VERSION,
 	       "the layout pins below describe another SL_SHM_VERSION: check "
 	       "them against the new layout and update SL_SHM_PINNED_VERSION");
@@ -630,7 +630,7 @@ struct sl_shm {
 	uint64_t tsc_hz;
 	int dynfield_offset;
 
-	struct rte_mempool *pktmbuf_pool;
+	struct rte_mempool *pktmbuf_pool; /* pools[0]: NFs allocate here */
 	struct rte_ring *msg_ring;    /* NF -> sluiced, MP/SC */
 	struct rte_mempool *msg_pool; /* struct sl_msg */
 
@@ -661,6 +661,14 @@ struct sl_shm {
 	uint64_t io_heartbeat[SL_MAX_IO_THREADS]; /* loop count, by thread */
 	struct sl_ctx_stats io[SL_MAX_IO_THREADS];
 	struct sl_port_stats port_stats[SL_MAX_IO_THREADS][SL_MAX_PORTS];
+
+	/* Packet pools, one per NUMA socket in use (written by sluiced before
+	 * any NF attaches): pools[0] is pktmbuf_pool, on the socket of
+	 * sluiced's main lcore; a port on another socket receives into a
+	 * pool of its own socket. A packet goes back to the pool it came
+	 * from (m->pool), so an NF may hold buffers of every pool. */
+	uint32_t n_pools;
+	struct rte_mempool *pools[RTE_MAX_NUMA_NODES];
 };
 /* magic and version stay where they are in every version: an NF built
  * against another version reads them there to refuse to attach. */
@@ -671,7 +679,7 @@ _Static_assert(offsetof(struct sl_shm, io) % RTE_CACHE_LINE_SIZE == 0 &&
 		       offsetof(struct sl_shm, port_stats) %
 				       RTE_CACHE_LINE_SIZE == 0,
 	       "I/O thread counters must start a cache line");
-SL_PIN_SIZE(struct sl_shm, 37312);
+SL_PIN_SIZE(struct sl_shm, 37632);
 SL_PIN_OFF(struct sl_shm, node, 8);
 SL_PIN_OFF(struct sl_shm, mgr_pid, 40);
 SL_PIN_OFF(struct sl_shm, shutdown, 44);
@@ -707,6 +715,8 @@ SL_PIN_OFF(struct sl_shm, io_wake, 11916);
 SL_PIN_OFF(struct sl_shm, io_heartbeat, 11936);
 SL_PIN_OFF(struct sl_shm, io, 11968);
 SL_PIN_OFF(struct sl_shm, port_stats, 12736);
+SL_PIN_OFF(struct sl_shm, n_pools, 37312);
+SL_PIN_OFF(struct sl_shm, pools, 37320);
 
 /* sl_pkt_meta.flags */
 #define SL_META_HASH 0x1u  /* flow_hash is valid */

@@ -85,7 +85,7 @@ usage(void)
 		"  --max-services N       services (64)\n"
 		"  --ring-size N          NF rx/tx ring entries, power of 2 "
 		"(4096)\n"
-		"  --mbufs N              packet buffers in the pool (65535)\n"
+		"  --mbufs N              packet buffers per pool (65535)\n"
 		"  --mbuf-cache N         per-lcore pool cache (256)\n"
 		"  --burst N              packets per burst, <= %d (32)\n"
 		"  --backpressure-us N    how long a full next hop is waited "
@@ -672,6 +672,45 @@ zero_meta(struct rte_mempool *mp, void *arg, void *obj, unsigned int idx)
 	memset(sl_meta(obj, *(int *)arg), 0, sizeof(struct sl_pkt_meta));
 }
 
+/*
+ * The packet pool of a NUMA socket, created on first use: a port receives
+ * into the pool of its own socket, so a NIC never writes packets into
+ * another socket's memory (SOCKET_ID_ANY, a socket unknown, means the
+ * main pool). Every pool has --mbufs buffers. Called before any NF
+ * attaches (shm_init, then the ports), so NFs see a complete list.
+ */
+struct rte_mempool *
+sl_pool_for_socket(struct sl_mgr *m, int socket, char *err, size_t errlen)
+{
+	struct sl_shm *shm = m->shm;
+	char name[64]; /* at most 26 characters: fits RTE_MEMPOOL_NAMESIZE */
+	struct rte_mempool *mp;
+
+	if (socket < 0 || socket >= RTE_MAX_NUMA_NODES)
+		return shm->pktmbuf_pool;
+	for (uint32_t i = 0; i < shm->n_pools; i++)
+		if (shm->pools[i]->socket_id == socket)
+			return shm->pools[i];
+	if (shm->n_pools == 0)
+		snprintf(name, sizeof(name), "sl_%.16s_pkts", m->o.name);
+	else
+		snprintf(name, sizeof(name), "sl_%.16s_pkts%d", m->o.name,
+			 socket);
+	mp = rte_pktmbuf_pool_create(name, m->o.mbufs, m->o.mbuf_cache, 0,
+				     RTE_MBUF_DEFAULT_BUF_SIZE, socket);
+	if (mp == NULL) {
+		snprintf(err, errlen,
+			 "cannot create a pool of %u packet buffers on NUMA "
+			 "socket %d: %s; lower --mbufs or reserve more "
+			 "hugepages on that socket",
+			 m->o.mbufs, socket, rte_strerror(rte_errno));
+		return NULL;
+	}
+	rte_mempool_obj_iter(mp, zero_meta, &shm->dynfield_offset);
+	shm->pools[shm->n_pools++] = mp;
+	return mp;
+}
+
 static int
 shm_init(struct sl_mgr *m)
 {
@@ -681,7 +720,7 @@ shm_init(struct sl_mgr *m)
 		.size = sizeof(struct sl_pkt_meta),
 		.align = __alignof__(struct sl_pkt_meta),
 	};
-	char name[RTE_MEMZONE_NAMESIZE];
+	char name[RTE_MEMZONE_NAMESIZE], err[256];
 	const struct rte_memzone *mz;
 	struct sl_shm *shm;
 	size_t sz_nfs = sizeof(struct sl_nf_slot) * o->max_nfs;
@@ -730,18 +769,12 @@ shm_init(struct sl_mgr *m)
 	}
 	shm->dynfield_offset = off;
 
-	snprintf(name, sizeof(name), "sl_%.16s_pkts", o->name);
-	shm->pktmbuf_pool = rte_pktmbuf_pool_create(
-		name, o->mbufs, o->mbuf_cache, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
-		rte_socket_id());
+	shm->pktmbuf_pool = sl_pool_for_socket(m, (int)rte_socket_id(), err,
+					       sizeof(err));
 	if (shm->pktmbuf_pool == NULL) {
-		fprintf(stderr,
-			"sluiced: cannot create a pool of %u packet buffers: "
-			"%s; lower --mbufs or reserve more hugepages\n",
-			o->mbufs, rte_strerror(rte_errno));
+		fprintf(stderr, "sluiced: %s\n", err);
 		return -1;
 	}
-	rte_mempool_obj_iter(shm->pktmbuf_pool, zero_meta, &off);
 
 	snprintf(name, sizeof(name), SL_MZ_MSG_RING, o->name);
 	shm->msg_ring = rte_ring_create(name, 1024, rte_socket_id(),

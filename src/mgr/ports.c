@@ -227,6 +227,7 @@ port_setup(struct sl_mgr *m, uint16_t pid, const char *pname,
 {
 	struct rte_eth_conf conf;
 	struct rte_eth_dev_info info;
+	struct rte_mempool *pool;
 	uint16_t n_txq;
 	int rc;
 
@@ -282,8 +283,16 @@ port_setup(struct sl_mgr *m, uint16_t pid, const char *pname,
 			 rte_strerror(-rc));
 		return -1;
 	}
+	pool = sl_pool_for_socket(m, rte_eth_dev_socket_id(pid), err, errlen);
+	if (pool == NULL) {
+		char why[256];
+
+		snprintf(why, sizeof(why), "%s", err);
+		snprintf(err, errlen, "port '%s': %s", pname, why);
+		return -1;
+	}
 	rc = rte_eth_rx_queue_setup(pid, 0, m->o.rxd, rte_eth_dev_socket_id(pid),
-				    NULL, m->shm->pktmbuf_pool);
+				    NULL, pool);
 	for (uint16_t q = 0; rc == 0 && q < n_txq; q++)
 		rc = rte_eth_tx_queue_setup(pid, q, m->o.txd,
 					    rte_eth_dev_socket_id(pid), NULL);
@@ -411,11 +420,13 @@ sl_ports_json(const struct sl_mgr *m)
 		memset(&link, 0, sizeof(link));
 		rte_eth_link_get_nowait(pid, &link);
 		json_array_append_new(
-			a, json_pack("{s:i, s:s, s:s, s:b, s:b, s:i, s:i}", "id",
-				     pid, "name", p->name, "device", p->device,
-				     "started", p->started, "link_up",
+			a, json_pack("{s:i, s:s, s:s, s:b, s:b, s:i, s:i, s:i}",
+				     "id", pid, "name", p->name, "device",
+				     p->device, "started", p->started,
+				     "link_up",
 				     link.link_status == RTE_ETH_LINK_UP,
-				     "rx_queues", 1, "tx_queues", p->n_txq));
+				     "rx_queues", 1, "tx_queues", p->n_txq,
+				     "socket", rte_eth_dev_socket_id(pid)));
 	}
 	return a;
 }

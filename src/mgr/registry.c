@@ -640,21 +640,25 @@ rx_ring_free(const struct sl_shm *shm, struct rte_ring *r)
 static uint16_t
 cache_lcore_take(struct sl_mgr *m, uint16_t inst)
 {
-	struct rte_mempool *mp = m->shm->pktmbuf_pool;
+	const struct sl_shm *shm = m->shm;
 
-	if (!m->o.nf_cache || mp->cache_size == 0)
+	if (!m->o.nf_cache || shm->pktmbuf_pool->cache_size == 0)
 		return SL_CACHE_NONE;
 	for (int id = RTE_MAX_LCORE - 1; id >= 0; id--) {
-		struct rte_mempool_cache *c;
-
 		if (rte_lcore_is_enabled((unsigned int)id) ||
 		    m->cache_owner[id] != 0)
 			continue;
-		c = rte_mempool_default_cache(mp, (unsigned int)id);
-		if (c == NULL)
-			return SL_CACHE_NONE;
-		if (c->len != 0) /* nobody's: should not happen */
-			rte_mempool_cache_flush(c, mp);
+		/* The NF frees into this lcore's cache of every pool. */
+		for (uint32_t p = 0; p < shm->n_pools; p++) {
+			struct rte_mempool *mp = shm->pools[p];
+			struct rte_mempool_cache *c =
+				rte_mempool_default_cache(mp, (unsigned int)id);
+
+			if (c == NULL)
+				return SL_CACHE_NONE;
+			if (c->len != 0) /* nobody's: should not happen */
+				rte_mempool_cache_flush(c, mp);
+		}
 		m->cache_owner[id] = (uint16_t)(inst + 1);
 		return (uint16_t)id;
 	}
@@ -678,22 +682,28 @@ cache_lcore_take(struct sl_mgr *m, uint16_t inst)
 static void
 cache_lcore_release(struct sl_mgr *m, struct sl_nf_slot *s, uint16_t inst)
 {
-	struct rte_mempool *mp = m->shm->pktmbuf_pool;
+	const struct sl_shm *shm = m->shm;
 	uint16_t id = s->cache_lcore;
-	struct rte_mempool_cache *c;
+	int died_in_put;
 
 	if (id == SL_CACHE_NONE || id >= RTE_MAX_LCORE)
 		return;
-	c = rte_mempool_default_cache(mp, id);
-	if (__atomic_load_n(&s->pool_op, __ATOMIC_ACQUIRE)) {
-		m->mbufs_leaked += c->len;
-		sl_log("instance %u died inside a mempool put: the %u packet "
-		       "buffer(s) of its cache are left out of the pool "
-		       "(status mbufs.leaked)",
-		       inst, c->len);
-		c->len = 0;
-	} else if (c->len > 0) {
-		rte_mempool_cache_flush(c, mp);
+	died_in_put = __atomic_load_n(&s->pool_op, __ATOMIC_ACQUIRE) != 0;
+	for (uint32_t p = 0; p < shm->n_pools; p++) {
+		struct rte_mempool *mp = shm->pools[p];
+		struct rte_mempool_cache *c = rte_mempool_default_cache(mp, id);
+
+		if (died_in_put) {
+			m->mbufs_leaked += c->len;
+			sl_log("instance %u died inside a mempool put: the %u "
+			       "packet buffer(s) of its cache are left out of "
+			       "the pool%s%s (status mbufs.leaked)",
+			       inst, c->len, shm->n_pools > 1 ? " " : "",
+			       shm->n_pools > 1 ? mp->name : "");
+			c->len = 0;
+		} else if (c->len > 0) {
+			rte_mempool_cache_flush(c, mp);
+		}
 	}
 	m->cache_owner[id] = 0;
 	s->cache_lcore = SL_CACHE_NONE;
@@ -829,7 +839,8 @@ reclaim(struct sl_mgr *m, struct sl_qs_action *a)
 			s->hand[i] = NULL;
 		}
 		a->lost = rx_ring_free(shm, s->rx);
-		rte_mempool_obj_iter(shm->pktmbuf_pool, tagged_one, &t);
+		for (uint32_t p = 0; p < shm->n_pools; p++)
+			rte_mempool_obj_iter(shm->pools[p], tagged_one, &t);
 		if (t.oom)
 			sl_log("instance %u: out of memory looking for the "
 			       "packets it held; they stay out of the pool",

@@ -157,6 +157,17 @@ param_service(struct sl_mgr *m, json_t *params, const char *key,
 
 static json_t *rpc_status(struct sl_mgr *m, json_t *p, struct rpc_err *e);
 
+/* Free buffers an NF's cache holds now, over every pool (a racy read). */
+static unsigned int
+cache_len(const struct sl_shm *shm, uint16_t lcore)
+{
+	unsigned int n = 0;
+
+	for (uint32_t i = 0; i < shm->n_pools; i++)
+		n += rte_mempool_default_cache(shm->pools[i], lcore)->len;
+	return n;
+}
+
 static json_t *
 rpc_nf_list(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 {
@@ -206,10 +217,7 @@ rpc_nf_list(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 				? json_null()
 				: json_pack("{s:i, s:i}", "lcore",
 					    (int)s->cache_lcore, "len",
-					    (int)rte_mempool_default_cache(
-						    shm->pktmbuf_pool,
-						    s->cache_lcore)
-						    ->len));
+					    (int)cache_len(shm, s->cache_lcore)));
 	}
 	return a;
 }
@@ -1356,8 +1364,8 @@ static json_t *
 rpc_status(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 {
 	struct sl_shm *shm = m->shm;
-	json_t *names = json_array();
-	int n_nfs = 0, n_svc = 0;
+	json_t *names = json_array(), *pools = json_array();
+	int n_nfs = 0, n_svc = 0, pool_size = 0, in_use = 0;
 
 	(void)p;
 	(void)e;
@@ -1367,9 +1375,21 @@ rpc_status(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 		n_nfs += shm->nfs[i].state == SL_NF_RUNNING;
 	for (uint16_t s = 0; s < shm->max_services; s++)
 		n_svc += shm->services[s].used;
+	for (uint32_t i = 0; i < shm->n_pools; i++) {
+		const struct rte_mempool *mp = shm->pools[i];
+		unsigned int used = rte_mempool_in_use_count(mp);
+
+		pool_size += (int)mp->size;
+		in_use += (int)used;
+		json_array_append_new(
+			pools, json_pack("{s:s, s:i, s:i, s:i}", "name",
+					 mp->name, "socket", mp->socket_id,
+					 "size", (int)mp->size, "in_use",
+					 (int)used));
+	}
 	return json_pack(
 		"{s:s, s:s, s:i, s:s, s:s, s:f, s:b, s:i, s:i, s:i, s:i, s:i, "
-		"s:i, s:i, s:i, s:i, s:o, s:{s:i, s:i, s:I}, s:I, s:I, "
+		"s:i, s:i, s:i, s:i, s:o, s:{s:i, s:i, s:I, s:o}, s:I, s:I, "
 		"s:{s:i, s:i, s:I, s:I}, s:o}",
 		"node", shm->node, "version", SL_VERSION, "pid", (int)getpid(),
 		"mode", m->o.mode == SL_MODE_POLL ? "poll" : "shared",
@@ -1381,9 +1401,8 @@ rpc_status(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 		(int)shm->max_hops, "n_nfs", n_nfs,
 		"n_services", n_svc, "n_ports", shm->n_ports, "io_threads",
 		(int)shm->n_io, "methods", names, "mbufs", "size",
-		(int)shm->pktmbuf_pool->size, "in_use",
-		(int)rte_mempool_in_use_count(shm->pktmbuf_pool), "leaked",
-		(json_int_t)m->mbufs_leaked, "rings_unstuck",
+		pool_size, "in_use", in_use, "leaked",
+		(json_int_t)m->mbufs_leaked, "pools", pools, "rings_unstuck",
 		(json_int_t)m->rings_unstuck, "nfs_hung",
 		(json_int_t)m->nfs_hung, "messages", "size",
 		(int)shm->msg_pool->size, "free",

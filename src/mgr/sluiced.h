@@ -173,6 +173,10 @@ void sl_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Logs an event and publishes it to subscribers (NF up/down, ...). */
 void sl_event(const char *kind, json_t *data);
 
+/* The packet pool of a NUMA socket (main.c), created on first use. */
+struct rte_mempool *sl_pool_for_socket(struct sl_mgr *m, int socket, char *err,
+				       size_t errlen);
+
 /* ports.c */
 int sl_ports_init(struct sl_mgr *m, char *err, size_t errlen);
 void sl_ports_close(struct sl_mgr *m);

@@ -1354,11 +1354,14 @@ out:
 	if (nf.disp.pool_op != NULL) {
 		/* Hand our cached packets back to the pool (sluiced would do it
 		 * after we exit; doing it now keeps the pool's count exact). */
-		struct rte_mempool *mp = nf.shm->pktmbuf_pool;
-
 		sl_pool_op_begin(nf.disp.pool_op);
-		rte_mempool_cache_flush(
-			rte_mempool_default_cache(mp, rte_lcore_id()), mp);
+		for (uint32_t i = 0; i < nf.shm->n_pools; i++) {
+			struct rte_mempool *mp = nf.shm->pools[i];
+
+			rte_mempool_cache_flush(
+				rte_mempool_default_cache(mp, rte_lcore_id()),
+				mp);
+		}
 		sl_pool_op_end(nf.disp.pool_op);
 		RTE_PER_LCORE(_lcore_id) = LCORE_ID_ANY;
 	}

@@ -111,7 +111,8 @@ STATUS = {
     "uptime_s": 12.5, "rx_enabled": True, "max_nfs": 64, "max_services": 32,
     "ring_size": 4096, "burst": 32, "n_nfs": 2, "n_services": 2, "n_ports": 2,
     "io_threads": 1, "methods": ["status", "nf.list", "stats"],
-    "mbufs": {"size": 8191, "in_use": 100},
+    "mbufs": {"size": 8191, "in_use": 100, "leaked": 0,
+              "pools": [{"name": "sl_t_pkts", "socket": 0, "size": 8191, "in_use": 100}]},
 }
 NFS = [
     {"instance": 0, "service": "fw", "service_id": 0, "prog": "/b/sluice-firewall",
@@ -123,9 +124,9 @@ NFS = [
 ]
 PORTS = [
     {"id": 0, "name": "in", "device": "net_pcap0", "started": True, "link_up": True,
-     "rx_queues": 1, "tx_queues": 3},
+     "rx_queues": 1, "tx_queues": 3, "socket": -1},
     {"id": 1, "name": "out", "device": "net_null0", "started": True, "link_up": False,
-     "rx_queues": 1, "tx_queues": 3},
+     "rx_queues": 1, "tx_queues": 3, "socket": -1},
 ]
 SERVICES = [
     {"id": 0, "name": "fw", "lb": "flow", "instances": [0]},

@@ -286,6 +286,14 @@ def test_a_sluiced_with_no_options_reports_the_documented_defaults(node: str) ->
         assert got["stats"]["flows"]["capacity_v6"] == got["stats"]["flows"]["capacity"] // 4
         assert rows["--nf-tx-queues"]["default"] == "0"
         assert [(x["name"], x["rx_queues"], x["tx_queues"]) for x in ports] == [("out", 1, 1)]
+        # One packet pool, on the main lcore's socket (this machine has
+        # one), which the port (a virtual device: the socket it was made
+        # on) receives into.
+        mbufs = got["status"]["mbufs"]
+        assert [(x["name"], x["socket"], x["size"]) for x in mbufs["pools"]] == [
+            (f"sl_{node[:16]}_pkts", 0, 65535)], mbufs
+        assert mbufs["pools"][0]["in_use"] == mbufs["in_use"], mbufs
+        assert [x["socket"] for x in ports] == [0], ports
         assert got["status"]["io_threads"] == 1  # two lcores: control + one I/O thread
         _, err = p.communicate(timeout=20)
         assert p.returncode == 0, err
