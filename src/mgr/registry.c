@@ -87,8 +87,6 @@ sl_nf_state_name(uint32_t state)
 int
 sl_registry_init(struct sl_mgr *m)
 {
-	unsigned int ids;
-
 	m->pidfd = malloc(sizeof(*m->pidfd) * m->o.max_nfs);
 	m->svc_retired = calloc(m->o.max_services, sizeof(*m->svc_retired));
 	m->txq_owner = calloc(1 + m->o.nf_txq, sizeof(*m->txq_owner));
@@ -102,17 +100,6 @@ sl_registry_init(struct sl_mgr *m)
 	}
 	for (uint16_t i = 0; i < m->o.max_nfs; i++)
 		m->pidfd[i] = -1;
-	/* An NF's packet-buffer cache needs an lcore id of its own
-	 * (cache_lcore_take): fewer ids than instances is a limit, said. */
-	ids = (unsigned int)RTE_MAX_LCORE - rte_lcore_count();
-	if (m->o.nf_cache && m->o.mbuf_cache != 0 && m->o.max_nfs > ids)
-		sl_log("sluiced --max-nfs %u is more than the %u lcore ids NFs' "
-		       "packet-buffer caches can have (RTE_MAX_LCORE %u less "
-		       "sluiced's %u): instances registered past %u get no "
-		       "cache and free straight to the pool (slower); run "
-		       "fewer instances, or --nf-mbuf-cache 0 for none at all",
-		       (unsigned int)m->o.max_nfs, ids,
-		       (unsigned int)RTE_MAX_LCORE, rte_lcore_count(), ids);
 	return 0;
 }
 
@@ -663,10 +650,13 @@ cache_lcore_take(struct sl_mgr *m, uint16_t inst)
 		return (uint16_t)id;
 	}
 	/* More instances than ids (RTE_MAX_LCORE less sluiced's lcores):
-	 * defined, and said; sl_registry_init warned at the start. */
+	 * defined, and said when it happens (not at every start: the
+	 * default --max-nfs 128 is above the 126 ids of a 2-lcore sluiced,
+	 * and few nodes run that many). */
 	sl_log("instance %u gets no packet-buffer cache: all %u lcore ids for "
 	       "them are taken (nf.list mbuf_cache null); it frees straight "
-	       "to the pool",
+	       "to the pool, which is slower: run fewer instances, or "
+	       "--nf-mbuf-cache 0 for none at all",
 	       inst, (unsigned int)RTE_MAX_LCORE - rte_lcore_count());
 	return SL_CACHE_NONE;
 }
