@@ -5,8 +5,10 @@
  * by the RX thread) and one TX queue (written only by the TX thread).
  */
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,22 +39,27 @@ static uint8_t sym_rss_key[40] = {
  * written before became zeros).
  *
  * So sluiced probes a pcap device with its files (rx_pcap, tx_pcap) as
- * short symlinks in a private folder that it removes once the port is
- * started (queue setup reads an infinite_rx capture again by its name):
- * sluiced has the files open, the arguments NFs see are short, and
- * an NF's probe of the device fails (no such folder), which DPDK only
- * logs; NFs never use a pcap port themselves (it has one TX queue,
- * sluiced's). Arguments still too long are refused.
+ * short symlinks in a private folder, and the arguments NFs see are
+ * short. Once the port is started (sluiced has the files open), each
+ * tx_pcap link is turned to /dev/null (pcap_private_settle): an NF's
+ * probe then opens the capture to read and /dev/null to write, and
+ * succeeds without touching what sluiced writes. (When the folder was
+ * removed instead, every NF's log began with three DPDK error lines
+ * about a missing capture, above the NF's own errors.) NFs never use a
+ * pcap port themselves (it has one TX queue, sluiced's). The folder goes
+ * at sluiced's exit, or at the next start after a crash
+ * (pcap_private_sweep). Arguments still too long are refused.
  *
- * Rewrites device into out; *dir gets the folder to remove after the
- * probe ("" if nothing was rewritten). Returns 0, or -1 with err set.
+ * Rewrites device into out; *dir gets the folder ("" if nothing was
+ * rewritten) and *tx_links a bit per link that is a tx_pcap file.
+ * Returns 0, or -1 with err set.
  */
 #define PCAP_ARGS_MAX 63 /* ETH_PCAP_ARG_MAXLEN - 1 */
 
 static int
 pcap_private(const char *pname, const char *device, char *out,
-	     size_t outlen, char *dir, size_t dirlen, char *err,
-	     size_t errlen)
+	     size_t outlen, char *dir, size_t dirlen, uint64_t *tx_links,
+	     char *err, size_t errlen)
 {
 	static const char *const keys[] = {"rx_pcap=", "tx_pcap="};
 	const char *p = device;
@@ -61,6 +68,7 @@ pcap_private(const char *pname, const char *device, char *out,
 	unsigned int n = 0;
 
 	dir[0] = '\0';
+	*tx_links = 0;
 	if ((strncmp(device, "net_pcap", 8) != 0 &&
 	     strncmp(device, "eth_pcap", 8) != 0) ||
 	    !isdigit((unsigned char)device[8]))
@@ -110,6 +118,8 @@ pcap_private(const char *pname, const char *device, char *out,
 					 pname, target, strerror(errno));
 				return -1;
 			}
+			if (key == keys[1] && n < 64)
+				*tx_links |= UINT64_C(1) << n;
 			snprintf(link, sizeof(link), "%s/%u.pcap", dir, n++);
 			if (symlink(target, link) != 0) {
 				snprintf(err, errlen,
@@ -154,9 +164,28 @@ verbatim:
 	return 0;
 }
 
-/* Removes what pcap_private made (the driver holds the files open). */
+/* The port is started and sluiced has its files open: tx_pcap links
+ * now lead to /dev/null, for the NFs' probes (see pcap_private). */
 static void
-pcap_private_done(const char *dir)
+pcap_private_settle(const char *dir, uint64_t tx_links)
+{
+	char link[PATH_MAX + 32];
+
+	for (unsigned int n = 0; n < 64; n++) {
+		if (!(tx_links & (UINT64_C(1) << n)))
+			continue;
+		snprintf(link, sizeof(link), "%s/%u.pcap", dir, n);
+		if (unlink(link) != 0 || symlink("/dev/null", link) != 0)
+			sl_log("cannot point %s at /dev/null: %s; NFs' probes "
+			       "of the port will fail and say so in their "
+			       "logs",
+			       link, strerror(errno));
+	}
+}
+
+/* Removes a folder pcap_private made. */
+static void
+pcap_private_remove(const char *dir)
 {
 	char link[PATH_MAX + 32];
 
@@ -170,11 +199,39 @@ pcap_private_done(const char *dir)
 	rmdir(dir);
 }
 
-/* Probes device (unless the EAL arguments did); *dir: what to remove
- * once the port is started (pcap_private_done). */
+/* Folders of sluiced processes that are gone (killed before their exit
+ * removed them): /tmp/sl-PID-XXXXXX with no process PID. */
+static void
+pcap_private_sweep(void)
+{
+	DIR *d = opendir("/tmp");
+	struct dirent *e;
+
+	if (d == NULL)
+		return;
+	while ((e = readdir(d)) != NULL) {
+		char dir[PATH_MAX];
+		int pid, end = 0;
+
+		if (sscanf(e->d_name, "sl-%d-%*6[A-Za-z0-9]%n", &pid,
+			   &end) != 1 ||
+		    end == 0 || e->d_name[end] != '\0' || pid <= 0 ||
+		    pid == (int)getpid())
+			continue;
+		if (kill(pid, 0) == 0 || errno != ESRCH)
+			continue; /* its sluiced is alive */
+		snprintf(dir, sizeof(dir), "/tmp/%s", e->d_name);
+		pcap_private_remove(dir);
+	}
+	closedir(d);
+}
+
+/* Probes device (unless the EAL arguments did); *dir and *tx_links: as
+ * pcap_private says. */
 static int
 find_or_probe(const char *pname, const char *device, uint16_t *port_id,
-	      char *dir, size_t dirlen, char *err, size_t errlen)
+	      char *dir, size_t dirlen, uint64_t *tx_links, char *err,
+	      size_t errlen)
 {
 	char devname[128], probe_dev[1024];
 	size_t len = strcspn(device, ",");
@@ -190,10 +247,11 @@ find_or_probe(const char *pname, const char *device, uint16_t *port_id,
 	memcpy(devname, device, len);
 	devname[len] = '\0';
 	dir[0] = '\0';
+	*tx_links = 0;
 	if (rte_eth_dev_get_port_by_name(devname, port_id) == 0)
 		return 0; /* given in the EAL arguments */
 	if (pcap_private(pname, device, probe_dev, sizeof(probe_dev), dir,
-			 dirlen, err, errlen) != 0)
+			 dirlen, tx_links, err, errlen) != 0)
 		return -1;
 	rc = rte_dev_probe(probe_dev);
 	if (rc < 0) {
@@ -354,21 +412,28 @@ sl_ports_init(struct sl_mgr *m, char *err, size_t errlen)
 	 * RSS hash is used only if every port has one, with the symmetric
 	 * key over the same fields. */
 	m->rss_flow_hash = m->o.n_ports > 0;
+	pcap_private_sweep();
 
 	for (uint16_t i = 0; i < m->o.n_ports; i++) {
 		const struct sl_port_opt *po = &m->o.ports[i];
-		char dir[PATH_MAX];
-		uint64_t hf = 0;
+		char *dir = m->pcap_dir[i];
+		uint64_t hf = 0, tx_links;
 		uint16_t pid;
 		int rc;
 
-		rc = find_or_probe(po->name, po->device, &pid, dir, sizeof(dir),
-				   err, errlen);
+		rc = find_or_probe(po->name, po->device, &pid, dir,
+				   sizeof(m->pcap_dir[i]), &tx_links, err,
+				   errlen);
 		if (rc == 0)
 			rc = port_init(m, pid, po, &hf, err, errlen);
-		pcap_private_done(dir); /* started: the files are open */
-		if (rc != 0)
+		if (rc != 0) {
+			for (uint16_t j = 0; j <= i; j++) {
+				pcap_private_remove(m->pcap_dir[j]);
+				m->pcap_dir[j][0] = '\0';
+			}
 			return -1;
+		}
+		pcap_private_settle(dir, tx_links); /* the files are open */
 		if (i == 0)
 			hf0 = hf;
 		if (hf == 0 || hf != hf0)
@@ -393,6 +458,10 @@ sl_ports_close(struct sl_mgr *m)
 		}
 		rte_eth_dev_close(pid); /* flushes e.g. a pcap being written */
 		p->used = 0;
+	}
+	for (uint16_t i = 0; i < SL_MAX_PORTS; i++) {
+		pcap_private_remove(m->pcap_dir[i]);
+		m->pcap_dir[i][0] = '\0';
 	}
 }
 

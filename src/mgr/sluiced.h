@@ -137,6 +137,9 @@ struct sl_mgr {
 	 * fields, so a port's RSS hash can stand for the flow hash; else
 	 * the flow hash is always computed in software (ports.c). */
 	int rss_flow_hash;
+	/* Private folders of pcap ports' capture links (ports.c), removed
+	 * at exit; "" if none. */
+	char pcap_dir[SL_MAX_PORTS][40];
 	/* Reservations of NFs killed inside an enqueue, rolled back */
 	uint64_t rings_unstuck;
 	uint64_t msgs_reclaimed; /* answers dead processes never returned */

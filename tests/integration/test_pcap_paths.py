@@ -2,17 +2,20 @@
 net_pcap devices again from a copy of their arguments that DPDK 22.11 keeps
 in 64 bytes: cut right before the '=' of infinite_rx, it crashed every NF
 (the demo in a clone whose path had the wrong length). sluiced now probes
-pcap devices with their files renamed to short private links."""
+pcap devices with their files renamed to short private links; once the port
+has them open, a tx_pcap link leads to /dev/null, so the NFs' own probes
+succeed without writing over sluiced's capture."""
 
 from __future__ import annotations
 
 import os
 import re
 import shutil
+import subprocess
 from pathlib import Path
 
 from conftest import deployment, port, prog, wait_until
-from packets import mixed, write
+from packets import mixed, read, write
 from test_control import _sluiced
 
 
@@ -43,10 +46,14 @@ def test_nfs_start_whatever_the_capture_path(launch, node, tmp_path):
                    "traffic through both NFs")
         assert [n["state"] for n in run.client.call("nf.list")] == ["running", "running"]
         assert [p.exited() for p in run.nfs] == [None, None]
-        # port.list shows the device as given; the private links are gone.
+        # port.list shows the device as given; the private link is there
+        # while sluiced runs (for the NFs' probes), gone after it.
         dev = {p["name"]: p["device"] for p in run.client.call("port.list")}
         assert dev["in"] == f"net_pcap0,rx_pcap={src},infinite_rx=1"
-        assert not list(Path("/tmp").glob(f"sl-{run.sluiced.pid}-*"))
+        (folder,) = Path("/tmp").glob(f"sl-{run.sluiced.pid}-*")
+        assert [(f.name, os.readlink(f)) for f in folder.iterdir()] == [("0.pcap", str(src))]
+        run.stop()
+        assert not folder.exists()
     finally:
         shutil.rmtree(src.parent.parent, ignore_errors=True)
 
@@ -73,8 +80,59 @@ def test_pcap_arguments_too_long_for_the_nfs_are_refused(node, tmp_path):
     assert not Path(d[1]).exists()
 
 
+def test_nfs_probe_pcap_ports_quietly_and_leave_the_capture_whole(launch, node, tmp_path):
+    """A tx_pcap port's private link leads to /dev/null once sluiced has
+    the file open: NFs started after (all of them) probe the port without
+    an error in their logs (they were three DPDK lines about a missing
+    capture, above the NF's own) and without truncating the capture."""
+    frames = mixed(400, flows=20, seed=5)
+    src = write(tmp_path / "in.pcap", frames)
+    out = tmp_path / "out.pcap"
+    run = launch(deployment(
+        node, ports=[{"name": "in", "device": f"net_pcap0,rx_pcap={src}"},
+                     {"name": "out", "device": f"net_pcap1,tx_pcap={out}"}],
+        nfs=[{"name": f"f{i}", "program": prog("forward"), "service": f"f{i}"}
+             for i in (1, 2)],
+        chain=["f1", "f2", "port:out"]))
+    wait_until(lambda: port(run.client.call("stats"), "out")["tx_pkts"] == len(frames), 20,
+               "the capture through both NFs")
+    links = {os.readlink(f) for d in Path("/tmp").glob(f"sl-{run.sluiced.pid}-*")
+             for f in d.iterdir()}
+    assert links == {str(src), "/dev/null"}, links
+    logs = {p.label: p.log.read_text(errors="replace").splitlines() for p in run.nfs}
+    # Each log: the command line, then nothing from DPDK's probes.
+    assert all(lines[0].startswith("$ ") and not any(
+        "pcap" in ln or "probe" in ln for ln in lines[1:]) for lines in logs.values()), logs
+    pid = run.sluiced.pid
+    run.stop()
+    assert read(out) == frames
+    assert not list(Path("/tmp").glob(f"sl-{pid}-*"))
+
+
+def test_a_killed_sluiceds_private_folders_are_swept(node, tmp_path):
+    """A sluiced killed before its exit leaves its folder; the next one
+    removes it (only those of processes that are gone)."""
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    gone = Path(f"/tmp/sl-{dead.pid}-Ab12Cd")
+    alive = Path(f"/tmp/sl-{os.getpid()}-Zz99Yy")
+    for d in (gone, alive):
+        d.mkdir()
+        (d / "0.pcap").symlink_to("/dev/null")
+    try:
+        # It sweeps as it sets up its ports (here it stops at a bad one).
+        r = _sluiced("--port", "bad=net_nosuch0", name=node)
+        assert r.returncode == 1, r.stderr
+        assert "port 'bad': cannot create device 'net_nosuch0'" in r.stderr, r.stderr
+        assert not gone.exists()
+        assert (alive / "0.pcap").is_symlink()
+    finally:
+        shutil.rmtree(alive, ignore_errors=True)
+        shutil.rmtree(gone, ignore_errors=True)
+
+
 def test_nfs_send_to_a_pcap_port_through_sluiced(launch, node, tmp_path):
-    """An NF's probe of a pcap port fails (its files are private to
+    """A pcap port has one TX queue, sluiced's (its files are private to
     sluiced), so what an NF sends there must go through sluiced, even with
     --nf-tx-queues (DPDK's driver gives a pcap port one TX queue per tx
     file, and one that discards when it has none). Here the capture's own
