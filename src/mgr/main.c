@@ -686,7 +686,7 @@ sl_pool_for_socket(struct sl_mgr *m, int socket, char *err, size_t errlen)
 	char name[64]; /* at most 26 characters: fits RTE_MEMPOOL_NAMESIZE */
 	struct rte_mempool *mp;
 
-	if (socket < 0 || socket >= RTE_MAX_NUMA_NODES)
+	if (shm->n_pools > 0 && (socket < 0 || socket >= RTE_MAX_NUMA_NODES))
 		return shm->pktmbuf_pool;
 	for (uint32_t i = 0; i < shm->n_pools; i++)
 		if (shm->pools[i]->socket_id == socket)
