@@ -3,9 +3,13 @@ and does what it says in a real chain."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import shlex
+import shutil
 import subprocess
+from pathlib import Path
 
 from conftest import ROOT, build_dir, deployment, port, wait_drained, wait_until
 from packets import read, write
@@ -25,7 +29,12 @@ def test_guide_nf_builds_and_decrements_ttl(launch, node, tmp_path):
     cmd = cmd.replace("-o sluice-ttl", f"-o {tmp_path}/sluice-ttl")
     r = subprocess.run(["sh", "-c", cmd], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, f"{shlex.quote(cmd)}: {r.stderr}"
+    _check_ttl_nf(launch, node, tmp_path, tmp_path / "sluice-ttl")
 
+
+def _check_ttl_nf(launch, node, tmp_path: Path, program: Path) -> None:
+    """Runs PROGRAM (ttl.c built) as service ttl of the chain in -> ttl ->
+    out and checks what comes out, byte by byte."""
     frames = [bytes(Ether() / IP(src="10.0.0.1", dst="10.0.0.2", ttl=t) / UDP() / b"data")
               for t in (64, 2, 1, 0, 255)]
     frames.append(bytes(Ether() / IPv6(hlim=1) / UDP()))  # not IPv4: passes unchanged
@@ -34,7 +43,7 @@ def test_guide_nf_builds_and_decrements_ttl(launch, node, tmp_path):
         node,
         ports=[{"name": "in", "device": f"net_pcap0,rx_pcap={src}"},
                {"name": "out", "device": f"net_pcap1,tx_pcap={dst}"}],
-        nfs=[{"name": "ttl", "program": str(tmp_path / "sluice-ttl"), "service": "ttl"}],
+        nfs=[{"name": "ttl", "program": str(program), "service": "ttl"}],
         chain=["ttl", "port:out"]))
     wait_until(lambda: port(run.client.call("stats"), "in")["rx_pkts"] == len(frames), 20,
                "the capture to be read")
@@ -72,3 +81,93 @@ def test_guide_prototypes_are_the_headers():
     headers = " ".join(_headers().split())
     for proto in protos:
         assert " ".join(proto.split()) + ";" in headers, proto
+
+
+# A program of the cross-layer API (sluice/flow.h, included alone): it
+# compiles without DPDK's headers named, links every call from the
+# installed libsluice.a and runs them without a sluiced (no NF: -EINVAL).
+FLOW_CHECK = r"""
+#include <stdio.h>
+#include <sluice/flow.h>
+
+int
+main(void)
+{
+    struct sl_flow_match f;
+    char err[128] = "";
+    int (*of_pkt)(const struct rte_mbuf *, struct sl_flow_match *) = sl_flow_of_pkt;
+    int rc = sl_flow_match_parse("proto=tcp dport=80", &f, err, sizeof(err));
+
+    printf("%d %d [%s]\n", rc, f.exact, f.text);
+    rc = sl_flow_match_parse("dport=http", &f, err, sizeof(err));
+    printf("%d [%s]\n", rc, err);
+    printf("%lld %lld %lld %lld %d\n", (long long)sl_skip_me(NULL, &f, 1),
+           (long long)sl_request_me(NULL, &f, 1),
+           (long long)sl_change_default(NULL, &f, 1, SL_DROP),
+           (long long)sl_message(NULL, 1, "k", "v"), of_pkt != NULL);
+    return 0;
+}
+"""
+
+
+def test_installed_libsluice_builds_the_nf_out_of_tree(launch, node, tmp_path):
+    """docs/nf-guide.md, "Build it against an installed libsluice": meson
+    install (here into a DESTDIR) puts the headers, libsluice.a and
+    libsluice.pc in place, and ttl.c, alone in a folder of its own, builds
+    with pkg-config's flags only and runs in a chain."""
+    section = GUIDE.read_text().split("## Build it against an installed libsluice\n")[1]
+    install, cmd = re.search(r"```sh\n(meson install .*?)\n(cc .*?)\n```", section, re.S).groups()
+    assert install.startswith("meson install -C build"), install
+
+    build = build_dir()
+    opts = {o["name"]: o["value"]
+            for o in json.loads((build / "meson-info" / "intro-buildoptions.json").read_text())}
+    destdir = tmp_path / "destdir"
+    # --no-rebuild: install what `make build` built; never reconfigure.
+    r = subprocess.run(["meson", "install", "-C", str(build), "--destdir", str(destdir),
+                        "--no-rebuild"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+    def staged(d: str) -> Path:
+        return destdir / Path(opts["prefix"], d).relative_to("/")
+
+    headers = sorted(h.name for h in (staged(opts["includedir"]) / "sluice").glob("*.h"))
+    assert headers == sorted(h.name for h in (ROOT / "include" / "sluice").glob("*.h"))
+    assert (staged(opts["libdir"]) / "libsluice.a").is_file()
+    pcdir = staged(opts["libdir"]) / "pkgconfig"
+    pc = pcdir / "libsluice.pc"
+    assert pc.is_file(), f"meson install put no libsluice.pc in {pcdir}"
+    # The staged .pc still names the real prefix, where it would be
+    # installed. Neither PKG_CONFIG_SYSROOT_DIR nor --define-prefix fits:
+    # the sysroot is put before every package's paths, libdpdk's (in /usr)
+    # too, and --define-prefix takes the .pc folder's grandparent, which
+    # with a multiarch libdir (lib/x86_64-linux-gnu) is PREFIX/lib. So the
+    # staged copy is relocated by rewriting its one absolute path.
+    text = pc.read_text()
+    assert f"prefix={opts['prefix']}\n" in text, text
+    pc.write_text(text.replace(f"prefix={opts['prefix']}\n", f"prefix={staged('.')}\n", 1))
+    env = {**os.environ, "PKG_CONFIG_PATH": str(pcdir)}
+    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "libsluice"], env=env,
+                           capture_output=True, text=True, check=True).stdout
+    assert str(ROOT) not in flags and f"-I{staged(opts['includedir'])} " in flags, flags
+
+    nf = tmp_path / "vendor"
+    nf.mkdir()
+    shutil.copy(ROOT / "docs" / "examples" / "ttl.c", nf)
+    cmd = cmd.replace("\\\n", " ")
+    r = subprocess.run(["sh", "-c", cmd], cwd=nf, env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, f"{shlex.quote(cmd)}: {r.stderr}"
+
+    (nf / "flow_check.c").write_text(FLOW_CHECK)
+    check = cmd.replace("ttl.c", "flow_check.c").replace("sluice-ttl", "flow-check")
+    r = subprocess.run(["sh", "-c", check.replace(" -O2 ", " -O2 -Wall -Wextra -Werror ")],
+                       cwd=nf, env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, f"{shlex.quote(check)}: {r.stderr}"
+    r = subprocess.run([nf / "flow-check"], capture_output=True, text=True, timeout=30)
+    assert (r.returncode, r.stdout) == (0, "0 0 [proto=tcp dport=80]\n"
+                                           "-22 ['dport': 'http' is not a valid port or"
+                                           " port range (0-65535, 'LO-HI' or 'any')]\n"
+                                           "-22 -22 -22 -22 1\n"), r.stdout + r.stderr
+
+    _check_ttl_nf(launch, node, tmp_path, nf / "sluice-ttl")
