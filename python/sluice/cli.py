@@ -358,11 +358,18 @@ def status(node: str = NodeOpt, socket: Path = SocketOpt, as_json: bool = JsonOp
     for k, v in st.items():
         if k.endswith("_s") and isinstance(v, int | float) and not isinstance(v, bool):
             k, v = k[:-2], _duration(v)  # uptime_s: 8.93115938576923 -> uptime: 8.9 s
-        elif isinstance(v, list):
-            v = ", ".join(map(str, v))
-        elif isinstance(v, dict):
-            v = ", ".join(f"{x} {y}" for x, y in v.items())
-        typer.echo(f"{k + ':':14} {v}")
+        typer.echo(f"{k + ':':14} {_plain(v)}")
+
+
+def _plain(v: Any) -> str:
+    """A status value as a person reads it: lists joined with commas, an
+    object as its keys and values, one nested in a list in parentheses
+    (mbufs: size 8191, ..., pools (name sl_demo_pkts, socket 0, ...))."""
+    if isinstance(v, dict):
+        return ", ".join(f"{x} {_plain(y)}" for x, y in v.items())
+    if isinstance(v, list):
+        return ", ".join(f"({_plain(x)})" if isinstance(x, dict) else _plain(x) for x in v)
+    return str(v)
 
 
 def _duration(s: float) -> str:

@@ -239,7 +239,10 @@ def test_durations() -> None:
 
 def test_status_is_read_by_people_json_is_not(tmp_path: Path) -> None:
     st = {"node": "demo", "pid": 7, "uptime_s": 8.93115938576923, "rx_enabled": True,
-          "methods": ["status", "stats"], "mbufs": {"size": 8191, "in_use": 12, "leaked": 0}}
+          "methods": ["status", "stats"],
+          "mbufs": {"size": 8191, "in_use": 12, "leaked": 0,
+                    "pools": [{"name": "sl_demo_pkts", "socket": 0, "size": 8191,
+                               "in_use": 12}]}}
 
     def handler(req: Any) -> Any:
         return {"jsonrpc": "2.0", "id": req["id"], "result": st}
@@ -253,7 +256,8 @@ def test_status_is_read_by_people_json_is_not(tmp_path: Path) -> None:
                             "uptime:        8.9 s\n"
                             "rx_enabled:    True\n"
                             "methods:       status, stats\n"
-                            "mbufs:         size 8191, in_use 12, leaked 0\n")
+                            "mbufs:         size 8191, in_use 12, leaked 0, pools (name "
+                            "sl_demo_pkts, socket 0, size 8191, in_use 12)\n")
         r = runner.invoke(app, ["status", "--socket", str(d / "n.sock"), "--json"])
         assert json.loads(r.stdout) == st
     finally:
