@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -38,11 +40,17 @@ from harness import RESULTS, ROOT, BenchError, host_info, log, write_json
 
 
 def run_once(prog: Path, cpu: int, quick: bool) -> dict[str, Any]:
+    # A prefix of its own: DPDK makes its runtime folder /var/run/dpdk/PREFIX
+    # even with --no-shconf, and the default "rte" one was left behind.
+    prefix = f"slmicro{os.getpid()}"
     argv = ["taskset", "-c", str(cpu), str(prog), "--no-huge", "--no-shconf", "--no-pci",
-            "-m", "1536", "-l", str(cpu), "--log-level=error", "--"]
+            "-m", "1536", "-l", str(cpu), "--log-level=error", f"--file-prefix={prefix}", "--"]
     if quick:
         argv.append("--quick")
-    p = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False)
+    try:
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False)
+    finally:
+        shutil.rmtree(Path("/var/run/dpdk") / prefix, ignore_errors=True)
     if p.returncode != 0:
         raise BenchError(f"{' '.join(argv)} exited with {p.returncode}: {p.stderr.strip()}")
     out = json.loads(p.stdout)
