@@ -712,13 +712,53 @@ def _drop_rate(now: dict[str, Any], prev: dict[str, Any] | None, dt: float) -> s
     return _si(max(0, a - b) / dt)
 
 
+def _by_service(nfs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """NF instances summed per service, in order of first appearance: one
+    row each, named "SERVICE x N" (and how many are not running), with
+    packets and drops added, ring counts and sizes added, and the mean
+    cycles per packet of the instances that report one."""
+    rows: dict[str, dict[str, Any]] = {}
+    for n in nfs:
+        svc = str(n.get("service"))
+        r = rows.setdefault(svc, {"service": svc, "instances": 0, "not_running": 0,
+                                  "rx_pkts": 0, "tx_pkts": 0, "drops": {},
+                                  "rx_ring": {"count": 0, "size": 0}, "_cpp": []})
+        r["instances"] += 1
+        r["not_running"] += n.get("state", "running") != "running"
+        r["rx_pkts"] += int(n.get("rx_pkts", 0))
+        r["tx_pkts"] += int(n.get("tx_pkts", 0))
+        for k, v in (n.get("drops") or {}).items():
+            r["drops"][k] = r["drops"].get(k, 0) + int(v)
+        ring = n.get("rx_ring") or {}
+        r["rx_ring"]["count"] += int(ring.get("count", 0))
+        r["rx_ring"]["size"] += int(ring.get("size", 0))
+        cpp = n.get("cycles_per_pkt")
+        if isinstance(cpp, int | float) and cpp > 0:
+            r["_cpp"].append(float(cpp))
+    for r in rows.values():
+        cpps = r.pop("_cpp")
+        r["cycles_per_pkt"] = sum(cpps) / len(cpps) if cpps else None
+        r["label"] = f"{r['service']} x{r['instances']}" + (
+            f" ({r['not_running']} not running)" if r["not_running"] else "")
+    return list(rows.values())
+
+
 def stats_tables(stats: dict[str, Any], prev: dict[str, Any] | None = None,
-                 dt: float = 0.0, title: str = "") -> Group:
+                 dt: float = 0.0, title: str = "", max_nf_rows: int | None = None) -> Group:
     """Ports and NFs as two rich tables: packets/s (with ``prev`` and ``dt``)
-    or cumulative counts, drops by reason, NF ring occupancy, cycles/pkt."""
+    or cumulative counts, drops by reason, NF ring occupancy, cycles/pkt.
+    With more NF instances than ``max_nf_rows`` (what the terminal has room
+    for), one row per service instead of one per instance, said in a line
+    under the table."""
     rates = prev is not None
     pprev = {p.get("name"): p for p in (prev or {}).get("ports", [])}
-    nprev = {n.get("instance"): n for n in (prev or {}).get("nfs", [])}
+    nfs = stats.get("nfs", [])
+    grouped = max_nf_rows is not None and len(nfs) > max_nf_rows
+    if grouped:
+        nfs = _by_service(nfs)
+        nprev = {n["service"]: n for n in _by_service((prev or {}).get("nfs", []))}
+    else:
+        nprev = {n.get("instance"): n for n in (prev or {}).get("nfs", [])}
 
     def table(first: str, extra: list[str]) -> Table:
         t = Table(box=box.SIMPLE_HEAD, expand=False, pad_edge=False)
@@ -744,18 +784,25 @@ def stats_tables(stats: dict[str, Any], prev: dict[str, Any] | None = None,
         pt.add_row(str(p.get("name")), *counts(p, pp), stalls, _drops(p.get("drops")))
 
     nt = table("NF", ["ring", "cyc/pkt"])
-    for n in stats.get("nfs", []):
+    for n in nfs:
         ring = n.get("rx_ring") or {}
         cpp = n.get("cycles_per_pkt")
-        name = f"{n.get('service')}#{n.get('instance')}"
-        if n.get("state", "running") != "running":
-            name += f" ({n.get('state')})"
-        nt.add_row(name, *counts(n, nprev.get(n.get("instance"))),
+        if grouped:
+            name, before = n["label"], nprev.get(n["service"])
+        else:
+            name, before = f"{n.get('service')}#{n.get('instance')}", nprev.get(
+                n.get("instance"))
+            if n.get("state", "running") != "running":
+                name += f" ({n.get('state')})"
+        nt.add_row(name, *counts(n, before),
                    f"{ring.get('count', 0)}/{ring.get('size', 0)}",
                    f"{cpp:.0f}" if isinstance(cpp, int | float) else "-",
                    _drops(n.get("drops")))
     parts: list[Any] = [Text(title)] if title else []
-    return Group(*parts, pt, nt)
+    tail = ([Text(f"{len(stats.get('nfs', []))} NF instances of {len(nfs)} services: one "
+                  f"row per service (sluice stats --node NAME lists every instance)")]
+            if grouped else [])
+    return Group(*parts, pt, nt, *tail)
 
 
 @dataclass
@@ -1030,7 +1077,11 @@ def _watch(run: Launcher, con: Console, duration: float | None, interval: float)
             title = (f"node {run.node}: {elapsed:.0f} s{left}   "
                      f"(in {_si(totals(stats).rx)}, out {_si(totals(stats).tx)}, "
                      f"dropped {_si(totals(stats).dropped)})")
-            live.update(stats_tables(stats, prev, now - tprev, title))
+            # Rows the terminal has room for, after the title, the ports
+            # table and both tables' heads and rules (about 10 lines).
+            room = (max(4, con.size.height - len(stats.get("ports", [])) - 10)
+                    if con.is_terminal else None)
+            live.update(stats_tables(stats, prev, now - tprev, title, max_nf_rows=room))
             prev, tprev = stats, now
             if end is not None and now >= end:
                 return

@@ -95,3 +95,32 @@ def test_first_read_shows_counts() -> None:
     assert rows["fw#0"] == ["fw#0", "2.98k", "2.78k", "200", "3/4096", "210", "nf_verdict=200"]
     assert rows["mon#1"] == ["mon#1", "(stopping)", "5.00M", "5.00M", "2.47k", "4095/4096", "0",
                              "nf_lost=2.47k"]
+
+
+def _replicated(k: int) -> dict[str, Any]:
+    """_stats(k) with fw in three instances (2, 3 and 4 added: 1490/s in
+    each, 1390/s out, 100/s dropped; rings of 3, 5 and 7) and mon in two."""
+    st = _stats(k)
+    fw, mon = st["nfs"]
+    extra = [dict(fw, instance=i, rx_ring={"count": c, "size": 4096},
+                  cycles_per_pkt=cpp) for i, c, cpp in ((2, 5, 190.6), (3, 7, 0))]
+    st["nfs"] = [fw, mon, *extra, dict(mon, instance=4, state="running")]
+    return st
+
+
+def test_more_instances_than_rows_are_shown_per_service() -> None:
+    """When the terminal has no room for a row per instance (max_nf_rows),
+    the NF table has a row per service: instances counted, those not
+    running said, packets, drops and rings added, cycles per packet the
+    mean of the instances that report one; a line says so."""
+    lines = _render(stats_tables(_replicated(3), _replicated(1), dt=2.0, max_nf_rows=4))
+    rows = _rows(lines)
+    assert rows["fw"] == ["fw", "x3", "4.47k", "4.17k", "300", "15/12288", "200",
+                          "nf_verdict=900"]
+    assert rows["mon"] == ["mon", "x2", "(1", "not", "running)", "5.00M", "5.00M", "2.47k",
+                           "8190/8192", "-", "nf_lost=7.40k"]
+    assert lines[-1] == ("5 NF instances of 2 services: one row per service (sluice stats "
+                         "--node NAME lists every instance)")
+    # With room for every instance, one row each, as before.
+    rows = _rows(_render(stats_tables(_replicated(3), _replicated(1), dt=2.0, max_nf_rows=5)))
+    assert {r for r in rows if "#" in r} == {"fw#0", "fw#2", "fw#3", "mon#1", "mon#4"}
