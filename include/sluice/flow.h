@@ -68,6 +68,16 @@ int sl_flow_of_pkt(const struct rte_mbuf *m, struct sl_flow_match *f);
 int sl_flow_match_parse(const char *text, struct sl_flow_match *f, char *err,
 			size_t errlen);
 
+/**
+ * The requests. service is a service id: sl_nf_service(nf) for the NF's
+ * own, sl_service_id() for another. Call them from the NF's callbacks
+ * (its one thread); not from fini, whose requests get no reply. Each
+ * returns the request id (> 0), -EINVAL (nf or f NULL, no sluiced, or a
+ * service id out of range, such as sl_service_id()'s -1) or -ENOBUFS
+ * (sluiced's message pool or queue is busy: ask again later). A request
+ * is applied after the call returns: packets of F already queued to this
+ * NF still arrive, so remember which flows were asked for.
+ */
 int64_t sl_skip_me(struct sl_nf *nf, const struct sl_flow_match *f,
 		   uint16_t service);
 int64_t sl_request_me(struct sl_nf *nf, const struct sl_flow_match *f,
@@ -75,6 +85,13 @@ int64_t sl_request_me(struct sl_nf *nf, const struct sl_flow_match *f,
 /** to: SL_TO(service), SL_OUT(port) or SL_DROP. */
 int64_t sl_change_default(struct sl_nf *nf, const struct sl_flow_match *f,
 			  uint16_t service, sl_verdict_t to);
+/**
+ * Message(service, key, value) to every live instance of service (the
+ * sender too, if it is one). key is cut to 63 bytes and value to 255,
+ * silently. The reply is 0 when at least one instance's inbox took it,
+ * ENOENT when the service has no running instance, ENOBUFS when every
+ * inbox was full. -EINVAL also for a NULL key or value.
+ */
 int64_t sl_message(struct sl_nf *nf, uint16_t service, const char *key,
 		   const char *value);
 

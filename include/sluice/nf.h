@@ -113,17 +113,27 @@ struct sl_nf_ops {
 	void (*reload)(struct sl_nf *nf);
 	/**
 	 * Called from the NF loop when a Message(service, key, value) sent to
-	 * this NF's service arrives (sluice/flow.h). May be NULL.
+	 * this NF's service arrives (sluice/flow.h): every live instance of
+	 * the service gets it, the sender too if it is one of them. key (at
+	 * most 63 bytes) and value (at most 255) are valid only during the
+	 * call. May be NULL.
 	 */
 	void (*on_message)(struct sl_nf *nf, const char *key, const char *value);
 	/**
 	 * Called with the outcome of a cross-layer request (sluice/flow.h):
-	 * result 0 when applied, else a positive errno and the reason. May
-	 * be NULL. Every rejection is logged to stderr by libsluice either way.
+	 * result 0 when applied (reason is then ""), else a positive errno
+	 * and the reason, valid only during the call. May be NULL. Every
+	 * rejection is logged to stderr by libsluice either way.
 	 */
 	void (*on_reply)(struct sl_nf *nf, int64_t id, int result,
 			 const char *reason);
-	/** Called once on shutdown, after the last packet. May be NULL. */
+	/**
+	 * Called once on shutdown, after the last packet and after the NF
+	 * has deregistered (a request made here gets no on_reply). Not called
+	 * when init failed: init frees what it made before returning an
+	 * error. init and all other callbacks run on the NF's one thread, one
+	 * at a time. May be NULL.
+	 */
 	void (*fini)(struct sl_nf *nf);
 	/**
 	 * The NF's own options, one or more lines (e.g. "sluice-x options:
@@ -158,7 +168,8 @@ uint16_t sl_pkt_in_port(const struct rte_mbuf *m);
 /** Symmetric flow hash computed once at ingress (0 if not IP). */
 uint32_t sl_pkt_flow_hash(const struct rte_mbuf *m);
 
-/** Service id by name, or -1 if no such service is known to sluiced. */
+/** Service id by name, or -1 if no such service is known to sluiced
+ * (one that a chain or graph names, or an NF registered, is known). */
 int sl_service_id(const struct sl_nf *nf, const char *name);
 /** Port (ethdev) id by sluice port name, or -1 if unknown. */
 int sl_port_id(const struct sl_nf *nf, const char *name);
@@ -199,13 +210,16 @@ uint64_t sl_now_ns(void);
 /** What sl_nf_table_create() makes. */
 struct sl_nf_table_spec {
 	const char *prog;       /**< for messages: "sluice-flowclass" */
-	const char *tag;        /**< name prefix: "slfc" -> slfc<pid>_<inst> */
+	const char *tag;        /**< name prefix: "slfc" -> slfc<pid>_<inst>;
+				     at most 20 characters (DPDK cuts the
+				     name at 31, silently) */
 	const char *what;       /**< "a flow table of N flows": "flow" */
 	const char *whats;      /**< ... and "flows" */
 	uint32_t entries;       /**< capacity (at least 16 are made) */
 	uint32_t key_len;       /**< key bytes */
-	uint32_t bytes_per_key; /**< hugepage bytes an entry takes, for the
-				     out-of-memory message */
+	uint32_t bytes_per_key; /**< hugepage bytes an entry takes, only for
+				     the out-of-memory message (about 74
+				     for a struct sl_5tuple key) */
 	size_t slot_size;       /**< bytes of NF state per table position */
 };
 
@@ -215,7 +229,10 @@ struct sl_nf_table_spec {
  * left by a dead process with our pid is freed first. With slot_size > 0,
  * also a zeroed array of *n_slots = rte_hash_max_key_id() + 1 entries of
  * slot_size bytes in *slots, indexed by the positions rte_hash returns
- * (free() it). When DPDK cannot make the table, prints
+ * (free() it); with slot_size 0, *slots and *n_slots are left alone, and
+ * n_slots may be NULL. The table takes no lock: use it from the NF's
+ * callbacks only, and rte_hash_free() it in fini (include rte_hash.h).
+ * Call it from init. When DPDK cannot make the table, prints
  * "PROG: cannot create a WHAT table of N WHATS (about M MB of the hugepage
  * memory sluiced sets aside with --nf-mem): REASON"; when the array cannot
  * be had, "PROG: out of memory".

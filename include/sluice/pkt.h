@@ -66,7 +66,9 @@ int sl_parse(const void *data, uint32_t len, struct sl_pkt_info *info);
 
 /**
  * Extracts the 5-tuple of an IP packet. Ports are 0 for protocols without
- * ports and for later fragments.
+ * ports and for later fragments. On success all of *t is written (pad and
+ * the unused bytes of IPv4 addresses are 0), so it can be a hash key as
+ * it is; the tuple is directional (sl_5tuple_hash() is not).
  *
  * @return 0, -ENOENT if the frame is not IP, or an sl_parse() error.
  */
