@@ -211,8 +211,9 @@ uint64_t sl_now_ns(void);
 struct sl_nf_table_spec {
 	const char *prog;       /**< for messages: "sluice-flowclass" */
 	const char *tag;        /**< name prefix: "slfc" -> slfc<pid>_<inst>;
-				     at most 20 characters (DPDK cuts the
-				     name at 31, silently) */
+				     at most 10 characters: rte_hash's ring
+				     "HT_EXT_<name>" is cut at 28, and two
+				     cut names clash (EEXIST) */
 	const char *what;       /**< "a flow table of N flows": "flow" */
 	const char *whats;      /**< ... and "flows" */
 	uint32_t entries;       /**< capacity (at least 16 are made) */
