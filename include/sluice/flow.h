@@ -85,12 +85,18 @@ int64_t sl_request_me(struct sl_nf *nf, const struct sl_flow_match *f,
 /** to: SL_TO(service), SL_OUT(port) or SL_DROP. */
 int64_t sl_change_default(struct sl_nf *nf, const struct sl_flow_match *f,
 			  uint16_t service, sl_verdict_t to);
+/** The longest Message key and value, in bytes (without the NUL). */
+#define SL_MESSAGE_KEY_MAX 63
+#define SL_MESSAGE_VALUE_MAX 255
+
 /**
  * Message(service, key, value) to every live instance of service (the
- * sender too, if it is one). key is cut to 63 bytes and value to 255,
- * silently. The reply is 0 when at least one instance's inbox took it,
- * ENOENT when the service has no running instance, ENOBUFS when every
- * inbox was full. -EINVAL also for a NULL key or value.
+ * sender too, if it is one). The reply is 0 when at least one instance's
+ * inbox took it, ENOENT when the service has no running instance,
+ * ENOBUFS when every inbox was full. -EINVAL also for a NULL or empty key
+ * or a NULL value; -E2BIG for a key longer than SL_MESSAGE_KEY_MAX or a
+ * value longer than SL_MESSAGE_VALUE_MAX bytes (nothing is sent: they
+ * were cut silently before).
  */
 int64_t sl_message(struct sl_nf *nf, uint16_t service, const char *key,
 		   const char *value);

@@ -207,13 +207,19 @@ uint64_t sl_now_ns(void);
 
 /* ---- helpers for NF code (src/nflib/sl_helpers.c) ------------------- */
 
+/**
+ * Longest sl_nf_table_spec.tag: rte_hash names a ring "HT_EXT_" + the
+ * table's name, TAG<pid>_<instance>, and DPDK keeps 28 characters of a
+ * ring's name: 7 + tag + 7 (pid_max 4194304) + 1 + 4 (instance < 4096).
+ */
+#define SL_NF_TABLE_TAG_MAX 9
+
 /** What sl_nf_table_create() makes. */
 struct sl_nf_table_spec {
 	const char *prog;       /**< for messages: "sluice-flowclass" */
 	const char *tag;        /**< name prefix: "slfc" -> slfc<pid>_<inst>;
-				     at most 10 characters: rte_hash's ring
-				     "HT_EXT_<name>" is cut at 28, and two
-				     cut names clash (EEXIST) */
+				     1 to SL_NF_TABLE_TAG_MAX characters
+				     (a longer one is refused: EINVAL) */
 	const char *what;       /**< "a flow table of N flows": "flow" */
 	const char *whats;      /**< ... and "flows" */
 	uint32_t entries;       /**< capacity (at least 16 are made) */

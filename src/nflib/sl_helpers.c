@@ -11,12 +11,14 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <rte_errno.h>
 #include <rte_hash.h>
 #include <rte_hash_crc.h>
 #include <rte_memory.h>
+#include <rte_ring.h>
 
 #include "sluice/nf.h"
 
@@ -28,6 +30,10 @@ table_hash(const void *key, uint32_t len, uint32_t init)
 {
 	return rte_hash_crc(key, len, init);
 }
+
+_Static_assert(sizeof("HT_EXT_") - 1 + SL_NF_TABLE_TAG_MAX + 7 + 1 + 4 <=
+		       RTE_RING_NAMESIZE - 1,
+	       "SL_NF_TABLE_TAG_MAX no longer fits DPDK's ring names");
 
 int
 sl_nf_table_create(struct sl_nf *nf, const struct sl_nf_table_spec *spec,
@@ -49,6 +55,20 @@ sl_nf_table_create(struct sl_nf *nf, const struct sl_nf_table_spec *spec,
 	uint32_t n;
 	void *s;
 
+	/* A longer tag used to fail only for the second instance, whose cut
+	 * ring name clashed with the first's (EEXIST, blamed on memory). */
+	if (spec->tag == NULL || spec->tag[0] == '\0' ||
+	    strlen(spec->tag) > SL_NF_TABLE_TAG_MAX) {
+		fprintf(stderr,
+			"%s: the %s table's tag '%s' is not 1 to %d characters: "
+			"DPDK keeps 28 of the names rte_hash makes from it "
+			"(HT_EXT_<tag><pid>_<instance>); use a shorter "
+			"sl_nf_table_spec.tag\n",
+			spec->prog, spec->what, spec->tag ? spec->tag : "",
+			SL_NF_TABLE_TAG_MAX);
+		*h = NULL;
+		return EINVAL;
+	}
 	snprintf(name, sizeof(name), "%s%d_%u", spec->tag, (int)getpid(),
 		 sl_nf_instance(nf));
 	/* Our pid is in the name: one left over is from a dead process. */

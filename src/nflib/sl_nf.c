@@ -885,12 +885,20 @@ sl_change_default(struct sl_nf *nf, const struct sl_flow_match *f,
 				      to, NULL, NULL);
 }
 
+_Static_assert(sizeof(((struct sl_msg *)0)->req.mkey) == SL_MESSAGE_KEY_MAX + 1 &&
+		       sizeof(((struct sl_msg *)0)->req.value) ==
+			       SL_MESSAGE_VALUE_MAX + 1,
+	       "SL_MESSAGE_*_MAX must match struct sl_msg");
+
 int64_t
 sl_message(struct sl_nf *nf, uint16_t service, const char *key,
 	   const char *value)
 {
-	if (key == NULL || value == NULL)
+	if (key == NULL || value == NULL || key[0] == '\0')
 		return -EINVAL;
+	if (strlen(key) > SL_MESSAGE_KEY_MAX ||
+	    strlen(value) > SL_MESSAGE_VALUE_MAX)
+		return -E2BIG;
 	return nf_request(nf, SL_REQ_MESSAGE, NULL, service, 0, key, value);
 }
 

@@ -88,6 +88,7 @@ def test_guide_prototypes_are_the_headers():
 # installed libsluice.a and runs them without a sluiced (no NF: -EINVAL).
 FLOW_CHECK = r"""
 #include <stdio.h>
+#include <string.h>
 #include <sluice/flow.h>
 
 int
@@ -105,6 +106,14 @@ main(void)
            (long long)sl_request_me(NULL, &f, 1),
            (long long)sl_change_default(NULL, &f, 1, SL_DROP),
            (long long)sl_message(NULL, 1, "k", "v"), of_pkt != NULL);
+    /* Too long or empty: refused before anything else (not cut). */
+    char key[SL_MESSAGE_KEY_MAX + 2] = "", value[SL_MESSAGE_VALUE_MAX + 2] = "";
+    memset(key, 'k', SL_MESSAGE_KEY_MAX + 1);
+    memset(value, 'v', SL_MESSAGE_VALUE_MAX + 1);
+    printf("%lld %lld %lld\n", (long long)sl_message(NULL, 1, key, "v"),
+           (long long)sl_message(NULL, 1, "k", value), (long long)sl_message(NULL, 1, "", "v"));
+    key[SL_MESSAGE_KEY_MAX] = value[SL_MESSAGE_VALUE_MAX] = '\0'; /* the longest: taken */
+    printf("%lld\n", (long long)sl_message(NULL, 1, key, value));
     return 0;
 }
 """
@@ -168,6 +177,7 @@ def test_installed_libsluice_builds_the_nf_out_of_tree(launch, node, tmp_path):
     assert (r.returncode, r.stdout) == (0, "0 0 [proto=tcp dport=80]\n"
                                            "-22 ['dport': 'http' is not a valid port or"
                                            " port range (0-65535, 'LO-HI' or 'any')]\n"
-                                           "-22 -22 -22 -22 1\n"), r.stdout + r.stderr
+                                           "-22 -22 -22 -22 1\n"
+                                           "-7 -7 -22\n-22\n"), r.stdout + r.stderr
 
     _check_ttl_nf(launch, node, tmp_path, nf / "sluice-ttl")
