@@ -1864,6 +1864,16 @@ deliver_message(struct sl_mgr *m, const struct sl_req *r, uint32_t *applied,
 		}
 		(*applied)++;
 	}
+	if (*applied < n) {
+		m->msgs_undelivered += n - *applied;
+		if (m->msgs_undelivered <= 20 ||
+		    m->msgs_undelivered % 1000 == 0)
+			sl_log("message '%s' to service '%s': %u of its %u "
+			       "instances had a full inbox and did not get it "
+			       "(status messages.undelivered %" PRIu64 ")",
+			       r->mkey, svc->name, n - *applied, n,
+			       m->msgs_undelivered);
+	}
 	if (*applied == 0) {
 		snprintf(err, errlen,
 			 "no instance of '%s' could take the message (inboxes "

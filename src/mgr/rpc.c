@@ -1196,6 +1196,14 @@ rpc_flow_request(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 			return fail(e, E_PARAMS,
 				    "a message needs 'key' and 'value' "
 				    "(strings)");
+		if (k[0] == '\0' || strlen(k) >= sizeof(r.mkey) ||
+		    strlen(v) >= sizeof(r.value))
+			return fail(e, E_PARAMS,
+				    "a message's key is 1 to %zu bytes and its "
+				    "value at most %zu (got %zu and %zu): "
+				    "shorten them",
+				    sizeof(r.mkey) - 1, sizeof(r.value) - 1,
+				    strlen(k), strlen(v));
 		snprintf(r.mkey, sizeof(r.mkey), "%s", k);
 		snprintf(r.value, sizeof(r.value), "%s", v);
 	} else {
@@ -1390,7 +1398,7 @@ rpc_status(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 	return json_pack(
 		"{s:s, s:s, s:i, s:s, s:s, s:f, s:b, s:i, s:i, s:i, s:i, s:i, "
 		"s:i, s:i, s:i, s:i, s:o, s:{s:i, s:i, s:I, s:o}, s:I, s:I, "
-		"s:{s:i, s:i, s:I, s:I}, s:o}",
+		"s:{s:i, s:i, s:I, s:I, s:I}, s:o}",
 		"node", shm->node, "version", SL_VERSION, "pid", (int)getpid(),
 		"mode", m->o.mode == SL_MODE_POLL ? "poll" : "shared",
 		"handoff", shm->handoff ? "mgr" : "direct", "uptime_s",
@@ -1408,7 +1416,8 @@ rpc_status(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 		(int)shm->msg_pool->size, "free",
 		(int)rte_mempool_avail_count(shm->msg_pool), "reclaimed",
 		(json_int_t)m->msgs_reclaimed, "refused",
-		(json_int_t)m->msgs_refused, "control", sl_control_json(m));
+		(json_int_t)m->msgs_refused, "undelivered",
+		(json_int_t)m->msgs_undelivered, "control", sl_control_json(m));
 }
 
 static json_t *

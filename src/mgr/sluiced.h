@@ -144,6 +144,7 @@ struct sl_mgr {
 	uint64_t rings_unstuck;
 	uint64_t msgs_reclaimed; /* answers dead processes never returned */
 	uint64_t msgs_refused;   /* NF messages refused as malformed */
+	uint64_t msgs_undelivered; /* Message copies an inbox had no room for */
 	uint64_t port_tx_retired[SL_MAX_PORTS][2]; /* NFs gone: pkts, bytes */
 	struct sl_ctx_stats *svc_retired; /* [max_services] */
 	/* Edge counters of NFs gone, per source service:

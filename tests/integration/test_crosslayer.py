@@ -691,3 +691,56 @@ def test_skip_me_from_a_real_nf(launch, node, tmp_path, skipme_nf):
                            ("a", "port:out", 9)])
     assert [(f["pkts"], f["overrides"]) for f in flows] == [
         (14, [{"service": "s", "type": "skip"}]), (4, [])]
+
+
+def test_a_message_an_inbox_has_no_room_for_is_counted(launch, node, tmp_path):
+    """A Message goes to every instance; one whose inbox is full (here a
+    replica stopped with SIGSTOP) does not get it: the result counts the
+    instances that did, status.messages.undelivered those that did not,
+    and the log says so. Keys and values too long for a message are
+    refused, not cut."""
+    import signal
+
+    run = launch(deployment(node, ports=[], nfs=[
+        {"name": f"fc{i}", "program": prog("flowclass"), "service": "fc",
+         "args": ["--stats-ms", "0"]} for i in (1, 2)], chain=["fc", "drop"],
+        sluiced_args=["--nf-hang-ms", "0"]))  # a stopped NF is not hung here
+    wait_until(lambda: len(run.client.call("nf.list")) == 2, 10, "both replicas")
+    stopped = run.nfs[1]
+    os.kill(stopped.pid, signal.SIGSTOP)
+    got: list[int] = []  # instances that took each message
+    try:
+        while len([a for a in got if a]) < 400:
+            try:
+                got.append(run.client.call("flow.request", type="message", service="fc",
+                                           key="noop", value=str(len(got)))["applied"])
+            except RpcError as e:  # the running one's inbox is full too: let it read
+                assert e.message == ("message rejected: no instance of 'fc' could take the "
+                                     "message (inboxes full)"), e.message
+                got.append(0)
+                time.sleep(0.01)
+    finally:
+        os.kill(stopped.pid, signal.SIGCONT)
+    # The stopped one's inbox filled up; after that only the other took them.
+    assert got[0] == 2 and 1 in got and 2 not in got[got.index(1):], got
+    status = run.client.call("status")
+    assert status["messages"]["undelivered"] == sum(2 - a for a in got), status["messages"]
+    # Logged with the running count: every time up to 20, then every 1000th.
+    total, want = 0, []
+    for a in got:
+        if a < 2:
+            total += 2 - a
+            if total <= 20 or total % 1000 == 0:
+                want.append((2 - a, total))
+    said = re.findall(r"message 'noop' to service 'fc': (\d) of its 2 instances had a full "
+                      r"inbox and did not get it \(status messages\.undelivered (\d+)\)",
+                      run.sluiced.log.read_text())
+    assert [(int(a), int(b)) for a, b in said] == want, (said, want)
+    # Too long, or empty: refused with the limits, nothing sent.
+    for key, value in (("k" * 64, "v"), ("k", "v" * 256), ("", "v")):
+        msg = rpc_error(run.client.call, "flow.request", type="message", service="fc",
+                        key=key, value=value)
+        assert msg == (f"a message's key is 1 to 63 bytes and its value at most 255 (got "
+                       f"{len(key)} and {len(value)}): shorten them"), msg
+    assert run.client.call("flow.request", type="message", service="fc", key="k" * 63,
+                           value="v" * 255) == {"applied": 2}
