@@ -104,14 +104,15 @@ def errors(fn: F) -> F:
 # -- sluiced's method names, said as the commands that call them ----------------------
 
 # Every method a command of this CLI calls, and that command. sluiced's
-# messages name methods (nf.stop, port.list, service.list, rx.pause,
-# rx.resume and shutdown have no command: they stay as they are).
+# messages name methods (port.list, service.list, rx.pause, rx.resume and
+# shutdown have no command: they stay as they are).
 COMMANDS = {
     "status": "sluice status",
     "stats": "sluice stats",
     "chain.get": "sluice chain get",
     "chain.set": "sluice chain set",
     "nf.list": "sluice nf list",
+    "nf.stop": "sluice nf stop",
     "nf.scale": "sluice nf scale",
     "lb.set": "sluice lb set",
     "graph.apply": "sluice graph apply",
@@ -453,6 +454,21 @@ def nf_list(node: str = NodeOpt, socket: Path = SocketOpt, as_json: bool = JsonO
                   str(n.get("mode", "")), f"{rx.get('count', 0)}/{rx.get('size', 0)}",
                   f"{tx.get('count', 0)}/{tx.get('size', 0)}")
     Console().print(t)
+
+
+@nf_app.command("stop")
+@errors
+def nf_stop(instance: int = typer.Argument(..., min=0, help="The instance to stop."),
+            node: str = NodeOpt, socket: Path = SocketOpt, as_json: bool = JsonOpt,
+            timeout: float = TimeoutOpt) -> None:
+    """Stop one NF instance cleanly: it deregisters, its ring drains, it exits (a launcher's
+    orchestrator does not restart an instance stopped so)."""
+    res = _call(node, socket, "nf.stop", timeout, instance=instance)
+    if as_json:
+        _print_json(res)
+        return
+    typer.echo(f"instance {res.get('instance', instance)}: {res.get('state', 'stopping')} "
+               f"(`sluice nf list` shows it until it has gone)")
 
 
 @nf_app.command("scale")

@@ -123,6 +123,11 @@ class Sluiced:
                                  "capacity": 1048576, "timeout_ms": 30000}})
         if m == "lb.set":
             return ok({"service": p["service"], "mode": p["mode"]})
+        if m == "nf.stop":
+            if p["instance"] == 9:
+                return {"jsonrpc": "2.0", "id": rid, "error": {
+                    "code": -32000, "message": "no running NF instance 9; nf.list shows them"}}
+            return ok({"instance": p["instance"], "state": "stopping"})
         if m == "nf.scale":
             if p["replicas"] > 2:  # the spec's form
                 return ok({"service": p["service"], "started": [4, 5], "stopping": []})
@@ -517,6 +522,19 @@ def test_lb_set(fake: Fake) -> None:
         assert sent(srv)[-1] == ("lb.set", {"service": "ids", "mode": mode})
     r = run(["lb", "set", "ids", "random"], fake, code=2)
     assert "'random' is not one of" in r.output
+    assert len(srv.requests) == 3
+
+
+def test_nf_stop(fake: Fake) -> None:
+    srv = fake[1]
+    r = run(["nf", "stop", "3"], fake)
+    assert sent(srv) == [("nf.stop", {"instance": 3})]
+    assert r.stdout == "instance 3: stopping (`sluice nf list` shows it until it has gone)\n"
+    r = run(["nf", "stop", "3", "--json"], fake)
+    assert json.loads(r.stdout) == {"instance": 3, "state": "stopping"}
+    r = run(["nf", "stop", "9"], fake, code=1)
+    assert r.stderr == "sluice nf stop: no running NF instance 9; `sluice nf list` shows them\n"
+    run(["nf", "stop", "-1"], fake, code=2)
     assert len(srv.requests) == 3
 
 

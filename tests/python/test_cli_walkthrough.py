@@ -68,6 +68,7 @@ NODE_COMMANDS: list[tuple[tuple[str, ...], list[str]]] = [
     (("events",), ["--count", "1"]), (("top",), ["--once"]), (("rule", "remove"), ["4"]),
     (("graph", "remove"), ["g"]), (("graph", "apply"), [str(EXAMPLES / "anomaly.yaml")]),
     (("lb", "set"), ["s", "rr"]), (("nf", "scale"), ["s", "1"]),
+    (("nf", "stop"), ["3"]),
     (("flow", "delete"), ["--all"]), (("chain", "set"), ["a", "port:out"]),
     (("rule", "add"), ["--graph", "g"]), (("flow", "request", "skip-me"), ["s", "--all-flows"]),
     (("flow", "request", "request-me"), ["s", "--all-flows"]),
