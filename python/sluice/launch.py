@@ -712,35 +712,36 @@ def _drop_rate(now: dict[str, Any], prev: dict[str, Any] | None, dt: float) -> s
     return _si(max(0, a - b) / dt)
 
 
-def _by_service(nfs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """NF instances summed per service, in order of first appearance: one
-    row each, named "SERVICE x N" (and how many are not running), with
-    packets and drops added, ring counts and sizes added, and the mean
-    cycles per packet of the instances that report one."""
-    rows: dict[str, dict[str, Any]] = {}
-    for n in nfs:
-        svc = str(n.get("service"))
-        r = rows.setdefault(svc, {"service": svc, "instances": 0, "not_running": 0,
-                                  "rx_pkts": 0, "tx_pkts": 0, "drops": {},
-                                  "rx_ring": {"count": 0, "size": 0}, "_cpp": []})
-        r["instances"] += 1
-        r["not_running"] += n.get("state", "running") != "running"
-        r["rx_pkts"] += int(n.get("rx_pkts", 0))
-        r["tx_pkts"] += int(n.get("tx_pkts", 0))
-        for k, v in (n.get("drops") or {}).items():
-            r["drops"][k] = r["drops"].get(k, 0) + int(v)
+def _by_service(stats: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per service that has instances: sluiced's own per-service
+    counters (``services``: packets and drops, those of departed instances
+    included, so rates do not jump when one leaves), with what only the
+    instances say added up: how many (and how many are not running), their
+    rings' counts and sizes, and the mean cycles per packet of those that
+    report one. Named "SERVICE xN"."""
+    inst: dict[str, dict[str, Any]] = {}
+    for n in stats.get("nfs", []):
+        a = inst.setdefault(str(n.get("service")), {"n": 0, "down": 0, "count": 0,
+                                                    "size": 0, "cpp": []})
+        a["n"] += 1
+        a["down"] += n.get("state", "running") != "running"
         ring = n.get("rx_ring") or {}
-        r["rx_ring"]["count"] += int(ring.get("count", 0))
-        r["rx_ring"]["size"] += int(ring.get("size", 0))
+        a["count"] += int(ring.get("count", 0))
+        a["size"] += int(ring.get("size", 0))
         cpp = n.get("cycles_per_pkt")
         if isinstance(cpp, int | float) and cpp > 0:
-            r["_cpp"].append(float(cpp))
-    for r in rows.values():
-        cpps = r.pop("_cpp")
-        r["cycles_per_pkt"] = sum(cpps) / len(cpps) if cpps else None
-        r["label"] = f"{r['service']} x{r['instances']}" + (
-            f" ({r['not_running']} not running)" if r["not_running"] else "")
-    return list(rows.values())
+            a["cpp"].append(float(cpp))
+    rows = []
+    for s in stats.get("services", []):
+        a = inst.get(str(s.get("name")))
+        if a is None:
+            continue
+        rows.append({**s, "service": s.get("name"),
+                     "rx_ring": {"count": a["count"], "size": a["size"]},
+                     "cycles_per_pkt": sum(a["cpp"]) / len(a["cpp"]) if a["cpp"] else None,
+                     "label": f"{s.get('name')} x{a['n']}"
+                              + (f" ({a['down']} not running)" if a["down"] else "")})
+    return rows
 
 
 def stats_tables(stats: dict[str, Any], prev: dict[str, Any] | None = None,
@@ -755,8 +756,8 @@ def stats_tables(stats: dict[str, Any], prev: dict[str, Any] | None = None,
     nfs = stats.get("nfs", [])
     grouped = max_nf_rows is not None and len(nfs) > max_nf_rows
     if grouped:
-        nfs = _by_service(nfs)
-        nprev = {n["service"]: n for n in _by_service((prev or {}).get("nfs", []))}
+        nfs = _by_service(stats)
+        nprev = {n["service"]: n for n in _by_service(prev or {})}
     else:
         nprev = {n.get("instance"): n for n in (prev or {}).get("nfs", [])}
 

@@ -98,24 +98,33 @@ def test_first_read_shows_counts() -> None:
 
 
 def _replicated(k: int) -> dict[str, Any]:
-    """_stats(k) with fw in three instances (2, 3 and 4 added: 1490/s in
-    each, 1390/s out, 100/s dropped; rings of 3, 5 and 7) and mon in two."""
+    """_stats(k) with fw in three instances (2 and 3 added: 1490/s in
+    each, 1390/s out, 100/s dropped; rings of 3, 5 and 7) and mon in two,
+    and sluiced's per-service counters: the instances' sums, and for fw
+    also 1000/s in and out of an instance that has left."""
     st = _stats(k)
     fw, mon = st["nfs"]
     extra = [dict(fw, instance=i, rx_ring={"count": c, "size": 4096},
                   cycles_per_pkt=cpp) for i, c, cpp in ((2, 5, 190.6), (3, 7, 0))]
     st["nfs"] = [fw, mon, *extra, dict(mon, instance=4, state="running")]
+    st["services"] = [
+        {"id": 0, "name": "fw", "instances": [0, 2, 3], "rx_pkts": (3 * 1490 + 1000) * k,
+         "tx_pkts": (3 * 1390 + 1000) * k, "drops": {"nf_verdict": 300 * k}},
+        {"id": 1, "name": "mon", "instances": [1, 4], "rx_pkts": 2 * 2_500_000 * k,
+         "tx_pkts": 2 * 2_500_000 * k, "drops": {"nf_lost": 2 * 1234 * k}},
+        {"id": 2, "name": "idle", "instances": [], "rx_pkts": 0, "tx_pkts": 0, "drops": {}}]
     return st
 
 
 def test_more_instances_than_rows_are_shown_per_service() -> None:
     """When the terminal has no room for a row per instance (max_nf_rows),
     the NF table has a row per service: instances counted, those not
-    running said, packets, drops and rings added, cycles per packet the
-    mean of the instances that report one; a line says so."""
+    running said, packets and drops from sluiced's per-service counters
+    (which keep those of departed instances), rings added, cycles per
+    packet the mean of the instances that report one; a line says so."""
     lines = _render(stats_tables(_replicated(3), _replicated(1), dt=2.0, max_nf_rows=4))
     rows = _rows(lines)
-    assert rows["fw"] == ["fw", "x3", "4.47k", "4.17k", "300", "15/12288", "200",
+    assert rows["fw"] == ["fw", "x3", "5.47k", "5.17k", "300", "15/12288", "200",
                           "nf_verdict=900"]
     assert rows["mon"] == ["mon", "x2", "(1", "not", "running)", "5.00M", "5.00M", "2.47k",
                            "8190/8192", "-", "nf_lost=7.40k"]
