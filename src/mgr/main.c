@@ -1028,7 +1028,7 @@ main(int argc, char **argv)
 		goto out_eal;
 	if (sl_ports_init(m, err, sizeof(err)) != 0) {
 		fprintf(stderr, "sluiced: %s\n", err);
-		goto out_eal;
+		goto out_ports; /* the ports made so far, their folders */
 	}
 	if (m->o.chain != NULL) {
 		char text[SL_CHAIN_MAX_TEXT], *hops[1024];

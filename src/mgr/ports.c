@@ -426,13 +426,8 @@ sl_ports_init(struct sl_mgr *m, char *err, size_t errlen)
 				   errlen);
 		if (rc == 0)
 			rc = port_init(m, pid, po, &hf, err, errlen);
-		if (rc != 0) {
-			for (uint16_t j = 0; j <= i; j++) {
-				pcap_private_remove(m->pcap_dir[j]);
-				m->pcap_dir[j][0] = '\0';
-			}
-			return -1;
-		}
+		if (rc != 0)
+			return -1; /* the caller's sl_ports_close undoes it */
 		pcap_private_settle(dir, tx_links); /* the files are open */
 		if (i == 0)
 			hf0 = hf;
