@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from .client import SluiceError
-from .deploy import default_build_dir, repo_root
+from .deploy import container_program_problem, default_build_dir, repo_root
 
 DEFAULT_IMAGE = "sluice-nfs:latest"
 IMAGE_BIN = "/usr/bin"  # where the NF programs are in the image
@@ -560,9 +560,9 @@ def wrap(argv: list[str], *, name: str, image: str = DEFAULT_IMAGE, node: str,
     if not argv:
         raise ContainerError("wrap: empty NF command line")
     prog = Path(argv[0])
-    if not prog.name.startswith("sluice-"):
-        raise ContainerError(f"{argv[0]}: only the Sluice NFs built in build/nfs/ "
-                             f"(sluice-*) are in the container image")
+    problem = container_program_problem(argv[0])  # what `sluice check` says too
+    if problem:
+        raise ContainerError(problem)
     rt = runtime()
     if check:
         check_image(image, [prog] if prog.is_absolute() else [])

@@ -372,6 +372,10 @@ class Deployment(_Strict):
             if nf.run == "process" and "image" in nf.model_fields_set:
                 issues.append(f"nfs[{i}].image: only a container has an image: add "
                               f"'run: container' or remove image")
+            if nf.run == "container":
+                problem = container_program_problem(nf.program)
+                if problem:
+                    issues.append(f"nfs[{i}].program: {problem}")
         issues += self._chain_issues(list(port_names))
         issues += self._policy_issues()
         issues += validate_graphs(self.graphs, self.rules, self.services(), list(port_names),
@@ -758,6 +762,18 @@ def find_program(program: str, build_dir: Path | None = None,
             return p
     found = shutil.which(program)
     return Path(found) if found else None
+
+
+def container_program_problem(program: str) -> str | None:
+    """Why ``program`` cannot be an NF with ``run: container``, or None: the
+    image holds only the Sluice NFs (``sluice-*``) of build/nfs/. The one
+    check of this, used by the deployment's validation (``sluice check``,
+    ``sluice up``, ``sluice apply``) and by ``sluice.container.wrap``, so
+    that they cannot disagree."""
+    if Path(program).name.startswith("sluice-"):
+        return None
+    return (f"'{program}' is not a Sluice NF, and only the Sluice NFs built in build/nfs/ "
+            f"(sluice-*) are in the container image: use run: process for it")
 
 
 def built_programs(build_dir: Path) -> list[str]:
