@@ -531,8 +531,8 @@ class Deployment(_Strict):
                     if key in READ_FILE_KEYS and not path.is_file() and not _generated(path):
                         issues.append(f"ports[{i}].device: {key}={value}: no file {path} "
                                       f"(relative paths start at the deployment file's "
-                                      f"folder): fix the path, or make a capture with "
-                                      f"`sluice trace gen {path}`")
+                                      f"folder): fix the path, or make "
+                                      f"{self._capture_hint(path)}")
                     if key in WRITE_FILE_KEYS and not path.parent.is_dir():
                         issues.append(f"ports[{i}].device: {key}={value}: no folder "
                                       f"{path.parent} (relative paths start at the deployment "
@@ -544,6 +544,18 @@ class Deployment(_Strict):
             if find_program(nf.program, bdir, self.base_dir) is None:
                 issues.append(f"nfs[{i}].program: {program_not_found(nf.program, bdir)}")
         return issues
+
+    def _capture_hint(self, path: Path) -> str:
+        """How to make a missing capture: the DDoS mix (an attack in it) for a
+        deployment with the DDoS detector or a file named ddos, since the
+        detector sees nothing in the plain mix of `sluice trace gen`."""
+        from .traces import gen_command
+
+        ddos = any(Path(nf.program).name == "sluice-ddos-detect" for nf in self.nfs)
+        cmd = gen_command(path, ddos=ddos)
+        if cmd.startswith("sluice trace gen "):
+            return f"a capture with `{cmd}`"
+        return f"the DDoS capture (normal clients and an attack) with `{cmd}`"
 
     # -- what the launcher needs ------------------------------------------------
 

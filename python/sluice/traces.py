@@ -1,6 +1,6 @@
 """Deterministic packet captures for the demo, the tests and the benchmarks.
 
-Two kinds, both written as classic pcap files (Ethernet, microsecond stamps):
+Three kinds, all written as classic pcap files (Ethernet, microsecond stamps):
 
 * ``http_mix`` — the demo traffic (examples/traces/http-mix.pcap): clients in
   10.0.0.0/16 talk to servers in 192.168.0.0/24 over many flows, mostly TCP
@@ -11,6 +11,11 @@ Two kinds, both written as classic pcap files (Ethernet, microsecond stamps):
 * ``fixed_size`` — benchmark traffic: UDP frames of one size over N flows
   (flow k is 10.0.0.0/16 address k, source port per 65,000 flows), packets
   round robin over the flows.
+* ``ddos_mix`` — the DDoS scenario (examples/traces/ddos.pcap, docs/ddos.md):
+  clients each in its own /24 talk to servers in 192.168.0.0/24, and from
+  30 % of the packets on one prefix (10.66.6.0/24) floods a server. Made by
+  ``python -m sluice.traces gen --ddos FILE``; `sluice trace gen` makes
+  the other two.
 
 The same arguments always give the same bytes: randomness comes only from
 ``random.Random(seed)``. scapy builds one header template per protocol;
@@ -617,9 +622,27 @@ def ensure_trace(path: Path) -> bool:
 
 
 def generate(out: str | Path, packets: int | None = None, flows: int | None = None,
-             seed: int = DEMO_SEED, size: int | None = None) -> str:
-    """`sluice trace gen`: writes a trace; returns a one-line description."""
-    if size is None:
+             seed: int = DEMO_SEED, size: int | None = None, ddos: bool = False,
+             clients: int | None = None, attack_prefix: str | None = None,
+             syn: bool = False) -> str:
+    """`sluice trace gen` (and ``python -m sluice.traces gen``): writes a
+    trace; returns a one-line description. ``ddos``: the DDoS scenario's
+    capture (``ddos_mix``: normal clients, and an attack from
+    ``attack_prefix``), with the defaults of examples/traces/ddos.pcap."""
+    if ddos:
+        if size is not None or flows is not None:
+            raise TraceError("--ddos makes the DDoS mix, which takes --packets, --clients, "
+                             "--attack-prefix, --syn and --seed: drop --size and --flows")
+        prefix = attack_prefix or DDOS_ATTACK_PREFIX
+        n_clients = clients or DDOS_CLIENTS
+        frames = ddos_mix(packets or DDOS_PACKETS, n_clients, prefix, syn=syn, seed=seed)
+        n_attack = sum(in_prefix(f, prefix) for f in frames)
+        kind = (f"DDoS mix ({n_clients} clients; {n_attack} attack packets, "
+                f"{'TCP SYNs to port 80' if syn else 'DNS queries'}, from {prefix})")
+    elif clients is not None or attack_prefix is not None or syn:
+        raise TraceError("--clients, --attack-prefix and --syn are options of the DDoS mix: "
+                         "add --ddos")
+    elif size is None:
         frames = http_mix(packets or DEMO_PACKETS, flows or DEMO_FLOWS, seed)
         kind = "HTTP-like mix"
     else:
@@ -635,8 +658,66 @@ def generate(out: str | Path, packets: int | None = None, flows: int | None = No
     return f"{out}: {n} packets, {n_flows} flows, {kind}, {nbytes} bytes of frames (seed {seed})"
 
 
+# The command that writes the DDoS capture (`sluice trace gen` has no --ddos yet).
+DDOS_GEN_COMMAND = "python -m sluice.traces gen --ddos"
+
+
+def gen_command(path: Path, ddos: bool = False) -> str:
+    """The command that writes a capture at ``path``: the DDoS mix for a
+    DDoS deployment (``ddos``) or a file named like one (``*ddos*``), since
+    the detector sees nothing in the plain HTTP-like mix; else the mix."""
+    if ddos or "ddos" in Path(path).name.lower():
+        return f"{DDOS_GEN_COMMAND} {path}"
+    return f"sluice trace gen {path}"
+
+
 def _flow_key(frame: bytes) -> bytes:
     """Direction-independent 5-tuple bytes of an IPv4 TCP/UDP frame."""
     a = frame[ETH + 12:ETH + 16] + frame[ETH + IP4:ETH + IP4 + 2]
     b = frame[ETH + 16:ETH + 20] + frame[ETH + IP4 + 2:ETH + IP4 + 4]
     return bytes([frame[ETH + 9]]) + min(a, b) + max(a, b)
+
+
+def main(args: list[str] | None = None) -> int:
+    """``python -m sluice.traces gen OUT [options]``: `sluice trace gen`
+    with the DDoS mix too (``--ddos``)."""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m sluice.traces",
+                                 description="Deterministic packet captures (docs/ddos.md)")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    g = sub.add_parser("gen", help="write a capture: the HTTP-like mix, fixed-size UDP "
+                                   "(--size) or the DDoS mix (--ddos)")
+    g.add_argument("out", type=Path, help="pcap file to write")
+    g.add_argument("--ddos", action="store_true",
+                   help=f"the DDoS scenario's mix: {DDOS_CLIENTS} clients, and from 30 %% of "
+                        f"the packets on an attack from --attack-prefix (the capture of "
+                        f"examples/ddos.yaml with the defaults)")
+    g.add_argument("--packets", type=int, default=None,
+                   help=f"packets (mix: {DEMO_PACKETS}; --size: max(flows, 4096); --ddos: "
+                        f"{DDOS_PACKETS})")
+    g.add_argument("--flows", type=int, default=None, help=f"flows (mix: {DEMO_FLOWS}; "
+                                                           f"--size: 1)")
+    g.add_argument("--size", type=int, default=None, help="fixed-size UDP frames of this "
+                                                          "many bytes (benchmarks)")
+    g.add_argument("--clients", type=int, default=None,
+                   help=f"--ddos: normal clients, each in its own /24 (default {DDOS_CLIENTS})")
+    g.add_argument("--attack-prefix", default=None,
+                   help=f"--ddos: the attacking IPv4 prefix (default {DDOS_ATTACK_PREFIX})")
+    g.add_argument("--syn", action="store_true",
+                   help="--ddos: the attack is TCP SYNs to port 80, not DNS queries")
+    g.add_argument("--seed", type=int, default=DEMO_SEED, help="random seed; same seed, same "
+                                                               "bytes")
+    a = ap.parse_args(args)
+    try:
+        print(generate(a.out, packets=a.packets, flows=a.flows, seed=a.seed, size=a.size,
+                       ddos=a.ddos, clients=a.clients, attack_prefix=a.attack_prefix,
+                       syn=a.syn))
+    except TraceError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
