@@ -11,6 +11,9 @@ exactly what a secondary needs (docs/containers.md says why each is there):
 - the host's PID namespace (``--pid host``): the NF registers with
   ``getpid()`` and sluiced watches that pid with ``pidfd_open`` and signals
   it at shutdown, so the pid must be the host's;
+- read-only, sluiced's private links to its ``net_pcap`` ports' captures
+  (``/tmp/sl-PID-*/``) and the captures they point to: the NF's EAL probes
+  those ports with them;
 
 and nothing else: ``--network none``, no capabilities (``--cap-drop all``),
 not privileged.
@@ -544,6 +547,58 @@ def hugetlbfs_mounts() -> list[str]:
                    if len(f) > 2 and f[2] == "hugetlbfs"})
 
 
+_PCAP_DIR_RE = re.compile(r"^sl-(\d+)-[A-Za-z0-9]{6}$")
+
+
+def pcap_link_mounts(rundir: Path, tmp: Path = Path("/tmp")) -> list[str]:
+    """``-v`` options that show a container NF the captures of the node's
+    ``net_pcap`` ports as a host NF sees them. sluiced opens each capture
+    through a link in a private folder ``/tmp/sl-PID-XXXXXX/`` (docs/
+    deployment.md), and an NF's EAL probes the port with those paths: without
+    the folder it fails (``open_single_rx_pcap(): Couldn't open ...``, ``EAL:
+    Bus (vdev) probe failed.``). The folders of the node's sluiced (the PID
+    whose memory map holds ``rundir``) are mounted read-only at the same
+    path, and so is each file a link points to (the ``rx_pcap`` captures;
+    a started port's ``tx_pcap`` link points to /dev/null). Paths with a
+    ':' cannot be said in ``-v`` and are left out (that probe then fails as
+    before; the NF works all the same)."""
+    want = f" {os.path.realpath(rundir)}/"  # /var/run is /run in the maps
+    out: list[str] = []
+    files: set[str] = set()
+    try:
+        entries = sorted(tmp.iterdir())
+    except OSError:
+        return []
+    maps: dict[str, bool] = {}
+    for d in entries:
+        m = _PCAP_DIR_RE.match(d.name)
+        if m is None or not d.is_dir() or d.is_symlink():
+            continue
+        pid = m.group(1)
+        if pid not in maps:
+            try:
+                maps[pid] = want in Path(f"/proc/{pid}/maps").read_text(errors="replace")
+            except OSError:
+                maps[pid] = False
+        if not maps[pid] or ":" in str(d):
+            continue
+        out += ["-v", f"{d}:{d}:ro"]
+        try:
+            links = sorted(d.iterdir())
+        except OSError:
+            continue
+        for link in links:
+            if not link.is_symlink():
+                continue
+            target = os.path.realpath(link)
+            if target.startswith("/dev/") or ":" in target or not os.path.isfile(target):
+                continue
+            files.add(target)
+    for f in sorted(files):
+        out += ["-v", f"{f}:{f}:ro"]
+    return out
+
+
 def wrap(argv: list[str], *, name: str, image: str = DEFAULT_IMAGE, node: str,
          workdir: str | Path | None = None, check: bool = True) -> list[str]:
     """The command line that runs the NF ``argv`` in a container of
@@ -597,6 +652,9 @@ def wrap(argv: list[str], *, name: str, image: str = DEFAULT_IMAGE, node: str,
     for m in hugetlbfs_mounts():
         cmd += ["-v", f"{m}:{m}"]
     cmd += ["-v", f"{rundir}:{rundir}"]
+    # sluiced's links to its net_pcap ports' captures: the NF's EAL probes
+    # those ports with them, as a host NF's does.
+    cmd += pcap_link_mounts(rundir)
     if workdir is not None:
         wd = str(Path(workdir).resolve())
         cmd += ["-v", f"{wd}:{wd}:ro", "-w", wd]

@@ -307,3 +307,52 @@ def test_deployment_with_a_missing_image_says_how_to_build_it(node, tmp_path):
     assert "container image 'sluice-nfs:not-built' not found" in str(e.value)
     assert "build it with scripts/build-image.sh --image sluice-nfs:not-built" in str(e.value)
     assert run.sluiced is not None and run.sluiced.exited() is not None  # stopped again
+
+
+PROBE_FAILURES = ("Couldn't open", "failed to initialize", "probe failed")
+
+
+@pytest.mark.parametrize("mount", [True, False], ids=["links-mounted", "links-hidden"])
+def test_a_container_nf_probes_the_pcap_ports_like_a_host_nf(nf_image, node, tmp_path,
+                                                             monkeypatch, mount):
+    """sluiced opens its net_pcap ports' captures through links in a private
+    /tmp/sl-PID-*/ folder, and an NF's EAL probes those ports with them.
+    wrap() mounts the folder and the capture it points to (here outside the
+    deployment folder) read-only, so the container NF's log has no probe
+    failure, as a host NF's has none; without those mounts (the control
+    case, which shows the test sees the failure) it has."""
+    frames = mixed(200, flows=8, seed=5)
+    (tmp_path / "captures").mkdir()
+    src = write(tmp_path / "captures" / "in.pcap", frames)
+    site = tmp_path / "site"
+    site.mkdir()
+    ports = [{"name": "in", "device": f"net_pcap0,rx_pcap={src}"},
+             {"name": "out", "device": f"net_pcap1,tx_pcap={site / 'out.pcap'}"}]
+    nfs = [{"name": "fwd", "program": "sluice-forward", "service": "forward",
+            "run": "container", "image": nf_image},
+           {"name": "host", "program": "sluice-forward", "service": "host-forward"}]
+    if not mount:
+        monkeypatch.setattr(container, "pcap_link_mounts", lambda rundir: [])
+    run = Launcher(Deployment.from_dict(deployment(node, ports, nfs, ["forward", "port:out"]),
+                                        base_dir=site),
+                   log_dir=tmp_path / "run", build_dir=build_dir(), register_timeout=60)
+    try:
+        run.start()
+        fwd, host = run.nfs
+        links = sorted(Path("/tmp").glob(f"sl-{run.sluiced.pid}-*"))
+        assert len(links) == 2  # one per net_pcap port
+        mounted = [fwd.argv[i + 1] for i, a in enumerate(fwd.argv) if a == "-v"]
+        if mount:
+            assert [f"{d}:{d}:ro" for d in links] + [f"{src}:{src}:ro"] == \
+                [m for m in mounted if m.startswith(("/tmp/sl-", str(src)))]
+        st = wait_until(lambda: (s := run.client.call("stats")) and
+                        port(s, "out")["tx_pkts"] == len(frames) and s, 60, "packets out")
+    finally:
+        run.stop()
+    assert fwd.exited() == 0 and host.exited() == 0, fwd.tail() + host.tail()
+    assert service(st, "forward")["rx_pkts"] == len(frames)
+    host_log, fwd_log = host.log.read_text(), fwd.log.read_text()
+    assert not [m for m in PROBE_FAILURES if m in host_log], host_log
+    found = [m for m in PROBE_FAILURES if m in fwd_log]
+    assert found == ([] if mount else list(PROBE_FAILURES)), fwd_log
+
