@@ -101,7 +101,20 @@ class Proc:
         return self.popen.pid if self.popen else -1
 
     def exited(self) -> int | None:
-        return self.popen.poll() if self.popen else None
+        """None while running, else the exit status as Popen gives it
+        (negative: killed by that signal). A ``run: container`` NF's process
+        is ``podman run`` (or ``docker run``), which exits with 128 + N when
+        the NF was killed by signal N: that is given as -N, so a container
+        NF killed by SIGKILL is reported like a host NF ("was killed by
+        SIGKILL"), not as "exited with status 137". (The runtime's own
+        failures are 125 to 127; an NF's exit status is never above 128.)"""
+        rc = self.popen.poll() if self.popen else None
+        if rc is not None and rc > 128 and self.nf is not None and self.nf.run == "container":
+            try:
+                return -int(signal.Signals(rc - 128))
+            except ValueError:
+                pass
+        return rc
 
     def tail(self, n: int = TAIL_LINES) -> str:
         return log_tail(self.log, n)

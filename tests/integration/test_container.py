@@ -356,3 +356,42 @@ def test_a_container_nf_probes_the_pcap_ports_like_a_host_nf(nf_image, node, tmp
     found = [m for m in PROBE_FAILURES if m in fwd_log]
     assert found == ([] if mount else list(PROBE_FAILURES)), fwd_log
 
+
+def test_a_container_nf_killed_by_sigkill_is_reported_as_killed(nf_image, node, tmp_path):
+    """kill -9 of a container NF's host pid: `podman run` exits with 137
+    (128 + 9); the orchestrator says, as for a host NF, that the NF was
+    killed by SIGKILL (not 'exited with status 137'), and restarts it."""
+    from sluice.orchestrator import Orchestrator
+
+    frames = mixed(200, flows=8, seed=9)
+    src = write(tmp_path / "in.pcap", frames)
+    dep = {**deployment(node, [{"name": "in", "device": f"net_pcap0,rx_pcap={src},infinite_rx=1"},
+                               {"name": "out", "device": "net_null0,no-rx=1"}],
+                        [{"name": "fwd", "program": "sluice-forward", "service": "forward",
+                          "run": "container", "image": nf_image}], ["forward", "port:out"]),
+           "restart": {"backoff_ms": 300}}
+    run = Launcher(Deployment.from_dict(dep, base_dir=tmp_path), log_dir=tmp_path / "run",
+                   build_dir=build_dir(), register_timeout=60)
+    orch = None
+    try:
+        run.start()
+        orch = Orchestrator(run, tick_s=0.05, serve=False)
+        orch.start()
+        (listed,) = run.client.call("nf.list")
+        assert listed["pid"] == container.nf_pid(node, "fwd")
+        os.kill(listed["pid"], signal.SIGKILL)
+
+        def crashes() -> list[str]:
+            return [f"{a['action']}: {a['text']}" for a in list(orch.actions)
+                    if a["action"] == "crashed"]
+        (crash,) = wait_until(crashes, 30, "the orchestrator to see the crash")
+        assert re.fullmatch(r"crashed: fwd was killed by SIGKILL after \d+\.\d s; restarting "
+                            r"in 0\.3 s \(failure 1 in a row\); see "
+                            + re.escape(str(tmp_path / "run" / "fwd.log")), crash), crash
+        wait_until(lambda: [e["pid"] for e in run.client.call("nf.list")] ==
+                   [container.nf_pid(node, "fwd")] != [listed["pid"]], 60,
+                   "the restarted container NF to register")
+    finally:
+        if orch is not None:
+            orch.stop()
+        run.stop()

@@ -91,3 +91,38 @@ def test_wrap_says_what_check_says() -> None:
     assert str(e.value) == container_program_problem("/usr/sbin/tcpdump") == (
         "'/usr/sbin/tcpdump' is not a Sluice NF, and only the Sluice NFs built in build/nfs/ "
         "(sluice-*) are in the container image: use run: process for it")
+
+
+class _Exited:
+    def __init__(self, rc: int):
+        self.returncode = rc
+        self.pid = 4242
+
+    def poll(self) -> int:
+        return self.returncode
+
+
+@pytest.mark.parametrize(("run", "rc", "status"), [
+    ("container", 137, -9),    # podman run: the NF was killed by SIGKILL
+    ("container", 143, -15),   # ... by SIGTERM
+    ("container", 125, 125),   # the runtime's own failure
+    ("container", 1, 1),
+    ("container", 0, 0),
+    ("container", 200, 200),   # no signal 72
+    ("process", 137, 137),     # a host NF's own exit status is kept
+    ("process", -9, -9),
+])
+def test_a_container_nf_killed_by_a_signal_is_reported_as_killed(run: str, rc: int,
+                                                                 status: int) -> None:
+    from sluice.deploy import NFSpec
+    from sluice.launch import Proc, _status_text
+
+    nf = NFSpec(name="fwd", program="sluice-forward", service="forward", run=run)
+    p = Proc("fwd", ["podman"], Path("/nonexistent"), popen=_Exited(rc), nf=nf)  # type: ignore[arg-type]
+    assert p.exited() == status
+    if (run, rc) == ("container", 137):
+        from sluice import orchestrator
+
+        # the launcher's and the orchestrator's words, as for a host NF's -9
+        assert _status_text(p.exited()) == _status_text(-9) == "was killed by SIGKILL"
+        assert orchestrator._status_text(p.exited()) == "was killed by SIGKILL"
