@@ -46,6 +46,7 @@ from starlette.websockets import WebSocketDisconnect, WebSocketState
 
 from . import __version__
 from .client import (
+    METHODS,
     Client,
     ConnectError,
     ConnectionLost,
@@ -53,28 +54,36 @@ from .client import (
     RpcTimeout,
     SluiceError,
     rule_build_seconds,
+    say_methods,
     socket_path_for,
 )
 
 PREFIX = "/api/v1"
 METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
-# The endpoint of each control-socket method (docs/api.md). shutdown has none:
-# stopping the node is for whoever started it (sluice up, systemd), not HTTP.
-SOCKET_METHODS = {
-    "status": "GET /status", "nf.list": "GET /nfs", "nf.stop": "POST /nfs/{instance}/stop",
-    "nf.scale": "POST /services/{service}/scale", "port.list": "GET /ports",
-    "service.list": "GET /services", "lb.set": "PUT /services/{service}/lb",
-    "stats": "GET /stats", "chain.get": "GET /chain", "chain.set": "PUT /chain",
-    "graph.get": "GET /graphs, GET /graphs/{name}", "graph.apply": "PUT /graphs/{name}",
-    "graph.remove": "DELETE /graphs/{name}", "rule.list": "GET /rules",
-    "rule.add": "POST /rules, POST /rule-batches", "rule.remove": "DELETE /rules/{id}",
-    "flow.list": "GET /flows", "flow.get": "GET /flows/{flow}",
-    "flow.delete": "DELETE /flows, DELETE /flows/{flow}", "flow.request": "POST /flow-requests",
-    "flow.requests": "GET /flow-requests", "flow.request.remove": "DELETE /flow-requests/{id}",
-    "rx.pause": "POST /rx/pause", "rx.resume": "POST /rx/resume",
-    "subscribe": "GET /events (SSE), /events/ws (websocket)",
-}
+# The endpoints of each control-socket method (docs/api.md), from
+# client.METHODS, the one table the CLI says commands from. shutdown has
+# none: stopping the node is for whoever started it (sluice up, systemd),
+# not HTTP.
+SOCKET_METHODS = {m: rest for m, (_, rest) in METHODS.items() if rest is not None}
+
+
+def _endpoint(endpoints: str) -> str:
+    """The first of ``endpoints`` (``GET /graphs, GET /graphs/{name}``) with
+    the prefix: ``GET /api/v1/graphs``."""
+    verb, _, path = endpoints.split(", ")[0].partition(" ")
+    return f"{verb} {PREFIX}{path.split(' ')[0]}"
+
+
+# What a REST user is told instead of a method sluiced's message names.
+ENDPOINTS = {m: _endpoint(rest) for m, rest in SOCKET_METHODS.items()}
+
+
+def rest_text(message: str) -> str:
+    """``message`` with the methods it names said as endpoints: ``see
+    rule.list`` -> ``see `GET /api/v1/rules```."""
+    return say_methods(message, ENDPOINTS)
+
 
 # -32000 messages that say a thing named in the request does not exist.
 # (A batch's refusal names the rule first: "rules[N]: no graph named ...".)
@@ -740,15 +749,17 @@ _LOST = re.compile(r": (connection to .* lost|sluiced closed the connection)")
 def http_error(e: SluiceError) -> ApiError:
     """The HTTP status and detail of an error of the client."""
     if isinstance(e, RpcError):
+        # sluiced's message names methods (see rule.list): said as endpoints
+        text = rest_text(e.message)
         if e.code == -32602:
-            return ApiError(422, e.message)
+            return ApiError(422, text)
         if e.code == -32000:
-            return ApiError(404 if _NOT_FOUND.match(e.message) else 409, e.message)
+            return ApiError(404 if _NOT_FOUND.match(e.message) else 409, text)
         if e.code == -32601:
-            return ApiError(501, f"{e.message} (sluiced is older than this API)")
+            return ApiError(501, f"{text} (sluiced is older than this API)")
         if e.code == -32600 and e.message.startswith("request line longer than"):
-            return ApiError(413, f"sluiced refused {e.method}: {e.message}")
-        return ApiError(502, f"sluiced answered {e.method}: {e.message} "
+            return ApiError(413, f"sluiced refused {e.method}: {text}")
+        return ApiError(502, f"sluiced answered {e.method}: {text} "
                              f"(JSON-RPC error {e.code})")
     if isinstance(e, ConnectError):
         return ApiError(503, str(e))

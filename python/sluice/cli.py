@@ -26,11 +26,13 @@ from rich.table import Table
 
 from . import __version__
 from .client import (
+    COMMANDS,
     SOCKET_DIR,
     Client,
     ConnectError,
     RpcError,
     SluiceError,
+    command_text,
     rule_build_seconds,
 )
 
@@ -103,49 +105,19 @@ def errors(fn: F) -> F:
 
 # -- sluiced's method names, said as the commands that call them ----------------------
 
-# Every method a command of this CLI calls, and that command. sluiced's
-# messages name methods (port.list, service.list, rx.pause, rx.resume and
-# shutdown have no command: they stay as they are).
-COMMANDS = {
-    "status": "sluice status",
-    "stats": "sluice stats",
-    "chain.get": "sluice chain get",
-    "chain.set": "sluice chain set",
-    "nf.list": "sluice nf list",
-    "nf.stop": "sluice nf stop",
-    "nf.scale": "sluice nf scale",
-    "lb.set": "sluice lb set",
-    "graph.apply": "sluice graph apply",
-    "graph.get": "sluice graph get",
-    "graph.remove": "sluice graph remove",
-    "rule.add": "sluice rule add",
-    "rule.list": "sluice rule list",
-    "rule.remove": "sluice rule remove",
-    "flow.list": "sluice flow list",
-    "flow.get": "sluice flow get",
-    "flow.delete": "sluice flow delete",
-    "flow.request": "sluice flow request",
-    "flow.requests": "sluice flow request list",
-    "flow.request.remove": "sluice flow request remove",
-    "subscribe": "sluice events",
-}
+# COMMANDS (client.py): every method a command of this CLI calls, or whose
+# list a command shows (service.list: `sluice nf list`; port.list: `sluice
+# stats`), and that command, from client.METHODS, the one table the REST API
+# says endpoints from. rx.pause, rx.resume and shutdown have no command:
+# they stay as they are.
 
-# A dotted method name in a message, the longest first (flow.request.remove
-# before flow.request), not inside a longer name; a sentence's full stop
-# after it is not part of it. Plain words (status, stats, subscribe) are
-# left alone in the text: they are also English.
-_METHOD_RE = re.compile(
-    r"(?<![\w.])("
-    + "|".join(re.escape(m) for m in sorted((m for m in COMMANDS if "." in m),
-                                            key=len, reverse=True))
-    + r")(?![\w-]|\.\w)")
 _PREFIX_RE = re.compile(r"([a-z_]+(?:\.[a-z_]+)*): ")
 
 
 def cli_text(message: str) -> str:
     """``message`` with the methods it names said as commands:
     ``see rule.list`` -> ``see `sluice rule list```."""
-    return _METHOD_RE.sub(lambda m: f"`{COMMANDS[m.group(1)]}`", message)
+    return command_text(message)
 
 
 def command_name(callback: Callable[..., Any]) -> str | None:

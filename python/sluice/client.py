@@ -25,6 +25,7 @@ import contextlib
 import errno
 import itertools
 import json
+import re
 import socket
 import time
 from collections.abc import Callable, Iterator
@@ -43,6 +44,74 @@ RETRY_SAFE = frozenset(
 )
 
 MAX_LINE = 64 * 1024 * 1024  # a response longer than this is not sluiced talking
+
+# Every method of the control socket (src/mgr/rpc.c's methods[]) as a user
+# reaches it: (the `sluice` command that calls it or shows what it lists,
+# the REST endpoints under /api/v1 that call it, the first to be named in a
+# message). sluiced's error texts name methods ("no rule with id 4; see
+# rule.list"); the CLI (cli.cli_text) and the REST API (api.rest_text) say
+# them as the command or the endpoint instead (say_methods). None: there is
+# none (rx.pause and rx.resume are REST and launcher only; shutdown is for
+# whoever started the node). tests/python/test_method_names.py checks the
+# table against rpc.c, the CLI's commands and the API's routes.
+METHODS: dict[str, tuple[str | None, str | None]] = {
+    "status": ("sluice status", "GET /status"),
+    "stats": ("sluice stats", "GET /stats"),
+    "nf.list": ("sluice nf list", "GET /nfs"),
+    "nf.stop": ("sluice nf stop", "POST /nfs/{instance}/stop"),
+    "nf.scale": ("sluice nf scale", "POST /services/{service}/scale"),
+    # no command of their own: these show what the method lists (the
+    # service column of the instances, the port table of the counters)
+    "service.list": ("sluice nf list", "GET /services"),
+    "port.list": ("sluice stats", "GET /ports"),
+    "lb.set": ("sluice lb set", "PUT /services/{service}/lb"),
+    "chain.get": ("sluice chain get", "GET /chain"),
+    "chain.set": ("sluice chain set", "PUT /chain"),
+    "graph.get": ("sluice graph get", "GET /graphs, GET /graphs/{name}"),
+    "graph.apply": ("sluice graph apply", "PUT /graphs/{name}"),
+    "graph.remove": ("sluice graph remove", "DELETE /graphs/{name}"),
+    "rule.list": ("sluice rule list", "GET /rules"),
+    "rule.add": ("sluice rule add", "POST /rules, POST /rule-batches"),
+    "rule.remove": ("sluice rule remove", "DELETE /rules/{id}"),
+    "flow.list": ("sluice flow list", "GET /flows"),
+    "flow.get": ("sluice flow get", "GET /flows/{flow}"),
+    "flow.delete": ("sluice flow delete", "DELETE /flows, DELETE /flows/{flow}"),
+    "flow.request": ("sluice flow request", "POST /flow-requests"),
+    "flow.requests": ("sluice flow request list", "GET /flow-requests"),
+    "flow.request.remove": ("sluice flow request remove", "DELETE /flow-requests/{id}"),
+    "rx.pause": (None, "POST /rx/pause"),
+    "rx.resume": (None, "POST /rx/resume"),
+    "subscribe": ("sluice events", "GET /events (SSE), /events/ws (websocket)"),
+    "shutdown": (None, None),
+}
+
+# A dotted method name in a message, the longest first (flow.request.remove
+# before flow.request), not inside a longer name (stats.flows.live); a
+# sentence's full stop after it is not part of it. Plain words (status,
+# stats, subscribe) are left alone in a text: they are also English.
+_METHOD_RE = re.compile(
+    r"(?<![\w.])("
+    + "|".join(re.escape(m) for m in sorted((m for m in METHODS if "." in m),
+                                            key=len, reverse=True))
+    + r")(?![\w-]|\.\w)")
+
+
+# The command of each method that has one.
+COMMANDS = {m: cmd for m, (cmd, _) in METHODS.items() if cmd is not None}
+
+
+def command_text(message: str) -> str:
+    """``message`` (sluiced's) with the methods it names said as commands,
+    for a user of the command line (`sluice ...`, `sluice apply`)."""
+    return say_methods(message, COMMANDS)
+
+
+def say_methods(message: str, names: dict[str, str]) -> str:
+    """``message`` with each method it names that ``names`` has said as
+    ``names[method]`` in backquotes: ``see rule.list`` -> ``see `sluice
+    rule list```. Methods ``names`` lacks stay as they are."""
+    return _METHOD_RE.sub(
+        lambda m: f"`{names[m.group(1)]}`" if m.group(1) in names else m.group(1), message)
 
 
 def rule_build_seconds(n_rules: int) -> float:

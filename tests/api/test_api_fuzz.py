@@ -516,7 +516,7 @@ def test_huge_numbers(api: TestClient, server: FakeSluiced) -> None:
     assert r.status_code == 422
     r = api.get(f"{PREFIX}/flows/4294967295")
     assert (r.status_code, r.json()) == (404, {
-        "detail": "no flow with id 4294967295; see flow.list"})
+        "detail": "no flow with id 4294967295; see `GET /api/v1/flows`"})
     assert [q["params"] for q in server.requests] == [{"id": 4294967295}]
 
 
@@ -653,7 +653,8 @@ def test_path_parameters(api: TestClient, server: FakeSluiced) -> None:
     assert (r.status_code, r.json()) == (404, {"detail": "no endpoint GET /api/v1/graphs/a/b"
                                                          + hint})
     r = api.get(f"{PREFIX}/graphs/%2E%2E")
-    assert (r.status_code, r.json()) == (404, {"detail": "no graph named '..'; see graph.get"})
+    assert (r.status_code, r.json()) == (404, {
+        "detail": "no graph named '..'; see `GET /api/v1/graphs`"})
     r = api.delete(f"{PREFIX}/rules/-1")
     assert (r.status_code, r.json()) == (422, {
         "detail": "path.rule_id: Input should be greater than or equal to 0"})
@@ -663,7 +664,7 @@ def test_path_parameters(api: TestClient, server: FakeSluiced) -> None:
                   "an integer"})
     r = api.get(f"{PREFIX}/graphs/%ff%fe")
     assert (r.status_code, r.json()) == (404, {
-        "detail": "no graph named '\ufffd\ufffd'; see graph.get"})
+        "detail": "no graph named '\ufffd\ufffd'; see `GET /api/v1/graphs`"})
     assert [q["params"] for q in server.requests] == [{"name": ".."}, {"name": "\ufffd\ufffd"}]
 
 
@@ -710,7 +711,7 @@ def test_long_names(api: TestClient, server: FakeSluiced) -> None:
     assert server.requests == []
     r = api.get(f"{PREFIX}/graphs/" + "n" * 255)
     assert (r.status_code, r.json()) == (404, {"detail": f"no graph named '{'n' * 255}'; see "
-                                                         f"graph.get"})
+                                                         f"`GET /api/v1/graphs`"})
 
 
 # -- over a real server: what only raw HTTP can send ---------------------------------------
@@ -762,7 +763,7 @@ def test_raw_http_over_uvicorn(fake: Any, sockdir: Path) -> None:
         status, _, body = _raw(port, b"GET /api/v1/graphs/.. HTTP/1.1\r\nHost: x\r\n"
                                      b"Connection: close\r\n\r\n")
         assert (status, json.loads(body)) == (404, {"detail": "no graph named '..'; see "
-                                                              "graph.get"})
+                                                              "`GET /api/v1/graphs`"})
         status, _, body = _raw(port, b"GET /api/v1/graphs/%00/../x HTTP/1.1\r\nHost: x\r\n"
                                      b"Connection: close\r\n\r\n")
         assert (status, json.loads(body)) == (404, {

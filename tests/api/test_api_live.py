@@ -64,7 +64,8 @@ def test_graphs_rules_flows_and_requests(real_sluiced: None, launch: Any, node: 
     assert r.json() == {"name": "udp", "id": gid, "version": v1 + 1}
     assert api.get("/api/v1/graphs/udp").json() == {**graph, "version": v1 + 1}
     r = api.get("/api/v1/graphs/nope")
-    assert (r.status_code, r.json()) == (404, {"detail": "no graph named 'nope'; see graph.get"})
+    assert (r.status_code, r.json()) == (404, {
+        "detail": "no graph named 'nope'; see `GET /api/v1/graphs`"})
     r = api.put("/api/v1/graphs/bad", json={"nodes": {"b": ["zz"]}})
     assert (r.status_code, r.json()) == (422, {
         "detail": "graph 'bad': node 'b': edge to 'zz', which is not a node of this graph "
@@ -72,7 +73,7 @@ def test_graphs_rules_flows_and_requests(real_sluiced: None, launch: Any, node: 
     r = api.delete("/api/v1/graphs/default")
     assert (r.status_code, r.json()) == (409, {
         "detail": "graph 'default' is the default chain and cannot be removed; replace it "
-                  "with chain.set or graph.apply"})
+                  "with `PUT /api/v1/chain` or `PUT /api/v1/graphs/{name}`"})
     assert "bad" not in {g["name"] for g in api.get("/api/v1/graphs").json()["graphs"]}
 
     # -- flows while traffic runs: one per connection, all in the chain
@@ -97,13 +98,13 @@ def test_graphs_rules_flows_and_requests(real_sluiced: None, launch: Any, node: 
         assert f["pkts"] >= one["pkts"] > 0  # traffic runs
     r = api.get("/api/v1/flows/99999999")
     assert (r.status_code, r.json()) == (404, {
-        "detail": "no flow with id 99999999; see flow.list"})
+        "detail": "no flow with id 99999999; see `GET /api/v1/flows`"})
     r = api.get(f"/api/v1/flows/{quote('tcp 1.2.3.4:1 > 5.6.7.8:2', safe='')}")
     assert (r.status_code, r.json()) == (404, {
         "detail": "no flow 'tcp 1.2.3.4:1 > 5.6.7.8:2' in the table"})
     r = api.get("/api/v1/flows", params={"graph": "nope"})
     assert (r.status_code, r.json()) == (404, {
-        "detail": "no graph named 'nope': apply it first (graph.apply)"})
+        "detail": "no graph named 'nope': apply it first (`PUT /api/v1/graphs/{name}`)"})
     assert _flows(api, proto="udp")["matched"] == len(udp)
 
     # -- a rule: new UDP flows go to graph 'udp'
@@ -115,7 +116,7 @@ def test_graphs_rules_flows_and_requests(real_sluiced: None, launch: Any, node: 
                                                 "truncated": False, "builds": 1}
     r = api.post("/api/v1/rules", json={"graph": "nope", "proto": "udp"})
     assert (r.status_code, r.json()) == (404, {
-        "detail": "no graph named 'nope': apply it first (graph.apply)"})
+        "detail": "no graph named 'nope': apply it first (`PUT /api/v1/graphs/{name}`)"})
     r = api.post("/api/v1/rules", json={"graph": "udp", "src": "10.0.0.1/8"})
     assert (r.status_code, r.json()["detail"]) == (422, (
         "'src': '10.0.0.1/8' has bits set after the prefix length (did you mean '10.0.0.0/8'?)"))
@@ -161,14 +162,14 @@ def test_graphs_rules_flows_and_requests(real_sluiced: None, launch: Any, node: 
     r = api.post("/api/v1/flow-requests", json={"type": "skip_me", "service": "zz",
                                                 "flow": {"match": {}}})
     assert (r.status_code, r.json()) == (404, {
-        "detail": "no service zz; service.list shows the services"})
+        "detail": "no service zz; `GET /api/v1/services` shows the services"})
 
     # -- removing the graph takes its rule; a deleted flow comes back
     tcp = _flows(api, proto="tcp")["flows"][0]
     assert api.delete(f"/api/v1/flows/{tcp['id']}").json() == {"deleted": 1}
     r = api.delete(f"/api/v1/rules/{rule['id'] + 100}")
     assert (r.status_code, r.json()) == (404, {
-        "detail": f"no rule with id {rule['id'] + 100}; see rule.list"})
+        "detail": f"no rule with id {rule['id'] + 100}; see `GET /api/v1/rules`"})
     assert api.delete("/api/v1/graphs/udp").json() == {"removed": "udp", "rules_removed": 1}
     assert api.get("/api/v1/rules").json() == {"rules": [], "total": 0, "truncated": False,
                                                 "builds": 2}
@@ -252,7 +253,7 @@ def test_scale_lb_and_websocket_events(real_sluiced: None, launch: Any, node: st
                    30, "back to one instance")
         r = http.post("/api/v1/services/zz/scale", json={"replicas": 1})
         assert (r.status_code, r.json()) == (404, {
-            "detail": "no service zz; service.list shows the services"})
+            "detail": "no service zz; `GET /api/v1/services` shows the services"})
     finally:
         http.close()
         server.stop()

@@ -38,7 +38,8 @@ def test_put_chain(api: TestClient, fake: Any) -> None:
     r = api.put("/api/v1/chain", json={"hops": ["fw", "nat"]})
     assert r.status_code == 409
     assert r.json() == {"detail": "chain hop 2 'nat': no service or port named 'nat'; "
-                                  "use a name from service.list or port.list"}
+                                  "use a name from `GET /api/v1/services` or "
+                                  "`GET /api/v1/ports`"}
     r = api.put("/api/v1/chain", json={"hops": "fw"})
     assert r.status_code == 422
     assert r.json() == {"detail": "hops: Input should be a valid list"}
@@ -51,7 +52,7 @@ def test_nf_stop(api: TestClient, fake: Any) -> None:
     assert fake[1].requests[-1]["params"] == {"instance": 1}
     r = api.post("/api/v1/nfs/99/stop")
     assert (r.status_code, r.json()) == (404, {
-        "detail": "no running NF instance 99; nf.list shows them"})
+        "detail": "no running NF instance 99; `GET /api/v1/nfs` shows them"})
     r = api.post("/api/v1/nfs/x/stop")
     assert r.status_code == 422
     assert r.json()["detail"] == ("path.instance: Input should be a valid integer, unable to "
@@ -76,7 +77,7 @@ def test_lb_set(api: TestClient, fake: Any) -> None:
     del fake[0].fail["lb.set"]
     r = api.put("/api/v1/services/nat/lb", json={"mode": "rr"})
     assert (r.status_code, r.json()) == (404, {
-        "detail": "no service nat; service.list shows the services"})
+        "detail": "no service nat; `GET /api/v1/services` shows the services"})
 
 
 def test_rx_pause_and_resume(api: TestClient, fake: Any) -> None:
@@ -87,7 +88,8 @@ def test_rx_pause_and_resume(api: TestClient, fake: Any) -> None:
            "chain.set first")
     fake[0].fail["rx.resume"] = (-32000, msg)
     r = api.post("/api/v1/rx/resume")
-    assert (r.status_code, r.json()) == (409, {"detail": msg})
+    assert (r.status_code, r.json()) == (409, {"detail": msg.replace(
+        "chain.set", "`PUT /api/v1/chain`")})
 
 
 @pytest.mark.parametrize("code,status", [(-32602, 422), (-32000, 409), (-32601, 501),
@@ -322,7 +324,8 @@ def test_graphs(api: TestClient, fake: Any) -> None:
     listed = api.get("/api/v1/graphs").json()["graphs"]
     assert [x["name"] for x in listed] == ["default", "g1"] and listed[1] == g
     r = api.get("/api/v1/graphs/nope")
-    assert (r.status_code, r.json()) == (404, {"detail": "no graph named 'nope'; see graph.get"})
+    assert (r.status_code, r.json()) == (404, {
+        "detail": "no graph named 'nope'; see `GET /api/v1/graphs`"})
     r = api.put("/api/v1/graphs/bad", json={"nodes": {"fw": ["zz"]}})
     assert (r.status_code, r.json()) == (422, {
         "detail": "graph 'bad': node 'fw': edge to 'zz', which is not a node of this graph "
@@ -335,7 +338,7 @@ def test_graphs(api: TestClient, fake: Any) -> None:
     r = api.delete("/api/v1/graphs/default")
     assert (r.status_code, r.json()) == (409, {
         "detail": "graph 'default' is the default chain and cannot be removed; replace it "
-                  "with chain.set or graph.apply"})
+                  "with `PUT /api/v1/chain` or `PUT /api/v1/graphs/{name}`"})
     r = api.delete("/api/v1/graphs/g1")
     assert (r.status_code, r.json()) == (200, {"removed": "g1", "rules_removed": 0})
     assert api.delete("/api/v1/graphs/g1").status_code == 404
@@ -373,13 +376,13 @@ def test_rules(api: TestClient, fake: Any) -> None:
     assert api.get("/api/v1/rules").json()["total"] == 4
     r = api.post("/api/v1/rule-batches", json={"rules": [{"graph": "web"}, {"graph": "nope"}]})
     assert (r.status_code, r.json()) == (404, {
-        "detail": "rules[1]: no graph named 'nope': apply it first (graph.apply)"})
+        "detail": "rules[1]: no graph named 'nope': apply it first (`PUT /api/v1/graphs/{name}`)"})
     assert api.get("/api/v1/rules").json()["total"] == 4
     for body in ({"rules": []}, {"rules": [{"graph": "web"}], "x": 1}, [{"graph": "web"}]):
         assert api.post("/api/v1/rule-batches", json=body).status_code == 422, body
     r = api.post("/api/v1/rules", json={"graph": "nope"})
     assert (r.status_code, r.json()) == (404, {
-        "detail": "no graph named 'nope': apply it first (graph.apply)"})
+        "detail": "no graph named 'nope': apply it first (`PUT /api/v1/graphs/{name}`)"})
     r = api.post("/api/v1/rules", json={"graph": "web", "src": "10.0.0.1/8"})
     assert (r.status_code, r.json()) == (422, {"detail": 'src: "10.0.0.1/8" is not a valid prefix'})
     n = len(fake[1].requests)
@@ -390,7 +393,8 @@ def test_rules(api: TestClient, fake: Any) -> None:
     assert len(fake[1].requests) == n
     assert api.delete("/api/v1/rules/1").json() == {"removed": 1}
     r = api.delete("/api/v1/rules/1")
-    assert (r.status_code, r.json()) == (404, {"detail": "no rule with id 1; see rule.list"})
+    assert (r.status_code, r.json()) == (404, {
+        "detail": "no rule with id 1; see `GET /api/v1/rules`"})
 
 
 def test_flows(api: TestClient, fake: Any) -> None:
@@ -413,13 +417,14 @@ def test_flows(api: TestClient, fake: Any) -> None:
     assert api.get("/api/v1/flows", params={"limit": 100001}).status_code == 422
     r = api.get("/api/v1/flows", params={"graph": "nope"})
     assert (r.status_code, r.json()) == (404, {
-        "detail": "no graph named 'nope': apply it first (graph.apply)"})
+        "detail": "no graph named 'nope': apply it first (`PUT /api/v1/graphs/{name}`)"})
     assert api.get("/api/v1/flows/7").json() == FLOWS[0]
     assert fake[1].requests[-1]["params"] == {"id": 7}
     assert api.get(f"/api/v1/flows/{FLOWS[1]['key']}").json() == FLOWS[1]
     assert fake[1].requests[-1]["params"] == {"key": FLOWS[1]["key"]}
     r = api.get("/api/v1/flows/8")
-    assert (r.status_code, r.json()) == (404, {"detail": "no flow with id 8; see flow.list"})
+    assert (r.status_code, r.json()) == (404, {
+        "detail": "no flow with id 8; see `GET /api/v1/flows`"})
     r = api.get("/api/v1/flows/tcp 1.2.3.4:1 > 5.6.7.8:2")
     assert (r.status_code, r.json()) == (404, {
         "detail": "no flow 'tcp 1.2.3.4:1 > 5.6.7.8:2' in the table"})
@@ -430,7 +435,7 @@ def test_flows(api: TestClient, fake: Any) -> None:
                   "addresses in brackets)"})
     r = api.delete("/api/v1/flows")
     assert (r.status_code, r.json()) == (422, {
-        "detail": "flow.delete needs 'id', 'key', filters, or \"all\": true"})
+        "detail": "`DELETE /api/v1/flows` needs 'id', 'key', filters, or \"all\": true"})
     assert api.delete("/api/v1/flows/7").json() == {"deleted": 1}
     assert api.delete("/api/v1/flows/7").status_code == 404
     assert api.delete("/api/v1/flows", params={"all": "true"}).json() == {"deleted": 1}
@@ -460,7 +465,7 @@ def test_kept_flow_requests_listed_and_removed(api: TestClient, fake: Any) -> No
          "match": {"proto": "udp", "dport": "80"}}]})
     r = api.delete("/api/v1/flow-requests/1")
     assert (r.status_code, r.json()) == (404, {
-        "detail": "no kept wildcard request with id 1; see flow.requests"})
+        "detail": "no kept wildcard request with id 1; see `GET /api/v1/flow-requests`"})
     n = len(fake[1].requests)
     assert api.delete("/api/v1/flow-requests/0").status_code == 422
     assert api.delete("/api/v1/flow-requests/x").status_code == 422
@@ -492,7 +497,7 @@ def test_flow_requests(api: TestClient, fake: Any) -> None:
     r = api.post("/api/v1/flow-requests", json={"type": "request_me", "service": "zz",
                                                 "flow": {"match": {}}})
     assert (r.status_code, r.json()) == (404, {
-        "detail": "no service zz; service.list shows the services"})
+        "detail": "no service zz; `GET /api/v1/services` shows the services"})
     n = len(fake[1].requests)
     for bad in [{"type": "skip", "service": "fw", "flow": {"match": {}}},
                 {"type": "change_default", "service": "fw", "flow": {"match": {}}},
@@ -510,7 +515,7 @@ def test_scale(api: TestClient, fake: Any) -> None:
     assert fake[1].requests[-1]["params"] == {"service": "fw", "replicas": 3}
     r = api.post("/api/v1/services/nat/scale", json={"replicas": 1})
     assert (r.status_code, r.json()) == (404, {
-        "detail": "no service nat; service.list shows the services"})
+        "detail": "no service nat; `GET /api/v1/services` shows the services"})
     r = api.post("/api/v1/services/fw/scale", json={"replicas": 65})
     assert (r.status_code, r.json()) == (409, {"detail": "65 replicas is more than --max-nfs 64"})
     assert api.post("/api/v1/services/fw/scale", json={"replicas": -1}).status_code == 422
