@@ -65,6 +65,7 @@ from .client import (
     RpcError,
     RpcTimeout,
     SluiceError,
+    command_text,
     rule_build_seconds,
 )
 from .deploy import (
@@ -86,6 +87,41 @@ ACTIONS_KEPT = 200
 
 class OrchestratorError(SluiceError):
     """An apply that was refused or failed, or no orchestrator to talk to."""
+
+
+# -- what an apply changed in policies and restart settings ---------------------------
+
+def policy_text(p: OccupancyPolicy | MessagePolicy) -> str:
+    """One policy as the file says it, in words: ``on message alarm from
+    ddos-detect: start scrub (args --prefix {value}), once``."""
+    if isinstance(p, OccupancyPolicy):
+        nf = f" (NF {p.nf})" if p.nf else ""
+        return (f"on occupancy of service {p.service}{nf}: one more instance above "
+                f"{p.above:g}, one fewer below {p.below:g}, held {p.for_ms} ms, "
+                f"{p.min} to {p.max} instance(s)")
+    frm = f" from {p.from_}" if p.from_ is not None else ""
+    to = f" to {p.replicas}" if p.replicas is not None else ""
+    args = f" (args {' '.join(p.args)})" if p.args else ""
+    return f"on message {p.key}{frm}: {p.action} {p.nf}{to}{args}" + (", once" if p.once else "")
+
+
+def policy_changes(old: list[Any], new: list[Any]) -> list[str]:
+    """What changed from the ``old`` policies to the ``new``, a line each:
+    those the new file adds (by their place in it), those it drops (by
+    their place in the old one), or that only their order changed."""
+    added = [(i, p) for i, p in enumerate(new) if p not in old]
+    removed = [(i, p) for i, p in enumerate(old) if p not in new]
+    lines = [f"policies[{i}] added: {policy_text(p)}" for i, p in added]
+    lines += [f"policies[{i}] removed (was {policy_text(p)})" for i, p in removed]
+    return lines or [f"the same {len(new)} polic(ies) in a new order (a policy's log lines "
+                     f"name it by its new place)"]
+
+
+def restart_change(old: RestartSpec, new: RestartSpec) -> str:
+    """The ``restart:`` settings that changed, old -> new, and when they act."""
+    diff = ", ".join(f"{k} {getattr(old, k)} -> {getattr(new, k)}"
+                     for k in type(new).model_fields if getattr(old, k) != getattr(new, k))
+    return f"{diff} (from the next failure of any NF instance on)"
 
 
 # -- restart backoff (pure: a clock is passed in) -----------------------------------
@@ -836,8 +872,11 @@ class Orchestrator:
                      f"before")
                 g.stopped_outside = 0
         if old.policies != new.policies:
-            note("policies", f"{len(new.policies)} polic(ies) now (were {len(old.policies)})")
+            for line in policy_changes(old.policies, new.policies):
+                note("policies", line)
             self.trends.clear()
+        if old.restart != new.restart:
+            note("restart", restart_change(old.restart, new.restart))
         for g in self.groups.values():
             for s in g.slots:
                 s.backoff = s.backoff or Backoff(new.restart)
@@ -1096,7 +1135,7 @@ class Orchestrator:
         """Undoes the control steps of ``log`` (newest first), then the NF part;
         returns the error that says what was refused and what was undone."""
         if isinstance(e, RpcError):
-            lines = [f"{src}: sluiced refused {log.step}: {e.message}"]
+            lines = [f"{src}: sluiced refused {log.step}: {command_text(e.message)}"]
         else:  # no answer: the step may have been made
             lines = [f"{src}: {log.step} got no answer, so it may or may not have been "
                      f"made: {e}"]
@@ -1112,8 +1151,8 @@ class Orchestrator:
                 failed = self.resync = True
                 if u.leaves:
                     self.stale_graphs.add(u.leaves)
-                why = f"sluiced refused it: {err.message}" if isinstance(err, RpcError) \
-                    else f"no answer: {err}"
+                why = (f"sluiced refused it: {command_text(err.message)}"
+                       if isinstance(err, RpcError) else f"no answer: {err}")
                 for text in reversed(u.texts):  # a batch is undone all or none
                     results.append(f"not undone: {text}: {why}")
                     self.say("undo-failed", f"{text}: {why}")
