@@ -7,8 +7,10 @@ on stderr and exit with status 1.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
+import inspect
 import json
 import os
 import re
@@ -93,9 +95,16 @@ def errors(fn: F) -> F:
             return fn(*args, **kwargs)
         except SluiceError as e:
             raise fail(str(e) if kwargs.get("as_json")
-                       else user_error(e, command_name(wrapper))) from None
+                       else option_text(user_error(e, command_name(wrapper)), fn)) from None
         except TraceError as e:
             raise fail(str(e)) from None
+        except BrokenPipeError:
+            # the reader went away (`sluice flow list | head`): nothing to say
+            # ("Broken pipe" was), exit status 1 as rich's tables end then
+            # (Console.on_broken_pipe, what the Python docs advise)
+            with contextlib.suppress(OSError):
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            raise typer.Exit(1) from None
         except OSError as e:
             where = f"{e.filename}: " if e.filename else ""
             raise fail(f"{where}{e.strerror or e}") from None
@@ -118,6 +127,22 @@ def cli_text(message: str) -> str:
     """``message`` with the methods it names said as commands:
     ``see rule.list`` -> ``see `sluice rule list```."""
     return command_text(message)
+
+
+_PARAM_RE = re.compile(r"\bparam '(\w+)'")
+
+
+def option_text(message: str, fn: Callable[..., Any]) -> str:
+    """``message`` with the params of sluiced it names (``param
+    'in_port'``) said as the options of ``fn``'s command that give them
+    (``--in-port``); a param no option gives stays as it is."""
+    options = {}
+    for name, p in inspect.signature(fn).parameters.items():
+        decls = getattr(p.default, "param_decls", None) or ()
+        if isinstance(p.default, typer.models.OptionInfo):
+            long = [d for d in decls if d.startswith("--")]
+            options[name] = long[0] if long else "--" + name.replace("_", "-")
+    return _PARAM_RE.sub(lambda m: options.get(m.group(1), m.group(0)), message)
 
 
 def command_name(callback: Callable[..., Any]) -> str | None:
