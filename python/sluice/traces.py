@@ -14,7 +14,7 @@ Three kinds, all written as classic pcap files (Ethernet, microsecond stamps):
 * ``ddos_mix`` — the DDoS scenario (examples/traces/ddos.pcap, docs/ddos.md):
   clients each in its own /24 talk to servers in 192.168.0.0/24, and from
   30 % of the packets on one prefix (10.66.6.0/24) floods a server. Made by
-  ``python -m sluice.traces gen --ddos FILE``; `sluice trace gen` makes
+  ``sluice trace gen --ddos FILE``; `sluice trace gen` without --ddos makes
   the other two.
 
 The same arguments always give the same bytes: randomness comes only from
@@ -635,6 +635,9 @@ def generate(out: str | Path, packets: int | None = None, flows: int | None = No
                              "--attack-prefix, --syn and --seed: drop --size and --flows")
         prefix = attack_prefix or DDOS_ATTACK_PREFIX
         n_clients = clients or DDOS_CLIENTS
+        _prefix(prefix, "--attack-prefix")  # said as the option, before ddos_mix says it
+        if not 1 <= n_clients <= 60000:
+            raise TraceError(f"--clients: give 1 to 60000 clients, got {n_clients}")
         frames = ddos_mix(packets or DDOS_PACKETS, n_clients, prefix, syn=syn, seed=seed)
         n_attack = sum(in_prefix(f, prefix) for f in frames)
         kind = (f"DDoS mix ({n_clients} clients; {n_attack} attack packets, "
@@ -658,8 +661,8 @@ def generate(out: str | Path, packets: int | None = None, flows: int | None = No
     return f"{out}: {n} packets, {n_flows} flows, {kind}, {nbytes} bytes of frames (seed {seed})"
 
 
-# The command that writes the DDoS capture (`sluice trace gen` has no --ddos yet).
-DDOS_GEN_COMMAND = "python -m sluice.traces gen --ddos"
+# The command that writes the DDoS capture.
+DDOS_GEN_COMMAND = "sluice trace gen --ddos"
 
 
 def gen_command(path: Path, ddos: bool = False) -> str:
@@ -679,8 +682,8 @@ def _flow_key(frame: bytes) -> bytes:
 
 
 def main(args: list[str] | None = None) -> int:
-    """``python -m sluice.traces gen OUT [options]``: `sluice trace gen`
-    with the DDoS mix too (``--ddos``)."""
+    """``python -m sluice.traces gen OUT [options]``: the same as `sluice
+    trace gen` (kept for scripts that call it so)."""
     import argparse
 
     ap = argparse.ArgumentParser(prog="python -m sluice.traces",
