@@ -77,6 +77,7 @@ from .deploy import (
     RestartSpec,
     load_deployment,
 )
+from .launch import _status_text  # how a process ended, as the launcher says it
 
 SAMPLE_S = 0.2  # how often occupancy policies read sluiced's stats
 # How long an instance that exited with status 0 waits for sluiced's nf.down event
@@ -236,15 +237,6 @@ def substitute(args: list[str], key: str, value: str, sender: str) -> tuple[str,
     for a in args:
         out.append(a.replace("{key}", key).replace("{value}", value).replace("{from}", sender))
     return tuple(out)
-
-
-def _status_text(rc: int) -> str:
-    if rc < 0:
-        try:
-            return f"was killed by {signal.Signals(-rc).name}"
-        except ValueError:
-            return f"was killed by signal {-rc}"
-    return f"exited with status {rc}"
 
 
 def orchestrator_socket(sluiced_socket: Path) -> Path:

@@ -1054,3 +1054,14 @@ def test_status_says_whether_the_event_subscription_is_live(tmp_path: Path) -> N
         assert len(conns) == 2
     srv.close()
     assert orch.status()["subscribed"] is False
+
+
+def test_one_way_to_say_how_a_process_ended() -> None:
+    """The orchestrator's lines (crashed: ...) and the launcher's errors say
+    an exit with the same function, so they cannot drift apart."""
+    from sluice import launch, orchestrator
+
+    assert orchestrator._status_text is launch._status_text
+    assert [launch._status_text(rc) for rc in (-signal.SIGKILL, -200, 0, 3)] == [
+        "was killed by SIGKILL", "was killed by signal 200", "exited with status 0",
+        "exited with status 3"]
