@@ -615,10 +615,11 @@ def test_trace_gen(tmp_path: Path) -> None:
     assert r.stdout == f"{out}: 4096 packets, 3 flows, 64-byte UDP, 262144 bytes of frames " \
                        f"(seed 1)\n"
     r = runner.invoke(app, ["trace", "gen", str(out), "--size", "20"])
-    assert r.exit_code == 1 and r.stderr == "--size must be between 60 and 1514 bytes, got 20\n"
+    assert r.exit_code == 1 and r.stderr == ("sluice trace gen: --size must be between 60 and "
+                                             "1514 bytes, got 20\n")
     r = runner.invoke(app, ["trace", "gen", str(tmp_path / "no" / "t.pcap")])
-    assert r.exit_code == 1 and r.stderr == (f"{tmp_path}/no/t.pcap: folder {tmp_path}/no does "
-                                             f"not exist\n")
+    assert r.exit_code == 1 and r.stderr == (f"sluice trace gen: {tmp_path}/no/t.pcap: folder "
+                                             f"{tmp_path}/no does not exist\n")
 
 
 def test_place_is_registered() -> None:
