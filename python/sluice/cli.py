@@ -808,6 +808,60 @@ def _idle(ms: Any) -> str:
     return f"{ms:.0f} ms" if ms < 10000 else f"{ms / 1000:.0f} s"
 
 
+def _words_width(text: str) -> int:
+    return max((len(w) for w in text.split()), default=0)
+
+
+def print_table(columns: list[tuple[str, str, bool]], rows: list[list[str]],
+                drop_order: list[str], note: str = "") -> None:
+    """Prints a table whose numbers and ids are never cut.
+
+    ``columns``: (header, justify, may wrap); a column that may wrap breaks
+    only between words, the others never. Into a pipe or a file the table
+    has its full width, whatever $COLUMNS says. In a terminal too narrow
+    for it, the columns of ``drop_order`` are left out, in that order, until
+    it fits (a line after it says which, and ``note`` where to see them),
+    and those that may wrap share what is left, the first first; if it still
+    cannot fit, it is printed at the width it needs and the terminal folds
+    its lines."""
+    con = Console()
+    cells = [[c[0], *(r[i] for r in rows)] for i, c in enumerate(columns)]
+    full = [max(len(x) for x in col) for col in cells]
+    least = [max(_words_width(x) for x in col) if c[2] else full[i]
+             for i, (c, col) in enumerate(zip(columns, cells, strict=True))]
+
+    def box(keep: list[int]) -> int:  # a border left of each column and at the end,
+        return 3 * len(keep) + 1      # and a space each side of it
+
+    keep = list(range(len(columns)))
+    widths = list(full)
+    dropped: list[str] = []
+    if con.is_terminal:
+        names = [c[0] for c in columns]
+        for name in drop_order:
+            if box(keep) + sum(least[i] for i in keep) <= con.width:
+                break
+            keep.remove(names.index(name))
+            dropped.append(name)
+        spare = con.width - box(keep) - sum(least[i] for i in keep)
+        for i in keep:
+            if columns[i][2]:
+                widths[i] = least[i] + min(max(spare, 0), full[i] - least[i])
+                spare -= widths[i] - least[i]
+    t = Table()
+    for i in keep:
+        head, justify, _ = columns[i]
+        t.add_column(head, justify=justify, width=widths[i],  # type: ignore[arg-type]
+                     overflow="fold")
+    for r in rows:
+        t.add_row(*(r[i] for i in keep))
+    Console(width=max(con.width if con.is_terminal else 0,
+                      box(keep) + sum(widths[i] for i in keep))).print(t)
+    if dropped:
+        typer.echo(f"(not shown in {con.width} columns: {', '.join(dropped)}"
+                   f"{'; ' + note if note else ''})")
+
+
 @flow_app.command("list")
 @errors
 def flow_list(graph: str = FGraphOpt, proto: str = ProtoOpt, src: str = SrcOpt,
@@ -827,15 +881,16 @@ def flow_list(graph: str = FGraphOpt, proto: str = ProtoOpt, src: str = SrcOpt,
         return
     flows = res.get("flows", [])
     if flows:
-        t = Table()
-        for col in ("id", "flow", "graph", "pkts", "bytes", "idle", "pins, overrides"):
-            t.add_column(col, justify="right" if col in ("id", "pkts", "bytes", "idle")
-                         else "left", no_wrap=col != "pins, overrides")
-        for f in flows:
-            t.add_row(str(f.get("id")), str(f.get("key")), str(f.get("graph")),
+        # the flow key and the pins wrap between words; in a narrow terminal
+        # idle, then the pins, then the graph are left out rather than cut
+        print_table([("id", "right", False), ("flow", "left", True), ("graph", "left", False),
+                     ("pkts", "right", False), ("bytes", "right", False),
+                     ("idle", "right", False), ("pins, overrides", "left", True)],
+                    [[str(f.get("id")), str(f.get("key")), str(f.get("graph")),
                       f"{f.get('pkts', 0):,}", f"{f.get('bytes', 0):,}",
-                      _idle(f.get("idle_ms")), _flow_state(f))
-        Console().print(t)
+                      _idle(f.get("idle_ms")), _flow_state(f)] for f in flows],
+                    drop_order=["idle", "pins, overrides", "graph"],
+                    note="`sluice flow get ID` shows them")
     total, matched = res.get("total", len(flows)), res.get("matched", len(flows))
     table = f" ({total:,} in the table)" if len(params) > 1 else ""
     what = "matching flow(s)" if table else "flow(s)"
