@@ -1134,14 +1134,22 @@ def _event_value(v: Any) -> str:
 @errors
 def events(kind: list[str] = typer.Option(None, "--kind", "-k",
                                           help="Only these kinds (nf.up) or families (flow); "
-                                               "may be repeated."),
+                                               "may be repeated (docs/graphs.md, Events)."),
            count: int = typer.Option(None, "--count", "-c", min=1,
                                      help="Stop after this many events (default: Ctrl-C)."),
            node: str = NodeOpt, socket: Path = SocketOpt,
            as_json: bool = typer.Option(False, "--json", help="One JSON object per line."),
            timeout: float = TimeoutOpt) -> None:
     """Print the node's events as they happen (NFs, graphs, rules, flow requests, messages)."""
+    from .client import EVENT_FAMILIES, EVENT_KINDS
+
     kinds = list(kind or [])
+    bad = [k for k in kinds if k not in EVENT_KINDS and k not in EVENT_FAMILIES]
+    if bad:  # it would wait forever for events that never come
+        raise fail("\n".join(
+            f"sluice events: --kind {k}: sluiced sends no events of that kind; use a kind "
+            f"({', '.join(EVENT_KINDS)}) or a family ({', '.join(EVENT_FAMILIES)})"
+            for k in bad))
     shown = 0
     with _client(node, socket, timeout) as c:
         typer.echo(f"events of {c.socket_path} (Ctrl-C stops)", err=True)

@@ -34,6 +34,15 @@ from typing import Any
 
 SOCKET_DIR = Path("/var/run/sluice")
 
+# The kinds of event sluiced publishes: the kinds its sl_event() calls
+# (src/mgr) name; tests/python/test_event_kinds.py checks the list against
+# them. A family is what a kind begins with (nf: nf.up, nf.scale, ...).
+EVENT_KINDS = ("nf.up", "nf.down", "nf.freed", "nf.hung", "nf.scale", "nf.scale.failed",
+               "chain.set", "graph.applied", "graph.removed", "rule.added", "rule.removed",
+               "flow.request", "flow.request.removed", "nf.message")
+EVENT_FAMILIES = tuple(sorted({k.rsplit(".", i)[0] for k in EVENT_KINDS
+                               for i in range(1, k.count(".") + 1)} - set(EVENT_KINDS)))
+
 # Methods that change nothing, or set a state absolutely, so sending them
 # twice is harmless. Others (shutdown, nf.stop, rule.add, nf.scale, ...) are
 # never sent twice.
