@@ -59,6 +59,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from .client import (
+    METHODS,
     Client,
     ConnectError,
     ConnectionLost,
@@ -260,8 +261,15 @@ class _ControlLog:
     """The control steps of one apply: those made, and the one being made."""
 
     made: list[_Undo] = field(default_factory=list)
-    step: str = ""  # the call being made, as the error names it
+    step: str = ""  # the change being made, in the words of the file (the chain (a -> b))
     leaves: str | None = None  # the graph that call may add
+
+
+def _without_method(e: SluiceError) -> str:
+    """The client's error without the method it begins with (``chain.set:
+    connection to ... lost``): apply lines say the change, not the call."""
+    method, sep, rest = str(e).partition(": ")
+    return rest if sep and method in METHODS else str(e)
 
 
 def _rule_ids(ids: list[int]) -> str:
@@ -1018,7 +1026,7 @@ class Orchestrator:
             before = old_graphs.get(name)
             if before == params and not resync:
                 continue
-            at(f"graph.apply of graph {name}", None if before else name)
+            at(f"the graph {name}", None if before else name)
             res = call("graph.apply", **params)
             how = "added" if before is None else "changed" if before != params else \
                 "pushed again"
@@ -1030,7 +1038,7 @@ class Orchestrator:
                      apply_graph(before, "old graph applied again"))
         if list(old.chain) != list(new.chain) or resync:
             hops = " -> ".join(new.chain)
-            at(f"chain.set ({hops})")
+            at(f"the chain ({hops})")
             call("chain.set", hops=list(new.chain))
             made("chain", hops + ("" if list(old.chain) != list(new.chain)
                                   else " (pushed again)"), set_chain_back)
@@ -1050,7 +1058,7 @@ class Orchestrator:
             removing.append((params, rid, text))
         if removing:
             ids = [rid for _, rid, _ in removing]
-            at(f"rule.remove of {_rule_ids(ids)}")
+            at(f"the removal of {_rule_ids(ids)}")
             gone_ids: set[int] = set()
             try:
                 call("rule.remove", ids=ids)
@@ -1059,8 +1067,8 @@ class Orchestrator:
                 # their graph, or removed by someone else), they are gone and
                 # the others are removed again; if it has them all, it refused
                 step = log.step
-                at(f"rule.list (to see which of {_rule_ids(ids)} sluiced still has, after "
-                   f"it refused their rule.remove)")
+                at(f"the list of rules (read to see which of {_rule_ids(ids)} sluiced still "
+                   f"has, after it refused their removal)")
                 have = {r.get("id") for r in self.client.rules()}
                 if all(rid in have for rid in ids):
                     at(step)
@@ -1069,7 +1077,7 @@ class Orchestrator:
                 drop_rules(list(gone_ids))
                 left = [rid for rid in ids if rid in have]
                 if left:
-                    at(f"rule.remove of {_rule_ids(left)}")
+                    at(f"the removal of {_rule_ids(left)}")
                     call("rule.remove", ids=left)
             drop_rules(ids)
             for _, _, text in removing:
@@ -1083,8 +1091,8 @@ class Orchestrator:
             adding = [json.loads(k) for k in wanted]
             whats = [f"priority {p['priority']}, {format_match(p)} -> graph {p['graph']}"
                      for p in adding]
-            at(f"rule.add ({whats[0]})" if len(adding) == 1 else
-               f"rule.add of {len(adding)} rules")
+            at(f"the rule ({whats[0]})" if len(adding) == 1 else
+               f"the {len(adding)} new rules")
             try:
                 res = call("rule.add", rules=adding)
             except RpcError as e:
@@ -1092,7 +1100,7 @@ class Orchestrator:
                 if c is None:
                     raise  # the whole batch (too many rules, say)
                 # the rule sluiced names, in the words of a refused rule.add of it
-                at(f"rule.add ({whats[c[0]]})")
+                at(f"the rule ({whats[c[0]]})")
                 raise RpcError(e.code, c[1], e.data, e.method) from None
             added = [(params, int(res["first_id"]) + k) for k, params in enumerate(adding)]
             rules.extend(added)
@@ -1103,7 +1111,7 @@ class Orchestrator:
                                   remove_rules([rid for _, rid in added])))
         for name in gone:
             with_it = [r for r in rules if r[0]["graph"] == name]
-            at(f"graph.remove of graph {name}")
+            at(f"the removal of graph {name}")
             if name not in old_graphs:  # left by an apply that could not be undone
                 with contextlib.suppress(RpcError):  # it may not have made it
                     call("graph.remove", name=name)
@@ -1129,8 +1137,8 @@ class Orchestrator:
         if isinstance(e, RpcError):
             lines = [f"{src}: sluiced refused {log.step}: {command_text(e.message)}"]
         else:  # no answer: the step may have been made
-            lines = [f"{src}: {log.step} got no answer, so it may or may not have been "
-                     f"made: {e}"]
+            lines = [f"{src}: sluiced did not answer about {log.step}, so it may or may not "
+                     f"have been made: {_without_method(e)}"]
             self.resync = True
             if log.leaves:
                 self.stale_graphs.add(log.leaves)
@@ -1144,7 +1152,7 @@ class Orchestrator:
                 if u.leaves:
                     self.stale_graphs.add(u.leaves)
                 why = (f"sluiced refused it: {command_text(err.message)}"
-                       if isinstance(err, RpcError) else f"no answer: {err}")
+                       if isinstance(err, RpcError) else f"no answer: {_without_method(err)}")
                 for text in reversed(u.texts):  # a batch is undone all or none
                     results.append(f"not undone: {text}: {why}")
                     self.say("undo-failed", f"{text}: {why}")
@@ -1169,6 +1177,8 @@ class Orchestrator:
         else:
             lines.append(f"the apply was undone: {old.source} runs as before; fix {src} "
                          f"and apply it again:")
+        if not results:  # refused at its first step: a list of nothing would follow
+            lines[-1] = lines[-1][:-1] + " (it had changed nothing yet)"
         return OrchestratorError("\n".join(lines + ["  " + r for r in results]))
 
     # -- the socket `sluice apply` talks to --------------------------------------------------

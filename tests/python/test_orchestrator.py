@@ -536,7 +536,7 @@ def test_apply_undoes_what_it_made_when_sluiced_refuses_a_step(tmp_path: Path) -
         orch.apply(new)
     (mon,) = runner.spawned
     assert str(e.value).splitlines() == [
-        "d2.yaml: sluiced refused chain.set (mon -> fwd -> port:out): no such hop",
+        "d2.yaml: sluiced refused the chain (mon -> fwd -> port:out): no such hop",
         UNDONE,
         "  undone: graph g added (version 2)",
         "  undone: add NF 'mon' (sluice-monitor, service mon): 1 instance(s) (its new "
@@ -584,7 +584,7 @@ def test_apply_adds_a_removed_rule_again_when_sluiced_refuses_a_rule(tmp_path: P
     with pytest.raises(OrchestratorError) as e:
         orch.apply(new)
     assert str(e.value).splitlines() == [
-        "d2.yaml: sluiced refused rule.add (priority 0, tcp dport 80 -> graph g): too many "
+        "d2.yaml: sluiced refused the rule (priority 0, tcp dport 80 -> graph g): too many "
         "rules",
         UNDONE,
         "  undone: rule 7 removed (udp -> graph g): added again as rule 11"]
@@ -614,7 +614,7 @@ def test_apply_undoes_a_removed_graph_and_its_rules(tmp_path: Path) -> None:
     with pytest.raises(OrchestratorError) as e:
         orch.apply(dep_of())
     assert str(e.value).splitlines() == [
-        "d2.yaml: sluiced refused graph.remove of graph h: graph h is in use",
+        "d2.yaml: sluiced refused the removal of graph h: graph h is in use",
         UNDONE,
         "  undone: graph g removed (1 rule(s) with it): applied again (version 2)",
         "  undone: rule 7 removed with graph g: added again as rule 11"]
@@ -689,7 +689,7 @@ def test_a_refused_batch_names_its_rule_and_is_undone_as_a_refused_rule_was(
     undone = [f"rule {1002 + i} removed (tcp dport {i + 1} -> graph g): added again as rule "
               f"{2001 + i}" for i in reversed(range(500))]  # newest first
     assert str(e.value).splitlines() == [
-        "d2.yaml: sluiced refused rule.add (priority 0, udp dport 250 -> graph g): no port "
+        "d2.yaml: sluiced refused the rule (priority 0, udp dport 250 -> graph g): no port "
         "named 'lan' (ports: in, out)",
         UNDONE,
         *[f"  undone: {u}" for u in undone]]
@@ -725,12 +725,29 @@ def test_a_batch_refused_whole_says_how_many_rules(tmp_path: Path) -> None:
         orch.apply(dep_of(graphs=[GRAPH], rules=many("tcp") + many("udp"),
                           chain=["fwd", "drop"]))
     assert str(e.value).splitlines() == [
-        "d2.yaml: sluiced refused rule.add of 500 rules: 500 rules would make 1001, more "
+        "d2.yaml: sluiced refused the 500 new rules: 500 rules would make 1001, more "
         "than --max-rules 600 (501 in use): remove some or raise --max-rules",
         UNDONE,
         "  undone: chain fwd -> drop: back to fwd -> port:out"]
     assert [m for m, _ in sluiced.calls] == ["chain.set", "rule.add", "chain.set"]
     assert runner.rules == before and sluiced.table == {rid: r for r, rid in before}
+
+
+def test_a_refusal_at_the_first_step_says_nothing_had_changed(tmp_path: Path) -> None:
+    """As against a real node (4100 new rules, --max-rules 4096): the line no
+    longer ends with a colon and a list of nothing."""
+    orch, runner, sluiced, lines = with_rules(tmp_path)
+    before = list(runner.rules)
+    sluiced.max_rules = 600
+    with pytest.raises(OrchestratorError) as e:
+        orch.apply(dep_of(graphs=[GRAPH], rules=many("tcp") + many("udp")))
+    assert str(e.value).splitlines() == [
+        "d2.yaml: sluiced refused the 500 new rules: 500 rules would make 1001, more "
+        "than --max-rules 600 (501 in use): remove some or raise --max-rules",
+        "the apply was undone: d.yaml runs as before; fix d2.yaml and apply it again (it had "
+        "changed nothing yet)"]
+    assert [m for m, _ in sluiced.calls] == ["rule.add"]
+    assert runner.rules == before
 
 
 def test_rules_gone_from_sluiced_are_left_out_of_the_removal(tmp_path: Path) -> None:
@@ -752,7 +769,7 @@ def test_a_refused_removal_of_rules_sluiced_has_is_undone(tmp_path: Path) -> Non
     with pytest.raises(OrchestratorError) as e:
         orch.apply(dep_of(graphs=[{**GRAPH, "nodes": {"fwd": ["drop"]}}]))
     assert str(e.value).splitlines() == [
-        "d2.yaml: sluiced refused rule.remove of rules 1002 and 1003: rules: out of memory",
+        "d2.yaml: sluiced refused the removal of rules 1002 and 1003: rules: out of memory",
         UNDONE,
         "  undone: graph g changed (version 2): old graph applied again (version 2)"]
     assert [m for m, _ in sluiced.calls] == ["graph.apply", "rule.remove", "rule.list",
@@ -769,9 +786,9 @@ def test_an_undo_of_a_batch_that_fails_names_each_rule_and_the_next_apply_remove
     sluiced.lose.add("rule.remove")
     with pytest.raises(OrchestratorError) as e:
         orch.apply(dep_of(graphs=[GRAPH], rules=many("tcp", 3)))
-    why = "no answer: rule.remove: connection to t.sock lost"
+    why = "no answer: connection to t.sock lost"
     assert str(e.value).splitlines() == [
-        "d2.yaml: sluiced refused graph.remove of graph h: graph h is in use",
+        "d2.yaml: sluiced refused the removal of graph h: graph h is in use",
         IN_PART,
         *[f"  not undone: rule {rid} added (priority 0, tcp dport {rid - 10} -> graph g): "
           f"{why}" for rid in (13, 12, 11)]]
@@ -804,7 +821,7 @@ def test_an_undo_sluiced_refuses_is_reported_and_the_next_apply_pushes_all(
     with pytest.raises(OrchestratorError) as e:
         orch.apply(dep_of(graphs=[GRAPH], chain=["fwd", "drop"]))
     assert str(e.value).splitlines() == [
-        "d2.yaml: sluiced refused chain.set (fwd -> drop): no such hop",
+        "d2.yaml: sluiced refused the chain (fwd -> drop): no such hop",
         IN_PART,
         "  not undone: graph g added (version 2): sluiced refused it: graph g is busy"]
     assert [m for m, _ in sluiced.calls] == ["graph.apply", "chain.set", "graph.remove"]
@@ -834,8 +851,8 @@ def test_a_step_without_answer_is_undone_and_the_next_apply_pushes_all(
         orch.apply(dep_of(graphs=[{**GRAPH, "nodes": {"fwd": ["drop"]}}],
                           chain=["fwd", "drop"]))
     assert str(e.value).splitlines() == [
-        "d2.yaml: chain.set (fwd -> drop) got no answer, so it may or may not have been "
-        "made: chain.set: connection to t.sock lost",
+        "d2.yaml: sluiced did not answer about the chain (fwd -> drop), so it may or may "
+        "not have been made: connection to t.sock lost",
         "the apply was undone and the NFs run as d.yaml says, but sluiced's graphs, chain "
         "and rules may not; the next `sluice apply` (of either file) pushes them all again:",
         "  undone: graph g changed (version 2): old graph applied again (version 2)"]

@@ -57,5 +57,5 @@ def test_a_refusal_names_commands_not_methods(tmp_path: Path) -> None:
     with pytest.raises(OrchestratorError) as e:
         orch.apply(dep_of(chain=["fwd", "drop"]))
     assert str(e.value).splitlines()[0] == (
-        "d2.yaml: sluiced refused chain.set (fwd -> drop): chain hop 1 'x': use a name from "
+        "d2.yaml: sluiced refused the chain (fwd -> drop): chain hop 1 'x': use a name from "
         "`sluice nf list` or `sluice stats`")
