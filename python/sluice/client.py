@@ -109,18 +109,33 @@ _METHOD_RE = re.compile(
 COMMANDS = {m: cmd for m, (cmd, _) in METHODS.items() if cmd is not None}
 
 
+# A command that lists what a message points to only when called so: `sluice
+# graph get NAME` shows one graph, and "no graph named 'x'; see `sluice graph
+# get`" read as the command just typed.
+_COMMAND_SAID = {"graph.get": "`sluice graph get` (without a name: all graphs)"}
+
+
 def command_text(message: str) -> str:
     """``message`` (sluiced's) with the methods it names said as commands,
     for a user of the command line (`sluice ...`, `sluice apply`)."""
-    return say_methods(message, COMMANDS)
+    return say_methods(message, COMMANDS, _COMMAND_SAID)
 
 
-def say_methods(message: str, names: dict[str, str]) -> str:
+def say_methods(message: str, names: dict[str, str],
+                said: dict[str, str] | None = None) -> str:
     """``message`` with each method it names that ``names`` has said as
     ``names[method]`` in backquotes: ``see rule.list`` -> ``see `sluice
-    rule list```. Methods ``names`` lacks stay as they are."""
-    return _METHOD_RE.sub(
-        lambda m: f"`{names[m.group(1)]}`" if m.group(1) in names else m.group(1), message)
+    rule list```, or as ``said[method]`` when ``said`` has it. Methods
+    ``names`` lacks stay as they are."""
+    said = said or {}
+
+    def say(m: re.Match[str]) -> str:
+        method = m.group(1)
+        if method not in names:
+            return method
+        return said.get(method) or f"`{names[method]}`"
+
+    return _METHOD_RE.sub(say, message)
 
 
 def rule_build_seconds(n_rules: int) -> float:

@@ -204,8 +204,10 @@ def test_errors_say_commands_and_json_keeps_the_rpc_error(tmp_path: Path) -> Non
                  "sluice rule remove: no rule with id 4; see `sluice rule list`"),
                 (["flow", "get", "999999"],
                  "sluice flow get: no flow with id 999999; see `sluice flow list`"),
+                # not "see `sluice graph get`" alone: the command just typed
                 (["graph", "get", "x"],
-                 "sluice graph get: no graph named 'x'; see `sluice graph get`"),
+                 "sluice graph get: no graph named 'x'; see `sluice graph get` (without a "
+                 "name: all graphs)"),
                 (["flow", "request", "remove", "2"],
                  "sluice flow request remove: no kept wildcard request with id 2; see "
                  "`sluice flow request list`")):

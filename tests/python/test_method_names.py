@@ -117,7 +117,7 @@ def test_texts_of_sluiced_said_as_commands_and_endpoints() -> None:
             ("param 'in_port': no port named 'x'; use a name from `sluice stats`",
              "param 'in_port': no port named 'x'; use a name from `GET /api/v1/ports`"),
         "no graph named 'g'; see graph.get":
-            ("no graph named 'g'; see `sluice graph get`",
+            ("no graph named 'g'; see `sluice graph get` (without a name: all graphs)",
              "no graph named 'g'; see `GET /api/v1/graphs`"),
         "no graph named 'g': apply it first (graph.apply)":
             ("no graph named 'g': apply it first (`sluice graph apply`)",
