@@ -1,7 +1,7 @@
 """SDNFV's DDoS scenario end to end: a detector NF sends Message(alarm,
-PREFIX), a scrubber NF is started for the prefix, and its RequestMe (with a
-ChangeDefault for flows that start later) pulls the prefix's flows through
-it; it drops them.
+PREFIX), a scrubber NF is started for the prefix, and its one RequestMe
+(which sluiced keeps for the flows that start later; no --at, so no
+ChangeDefault) pulls the prefix's flows through it; it drops them.
 
 The traffic is ``sluice.traces.ddos_mix``: normal traffic from 200 sources,
 each alone in its /24, to servers in 192.168.0.0/24, and from 30 % of the
