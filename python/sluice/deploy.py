@@ -553,7 +553,7 @@ class Deployment(_Strict):
 
         ddos = any(Path(nf.program).name == "sluice-ddos-detect" for nf in self.nfs)
         cmd = gen_command(path, ddos=ddos)
-        if cmd.startswith("sluice trace gen "):
+        if "--ddos" not in cmd.split():
             return f"a capture with `{cmd}`"
         return f"the DDoS capture (normal clients and an attack) with `{cmd}`"
 

@@ -100,8 +100,8 @@ def test_a_copy_of_the_example_is_told_the_ddos_command(tmp_path: Path) -> None:
     pcap = site / "traces" / "ddos.pcap"
     assert e.value.issues == [
         f"{copy}: ports[0].device: rx_pcap=traces/ddos.pcap: no file {pcap} (relative paths "
-        f"start at the deployment file's folder): fix the path, or make a capture with "
-        f"`sluice trace gen --ddos {pcap}`"]
+        f"start at the deployment file's folder): fix the path, or make the DDoS capture "
+        f"(normal clients and an attack) with `sluice trace gen --ddos {pcap}`"]
     # the example's own comment gives the same command, for its folder
     cmds = re.findall(r"^#\s+(sluice trace gen .*)$", EXAMPLE.read_text(), re.M)
     assert cmds == ["sluice trace gen --ddos traces/ddos.pcap"]
@@ -131,7 +131,8 @@ def test_a_renamed_capture_of_a_ddos_deployment_gets_the_ddos_command(tmp_path: 
     with pytest.raises(DeploymentError) as e:
         load_deployment(dep, build_dir=build)
     assert e.value.issues[0].endswith(
-        f"make a capture with `sluice trace gen --ddos {tmp_path / 'in.pcap'}`")
+        f"make the DDoS capture (normal clients and an attack) with "
+        f"`sluice trace gen --ddos {tmp_path / 'in.pcap'}`")
     dep.write_text(text.replace("program: sluice-ddos-detect", "program: sluice-forward"))
     with pytest.raises(DeploymentError) as e:
         load_deployment(dep, build_dir=build)
