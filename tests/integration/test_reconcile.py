@@ -379,7 +379,7 @@ def test_apply_changes_many_rules_one_build_each_and_undoes_a_refused_batch(orch
     assert back == sorted([(i, "udp", d) for i, d in stay]
                           + [(new, "udp", d) for _, new, d in back_again])
     assert str(e.value).splitlines() == [
-        f"{f3}: sluiced refused rule.add of 800 rules: 800 rules would make 1100, more than "
+        f"{f3}: sluiced refused the 800 new rules: 800 rules would make 1100, more than "
         f"--max-rules 1000 (300 in use): remove some or raise --max-rules",
         f"the apply was undone: {f2} runs as before; fix {f3} and apply it again:",
         *[f"  undone: rule {old} removed (udp dport {d} -> graph g): added again as rule {new}"
