@@ -97,6 +97,10 @@ usage(void)
 		"  --nf-hang-ms N         an NF that is not asleep and has not "
 		"looped for N ms is hung: it is killed, so that its death "
 		"frees what it holds (1000; 0: never)\n"
+		"  --scale-register-ms N  a replica nf.scale started that has "
+		"not registered within N ms is stopped (30000)\n"
+		"  --scale-kill-ms N      and killed if still there N ms after "
+		"SIGTERM (5000)\n"
 		"  --rxd N / --txd N      port descriptors per queue (1024)\n"
 		"  --nf-mem MB            hugepage memory set aside for NFs' "
 		"own tables (256)\n"
@@ -155,7 +159,7 @@ parse_opts(struct sl_mgr_opts *o, int argc, char **argv)
 	enum {
 		O_NAME = 256, O_PORT, O_CHAIN, O_MODE, O_HANDOFF, O_SOCKET,
 		O_MAXNFS, O_MAXSVC, O_RING, O_MBUFS, O_CACHE, O_BURST, O_BP,
-		O_IDLE, O_TXRETRY, O_HANG, O_RXD, O_TXD, O_NFMEM, O_NFTXQ, O_NFCACHE, O_FLOOKUP,
+		O_IDLE, O_TXRETRY, O_HANG, O_SCALEREG, O_SCALEKILL, O_RXD, O_TXD, O_NFMEM, O_NFTXQ, O_NFCACHE, O_FLOOKUP,
 		O_FCAP, O_FCAP6, O_FTIMEOUT, O_FPINS, O_FOVR, O_MAXGRAPHS, O_MAXHOPS, O_MAXRULES,
 		O_MAXWILD, O_CTLCONNS, O_CTLOUT, O_CTLLINE, O_HELP
 	};
@@ -175,6 +179,8 @@ parse_opts(struct sl_mgr_opts *o, int argc, char **argv)
 		{"backpressure-us", required_argument, NULL, O_BP},
 		{"idle-sleep-us", required_argument, NULL, O_IDLE},
 		{"nf-hang-ms", required_argument, NULL, O_HANG},
+		{"scale-register-ms", required_argument, NULL, O_SCALEREG},
+		{"scale-kill-ms", required_argument, NULL, O_SCALEKILL},
 		{"tx-retry-us", required_argument, NULL, O_TXRETRY},
 		{"rxd", required_argument, NULL, O_RXD},
 		{"txd", required_argument, NULL, O_TXD},
@@ -211,6 +217,8 @@ parse_opts(struct sl_mgr_opts *o, int argc, char **argv)
 	o->backpressure_us = 100000;
 	o->idle_sleep_us = 1000;
 	o->nf_hang_ms = 1000;
+	o->scale_register_ms = 30000;
+	o->scale_kill_ms = 5000;
 	o->tx_retry_us = 1000;
 	o->rxd = 1024;
 	o->txd = 1024;
@@ -387,6 +395,16 @@ parse_opts(struct sl_mgr_opts *o, int argc, char **argv)
 		case O_HANG:
 			if (parse_u32("--nf-hang-ms", optarg, 0, 3600u * 1000,
 				      &o->nf_hang_ms))
+				return -1;
+			break;
+		case O_SCALEREG:
+			if (parse_u32("--scale-register-ms", optarg, 1,
+				      3600u * 1000, &o->scale_register_ms))
+				return -1;
+			break;
+		case O_SCALEKILL:
+			if (parse_u32("--scale-kill-ms", optarg, 1, 3600u * 1000,
+				      &o->scale_kill_ms))
 				return -1;
 			break;
 		case O_TXRETRY:

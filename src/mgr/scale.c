@@ -8,7 +8,7 @@
  *
  * A replica that cannot start (its program or directory gone) fails the
  * nf.scale call; one that exits before it registers, or has not registered
- * within SL_SCALE_REGISTER_S, is logged and published (nf.scale.failed),
+ * within --scale-register-ms, is logged and published (nf.scale.failed),
  * and the latter is stopped: none is left waiting, or forgotten, silently.
  */
 #include <errno.h>
@@ -263,13 +263,25 @@ failed_event(const struct sl_mgr *m, const struct sl_scale_pending *p,
  * Looks at the replicas still starting: forgets those that registered;
  * reports those that exited first (their reason is in their log); reports
  * and stops (SIGTERM, then SIGKILL) those that have not registered in
- * SL_SCALE_REGISTER_S (stuck attaching, say). `force`: look now, else at
+ * --scale-register-ms (stuck attaching, say). `force`: look now, else at
  * most every 50 ms (registrations are looked at every time: this runs
  * right after they are handled, before a replica could also have left).
  */
+/* A duration of milliseconds as a log line says it: "30 s", "1500 ms". */
+static const char *
+ms_text(char *buf, size_t len, uint32_t ms)
+{
+	if (ms % 1000 == 0)
+		snprintf(buf, len, "%u s", ms / 1000);
+	else
+		snprintf(buf, len, "%u ms", ms);
+	return buf;
+}
+
 static void
 pending_poll(struct sl_mgr *m, int force)
 {
+	char reg[24], kill[24];
 	static uint64_t next_tsc;
 	const struct sl_shm *shm = m->shm;
 	uint64_t now = rte_rdtsc(), hz = rte_get_tsc_hz();
@@ -300,23 +312,26 @@ pending_poll(struct sl_mgr *m, int force)
 			}
 		} else if (!p->given_up && now > p->until_tsc) {
 			sl_log("nf.scale %s: replica pid %d (copy of instance "
-			       "%u) has not registered within %d s: stopping "
-			       "it (SIGTERM, SIGKILL after %d s). What it said "
+			       "%u) has not registered within %s: stopping "
+			       "it (SIGTERM, SIGKILL after %s). What it said "
 			       "is in %s; if this repeats, look where the next "
 			       "one waits: gdb -p PID -batch -ex 'thread apply "
 			       "all bt'",
-			       svc, p->pid, p->model, SL_SCALE_REGISTER_S,
-			       SL_SCALE_KILL_S,
+			       svc, p->pid, p->model,
+			       ms_text(reg, sizeof(reg),
+				       m->o.scale_register_ms),
+			       ms_text(kill, sizeof(kill), m->o.scale_kill_ms),
 			       p->log[0] != '\0' ? p->log : "(no log)");
 			failed_event(m, p, "timeout");
 			pidfd_signal(p->pidfd, SIGTERM);
 			p->given_up = 1;
-			p->until_tsc = now + SL_SCALE_KILL_S * hz;
+			p->until_tsc = now + m->o.scale_kill_ms * hz / 1000;
 			keep = 1;
 		} else if (p->given_up && now > p->until_tsc) {
 			sl_log("nf.scale %s: replica pid %d did not stop within "
-			       "%d s of SIGTERM: killed it (SIGKILL)",
-			       svc, p->pid, SL_SCALE_KILL_S);
+			       "%s of SIGTERM: killed it (SIGKILL)",
+			       svc, p->pid,
+			       ms_text(kill, sizeof(kill), m->o.scale_kill_ms));
 			pidfd_signal(p->pidfd, SIGKILL);
 		} else {
 			keep = 1;
@@ -421,8 +436,8 @@ sl_scale(struct sl_mgr *m, uint16_t service, uint32_t replicas, json_t **out,
 		p->service = service;
 		p->model = model->instance;
 		p->given_up = 0;
-		p->until_tsc = rte_rdtsc() + SL_SCALE_REGISTER_S *
-						 rte_get_tsc_hz();
+		p->until_tsc = rte_rdtsc() + m->o.scale_register_ms *
+						 rte_get_tsc_hz() / 1000;
 		m->n_scale_pending++;
 		json_array_append_new(started, json_integer(pid));
 		sl_log("nf.scale %s: started pid %d (copy of instance %u)",

@@ -43,6 +43,10 @@ struct sl_mgr_opts {
 	uint32_t backpressure_us;
 	uint32_t idle_sleep_us;
 	uint32_t nf_hang_ms; /* 0: no hang watchdog */
+	/* nf.scale: a started replica registers within this, else SIGTERM;
+	 * SIGKILL scale_kill_ms later */
+	uint32_t scale_register_ms;
+	uint32_t scale_kill_ms;
 	uint32_t tx_retry_us;
 	uint32_t nf_mem_mb;
 	uint32_t nf_txq; /* TX queues per port for NFs to transmit directly */
@@ -113,8 +117,6 @@ struct sl_qs_action {
 };
 
 #define SL_SCALE_PENDING_MAX 256
-#define SL_SCALE_REGISTER_S 30 /* a started replica registers within this */
-#define SL_SCALE_KILL_S 5 /* then SIGTERM; SIGKILL this much later */
 
 struct sl_mgr {
 	struct sl_mgr_opts o;
@@ -272,7 +274,7 @@ int sl_flow_request_remove(struct sl_mgr *m, uint32_t id, char *err,
 int sl_scale(struct sl_mgr *m, uint16_t service, uint32_t replicas,
 	     json_t **out, char *err, size_t errlen);
 /* Replicas that exited before registering, or did not register within
- * SL_SCALE_REGISTER_S (stopped), are logged and published (nf.scale.failed). */
+ * --scale-register-ms (stopped), are logged and published (nf.scale.failed). */
 void sl_scale_poll(struct sl_mgr *m);
 
 /* io.c */

@@ -150,11 +150,14 @@ def test_replica_refused_at_registration_is_reported(launch, node, tmp_path):
 
 
 def test_replica_that_never_registers_is_stopped(launch, node, tmp_path):
-    """A replica that has not registered within 30 s (here: stopped with
-    SIGSTOP as it starts; in the wild, stuck attaching) is logged and
-    published as nf.scale.failed, asked to stop (SIGTERM) and, still there
-    5 s later, killed; it then counts no more, so nf.scale starts another."""
-    run = launch(_dep(node, tmp_path, [{"name": "w", "program": prog("forward"), "service": "w"}]))
+    """A replica that has not registered within --scale-register-ms (30 s;
+    3 s here; stopped with SIGSTOP as it starts; in the wild, stuck
+    attaching) is logged and published as nf.scale.failed, asked to stop
+    (SIGTERM) and, still there --scale-kill-ms later (5 s; 1.5 s here),
+    killed; it then counts no more, so nf.scale starts another."""
+    dep = _dep(node, tmp_path, [{"name": "w", "program": prog("forward"), "service": "w"}])
+    dep["node"]["sluiced_args"] = ["--scale-register-ms", "3000", "--scale-kill-ms", "1500"]
+    run = launch(dep)
     ev = Events(run)
     pid = 0
     try:
@@ -163,15 +166,15 @@ def test_replica_that_never_registers_is_stopped(launch, node, tmp_path):
         os.kill(pid, signal.SIGSTOP)
         t0 = time.monotonic()
         log = str(run.run_dir / "w.log")
-        wait_until(lambda: _gone(pid), 45, f"stuck replica pid {pid} to be killed")
+        wait_until(lambda: _gone(pid), 20, f"stuck replica pid {pid} to be killed")
         took = time.monotonic() - t0
-        assert 34 < took < 40, took
+        assert 4.5 < took < 15, took  # 3 s + 1.5 s, looked at every 50 ms
         text = run.sluiced.log.read_text()
         assert f": nf.scale w: replica pid {pid} (copy of instance 0) has not registered " \
-               f"within 30 s: stopping it (SIGTERM, SIGKILL after 5 s). What it said is in " \
+               f"within 3 s: stopping it (SIGTERM, SIGKILL after 1500 ms). What it said is in " \
                f"{log}; if this repeats, look where the next one waits: gdb -p PID -batch " \
                f"-ex 'thread apply all bt'\n" in text, text
-        assert f": nf.scale w: replica pid {pid} did not stop within 5 s of SIGTERM: killed " \
+        assert f": nf.scale w: replica pid {pid} did not stop within 1500 ms of SIGTERM: killed " \
                f"it (SIGKILL)\n" in text, text
         assert ev.of("nf.scale.failed") == [{"service": "w", "pid": pid, "model": 0,
                                              "reason": "timeout", "log": log}]
