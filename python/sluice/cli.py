@@ -441,16 +441,21 @@ def nf_list(node: str = NodeOpt, socket: Path = SocketOpt, as_json: bool = JsonO
     if as_json:
         _print_json(nfs)
         return
-    t = Table()
-    for col in ("instance", "service", "program", "pid", "state", "mode", "rx ring", "tx ring"):
-        t.add_column(col)
+    # numbers never cut (print_table); in a narrow terminal the mode, the
+    # tx ring, then the program are left out
+    rows = []
     for n in nfs:
         rx, tx = n.get("rx_ring") or {}, n.get("tx_ring") or {}
-        t.add_row(str(n.get("instance")), f"{n.get('service')} ({n.get('service_id')})",
-                  str(n.get("prog", "")), str(n.get("pid")), str(n.get("state")),
-                  str(n.get("mode", "")), f"{rx.get('count', 0)}/{rx.get('size', 0)}",
-                  f"{tx.get('count', 0)}/{tx.get('size', 0)}")
-    Console().print(t)
+        rows.append([str(n.get("instance")), f"{n.get('service')} ({n.get('service_id')})",
+                     str(n.get("prog", "")), str(n.get("pid")), str(n.get("state")),
+                     str(n.get("mode", "")), f"{rx.get('count', 0)}/{rx.get('size', 0)}",
+                     f"{tx.get('count', 0)}/{tx.get('size', 0)}"])
+    print_table([("instance", "right", False), ("service", "left", True),
+                 ("program", "left", False), ("pid", "right", False),
+                 ("state", "left", False), ("mode", "left", False),
+                 ("rx ring", "right", False), ("tx ring", "right", False)],
+                rows, drop_order=["mode", "tx ring", "program"],
+                note="`sluice nf list --json` shows them")
 
 
 @nf_app.command("stop")
@@ -742,13 +747,13 @@ def rule_list(node: str = NodeOpt, socket: Path = SocketOpt, as_json: bool = Jso
     if not rules:
         typer.echo("no rules (every new flow takes the chain)")
         return
-    t = Table()
-    for col in ("id", "priority", "match", "graph", "flows"):
-        t.add_column(col, justify="right" if col in ("id", "priority", "flows") else "left")
-    for r in rules:
-        t.add_row(str(r.get("id")), str(r.get("priority", 0)), format_match(r),
-                  str(r.get("graph")), f"{r.get('flows', 0):,}")
-    Console().print(t)
+    # the match wraps between words; numbers are never cut (print_table)
+    print_table([("id", "right", False), ("priority", "right", False),
+                 ("match", "left", True), ("graph", "left", False),
+                 ("flows", "right", False)],
+                [[str(r.get("id")), str(r.get("priority", 0)), format_match(r),
+                  str(r.get("graph")), f"{r.get('flows', 0):,}"] for r in rules],
+                drop_order=[])
 
 
 @rule_app.command("remove")
@@ -1065,13 +1070,14 @@ def request_list(node: str = NodeOpt, socket: Path = SocketOpt, as_json: bool = 
     if not reqs:
         typer.echo("no kept requests (a request with a match is kept for the flows to come)")
         return
-    t = Table()
-    for col in ("id", "type", "service", "to", "match"):
-        t.add_column(col, justify="right" if col == "id" else "left")
-    for r in reqs:
-        t.add_row(str(r.get("id")), str(r.get("type")), str(r.get("service")),
-                  str(r.get("to") or "-"), format_match(r.get("match") or {}))
-    Console().print(t)
+    # the match wraps between words; ids are never cut (print_table)
+    print_table([("id", "right", False), ("type", "left", False),
+                 ("service", "left", False), ("to", "left", False),
+                 ("match", "left", True)],
+                [[str(r.get("id")), str(r.get("type")), str(r.get("service")),
+                  str(r.get("to") or "-"), format_match(r.get("match") or {})]
+                 for r in reqs],
+                drop_order=[])
 
 
 @request_app.command("remove")

@@ -1,6 +1,7 @@
-"""`sluice flow list` never cuts a number or an id: into a pipe it prints
-the whole table whatever $COLUMNS says; in a narrow terminal it leaves out
-the less important columns, and wraps the flow key between words."""
+"""`sluice flow list` (and nf list, rule list, flow request list) never
+cuts a number or an id: into a pipe it prints the whole table whatever
+$COLUMNS says; in a narrow terminal it leaves out the less important
+columns, and wraps the flow key (the match) between words."""
 
 from __future__ import annotations
 
@@ -28,10 +29,31 @@ FLOWS = [
 ]
 
 
+NFS = [
+    {"instance": 0, "service": "firewall", "service_id": 0,
+     "prog": "/opt/sluice/build/nfs/firewall/sluice-firewall", "pid": 4194301,
+     "state": "running", "mode": "shared", "rx_ring": {"count": 4095, "size": 4095},
+     "tx_ring": {"count": 12, "size": 4095}},
+    {"instance": 127, "service": "monitor", "service_id": 63,
+     "prog": "/opt/sluice/build/nfs/monitor/sluice-monitor", "pid": 77, "state": "stopping",
+     "mode": "poll", "rx_ring": {"count": 0, "size": 1048575},
+     "tx_ring": {"count": 0, "size": 1048575}},
+]
+RULES = [{"id": 4095, "priority": 65535, "proto": "tcp", "src": "10.0.0.0/8",
+          "dst": "192.168.100.0/24", "sport": "1024-65535", "dport": "443",
+          "in_port": "in", "graph": "web", "flows": 1234567}]
+REQUESTS = [{"id": 63, "type": "change_default", "service": "ddos-detect", "to": "scrubber",
+             "match": {"proto": "udp", "src": "2001:db8:1234::/48", "dport": "53"}}]
+RESULTS = {
+    "flow.list": {"flows": FLOWS, "total": 2, "matched": 2, "truncated": False},
+    "nf.list": NFS,
+    "rule.list": {"rules": RULES},
+    "flow.requests": {"requests": REQUESTS},
+}
+
+
 def handler(req: Any) -> Any:
-    assert req["method"] == "flow.list", req
-    return {"jsonrpc": "2.0", "id": req["id"], "result": {
-        "flows": FLOWS, "total": 2, "matched": 2, "truncated": False}}
+    return {"jsonrpc": "2.0", "id": req["id"], "result": RESULTS[req["method"]]}
 
 
 @pytest.fixture
@@ -45,8 +67,9 @@ def sock() -> Iterator[Path]:
         shutil.rmtree(d, ignore_errors=True)
 
 
-def flow_list(sock: Path, columns: int, terminal: bool) -> str:
-    argv = [sys.executable, "-m", "sluice", "flow", "list", "--socket", str(sock)]
+def flow_list(sock: Path, columns: int, terminal: bool, cmd: tuple[str, ...] = ("flow", "list"),
+              ) -> str:
+    argv = [sys.executable, "-m", "sluice", *cmd, "--socket", str(sock)]
     env = {**os.environ, "COLUMNS": str(columns)}
     if not terminal:
         r = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=60)
@@ -132,3 +155,72 @@ def test_a_terminal_too_narrow_for_the_numbers(sock: Path) -> None:
 them)
 2 flow(s)
 """
+
+
+NF_LIST_50 = """\
+┏━━━━━━━━━━┳━━━━━━━━━━┳━━━━━━━━━┳━━━━━━━━━━┳━━━━━━━━━━━┓
+┃ instance ┃ service  ┃     pid ┃ state    ┃   rx ring ┃
+┡━━━━━━━━━━╇━━━━━━━━━━╇━━━━━━━━━╇━━━━━━━━━━╇━━━━━━━━━━━┩
+│        0 │ firewall │ 4194301 │ running  │ 4095/4095 │
+│          │ (0)      │         │          │           │
+│      127 │ monitor  │      77 │ stopping │ 0/1048575 │
+│          │ (63)     │         │          │           │
+└──────────┴──────────┴─────────┴──────────┴───────────┘
+(not shown in 50 columns: mode, tx ring, program; `sluice nf list --json` shows them)
+"""
+
+RULE_LIST_50 = """\
+┏━━━━━━┳━━━━━━━━━━┳━━━━━━━━━━━━━━━━━━┳━━━━━━━┳━━━━━━━━━━━┓
+┃   id ┃ priority ┃ match            ┃ graph ┃     flows ┃
+┡━━━━━━╇━━━━━━━━━━╇━━━━━━━━━━━━━━━━━━╇━━━━━━━╇━━━━━━━━━━━┩
+│ 4095 │    65535 │ tcp src          │ web   │ 1,234,567 │
+│      │          │ 10.0.0.0/8 dst   │       │           │
+│      │          │ 192.168.100.0/24 │       │           │
+│      │          │ sport 1024-65535 │       │           │
+│      │          │ dport 443        │       │           │
+│      │          │ in_port in       │       │           │
+└──────┴──────────┴──────────────────┴───────┴───────────┘
+"""
+
+REQUEST_LIST_50 = """\
+┏━━━━┳━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━━┳━━━━━━━━━━┳━━━━━━━━━━━━━━━━━━━━┓
+┃ id ┃ type           ┃ service     ┃ to       ┃ match              ┃
+┡━━━━╇━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━━╇━━━━━━━━━━╇━━━━━━━━━━━━━━━━━━━━┩
+│ 63 │ change_default │ ddos-detect │ scrubber │ udp src            │
+│    │                │             │          │ 2001:db8:1234::/48 │
+│    │                │             │          │ dport 53           │
+└────┴────────────────┴─────────────┴──────────┴────────────────────┘
+"""
+
+# Each row as its cells in order, as a pipe must print them on one line.
+WHOLE_ROWS = {
+    ("nf", "list"): [
+        ["0", "firewall (0)", "/opt/sluice/build/nfs/firewall/sluice-firewall", "4194301",
+         "running", "shared", "4095/4095", "12/4095"],
+        ["127", "monitor (63)", "/opt/sluice/build/nfs/monitor/sluice-monitor", "77",
+         "stopping", "poll", "0/1048575", "0/1048575"]],
+    ("rule", "list"): [
+        ["4095", "65535", "tcp src 10.0.0.0/8 dst 192.168.100.0/24 sport 1024-65535 dport 443 "
+         "in_port in", "web", "1,234,567"]],
+    ("flow", "request", "list"): [
+        ["63", "change_default", "ddos-detect", "scrubber",
+         "udp src 2001:db8:1234::/48 dport 53"]],
+}
+
+
+@pytest.mark.parametrize(("cmd", "expected"), [
+    (("nf", "list"), NF_LIST_50), (("rule", "list"), RULE_LIST_50),
+    (("flow", "request", "list"), REQUEST_LIST_50)])
+def test_the_other_lists_in_a_narrow_terminal(sock: Path, cmd: tuple[str, ...],
+                                              expected: str) -> None:
+    """nf list, rule list and flow request list never cut a number either:
+    the match wraps between words, and nf list leaves columns out."""
+    assert flow_list(sock, 50, True, cmd) == expected
+
+
+@pytest.mark.parametrize("cmd", list(WHOLE_ROWS))
+def test_the_other_lists_into_a_pipe(sock: Path, cmd: tuple[str, ...]) -> None:
+    out = flow_list(sock, 40, False, cmd)
+    lines = [[c.strip() for c in line.split("│")[1:-1]] for line in out.splitlines()
+             if line.startswith("│")]
+    assert lines == WHOLE_ROWS[cmd]
