@@ -92,7 +92,8 @@ int64_t sl_change_default(struct sl_nf *nf, const struct sl_flow_match *f,
 /**
  * Message(service, key, value) to every live instance of service (the
  * sender too, if it is one). The reply is 0 when at least one instance's
- * inbox took it, ENOENT when the service has no running instance,
+ * inbox took it (with a reason saying how many missed it, if some
+ * inboxes were full), ENOENT when the service has no running instance,
  * ENOBUFS when every inbox was full. -EINVAL also for a NULL or empty key
  * or a NULL value; -E2BIG for a key longer than SL_MESSAGE_KEY_MAX or a
  * value longer than SL_MESSAGE_VALUE_MAX bytes (nothing is sent: they

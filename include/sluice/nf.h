@@ -121,9 +121,12 @@ struct sl_nf_ops {
 	void (*on_message)(struct sl_nf *nf, const char *key, const char *value);
 	/**
 	 * Called with the outcome of a cross-layer request (sluice/flow.h):
-	 * result 0 when applied (reason is then ""), else a positive errno
-	 * and the reason, valid only during the call. May be NULL. Every
-	 * rejection is logged to stderr by libsluice either way.
+	 * result 0 when applied (reason is then "", except for a Message
+	 * that some instances of its service missed because their inbox was
+	 * full: it says how many), else a positive errno and the reason,
+	 * valid only during the call. May be NULL. Every rejection, and every
+	 * Message some instances missed, is logged to stderr by libsluice
+	 * either way.
 	 */
 	void (*on_reply)(struct sl_nf *nf, int64_t id, int result,
 			 const char *reason);

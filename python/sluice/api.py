@@ -520,6 +520,8 @@ class FlowRequestResult(_Model):
     id: int | None = Field(None, description="A request with a match: the id it is kept "
                                              "under for new flows (the same request made "
                                              "again: the same id).")
+    note: str | None = Field(None, description="A message some instances missed (their "
+                                               "inbox was full): how many.")
 
 
 class KeptRequest(_Model):

@@ -989,6 +989,8 @@ def _request(node: str | None, socket: Path | None, timeout: float, as_json: boo
     if params["type"] == "message":  # sluiced counts the instances it queued it for
         line = (f"message: queued for {res.get('applied', 0):,} instance(s) of "
                 f"{params['service']} (their on_message gets it)")
+        if res.get("note"):  # some instances' inboxes were full
+            line += f"; {res['note']}"
     else:
         line = f"{params['type']}: applied to {res.get('applied', 0):,} flow(s)"
     if res.get("id") is not None:  # a request with a match: kept for new flows

@@ -1881,6 +1881,13 @@ deliver_message(struct sl_mgr *m, const struct sl_req *r, uint32_t *applied,
 			 svc->name);
 		return ENOBUFS;
 	}
+	/* Sent, but not to all: the sender hears which (the reply's reason,
+	 * the control socket's note). */
+	if (*applied < n)
+		snprintf(err, errlen,
+			 "%u of the %u instances of '%s' had a full inbox and "
+			 "did not get it (status messages.undelivered)",
+			 n - *applied, n, svc->name);
 	return 0;
 }
 

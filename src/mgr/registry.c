@@ -1417,7 +1417,9 @@ handle_request(struct sl_mgr *m, struct sl_msg *msg)
 	sl_event(r.kind == SL_REQ_MESSAGE ? "nf.message" : "flow.request", ev);
 	msg->type = SL_MSG_REPLY;
 	msg->result = rc;
-	snprintf(msg->error, sizeof(msg->error), "%s", rc ? err : "");
+	/* A Message some instances missed is sent (0) with a reason too. */
+	snprintf(msg->error, sizeof(msg->error), "%s",
+		 rc != 0 || r.kind == SL_REQ_MESSAGE ? err : "");
 	if (rte_ring_enqueue(s->inbox, msg) != 0)
 		sl_msg_put(shm, msg);
 }

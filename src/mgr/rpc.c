@@ -1172,7 +1172,7 @@ rpc_flow_request(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 	const char *type = json_string_value(json_object_get(p, "type"));
 	json_t *flow = json_object_get(p, "flow");
 	struct sl_req r;
-	char err[256];
+	char err[256] = "";
 	uint32_t applied = 0, kept = 0;
 	int s, rc;
 
@@ -1274,6 +1274,10 @@ rpc_flow_request(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 	if (kept != 0)
 		return json_pack("{s:I, s:I}", "applied", (json_int_t)applied,
 				 "id", (json_int_t)kept);
+	/* A Message that some instances missed (full inboxes) says so. */
+	if (r.kind == SL_REQ_MESSAGE && err[0] != '\0')
+		return json_pack("{s:I, s:s}", "applied", (json_int_t)applied,
+				 "note", err);
 	return json_pack("{s:I}", "applied", (json_int_t)applied);
 }
 

@@ -970,6 +970,11 @@ inbox_poll(struct sl_nf *nf)
 			m->error[sizeof(m->error) - 1] = '\0';
 			if (m->result != 0)
 				reply_log_rejected(nf, m);
+			else if (m->error[0] != '\0') /* a Message, not to all */
+				fprintf(stderr,
+					"%s: request %" PRId64 " (message): "
+					"%s\n",
+					nf->prog, m->req.id, m->error);
 			if (ops->on_reply != NULL)
 				ops->on_reply(nf, m->req.id, m->result,
 					      m->error);

@@ -696,9 +696,9 @@ def test_skip_me_from_a_real_nf(launch, node, tmp_path, skipme_nf):
 def test_a_message_an_inbox_has_no_room_for_is_counted(launch, node, tmp_path):
     """A Message goes to every instance; one whose inbox is full (here a
     replica stopped with SIGSTOP) does not get it: the result counts the
-    instances that did, status.messages.undelivered those that did not,
-    and the log says so. Keys and values too long for a message are
-    refused, not cut."""
+    instances that did and a note says how many did not, as
+    status.messages.undelivered counts them, and the log says so. Keys and
+    values too long for a message are refused, not cut."""
     import signal
 
     run = launch(deployment(node, ports=[], nfs=[
@@ -709,11 +709,14 @@ def test_a_message_an_inbox_has_no_room_for_is_counted(launch, node, tmp_path):
     stopped = run.nfs[1]
     os.kill(stopped.pid, signal.SIGSTOP)
     got: list[int] = []  # instances that took each message
+    notes: set[tuple[int, str | None]] = set()
     try:
         while len([a for a in got if a]) < 400:
             try:
-                got.append(run.client.call("flow.request", type="message", service="fc",
-                                           key="noop", value=str(len(got)))["applied"])
+                res = run.client.call("flow.request", type="message", service="fc",
+                                      key="noop", value=str(len(got)))
+                got.append(res["applied"])
+                notes.add((res["applied"], res.get("note")))
             except RpcError as e:  # the running one's inbox is full too: let it read
                 assert e.message == ("message rejected: no instance of 'fc' could take the "
                                      "message (inboxes full)"), e.message
@@ -723,6 +726,8 @@ def test_a_message_an_inbox_has_no_room_for_is_counted(launch, node, tmp_path):
         os.kill(stopped.pid, signal.SIGCONT)
     # The stopped one's inbox filled up; after that only the other took them.
     assert got[0] == 2 and 1 in got and 2 not in got[got.index(1):], got
+    assert notes == {(2, None), (1, "1 of the 2 instances of 'fc' had a full inbox and did not "
+                                   "get it (status messages.undelivered)")}, notes
     status = run.client.call("status")
     assert status["messages"]["undelivered"] == sum(2 - a for a in got), status["messages"]
     # Logged with the running count: every time up to 20, then every 1000th.

@@ -117,6 +117,10 @@ class Sluiced:
         if m == "flow.delete":
             return ok({"deleted": 1 if "id" in p else 42})
         if m == "flow.request":  # a message: the instances it was queued for
+            if p["type"] == "message" and p["key"] == "full":
+                return ok({"applied": 2, "note": "1 of the 3 instances of 'scrubber' had a "
+                                                 "full inbox and did not get it (status "
+                                                 "messages.undelivered)"})
             return ok({"applied": 2 if p["type"] == "message" else 5})
         if m == "stats":
             return ok({"flows": {"lookup": "cached", "live": self.live_flows,
@@ -474,6 +478,10 @@ def test_flow_requests(fake: Fake) -> None:
          "--all-flows"], fake)
     r = run(["flow", "request", "message", "scrubber", "alarm", "10.0.0.0/8"], fake)
     assert r.stdout == "message: queued for 2 instance(s) of scrubber (their on_message gets it)\n"
+    r = run(["flow", "request", "message", "scrubber", "full", "x"], fake)
+    assert r.stdout == ("message: queued for 2 instance(s) of scrubber (their on_message gets "
+                        "it); 1 of the 3 instances of 'scrubber' had a full inbox and did not "
+                        "get it (status messages.undelivered)\n")
     r = run(["flow", "request", "skip-me", "ids", "--sport", "1-2", "--src", "10.0.0.1",
              "--json"], fake)
     assert json.loads(r.stdout) == {"applied": 5}
@@ -486,6 +494,8 @@ def test_flow_requests(fake: Fake) -> None:
                           "service": "sampler", "to": "ddos-detect"}),
         ("flow.request", {"type": "message", "service": "scrubber", "key": "alarm",
                           "value": "10.0.0.0/8"}),
+        ("flow.request", {"type": "message", "service": "scrubber", "key": "full",
+                          "value": "x"}),
         ("flow.request", {"type": "skip_me", "flow": {"match": {"src": "10.0.0.1",
                                                                 "sport": "1-2"}},
                           "service": "ids"})]
