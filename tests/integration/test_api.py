@@ -107,7 +107,7 @@ def test_api_and_metrics_match_sluiced(launch, node, tmp_path):
 
     r = api.post("/api/v1/nfs/99/stop")
     assert (r.status_code, r.json()) == (404, {
-        "detail": "no running NF instance 99; nf.list shows them"})
+        "detail": "no running NF instance 99; `GET /api/v1/nfs` shows them"})
     assert api.post("/api/v1/rx/resume").json() == {"rx_enabled": True}
 
 

@@ -170,7 +170,7 @@ def test_kept_requests_cli_and_api(launch, node, tmp_path):
     assert (r.status_code, r.json()) == (200, {"removed": 1})
     r = api.delete("/api/v1/flow-requests/1")
     assert (r.status_code, r.json()) == (404, {
-        "detail": "no kept wildcard request with id 1; see flow.requests"})
+        "detail": "no kept wildcard request with id 1; see `GET /api/v1/flow-requests`"})
 
     assert cli("remove", "2").stdout == (
         "request 2: removed (new flows no longer get it; live flows keep what it gave them)\n")
