@@ -543,13 +543,13 @@ def test_events_over_websocket(api: TestClient, fake: Any) -> None:
         assert [ws.receive_json() for _ in EVENTS] == EVENTS
         with pytest.raises(WebSocketDisconnect) as e:
             ws.receive_json()  # the fake closes the subscription: sluiced stopped
-    assert e.value.code == 1001
+    assert (e.value.code, e.value.reason) == (1001, "sluiced closed the subscription (it stopped)")
     assert fake[1].requests[-1] == {"jsonrpc": "2.0", "id": 1, "method": "subscribe"}
     with api.websocket_connect("/api/v1/events/ws?max_events=1") as ws:
         assert ws.receive_json() == EVENTS[0]
         with pytest.raises(WebSocketDisconnect) as e:
             ws.receive_json()
-    assert e.value.code == 1000
+    assert (e.value.code, e.value.reason) == (1000, "max_events sent")
 
 
 def test_events_over_websocket_errors(api: TestClient, fake: Any, sockdir: Path) -> None:
@@ -578,7 +578,7 @@ def test_websocket_needs_the_token(fake: Any, sockdir: Path) -> None:
                          ("/api/v1/events/ws", {"Authorization": "Bearer nope"})]:
         with pytest.raises(WebSocketDisconnect) as e, api.websocket_connect(url, headers=headers):
             pass
-        assert e.value.code == 1008, (url, headers)
+        assert (e.value.code, e.value.reason) == (1008, "missing or wrong token"), (url, headers)
     assert fake[1].requests == []
     for url, headers in [("/api/v1/events/ws?max_events=1&token=s3cret", {}),
                          ("/api/v1/events/ws?max_events=1", {"X-Sluice-Token": "s3cret"})]:
