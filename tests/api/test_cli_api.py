@@ -171,8 +171,9 @@ def test_parse_listen() -> None:
     assert parse_listen("127.0.0.1:8080") == ("127.0.0.1", 8080)
     assert parse_listen("[::1]:9100") == ("::1", 9100)
     for bad in ["127.0.0.1", ":80", "h:0", "h:70000", "h:x"]:
-        with pytest.raises(SluiceError):
+        with pytest.raises(SluiceError) as e:
             parse_listen(bad)
+        assert str(e.value) == f"--api {bad!r}: give HOST:PORT, e.g. 127.0.0.1:8080"
 
 
 def test_api_server_thread(fake: Any, sockdir: Path) -> None:
