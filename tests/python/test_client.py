@@ -159,7 +159,8 @@ def test_error_without_id_is_reported(sockdir: Path) -> None:
     with server(sockdir, handler=handler), Client("t", sockdir / "t.sock") as c, \
             pytest.raises(RpcError) as e:
         c.call("status")
-    assert e.value.code == -32600
+    assert (e.value.code, e.value.message) == (-32600, "missing 'method'")
+    assert str(e.value) == "status: missing 'method' (JSON-RPC error -32600)"
 
 
 def test_notifications_and_stale_answers_are_skipped(sockdir: Path) -> None:
@@ -204,8 +205,9 @@ def test_unsafe_method_is_not_sent_twice(sockdir: Path) -> None:
         assert [r["method"] for r in srv.requests] == ["status", "shutdown"]
         assert c.call("status")["node"] == "t"  # ... and the client recovers
         # A read is sent again once on a new connection (and fails again here).
-        with pytest.raises(ConnectionLost):
+        with pytest.raises(ConnectionLost) as e:
             c.call("stats")
+        assert str(e.value) == "stats: sluiced closed the connection without answering"
         assert [r["method"] for r in srv.requests][-2:] == ["stats", "stats"]
 
 
@@ -353,5 +355,8 @@ def test_wait_ready_times_out_and_can_give_up(sockdir: Path) -> None:
     def check() -> None:
         raise RuntimeError("sluiced exited")
 
-    with pytest.raises(RuntimeError):
+    t0 = time.monotonic()
+    with pytest.raises(RuntimeError) as gave_up:
         c.wait_ready(10.0, check=check)
+    assert str(gave_up.value) == "sluiced exited"  # check's own error, at once
+    assert time.monotonic() - t0 < 2
