@@ -186,7 +186,9 @@ def test_graph_apply_tells_a_bad_graph_from_no_room(launch, node):
     run.client.call("graph.apply", name="g1", nodes={"a": ["drop"]})
     with pytest.raises(RpcError) as bad:
         run.client.call("graph.apply", name="g2", nodes={"a": ["nowhere"]})
-    assert bad.value.code == -32602, bad.value
+    assert (bad.value.code, bad.value.message) == (
+        -32602, "graph 'g2': node 'a': edge to 'nowhere', which is not a node of this graph "
+                "(add it under nodes, or use port:NAME or drop)"), bad.value
     with pytest.raises(RpcError) as full:
         run.client.call("graph.apply", name="g2", nodes={"a": ["drop"]})
     assert full.value.code == -32000

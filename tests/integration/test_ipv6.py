@@ -209,8 +209,10 @@ def test_ipv6_flows_rules_and_filters(launch, node, tmp_path):
                                 "[2001:db8:b:0::2]:80")["id"] == web["id"]
     assert call("flow.get", id=web["id"])["key"] == f"tcp [{A}]:1000 > [{B}]:80"
     assert call("flow.get", key=f"icmp6 {B} > {A}")["pkts"] == 2
-    with pytest.raises(RpcError):
+    with pytest.raises(RpcError) as e:
         call("flow.get", key=f"tcp [{A}]:1000 > [{B}]:81")
+    assert (e.value.code, e.value.message) == (
+        -32000, f"no flow 'tcp [{A}]:1000 > [{B}]:81' in the table")
 
     # rule.list gives IPv6 prefixes back as written (an address as /128).
     assert [{k: v for k, v in r.items() if k != "id"} for r in call("rule.list")["rules"]] == [
