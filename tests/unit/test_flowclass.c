@@ -513,9 +513,13 @@ test_args(void **state)
 	free(out);
 	out = init_with(&rc, "--flows", "0", NULL);
 	assert_int_equal(rc, EINVAL);
+	assert_string_equal(out, "sluice-flowclass: --flows: '0' is not a whole "
+				 "number from 1 to 16777216\n");
 	free(out);
 	out = init_with(&rc, "--confirm", "1.5", NULL);
 	assert_int_equal(rc, EINVAL);
+	assert_string_equal(out, "sluice-flowclass: --confirm: '1.5' is not a "
+				 "whole number from 1 to 100\n");
 	free(out);
 	out = init_with(&rc, "stray", NULL);
 	assert_int_equal(rc, EINVAL);
@@ -523,6 +527,8 @@ test_args(void **state)
 	free(out);
 	out = init_with(&rc, "--bogus", NULL);
 	assert_int_equal(rc, EINVAL);
+	assert_has(out, "sluice-flowclass: unrecognized option '--bogus'\n"
+			"usage: sluice-flowclass ");
 	free(out);
 	assert_null(sl_nf_priv(stub_nf()));
 	/* --at naming an unknown service waits for it. */
