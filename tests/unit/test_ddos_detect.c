@@ -566,12 +566,22 @@ test_prefix_helpers(void **state)
 				 "number from 0 to 128 for an IPv6 address");
 	assert_int_equal(ddos_prefix_parse("10.0.0.0/", &p, err, sizeof(err)),
 			 -EINVAL);
+	assert_string_equal(err, "'10.0.0.0/': the prefix length must be a "
+				 "number from 0 to 32 for an IPv4 address");
 	assert_int_equal(ddos_prefix_parse("10.0.0.0/-1", &p, err,
 					   sizeof(err)),
 			 -EINVAL);
+	assert_string_equal(err, "'10.0.0.0/-1': the prefix length must be a "
+				 "number from 0 to 32 for an IPv4 address");
 	assert_int_equal(ddos_prefix_parse("/8", &p, err, sizeof(err)),
 			 -EINVAL);
+	assert_string_equal(err, "'/8' is not an address prefix: write "
+				 "A.B.C.D/N (IPv4) or X:Y::Z/N (IPv6), e.g. "
+				 "10.66.6.0/24");
 	assert_int_equal(ddos_prefix_parse("", &p, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "'' is not an address prefix: write "
+				 "A.B.C.D/N (IPv4) or X:Y::Z/N (IPv6), e.g. "
+				 "10.66.6.0/24");
 
 	/* Membership by source or destination; families never mix. */
 	memset(&t, 0, sizeof(t));
