@@ -33,10 +33,10 @@ def assert_survives_every_single_failure(p, plan: Plan) -> int:
                 # the flow's own endpoint: it keeps forwarding, but no
                 # service may stay there (NF failure on that node)
                 r = route_after_failure(plan, fid, x)
-                assert x not in r.hosts
+                assert x not in r.hosts, f"flow {fid}: a service stays on failed endpoint {x}: {r}"
                 continue
             r = route_after_failure(plan, fid, x)
-            assert x not in r.path, (fid, x, r)
+            assert x not in r.path, f"flow {fid}: the route still crosses failed node {x}: {r}"
             for u, v in r.arcs():
                 assert g.has_edge(u, v)
             for host, svc in zip(r.hosts, f.chain, strict=True):
@@ -147,14 +147,28 @@ def test_validator_catches_missing_backup():
 
 
 def test_failure_property_fails_for_unprotected_plans():
-    """The property test itself must be able to fail: greedy routes through
-    transit nodes without backups."""
+    """The property test itself must be able to fail, on each of its checks:
+    without the scenarios for transit nodes a route still crosses the failed
+    node; without those for a flow's own ends a service stays on the failed
+    end; greedy, with no backups at all, fails too."""
     from sluice.placement.greedy import greedy
 
     p = net(4, n_flows=8)
+    plan = affinity(p)
+    assert_survives_every_single_failure(p, plan)  # the premise: protected, it passes
+    for keep_ends, message in [
+            (True, "the route still crosses failed node"),
+            (False, "a service stays on failed endpoint")]:
+        cut = affinity(p)
+        for fid, prot in cut.protection.items():
+            ends = {p.flow_by_id[fid].ingress, p.flow_by_id[fid].egress}
+            cut.protection[fid] = type(prot)(prot.backup_hosts, {
+                x: r for x, r in prot.scenarios.items() if (x in ends) == keep_ends})
+        with pytest.raises(AssertionError, match=message):
+            assert_survives_every_single_failure(p, cut)
     plan = greedy(p)
     plan.protection = {f: type_empty() for f in plan.routes}
-    with pytest.raises(AssertionError):
+    with pytest.raises(AssertionError, match=r"^flow \S+: "):
         assert_survives_every_single_failure(p, plan)
     assert nx.is_connected(p.graph)
 
