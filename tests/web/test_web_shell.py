@@ -25,7 +25,8 @@ def test_page_and_static_files_without_a_token() -> None:
     assert api.get("/static/dashboard.css").status_code == 200
     r = api.get("/static/nope.js")
     assert (r.status_code, r.json()) == (404, {"detail": "/static/nope.js: Not Found"})
-    assert api.get("/static/%2e%2e/__init__.py").status_code == 404
+    r = api.get("/static/%2e%2e/__init__.py")  # not the package's source
+    assert (r.status_code, r.json()) == (404, {"detail": "/static/../__init__.py: Not Found"})
     paths = api.get("/openapi.json").json()["paths"]
     assert not [p for p in paths if not p.startswith("/api/v1/") and p != "/metrics"], paths
 
@@ -36,13 +37,21 @@ def test_with_a_token_only_the_page_loads_without_it() -> None:
     assert api.head("/").status_code == 200
     assert api.get("/static/dashboard.js").status_code == 200
     r = api.get("/static/nope.js")
-    assert r.status_code == 404 and "nope.js" in r.json()["detail"]
+    assert (r.status_code, r.json()) == (404, {"detail": "/static/nope.js: Not Found"})
+    refused = {"detail": "missing or wrong token: send 'Authorization: Bearer TOKEN' or "
+                         "'X-Sluice-Token: TOKEN'"}
     for path in ["/api/v1/stats", "/api/v1/events", "/metrics", "/openapi.json", "/docs",
                  "/favicon.ico", "/static"]:
-        assert api.get(path).status_code == 401, path
-    assert api.post("/").status_code == 401
-    assert api.get("/api/v1/stats", headers={"Authorization": "Bearer s3cret"}).status_code \
-        == 503  # the token passes; no sluiced behind SOCK
+        r = api.get(path)
+        assert (r.status_code, r.json(), r.headers["WWW-Authenticate"]) == (
+            401, refused, "Bearer"), path
+    r = api.post("/")
+    assert (r.status_code, r.json()) == (401, refused)
+    # the token passes; no sluiced behind SOCK
+    r = api.get("/api/v1/stats", headers={"Authorization": "Bearer s3cret"})
+    assert (r.status_code, r.json()) == (503, {
+        "detail": f"cannot connect to {SOCK}: no sluiced is running for node 't2' (start one "
+                  f"with `sluice up DEPLOYMENT.yaml`, or give the node name with --node)"})
 
 
 def test_node_name_is_escaped() -> None:
