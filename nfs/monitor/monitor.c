@@ -324,8 +324,9 @@ mon_parse_args(struct mon_state *mon, int argc, char **argv)
 						 "86400\n",
 					optarg);
 				rc = EINVAL;
+			} else {
+				mon->interval_ns = (uint64_t)(secs * MON_NS);
 			}
-			mon->interval_ns = (uint64_t)(secs * MON_NS);
 			break;
 		case 'h': /* init called directly: libsluice takes --help */
 			fputs(mon_usage, stdout);

@@ -1092,7 +1092,10 @@ param_flow(struct sl_mgr *m, json_t *p, uint32_t *pos, struct rpc_err *e)
 		return -1;
 	}
 	if (sl_flow_find(m, &t, pos) != 0) {
-		fail(e, E_FAILED, "no flow '%s' in the table", key);
+		fail(e, E_FAILED,
+		     "no flow '%s' in the table (it may have aged out); see "
+		     "flow.list",
+		     key);
 		return -1;
 	}
 	return 0;

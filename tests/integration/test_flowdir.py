@@ -151,7 +151,8 @@ def test_flow_list_get_delete(launch, node, tmp_path):
     assert udp["matched"] == sum(1 for k in conns if k[1] == "UDP")
     with pytest.raises(RpcError) as e:
         run.client.call("flow.get", **{"key": "tcp 1.2.3.4:1 > 5.6.7.8:2"})
-    assert e.value.message == "no flow 'tcp 1.2.3.4:1 > 5.6.7.8:2' in the table"
+    assert e.value.message == ("no flow 'tcp 1.2.3.4:1 > 5.6.7.8:2' in the table (it may have "
+                               "aged out); see flow.list")
     with pytest.raises(RpcError) as e:
         run.client.call("flow.get", **{"key": "bogus"})
     assert e.value.message == ("param 'key' 'bogus' is not a flow key like \"tcp "

@@ -212,7 +212,8 @@ def test_ipv6_flows_rules_and_filters(launch, node, tmp_path):
     with pytest.raises(RpcError) as e:
         call("flow.get", key=f"tcp [{A}]:1000 > [{B}]:81")
     assert (e.value.code, e.value.message) == (
-        -32000, f"no flow 'tcp [{A}]:1000 > [{B}]:81' in the table")
+        -32000, f"no flow 'tcp [{A}]:1000 > [{B}]:81' in the table (it may have aged out); "
+                f"see flow.list")
 
     # rule.list gives IPv6 prefixes back as written (an address as /128).
     assert [{k: v for k, v in r.items() if k != "id"} for r in call("rule.list")["rules"]] == [

@@ -80,7 +80,8 @@ def test_a_removed_rule_leaves_existing_flows_and_sends_new_ones_to_the_default(
     # H, idle, ages out: its next packets are a new flow too.
     assert rig.call("flow.get", key=H_KEY)["graph"] == "g"
     wait_until(lambda: rig.call("flow.list", graph="g")["flows"] == [], 10, "H to age out")
-    assert rpc_error(rig.call, "flow.get", key=H_KEY) == f"no flow '{H_KEY}' in the table"
+    assert rpc_error(rig.call, "flow.get", key=H_KEY) == (
+        f"no flow '{H_KEY}' in the table (it may have aged out); see flow.list")
     rig.send(flow_frames("H", "2", 2, *H))
     rig.wait_out()
     wait_drained(rig.run)
