@@ -38,7 +38,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from fastapi.routing import APIRoute
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match as RouteMatch
@@ -57,6 +57,7 @@ from .client import (
     say_methods,
     socket_path_for,
 )
+from .graph import match_params
 
 PREFIX = "/api/v1"
 METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -366,38 +367,64 @@ class GraphRemoved(_Model):
 
 
 _PORTS_DOC = "a number 0-65535, \"LO-HI\" or \"any\""
-_PORT_NUM = r"(6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[0-9]{1,4})"
-# Numbers in bodies are numbers: true is not 1, "5" is not 5 (proto and ports
-# take numbers as strings too, as sluiced does).
-Proto = Annotated[JsonInt, Field(ge=0, le=255)] | Literal[
-    "tcp", "udp", "icmp", "icmp6", "sctp", "gre", "esp", "ah", "any"] | Annotated[
-    str, Field(pattern=r"^(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])$")]
-Ports = Annotated[JsonInt, Field(ge=0, le=65535)] | Annotated[
-    str, Field(pattern=f"^(any|{_PORT_NUM}(-{_PORT_NUM})?)$")]
-Prefix = Annotated[str, Field(min_length=1, max_length=64)]
+
+
+def _match_field(key: str) -> BeforeValidator:
+    """Checks and normalizes one match field as the CLI does (graph.match_params):
+    a bad value is refused in the words ``sluice rule add --KEY`` uses; any is
+    left out (a wildcard); numbers given as strings become numbers."""
+    def check(v: Any) -> Any:
+        if v is None:
+            return None
+        out, problems = match_params({key: v})
+        if problems:
+            raise PydanticCustomError("sluice_match", "{problem}", {"problem": problems[0][1]})
+        return out.get(key)
+
+    return BeforeValidator(check)
+
+
+# The types say what each field takes (/docs); the check is match_params'.
+Proto = Annotated[int | str | None, _match_field("proto")]
+Ports = Annotated[int | str | None, _match_field("sport")]
+Prefix = Annotated[str | None, _match_field("src")]
 
 
 class Match(BaseModel):
     """Wildcard match on the 5-tuple; a field left out matches everything."""
     model_config = ConfigDict(extra="forbid")
-    proto: Proto | None = Field(None, description="tcp, udp, icmp, icmp6, sctp, gre, esp, "
-                                "ah, any or a number 0-255", examples=["udp"])
-    src: Prefix | None = Field(None, description="A prefix or address (IPv4 or IPv6), "
-                               "or any.", examples=["10.0.0.0/8"])
-    dst: Prefix | None = Field(None, description="A prefix or address (IPv4 or IPv6), "
-                               "or any.")
-    sport: Ports | None = Field(None, description=_PORTS_DOC)
-    dport: Ports | None = Field(None, description=_PORTS_DOC, examples=[53])
+    proto: Proto = Field(None, description="tcp, udp, icmp, icmp6, sctp, gre, esp, "
+                         "ah, any or a number 0-255", examples=["udp"])
+    src: Prefix = Field(None, description="A prefix or address (IPv4 or IPv6), "
+                        "or any.", examples=["10.0.0.0/8"])
+    dst: Prefix = Field(None, description="A prefix or address (IPv4 or IPv6), "
+                        "or any.")
+    sport: Ports = Field(None, description=_PORTS_DOC)
+    dport: Ports = Field(None, description=_PORTS_DOC, examples=[53])
+
+    @model_validator(mode="after")
+    def _together(self) -> Any:
+        # What no one field shows: src and dst of two families, ports
+        # without a protocol that has them (match_params, as the CLI).
+        _, problems = match_params({k: getattr(self, k) for k in _MATCH_FIELDS})
+        if problems:
+            key, problem = problems[0]
+            raise PydanticCustomError("sluice_match_fields", "{problem}",
+                                      {"problem": problem, "field": key})
+        return self
+
+
+_MATCH_FIELDS = ("proto", "src", "dst", "sport", "dport")
 
 
 class RuleAdd(Match):
     graph: str = Field(min_length=1, description="New flows that match go to this graph.",
                        examples=["anomaly"])
-    priority: JsonInt = Field(0, ge=-1000000, le=1000000,
-                              description="The highest wins; between equal ones, the older "
-                                          "rule.")
-    in_port: str | None = Field(None, min_length=1,
-                                description="Only packets that came in on this port.")
+    priority: Annotated[int, _match_field("priority")] = Field(
+        0, description="-1000000 to 1000000: the highest wins; between equal ones, the "
+                       "older rule.")
+    in_port: Annotated[str | None, _match_field("in_port")] = Field(
+        None, description="Only packets that came in on this port.")
 
 
 class RuleBatch(BaseModel):
@@ -1406,7 +1433,10 @@ def create_app(node: str, socket_path: str | Path | None = None,
         # or a numeric string) each fail, under a tag pydantic adds to the loc.
         parts: dict[str, list[str]] = {}
         for err in e.errors()[:20]:
-            loc = ".".join(str(x) for x in err.get("loc", ())
+            where = list(err.get("loc", ()))
+            if err.get("type") == "sluice_match_fields":
+                where.append((err.get("ctx") or {}).get("field", ""))  # the field to fix
+            loc = ".".join(str(x) for x in where
                            if x != "body" and not _PYDANTIC_TAG.match(str(x)))
             msg = str(err.get("msg"))
             if err.get("type") == "extra_forbidden":
@@ -1597,7 +1627,13 @@ def create_app(node: str, socket_path: str | Path | None = None,
         f = {"graph": graph, "service": service, "instance": instance, "proto": proto,
              "src": src, "dst": dst, "sport": sport, "dport": dport, "in_port": in_port}
         # An empty filter (?graph=, as an HTML form sends it) is no filter.
-        return {k: v for k, v in f.items() if v is not None and v != ""}
+        f = {k: v for k, v in f.items() if v is not None and v != ""}
+        # Checked as sluice flow list checks them (match_params), sent as given.
+        _, problems = match_params({k: v for k, v in f.items()
+                                    if k in (*_MATCH_FIELDS, "in_port")})
+        if problems:
+            raise ApiError(422, "\n".join(f"query.{k}: {m}" for k, m in problems))
+        return f
 
     def _filter(description: str) -> Any:
         return Query(None, max_length=NAME_MAX, description=description)

@@ -474,25 +474,26 @@ def test_scale_counts_sluiced_takes(api: TestClient, server: FakeSluiced) -> Non
 
 
 def test_booleans_are_not_ports_or_protocols(api: TestClient, server: FakeSluiced) -> None:
-    # a number, or a protocol's name / a port range as text
+    # a number, or a protocol's name / a port range as text; said as sluice rule add says it
     accepts = {
-        "proto": "Input should be 'tcp', 'udp', 'icmp', 'icmp6', 'sctp', 'gre', 'esp', 'ah' or "
-                 "'any' / Input should be a valid string",
-        "sport": "Input should be a valid string",
-        "dport": "Input should be a valid string",
+        "proto": "tcp, udp, icmp, icmp6, icmpv6, sctp, gre, esp, ah, any or a number 0-255",
+        "sport": "a port 0-65535 or a range N-M such as 1024-65535",
+        "dport": "a port 0-65535 or a range N-M such as 1024-65535",
     }
     for field in ("proto", "sport", "dport"):
         r = api.post(f"{PREFIX}/rules", json={"graph": "default", field: True})
         assert r.status_code == 422, r.text
-        assert r.json()["detail"] == (f"{field}: Input should be an integer, not a boolean / "
-                                      f"{accepts[field]}"), r.text
+        assert r.json()["detail"] == (f"{field}: expected {accepts[field]}, got a boolean "
+                                      f"(true)"), r.text
     r = api.post(f"{PREFIX}/rules", json={"graph": "default", "priority": False})
     assert (r.status_code, r.json()) == (422, {
-        "detail": "priority: Input should be an integer, not a boolean"})
+        "detail": "priority: expected an integer from -1000000 to 1000000, got a boolean "
+                  "(false)"})
+    # numbers as text are numbers: sent as numbers, as the CLI sends them
     r = api.post(f"{PREFIX}/rules", json={"graph": "default", "proto": "17", "dport": "53"})
     assert r.status_code == 201, r.text
     assert server.requests[-1]["params"] == {"graph": "default", "priority": 0,
-                                             "proto": "17", "dport": "53"}
+                                             "proto": 17, "dport": 53}
 
 
 def test_huge_numbers(api: TestClient, server: FakeSluiced) -> None:

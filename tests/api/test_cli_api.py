@@ -223,3 +223,26 @@ def test_event_stream_ends_when_the_client_goes_away(fake: Any, sockdir: Path) -
             time.sleep(0.05)
     finally:
         server.stop()
+
+
+@pytest.mark.parametrize("option,value", [
+    ("--proto", "x"), ("--proto", "tcpx"), ("--proto", "300"), ("--dport", "70000"),
+    ("--dport", "1-2-3"), ("--sport", "9-3"), ("--src", "10.0.0.1/8"), ("--dst", "nope"),
+    ("--in-port", "port:in")])
+def test_rest_refuses_a_match_field_in_the_cli_words(fake: Any, sockdir: Path, option: str,
+                                                     value: str) -> None:
+    """POST /rules and `sluice rule add` check a match field with the same
+    parser: the same words, the field named as each names it."""
+    from fastapi.testclient import TestClient
+
+    cli = CliRunner().invoke(app, ["rule", "add", "-g", "web", option, value,
+                                   "--socket", str(sockdir / "t.sock")])
+    assert cli.exit_code == 1, cli.output
+    prefix = f"sluice rule add: {option}: "
+    assert cli.output.startswith(prefix), cli.output
+    field = option[2:].replace("-", "_")
+    api = TestClient(create_app("t", str(sockdir / "t.sock")))
+    r = api.post("/api/v1/rules", json={"graph": "web", field: value})
+    assert (r.status_code, r.json()) == (422, {
+        "detail": f"{field}: {cli.output.strip()[len(prefix):]}"})
+    assert fake[1].requests == []  # neither sent it to sluiced
