@@ -38,7 +38,15 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from fastapi.routing import APIRoute
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match as RouteMatch
@@ -57,7 +65,8 @@ from .client import (
     say_methods,
     socket_path_for,
 )
-from .graph import match_params
+from .deploy import kind_of, show_value
+from .graph import did_you_mean, match_params
 
 PREFIX = "/api/v1"
 METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -508,6 +517,24 @@ class FlowByMatch(BaseModel):
     match: Match = Field(description="Every flow that matches ({}: every flow).")
 
 
+def _flow_kind(v: Any) -> str | None:
+    """Which of FlowByKey and FlowByMatch ``flow`` is: the one whose field it
+    has; None (an error the 422 handler words) if it has neither or both."""
+    if isinstance(v, dict) and ("key" in v) != ("match" in v):
+        return "by-key" if "key" in v else "by-match"
+    if isinstance(v, (FlowByKey, FlowByMatch)):
+        return "by-key" if isinstance(v, FlowByKey) else "by-match"
+    return None
+
+
+# Only the errors of the member the body names: {"key": ...} is checked as
+# FlowByKey alone, not as both (the tags are left out of the error's loc).
+FlowRef = Annotated[Annotated[FlowByKey, Tag("by-key")] | Annotated[FlowByMatch, Tag("by-match")],
+                    Discriminator(_flow_kind, custom_error_type="flow_ref",
+                                  custom_error_message="give key or match")]
+_FLOW_TAGS = ("by-key", "by-match")
+
+
 class _FlowRequestBase(BaseModel):
     model_config = ConfigDict(extra="forbid")
     service: str = Field(min_length=1, description="The service the request is made for "
@@ -516,17 +543,17 @@ class _FlowRequestBase(BaseModel):
 
 class SkipMe(_FlowRequestBase):
     type: Literal["skip_me"]
-    flow: FlowByKey | FlowByMatch
+    flow: FlowRef
 
 
 class RequestMe(_FlowRequestBase):
     type: Literal["request_me"]
-    flow: FlowByKey | FlowByMatch
+    flow: FlowRef
 
 
 class ChangeDefault(_FlowRequestBase):
     type: Literal["change_default"]
-    flow: FlowByKey | FlowByMatch
+    flow: FlowRef
     to: str = Field(min_length=1, description=f"The new default next hop: one of the "
                                               f"service's allowed next hops ({_HOP_DOC}).")
 
@@ -537,8 +564,11 @@ class Message(_FlowRequestBase):
     value: str = Field(max_length=255, examples=["1000"])
 
 
-FlowRequest = Annotated[SkipMe | RequestMe | ChangeDefault | Message,
-                        Field(discriminator="type")]
+# Discriminator, not Field(discriminator=): FastAPI's Body() replaces a
+# Field's, and the body was then checked as every type, each error listed.
+FlowRequest = Annotated[SkipMe | RequestMe | ChangeDefault | Message, Discriminator("type")]
+REQUEST_TYPES = tuple(get_args(m.model_fields["type"].annotation)[0]
+                      for m in get_args(get_args(FlowRequest)[0]))
 
 
 class FlowRequestResult(_Model):
@@ -770,6 +800,45 @@ class ApiError(Exception):
 # What pydantic adds to an error's loc for a member of a union, not a field.
 _PYDANTIC_TAG = re.compile(r"^((function-(before|after|wrap|plain)|literal|list|dict|nullable|"
                            r"tagged-union|union)\[.*\]|constrained-\w+|int|str|bool|float)$")
+
+def _problem(err: Any) -> tuple[str, str]:
+    """The field path and the message of one pydantic error of a request:
+    ``skip_me.flow`` and what is wrong there and what to give."""
+    kind, ctx, value = err.get("type"), err.get("ctx") or {}, err.get("input")
+    where = list(err.get("loc", ()))
+    if where[:1] == ["body"] and len(where) > 1 and where[1] in REQUEST_TYPES:
+        del where[1]  # the member of FlowRequest the body's type named
+    where = [x for x in where if x != "body" and x not in _FLOW_TAGS
+             and not _PYDANTIC_TAG.match(str(x))]
+    msg = str(err.get("msg"))
+    if kind == "sluice_match_fields":
+        where.append(ctx.get("field", ""))  # the field to fix
+    elif kind == "extra_forbidden":
+        msg = "unknown field: leave it out (/docs lists the fields)"
+    elif kind == "missing":
+        msg = "missing: this field is required"
+    elif kind in ("union_tag_invalid", "union_tag_not_found"):
+        # FlowRequest's type (the one string discriminator of the bodies)
+        where.append("type")
+        types = f"{', '.join(REQUEST_TYPES[:-1])} or {REQUEST_TYPES[-1]}"
+        if kind == "union_tag_not_found":
+            msg = f"missing: say which request this is: {types}"
+        else:
+            given = value.get("type") if isinstance(value, dict) else ctx.get("tag")
+            hint = did_you_mean(str(given), REQUEST_TYPES)
+            shown = "null" if given is None else show_value(given)
+            msg = f"{shown} is not a request type: use {types}{hint}"
+    elif kind == "flow_ref":
+        one = ('{"key": "tcp 10.0.0.1:1234 > 10.0.0.2:80"} for one flow or '
+               '{"match": {...}} for every flow that matches ({"match": {}}: all)')
+        if not isinstance(value, dict):
+            msg = f"expected an object, got {kind_of(value)}: give {one}"
+        elif "key" in value:
+            msg = f"give key or match, not both: {one}"
+        else:
+            msg = f"missing: give {one}"
+    return ".".join(str(x) for x in where), msg
+
 
 # How Client words a connection that broke (not an answer it could not read).
 _LOST = re.compile(r": (connection to .* lost|sluiced closed the connection)")
@@ -1433,16 +1502,7 @@ def create_app(node: str, socket_path: str | Path | None = None,
         # or a numeric string) each fail, under a tag pydantic adds to the loc.
         parts: dict[str, list[str]] = {}
         for err in e.errors()[:20]:
-            where = list(err.get("loc", ()))
-            if err.get("type") == "sluice_match_fields":
-                where.append((err.get("ctx") or {}).get("field", ""))  # the field to fix
-            loc = ".".join(str(x) for x in where
-                           if x != "body" and not _PYDANTIC_TAG.match(str(x)))
-            msg = str(err.get("msg"))
-            if err.get("type") == "extra_forbidden":
-                msg = "unknown field: leave it out (/docs lists the fields)"
-            elif err.get("type") == "missing":
-                msg = "missing: this field is required"
+            loc, msg = _problem(err)
             msgs = parts.setdefault(_short(loc, 80), [])
             if msg not in msgs:
                 msgs.append(msg)
@@ -1708,7 +1768,7 @@ def create_app(node: str, socket_path: str | Path | None = None,
 
     @app.post(f"{PREFIX}/flow-requests", response_model=FlowRequestResult,
               responses=_ERRORS_404, tags=["flows"])
-    def flow_request(body: FlowRequest = Body(...)) -> Any:
+    def flow_request(body: Annotated[FlowRequest, Body()]) -> Any:
         """Make a request as the service's NFs make them (include/sluice/flow.h):
         skip_me, request_me, change_default (to one of its next hops) for one flow
         (key) or many (match), or a message to the service's instances. A request

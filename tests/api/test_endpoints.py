@@ -590,12 +590,42 @@ def test_flow_requests(api: TestClient, fake: Any) -> None:
     assert (r.status_code, r.json()) == (404, {
         "detail": "no service zz; `GET /api/v1/services` shows the services"})
     n = len(fake[1].requests)
-    for bad in [{"type": "skip", "service": "fw", "flow": {"match": {}}},
-                {"type": "change_default", "service": "fw", "flow": {"match": {}}},
-                {"type": "message", "service": "fw", "key": "k"},
-                {"type": "skip_me", "service": "fw", "flow": {"key": "x", "match": {}}},
-                {"type": "skip_me", "service": "fw"}]:
-        assert api.post("/api/v1/flow-requests", json=bad).status_code == 422, bad
+    types = "skip_me, request_me, change_default or message"
+    flow = ('{"key": "tcp 10.0.0.1:1234 > 10.0.0.2:80"} for one flow or {"match": {...}} '
+            'for every flow that matches ({"match": {}}: all)')
+    # only the errors of the type the body names, not one per request type
+    for bad, detail in [
+            ({"type": "skip", "service": "fw", "flow": {"match": {}}},
+             f"type: 'skip' is not a request type: use {types}; did you mean 'skip_me'?"),
+            ({"type": "Change-Default", "service": "fw", "flow": {"match": {}}},
+             f"type: 'Change-Default' is not a request type: use {types}; did you mean "
+             f"'change_default'?"),
+            ({"type": 5, "service": "fw"}, f"type: 5 is not a request type: use {types}"),
+            ({"type": None, "service": "fw"}, f"type: null is not a request type: use {types}"),
+            ({"service": "fw", "flow": {"match": {}}},
+             f"type: missing: say which request this is: {types}"),
+            ({"type": "change_default", "service": "fw", "flow": {"match": {}}},
+             "to: missing: this field is required"),
+            ({"type": "message", "service": "fw", "key": "k"},
+             "value: missing: this field is required"),
+            ({"type": "message", "service": "fw", "key": "k", "value": "v", "flow": {}},
+             "flow: unknown field: leave it out (/docs lists the fields)"),
+            ({"type": "skip_me", "service": "fw", "flow": {"key": "x", "match": {}}},
+             f"flow: give key or match, not both: {flow}"),
+            ({"type": "skip_me", "service": "fw", "flow": {}}, f"flow: missing: give {flow}"),
+            ({"type": "request_me", "service": "fw", "flow": "x"},
+             f"flow: expected an object, got a string ('x'): give {flow}"),
+            ({"type": "skip_me", "service": "fw"}, "flow: missing: this field is required"),
+            ({"type": "skip_me", "service": "fw", "flow": {"key": "k", "zz": 1}},
+             "flow.zz: unknown field: leave it out (/docs lists the fields)"),
+            ({"type": "skip_me", "service": "fw", "flow": {"match": {"dport": "x"}}},
+             "flow.match.dport: 'x' is not a port 0-65535 or a range N-M such as 1024-65535"),
+            ({"type": "change_default", "service": "fw", "to": "drop",
+              "flow": {"match": {"proto": "icmp", "sport": 7}}},
+             "flow.match.sport: sport needs proto tcp, udp or sctp (or no proto): icmp "
+             "packets have no ports")]:
+        r = api.post("/api/v1/flow-requests", json=bad)
+        assert (r.status_code, r.json()) == (422, {"detail": detail}), bad
     assert len(fake[1].requests) == n
 
 
