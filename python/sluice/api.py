@@ -12,7 +12,9 @@ shutdown until uvicorn's ``timeout_graceful_shutdown``; ``serve`` and
 ``ApiServer`` end the streams as soon as the server stops.)
 
 Every error body is ``{"detail": "..."}``: sluiced's own message for the
-errors it reports, else one line saying what went wrong and what to do.
+errors it reports, else one line saying what went wrong and what to do (a
+request refused for its fields: one line per problem, ``field.path: what is
+wrong; what to give``).
 """
 
 from __future__ import annotations
@@ -636,6 +638,7 @@ MAX_BODY = 1 << 20   # bytes of a request body, by default (create_app's max_bod
 MAX_DEPTH = 32       # levels of JSON nesting in a body (no field nests more than 4)
 MAX_DIGITS = 30      # digits of an integer in a body (no field takes more than 7)
 NAME_MAX = 255       # characters of a name or flow key in a path or query
+MAX_PROBLEMS = 10    # lines of a 422 detail that lists what is wrong with a request
 
 
 class BodyTooLarge(Exception):
@@ -1498,16 +1501,27 @@ def create_app(node: str, socket_path: str | Path | None = None,
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, e: RequestValidationError) -> JSONResponse:
-        # One entry per field: the members of a union (proto: a number, a name
-        # or a numeric string) each fail, under a tag pydantic adds to the loc.
+        # One line per problem, `field.path: what is wrong; what to give`
+        # (_problem). A field whose value failed several ways (the members of
+        # a union) is one line, its messages joined by " / ".
         parts: dict[str, list[str]] = {}
-        for err in e.errors()[:20]:
+        errors = e.errors()
+        shown = 0  # errors said in the lines
+        for err in errors:
             loc, msg = _problem(err)
-            msgs = parts.setdefault(_short(loc, 80), [])
+            loc = _short(loc, 80)
+            if loc not in parts and len(parts) == MAX_PROBLEMS:
+                break
+            msgs = parts.setdefault(loc, [])
             if msg not in msgs:
                 msgs.append(msg)
-        detail = "; ".join(f"{loc}: {' / '.join(m)}" if loc else " / ".join(m)
-                           for loc, m in list(parts.items())[:5])
+            shown += 1
+        lines = [f"{loc}: {' / '.join(m)}" if loc else " / ".join(m)
+                 for loc, m in parts.items()]
+        if shown < len(errors):
+            lines.append(f"({len(errors) - shown} more problems not shown: fix these and "
+                         f"send it again)")
+        detail = "\n".join(lines)
         return JSONResponse({"detail": detail or "invalid request"}, status_code=422)
 
     # Longer than any name sluiced has (31 characters) or flow key: refused here.

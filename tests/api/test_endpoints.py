@@ -741,3 +741,28 @@ def test_websocket_over_uvicorn_with_token(fake: Any, sockdir: Path) -> None:
                 assert [json.loads(ws.recv(timeout=10)) for _ in EVENTS] == EVENTS
     finally:
         server.stop()
+
+
+# -- 422: one line per problem ---------------------------------------------------------------
+
+def test_invalid_request_says_one_line_per_problem(api: TestClient, fake: Any) -> None:
+    r = api.post("/api/v1/rules", json={"graph": "", "proto": "x", "dport": 70000,
+                                        "priority": True, "color": 1})
+    assert (r.status_code, r.json()["detail"].split("\n")) == (422, [
+        "proto: 'x' is not a protocol sluiced knows: use tcp, udp, icmp, icmp6, icmpv6, "
+        "sctp, gre, esp, ah, any or a number 0-255",
+        "dport: 70000 is not a port: ports go from 0 to 65535",
+        "graph: String should have at least 1 character",
+        "priority: expected an integer from -1000000 to 1000000, got a boolean (true)",
+        "color: unknown field: leave it out (/docs lists the fields)"])
+    r = api.get("/api/v1/rules", params={"offset": -1, "limit": "x"})
+    assert (r.status_code, r.json()["detail"].split("\n")) == (422, [
+        "query.offset: Input should be greater than or equal to 0",
+        "query.limit: Input should be a valid integer, unable to parse string as an integer"])
+    # at most 10 lines of problems, then how many more there are
+    rules = [{"graph": "web", "dport": 70000 + i} for i in range(13)]
+    r = api.post("/api/v1/rule-batches", json={"rules": rules})
+    assert (r.status_code, r.json()["detail"].split("\n")) == (422, [
+        f"rules.{i}.dport: {70000 + i} is not a port: ports go from 0 to 65535"
+        for i in range(10)] + ["(3 more problems not shown: fix these and send it again)"])
+    assert fake[1].requests == []
