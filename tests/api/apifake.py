@@ -468,7 +468,8 @@ class Sluiced:
                                            f"addresses in brackets)")
                     f = next((f for f in self.flows if f["key"] == key), None)
                     if f is None:
-                        return err(-32000, f"no flow '{key}' in the table")
+                        return err(-32000, f"no flow '{key}' in the table (it may have aged "
+                                               f"out); see flow.list")
                 if method == "flow.get":
                     return ok(f)
                 self.flows.remove(f)

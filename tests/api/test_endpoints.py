@@ -511,7 +511,8 @@ def test_flows(api: TestClient, fake: Any) -> None:
         "detail": "no flow with id 8; see `GET /api/v1/flows`"})
     r = api.get("/api/v1/flows/tcp 1.2.3.4:1 > 5.6.7.8:2")
     assert (r.status_code, r.json()) == (404, {
-        "detail": "no flow 'tcp 1.2.3.4:1 > 5.6.7.8:2' in the table"})
+        "detail": "no flow 'tcp 1.2.3.4:1 > 5.6.7.8:2' in the table (it may have aged out); "
+                  "see `GET /api/v1/flows`"})
     r = api.get("/api/v1/flows/bogus")
     assert (r.status_code, r.json()) == (422, {
         "detail": "param 'key' 'bogus' is not a flow key like \"tcp 10.0.0.1:1234 > "
