@@ -3,8 +3,8 @@ every response matches the spec and nothing answers 500."""
 
 from __future__ import annotations
 
+import os
 import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +17,9 @@ from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from sluice.api import create_app
 
-SOCKDIR = Path(tempfile.mkdtemp(prefix="slsch", dir="/tmp"))
+# Made by the fixture, not here: a run that imports this module and never
+# runs its test (-x, -k) would leave the folder behind.
+SOCKDIR = Path(f"/tmp/slsch{os.getpid()}")
 schema = schemathesis.openapi.from_asgi("/openapi.json", create_app("t", str(SOCKDIR / "t.sock")))
 # NUL in a string is schema-valid but sluiced cannot read it: the API refuses it
 # with 422 (test_api_fuzz.py), so schemathesis does not send it here.
@@ -37,6 +39,7 @@ SEMANTIC = {("PUT", "/api/v1/graphs/{name}"), ("POST", "/api/v1/rules"),
 
 @pytest.fixture(scope="module", autouse=True)
 def _fake_sluiced() -> Iterator[None]:
+    SOCKDIR.mkdir(mode=0o700, exist_ok=True)
     srv = FakeSluiced(SOCKDIR / "t.sock", handler=STATE.handler)
     try:
         yield
