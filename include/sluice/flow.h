@@ -57,7 +57,9 @@ struct sl_flow_match {
 	char text[160];         /**< wildcard, rule syntax */
 };
 
-/** F = the flow of this packet. 0, or -ENOENT if it is not IP. */
+/** F = the flow of this packet, as the flow table keys it
+ * (sl_pkt_flow_tuple(): a fragment's ports are 0). 0, or -ENOENT if it is
+ * not IP. */
 int sl_flow_of_pkt(const struct rte_mbuf *m, struct sl_flow_match *f);
 
 /**

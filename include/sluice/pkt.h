@@ -96,6 +96,19 @@ int sl_5tuple_parse(const char *text, struct sl_5tuple *t);
 int sl_pkt_parse(const struct rte_mbuf *m, struct sl_pkt_info *info);
 /** sl_5tuple_get() on the first segment of an mbuf. */
 int sl_pkt_5tuple(const struct rte_mbuf *m, struct sl_5tuple *t);
+/**
+ * The flow of a packet as sluiced's flow director keys it (flow table,
+ * rules, flow-sticky instance choice, sl_flow_of_pkt()): sl_pkt_5tuple(),
+ * except that every IP fragment, the first one too, has ports 0. So all
+ * the pieces of a datagram are one flow and take one path and one
+ * instance (later fragments carry no ports); Open vSwitch's "normal"
+ * fragment handling and NICs' RSS hash fragments the same way. An NF
+ * matching ports (a firewall) wants sl_pkt_5tuple(), whose first fragment
+ * has them.
+ *
+ * @return 0, or the error of sl_pkt_5tuple().
+ */
+int sl_pkt_flow_tuple(const struct rte_mbuf *m, struct sl_5tuple *t);
 
 /**
  * @name Header pointers

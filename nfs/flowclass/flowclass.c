@@ -313,7 +313,9 @@ fc_chunk(struct fc_state *st, struct sl_nf *nf, struct rte_mbuf **pkts,
 		st->pkts++;
 		st->bytes += bytes;
 		sl_pkt_set_verdict(pkts[i], SL_NEXT);
-		rc = sl_pkt_5tuple(pkts[i], &keys[nk]);
+		/* the flow sluiced's table has (a fragment's ports 0): the
+		 * one a ChangeDefault for it must name */
+		rc = sl_pkt_flow_tuple(pkts[i], &keys[nk]);
 		if (unlikely(rc != 0)) {
 			st->non_ip++;
 			continue;

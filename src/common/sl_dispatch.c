@@ -64,7 +64,7 @@ sl_meta_flow_hash(const struct rte_mbuf *m, struct sl_pkt_meta *meta)
 
 	if (!(meta->flags & SL_META_HASH)) {
 		meta->flow_hash =
-			sl_pkt_5tuple(m, &t) == 0 ? sl_5tuple_hash(&t) : 0;
+			sl_pkt_flow_tuple(m, &t) == 0 ? sl_5tuple_hash(&t) : 0;
 		meta->flags |= SL_META_HASH;
 	}
 	return meta->flow_hash;
@@ -266,7 +266,7 @@ flow_of(struct sl_dispatch *d, const struct rte_mbuf *m,
 		int32_t pos;
 
 		meta->flow = SL_FLOW_NONE;
-		if (sl_pkt_5tuple(m, &t) != 0)
+		if (sl_pkt_flow_tuple(m, &t) != 0)
 			return NULL;
 		sl_flow_key_make(&t, &k);
 		pos = sl_flow_table_lookup(&shm->flow, &k,

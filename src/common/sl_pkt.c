@@ -520,6 +520,22 @@ sl_pkt_5tuple(const struct rte_mbuf *m, struct sl_5tuple *t)
 	return sl_5tuple_from_info(p, &info, t);
 }
 
+int
+sl_pkt_flow_tuple(const struct rte_mbuf *m, struct sl_5tuple *t)
+{
+	const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
+	struct sl_pkt_info info;
+	int rc;
+
+	rc = sl_parse_inline(p, rte_pktmbuf_data_len(m), &info);
+	if (unlikely(rc != 0))
+		return rc;
+	rc = sl_5tuple_from_info(p, &info, t);
+	if (rc == 0 && unlikely(info.fragment))
+		t->sport = t->dport = 0; /* every piece of a datagram: one flow */
+	return rc;
+}
+
 /*
  * Header pointers. They trust info only to say where a header is and that
  * the parser accepted it; that it lies inside the first segment is checked

@@ -484,7 +484,7 @@ sl_flow_ingress(struct sl_shm *shm, struct rte_mbuf **pkts, uint16_t n)
 			  ft->lookup == SL_LOOKUP_CACHED;
 
 		meta->flow = SL_FLOW_NONE;
-		if (sl_pkt_5tuple(pkts[i], &tup[nk]) != 0) {
+		if (sl_pkt_flow_tuple(pkts[i], &tup[nk]) != 0) {
 			ft->st.non_ip++;
 			continue;
 		}

@@ -798,7 +798,7 @@ sl_flow_of_pkt(const struct rte_mbuf *m, struct sl_flow_match *f)
 {
 	memset(f, 0, sizeof(*f));
 	f->exact = 1;
-	return sl_pkt_5tuple(m, &f->tuple) == 0 ? 0 : -ENOENT;
+	return sl_pkt_flow_tuple(m, &f->tuple) == 0 ? 0 : -ENOENT;
 }
 
 int

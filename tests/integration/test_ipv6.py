@@ -3,7 +3,7 @@
 The flow table keyed by the symmetric 5-tuple (one flow per connection,
 whatever VLAN tags and extension headers its packets carry), rules with
 IPv6 prefixes (/0, /64, /127, /128), port ranges, ICMPv6 and in_port, the
-fragments after the first (no ports: a flow of their own), the separate
+fragments (the first too: ports 0, one flow for a datagram), the separate
 IPv6 table when it is full (counted, the packet goes by its rule's graph),
 flow.list / get / delete by IPv6 key and filters, cross-layer requests by
 IPv6 key and match, and the firewall's and monitor's IPv6 rules and counts.
@@ -91,6 +91,7 @@ def _frames() -> tuple[list[bytes], list[bytes], dict[str, tuple]]:
                 / UDP(sport=5000, dport=53) / Raw(b"q" * 40))]
     frag2 = [_f(_eth() / IPv6(src=A, dst=B) / IPv6ExtHdrFragment(offset=6, m=0, id=7, nh=17)
                 / Raw(b"r" * 30))]
+    dns = [_f(_eth() / IPv6(src=A, dst=B) / UDP(sport=5000, dport=53) / Raw(b"d" * 20))]
     v4 = [_f(_eth() / IP(src="10.0.0.1", dst="10.0.0.2") / UDP(sport=53, dport=53), 8)]
     e_in = [_f(_eth() / IPv6(src="2001:db8:e::3", dst=B) / UDP(sport=9, dport=9), 6)]
     e_in2 = [_f(_eth() / IPv6(src="2001:db8:e::1", dst=B) / UDP(sport=9, dport=9), 9)] * 2
@@ -105,9 +106,11 @@ def _frames() -> tuple[list[bytes], list[bytes], dict[str, tuple]]:
         f"udp [{A}]:1 > [2001:db8:d::1]:2": ("pair", "in", pair1),
         f"udp [{A}]:1 > [2001:db8:d::2]:2": ("all6", "in", pair2),
         f"icmp6 {A} > {B}": ("icmp6g", "in", icmp),
-        f"udp [{A}]:5000 > [{B}]:53": ("dns6", "in", frag1),
-        # A later fragment has no ports: a flow of its own, ports 0.
-        f"udp [{A}]:0 > [{B}]:0": ("all6", "in", frag2),
+        f"udp [{A}]:5000 > [{B}]:53": ("dns6", "in", dns),
+        # Every piece of a fragmented datagram, the first (which has the
+        # ports, 5000 > 53) too, is the flow with ports 0: one path for all
+        # its pieces (the dport 53 rule matches none of them).
+        f"udp [{A}]:0 > [{B}]:0": ("all6", "in", frag1 + frag2),
         "udp 10.0.0.1:53 > 10.0.0.2:53": ("default", "in", v4),
         f"udp [{B}]:9 > [2001:db8:e::3]:9": ("all6", "in", e_in),
         f"udp [{B}]:9 > [2001:db8:e::1]:9": ("port2", "in2", e_in2),
@@ -164,8 +167,8 @@ def test_ipv6_flows_rules_and_filters(launch, node, tmp_path):
     """One flow per IPv6 connection (both directions, untagged, 802.1Q,
     QinQ, with hop-by-hop/routing/destination options headers), classified
     by /64 + port range, /128, /127, ICMPv6, udp dport 53 and ::/0 (which
-    an IPv4 flow does not match), in_port; a later fragment is a flow with
-    ports 0. Then flow.list/get/delete by IPv6 key and filters."""
+    an IPv4 flow does not match), in_port; every fragment (the first too)
+    is the flow with ports 0. Then flow.list/get/delete by IPv6 key and filters."""
     run, st, flows = _run(launch, node, tmp_path)
     call = run.client.call
     every = call("flow.list", limit=1000)

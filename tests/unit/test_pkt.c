@@ -1272,6 +1272,91 @@ test_hdr_fragments(void **state)
 	check_hdrs(&f, &e6);
 }
 
+/* A frame copied into a heap mbuf's first segment (free m->buf_addr). */
+static void
+frame_mbuf(const struct frame *f, struct rte_mbuf *m)
+{
+	uint8_t *p = malloc(f->len + 128);
+
+	assert_non_null(p);
+	memcpy(p + 128, f->b, f->len);
+	memset(m, 0, sizeof(*m));
+	m->buf_addr = p;
+	m->data_off = 128;
+	m->data_len = (uint16_t)f->len;
+	m->pkt_len = f->len;
+}
+
+/*
+ * sl_pkt_flow_tuple: the flow director's key. Every piece of a fragmented
+ * datagram, the first too, has ports 0 (one flow, one path); an unfragmented
+ * packet and a DF one keep their ports; sl_pkt_5tuple keeps the first
+ * fragment's ports (for NFs matching them).
+ */
+static void
+test_flow_tuple_of_fragments(void **state)
+{
+	struct sl_5tuple whole, first, later, nf_first;
+	struct rte_mbuf m;
+	struct frame f = {0};
+
+	(void)state;
+	/* IPv4 UDP, not fragmented (DF set): ports kept. */
+	put_eth(&f, SL_ETHER_TYPE_IPV4, 0, NULL);
+	put_ipv4(&f, IPPROTO_UDP, IP4(10, 0, 0, 1), IP4(10, 0, 0, 2), 24,
+		 0x4000, 0);
+	put_udp(&f, 1000, 53, 16);
+	frame_mbuf(&f, &m);
+	assert_int_equal(sl_pkt_flow_tuple(&m, &whole), 0);
+	assert_int_equal(ntohs(whole.sport), 1000);
+	assert_int_equal(ntohs(whole.dport), 53);
+	free(m.buf_addr);
+	/* The first fragment (MF, offset 0) and a later one (offset 3). */
+	wr16(&f, 20, 0x2000);
+	frame_mbuf(&f, &m);
+	assert_int_equal(sl_pkt_flow_tuple(&m, &first), 0);
+	assert_int_equal(sl_pkt_5tuple(&m, &nf_first), 0);
+	free(m.buf_addr);
+	wr16(&f, 20, 0x0003);
+	frame_mbuf(&f, &m);
+	assert_int_equal(sl_pkt_flow_tuple(&m, &later), 0);
+	free(m.buf_addr);
+	assert_int_equal(first.sport, 0);
+	assert_int_equal(first.dport, 0);
+	assert_memory_equal(&first, &later, sizeof(first));
+	assert_int_equal(first.proto, IPPROTO_UDP);
+	assert_memory_equal(&first.src, &whole.src, sizeof(first.src));
+	assert_int_equal(ntohs(nf_first.dport), 53);
+	assert_int_equal(sl_5tuple_hash(&first), sl_5tuple_hash(&later));
+
+	/* IPv6: the first fragment's TCP ports go too, as in a later one. */
+	memset(&f, 0, sizeof(f));
+	put_eth(&f, SL_ETHER_TYPE_IPV6, 0, NULL);
+	put_ipv6(&f, IPPROTO_FRAGMENT, v6_a, v6_b, 8 + 28);
+	put_frag6(&f, IPPROTO_TCP, 0, 1);
+	put_tcp(&f, 22, 60000, 8);
+	frame_mbuf(&f, &m);
+	assert_int_equal(sl_pkt_flow_tuple(&m, &first), 0);
+	assert_int_equal(sl_pkt_5tuple(&m, &nf_first), 0);
+	free(m.buf_addr);
+	wr16(&f, 54 + 2, (uint16_t)(185 << 3));
+	frame_mbuf(&f, &m);
+	assert_int_equal(sl_pkt_flow_tuple(&m, &later), 0);
+	free(m.buf_addr);
+	assert_int_equal(first.family, 6);
+	assert_int_equal(first.proto, IPPROTO_TCP);
+	assert_int_equal(first.sport | first.dport, 0);
+	assert_memory_equal(&first, &later, sizeof(first));
+	assert_int_equal(ntohs(nf_first.sport), 22);
+	/* Not IP: the same error as sl_pkt_5tuple. */
+	memset(&f, 0, sizeof(f));
+	put_eth(&f, 0x0806, 0, NULL);
+	f.len = 60;
+	frame_mbuf(&f, &m);
+	assert_int_equal(sl_pkt_flow_tuple(&m, &first), -ENOENT);
+	free(m.buf_addr);
+}
+
 /* Only the helper of the packet's own protocols answers. */
 static void
 test_hdr_wrong_protocol(void **state)
@@ -1655,6 +1740,7 @@ main(void)
 		cmocka_unit_test(test_format),
 		cmocka_unit_test(test_parse),
 		cmocka_unit_test(test_mbuf_wrappers),
+		cmocka_unit_test(test_flow_tuple_of_fragments),
 		cmocka_unit_test(test_hdr_tcp4),
 		cmocka_unit_test(test_hdr_udp6_ext),
 		cmocka_unit_test(test_hdr_vlans),
