@@ -259,14 +259,6 @@ failed_event(const struct sl_mgr *m, const struct sl_scale_pending *p,
 			   p->log));
 }
 
-/*
- * Looks at the replicas still starting: forgets those that registered;
- * reports those that exited first (their reason is in their log); reports
- * and stops (SIGTERM, then SIGKILL) those that have not registered in
- * --scale-register-ms (stuck attaching, say). `force`: look now, else at
- * most every 50 ms (registrations are looked at every time: this runs
- * right after they are handled, before a replica could also have left).
- */
 /* A duration of milliseconds as a log line says it: "30 s", "1500 ms". */
 static const char *
 ms_text(char *buf, size_t len, uint32_t ms)
@@ -278,10 +270,18 @@ ms_text(char *buf, size_t len, uint32_t ms)
 	return buf;
 }
 
+/*
+ * Looks at the replicas still starting: forgets those that registered;
+ * reports those that exited first (their reason is in their log); reports
+ * and stops (SIGTERM, then SIGKILL) those that have not registered in
+ * --scale-register-ms (stuck attaching, say). `force`: look now, else at
+ * most every 50 ms (registrations are looked at every time: this runs
+ * right after they are handled, before a replica could also have left).
+ */
 static void
 pending_poll(struct sl_mgr *m, int force)
 {
-	char reg[24], kill[24];
+	char reg[24], grace[24];
 	static uint64_t next_tsc;
 	const struct sl_shm *shm = m->shm;
 	uint64_t now = rte_rdtsc(), hz = rte_get_tsc_hz();
@@ -320,7 +320,7 @@ pending_poll(struct sl_mgr *m, int force)
 			       svc, p->pid, p->model,
 			       ms_text(reg, sizeof(reg),
 				       m->o.scale_register_ms),
-			       ms_text(kill, sizeof(kill), m->o.scale_kill_ms),
+			       ms_text(grace, sizeof(grace), m->o.scale_kill_ms),
 			       p->log[0] != '\0' ? p->log : "(no log)");
 			failed_event(m, p, "timeout");
 			pidfd_signal(p->pidfd, SIGTERM);
@@ -331,7 +331,7 @@ pending_poll(struct sl_mgr *m, int force)
 			sl_log("nf.scale %s: replica pid %d did not stop within "
 			       "%s of SIGTERM: killed it (SIGKILL)",
 			       svc, p->pid,
-			       ms_text(kill, sizeof(kill), m->o.scale_kill_ms));
+			       ms_text(grace, sizeof(grace), m->o.scale_kill_ms));
 			pidfd_signal(p->pidfd, SIGKILL);
 		} else {
 			keep = 1;
