@@ -625,7 +625,7 @@ def generate(out: str | Path, packets: int | None = None, flows: int | None = No
              seed: int = DEMO_SEED, size: int | None = None, ddos: bool = False,
              clients: int | None = None, attack_prefix: str | None = None,
              syn: bool = False) -> str:
-    """`sluice trace gen` (and ``python -m sluice.traces gen``): writes a
+    """`sluice trace gen`: writes a
     trace; returns a one-line description. ``ddos``: the DDoS scenario's
     capture (``ddos_mix``: normal clients, and an attack from
     ``attack_prefix``), with the defaults of examples/traces/ddos.pcap."""
@@ -680,47 +680,3 @@ def _flow_key(frame: bytes) -> bytes:
     b = frame[ETH + 16:ETH + 20] + frame[ETH + IP4 + 2:ETH + IP4 + 4]
     return bytes([frame[ETH + 9]]) + min(a, b) + max(a, b)
 
-
-def main(args: list[str] | None = None) -> int:
-    """``python -m sluice.traces gen OUT [options]``: the same as `sluice
-    trace gen` (kept for scripts that call it so)."""
-    import argparse
-
-    ap = argparse.ArgumentParser(prog="python -m sluice.traces",
-                                 description="Deterministic packet captures (docs/ddos.md)")
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    g = sub.add_parser("gen", help="write a capture: the HTTP-like mix, fixed-size UDP "
-                                   "(--size) or the DDoS mix (--ddos)")
-    g.add_argument("out", type=Path, help="pcap file to write")
-    g.add_argument("--ddos", action="store_true",
-                   help=f"the DDoS scenario's mix: {DDOS_CLIENTS} clients, and from 30 %% of "
-                        f"the packets on an attack from --attack-prefix (the capture of "
-                        f"examples/ddos.yaml with the defaults)")
-    g.add_argument("--packets", type=int, default=None,
-                   help=f"packets (mix: {DEMO_PACKETS}; --size: max(flows, 4096); --ddos: "
-                        f"{DDOS_PACKETS})")
-    g.add_argument("--flows", type=int, default=None, help=f"flows (mix: {DEMO_FLOWS}; "
-                                                           f"--size: 1)")
-    g.add_argument("--size", type=int, default=None, help="fixed-size UDP frames of this "
-                                                          "many bytes (benchmarks)")
-    g.add_argument("--clients", type=int, default=None,
-                   help=f"--ddos: normal clients, each in its own /24 (default {DDOS_CLIENTS})")
-    g.add_argument("--attack-prefix", default=None,
-                   help=f"--ddos: the attacking IPv4 prefix (default {DDOS_ATTACK_PREFIX})")
-    g.add_argument("--syn", action="store_true",
-                   help="--ddos: the attack is TCP SYNs to port 80, not DNS queries")
-    g.add_argument("--seed", type=int, default=DEMO_SEED, help="random seed; same seed, same "
-                                                               "bytes")
-    a = ap.parse_args(args)
-    try:
-        print(generate(a.out, packets=a.packets, flows=a.flows, seed=a.seed, size=a.size,
-                       ddos=a.ddos, clients=a.clients, attack_prefix=a.attack_prefix,
-                       syn=a.syn))
-    except TraceError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,5 +1,5 @@
 """The DDoS example's capture can be made by a command (`sluice trace gen
---ddos`, also `python -m sluice.traces gen --ddos`), the example and `sluice
+--ddos`), the example and `sluice
 check` point there, not to the plain `sluice trace gen` mix, which has no
 attack in it."""
 
@@ -62,18 +62,18 @@ def test_gen_ddos_errors(tmp_path: Path, kw: dict, message: str) -> None:
     assert not (tmp_path / "x.pcap").exists()
 
 
-def test_module_command_line(tmp_path: Path) -> None:
-    r = subprocess.run([sys.executable, "-m", "sluice.traces", "gen", "--ddos", "d.pcap"],
+def test_command_line(tmp_path: Path) -> None:
+    r = subprocess.run([sys.executable, "-m", "sluice", "trace", "gen", "--ddos", "d.pcap"],
                        cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert (r.returncode, r.stderr) == (0, "")
     assert r.stdout == ("d.pcap: 6000 packets, 456 flows, DDoS mix (200 clients; 2119 attack "
                         "packets, DNS queries, from 10.66.6.0/24), 1041574 bytes of frames "
                         "(seed 1)\n")
-    r = subprocess.run([sys.executable, "-m", "sluice.traces", "gen", "--syn", "x.pcap"],
+    r = subprocess.run([sys.executable, "-m", "sluice", "trace", "gen", "--syn", "x.pcap"],
                        cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert (r.returncode, r.stdout) == (1, "")
-    assert r.stderr == ("error: --clients, --attack-prefix and --syn are options of the DDoS "
-                        "mix: add --ddos\n")
+    assert r.stderr == ("sluice trace gen: --clients, --attack-prefix and --syn are options of "
+                        "the DDoS mix: add --ddos\n")
 
 
 def _fake_build(tmp_path: Path) -> Path:
