@@ -507,21 +507,10 @@ sl_pkt_parse(const struct rte_mbuf *m, struct sl_pkt_info *info)
 			       rte_pktmbuf_data_len(m), info);
 }
 
-int
-sl_pkt_5tuple(const struct rte_mbuf *m, struct sl_5tuple *t)
-{
-	const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
-	struct sl_pkt_info info;
-	int rc;
-
-	rc = sl_parse_inline(p, rte_pktmbuf_data_len(m), &info);
-	if (unlikely(rc != 0))
-		return rc;
-	return sl_5tuple_from_info(p, &info, t);
-}
-
-int
-sl_pkt_flow_tuple(const struct rte_mbuf *m, struct sl_5tuple *t)
+/* The 5-tuple of an mbuf's first segment; flow: as the flow director
+ * keys it, a fragment's ports 0 (every piece of a datagram: one flow). */
+static inline int
+pkt_tuple(const struct rte_mbuf *m, struct sl_5tuple *t, int flow)
 {
 	const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
 	struct sl_pkt_info info;
@@ -531,9 +520,21 @@ sl_pkt_flow_tuple(const struct rte_mbuf *m, struct sl_5tuple *t)
 	if (unlikely(rc != 0))
 		return rc;
 	rc = sl_5tuple_from_info(p, &info, t);
-	if (rc == 0 && unlikely(info.fragment))
-		t->sport = t->dport = 0; /* every piece of a datagram: one flow */
+	if (flow && rc == 0 && unlikely(info.fragment))
+		t->sport = t->dport = 0;
 	return rc;
+}
+
+int
+sl_pkt_5tuple(const struct rte_mbuf *m, struct sl_5tuple *t)
+{
+	return pkt_tuple(m, t, 0);
+}
+
+int
+sl_pkt_flow_tuple(const struct rte_mbuf *m, struct sl_5tuple *t)
+{
+	return pkt_tuple(m, t, 1);
 }
 
 /*
