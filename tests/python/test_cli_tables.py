@@ -8,16 +8,14 @@ from __future__ import annotations
 import os
 import pty
 import re
-import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from test_client import FakeSluiced
+from test_client import fake_socket
 
 FLOWS = [
     {"id": 1048575, "key": "tcp 10.0.201.99:60736 > 192.168.0.74:443", "graph": "default",
@@ -58,13 +56,8 @@ def handler(req: Any) -> Any:
 
 @pytest.fixture
 def sock() -> Iterator[Path]:
-    d = Path(tempfile.mkdtemp(prefix="slu", dir="/tmp"))
-    srv = FakeSluiced(d / "n.sock", handler=handler)
-    try:
-        yield d / "n.sock"
-    finally:
-        srv.close()
-        shutil.rmtree(d, ignore_errors=True)
+    with fake_socket(handler, "slu") as path:
+        yield path
 
 
 def flow_list(sock: Path, columns: int, terminal: bool, cmd: tuple[str, ...] = ("flow", "list"),

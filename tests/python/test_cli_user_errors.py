@@ -5,16 +5,14 @@ params said as the options the user typed, and a reader that goes away
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from test_client import FakeSluiced
+from test_client import fake_socket
 from typer.testing import CliRunner
 
 from sluice.cli import app
@@ -44,13 +42,8 @@ def handler(req: Any) -> Any:
 
 @pytest.fixture
 def sock() -> Iterator[Path]:
-    d = Path(tempfile.mkdtemp(prefix="slu", dir="/tmp"))
-    srv = FakeSluiced(d / "n.sock", handler=handler)
-    try:
-        yield d / "n.sock"
-    finally:
-        srv.close()
-        shutil.rmtree(d, ignore_errors=True)
+    with fake_socket(handler, "slu") as path:
+        yield path
 
 
 def test_params_are_said_as_options(sock: Path) -> None:

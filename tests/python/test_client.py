@@ -119,6 +119,19 @@ def sockdir() -> Iterator[Path]:
 
 
 @contextlib.contextmanager
+def fake_socket(handler: Callable[[Any], Any], prefix: str = "slu") -> Iterator[Path]:
+    """A FakeSluiced answering with ``handler`` on a socket in a folder of
+    its own (a short path: sun_path has 108 bytes), removed after."""
+    d = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+    srv = FakeSluiced(d / "n.sock", handler=handler)
+    try:
+        yield d / "n.sock"
+    finally:
+        srv.close()
+        shutil.rmtree(d, ignore_errors=True)
+
+
+@contextlib.contextmanager
 def server(sockdir: Path, **kw: Any) -> Iterator[FakeSluiced]:
     s = FakeSluiced(sockdir / "t.sock", **kw)
     try:

@@ -8,8 +8,6 @@ commands and the API's routes."""
 from __future__ import annotations
 
 import re
-import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +15,7 @@ from typing import Any
 import pytest
 import typer
 from fastapi.testclient import TestClient
-from test_client import FakeSluiced
+from test_client import fake_socket
 from typer.testing import CliRunner
 
 from sluice.api import ENDPOINTS, PREFIX, SOCKET_METHODS, create_app, rest_text
@@ -152,13 +150,8 @@ def nosuch_handler(req: Any) -> Any:
 
 @pytest.fixture
 def nosuch() -> Iterator[Path]:
-    d = Path(tempfile.mkdtemp(prefix="slm", dir="/tmp"))
-    srv = FakeSluiced(d / "n.sock", handler=nosuch_handler)
-    try:
-        yield d / "n.sock"
-    finally:
-        srv.close()
-        shutil.rmtree(d, ignore_errors=True)
+    with fake_socket(nosuch_handler, "slm") as path:
+        yield path
 
 
 def test_cli_says_the_command(nosuch: Path) -> None:
