@@ -123,12 +123,6 @@ def errors(fn: F) -> F:
 _PREFIX_RE = re.compile(r"([a-z_]+(?:\.[a-z_]+)*): ")
 
 
-def cli_text(message: str) -> str:
-    """``message`` with the methods it names said as commands:
-    ``see rule.list`` -> ``see `sluice rule list```."""
-    return command_text(message)
-
-
 _PARAM_RE = re.compile(r"\bparam '(\w+)'")
 
 
@@ -166,11 +160,11 @@ def _method_and_text(e: SluiceError) -> tuple[str | None, str]:
     """(the method ``e`` is about, what it says without it), said in
     commands; (None, str(e)) for an error about no method."""
     if isinstance(e, RpcError):
-        return e.method, cli_text(e.message)
+        return e.method, command_text(e.message)
     m = _PREFIX_RE.match(str(e))  # no answer, connection lost: "METHOD: ..."
     if m is None or m.group(1) not in COMMANDS:
         return None, str(e)
-    return m.group(1), cli_text(str(e)[m.end():])
+    return m.group(1), command_text(str(e)[m.end():])
 
 
 def user_error(e: SluiceError, command: str | None = None) -> str:
@@ -178,7 +172,7 @@ def user_error(e: SluiceError, command: str | None = None) -> str:
     (``RpcError``) or of the connection to it (no answer, connection lost)
     begins with ``command`` (the one being run; default: the method's)
     instead of the method, the methods it names are said as commands
-    (``cli_text``) and the JSON-RPC code is left out. Other errors are as
+    (``command_text``) and the JSON-RPC code is left out. Other errors are as
     they are."""
     method, text = _method_and_text(e)
     if method is None:
@@ -574,7 +568,7 @@ def graph_apply(file: Path = typer.Argument(..., help="Graph file (or a deployme
                 res = c.call("graph.apply", **to_rpc(g))
             except SluiceError as e:
                 why = (str(e) if as_json else
-                       f"sluiced refused it: {cli_text(e.message)}" if isinstance(e, RpcError)
+                       f"sluiced refused it: {command_text(e.message)}" if isinstance(e, RpcError)
                        else _method_and_text(e)[1])
                 raise fail(f"{file}: graph '{g.name}': {why}") from None
             out["graphs"].append(res)
@@ -595,7 +589,7 @@ def graph_apply(file: Path = typer.Argument(..., help="Graph file (or a deployme
             with c.patience(rule_build_seconds(len(existing) + len(new))):
                 res = c.call("rule.add", rules=new) if new else {}
         except RpcError as e:
-            msg = e.message if as_json else cli_text(e.message)
+            msg = e.message if as_json else command_text(e.message)
             raise fail(f"{file}: {batch_refusal(new, msg)}") from None
         except SluiceError as e:
             raise fail(f"{file}: rules: {e if as_json else _method_and_text(e)[1]}") from None

@@ -58,7 +58,7 @@ MAX_LINE = 64 * 1024 * 1024  # a response longer than this is not sluiced talkin
 # reaches it: (the `sluice` command that calls it or shows what it lists,
 # the REST endpoints under /api/v1 that call it, the first to be named in a
 # message). sluiced's error texts name methods ("no rule with id 4; see
-# rule.list"); the CLI (cli.cli_text) and the REST API (api.rest_text) say
+# rule.list"); the CLI (command_text) and the REST API (api.rest_text) say
 # them as the command or the endpoint instead (say_methods). None: there is
 # none (rx.pause and rx.resume are REST and launcher only; shutdown is for
 # whoever started the node). tests/python/test_method_names.py checks the

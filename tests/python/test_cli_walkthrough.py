@@ -22,8 +22,8 @@ from test_client import FakeSluiced, default_handler
 from typer.testing import CliRunner
 
 import sluice.cli
-import sluice.client
 from sluice.cli import app
+from sluice.client import command_text
 from sluice.deploy import load_deployment
 from sluice.launch import Launcher
 
@@ -165,20 +165,20 @@ def test_every_method_the_cli_calls_has_its_command() -> None:
 
 
 def test_method_names_become_commands() -> None:
-    assert sluice.cli.cli_text("no rule with id 4; see rule.list") == (
+    assert command_text("no rule with id 4; see rule.list") == (
         "no rule with id 4; see `sluice rule list`")
-    assert sluice.cli.cli_text("too many kept requests: remove one (flow.requests lists them, "
-                    "flow.request.remove) or raise --max-wildcards") == (
+    assert command_text("too many kept requests: remove one (flow.requests lists them, "
+                        "flow.request.remove) or raise --max-wildcards") == (
         "too many kept requests: remove one (`sluice flow request list` lists them, "
         "`sluice flow request remove`) or raise --max-wildcards")
-    assert sluice.cli.cli_text("ask again once the chain is set (chain.set).") == (
+    assert command_text("ask again once the chain is set (chain.set).") == (
         "ask again once the chain is set (`sluice chain set`).")
     # a method with no command of its own: the command that shows its list;
     # no command at all: as it is; words that are not methods: as they are
-    assert sluice.cli.cli_text("no service x; service.list shows the services; status ok") == (
+    assert command_text("no service x; service.list shows the services; status ok") == (
         "no service x; `sluice nf list` shows the services; status ok")
-    assert sluice.cli.cli_text("rx.pause, then rx.resume") == "rx.pause, then rx.resume"
-    assert sluice.cli.cli_text("stats.flows.live and nf.list mbuf_cache") == (
+    assert command_text("rx.pause, then rx.resume") == "rx.pause, then rx.resume"
+    assert command_text("stats.flows.live and nf.list mbuf_cache") == (
         "stats.flows.live and `sluice nf list` mbuf_cache")
 
 

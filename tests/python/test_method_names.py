@@ -19,8 +19,8 @@ from test_client import fake_socket
 from typer.testing import CliRunner
 
 from sluice.api import ENDPOINTS, PREFIX, SOCKET_METHODS, create_app, rest_text
-from sluice.cli import app, cli_text
-from sluice.client import COMMANDS, METHODS
+from sluice.cli import app
+from sluice.client import COMMANDS, METHODS, command_text
 
 ROOT = Path(__file__).resolve().parents[2]
 MGR = ROOT / "src" / "mgr"
@@ -131,7 +131,7 @@ def test_texts_of_sluiced_said_as_commands_and_endpoints() -> None:
         "stats.flows.live, status ok": ("stats.flows.live, status ok",) * 2,
     }
     for text, (cli, rest) in said.items():
-        assert (cli_text(text), rest_text(text)) == (cli, rest), text
+        assert (command_text(text), rest_text(text)) == (cli, rest), text
 
 
 # -- through the CLI and the API, against a fake sluiced ------------------------------------
