@@ -112,7 +112,9 @@ mon_count_chunk(struct mon_state *mon, struct rte_mbuf **pkts, uint16_t n)
 		mon->total.pkts++;
 		mon->total.bytes += bytes;
 		sl_pkt_set_verdict(pkts[i], SL_NEXT);
-		rc = sl_pkt_5tuple(pkts[i], t);
+		/* Keyed as the flow director keys it: every fragment of a
+		 * datagram, the first too, in one flow with ports 0. */
+		rc = sl_pkt_flow_tuple(pkts[i], t);
 		if (unlikely(rc != 0)) {
 			c = rc == -ENOENT ? MON_NON_IP : MON_MALFORMED;
 		} else {

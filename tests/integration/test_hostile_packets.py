@@ -119,8 +119,9 @@ def _l4(f: bytes, family: int, proto: int, ip: int, off: int, end: int,
 
 
 def flow_key(t: Tuple5) -> Tuple5:
-    """The tuple sluiced's flow director (and the NFs that name its flows,
-    flowclass) key a packet by: a fragment's ports are 0, the first's too."""
+    """The tuple sluiced's flow director (and the NFs that key flows as it
+    does, flowclass and monitor) key a packet by: a fragment's ports are 0,
+    the first's too."""
     return replace(t, sport=0, dport=0, tcp_flags=None) if t.fragment else t
 
 
@@ -501,7 +502,7 @@ def test_hostile_frames_through_every_nf(launch, node, tmp_path, lookup):
     assert {c: int(mon[c]) for c in classes} == {
         c: sum(mon_class(k) == c for k in seen_kinds) for c in classes}
     ms = _kv(_last(logs[next(lbl for lbl in logs if lbl.startswith("monitor"))], "mon-stats:"))
-    flows, untracked = table_fill([_dir(t) for t in seen_tuples], v["mon_flows"])
+    flows, untracked = table_fill([_dir(flow_key(t)) for t in seen_tuples], v["mon_flows"])
     assert {k: int(ms[k]) for k in ("ipv4", "ipv6", "flows", "flows_untracked")} == {
         "ipv4": sum(t.family == 4 for t in seen_tuples),
         "ipv6": sum(t.family == 6 for t in seen_tuples),

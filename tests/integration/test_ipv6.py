@@ -360,11 +360,12 @@ def _fw_rule(frame: bytes) -> str:
 
 def _mon_flow(frame: bytes) -> tuple[str, str]:
     """(class, flow) of a frame as sluice-monitor counts it: directional,
-    ports 0 for port-less protocols and later fragments."""
+    ports 0 for port-less protocols and for every fragment, the first too
+    (sl_pkt_flow_tuple, as the flow director keys it)."""
     p = Ether(frame)
     l3 = p[IPv6] if IPv6 in p else p[IP]
     frag = p.getlayer(IPv6ExtHdrFragment)
-    if frag is not None and frag.offset != 0:
+    if frag is not None:
         return "udp", f"udp {_end(l3.src, 0)} > {_end(l3.dst, 0)}"
     if ICMPv6EchoRequest in p or ICMPv6EchoReply in p:
         return "icmp", f"icmp6 {l3.src} > {l3.dst}"
@@ -384,7 +385,7 @@ def test_firewall_and_monitor_ipv6(launch, node, tmp_path, matcher):
     rules (/64 + port range, /128, /127, udp dport 53, icmp6 to a /128,
     ::/0, which no IPv4 packet matches) count each frame exactly; the
     monitor counts IPv6, ICMPv6 (class icmp) and directional flows
-    exactly, a later fragment as a flow with ports 0."""
+    exactly, both fragments of a datagram as one flow with ports 0."""
     ins, in2, _flows = _frames()
     frames = ins + in2 + [_f(_eth() / IP(src="10.0.0.3", dst="10.0.0.4") / TCP(sport=1, dport=2))]
     src = write(tmp_path / "in.pcap", frames)
