@@ -177,7 +177,8 @@ def user_error(e: SluiceError, command: str | None = None) -> str:
     method, text = _method_and_text(e)
     if method is None:
         return text
-    return f"{command or COMMANDS.get(method, method)}: {text}"
+    hint = e.hint if isinstance(e, RpcError) else ""  # a close name (_call)
+    return f"{command or COMMANDS.get(method, method)}: {text}{hint}"
 
 
 # -- options shared by the commands that talk to a running node ------------------
@@ -273,7 +274,37 @@ def _not_running(c: Client, how: str) -> str:
 def _call(node: str | None, socket: Path | None, method: str, timeout: float = 5.0,
           **params: Any) -> Any:
     with _client(node, socket, timeout) as c:
-        return c.call(method, **params)
+        try:
+            return c.call(method, **params)
+        except RpcError as e:
+            e.hint = _name_hint(c, e.message)
+            raise
+
+
+# sluiced's "no such name" errors, and the method that lists the names of that kind
+_UNKNOWN_NAME = ((re.compile(r"\bno graph named '([^']*)'"), "graph.get"),
+                 (re.compile(r"\bno service (\S+?);"), "service.list"),
+                 (re.compile(r"\bno port named '([^']*)'"), "port.list"))
+
+
+def _name_hint(c: Client, message: str) -> str:
+    """For an error of sluiced about a name it does not know (``no graph
+    named 'anomly'``), ``; did you mean 'anomaly'?`` when the node has a
+    name close to it (a typo); else (or when the names cannot be read) ""."""
+    from .graph import did_you_mean
+
+    for pattern, method in _UNKNOWN_NAME:
+        m = pattern.search(message)
+        if m is None:
+            continue
+        try:
+            res = c.call(method)
+        except SluiceError:
+            return ""
+        items = res.get("graphs", []) if isinstance(res, dict) else res
+        names = [x.get("name") for x in items if isinstance(x, dict)]
+        return did_you_mean(m.group(1), [n for n in names if isinstance(n, str)])
+    return ""
 
 
 def _print_json(v: Any) -> None:
@@ -496,6 +527,11 @@ def nf_scale(service: str = typer.Argument(..., help="The service to scale."),
     typer.echo(f"service {res.get('service', service)}: {res.get('replicas', replicas)} "
                f"replica(s): "
                f"{'; '.join(what) or 'nothing to do'}")
+    if replicas == 0 and (stopping or cancelled):
+        # nf.scale copies a running instance: with none left it cannot start one
+        typer.echo(f"no instance of {service} is left to copy: `sluice nf scale {service} N` "
+                   f"cannot start one again; `sluice apply DEPLOYMENT.yaml` starts the "
+                   f"file's replicas")
 
 
 def _ids(v: list[Any]) -> str:

@@ -165,6 +165,9 @@ class RpcError(SluiceError):
         self.message = message
         self.data = data
         self.method = method
+        # what a command adds for its user (the CLI's "did you mean"); not
+        # part of sluiced's error, so not of str(self)
+        self.hint = ""
 
     def __str__(self) -> str:
         where = f"{self.method}: " if self.method else ""

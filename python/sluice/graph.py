@@ -156,6 +156,11 @@ def load_graphs(path: str | Path, services: Iterable[str] | None = None,
         if isinstance(data, dict) and {"ports", "nfs", "chain", "node"} & set(data):
             dep = Deployment.from_dict(data, source=source,
                                        base_dir=Path(path).resolve().parent, check_env=False)
+            if not dep.graphs and not dep.rules:
+                raise GraphError([f"{source}: a deployment with no graphs and no rules: "
+                                  f"nothing for `sluice graph apply` to apply; its chain is "
+                                  f"set by `sluice chain set`, the whole file by `sluice "
+                                  f"apply {source}`"])
             return GraphSet(graphs=dep.graphs, rules=dep.rules)
     except DeploymentError as e:
         raise GraphError(e.issues) from None
