@@ -383,7 +383,8 @@ sl_scale(struct sl_mgr *m, uint16_t service, uint32_t replicas, json_t **out,
 		json_decref(cancelled);
 		snprintf(err, errlen,
 			 "service '%s' has no running instance to copy: start "
-			 "one first (sluice up, or run its program)",
+			 "one first (sluice apply DEPLOYMENT.yaml starts the "
+			 "file's replicas; or run its program)",
 			 svc->name);
 		return -ENOENT;
 	}

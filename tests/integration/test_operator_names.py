@@ -67,5 +67,7 @@ def test_typos_get_the_close_name_and_scaling_to_zero_says_how_back(launch, node
     # and that is so
     wait_until(lambda: not any(n["service"] == "scrubber"
                                for n in run.client.call("nf.list")), 10, "scrubber gone")
-    assert cli("nf", "scale", "scrubber", "1")[1].startswith(
-        "sluice nf scale: service 'scrubber' has no running instance to copy: ")
+    assert cli("nf", "scale", "scrubber", "1")[1] == (
+        "sluice nf scale: service 'scrubber' has no running instance to copy: start one "
+        "first (sluice apply DEPLOYMENT.yaml starts the file's replicas; or run its "
+        "program)\n")
