@@ -972,6 +972,9 @@ def flow_get(flow_id: int = typer.Argument(None, metavar="[ID]", help="The flow 
 @flow_app.command("delete")
 @errors
 def flow_delete(flow_id: int = typer.Argument(None, metavar="[ID]", help="The flow."),
+                key: str = typer.Option(None, "--key", "-k",
+                                        help="The flow by its key, as flow list shows it: "
+                                             "'tcp 10.0.0.1:1234 > 10.0.0.2:80'."),
                 all_flows: bool = typer.Option(False, "--all", help="Every flow."),
                 graph: str = FGraphOpt, proto: str = ProtoOpt, src: str = SrcOpt,
                 dst: str = DstOpt, port: str = FPortOpt, service: str = FServiceOpt,
@@ -980,12 +983,13 @@ def flow_delete(flow_id: int = typer.Argument(None, metavar="[ID]", help="The fl
                 timeout: float = TimeoutOpt) -> None:
     """Forget flows: their next packet is classified again (rules, else the chain)."""
     filters = _flow_filters("flow delete", graph, proto, src, dst, port, service, in_port)
-    given = [flow_id is not None, all_flows, bool(filters)]
+    given = [flow_id is not None, key is not None, all_flows, bool(filters)]
     if sum(given) != 1:
-        raise fail("sluice flow delete: say which flows: a flow ID, --all, or filters "
-                   "(--graph, --proto, --src, --dst, --port, --service, --in-port); one of "
-                   "the three")
+        raise fail("sluice flow delete: say which flows: a flow ID, --key KEY, --all, or "
+                   "filters (--graph, --proto, --src, --dst, --port, --service, --in-port); "
+                   "one of the four")
     params: dict[str, Any] = ({"id": flow_id} if flow_id is not None
+                              else {"key": key} if key is not None
                               else {"all": True} if all_flows else filters)
     res = _call(node, socket, "flow.delete", timeout, **params)
     if as_json:

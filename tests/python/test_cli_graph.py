@@ -457,14 +457,17 @@ def test_flow_delete(fake: Fake) -> None:
     assert run(["flow", "delete", "7"], fake).stdout == "deleted 1 flow(s)\n"
     assert run(["flow", "delete", "--all"], fake).stdout == "deleted 42 flow(s)\n"
     run(["flow", "delete", "--graph", "video", "--proto", "tcp", "--port", "443"], fake)
+    run(["flow", "delete", "--key", "udp 192.168.1.2:5353 > 10.0.0.9:53"], fake)
     assert sent(srv) == [("flow.delete", {"id": 7}), ("flow.delete", {"all": True}),
-                         ("flow.delete", {"proto": "tcp", "dport": 443, "graph": "video"})]
-    for args in ([], ["7", "--all"], ["--all", "--graph", "g"], ["7", "--proto", "tcp"]):
+                         ("flow.delete", {"proto": "tcp", "dport": 443, "graph": "video"}),
+                         ("flow.delete", {"key": "udp 192.168.1.2:5353 > 10.0.0.9:53"})]
+    for args in ([], ["7", "--all"], ["--all", "--graph", "g"], ["7", "--proto", "tcp"],
+                 ["7", "--key", "k"], ["--key", "k", "--all"]):
         r = run(["flow", "delete", *args], fake, code=1)
-        assert r.stderr == ("sluice flow delete: say which flows: a flow ID, --all, or filters "
-                            "(--graph, --proto, --src, --dst, --port, --service, --in-port); "
-                            "one of the three\n")
-    assert len(srv.requests) == 3
+        assert r.stderr == ("sluice flow delete: say which flows: a flow ID, --key KEY, --all, "
+                            "or filters (--graph, --proto, --src, --dst, --port, --service, "
+                            "--in-port); one of the four\n")
+    assert len(srv.requests) == 4
 
 
 def test_flow_requests(fake: Fake) -> None:
