@@ -29,7 +29,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, Literal, get_args, get_origin
 
 import uvicorn
 from fastapi import Body, FastAPI, Query, Request, WebSocket
@@ -380,6 +380,19 @@ class GraphRemoved(_Model):
 _PORTS_DOC = "a number 0-65535, \"LO-HI\" or \"any\""
 
 
+def _match_problem(key: str, value: Any, problem: str, query: bool = False) -> str:
+    """match_params' ``problem`` with ``key`` said as a REST request gives it:
+    its hint for in_port: port:NAME is a deployment file's (``write in_port:
+    NAME``); here it is ``"in_port": "NAME"`` in a body, ``in_port=NAME`` in a
+    query."""
+    if key == "in_port" and isinstance(value, str) and value.startswith("port:"):
+        name = value[len("port:"):]
+        give = f"in_port={name}" if query else f'"in_port": {json.dumps(name)}'
+        return (f"{show_value(value)} is not a port name: give the port's name alone, "
+                f"{give}")
+    return problem
+
+
 def _match_field(key: str) -> BeforeValidator:
     """Checks and normalizes one match field as the CLI does (graph.match_params):
     a bad value is refused in the words ``sluice rule add --KEY`` uses; any is
@@ -389,7 +402,8 @@ def _match_field(key: str) -> BeforeValidator:
             return None
         out, problems = match_params({key: v})
         if problems:
-            raise PydanticCustomError("sluice_match", "{problem}", {"problem": problems[0][1]})
+            raise PydanticCustomError("sluice_match", "{problem}",
+                                      {"problem": _match_problem(key, v, problems[0][1])})
         return out.get(key)
 
     return BeforeValidator(check)
@@ -412,6 +426,8 @@ class Match(BaseModel):
                         "or any.")
     sport: Ports = Field(None, description=_PORTS_DOC)
     dport: Ports = Field(None, description=_PORTS_DOC, examples=[53])
+    in_port: Annotated[str | None, _match_field("in_port")] = Field(
+        None, description="Only packets that came in on this port (its name).")
 
     @model_validator(mode="after")
     def _together(self) -> Any:
@@ -434,8 +450,6 @@ class RuleAdd(Match):
     priority: Annotated[int, _match_field("priority")] = Field(
         0, description="-1000000 to 1000000: the highest wins; between equal ones, the "
                        "older rule.")
-    in_port: Annotated[str | None, _match_field("in_port")] = Field(
-        None, description="Only packets that came in on this port.")
 
 
 class RuleBatch(BaseModel):
@@ -804,22 +818,135 @@ class ApiError(Exception):
 _PYDANTIC_TAG = re.compile(r"^((function-(before|after|wrap|plain)|literal|list|dict|nullable|"
                            r"tagged-union|union)\[.*\]|constrained-\w+|int|str|bool|float)$")
 
-def _problem(err: Any) -> tuple[str, str]:
+# What each field takes, said in a 422 (`replicas: expected a whole number ...`): by
+# its path, a list index or a node name as *; a rule of a batch is said as a rule.
+_TAKES = {
+    "hops": 'an array of hops, e.g. ["firewall", "port:out"]',
+    "hops.*": "a hop as a string: a service, port:NAME or drop",
+    "nodes": 'an object of each service\'s next hops, e.g. {"fw": ["mon", "drop"], '
+             '"mon": ["port:out"]}',
+    "nodes.*": 'an array of next hops, the default first, e.g. ["port:out"]',
+    "nodes.*.*": "a next hop as a string: a service of the graph, port:NAME or drop",
+    "entry": "the name of a node of the graph (or leave entry out: the first node)",
+    "mode": "flow, queue or rr",
+    "replicas": "a whole number of instances from 0 to 65535, e.g. 2",
+    "rules": 'an array of rules, e.g. [{"graph": "web", "proto": "tcp", "dport": 80}]',
+    "rules.*": 'a rule, e.g. {"graph": "web", "proto": "tcp", "dport": 80}',
+    "graph": 'the name of a graph as a string, e.g. "web" (`GET /api/v1/graphs` lists them)',
+    "service": 'the name of a service as a string, e.g. "firewall" (`GET /api/v1/services` '
+               'lists them)',
+    "to": "one of the service's next hops as a string: a service, port:NAME or drop",
+    "key": 'a string of 1 to 63 characters, e.g. "threshold"',
+    "value": 'a string of at most 255 characters, e.g. "1000"',
+    "flow": '{"key": "tcp 10.0.0.1:1234 > 10.0.0.2:80"} for one flow or {"match": {...}} '
+            'for every flow that matches ({"match": {}}: all)',
+    "flow.key": 'a flow key, e.g. "tcp 10.0.0.1:1234 > 10.0.0.2:80" (`GET /api/v1/flows` '
+                'lists them)',
+    "flow.match": "an object of match fields (proto, src, dst, sport, dport, in_port); {} "
+                  "for every flow",
+    "query.limit": "a whole number from 0 to 100000",
+    "query.offset": "a whole number from 0 to 4294967295",
+    "query.instance": "an instance id from 0 to 65535 (`GET /api/v1/nfs` lists them)",
+    "query.max_events": "a whole number of events, 1 or more",
+    "query.all": "true or false",
+    "path.instance": "an instance id from 0 to 65535 (`GET /api/v1/nfs` lists them)",
+    "path.rule_id": "a rule id from 0 to 4294967295 (`GET /api/v1/rules` lists them)",
+    "path.request_id": "a request id from 1 to 4294967295 (`GET /api/v1/flow-requests` "
+                       "lists them)",
+    "path.flow": "a flow id, or a flow key URL-encoded (`GET /api/v1/flows` lists them)",
+}
+
+# What pydantic's type errors expected, for a field _TAKES does not name.
+_TYPE_NAMES = {
+    "int_type": "an integer", "int_parsing": "an integer", "int_from_float": "an integer",
+    "int_parsing_size": "an integer", "string_type": "a string", "list_type": "an array",
+    "dict_type": "an object", "bool_type": "true or false", "bool_parsing": "true or false",
+    "float_type": "a number", "float_parsing": "a number", "model_type": "an object",
+    "model_attributes_type": "an object", "literal_error": "",
+}
+
+
+def _json_kind(v: Any) -> str:
+    """What a JSON value is, in JSON's words: ``a string ('x')``, ``an array``."""
+    if isinstance(v, (list, dict)) or v is None:
+        return {list: "an array", dict: "an object"}.get(type(v), "null")
+    return kind_of(v)
+
+
+def _unwrap(tp: Any) -> Any:
+    while get_origin(tp) is Annotated:
+        tp = get_args(tp)[0]
+    return tp
+
+
+def _model_at(tp: Any, loc: list[Any]) -> type[BaseModel] | None:
+    """The model of a request whose key ``loc`` (an error's loc after ``body``,
+    tags of unions included) ends at: for the fields it takes."""
+    for part in loc[:-1]:
+        tp = _unwrap(tp)
+        args = [_unwrap(a) for a in get_args(tp) if a is not type(None)]
+        if isinstance(tp, type) and issubclass(tp, BaseModel):
+            field = tp.model_fields.get(str(part))
+            if field is None:
+                return None
+            tp = field.annotation
+        elif get_origin(tp) is list:
+            tp = args[0]
+        elif get_origin(tp) is dict:
+            tp = args[-1]
+        elif part in REQUEST_TYPES:  # FlowRequest: the member the body's type names
+            tp = dict(zip(REQUEST_TYPES, args, strict=True))[part]
+        elif part in _FLOW_TAGS:  # FlowRef: the member the body's flow is
+            tp = dict(zip(_FLOW_TAGS, args, strict=True))[part]
+        elif args and not _PYDANTIC_TAG.match(str(part)):
+            return None
+    tp = _unwrap(tp)
+    return tp if isinstance(tp, type) and issubclass(tp, BaseModel) else None
+
+
+def _takes(where: list[Any]) -> str | None:
+    """What the field at ``where`` (a cleaned loc) takes, from _TAKES."""
+    parts = [str(x) for x in where]
+    if parts and parts[0] == "nodes" and len(parts) > 1:
+        parts[1] = "*"
+    key = ".".join("*" if p.isdigit() and i else p for i, p in enumerate(parts))
+    for prefix in ("rules.*.", "flow.match."):  # a rule of a batch, a request's match
+        if key.startswith(prefix) and key not in _TAKES:
+            key = key[len(prefix):]
+    return _TAKES.get(key)
+
+
+def _problem(err: Any, body: Any = None) -> tuple[str, str]:
     """The field path and the message of one pydantic error of a request:
-    ``skip_me.flow`` and what is wrong there and what to give."""
+    ``skip_me.flow`` and what is wrong there and what to give. ``body`` is the
+    type of the route's body (for the fields an object takes)."""
     kind, ctx, value = err.get("type"), err.get("ctx") or {}, err.get("input")
-    where = list(err.get("loc", ()))
+    raw = list(err.get("loc", ()))
+    where = list(raw)
     if where[:1] == ["body"] and len(where) > 1 and where[1] in REQUEST_TYPES:
         del where[1]  # the member of FlowRequest the body's type named
     where = [x for x in where if x != "body" and x not in _FLOW_TAGS
              and not _PYDANTIC_TAG.match(str(x))]
+    # a query or path value is text: shown as given; a body's value by its JSON kind
+    in_url = bool(where) and where[0] in ("query", "path")
+    got = show_value(value) if in_url and isinstance(value, str) else _json_kind(value)
+    takes = _takes(where)
     msg = str(err.get("msg"))
     if kind == "sluice_match_fields":
         where.append(ctx.get("field", ""))  # the field to fix
+    elif kind == "sluice_match":
+        pass  # match_params' words (_match_field)
     elif kind == "extra_forbidden":
-        msg = "unknown field: leave it out (/docs lists the fields)"
+        model = _model_at(body, raw[1:]) if raw[:1] == ["body"] else None
+        known = list(model.model_fields) if model is not None else []
+        if model is not None and "type" in known:
+            known.remove("type")
+            known.insert(0, "type")
+        fields = f" (this object takes {', '.join(known)})" if known else ""
+        msg = f"unknown field: leave it out{fields}{did_you_mean(str(raw[-1]), known)}"
     elif kind == "missing":
-        msg = "missing: this field is required"
+        msg = f"missing: this field is required; give {takes}" if takes else \
+            "missing: this field is required (/docs lists the fields)"
     elif kind in ("union_tag_invalid", "union_tag_not_found"):
         # FlowRequest's type (the one string discriminator of the bodies)
         where.append("type")
@@ -835,11 +962,38 @@ def _problem(err: Any) -> tuple[str, str]:
         one = ('{"key": "tcp 10.0.0.1:1234 > 10.0.0.2:80"} for one flow or '
                '{"match": {...}} for every flow that matches ({"match": {}}: all)')
         if not isinstance(value, dict):
-            msg = f"expected an object, got {kind_of(value)}: give {one}"
+            msg = f"expected an object, got {_json_kind(value)}: give {one}"
         elif "key" in value:
             msg = f"give key or match, not both: {one}"
         else:
             msg = f"missing: give {one}"
+    elif kind in _TYPE_NAMES:
+        if takes is None:
+            model = _model_at(body, raw[1:] + ["x"]) if raw[:1] == ["body"] else None
+            takes = (f"an object with {', '.join(model.model_fields)}" if model is not None
+                     else _TYPE_NAMES[kind] or f"one of {ctx.get('expected')}")
+        hint = ""
+        if kind == "literal_error" and isinstance(value, str):
+            hint = did_you_mean(value, re.findall(r"'([^']*)'", str(ctx.get("expected"))))
+        msg = f"expected {takes}, got {got}{hint}"
+    elif kind in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):
+        op = {"greater_than_equal": "less than", "greater_than": "not more than",
+              "less_than_equal": "more than", "less_than": "not less than"}[kind]
+        bound = next(iter(ctx.values()), "")
+        shown = value if in_url else show_value(value)
+        msg = f"{shown} is out of range ({op} {bound}): give {takes or 'a number in range'}"
+    elif kind in ("string_too_short", "too_short"):
+        msg = f"is empty: give {takes}" if takes else \
+            f"{msg[0].lower()}{msg[1:]}: give more (/docs describes the field)"
+    elif kind in ("string_too_long", "too_long"):
+        size = len(value) if isinstance(value, (str, list)) else ctx.get("actual_length")
+        unit = "characters" if kind == "string_too_long" else "items"
+        most = ctx.get("max_length")
+        msg = f"{size} {unit}, more than the {most} it takes: " + (
+            f"give {takes}" if takes else f"give at most {most}" + (
+                " (send the rest in another request)" if kind == "too_long" else ""))
+    else:
+        msg = f"{msg[0].lower()}{msg[1:]}, got {got}: /docs says what this field takes"
     return ".".join(str(x) for x in where), msg
 
 
@@ -847,13 +1001,14 @@ def _problem(err: Any) -> tuple[str, str]:
 _LOST = re.compile(r": (connection to .* lost|sluiced closed the connection)")
 
 
-def http_error(e: SluiceError) -> ApiError:
-    """The HTTP status and detail of an error of the client."""
+def http_error(e: SluiceError, fields: dict[str, str] | None = None) -> ApiError:
+    """The HTTP status and detail of an error of the client (``fields``: see
+    _param_said)."""
     if isinstance(e, RpcError):
         # sluiced's message names methods (see rule.list): said as endpoints
         text = rest_text(e.message)
         if e.code == -32602:
-            return ApiError(422, text)
+            return ApiError(422, _param_said(text, fields or {}))
         if e.code == -32000:
             return ApiError(404 if _NOT_FOUND.match(e.message) else 409, text)
         if e.code == -32601:
@@ -871,6 +1026,18 @@ def http_error(e: SluiceError) -> ApiError:
                              f"runs (sluice status) and try again (the next request "
                              f"connects anew)")
     return ApiError(502, str(e))
+
+
+# How sluiced names a param in a refusal: "param 'in_port': no port named 'x'".
+_PARAM = re.compile(r"^param '(\w+)':? ")
+
+
+def _param_said(detail: str, fields: dict[str, str]) -> str:
+    """sluiced's refusal of a param said with the field of the request it came
+    from, as the API's own 422s say it: ``param 'in_port': no port ...`` is
+    ``in_port: no port ...`` (a body field) or ``query.in_port: ...``."""
+    m = _PARAM.match(detail)
+    return f"{fields.get(m[1], m[1])}: {detail[m.end():]}" if m else detail
 
 
 def _check_params(method: str, params: dict[str, Any]) -> None:
@@ -934,8 +1101,11 @@ class Sluiced:
     def socket_path(self) -> Path:
         return self.client.socket_path
 
-    def call(self, method: str, wait: float = 0.0, **params: Any) -> Any:
-        """``wait``: seconds to wait for the answer at least (rule builds)."""
+    def call(self, method: str, wait: float = 0.0, fields: dict[str, str] | None = None,
+             **params: Any) -> Any:
+        """``wait``: seconds to wait for the answer at least (rule builds).
+        ``fields``: where the request has sluiced's params that are not body
+        fields (``{"key": "path.flow"}``), for its messages (_param_said)."""
         _check_params(method, params)
         with self.lock:
             try:
@@ -946,7 +1116,7 @@ class Sluiced:
                     # sluiced could not read the request and may close the
                     # connection (a long line): the next call connects anew.
                     self.client.close()
-                raise http_error(e) from None
+                raise http_error(e, fields) from None
             except SluiceError as e:
                 raise http_error(e) from None
 
@@ -1507,8 +1677,11 @@ def create_app(node: str, socket_path: str | Path | None = None,
         parts: dict[str, list[str]] = {}
         errors = e.errors()
         shown = 0  # errors said in the lines
+        route = request.scope.get("route")
+        field = getattr(route, "body_field", None)
+        body = getattr(getattr(field, "field_info", None), "annotation", None)
         for err in errors:
-            loc, msg = _problem(err)
+            loc, msg = _problem(err, body)
             loc = _short(loc, 80)
             if loc not in parts and len(parts) == MAX_PROBLEMS:
                 break
@@ -1696,8 +1869,9 @@ def create_app(node: str, socket_path: str | Path | None = None,
                      sport: str | None, dport: str | None,
                      in_port: str | None) -> dict[str, Any]:
         if instance is not None and not service:
-            raise ApiError(422, "instance: give service too (instance picks an "
-                                "instance of that service)")
+            raise ApiError(422, "query.instance: give service too (instance picks an "
+                                "instance of that service), e.g. ?service=firewall&"
+                                "instance=2")
         f = {"graph": graph, "service": service, "instance": instance, "proto": proto,
              "src": src, "dst": dst, "sport": sport, "dport": dport, "in_port": in_port}
         # An empty filter (?graph=, as an HTML form sends it) is no filter.
@@ -1706,7 +1880,8 @@ def create_app(node: str, socket_path: str | Path | None = None,
         _, problems = match_params({k: v for k, v in f.items()
                                     if k in (*_MATCH_FIELDS, "in_port")})
         if problems:
-            raise ApiError(422, "\n".join(f"query.{k}: {m}" for k, m in problems))
+            raise ApiError(422, "\n".join(f"query.{k}: {_match_problem(k, f[k], m, True)}"
+                                          for k, m in problems))
         return f
 
     def _filter(description: str) -> Any:
@@ -1735,7 +1910,7 @@ def create_app(node: str, socket_path: str | Path | None = None,
               in_port: str | None = _f_in_port) -> Any:
         """Flows in the table that pass the filters (404 if the graph or service
         filtered on does not exist)."""
-        return sluiced.call("flow.list", limit=limit, **flow_filters(
+        return sluiced.call("flow.list", limit=limit, fields=_QUERY, **flow_filters(
             graph, service, instance, proto, src, dst, sport, dport, in_port))
 
     @app.delete(f"{PREFIX}/flows", response_model=FlowsDeleted, responses=_ERRORS_404,
@@ -1753,7 +1928,16 @@ def create_app(node: str, socket_path: str | Path | None = None,
                               in_port)
         if all_:
             params["all"] = True
-        return sluiced.call("flow.delete", **params)
+        elif not params:
+            raise ApiError(422, f"DELETE {PREFIX}/flows needs filters (query parameters "
+                                f"{', '.join(sorted(_QUERY))}) or all=true: "
+                                f"`DELETE {PREFIX}/flows?all=true` deletes every flow, "
+                                f"`DELETE {PREFIX}/flows/{{flow}}` one")
+        return sluiced.call("flow.delete", fields=_QUERY, **params)
+
+    _QUERY = {k: f"query.{k}" for k in ("graph", "service", "instance", "proto", "src",
+                                          "dst", "sport", "dport", "in_port")}
+    _PATH_FLOW = {"key": "path.flow", "id": "path.flow"}
 
     def flow_ref(flow: str) -> dict[str, Any]:
         if not (flow.isascii() and flow.isdigit()):
@@ -1772,13 +1956,13 @@ def create_app(node: str, socket_path: str | Path | None = None,
              tags=["flows"])
     def flow_get(flow: str = _flow_path) -> Any:
         """One flow."""
-        return sluiced.call("flow.get", **flow_ref(flow))
+        return sluiced.call("flow.get", fields=_PATH_FLOW, **flow_ref(flow))
 
     @app.delete(f"{PREFIX}/flows/{{flow}}", response_model=FlowsDeleted,
                 responses=_ERRORS_404, tags=["flows"])
     def flow_delete(flow: str = _flow_path) -> Any:
         """Delete one flow; its next packet is classified again."""
-        return sluiced.call("flow.delete", **flow_ref(flow))
+        return sluiced.call("flow.delete", fields=_PATH_FLOW, **flow_ref(flow))
 
     @app.post(f"{PREFIX}/flow-requests", response_model=FlowRequestResult,
               responses=_ERRORS_404, tags=["flows"])

@@ -42,7 +42,8 @@ def test_put_chain(api: TestClient, fake: Any) -> None:
                                   "`GET /api/v1/ports`"}
     r = api.put("/api/v1/chain", json={"hops": "fw"})
     assert r.status_code == 422
-    assert r.json() == {"detail": "hops: Input should be a valid list"}
+    assert r.json() == {"detail": 'hops: expected an array of hops, e.g. ["firewall", '
+                                  '"port:out"], got a string (\'fw\')'}
     assert len(fake[1].requests) == 3  # the invalid body never reached sluiced
 
 
@@ -55,8 +56,8 @@ def test_nf_stop(api: TestClient, fake: Any) -> None:
         "detail": "no running NF instance 99; `GET /api/v1/nfs` shows them"})
     r = api.post("/api/v1/nfs/x/stop")
     assert r.status_code == 422
-    assert r.json()["detail"] == ("path.instance: Input should be a valid integer, unable to "
-                                  "parse string as an integer")
+    assert r.json()["detail"] == ("path.instance: expected an instance id from 0 to 65535 "
+                                  "(`GET /api/v1/nfs` lists them), got 'x'")
 
 
 def test_lb_set(api: TestClient, fake: Any) -> None:
@@ -69,11 +70,11 @@ def test_lb_set(api: TestClient, fake: Any) -> None:
     assert fake[1].requests[-1]["params"] == {"service": "mon", "mode": "queue"}
     r = api.put("/api/v1/services/mon/lb", json={"mode": "random"})
     assert (r.status_code, r.json()) == (422, {
-        "detail": "mode: Input should be 'flow', 'queue' or 'rr'"})
+        "detail": "mode: expected flow, queue or rr, got a string ('random')"})
     fake[0].fail["lb.set"] = (-32602, "param 'mode' 'rr': use flow, queue or rr")
     r = api.put("/api/v1/services/mon/lb", json={"mode": "rr"})
     assert (r.status_code, r.json()) == (422, {
-        "detail": "param 'mode' 'rr': use flow, queue or rr"})
+        "detail": "mode: 'rr': use flow, queue or rr"})
     del fake[0].fail["lb.set"]
     r = api.put("/api/v1/services/nat/lb", json={"mode": "rr"})
     assert (r.status_code, r.json()) == (404, {
@@ -160,7 +161,8 @@ def test_events_are_server_sent_events_on_their_own_connection(api: TestClient,
     assert body.count("event: ") == 1 and "event: nf.up\n" in body
     r = api.get("/api/v1/events?max_events=0")
     assert (r.status_code, r.json()) == (422, {
-        "detail": "query.max_events: Input should be greater than or equal to 1"})
+        "detail": "query.max_events: 0 is out of range (less than 1): give a whole number of "
+                  "events, 1 or more"})
 
 
 def test_events_subscribe_refused(api: TestClient, fake: Any) -> None:
@@ -337,7 +339,8 @@ def test_graphs(api: TestClient, fake: Any) -> None:
     n = len(fake[1].requests)
     r = api.put("/api/v1/graphs/bad", json={"nodes": {}, "extra": 1})
     assert (r.status_code, r.json()) == (422, {
-        "detail": "extra: unknown field: leave it out (/docs lists the fields)"})
+        "detail": "extra: unknown field: leave it out (this object takes nodes, entry); did you "
+                  "mean 'entry'?"})
     assert len(fake[1].requests) == n  # refused by the API, not sent
     r = api.delete("/api/v1/graphs/default")
     assert (r.status_code, r.json()) == (409, {
@@ -372,7 +375,8 @@ def test_rules(api: TestClient, fake: Any) -> None:
         "rules": both[1:], "total": 2, "truncated": False, "builds": 2}
     r = api.get("/api/v1/rules?limit=100001")
     assert (r.status_code, r.json()) == (422, {
-        "detail": "query.limit: Input should be less than or equal to 100000"})
+        "detail": "query.limit: 100001 is out of range (more than 100000): give a whole "
+                  "number from 0 to 100000"})
     # a batch: one call, all or none, the refused rule named
     r = api.post("/api/v1/rule-batches", json={"rules": [
         {"graph": "web", "proto": "udp", "dport": 53}, {"graph": "web", "priority": 9}]})
@@ -386,9 +390,15 @@ def test_rules(api: TestClient, fake: Any) -> None:
         "detail": "rules[1]: no graph named 'nope': apply it first (`PUT /api/v1/graphs/{name}`)"})
     assert api.get("/api/v1/rules").json()["total"] == 4
     for body, detail in [
-            ({"rules": []}, "rules: List should have at least 1 item after validation, not 0"),
+            ({"rules": []}, 'rules: is empty: give an array of rules, e.g. [{"graph": "web", '
+                            '"proto": "tcp", "dport": 80}]'),
             ({"rules": [{"graph": "web"}], "x": 1},
-             "x: unknown field: leave it out (/docs lists the fields)"),
+             "x: unknown field: leave it out (this object takes rules)"),
+            ({"rules": [5]}, 'rules.0: expected a rule, e.g. {"graph": "web", "proto": "tcp", '
+                             '"dport": 80}, got a number (5)'),
+            ({"rules": [{"graph": "web", "dprt": 5}]},
+             "rules.0.dprt: unknown field: leave it out (this object takes proto, src, dst, "
+             "sport, dport, in_port, graph, priority); did you mean 'dport'?"),
             ([{"graph": "web"}], "the body is an array, not a JSON object: POST "
                                  "/api/v1/rule-batches takes a JSON object with rules (/docs "
                                  "describes it)")]:
@@ -430,14 +440,23 @@ def test_rules(api: TestClient, fake: Any) -> None:
              "dport: dport needs proto tcp, udp or sctp (or no proto): icmp packets have no "
              "ports"),
             ({"graph": "web", "in_port": "port:in"},
-             "in_port: 'port:in' is not a port name: write in_port: in"),
+             "in_port: 'port:in' is not a port name: give the port's name alone, "
+             '"in_port": "in"'),
             ({"graph": "web", "priority": 2000000},
              "priority: 2000000 is out of range: use -1000000 to 1000000 (higher wins)"),
             ({"graph": "web", "priority": "5"},
              "priority: expected an integer from -1000000 to 1000000, got a string ('5')"),
             ({"graph": "web", "color": "red"},
-             "color: unknown field: leave it out (/docs lists the fields)"),
-            ({"proto": "tcp"}, "graph: missing: this field is required")]:
+             "color: unknown field: leave it out (this object takes proto, src, dst, sport, "
+             "dport, in_port, graph, priority)"),
+            ({"graph": "web", "inport": "in"},
+             "inport: unknown field: leave it out (this object takes proto, src, dst, sport, "
+             "dport, in_port, graph, priority); did you mean 'in_port'?"),
+            ({"graph": 5}, 'graph: expected the name of a graph as a string, e.g. "web" '
+                           '(`GET /api/v1/graphs` lists them), got a number (5)'),
+            ({"proto": "tcp"}, 'graph: missing: this field is required; give the name of a '
+                               'graph as a string, e.g. "web" (`GET /api/v1/graphs` lists '
+                               'them)')]:
         r = api.post("/api/v1/rules", json=bad)
         assert (r.status_code, r.json()) == (422, {"detail": detail}), bad
     # the same words in a batch, under the rule's index
@@ -475,10 +494,12 @@ def test_flows(api: TestClient, fake: Any) -> None:
     assert fake[1].requests[-1]["params"] == {"limit": 100, "in_port": "in2"}
     r = api.get("/api/v1/flows", params={"instance": 1})
     assert (r.status_code, r.json()) == (422, {
-        "detail": "instance: give service too (instance picks an instance of that service)"})
+        "detail": "query.instance: give service too (instance picks an instance of that "
+                  "service), e.g. ?service=firewall&instance=2"})
     r = api.get("/api/v1/flows", params={"limit": 100001})
     assert (r.status_code, r.json()) == (422, {
-        "detail": "query.limit: Input should be less than or equal to 100000"})
+        "detail": "query.limit: 100001 is out of range (more than 100000): give a whole "
+                  "number from 0 to 100000"})
     # filters are checked as sluice flow list checks them, one line per problem
     n = len(fake[1].requests)
     for method in ("GET", "DELETE"):
@@ -497,7 +518,8 @@ def test_flows(api: TestClient, fake: Any) -> None:
                   "packets have no ports"})
     r = api.get("/api/v1/flows", params={"in_port": "port:in2"})
     assert (r.status_code, r.json()) == (422, {
-        "detail": "query.in_port: 'port:in2' is not a port name: write in_port: in2"})
+        "detail": "query.in_port: 'port:in2' is not a port name: give the port's name "
+                  "alone, in_port=in2"})
     assert len(fake[1].requests) == n
     r = api.get("/api/v1/flows", params={"graph": "nope"})
     assert (r.status_code, r.json()) == (404, {
@@ -515,12 +537,18 @@ def test_flows(api: TestClient, fake: Any) -> None:
                   "see `GET /api/v1/flows`"})
     r = api.get("/api/v1/flows/bogus")
     assert (r.status_code, r.json()) == (422, {
-        "detail": "param 'key' 'bogus' is not a flow key like \"tcp 10.0.0.1:1234 > "
+        "detail": "path.flow: 'bogus' is not a flow key like \"tcp 10.0.0.1:1234 > "
                   "10.0.0.2:80\" or \"udp [2001:db8::1]:53 > [2001:db8::2]:5353\" (IPv6 "
                   "addresses in brackets)"})
-    r = api.delete("/api/v1/flows")
-    assert (r.status_code, r.json()) == (422, {
-        "detail": "`DELETE /api/v1/flows` needs 'id', 'key', filters, or \"all\": true"})
+    n = len(fake[1].requests)
+    for query in ("", "?all=false", "?graph="):
+        r = api.delete("/api/v1/flows" + query)
+        assert (r.status_code, r.json()) == (422, {
+            "detail": "DELETE /api/v1/flows needs filters (query parameters dport, dst, "
+                      "graph, in_port, instance, proto, service, sport, src) or all=true: "
+                      "`DELETE /api/v1/flows?all=true` deletes every flow, "
+                      "`DELETE /api/v1/flows/{flow}` one"}), query
+    assert len(fake[1].requests) == n  # refused by the API, not sent
     assert api.delete("/api/v1/flows/7").json() == {"deleted": 1}
     r = api.delete("/api/v1/flows/7")
     assert (r.status_code, r.json()) == (404, {
@@ -556,11 +584,12 @@ def test_kept_flow_requests_listed_and_removed(api: TestClient, fake: Any) -> No
     n = len(fake[1].requests)
     r = api.delete("/api/v1/flow-requests/0")
     assert (r.status_code, r.json()) == (422, {
-        "detail": "path.request_id: Input should be greater than or equal to 1"})
+        "detail": "path.request_id: 0 is out of range (less than 1): give a request id from "
+                  "1 to 4294967295 (`GET /api/v1/flow-requests` lists them)"})
     r = api.delete("/api/v1/flow-requests/x")
     assert (r.status_code, r.json()) == (422, {
-        "detail": "path.request_id: Input should be a valid integer, unable to parse string "
-                  "as an integer"})
+        "detail": "path.request_id: expected a request id from 1 to 4294967295 "
+                  "(`GET /api/v1/flow-requests` lists them), got 'x'"})
     assert len(fake[1].requests) == n
 
 
@@ -606,19 +635,38 @@ def test_flow_requests(api: TestClient, fake: Any) -> None:
             ({"service": "fw", "flow": {"match": {}}},
              f"type: missing: say which request this is: {types}"),
             ({"type": "change_default", "service": "fw", "flow": {"match": {}}},
-             "to: missing: this field is required"),
+             "to: missing: this field is required; give one of the service's next hops as a "
+             "string: a service, port:NAME or drop"),
             ({"type": "message", "service": "fw", "key": "k"},
-             "value: missing: this field is required"),
+             'value: missing: this field is required; give a string of at most 255 '
+             'characters, e.g. "1000"'),
             ({"type": "message", "service": "fw", "key": "k", "value": "v", "flow": {}},
-             "flow: unknown field: leave it out (/docs lists the fields)"),
+             "flow: unknown field: leave it out (this object takes type, service, key, value)"),
+            ({"type": "message", "service": "fw", "key": "", "value": 5},
+             'key: is empty: give a string of 1 to 63 characters, e.g. "threshold"\n'
+             'value: expected a string of at most 255 characters, e.g. "1000", got a number '
+             '(5)'),
+            ({"type": "message", "service": "fw", "key": "k" * 64, "value": "v"},
+             'key: 64 characters, more than the 63 it takes: give a string of 1 to 63 '
+             'characters, e.g. "threshold"'),
+            ({"type": "skip_me", "service": "fw", "flow": {"match": 5}},
+             "flow.match: expected an object of match fields (proto, src, dst, sport, dport, "
+             "in_port); {} for every flow, got a number (5)"),
+            ({"type": "skip_me", "service": "fw", "flow": {"match": {"prot": 6}}},
+             "flow.match.prot: unknown field: leave it out (this object takes proto, src, "
+             "dst, sport, dport, in_port); did you mean 'proto'?"),
+            ({"type": "skip_me", "service": "fw", "flow": {"match": {"in_port": "port:in"}}},
+             "flow.match.in_port: 'port:in' is not a port name: give the port's name alone, "
+             "\"in_port\": \"in\""),
             ({"type": "skip_me", "service": "fw", "flow": {"key": "x", "match": {}}},
              f"flow: give key or match, not both: {flow}"),
             ({"type": "skip_me", "service": "fw", "flow": {}}, f"flow: missing: give {flow}"),
             ({"type": "request_me", "service": "fw", "flow": "x"},
              f"flow: expected an object, got a string ('x'): give {flow}"),
-            ({"type": "skip_me", "service": "fw"}, "flow: missing: this field is required"),
+            ({"type": "skip_me", "service": "fw"},
+             f"flow: missing: this field is required; give {flow}"),
             ({"type": "skip_me", "service": "fw", "flow": {"key": "k", "zz": 1}},
-             "flow.zz: unknown field: leave it out (/docs lists the fields)"),
+             "flow.zz: unknown field: leave it out (this object takes key)"),
             ({"type": "skip_me", "service": "fw", "flow": {"match": {"dport": "x"}}},
              "flow.match.dport: 'x' is not a port 0-65535 or a range N-M such as 1024-65535"),
             ({"type": "change_default", "service": "fw", "to": "drop",
@@ -642,7 +690,8 @@ def test_scale(api: TestClient, fake: Any) -> None:
     assert (r.status_code, r.json()) == (409, {"detail": "65 replicas is more than --max-nfs 64"})
     r = api.post("/api/v1/services/fw/scale", json={"replicas": -1})
     assert (r.status_code, r.json()) == (422, {
-        "detail": "replicas: Input should be greater than or equal to 0"})
+        "detail": "replicas: -1 is out of range (less than 0): give a whole number of "
+                  "instances from 0 to 65535, e.g. 2"})
 
 
 def test_unexpected_answer_is_502(api: TestClient, fake: Any) -> None:
@@ -753,13 +802,16 @@ def test_invalid_request_says_one_line_per_problem(api: TestClient, fake: Any) -
         "proto: 'x' is not a protocol sluiced knows: use tcp, udp, icmp, icmp6, icmpv6, "
         "sctp, gre, esp, ah, any or a number 0-255",
         "dport: 70000 is not a port: ports go from 0 to 65535",
-        "graph: String should have at least 1 character",
+        'graph: is empty: give the name of a graph as a string, e.g. "web" (`GET /api/v1/'
+        'graphs` lists them)',
         "priority: expected an integer from -1000000 to 1000000, got a boolean (true)",
-        "color: unknown field: leave it out (/docs lists the fields)"])
+        "color: unknown field: leave it out (this object takes proto, src, dst, sport, "
+        "dport, in_port, graph, priority)"])
     r = api.get("/api/v1/rules", params={"offset": -1, "limit": "x"})
     assert (r.status_code, r.json()["detail"].split("\n")) == (422, [
-        "query.offset: Input should be greater than or equal to 0",
-        "query.limit: Input should be a valid integer, unable to parse string as an integer"])
+        "query.offset: -1 is out of range (less than 0): give a whole number from 0 to "
+        "4294967295",
+        "query.limit: expected a whole number from 0 to 100000, got 'x'"])
     # at most 10 lines of problems, then how many more there are
     rules = [{"graph": "web", "dport": 70000 + i} for i in range(13)]
     r = api.post("/api/v1/rule-batches", json={"rules": rules})
