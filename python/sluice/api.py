@@ -91,6 +91,14 @@ def _endpoint(endpoints: str) -> str:
 ENDPOINTS = {m: _endpoint(rest) for m, rest in SOCKET_METHODS.items()}
 
 
+def _rest_note(res: Any) -> Any:
+    """sluiced's answer with its ``note`` (which names control-socket
+    methods) in REST words."""
+    if isinstance(res, dict) and isinstance(res.get("note"), str):
+        res = {**res, "note": rest_text(res["note"])}
+    return res
+
+
 def rest_text(message: str) -> str:
     """``message`` with the methods it names said as endpoints: ``see
     rule.list`` -> ``see `GET /api/v1/rules```."""
@@ -295,6 +303,10 @@ class ChainSet(BaseModel):
 
 class ChainVersion(_Model):
     version: int
+    note: str | None = Field(None, description="Services of it with no running instance "
+                                               "(their packets are dropped as no_instance "
+                                               "until one registers: a typo in a name "
+                                               "makes such a service).")
 
 
 class NfStopping(_Model):
@@ -370,6 +382,10 @@ class GraphApplied(_Model):
     name: str
     id: int
     version: int
+    note: str | None = Field(None, description="Services of it with no running instance "
+                                               "(their packets are dropped as no_instance "
+                                               "until one registers: a typo in a name "
+                                               "makes such a service).")
 
 
 class GraphRemoved(_Model):
@@ -1748,7 +1764,7 @@ def create_app(node: str, socket_path: str | Path | None = None,
              tags=["chain"])
     def chain_set(body: ChainSet) -> Any:
         """Replace the default chain; returns its new version."""
-        return sluiced.call("chain.set", hops=body.hops)
+        return _rest_note(sluiced.call("chain.set", hops=body.hops))
 
     @app.post(f"{PREFIX}/rx/pause", response_model=RxState, responses=_ERRORS, tags=["rx"])
     def rx_pause() -> Any:
@@ -1824,7 +1840,7 @@ def create_app(node: str, socket_path: str | Path | None = None,
         params: dict[str, Any] = {"name": name, "nodes": body.nodes}
         if body.entry is not None:
             params["entry"] = body.entry
-        return sluiced.call("graph.apply", **params)
+        return _rest_note(sluiced.call("graph.apply", **params))
 
     @app.delete(f"{PREFIX}/graphs/{{name}}", response_model=GraphRemoved,
                 responses=_ERRORS_404, tags=["graphs"])

@@ -8,6 +8,7 @@ on stderr and exit with status 1.
 from __future__ import annotations
 
 import contextlib
+import difflib
 import errno
 import functools
 import inspect
@@ -307,6 +308,34 @@ def _name_hint(c: Client, message: str) -> str:
     return ""
 
 
+def _say_note(res: Any, node: str | None, socket: Path | None, timeout: float,
+              c: Client | None = None) -> None:
+    """Prints sluiced's ``note`` on a chain or graph it applied (services
+    with no running instance), in the CLI's words, with the running service
+    closest to each named one when it looks like a typo."""
+    note = res.get("note") if isinstance(res, dict) else None
+    if not isinstance(note, str):
+        return
+    named = re.findall(r"'([^']*)'", note.split(" no running instance")[0])
+    close: list[str] = []
+    try:
+        if c is None:
+            with _client(node, socket, timeout) as c2:
+                svcs = c2.call("service.list")
+        else:
+            svcs = c.call("service.list")
+        live = [x["name"] for x in svcs
+                if isinstance(x, dict) and isinstance(x.get("name"), str) and x.get("instances")]
+        for n in named:
+            m = difflib.get_close_matches(n, live, n=1, cutoff=0.6)
+            if m:
+                close.append(f"'{m[0]}'" + (f" for '{n}'" if len(named) > 1 else ""))
+    except SluiceError:
+        pass
+    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    typer.echo(f"note: {command_text(note)}{hint}")
+
+
 def _print_json(v: Any) -> None:
     typer.echo(json.dumps(v, indent=2, sort_keys=False))
 
@@ -455,6 +484,7 @@ def chain_set(hops: list[str] = typer.Argument(
         _print_json(res)
         return
     typer.echo(f"version {res.get('version')}: {' -> '.join(flat)}")
+    _say_note(res, node, socket, timeout)
 
 
 @nf_app.command("list")
@@ -610,6 +640,8 @@ def graph_apply(file: Path = typer.Argument(..., help="Graph file (or a deployme
             out["graphs"].append(res)
             say(f"graph {g.name}: applied (id {res.get('id')}, version {res.get('version')}), "
                 f"{len(g.nodes)} node(s), entry {g.entry_node()}")
+            if not as_json:
+                _say_note(res, node, socket, timeout, c)
         existing = c.rules() if rules else []
         new: list[dict[str, Any]] = []
         for r in rules:

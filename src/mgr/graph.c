@@ -254,6 +254,37 @@ out:
 }
 
 json_t *
+sl_graph_idle_note(const struct sl_mgr *m, uint16_t id)
+{
+	enum { SHOWN = 8 };
+	const struct sl_graph *g = current(m, id);
+	char names[SHOWN * (SL_NAME_LEN + 4) + 32];
+	size_t len = 0;
+	uint16_t n = 0;
+
+	for (uint16_t i = 0; g != NULL && i < g->n_nodes; i++) {
+		const struct sl_service *s = &m->shm->services[g->nodes[i]];
+
+		if (__atomic_load_n(&s->n_live, __ATOMIC_ACQUIRE) != 0)
+			continue;
+		if (n++ < SHOWN)
+			len += (size_t)snprintf(names + len, sizeof(names) - len,
+						"%s'%s'", n > 1 ? ", " : "",
+						s->name);
+	}
+	if (n == 0)
+		return NULL;
+	if (n > SHOWN)
+		snprintf(names + len, sizeof(names) - len, " and %u more",
+			 n - SHOWN);
+	return json_sprintf("%s %s %s no running instance: packets sent to %s "
+			    "are dropped (no_instance) until one registers; "
+			    "see nf.list",
+			    n == 1 ? "service" : "services", names,
+			    n == 1 ? "has" : "have", n == 1 ? "it" : "them");
+}
+
+json_t *
 sl_chain_json(const struct sl_mgr *m)
 {
 	const struct sl_graph *g = current(m, 0);
@@ -479,6 +510,12 @@ sl_graph_apply_json(struct sl_mgr *m, json_t *p, json_t **out, char *err,
 		       g->name, spec.n_nodes, shm->flow.n_pins);
 	*out = json_pack("{s:s, s:i, s:i}", "name", g->name, "id", id,
 			 "version", (int)g->version);
+	if (*out != NULL) {
+		json_t *note = sl_graph_idle_note(m, (uint16_t)id);
+
+		if (note != NULL)
+			json_object_set_new(*out, "note", note);
+	}
 	sl_event("graph.applied", json_pack("{s:s, s:i, s:i}", "name", g->name,
 					    "id", id, "version",
 					    (int)g->version));

@@ -591,6 +591,7 @@ rpc_chain_set(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 {
 	json_t *hops = json_object_get(p, "hops");
 	const char *h[1024];
+	json_t *out, *note;
 	char err[512];
 	size_t i, n;
 
@@ -612,7 +613,13 @@ rpc_chain_set(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 	}
 	if (sl_chain_apply(m, h, (uint16_t)n, err, sizeof(err)) != 0)
 		return fail(e, E_FAILED, "%s", err);
-	return json_pack("{s:i}", "version", (int)sl_chain_version(m));
+	out = json_pack("{s:i}", "version", (int)sl_chain_version(m));
+	note = sl_graph_idle_note(m, 0);
+	if (out != NULL && note != NULL)
+		json_object_set_new(out, "note", note);
+	else
+		json_decref(note);
+	return out;
 }
 
 static json_t *

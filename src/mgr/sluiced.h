@@ -202,6 +202,11 @@ int sl_chain_apply(struct sl_mgr *m, const char *const *hops, uint16_t n,
 		   char *err, size_t errlen);
 int sl_chain_complete(const struct sl_mgr *m);
 json_t *sl_chain_json(const struct sl_mgr *m);
+/* A note for the answer that applied graph id: the services of that graph
+ * with no running instance, whose packets are dropped (no_instance) until
+ * one registers (a typo in a name creates a service nobody runs); NULL if
+ * every one has an instance. */
+json_t *sl_graph_idle_note(const struct sl_mgr *m, uint16_t id);
 int sl_lb_set(struct sl_mgr *m, uint16_t service, enum sl_lb_mode mode);
 void sl_stop_all_nfs(struct sl_mgr *m, unsigned int timeout_ms);
 const char *sl_nf_state_name(uint32_t state);

@@ -335,13 +335,22 @@ class Sluiced:
             hops = p.get("hops")
             if not isinstance(hops, list):
                 return err(-32602, "param 'hops' (array of strings) is missing")
-            names = {s["name"] for s in self.services} | {"drop", "port:in", "port:out"}
+            # as sluiced: a service it does not know is made (its NFs may come
+            # later) and named in a note; a port it does not have is refused
             for i, h in enumerate(hops):
-                if h not in names:
-                    return err(-32000, f"chain hop {i + 1} '{h}': no service or port named "
-                                       f"'{h}'; use a name from service.list or port.list")
+                if h.startswith("port:") and h not in ("port:in", "port:out"):
+                    return err(-32000, f"chain hop {i + 1} '{h}': no port named '{h[5:]}'; "
+                                       f"use a name from port.list")
+            live = {s["name"] for s in self.services if s.get("instances")}
+            idle = [h for h in hops if h != "drop" and not h.startswith("port:")
+                    and h not in live]
             self.chain = {"version": self.chain["version"] + 1, "hops": hops}
-            return ok({"version": self.chain["version"]})
+            res: dict[str, Any] = {"version": self.chain["version"]}
+            if len(idle) == 1:
+                res["note"] = (f"service '{idle[0]}' has no running instance: packets sent "
+                               "to it are dropped (no_instance) until one registers; see "
+                               "nf.list")
+            return ok(res)
         if method == "nf.stop":
             i = p.get("instance")
             if not isinstance(i, int):

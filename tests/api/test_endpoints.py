@@ -35,16 +35,21 @@ def test_put_chain(api: TestClient, fake: Any) -> None:
     assert (r.status_code, r.json()) == (200, {"version": 2})
     assert fake[1].requests[-1]["params"] == {"hops": ["fw", "drop"]}
     assert api.get("/api/v1/chain").json() == {"version": 2, "hops": ["fw", "drop"]}
-    r = api.put("/api/v1/chain", json={"hops": ["fw", "nat"]})
+    r = api.put("/api/v1/chain", json={"hops": ["fw", "port:nope"]})
     assert r.status_code == 409
-    assert r.json() == {"detail": "chain hop 2 'nat': no service or port named 'nat'; "
-                                  "use a name from `GET /api/v1/services` or "
-                                  "`GET /api/v1/ports`"}
+    assert r.json() == {"detail": "chain hop 2 'port:nope': no port named 'nope'; "
+                                  "use a name from `GET /api/v1/ports`"}
+    # a service nobody runs: set, with a note in REST words
+    r = api.put("/api/v1/chain", json={"hops": ["nat", "drop"]})
+    assert (r.status_code, r.json()) == (200, {
+        "version": 3, "note": "service 'nat' has no running instance: packets sent to it are "
+                              "dropped (no_instance) until one registers; see "
+                              "`GET /api/v1/nfs`"})
     r = api.put("/api/v1/chain", json={"hops": "fw"})
     assert r.status_code == 422
     assert r.json() == {"detail": 'hops: expected an array of hops, e.g. ["firewall", '
                                   '"port:out"], got a string (\'fw\')'}
-    assert len(fake[1].requests) == 3  # the invalid body never reached sluiced
+    assert len(fake[1].requests) == 4  # the invalid body never reached sluiced
 
 
 def test_nf_stop(api: TestClient, fake: Any) -> None:

@@ -71,3 +71,42 @@ def test_typos_get_the_close_name_and_scaling_to_zero_says_how_back(launch, node
         "sluice nf scale: service 'scrubber' has no running instance to copy: start one "
         "first (sluice apply DEPLOYMENT.yaml starts the file's replicas; or run its "
         "program)\n")
+
+
+def test_a_chain_or_graph_naming_a_service_nobody_runs_says_so(launch, node, tmp_path):
+    """chain.set and graph.apply accept a service with no instance (its NFs
+    may come later) but say, in a note, that its packets are dropped until
+    one registers; the CLI prints it with the running service whose name is
+    close (a typo). With every service running there is no note."""
+    dep = deployment(node,
+                     [{"name": "in", "device": "net_null0,no-rx=1"},
+                      {"name": "out", "device": "net_null1,no-rx=1"}],
+                     [{"name": "fw", "program": prog("forward"), "service": "firewall"},
+                      {"name": "mon", "program": prog("forward"), "service": "monitor"}],
+                     ["firewall", "port:out"])
+    run = launch(dep)
+    sock = ["--socket", str(run.client.socket_path)]
+    one = ("service 'firewal' has no running instance: packets sent to it are dropped "
+           "(no_instance) until one registers; see nf.list")
+    res = run.client.call("chain.set", hops=["firewal", "monitor", "port:out"])
+    assert res == {"version": res["version"], "note": one}
+    assert "note" not in run.client.call("chain.set", hops=["firewall", "monitor", "port:out"])
+
+    r = runner.invoke(app, ["chain", "set", "firewal,monitr,port:out", *sock])
+    assert r.exit_code == 0, r.output
+    assert r.stdout.splitlines()[1] == (
+        "note: services 'firewal', 'monitr' have no running instance: packets sent to them "
+        "are dropped (no_instance) until one registers; see `sluice nf list`; did you mean "
+        "'firewall' for 'firewal', 'monitor' for 'monitr'?")
+
+    (tmp_path / "g.yaml").write_text(
+        "graphs:\n  - name: web\n    nodes: {firewall: [ids], ids: ['port:out']}\n")
+    r = runner.invoke(app, ["graph", "apply", str(tmp_path / "g.yaml"), *sock])
+    assert r.exit_code == 0, r.output
+    assert r.stdout == (
+        f"graph web: applied (id 1, version {res['version'] + 3}), 2 node(s), entry firewall\n"
+        "note: service 'ids' has no running instance: packets sent to it are dropped "
+        "(no_instance) until one registers; see `sluice nf list`\n")
+    res = run.client.call("graph.apply", name="web2",
+                          nodes={"firewall": ["monitor"], "monitor": ["port:out"]})
+    assert "note" not in res
