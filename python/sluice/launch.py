@@ -23,6 +23,7 @@ For tests::
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import signal
 import socket
@@ -263,6 +264,7 @@ class Launcher:
             raise LaunchError(f"sluiced not found at {sluiced}: build it with `make build` "
                               f"(or set SLUICE_BUILD_DIR to the build folder)")
         programs = [self.nf_program(nf) for nf in d.nfs]
+        check_root()
         self.refuse_if_running()
         cleanup_node(self.node)
         try:
@@ -455,6 +457,11 @@ class Launcher:
         raises)."""
         self._poll()
 
+    def wait_sluiced_exit(self, timeout: float) -> None:
+        """Waits up to ``timeout`` for sluiced to exit (it may be dying)."""
+        if self.sluiced is not None:
+            _wait_all([self.sluiced], timeout)
+
     def processes(self) -> list[Proc]:
         return ([self.sluiced] if self.sluiced else []) + self.nfs
 
@@ -593,6 +600,15 @@ def _wait_all(procs: list[Proc], timeout: float) -> None:
             p.popen.wait(max(0.0, deadline - time.monotonic()))
 
 
+def check_root() -> None:
+    """Raises LaunchError unless this process runs as root: sluiced would
+    refuse to start, and the node's leftovers in /var/run/dpdk (mode 0700)
+    could not even be looked at."""
+    if os.geteuid() != 0:
+        raise LaunchError("sluice up must run as root: sluiced maps hugepages and owns the ports, "
+                          "and the NFs attach to its memory; run it with sudo")
+
+
 def _remove_stale_socket(path: Path) -> None:
     """Removes the control socket a killed sluiced left, if nobody listens."""
     if not path.is_socket():
@@ -661,8 +677,26 @@ def prefix_users(prefix: str) -> list[int]:
     return pids
 
 
+def primary_alive(prefix: str) -> bool:
+    """Whether a DPDK primary (a sluiced) runs with file prefix ``prefix``:
+    it holds a write lock on /var/run/dpdk/PREFIX/config while it runs
+    (what rte_eal_primary_proc_alive tests). This finds a sluiced started
+    by hand, whose command line need not say --file-prefix."""
+    try:
+        fd = os.open(f"/var/run/dpdk/{prefix}/config", os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)  # drops the lock, if this took it
+    return False
+
+
 def _prefix_in_use(prefix: str) -> bool:
-    return bool(prefix_users(prefix))
+    return primary_alive(prefix) or bool(prefix_users(prefix))
 
 
 def hugetlbfs_mounts() -> list[Path]:
@@ -1006,6 +1040,7 @@ def _run_up(sigs: _Signals, path: str | Path, duration: float | None,
     sigs.check()  # a signal while the file was read: nothing started yet
     run = Launcher(dep, log_dir=log_dir, say=lambda m: con.print(Text(m, style="dim")),
                    should_stop=sigs.check)
+    check_root()
     run.refuse_if_running()  # before the banner: a running node's logs are not ours
     con.print(Text(f"sluice up: {dep.describe()}"))
     con.print(Text(f"logs: {run.run_dir}/ (sluiced.log, one .log per NF, "
@@ -1083,7 +1118,10 @@ def _watch(run: Launcher, con: Console, duration: float | None, interval: float)
             now = time.monotonic()
             try:
                 stats = run.client.call("stats")
-            except (ConnectionLost, RpcTimeout):
+            except (ConnectionLost, RpcTimeout, ConnectError):
+                # sluiced gone (killed): say so, not "cannot connect"; it
+                # may take a moment to be seen to exit
+                run.wait_sluiced_exit(1.0)
                 run.check_alive()
                 raise
             elapsed = now - t0

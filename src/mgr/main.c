@@ -930,6 +930,20 @@ has_eal_opt(int argc, char **argv, const char *a, const char *b)
 	return 0;
 }
 
+/* The --file-prefix given to EAL (--file-prefix=P or --file-prefix P),
+ * if any, into prefix; else prefix is left as it is. */
+static void
+eal_file_prefix(int argc, char **argv, char *prefix, size_t len)
+{
+	for (int i = 1; i < argc; i++) {
+		if (strncmp(argv[i], "--file-prefix=", 14) == 0)
+			snprintf(prefix, len, "%s", argv[i] + 14);
+		else if (strcmp(argv[i], "--file-prefix") == 0 &&
+			 i + 1 < argc)
+			snprintf(prefix, len, "%s", argv[++i]);
+	}
+}
+
 /* "0000:01:00.0" or "01:00.0", optionally followed by ",args". */
 static int
 is_pci_addr(const char *dev)
@@ -946,7 +960,7 @@ main(int argc, char **argv)
 {
 	struct sl_mgr *m = &g_mgr;
 	char *eal_argv[MAX_EAL_ARGS];
-	char prefix_arg[64], prefix[48], err[512], mem_arg[48];
+	char prefix_arg[64], prefix[64], err[512], mem_arg[48], config[128];
 	int sep = argc, eal_argc = 0, rc = 1, n_io = 0;
 	unsigned int lc;
 
@@ -1011,12 +1025,42 @@ main(int argc, char **argv)
 	}
 	eal_argv[eal_argc] = NULL;
 
+	/*
+	 * The prefix's config file is locked by its DPDK primary while that
+	 * runs: a sluiced of another --name given the same --file-prefix, or
+	 * one of this name still starting (its socket not up yet). EAL would
+	 * only fail with rte_errno 0 ("Success").
+	 */
+	eal_file_prefix(eal_argc, eal_argv, prefix, sizeof(prefix));
+	snprintf(config, sizeof(config), "/var/run/dpdk/%s/config", prefix);
+	if (rte_eal_primary_proc_alive(config)) {
+		fprintf(stderr,
+			"sluiced: DPDK file prefix %s is in use by a running "
+			"DPDK primary process (it holds %s): stop that "
+			"process, or start this one with another --name (or "
+			"--file-prefix)\n",
+			prefix, config);
+		return 1;
+	}
 	if (rte_eal_init(eal_argc, eal_argv) < 0) {
+		int e = rte_errno;
+
 		fprintf(stderr,
 			"sluiced: DPDK EAL initialisation failed: %s; check the "
 			"EAL arguments before '--' (and that no other "
 			"sluiced uses --name %s)\n",
-			rte_strerror(rte_errno), m->o.name);
+			e == EACCES
+				? "it found no usable hugepages (a --huge-dir "
+				  "that is not a mounted hugetlbfs, or one "
+				  "with no free pages?)"
+			: e == 0 ? "see the EAL lines above"
+				 : rte_strerror(e),
+			m->o.name);
+		/* What EAL made before it failed (the runtime folder, maybe
+		 * hugepage files): ours, unless a primary took the prefix
+		 * meanwhile. */
+		if (!rte_eal_primary_proc_alive(config))
+			remove_dpdk_files(prefix);
 		return 1;
 	}
 	m->start_tsc = rte_rdtsc();

@@ -56,6 +56,7 @@ struct sl_nf {
 	char service_name[SL_NAME_LEN];
 	int stop;
 	int mgr_dead; /* sluiced was killed: nobody to deregister with */
+	char config[256]; /* /var/run/dpdk/sluice_NODE/config, see mgr_gone */
 	int64_t req_id; /* last cross-layer request id */
 	/* Tests only: SLUICE_TEST_KILL_AT=handoff:N or take:N, see
 	 * test_kill_at(). */
@@ -750,6 +751,17 @@ do_register(struct sl_nf *nf, const struct nf_args *a)
 				nf->prog);
 			return -1;
 		}
+		if (mgr_gone(nf) ||
+		    __atomic_load_n(&nf->shm->shutdown, __ATOMIC_ACQUIRE)) {
+			fprintf(stderr,
+				"%s: sluiced '%s' (pid %d) stopped or was "
+				"killed while this NF registered; start "
+				"sluiced again (sluiced -- --name %s, or "
+				"sluice up), then this NF\n",
+				nf->prog, nf->node, nf->shm->mgr_pid,
+				nf->node);
+			return -1;
+		}
 		fprintf(stderr,
 			"%s: sluiced '%s' did not answer the registration "
 			"within %d ms; is it running and not overloaded?\n",
@@ -1130,11 +1142,17 @@ idle(struct sl_nf *nf, uint64_t now, uint64_t *idle_since)
 	__atomic_store_n(&slot->sleeping, 0, __ATOMIC_RELAXED);
 }
 
-/* 1 once sluiced has gone away without a clean shutdown (killed). */
+/*
+ * 1 once sluiced has gone away without a clean shutdown (killed). Its pid
+ * alone does not say so: a killed sluiced that its parent has not reaped
+ * yet is a zombie, which kill(pid, 0) still finds (and a pid may be reused).
+ * The lock it held on its DPDK config file goes as soon as it dies.
+ */
 static int
 mgr_gone(const struct sl_nf *nf)
 {
-	return kill(nf->shm->mgr_pid, 0) != 0 && errno == ESRCH;
+	return (kill(nf->shm->mgr_pid, 0) != 0 && errno == ESRCH) ||
+	       !rte_eal_primary_proc_alive(nf->config);
 }
 
 static int
@@ -1170,9 +1188,13 @@ run(struct sl_nf *nf)
 			/* Every 100 ms: was sluiced killed? */
 			if (mgr_gone(nf)) {
 				fprintf(stderr,
-					"%s: sluiced '%s' (pid %d) is gone; "
-					"stopping\n",
-					nf->prog, nf->node, nf->shm->mgr_pid);
+					"%s: sluiced '%s' (pid %d) is gone "
+					"(killed, or it crashed: see its log); "
+					"stopping. Start sluiced again "
+					"(sluiced -- --name %s, or sluice up), "
+					"then this NF\n",
+					nf->prog, nf->node, nf->shm->mgr_pid,
+					nf->node);
 				nf->mgr_dead = 1;
 				break;
 			}
@@ -1271,12 +1293,26 @@ sl_nf_main(const struct sl_nf_ops *ops, int argc, char **argv)
 
 	snprintf(path, sizeof(path), "/var/run/dpdk/sluice_%s/config",
 		 a.node);
+	snprintf(nf.config, sizeof(nf.config), "%s", path);
 	if (stat(path, &st) != 0) {
 		fprintf(stderr,
 			"%s: no sluiced named '%s' is running (%s not found): "
 			"start it first (sluiced -- --name %s), or pass "
 			"--node NAME\n",
 			argv[0], a.node, path, a.node);
+		return 1;
+	}
+	/* sluiced (the DPDK primary) holds a lock on that file while it
+	 * runs: without it, the folder is what a killed sluiced left, and
+	 * attaching would only end in EAL errors and a timeout. */
+	if (!rte_eal_primary_proc_alive(path)) {
+		fprintf(stderr,
+			"%s: no sluiced named '%s' is running: /var/run/dpdk/"
+			"sluice_%s is left from one that was killed; start "
+			"sluiced again (sluiced -- --name %s, or sluice up), "
+			"which replaces it, or remove it with "
+			"scripts/cleanup.sh %s\n",
+			argv[0], a.node, a.node, a.node, a.node);
 		return 1;
 	}
 
