@@ -764,7 +764,9 @@ def _match(command: str, fields: dict[str, Any]) -> dict[str, Any]:
 
     params, problems = match_params(fields)
     if problems:
-        raise fail("\n".join(f"sluice {command}: --{k.replace('_', '-')}: {m}"
+        # its in_port hint is a deployment file's ("write in_port: in")
+        raise fail("\n".join(f"sluice {command}: --{k.replace('_', '-')}: "
+                             f"{m.replace('write in_port: ', 'write --in-port ')}"
                              for k, m in problems))
     return params
 

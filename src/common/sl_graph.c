@@ -240,7 +240,9 @@ sl_graph_check(const struct sl_graph_spec *s,
 	entry = s->entry == NULL ? 0 : node_index(s, s->entry);
 	if (entry < 0) {
 		snprintf(err, errlen,
-			 "graph '%s': entry '%s' is not a node of the graph",
+			 "graph '%s': entry '%s' is not a node of the graph: "
+			 "name one of its nodes, or leave entry out to start "
+			 "at the first node",
 			 name, s->entry);
 		return -EINVAL;
 	}

@@ -1686,8 +1686,9 @@ req_apply(struct sl_mgr *m, const struct sl_req *r, const struct sl_graph *g,
 	if (!sl_graph_has(g, r->service) && !(g->open && r->kind ==
 						       SL_REQ_CHANGE_DEFAULT)) {
 		snprintf(err, errlen,
-			 "service '%s' is not a node of graph '%s'", sname,
-			 g->name);
+			 "service '%s' is not a node of graph '%s': name one "
+			 "of its nodes (see graph.get)",
+			 sname, g->name);
 		return EINVAL;
 	}
 	switch (r->kind) {

@@ -343,7 +343,8 @@ def test_skip_me_and_request_me(launch, node, tmp_path):
         {"service": "a", "type": "default", "to": "c"}]
 
     msg = rpc_error(rig.call, "flow.request", type="skip_me", flow=fk, service="other")
-    assert msg == "skip_me rejected: service 'other' is not a node of graph 'g'", msg
+    assert msg == ("skip_me rejected: service 'other' is not a node of graph 'g': name one of "
+                   "its nodes (see graph.get)"), msg
     msg = rpc_error(rig.call, "flow.request", type="request_me", flow=fk, service="a")
     assert msg == "request_me rejected: no node of graph 'g' has an edge to 'a'", msg
     msg = rpc_error(rig.call, "flow.request", type="request_me", flow=fk, service="nosuch")

@@ -54,6 +54,9 @@ def test_params_are_said_as_options(sock: Path) -> None:
             (["flow", "list", "--in-port", "nosuch"],
              "sluice flow list: --in-port: no port named 'nosuch'; use a name from "
              "`sluice stats`"),
+            # the form a deployment file gives a port in, hinted as the option
+            (["rule", "add", "-g", "g", "--in-port", "port:in"],
+             "sluice rule add: --in-port: 'port:in' is not a port name: write --in-port in"),
             # an argument, not an option: as sluiced says it
             (["flow", "get", "7"],
              "sluice flow get: param 'id' (a flow id, from `sluice flow list`) is not a "

@@ -207,7 +207,9 @@ test_rejections(void **state)
 		     "graph 'g' has no nodes: list services with their next "
 		     "hops, e.g. nodes: {firewall: [\"port:out\"]}");
 	expect_error("g", "q", unreach, 2,
-		     "graph 'g': entry 'q' is not a node of the graph");
+		     "graph 'g': entry 'q' is not a node of the graph: name "
+		     "one of its nodes, or leave entry out to start at the "
+		     "first node");
 }
 
 /* A long graph: no length limit, and no recursion to overflow. */
