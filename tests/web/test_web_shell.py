@@ -12,6 +12,8 @@ from sluice.api import create_app
 from sluice.web import STATIC
 
 SOCK = "/nonexistent/t.sock"  # nothing here talks to sluiced
+NOT_FOUND = ("{}: no such file of the dashboard (/static/ has dashboard.css, dashboard.js, "
+             "index.html): open / for the dashboard")
 
 
 def test_page_and_static_files_without_a_token() -> None:
@@ -24,9 +26,10 @@ def test_page_and_static_files_without_a_token() -> None:
     assert js.text == (STATIC / "dashboard.js").read_text()
     assert api.get("/static/dashboard.css").status_code == 200
     r = api.get("/static/nope.js")
-    assert (r.status_code, r.json()) == (404, {"detail": "/static/nope.js: Not Found"})
+    assert (r.status_code, r.json()) == (404, {"detail": NOT_FOUND.format("/static/nope.js")})
     r = api.get("/static/%2e%2e/__init__.py")  # not the package's source
-    assert (r.status_code, r.json()) == (404, {"detail": "/static/../__init__.py: Not Found"})
+    assert (r.status_code, r.json()) == (404, {
+        "detail": NOT_FOUND.format("/static/../__init__.py")})
     paths = api.get("/openapi.json").json()["paths"]
     assert not [p for p in paths if not p.startswith("/api/v1/") and p != "/metrics"], paths
 
@@ -37,7 +40,7 @@ def test_with_a_token_only_the_page_loads_without_it() -> None:
     assert api.head("/").status_code == 200
     assert api.get("/static/dashboard.js").status_code == 200
     r = api.get("/static/nope.js")
-    assert (r.status_code, r.json()) == (404, {"detail": "/static/nope.js: Not Found"})
+    assert (r.status_code, r.json()) == (404, {"detail": NOT_FOUND.format("/static/nope.js")})
     refused = {"detail": "missing or wrong token: send 'Authorization: Bearer TOKEN' or "
                          "'X-Sluice-Token: TOKEN'"}
     for path in ["/api/v1/stats", "/api/v1/events", "/metrics", "/openapi.json", "/docs",

@@ -74,7 +74,13 @@ class _Shell:
                 try:
                     await self.static(sub, receive, send)
                 except HTTPException as e:  # raised before anything was sent
-                    await JSONResponse({"detail": f"{shown}: {e.detail}"},
+                    why = e.detail
+                    if e.status_code == 404:
+                        have = ", ".join(sorted(f.name for f in STATIC.iterdir()
+                                                if f.is_file()))
+                        why = (f"no such file of the dashboard (/static/ has {have}): "
+                               f"open / for the dashboard")
+                    await JSONResponse({"detail": f"{shown}: {why}"},
                                        status_code=e.status_code)(scope, receive, send)
                 return
         await self.app(scope, receive, send)
