@@ -254,6 +254,27 @@ find_or_probe(const char *pname, const char *device, uint16_t *port_id,
 			 dirlen, tx_links, err, errlen) != 0)
 		return -1;
 	rc = rte_dev_probe(probe_dev);
+	if (rc == -EFAULT) {
+		/* rte_devargs_parse: no bus took the name, i.e. no driver
+		 * (a virtual device's name starts with its driver's). */
+		snprintf(err, errlen,
+			 "port '%s': no DPDK driver knows the device name "
+			 "'%s': name a virtual device after its driver and a "
+			 "number (net_pcap0, net_tap0, net_af_packet0, "
+			 "net_null0, net_ring0, net_memif0) or give a PCI "
+			 "address",
+			 pname, devname);
+		return -1;
+	}
+	if (rc == -ENODEV) {
+		snprintf(err, errlen,
+			 "port '%s': no device '%s' on this machine: a PCI "
+			 "device must be bound to vfio-pci (dpdk-devbind.py "
+			 "--status) and the EAL arguments must not say "
+			 "--no-pci",
+			 pname, devname);
+		return -1;
+	}
 	if (rc < 0) {
 		/* Drivers mostly return -1, which is no errno worth
 		 * printing ("Operation not permitted"): their reason is the

@@ -113,6 +113,17 @@ def test_bad_port_device_is_named(node):
         "(net_pcap, net_tap, net_af_packet, net_null, net_ring, net_memif, or a PCI address) "
         "and its arguments, and that files it names exist"], r.stderr
     assert "Couldn't open /nonexistent.pcap" in r.stderr, r.stderr
+    # A name no driver knows, and a PCI address that is not here.
+    r = _sluiced("--port", "in=foo", name=node)
+    assert (r.returncode, _said(r)) == (1, [
+        "sluiced: port 'in': no DPDK driver knows the device name 'foo': name a virtual "
+        "device after its driver and a number (net_pcap0, net_tap0, net_af_packet0, "
+        "net_null0, net_ring0, net_memif0) or give a PCI address"]), r.stderr
+    r = _sluiced("--port", "in=0000:99:00.0", name=node)
+    assert (r.returncode, _said(r)) == (1, [
+        "sluiced: port 'in': no device '0000:99:00.0' on this machine: a PCI device must be "
+        "bound to vfio-pci (dpdk-devbind.py --status) and the EAL arguments must not say "
+        "--no-pci"]), r.stderr
     # A capture that is not there is named by sluiced, with the user's path
     # (the driver's own line names sluiced's private link to it).
     r = _sluiced("--port", "in=net_pcap0,rx_pcap=/nonexistent.pcap", name=node)
