@@ -84,6 +84,9 @@ SAMPLE_S = 0.2  # how often occupancy policies read sluiced's stats
 # How long an instance that exited with status 0 waits for sluiced's nf.down event
 # (which says whether it deregistered first) before its exit counts as unexpected.
 CLEAN_STOP_WAIT_S = 1.0
+# sluiced publishes nf.hung just before it kills a hung NF (SIGKILL): how long
+# a SIGKILL exit waits for that event, to be told as a hang and not a crash
+HUNG_EVENT_WAIT_S = 0.5
 ACTIONS_KEPT = 200
 
 
@@ -321,6 +324,8 @@ class Orchestrator:
         self._events_client: Client | None = None
         self.subscribed = False  # the event subscription is live (status: subscribed)
         self.clean_stops: dict[int, float] = {}  # pid -> when sluiced said it stopped
+        # pid -> (when, hang_ms): NFs sluiced killed as hung (nf.hung)
+        self.hung_kills: dict[int, tuple[float, int]] = {}
         self._log: Any = None
         # True after an apply whose undo failed in part (or one of whose steps got
         # no answer): sluiced's graphs, chain and rules may differ from self.dep,
@@ -492,9 +497,20 @@ class Orchestrator:
                         slot.exit_seen_at = now
                     if self.subscribed and now - slot.exit_seen_at < CLEAN_STOP_WAIT_S:
                         continue
+                hung = self.hung_kills.pop(slot.proc.pid, None)
+                if rc == -signal.SIGKILL and hung is None and self.subscribed:
+                    # sluiced's nf.hung, if it killed it, may be a moment behind
+                    if slot.exit_seen_at is None:
+                        slot.exit_seen_at = now
+                    if now - slot.exit_seen_at < HUNG_EVENT_WAIT_S:
+                        continue
                 slot.exit_seen_at = None
                 self._forget(slot.proc)
-                self._failed(g, slot, f"{_status_text(rc)}", now, crashed=rc != 0)
+                what = _status_text(rc)
+                if hung is not None and rc == -signal.SIGKILL:
+                    what = (f"was hung (no heartbeat for {hung[1]} ms) and killed by sluiced "
+                            f"(SIGKILL; --nf-hang-ms)")
+                self._failed(g, slot, what, now, crashed=rc != 0)
             if not g.slots and g.want == 0 and g.origin != "file":
                 del self.groups[g.key]
 
@@ -689,6 +705,12 @@ class Orchestrator:
                 for pid, t in list(self.clean_stops.items()):
                     if now - t > 60:  # not one of ours (an nf.scale copy)
                         del self.clean_stops[pid]
+            elif ev.get("kind") == "nf.hung" and isinstance(data.get("pid"), int):
+                now = self.clock()
+                self.hung_kills[data["pid"]] = (now, int(data.get("hang_ms") or 0))
+                for pid, (t, _) in list(self.hung_kills.items()):
+                    if now - t > 60:  # not one of ours
+                        del self.hung_kills[pid]
 
     def on_message(self, data: dict[str, Any]) -> None:
         """Applies the message policies to one ``nf.message`` event's data."""

@@ -943,6 +943,32 @@ def test_container_nf_command_line_is_wrapped(tmp_path: Path,
     assert argv[:3] == ["podman", "run", "nfs:1"]
 
 
+def test_an_nf_sluiced_killed_as_hung_is_said_to_be_hung(tmp_path: Path) -> None:
+    """sluiced publishes nf.hung, then SIGKILLs the NF: the restart line says
+    it hung, not that it crashed of itself. A SIGKILL exit waits a moment
+    for that event; one with no such event is a plain kill."""
+    orch, runner, sluiced, clock, lines = make(tmp_path, nfs=[
+        {"name": "fwd", "program": "sluice-forward", "service": "fwd", "replicas": 2}])
+    orch.subscribed = True
+    orch.tick()
+    a, b = runner.nfs
+    a.popen.returncode = b.popen.returncode = -signal.SIGKILL
+    clock.advance(2.0)
+    orch.tick()
+    assert lines == []  # nf.hung may be a moment behind the exit
+    orch.events.put({"kind": "nf.hung", "ts": 0.0, "data": {
+        "instance": 0, "service": "fwd", "pid": a.pid, "hang_ms": 1000}})
+    clock.advance(0.1)
+    orch.tick()
+    assert lines == [f"crashed: fwd.1 was hung (no heartbeat for 1000 ms) and killed by "
+                     f"sluiced (SIGKILL; --nf-hang-ms) after 2.1 s; restarting in 0.5 s "
+                     f"(failure 1 in a row); see {a.log}"]
+    clock.advance(0.4)
+    orch.tick()  # b: no nf.hung within HUNG_EVENT_WAIT_S
+    assert lines[1] == (f"crashed: fwd.2 was killed by SIGKILL after 2.5 s; restarting in "
+                        f"0.5 s (failure 1 in a row); see {b.log}")
+
+
 # -- exits with status 0, and the event subscription --------------------------------------------
 
 def _nf_down(pid: int, reason: str) -> dict[str, Any]:
