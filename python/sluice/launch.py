@@ -48,6 +48,7 @@ from .client import (
     RpcError,
     RpcTimeout,
     SluiceError,
+    command_text,
     rule_build_seconds,
 )
 from .deploy import (
@@ -319,6 +320,8 @@ class Launcher:
                                   f"refused it: {e.message}") from None
             self.say(f"graph {g.name} applied (version {res.get('version')}): "
                      f"{len(g.nodes)} node(s), entry {g.entry_node()}")
+            if isinstance(res.get("note"), str):  # a service no NF of the file runs
+                self.say(f"graph {g.name}: note: {command_text(res['note'])}")
         rules = d.rule_params()
         if rules:
             # One call for all of them: sluiced builds its classifier once

@@ -86,7 +86,11 @@ def handle(req):
     if m == "graph.apply":
         if "nosuch" in p["nodes"]:
             raise ValueError(f"graph '{p['name']}': node 'nosuch': no service 'nosuch'")
-        return {"name": p["name"], "id": 1, "version": 1}
+        res = {"name": p["name"], "id": 1, "version": 1}
+        if "ids" in p["nodes"]:  # as sluiced: a service no instance runs
+            res["note"] = ("service 'ids' has no running instance: packets sent to it are "
+                           "dropped (no_instance) until one registers; see nf.list")
+        return res
     if m == "rule.add":
         for i, r in enumerate(p["rules"]):
             if r.get("in_port") == "nosuch":
@@ -369,6 +373,21 @@ def test_launcher_applies_graphs_and_rules_after_the_chain(fake: Path) -> None:
         "rule 5 added: priority 10, udp dport 53 in_port in -> graph watch",
         "rule 6 added: priority 0, tcp dst 10.0.0.0/8 -> graph direct",
         "3 flow(s) seen before the rules were added will be classified again"]
+    no_processes_left(fake)
+
+
+def test_launcher_says_a_graph_names_a_service_no_nf_runs(fake: Path) -> None:
+    said: list[str] = []
+    dep = graph_deployment(fake, graphs=[{"name": "web", "nodes": {
+        "forward": ["ids", "port:out"], "ids": ["port:out"]}}], rules=[], nfs=[
+        *GRAPH_DEP["nfs"],
+        {"name": "ids", "program": "sluice-forward", "service": "ids", "replicas": 0}])
+    with Launcher(dep, log_dir=fake / "run", say=said.append):
+        pass
+    i = said.index("graph web applied (version 1): 2 node(s), entry forward")
+    assert said[i + 1] == ("graph web: note: service 'ids' has no running instance: packets "
+                           "sent to it are dropped (no_instance) until one registers; see "
+                           "`sluice nf list`")
     no_processes_left(fake)
 
 
