@@ -70,6 +70,7 @@ from .client import (
     rule_build_seconds,
 )
 from .deploy import (
+    SLUICED_DEFAULTS,
     Deployment,
     DeploymentError,
     MessagePolicy,
@@ -900,10 +901,16 @@ class Orchestrator:
         if old.restart != new.restart:
             note("restart", restart_change(old.restart, new.restart))
         for g in self.groups.values():
+            # only as many failed instances as the group still wants: those of a
+            # removed NF, or beyond fewer replicas, are dropped by _reconcile below
+            # (`stop: LABEL (not running)`), not started again
+            running = sum(1 for s in g.active() if s.state != "failed")
+            retries = max(0, g.want - running) if g.origin != "removed" else 0
             for s in g.slots:
                 s.backoff = s.backoff or Backoff(new.restart)
                 s.backoff.spec = new.restart
-                if s.state == "failed":
+                if s.state == "failed" and not s.outdated and retries > 0:
+                    retries -= 1
                     s.backoff.reset()
                     s.state, s.restart_at = "backoff", self.clock()
                     note("retry", f"{s.label}: failed before; starting it again")
@@ -1309,8 +1316,15 @@ def _fixed_changes(old: Deployment, new: Deployment) -> list[tuple[str, str]]:
     a, b = old.node.model_dump(), new.node.model_dump()
     a["socket"], b["socket"] = str(old.socket_path()), str(new.socket_path())
     a["cores"], b["cores"] = old.cores(), new.cores()
+    if old.node.mode == new.node.mode == "shared":
+        # shared mode: sluiced's threads and the NFs float over the set of CPUs
+        # (poll mode pins sluiced to the first two, so there the order counts)
+        a["cores"], b["cores"] = sorted(a["cores"]), sorted(b["cores"])
     for k in a:
-        if a[k] != b[k]:
+        # a key left out is sluiced's default: writing that default down is no change
+        va = SLUICED_DEFAULTS.get(k) if a[k] is None else a[k]
+        vb = SLUICED_DEFAULTS.get(k) if b[k] is None else b[k]
+        if va != vb:
             out.append((f"node.{k}", f"{_val(a[k])} -> {_val(b[k])}"))
     pa = [(p.name, old.device_for(p)) for p in old.ports]
     pb = [(p.name, new.device_for(p)) for p in new.ports]
