@@ -808,7 +808,17 @@ def program_not_found(program: str, build_dir: Path) -> str:
     msg = f"'{program}' not found (looked in {_show(build_dir)}/nfs/*/ and PATH)"
     if not build_dir.is_dir():
         return f"{msg}; {_show(build_dir)}/ does not exist: build first with `make build`"
-    return msg + did_you_mean(program, built_programs(build_dir))
+    built = built_programs(build_dir)
+    if program.startswith("sluice-"):
+        # compare what follows the common "sluice-", which alone makes any two
+        # names look alike ('sluice-nope' is not close to 'sluice-speedtest')
+        hint = did_you_mean(program[len("sluice-"):],
+                            [b[len("sluice-"):] for b in built], prefix="sluice-")
+    else:
+        hint = did_you_mean(program, built)
+    if not hint and built:
+        hint = f"; the NFs built there: {', '.join(built)}"
+    return msg + hint
 
 
 # -- helpers ------------------------------------------------------------------------

@@ -13,6 +13,8 @@ import os
 from pathlib import Path
 
 import pytest
+from test_deploy import DEMO, errors_of, write
+from test_deploy import site as _site
 from test_orchestrator import BASE, dep_of, make
 
 from sluice.deploy import SLUICED_DEFAULTS
@@ -135,3 +137,23 @@ def test_apply_takes_the_same_cores_in_another_order_in_shared_mode(tmp_path: Pa
     assert str(e.value) == (
         f"d2.yaml: node.cores: [{a}, {b}] -> [{b}, {a}] cannot change while the node runs: "
         f"stop `sluice up` and start it again with the new file (nothing was applied)")
+
+
+# -- a program that does not exist ----------------------------------------------------
+
+nf_site = pytest.fixture(_site.__wrapped__)  # test_deploy's: a fake build of 3 NFs; cwd
+
+@pytest.mark.parametrize("program, hint", [
+    # 'sluice-' alone made any two NF names look alike: this got "did you mean
+    # 'sluice-speedtest'?"
+    ("sluice-nope", "; the NFs built there: sluice-firewall, sluice-forward, sluice-monitor"),
+    ("tcpdumpx", "; the NFs built there: sluice-firewall, sluice-forward, sluice-monitor"),
+    ("sluice-monitr", "; did you mean 'sluice-monitor'?"),
+    ("sluice-frward", "; did you mean 'sluice-forward'?"),
+])
+def test_program_not_found_names_a_close_nf_or_lists_the_built_ones(
+        nf_site: Path, program: str, hint: str) -> None:
+    p = write(nf_site, DEMO.replace("sluice-monitor", program))
+    assert errors_of(p) == [
+        f"d.yaml: nfs[1].program: '{program}' not found (looked in build/nfs/*/ and PATH)"
+        f"{hint}"]
