@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from .client import SluiceError
-from .deploy import container_program_problem, default_build_dir, repo_root
+from .deploy import container_program_problem, default_build_dir, did_you_mean, repo_root
 
 DEFAULT_IMAGE = "sluice-nfs:latest"
 IMAGE_BIN = "/usr/bin"  # where the NF programs are in the image
@@ -441,13 +441,15 @@ def build_image(image: str = DEFAULT_IMAGE, build_dir: Path | None = None,
     return True
 
 
-def check_image(image: str, programs: Iterable[Path]) -> None:
+def check_image(image: str, programs: Iterable[Path], who: str = "") -> None:
     """Raises ContainerError unless ``image`` exists, holds each program
     exactly as built on the host (same SHA-256), and its libraries and
     drivers are the host's as they are now (same size and time of every
     file it was built from, same mempool driver order): an NF must match
     sluiced's DPDK exactly. Takes milliseconds (no ldd, no hashing of
-    libraries); ``image_status`` is the full check."""
+    libraries); ``image_status`` is the full check. A program given by
+    name only (the launcher found none on the host) must be in the image;
+    ``who`` starts the message that says it is not (e.g. "NF 'fwd': ")."""
     labels = image_labels(image)
     build_hint = f"{BUILD_HINT}{'' if image == DEFAULT_IMAGE else ' --image ' + image}"
     if labels is None:
@@ -464,11 +466,21 @@ def check_image(image: str, programs: Iterable[Path]) -> None:
     assert isinstance(held, dict)
     for p in (Path(p) for p in programs):
         if p.name not in held:
+            built = [b.name for b in nf_programs()]
+            if p.name not in built and not (p.is_absolute() and p.is_file()):
+                # Not built either: rebuilding the image would not help.
+                pre = "sluice-"
+                short = [b.removeprefix(pre) for b in built]
+                raise ContainerError(f"{who}there is no NF program {p.name}: neither the "
+                                     f"container image '{image}' nor "
+                                     f"{default_build_dir()}/nfs/ has it (the NFs are "
+                                     f"{', '.join(built) or 'not built'}): fix its program"
+                                     f"{did_you_mean(p.name.removeprefix(pre), short, pre)}")
             raise ContainerError(f"container image '{image}' has no {p.name} (it holds "
                                  f"{', '.join(sorted(held)) or 'no Sluice NF'}): NFs in "
                                  f"containers must be built in build/nfs/; rebuild the "
                                  f"image with {build_hint}")
-        if p.is_file() and held[p.name] != _sha256(p):
+        if p.is_absolute() and p.is_file() and held[p.name] != _sha256(p):
             raise ContainerError(f"container image '{image}' holds another {p.name} than "
                                  f"{p} (rebuilt since?): rebuild the image with {build_hint}")
     manifest = label(LABEL_MANIFEST, [])
@@ -620,7 +632,10 @@ def wrap(argv: list[str], *, name: str, image: str = DEFAULT_IMAGE, node: str,
         raise ContainerError(problem)
     rt = runtime()
     if check:
-        check_image(image, [prog] if prog.is_absolute() else [])
+        # By name too when the launcher found no such program on the host:
+        # an NF the image lacks is refused here, not by the runtime's
+        # "exec: ... no such file or directory" (status 126) after start.
+        check_image(image, [prog], who=f"NF '{name}': ")
     pmds = pmd_dir()
     if pmds is None:
         raise ContainerError(f"DPDK's driver folder (…/dpdk/pmds-*) was not found: "
