@@ -28,6 +28,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -259,7 +260,7 @@ class Launcher:
         d = self.dep
         for trace in d.trace_files():
             if ensure_trace(trace):
-                self.say(f"generated the demo capture {trace}")
+                self.say(f"generated the missing capture {trace}")
         sluiced = self.sluiced_path()
         if not (sluiced.is_file() and os.access(sluiced, os.X_OK)):
             raise LaunchError(f"sluiced not found at {sluiced}: build it with `make build` "
@@ -1028,10 +1029,20 @@ def run_up(path: str | Path, duration: float | None = None, log_dir: str | Path 
         sigs.restore(ignore=not restore_signals)
 
 
+def up_console() -> Console:
+    """The console of ``sluice up``. Into a file or a pipe (a log kept by a
+    service manager, ``| tee``) its lines are not wrapped at 80 columns, so
+    that one event stays one line for grep, and its tables have room for
+    their cells ($COLUMNS, if set, still rules); in a terminal they fit it."""
+    if sys.stdout.isatty():
+        return Console()
+    return Console(soft_wrap=True, width=None if os.environ.get("COLUMNS") else 240)
+
+
 def _run_up(sigs: _Signals, path: str | Path, duration: float | None,
             log_dir: str | Path | None, console: Console | None, interval: float,
             api: str | None, api_token: str | None) -> int:
-    con = console or Console()
+    con = console or up_console()
     if api:
         from .api import check_bind, parse_listen
 

@@ -653,8 +653,11 @@ def generate(out: str | Path, packets: int | None = None, flows: int | None = No
         frames = fixed_size(packets or max(nflows, 4096), nflows, size, seed)
         kind = f"{size}-byte UDP"
     out = Path(out)
-    if out.parent and not out.parent.is_dir():
-        raise TraceError(f"{out}: folder {out.parent} does not exist")
+    try:  # its folder, as examples/traces/ is made for a missing capture
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise TraceError(f"{out}: cannot make its folder {out.parent}: "
+                         f"{e.strerror or e}: give a path in a folder you can write") from None
     n = write_pcap(out, frames)
     nbytes = sum(len(f) for f in frames)
     n_flows = len({_flow_key(f) for f in frames})

@@ -51,8 +51,7 @@ def _sh(cmd: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 def test_the_copy_commands_of_the_doc_work_in_a_fresh_folder(tmp_path: Path) -> None:
     """The doc's commands for a copy elsewhere, run as written in a folder
     with no traces/ in it, make the capture the doc shows, and the copy
-    then passes `sluice check`. (`sluice trace gen` alone fails there:
-    'folder traces does not exist'.)"""
+    then passes `sluice check`."""
     site = tmp_path / "site"
     _copy(site, "walkcopy")
     block = _block_after("**A copy of the example elsewhere.**")

@@ -133,3 +133,30 @@ def test_more_instances_than_rows_are_shown_per_service() -> None:
     # With room for every instance, one row each, as before.
     rows = _rows(_render(stats_tables(_replicated(3), _replicated(1), dt=2.0, max_nf_rows=5)))
     assert {r for r in rows if "#" in r} == {"fw#0", "fw#2", "fw#3", "mon#1", "mon#4"}
+
+
+def test_into_a_pipe_lines_and_rows_are_not_wrapped() -> None:
+    """sluice up's console into a pipe or a file: an event line longer than
+    80 columns stays one line (grep finds it), and a table row keeps its
+    drop reasons whole; $COLUMNS, when set, still rules."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("from sluice.launch import up_console, stats_tables\n"
+            "c = up_console()\n"
+            "c.print('crashed: ' + 'x' * 150)\n"
+            "c.print(stats_tables({'ports': [], 'nfs': [{'instance': 0, 'service': 'firewall', "
+            "'rx_pkts': 10**9, 'tx_pkts': 10**9, 'drops': {'nf_verdict': 3320000000, "
+            "'policy_violation': 12345678}, 'rx_ring': {'count': 1, 'size': 4096}, "
+            "'cycles_per_pkt': 55}]}))\n")
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True).stdout.splitlines()
+    assert out[0] == "crashed: " + "x" * 150
+    row = next(ln for ln in out if ln.startswith(" firewall#0"))
+    assert row.split() == ["firewall#0", "1.00G", "1.00G", "3.33G", "1/4096", "55",
+                           "nf_verdict=3.32G", "policy_violation=12.35M"]
+    out = subprocess.run([sys.executable, "-c", code], env={**env, "COLUMNS": "60"},
+                         capture_output=True, text=True, check=True).stdout.splitlines()
+    assert max(len(ln) for ln in out[1:]) <= 60

@@ -168,6 +168,17 @@ def test_generate_describes_what_it_wrote(tmp_path: Path) -> None:
     assert len(traces.read_pcap(out)) == 1000
 
 
+def test_generate_makes_the_folder_it_writes_in(tmp_path: Path) -> None:
+    out = tmp_path / "new" / "traces" / "c.pcap"
+    assert traces.generate(out, packets=10, flows=1, size=64).startswith(f"{out}: 10 packets")
+    assert len(traces.read_pcap(out)) == 10
+    (tmp_path / "file").write_text("")
+    with pytest.raises(traces.TraceError) as e:
+        traces.generate(tmp_path / "file" / "d.pcap", packets=10, flows=1, size=64)
+    assert str(e.value) == (f"{tmp_path}/file/d.pcap: cannot make its folder {tmp_path}/file: "
+                            f"File exists: give a path in a folder you can write")
+
+
 @pytest.mark.parametrize(("call", "message"), [
     (lambda: traces.fixed_size(10, 1, 59), "--size must be between 60 and 1514 bytes, got 59"),
     (lambda: traces.fixed_size(10, 0, 64), "--flows must be at least 1, got 0"),
