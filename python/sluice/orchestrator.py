@@ -453,6 +453,7 @@ class Orchestrator:
         self._serve_requests()
         if self.reload.is_set():
             self.reload.clear()
+            self.say("reload", f"SIGHUP: reading {self.dep.source} again")
             try:
                 self.apply_file(self.dep.source)
             except (SluiceError, DeploymentError) as e:

@@ -911,8 +911,12 @@ def test_sighup_reload_reads_the_running_file_again(tmp_path: Path) -> None:
     f.write_text(text.replace("replicas: 1", "replicas: 2"))
     orch.reload.set()
     orch.tick()
-    assert lines[0] == "replicas: NF 'fwd': 1 -> 2"
+    assert lines[:2] == [f"reload: SIGHUP: reading {f} again", "replicas: NF 'fwd': 1 -> 2"]
     assert [p.label for p in runner.spawned] == ["fwd.2"]
+    orch.reload.set()
+    orch.tick()  # the same file again
+    assert lines[-2:] == [f"reload: SIGHUP: reading {f} again",
+                          f"apply: nothing to change: {f} is what runs"]
     f.write_text(text.replace("chain: [fwd", "chain: [fw"))
     orch.reload.set()
     orch.tick()
