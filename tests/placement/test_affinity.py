@@ -177,3 +177,40 @@ def type_empty():
     from sluice.placement.plan import Protection
 
     return Protection((), {})
+
+
+def _two_node_split(nodes, links):
+    # s only on B, t only on A: the flow A->B goes A->B (s), B->A (t), A->B
+    return make_problem(_g(nodes, links), {"s": 1, "t": 1},
+                        [flow("f", ["s", "t"], "A", "B", 60)],
+                        node_flows_per_core={("A", "s"): 0, ("B", "t"): 0})
+
+
+def _g(nodes, links):
+    g = nx.Graph()
+    for n, c in nodes.items():
+        g.add_node(n, cores=c)
+    for a, b, cap, d in links:
+        g.add_edge(a, b, capacity=cap, delay=d)
+    return g
+
+
+def test_split_route_that_crosses_a_link_twice_names_the_hosts_and_the_link_limit():
+    p = _two_node_split({"A": 1, "B": 1}, [("A", "B", 100, 1)])
+    plan = affinity(p)
+    assert [(r.flow, r.constraint, r.reason) for r in plan.rejected] == [
+        ("f", "link capacity (8)", "no route from A to B through the hosts B then A has 60 "
+                                   "spare bandwidth on every link")]
+
+
+def test_split_route_takes_another_way_when_its_own_segments_fill_a_link():
+    # was: the last segment A->B was routed over the link the first one had
+    # filled, and the flow was rejected for link capacity though A->C->B had room
+    p = _two_node_split({"A": 1, "B": 1, "C": 1},
+                        [("A", "B", 100, 1), ("B", "C", 100, 1), ("A", "C", 100, 1)])
+    plan = affinity(p)
+    # a primary route is found; only protection (C forwards it) fails
+    assert [(r.flow, r.constraint, r.reason) for r in plan.rejected] == [
+        ("f", C_BACKUP, "no backup route avoids node C (it forwards the flow) with spare "
+                        "bandwidth")]
+    assert validate(p, plan) == []

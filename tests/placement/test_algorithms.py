@@ -320,3 +320,38 @@ def test_scaled_problem_scales_capacity():
     assert q.capacity(u, v) == pytest.approx(10 * p.capacity(u, v))
     assert q.services["ids"] == Service("ids", 30)
     assert q.cores(u) == p.cores(u)
+
+
+_LINK_FULL = ("every route from A to B through nodes with room for s crosses a link with less "
+              "than 40 spare bandwidth (loaded by the flows already accepted)")
+
+
+@pytest.mark.parametrize("algo", ["milp", "division"])
+def test_rejection_by_a_loaded_link_names_the_link_limit_not_cores(algo):
+    # A (1 core) - B (2 cores), one link of 100 each way; s carries 2 flows
+    # per core. Three flows A->B of 40 and one B->A of 90: cores have room
+    # for all four (6 slots), but A->B carries only two of 40. Optimum: 3
+    # flows, U = 0.9 (the B->A direction). Was reported as "flows per core
+    # (7) ... every core is in use".
+    p = problem({"A": 1, "B": 2}, [("A", "B", 100, 1)], {"s": 2},
+                [flow("a", ["s"], "A", "B", 40), flow("b", ["s"], "A", "B", 40),
+                 flow("c", ["s"], "A", "B", 40), flow("d", ["s"], "B", "A", 90)])
+    plan = (milp(p, time_limit=120, polish_nodes=50) if algo == "milp"
+            else division(p, time_limit=120))
+    assert plan.accepted == 3
+    assert plan.utilisation == pytest.approx(0.9)
+    assert [(r.constraint, r.reason) for r in plan.rejected] == [(C_LINK, _LINK_FULL)]
+    assert plan.rejected[0].flow in {"a", "b", "c"}
+    if algo == "milp":
+        assert plan.status == "optimal"
+    assert validate(p, plan) == []
+
+
+def test_rejection_by_a_loaded_link_gives_the_delay_bound_when_there_is_one():
+    p = problem({"A": 1, "B": 2}, [("A", "B", 100, 1)], {"s": 2},
+                [flow(f, ["s"], "A", "B", 40, 5) for f in "abc"])
+    plan = milp(p, time_limit=120, polish_nodes=50)
+    assert [(r.constraint, r.reason) for r in plan.rejected] == [
+        (C_LINK, "every route from A to B through nodes with room for s within the delay bound "
+                 "5 crosses a link with less than 40 spare bandwidth (loaded by the flows "
+                 "already accepted)")]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import typer
@@ -80,7 +81,8 @@ def test_topohub_and_synthetic_topologies():
     ("topo", "flows", "message"),
     [
         (TOPO, {**FLOWS, "flows": [{**FLOWS["flows"][0], "ingress": "Q"}]},
-         "flows: flows[0].ingress: 'Q' is not a node of the topology (nodes: A, B, C)"),
+         "flows: flows[0].ingress: 'Q' is not a node of the topology (nodes: A, B, C): "
+          "fix the name or add the node to the topology"),
         (TOPO, {**FLOWS, "chains": {"web": ["nope"]}},
          "flows: chains.web[0]: 'nope' is not under services (services: s): add it there or "
          "fix the name"),
@@ -210,7 +212,8 @@ def test_cli_bad_inputs_give_a_clear_message(tmp_path):
     res = runner.invoke(app, [str(topo), str(flows)])
     assert res.exit_code == 1
     assert res.stderr.splitlines() == [
-        f"error: {flows}: flows[0].egress: 'X' is not a node of the topology (nodes: A, B, C)",
+        f"error: {flows}: flows[0].egress: 'X' is not a node of the topology (nodes: A, B, C): "
+         "fix the name or add the node to the topology",
         "error: fix the file(s) above; docs/placement.md describes the formats"]
     assert "Traceback" not in res.output
 
@@ -251,9 +254,53 @@ def test_cli_unwritable_output(tmp_path):
     res = runner.invoke(app, [str(EXAMPLES / "topology.yaml"), str(EXAMPLES / "flows.yaml"),
                               "-a", "greedy", "-o", str(tmp_path / "no" / "such" / "dir.json")])
     assert res.exit_code == 4
-    assert res.stderr == (f"error: cannot write {tmp_path / 'no' / 'such' / 'dir.json'}: "
-                          f"No such file or directory\n")
+    # found before the solve (which may take minutes), and says what to do
+    assert res.stderr == (f"error: cannot write {tmp_path / 'no' / 'such' / 'dir.json'}: the "
+                          f"folder {tmp_path / 'no' / 'such'} does not exist: create it or give "
+                          f"--out a path in an existing folder\n")
+    assert res.stdout == ""
     assert not (tmp_path / "no").exists()
+
+    res = runner.invoke(app, [str(EXAMPLES / "topology.yaml"), str(EXAMPLES / "flows.yaml"),
+                              "-a", "greedy", "--plot", str(tmp_path / "no" / "p.png")])
+    assert res.exit_code == 4 and res.stdout == ""
+    assert res.stderr == (f"error: cannot write {tmp_path / 'no' / 'p.png'}: the folder "
+                          f"{tmp_path / 'no'} does not exist: create it or give --plot a path "
+                          f"in an existing folder\n")
+
+    # a folder where the file should be: found when writing, after the solve
+    (tmp_path / "plan.json").mkdir()
+    res = runner.invoke(app, [str(EXAMPLES / "topology.yaml"), str(EXAMPLES / "flows.yaml"),
+                              "-a", "greedy", "-o", str(tmp_path / "plan.json")])
+    assert res.exit_code == 4
+    assert res.stderr == (f"error: cannot write {tmp_path / 'plan.json'}: Is a directory: give "
+                          f"--out a path you may write to\n")
+
+
+@pytest.mark.parametrize(("name", "what"), [("p.txt", "a .txt file"),
+                                            ("p", "a file without an extension")])
+def test_cli_plot_format_is_checked_before_the_solve(tmp_path, name, what):
+    # was: matplotlib's ValueError as a traceback after the solve (p.txt), or
+    # "placement drawn to p" while the file written was p.png
+    res = runner.invoke(app, [str(EXAMPLES / "topology.yaml"), str(EXAMPLES / "flows.yaml"),
+                              "-a", "greedy", "--plot", str(tmp_path / name)])
+    assert res.exit_code == 2 and res.stdout == ""
+    assert res.stderr == (f"error: --plot {tmp_path / name}: cannot draw {what}: give a path "
+                          f"ending in .png, .svg or .pdf\n")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_cli_header_counts_in_singular_and_plural(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # short names: the header stays on one line
+    topo = Path("t.yaml")
+    topo.write_text("nodes: [{name: A, cores: 1}, B]\nlinks: [[A, B]]\n")
+    flows = Path("f.yaml")
+    flows.write_text("services: {s: 1}\nflows: [{chain: [s], ingress: A, egress: B, "
+                     "bandwidth: 1}]\n")
+    res = runner.invoke(app, [str(topo), str(flows), "-a", "greedy"])
+    assert res.exit_code == 0
+    assert res.stdout.splitlines()[0] == f"{topo}: 2 nodes, 1 link, 3 cores, 1 flow -> greedy"
+    assert "flows accepted                │ 1 of 1" in res.stdout
 
 
 def test_module_runs_standalone():

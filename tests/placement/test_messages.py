@@ -98,6 +98,8 @@ def drop(d: dict, key: str) -> dict:
     ({**TOPO, "nodes": ["A", ""]}, FLOWS, ["t.yaml: nodes[1]: empty: give a name"]),
     ({**TOPO, "nodes": [{"name": "A", "pos": [1, 2, 3]}]}, FLOWS,
      ["t.yaml: nodes[0].pos: expected [x, y] (2 numbers), got 3 numbers"]),
+    ({**TOPO, "nodes": [{"name": "A", "pos": [1]}]}, FLOWS,
+     ["t.yaml: nodes[0].pos: expected [x, y] (2 numbers), got 1 number"]),
     (TOPO, {**FLOWS, "chains": {"web": []}}, ["f.yaml: chains.web: empty: give at least one "
                                               "service"]),
     (TOPO, {**FLOWS, "services": {1: 2}},
@@ -181,8 +183,10 @@ def test_inf_and_nan_are_refused_everywhere(where, value, line):
 
 @pytest.mark.parametrize(("topology", "flows", "lines"), [
     (TOPO, flows_with(ingress="Q", egress="c"),
-     ["f.yaml: flows[0].ingress: 'Q' is not a node of the topology (nodes: A, B, C)",
-      "f.yaml: flows[0].egress: 'c' is not a node of the topology (nodes: A, B, C)"]),
+     ["f.yaml: flows[0].ingress: 'Q' is not a node of the topology (nodes: A, B, C): "
+      "fix the name or add the node to the topology",
+      "f.yaml: flows[0].egress: 'c' is not a node of the topology (nodes: A, B, C): "
+       "fix the name or add the node to the topology"]),
     (TOPO, flows_with(**{"class": "webb"}),
      ["f.yaml: flows[0].class: 'webb' is not under chains (chains: web): add it there or fix "
       "the name; did you mean 'web'?"]),

@@ -186,11 +186,19 @@ def _route(
 ) -> Route | None:
     ends = [f.ingress, *hosts, f.egress]
     segs = []
+    # the flow's own earlier segments use room too: a later segment that
+    # would cross a full arc again takes another way (A->B, B->A, then A->C->B)
+    used: Counter[Arc] = Counter()
+
+    def fits(u: str, v: str) -> bool:
+        return room((u, v)) - used[(u, v)] * f.bandwidth + EPS >= f.bandwidth
+
     for a, b in pairwise(ends):
-        sp = shortest_path(problem, a, b, lambda u, v: room((u, v)) + EPS >= f.bandwidth, avoid)
+        sp = shortest_path(problem, a, b, fits, avoid)
         if sp is None:
             return None
         segs.append(sp[0])
+        used.update(pairwise(sp[0]))
     route = Route(tuple(hosts), tuple(segs))
     if route.delay(problem) > f.max_delay + EPS:
         return None
@@ -266,11 +274,15 @@ def _place(
     for hosts in plans:
         primary = _route(problem, f, hosts, state.room, set())
         if primary is None:
+            # hosts in chain order, each node once: "core-1 then edge-b"
+            via = " then ".join(dict.fromkeys(hosts))
+            bound = (f"meets the delay bound {f.max_delay:.4g} with"
+                     if math.isfinite(f.max_delay) else "has")
             last = Rejection(
                 f.id, C_DELAY if _route(problem, f, hosts, lambda a: math.inf, set()) is None
                 else C_LINK,
-                f"no route through {'-'.join(dict.fromkeys(hosts))} meets the delay bound "
-                f"{f.max_delay:.4g} with {f.bandwidth:g} spare bandwidth",
+                f"no route from {f.ingress} to {f.egress} through the hosts {via} "
+                f"{bound} {f.bandwidth:g} spare bandwidth on every link",
             )
             continue
         trial = state.clone()

@@ -27,6 +27,7 @@ from rich.table import Table
 ALGOS = ("division", "milp", "greedy", "affinity")
 ORDERS = ("constrained", "input")  # division.ORDERS, without importing the solver here
 MAX_REJECTED_SHOWN = 15
+PLOT_FORMATS = (".png", ".svg", ".pdf")  # what matplotlib writes, by the file's extension
 
 
 def place(
@@ -57,7 +58,7 @@ def place(
     ] = None,
     plot: Annotated[
         Path | None,
-        typer.Option("--plot", help="Draw the placement to this PNG file."),
+        typer.Option("--plot", help="Draw the placement to this .png, .svg or .pdf file."),
     ] = None,
     seed: Annotated[
         int,
@@ -106,15 +107,26 @@ def place(
     if order not in ORDERS:
         fail(2, f"unknown order {order!r}; choose one of: {', '.join(ORDERS)}")
 
+    if plot is not None and Path(plot).suffix.lower() not in PLOT_FORMATS:
+        fail(2, f"--plot {plot}: cannot draw a {Path(plot).suffix or 'file without an extension'}"
+                f"{' file' if Path(plot).suffix else ''}: give a path ending in "
+                f"{', '.join(PLOT_FORMATS[:-1])} or {PLOT_FORMATS[-1]}")
+    # before the solve, which may take minutes: a file that cannot be written
+    for what, target in (("--out", out), ("--plot", plot)):
+        if target is not None and str(target) != "-" and not Path(target).parent.is_dir():
+            fail(4, f"cannot write {target}: the folder {Path(target).parent} does not "
+                    f"exist: create it or give {what} a path in an existing folder")
+
     try:
         problem = load_problem(topology, flows, seed=seed)
     except InputError as e:
         fail(1, e.issues + ["fix the file(s) above; docs/placement.md describes the formats"])
 
     console.print(
-        f"[bold]{problem.name}[/]: {problem.graph.number_of_nodes()} nodes, "
-        f"{problem.graph.number_of_edges()} links, {problem.total_cores} cores, "
-        f"{len(problem.flows)} flows -> {algo}",
+        f"[bold]{escape(str(problem.name))}[/]: "
+        f"{_count(problem.graph.number_of_nodes(), 'node')}, "
+        f"{_count(problem.graph.number_of_edges(), 'link')}, "
+        f"{_count(problem.total_cores, 'core')}, {_count(len(problem.flows), 'flow')} -> {algo}",
         markup=True,
     )
     t0 = time.perf_counter()
@@ -160,7 +172,8 @@ def place(
             try:
                 Path(out).write_text(text + "\n")
             except OSError as e:
-                fail(4, f"cannot write {out}: {e.strerror or e}")
+                fail(4, f"cannot write {out}: {e.strerror or e}: give --out a path you may "
+                        f"write to")
             console.print(f"plan written to {out}")
     if plot is not None:
         from .plot import draw
@@ -168,8 +181,13 @@ def place(
         try:
             draw(problem, plan, Path(plot), seed=seed)
         except OSError as e:
-            fail(4, f"cannot write {plot}: {e.strerror or e}")
+            fail(4, f"cannot write {plot}: {e.strerror or e}: give --plot a path you may "
+                    f"write to")
         console.print(f"placement drawn to {plot}")
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 def _command_line() -> str:

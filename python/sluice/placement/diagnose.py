@@ -205,6 +205,20 @@ def capacity_reason(analyzer: Analyzer, flow: Flow, state: Residual) -> Rejectio
     """Why ``flow`` does not fit in the residual capacity ``state`` (called for
     flows that passed :meth:`Analyzer.precheck` but were not placed)."""
     r = analyzer.reach(flow, room=state.room, host_ok=lambda n, s: state.hostable(n, s))
+    if not all(r.hosts):
+        # Hosts with room exist, but the links that lead to them within the
+        # delay bound are loaded: that is the link limit (8), not cores (7).
+        wide = analyzer.reach(flow, host_ok=lambda n, s: state.hostable(n, s))
+        if all(wide.hosts):
+            bound = (f" within the delay bound {flow.max_delay:.4g}"
+                     if math.isfinite(flow.max_delay) else "")
+            return Rejection(
+                flow.id,
+                C_LINK,
+                f"every route from {flow.ingress} to {flow.egress} through nodes with room "
+                f"for {'-'.join(flow.chain)}{bound} crosses a link with less than "
+                f"{flow.bandwidth:g} spare bandwidth (loaded by the flows already accepted)",
+            )
     for svc, hosts in zip(flow.chain, r.hosts, strict=True):
         if not hosts:
             return Rejection(

@@ -105,7 +105,8 @@ class NodeSpec(_Strict):
     def _pos(cls, v: list[float] | None) -> list[float] | None:
         if v is not None and len(v) != 2:
             raise PydanticCustomError(
-                "sluice", "expected [x, y] (2 numbers), got {n} numbers", {"n": len(v)})
+                "sluice", "expected [x, y] (2 numbers), got {n}",
+                {"n": f"{len(v)} number" + ("" if len(v) == 1 else "s")})
         return v
 
 
@@ -672,7 +673,8 @@ def demand_from_dict(
         for role, node in (("ingress", fs.ingress), ("egress", fs.egress)):
             if node not in graph:
                 issues.append(f"{source}: {at}.{role}: {node!r} is not a node of the "
-                              f"topology (nodes: {_names(nodes)}){did_you_mean(node, nodes)}")
+                              f"topology (nodes: {_names(nodes)}): fix the name or add the node to "
+                              f"the topology{did_you_mean(node, nodes)}")
         fid = fs.id if fs.id is not None else f"f{i + 1}"
         if fid in first:
             if fs.id is not None:
