@@ -58,14 +58,18 @@ def test_huge_dir_without_hugepages_is_explained_and_cleaned(node, tmp_path):
 
 def test_sluice_up_not_root_says_so_before_anything(node):
     # A folder the user nobody can read, for the deployment file.
-    d = Path(tempfile.mkdtemp(prefix="sl-failpath-"))
+    d = Path(tempfile.mkdtemp(prefix="failpath-"))
     try:
         d.chmod(0o755)
         dep = d / "dep.yaml"
         dep.write_text(yaml.safe_dump(deployment(node, ports=[], nfs=[
-            {"name": "f", "program": prog("forward"), "service": "f"}], chain=["f", "drop"])))
+            # a program any user may run, wherever the checkout is
+            {"name": "f", "program": "/bin/true", "service": "f"}], chain=["f", "drop"])))
         dep.chmod(0o644)
+        # nobody, keeping only the right to read any file: the checkout
+        # (a fresh clone in a 0700 temporary folder, say) and its venv
         r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                            "--inh-caps=+dac_read_search", "--ambient-caps=+dac_read_search",
                             *sluice_cmd(), "up", str(dep), "--log-dir", str(d / "logs")],
                            capture_output=True, text=True, timeout=60, cwd=d,
                            env={**os.environ, "SLUICE_BUILD_DIR": str(build_dir())})
