@@ -636,9 +636,13 @@ def test_trace_gen(tmp_path: Path) -> None:
     r = runner.invoke(app, ["trace", "gen", str(out), "--size", "20"])
     assert r.exit_code == 1 and r.stderr == ("sluice trace gen: --size must be between 60 and "
                                              "1514 bytes, got 20\n")
-    r = runner.invoke(app, ["trace", "gen", str(tmp_path / "no" / "t.pcap")])
-    assert r.exit_code == 1 and r.stderr == (f"sluice trace gen: {tmp_path}/no/t.pcap: folder "
-                                             f"{tmp_path}/no does not exist\n")
+    (tmp_path / "f").write_text("")  # a file where its folder would be
+    r = runner.invoke(app, ["trace", "gen", str(tmp_path / "f" / "t.pcap")])
+    assert r.exit_code == 1 and r.stderr == (
+        f"sluice trace gen: {tmp_path}/f/t.pcap: cannot make its folder {tmp_path}/f: File "
+        f"exists: give a path in a folder you can write\n")
+    r = runner.invoke(app, ["trace", "gen", str(tmp_path / "new" / "t.pcap")])
+    assert r.exit_code == 0 and (tmp_path / "new" / "t.pcap").is_file()
 
 
 def test_place_is_registered() -> None:
