@@ -333,3 +333,26 @@ def test_cli_refuses_a_time_limit_that_is_not_a_positive_number(tmp_path, value)
     assert res.exit_code == 2
     assert res.stderr.splitlines() == [
         f"error: --time-limit must be a positive number of seconds, got {value}"]
+
+
+def test_make_problem_says_what_to_do() -> None:
+    """The library's own checks (make_problem, for callers without files)."""
+    import networkx as nx
+
+    from sluice.placement.model import Flow, ProblemError, make_problem
+
+    g = nx.Graph()
+    g.add_node("A", cores=2)
+    g.add_node("B", cores=2)
+    g.add_edge("A", "B", capacity=10.0, delay=1.0)
+    with pytest.raises(ProblemError) as e:
+        make_problem(g, {"fw": 4}, [Flow("f1", ("fw",), "A", "Q", 1.0),
+                                    Flow("f2", (), "A", "B", 1.0)])
+    assert e.value.issues == [
+        "flow 'f1': egress 'Q' is not a node of the topology (known: A, B): fix the name or "
+        "add the node to the topology",
+        "flow 'f2': the service chain is empty: list the services the flow goes through"]
+    with pytest.raises(ProblemError) as e:
+        make_problem(nx.Graph(), {"fw": 4}, [])
+    assert e.value.issues == [
+        "the topology has no nodes: give it at least one (a host with cores)"]

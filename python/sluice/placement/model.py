@@ -196,7 +196,7 @@ def make_problem(
         g.add_edge(str(u), str(v), **{**data, "capacity": float(cap), "delay": float(dly)})
 
     if g.number_of_nodes() == 0:
-        issues.append("the topology has no nodes")
+        issues.append("the topology has no nodes: give it at least one (a host with cores)")
 
     seen: set[str] = set()
     known = _preview(sorted(g.nodes))
@@ -207,9 +207,11 @@ def make_problem(
         seen.add(f.id)
         for role, node in (("ingress", f.ingress), ("egress", f.egress)):
             if node not in g:
-                issues.append(f"{where}: {role} {node!r} is not a node of the topology ({known})")
+                issues.append(f"{where}: {role} {node!r} is not a node of the topology "
+                              f"({known}): fix the name or add the node to the topology")
         if not f.chain:
-            issues.append(f"{where}: the service chain is empty")
+            issues.append(f"{where}: the service chain is empty: list the services the flow "
+                          f"goes through")
         for s in f.chain:
             if s not in svc:
                 issues.append(
