@@ -216,6 +216,12 @@ def test_cli_bad_inputs_give_a_clear_message(tmp_path):
          "fix the name or add the node to the topology",
         "error: fix the file(s) above; docs/placement.md describes the formats"]
     assert "Traceback" not in res.output
+    # a flows file with nothing to place: said, not a "0 of 0" run
+    empty = write(tmp_path, "e.yaml", {**FLOWS, "flows": []})
+    res = runner.invoke(app, [str(topo), str(empty)])
+    assert (res.exit_code, res.stdout, res.stderr) == (1, "", (
+        f"error: {empty}: no flows to place: list them under flows, or have some made with "
+        f"generate (docs/placement.md, \"File formats\")\n"))
 
     res = runner.invoke(app, [str(tmp_path / "nope.yaml"), str(flows)])
     assert res.exit_code == 1

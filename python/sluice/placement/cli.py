@@ -121,6 +121,9 @@ def place(
         problem = load_problem(topology, flows, seed=seed)
     except InputError as e:
         fail(1, e.issues + ["fix the file(s) above; docs/placement.md describes the formats"])
+    if not problem.flows:
+        fail(1, [f"{flows}: no flows to place: list them under flows, or have some made with "
+                 f"generate (docs/placement.md, \"File formats\")"])
 
     console.print(
         f"[bold]{escape(str(problem.name))}[/]: "
