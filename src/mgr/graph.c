@@ -267,14 +267,16 @@ sl_graph_idle_note(const struct sl_mgr *m, uint16_t id)
 
 		if (__atomic_load_n(&s->n_live, __ATOMIC_ACQUIRE) != 0)
 			continue;
-		if (n++ < SHOWN)
+		/* (names holds SHOWN names of SL_NAME_LEN and the tail: the
+		 * guard only keeps len in bounds if that ever changes) */
+		if (n++ < SHOWN && len < sizeof(names))
 			len += (size_t)snprintf(names + len, sizeof(names) - len,
 						"%s'%s'", n > 1 ? ", " : "",
 						s->name);
 	}
 	if (n == 0)
 		return NULL;
-	if (n > SHOWN)
+	if (n > SHOWN && len < sizeof(names))
 		snprintf(names + len, sizeof(names) - len, " and %u more",
 			 n - SHOWN);
 	return json_sprintf("%s %s %s no running instance: packets sent to %s "

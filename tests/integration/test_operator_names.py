@@ -91,6 +91,12 @@ def test_a_chain_or_graph_naming_a_service_nobody_runs_says_so(launch, node, tmp
     res = run.client.call("chain.set", hops=["firewal", "monitor", "port:out"])
     assert res == {"version": res["version"], "note": one}
     assert "note" not in run.client.call("chain.set", hops=["firewall", "monitor", "port:out"])
+    many = [f"s{i}" for i in range(10)]  # the first 8 named, then how many more
+    assert run.client.call("chain.set", hops=[*many, "port:out"])["note"] == (
+        "services 's0', 's1', 's2', 's3', 's4', 's5', 's6', 's7' and 2 more have no running "
+        "instance: packets sent to them are dropped (no_instance) until one registers; see "
+        "nf.list")
+    run.client.call("chain.set", hops=["firewall", "port:out"])
 
     r = runner.invoke(app, ["chain", "set", "firewal,monitr,port:out", *sock])
     assert r.exit_code == 0, r.output
@@ -104,7 +110,7 @@ def test_a_chain_or_graph_naming_a_service_nobody_runs_says_so(launch, node, tmp
     r = runner.invoke(app, ["graph", "apply", str(tmp_path / "g.yaml"), *sock])
     assert r.exit_code == 0, r.output
     assert r.stdout == (
-        f"graph web: applied (id 1, version {res['version'] + 3}), 2 node(s), entry firewall\n"
+        f"graph web: applied (id 1, version {res['version'] + 5}), 2 node(s), entry firewall\n"
         "note: service 'ids' has no running instance: packets sent to it are dropped "
         "(no_instance) until one registers; see `sluice nf list`\n")
     res = run.client.call("graph.apply", name="web2",
