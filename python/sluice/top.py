@@ -20,10 +20,11 @@ from typing import Any
 from rich import box
 from rich.console import Console, Group
 from rich.live import Live
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from .client import Client
+from .client import Client, SluiceError
 
 
 def _rate(now: Any, before: Any, dt: float) -> float | None:
@@ -81,6 +82,8 @@ def rates(prev: dict[str, Any] | None, cur: dict[str, Any], dt: float) -> dict[s
                                dt)),
         })
     edges.sort(key=lambda e: (str(e["from"]), str(e["to"])))
+    # stats.drops counts every drop on the node once (instances gone and the
+    # TX thread included); the ports' and live instances' say where.
     totals: dict[str, int] = {}
     before: dict[str, int] = {}
     where: dict[str, list[str]] = {}
@@ -90,9 +93,18 @@ def rates(prev: dict[str, Any] | None, cur: dict[str, Any], dt: float) -> dict[s
             totals[reason] = totals.get(reason, 0) + int(v)
             if v:
                 where.setdefault(reason, []).append(name)
+    for s in cur.get("services", []):  # the drops of its instances that left
+        live = [n for n in cur.get("nfs", []) if n.get("service") == s.get("name")]
+        for reason, v in (s.get("drops") or {}).items():
+            if int(v) > sum(int((n.get("drops") or {}).get(reason, 0)) for n in live):
+                where.setdefault(reason, []).append(f"{s.get('name')} (instances gone)")
     for x in prev.get("ports", []) + prev.get("nfs", []):
         for reason, v in (x.get("drops") or {}).items():
             before[reason] = before.get(reason, 0) + int(v)
+    if isinstance(cur.get("drops"), dict):
+        totals = {r: int(v) for r, v in cur["drops"].items()}
+        if isinstance(prev.get("drops"), dict):
+            before = {r: int(v) for r, v in prev["drops"].items()}
     drops = [{"reason": r, "total": t,
               "pps": _rate(t, before.get(r, 0) if prev else None, dt),
               "where": where.get(r, [])}
@@ -120,7 +132,10 @@ def si(v: float | None) -> str:
 def _table(*cols: str) -> Table:
     t = Table(box=box.SIMPLE_HEAD, pad_edge=False, expand=False)
     for i, c in enumerate(cols):
-        t.add_column(c, no_wrap=True, justify="left" if i == 0 or c in _LEFT else "right")
+        # on a narrow terminal the names (first column) fold, numbers never
+        # lose digits to an ellipsis
+        t.add_column(c, no_wrap=i > 0, overflow="fold",
+                     justify="left" if i == 0 or c in _LEFT else "right")
     return t
 
 
@@ -178,7 +193,8 @@ def samples(client: Client, interval: float, count: int | None) -> Iterator[dict
 def run_top(client: Client, interval: float = 1.0, iterations: int | None = None,
             as_json: bool = False, console: Console | None = None) -> int:
     """What `sluice top` does: a live view on a terminal, else (or with
-    ``iterations`` or ``as_json``) one frame after another. Returns 0."""
+    ``iterations`` or ``as_json``) one frame after another. Returns 0, or 1
+    when the node stops answering after a first frame (said on stderr)."""
     con = console or Console()
     node = client.node
 
@@ -187,6 +203,17 @@ def run_top(client: Client, interval: float = 1.0, iterations: int | None = None
         return (f"sluice top: node {node} ({client.socket_path}) at {when}, "
                 f"rates over {r['dt']:.2f} s" + ("" if iterations else "; Ctrl-C stops"))
 
+    shown = 0
+    stderr = Console(stderr=True)
+
+    def show(r: dict[str, Any]) -> None:
+        nonlocal shown
+        f = frame(r, title(r))
+        # into a pipe or file: lines as wide as the tables (not cut at 80)
+        wide = Measurement.get(con, con.options.update(width=10_000), f).maximum
+        con.print(f, width=max(con.width, wide))
+        shown += 1
+
     try:
         with client:
             node = client.call("status").get("node", node)
@@ -194,14 +221,25 @@ def run_top(client: Client, interval: float = 1.0, iterations: int | None = None
                 for r in samples(client, interval, iterations):
                     con.print_json(json.dumps(r)) if con.is_terminal else \
                         con.out(json.dumps(r), highlight=False)
+                    shown += 1
             elif con.is_terminal and iterations is None:
                 with Live(Text("waiting for the first rates..."), console=con,
                           auto_refresh=False, screen=False) as live:
                     for r in samples(client, interval, None):
                         live.update(frame(r, title(r)), refresh=True)
+                        shown += 1
             else:
                 for r in samples(client, interval, iterations):
-                    con.print(frame(r, title(r)))
+                    show(r)
     except KeyboardInterrupt:
         pass
+    except SluiceError as e:
+        if not shown:
+            raise  # never reached: the command's own error line
+        when = datetime.now().strftime("%H:%M:%S")
+        stderr.print(f"sluice top: node {node} stopped answering at {when} ({e}); the "
+                     f"last frame above is its last read; `sluice status --node {node}` "
+                     "says whether it runs again", highlight=False, markup=False,
+                     soft_wrap=True)
+        return 1
     return 0

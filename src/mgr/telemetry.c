@@ -189,6 +189,114 @@ add_object(struct rte_tel_data *d, json_t *o, int nested)
 		add_member(d, k, v, nested);
 }
 
+/*
+ * A reply is at most REPLY_MAX bytes of JSON (DPDK 22.11's MAX_OUTPUT_LEN,
+ * the greeting's max_output_len): what does not fit DPDK leaves out without
+ * a word. So the list commands count the bytes of what they add (as DPDK
+ * writes it) and, before an entry would not fit, stop and say how many
+ * entries are left out and where to read them (REPLY_ROOM is kept for the
+ * command's name around the reply and that note).
+ */
+#define REPLY_MAX 16384
+#define REPLY_ROOM 256
+
+/* The id field of entry e, as text. */
+static void
+id_text(json_t *e, const char *field, char *buf, size_t size)
+{
+	snprintf(buf, size, "%lld",
+		 (long long)json_integer_value(json_object_get(e, field)));
+}
+
+static int add_entry(struct rte_tel_data *d, const char *id, json_t *e);
+
+static size_t
+digits(json_int_t v)
+{
+	char b[24];
+
+	return (size_t)snprintf(b, sizeof(b), "%lld", (long long)v);
+}
+
+/* Bytes of "k":<value> as add_member(..., nested 1) writes member k = v
+ * (0 for what it leaves out), with its comma. */
+static size_t
+member_len(const char *k, json_t *v)
+{
+	size_t kl = strlen(k) + 4; /* "k": and , */
+	const char *sk;
+	json_t *sv;
+	size_t n = 0;
+
+	switch (json_typeof(v)) {
+	case JSON_INTEGER:
+		return kl + digits(json_integer_value(v));
+	case JSON_STRING:
+		/* names are letters, digits, '_', '-', ':' (no escapes); 2x
+		 * covers any that would need them */
+		return kl + 2 + 2 * json_string_length(v);
+	case JSON_TRUE:
+	case JSON_FALSE:
+		return kl + 1;
+	case JSON_OBJECT:
+		if (strcmp(k, "drops") == 0)
+			return kl + 20;
+		json_object_foreach(v, sk, sv)
+			if (json_is_integer(sv))
+				n += kl + 1 + strlen(sk) +
+				     digits(json_integer_value(sv));
+		return n;
+	case JSON_ARRAY:
+		return kl + 2 + 20;
+	default:
+		return 0;
+	}
+}
+
+/* Bytes of "id":{...} for entry e of a list. */
+static size_t
+entry_len(const char *id, json_t *e)
+{
+	const char *k;
+	json_t *v;
+	size_t n = strlen(id) + 6;
+
+	json_object_foreach(e, k, v)
+		n += member_len(k, v);
+	return n;
+}
+
+/* Adds the entries of stats list arr to dict d, each named by its id field
+ * (NULL: its index), as many as fit; then "more": what was left out and
+ * where to read it (one). */
+static void
+add_entries(struct rte_tel_data *d, json_t *arr, const char *idf,
+	    const char *what, const char *one)
+{
+	size_t i, used = REPLY_ROOM, n = json_array_size(arr);
+	char msg[RTE_TEL_MAX_STRING_LEN];
+	json_t *e;
+
+	json_array_foreach(arr, i, e) {
+		char id[24];
+
+		if (idf != NULL)
+			id_text(e, idf, id, sizeof(id));
+		else
+			snprintf(id, sizeof(id), "%zu", i);
+		used += entry_len(id, e);
+		if (used > REPLY_MAX || i + 1 >= RTE_TEL_MAX_DICT_ENTRIES ||
+		    add_entry(d, id, e) != 0)
+			break;
+	}
+	if (i < n) {
+		snprintf(msg, sizeof(msg),
+			 "%zu of %zu %s left out (a reply holds %d KiB): %s",
+			 n - i, n, what, REPLY_MAX / 1024, one);
+		rte_tel_data_add_dict_string(d, "more", msg);
+	}
+}
+
 /* Entry e of a stats list as a dict named id in d, its members as inside a
  * list entry; -1 when there is no room (more than RTE_TEL_MAX_DICT_ENTRIES)
  * or no memory. */
@@ -206,14 +314,6 @@ add_entry(struct rte_tel_data *d, const char *id, json_t *e)
 		return -1;
 	}
 	return 0;
-}
-
-/* The id field of entry e, as text. */
-static void
-id_text(json_t *e, const char *field, char *buf, size_t size)
-{
-	snprintf(buf, size, "%lld",
-		 (long long)json_integer_value(json_object_get(e, field)));
 }
 
 /* /sluice/stats: node totals and the flow table. */
@@ -265,13 +365,17 @@ struct tel_list {
 	const char *named; /* the entry's name field, or NULL */
 	const char *what;  /* for messages */
 	const char *list;  /* the list command */
+	const char *plural; /* for the note of a reply too long */
+	const char *each;   /* where to read them then */
 };
 
 static const struct tel_list lists[] = {
-	{"/sluice/port", "ports", "id", "name", "port", "/sluice/ports"},
-	{"/sluice/nf", "nfs", "instance", NULL, "NF instance", "/sluice/nfs"},
+	{"/sluice/port", "ports", "id", "name", "port", "/sluice/ports", "ports",
+	 "ask /sluice/port,<id> for each"},
+	{"/sluice/nf", "nfs", "instance", NULL, "NF instance", "/sluice/nfs",
+	 "NF instances", "ask /sluice/nf,<instance> for each"},
 	{"/sluice/service", "services", "id", "name", "service",
-	 "/sluice/services"},
+	 "/sluice/services", "services", "ask /sluice/service,<id> for each"},
 };
 
 static const struct tel_list *
@@ -288,8 +392,7 @@ static int
 tel_list(const char *cmd, const char *params, struct rte_tel_data *d)
 {
 	const struct tel_list *l = list_of(cmd);
-	json_t *st, *e;
-	size_t i;
+	json_t *st;
 	int rc;
 
 	(void)params;
@@ -299,13 +402,7 @@ tel_list(const char *cmd, const char *params, struct rte_tel_data *d)
 	if (rc != 0)
 		return rc;
 	rte_tel_data_start_dict(d);
-	json_array_foreach(json_object_get(st, l->key), i, e) {
-		char id[24];
-
-		id_text(e, l->id, id, sizeof(id));
-		if (add_entry(d, id, e) != 0)
-			break;
-	}
+	add_entries(d, json_object_get(st, l->key), l->id, l->plural, l->each);
 	stats_put(st);
 	return 0;
 }
@@ -379,8 +476,7 @@ tel_flows(const char *cmd, const char *params, struct rte_tel_data *d)
 static int
 tel_edges(const char *cmd, const char *params, struct rte_tel_data *d)
 {
-	json_t *st, *e;
-	size_t i;
+	json_t *st;
 	int rc;
 
 	(void)cmd;
@@ -389,13 +485,8 @@ tel_edges(const char *cmd, const char *params, struct rte_tel_data *d)
 	if (rc != 0)
 		return rc;
 	rte_tel_data_start_dict(d);
-	json_array_foreach(json_object_get(st, "edges"), i, e) {
-		char id[24];
-
-		snprintf(id, sizeof(id), "%zu", i);
-		if (add_entry(d, id, e) != 0)
-			break;
-	}
+	add_entries(d, json_object_get(st, "edges"), NULL, "edges",
+		    "the control socket's stats lists them all");
 	stats_put(st);
 	return 0;
 }
