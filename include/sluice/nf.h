@@ -24,7 +24,10 @@
  *                            [NF args]
  *
  * NF-specific arguments are handed to ops->init() with argv[0] set to the
- * program name; libsluice's own options are removed first. -h or --help
+ * program name; libsluice's own options are removed first. An NF without
+ * init takes none: any other argument is refused before EAL init
+ * ("PROG: unknown option 'ARG': this NF takes no options of its own ...",
+ * exit status 1). --core N must be a CPU the process may run on. -h or --help
  * (with or without the --) prints libsluice's usage and ops->usage and
  * exits 0 without attaching to sluiced.
  */
@@ -91,7 +94,8 @@ struct sl_nf_ops {
 	/**
 	 * Called once after registration, before the first packet, with the
 	 * NF-specific arguments. Returns 0, or a positive errno after printing
-	 * what was wrong (the NF then exits with status 1). May be NULL.
+	 * what was wrong (the NF then exits with status 1). May be NULL: the
+	 * NF then accepts no arguments of its own.
 	 */
 	int (*init)(struct sl_nf *nf, int argc, char **argv);
 	/**

@@ -434,6 +434,32 @@ has_opt(char **argv, int argc, const char *a, const char *b)
 	return 0;
 }
 
+/* 1 if this process may run on CPU c, else 0; the CPUs it may run on
+ * (its affinity mask) as "0-1,4" in buf. */
+static int
+cpu_allowed(int c, char *buf, size_t size)
+{
+	cpu_set_t set;
+	size_t len = 0;
+
+	buf[0] = '\0';
+	if (sched_getaffinity(0, sizeof(set), &set) != 0)
+		return 1; /* cannot tell: let EAL decide */
+	for (int lo = 0; lo < CPU_SETSIZE && len < size; lo++) {
+		int hi = lo;
+
+		if (!CPU_ISSET(lo, &set))
+			continue;
+		while (hi + 1 < CPU_SETSIZE && CPU_ISSET(hi + 1, &set))
+			hi++;
+		len += (size_t)snprintf(buf + len, size - len,
+					lo == hi ? "%s%d" : "%s%d-%d",
+					len > 0 ? "," : "", lo, hi);
+		lo = hi;
+	}
+	return CPU_ISSET(c, &set) ? 1 : 0;
+}
+
 struct nf_args {
 	const char *node;
 	const char *service;
@@ -531,7 +557,7 @@ parse_args(struct nf_args *a, const struct sl_nf_ops *ops, int argc,
 			}
 		} else if ((r = take_value(&i, argc, argv, "--core", NULL,
 					   &v)) != 0) {
-			char *end;
+			char *end, cpus[128];
 			long c;
 
 			if (r < 0)
@@ -541,6 +567,16 @@ parse_args(struct nf_args *a, const struct sl_nf_ops *ops, int argc,
 				fprintf(stderr,
 					"%s: --core '%s' is not a CPU number\n",
 					argv[0], v);
+				return -1;
+			}
+			if (!cpu_allowed((int)c, cpus, sizeof(cpus))) {
+				/* EAL would print its whole usage and
+				 * fail; say which CPUs there are. */
+				fprintf(stderr,
+					"%s: --core %ld: this process may not "
+					"run on CPU %ld; give one of the CPUs "
+					"it may run on: %s\n",
+					argv[0], c, c, cpus);
 				return -1;
 			}
 			a->core = (int)c;
@@ -554,6 +590,17 @@ parse_args(struct nf_args *a, const struct sl_nf_ops *ops, int argc,
 		}
 	}
 	a->nf_argv[a->nf_argc] = NULL;
+	/* Without init nothing would read them: a mistyped --mdoe poll
+	 * would run silently in shared mode. */
+	if (ops->init == NULL && a->nf_argc > 1) {
+		fprintf(stderr,
+			"%s: unknown option '%s': this NF takes no options of "
+			"its own (it has no init); libsluice's are --node, "
+			"--service (-s), --instance, --mode and --core "
+			"(--help)\n",
+			argv[0], a->nf_argv[1]);
+		return -1;
+	}
 
 	if (a->service == NULL || !sl_name_valid(a->service)) {
 		fprintf(stderr,

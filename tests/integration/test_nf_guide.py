@@ -24,12 +24,20 @@ def test_guide_example_matches_its_file():
 
 
 def test_guide_nf_builds_and_decrements_ttl(launch, node, tmp_path):
-    cmd = re.search(r"```sh\n(cc .*?)\n```", GUIDE.read_text(), re.S).group(1)
-    cmd = cmd.replace("\\\n", " ").replace("build/", f"{build_dir()}/")
-    cmd = cmd.replace("-o sluice-ttl", f"-o {tmp_path}/sluice-ttl")
-    r = subprocess.run(["sh", "-c", cmd], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    """The first build: ttl.c in a folder of its own (a vendor's, outside
+    the tree), SLUICE naming the tree, as the guide writes it."""
+    sluice, cmd = re.search(r"```sh\nSLUICE=(\S+)\n(cc .*?)\n```", GUIDE.read_text(),
+                            re.S).groups()
+    assert sluice == "/path/to/sluice", sluice
+    cmd = cmd.replace("\\\n", " ").replace("$SLUICE/build/", f"{build_dir()}/")
+    assert "$SLUICE/include" in cmd, cmd
+    vendor = tmp_path / "vendor"
+    vendor.mkdir()
+    shutil.copy(ROOT / "docs" / "examples" / "ttl.c", vendor)
+    r = subprocess.run(["sh", "-c", cmd], cwd=vendor, env={**os.environ, "SLUICE": str(ROOT)},
+                       capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, f"{shlex.quote(cmd)}: {r.stderr}"
-    _check_ttl_nf(launch, node, tmp_path, tmp_path / "sluice-ttl")
+    _check_ttl_nf(launch, node, tmp_path, vendor / "sluice-ttl")
 
 
 def _check_ttl_nf(launch, node, tmp_path: Path, program: Path) -> None:
@@ -146,18 +154,22 @@ def test_installed_libsluice_builds_the_nf_out_of_tree(launch, node, tmp_path):
     pcdir = staged(opts["libdir"]) / "pkgconfig"
     pc = pcdir / "libsluice.pc"
     assert pc.is_file(), f"meson install put no libsluice.pc in {pcdir}"
-    # The staged .pc still names the real prefix, where it would be
-    # installed. Neither PKG_CONFIG_SYSROOT_DIR nor --define-prefix fits:
-    # the sysroot is put before every package's paths, libdpdk's (in /usr)
-    # too, and --define-prefix takes the .pc folder's grandparent, which
-    # with a multiarch libdir (lib/x86_64-linux-gnu) is PREFIX/lib. So the
-    # staged copy is relocated by rewriting its one absolute path.
+    # The staged .pc still names the real prefix: pkg-config's flags then
+    # find no sluice/nf.h. The guide's block rewrites that one line (why
+    # not PKG_CONFIG_SYSROOT_DIR or --define-prefix: the guide says).
     text = pc.read_text()
     assert f"prefix={opts['prefix']}\n" in text, text
-    pc.write_text(text.replace(f"prefix={opts['prefix']}\n", f"prefix={staged('.')}\n", 1))
+    relocate = re.search(r"```sh\n(PC=.*?)\n```", section, re.S).group(1)
+    assert opts["prefix"] == "/usr/local" and opts["libdir"] == "lib/x86_64-linux-gnu", (
+        "the guide's relocation block names /usr/local and lib/x86_64-linux-gnu", opts)
+    relocate = relocate.replace("DIR/", f"{destdir}/")
+    r = subprocess.run(["sh", "-c", f"set -e\n{relocate}\npkg-config --cflags --libs libsluice"],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, f"{relocate}: {r.stderr}"
+    assert pc.read_text() == text.replace(f"prefix={opts['prefix']}\n",
+                                          f"prefix={staged('.')}\n", 1)
+    flags = r.stdout
     env = {**os.environ, "PKG_CONFIG_PATH": str(pcdir)}
-    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "libsluice"], env=env,
-                           capture_output=True, text=True, check=True).stdout
     assert str(ROOT) not in flags and f"-I{staged(opts['includedir'])} " in flags, flags
 
     nf = tmp_path / "vendor"
