@@ -117,7 +117,7 @@ sl_flow_entry_bytes(const struct sl_mgr_opts *o)
 
 /* One of the two tables (IPv4 or IPv6 keys). NULL after printing why. */
 static struct rte_hash *
-table_create(const struct sl_mgr *m, const char *suffix, uint32_t key_len,
+table_create(const char *suffix, uint32_t key_len,
 	     uint32_t entries, const char *option)
 {
 	char name[RTE_HASH_NAMESIZE];
@@ -134,7 +134,12 @@ table_create(const struct sl_mgr *m, const char *suffix, uint32_t key_len,
 	};
 	struct rte_hash *h;
 
-	snprintf(name, sizeof(name), "sl_%.16s_%s", m->o.name, suffix);
+	/* Not the node's name: rte_hash makes ring and memzone names of
+	 * "RG_HT_EXT_<name>" that DPDK cuts at 31 characters, which left no
+	 * room for a 16-character node and made the two tables' names
+	 * clash ("File exists"). Names are per DPDK file prefix, i.e. per
+	 * node, anyway. */
+	snprintf(name, sizeof(name), "sl_%s", suffix);
 	h = rte_hash_create(&hp);
 	if (h == NULL)
 		fprintf(stderr,
@@ -182,11 +187,11 @@ sl_flow_init(struct sl_mgr *m)
 	}
 	if (ft->lookup == SL_LOOKUP_OFF)
 		return 0;
-	ft->hash = table_create(m, "flows", sizeof(struct sl_flow_key4),
+	ft->hash = table_create("flows", sizeof(struct sl_flow_key4),
 				m->o.flow_capacity, "--flow-capacity");
 	ft->hash6 = ft->hash == NULL
 			    ? NULL
-			    : table_create(m, "flows6",
+			    : table_create("flows6",
 					   sizeof(struct sl_flow_key),
 					   ft->max_flows6,
 					   "--flow-capacity-v6");
