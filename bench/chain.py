@@ -40,16 +40,23 @@ from typing import Any
 
 from harness import (
     RESULTS,
+    ROOT,
     BenchError,
     Node,
     Processes,
+    bench_command,
     binaries,
     cpu_list,
     host_info,
+    int_list,
     log,
     log_leftovers,
+    name_list,
     nf_rates,
+    one_benchmark_at_a_time,
     parse_cpus,
+    positive_int,
+    seconds,
     sigterm_as_interrupt,
     stats_summary,
     unique_name,
@@ -230,38 +237,54 @@ def plot(points: list[dict[str, Any]], path: Path, title: str) -> None:
     plt.close(fig)
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog="Writes JSON (every run: command lines, core layout, git commit) to --out and "
+               "a plot to --plot; the last line printed is the summary "
+               "'chain Mpps: 1=.. 2=..'. Run as root after ninja -C build.")
     ap.add_argument("--quick", action="store_true",
                     help="one run per point, 3 s each (unless --runs/--duration say otherwise)")
-    ap.add_argument("--runs", type=int, help="runs per point (3; --quick: 1)")
-    ap.add_argument("--duration", type=float, help="seconds per run (5; --quick: 3)")
-    ap.add_argument("--chains", default=",".join(map(str, CHAINS)),
-                    help="chain lengths to run (1,2,3,4,5)")
-    ap.add_argument("--modes", default="shared,poll", help="modes for every length (shared,poll)")
-    ap.add_argument("--mgr-chains", default="2,3",
-                    help="lengths also run with --handoff mgr, in each mode ('' for none)")
-    ap.add_argument("--packets", type=int, default=128, help="packets in flight (128)")
-    ap.add_argument("--cpus", default="0,1", help="CPUs for sluiced and every NF (0,1)")
-    ap.add_argument("--build", type=Path, default=Path(__file__).resolve().parent.parent / "build")
-    ap.add_argument("--out", type=Path, default=RESULTS / "chain.json")
-    ap.add_argument("--plot", type=Path, default=RESULTS / "chain.png")
+    ap.add_argument("--runs", type=positive_int, help="runs per point (3; --quick: 1)")
+    ap.add_argument("--duration", type=seconds, help="seconds per run, >= 1 (5; --quick: 3)")
+    ap.add_argument("--chains", type=int_list(1, 16), default=list(CHAINS),
+                    help="chain lengths to run, NFs with speedtest, 1..16 (1,2,3,4,5)")
+    ap.add_argument("--modes", type=name_list(("shared", "poll", "pinned")),
+                    default=["shared", "poll"],
+                    help="modes for every length: shared, poll, pinned (shared,poll)")
+    ap.add_argument("--mgr-chains", type=int_list(1, 16, empty=True),
+                    help="lengths (of --chains) also run with sluiced --handoff mgr, in each "
+                         "mode; '' for none (those of 2,3 in --chains)")
+    ap.add_argument("--packets", type=positive_int, default=128,
+                    help="packets in flight (128)")
+    ap.add_argument("--cpus", default="0,1",
+                    help="CPUs for sluiced and every NF, e.g. 0,1 or 0-3 (0,1)")
+    ap.add_argument("--build", type=Path, default=ROOT / "build", metavar="DIR",
+                    help="the build folder with sluiced and the NFs (build)")
+    ap.add_argument("--out", type=Path, default=RESULTS / "chain.json", metavar="FILE",
+                    help="JSON results (bench/results/chain.json)")
+    ap.add_argument("--plot", type=Path, default=RESULTS / "chain.png", metavar="FILE",
+                    help="plot (bench/results/chain.png)")
+    return ap
+
+
+def main() -> int:
+    ap = build_parser()
     args = ap.parse_args()
-    args.runs = args.runs or (1 if args.quick else 3)
-    args.duration = args.duration or (3.0 if args.quick else 5.0)
-    if args.duration < 1 or args.runs < 1:
-        ap.error("--duration must be >= 1 s and --runs >= 1")
+    args.runs = args.runs if args.runs is not None else (1 if args.quick else 3)
+    args.duration = args.duration if args.duration is not None else (3.0 if args.quick else 5.0)
+    chains, modes = args.chains, args.modes
+    mgr_chains = ({2, 3} & set(chains) if args.mgr_chains is None
+                  else set(args.mgr_chains))
     try:
         args.cpus = parse_cpus(args.cpus)
         progs = binaries(args.build)
-        chains = [int(x) for x in args.chains.split(",") if x]
-        mgr_chains = {int(x) for x in args.mgr_chains.split(",") if x}
-        modes = [m for m in args.modes.split(",") if m]
-        if any(m not in ("shared", "poll", "pinned") for m in modes):
-            raise BenchError(f"--modes {args.modes}: use shared, pinned and/or poll")
-        if any(not 1 <= c <= 16 for c in chains):
-            raise BenchError(f"--chains {args.chains}: lengths are 1..16")
-    except (BenchError, ValueError) as e:
+        if mgr_chains - set(chains):
+            raise BenchError(f"--mgr-chains {cpu_list(sorted(mgr_chains))}: only lengths of "
+                             f"--chains ({cpu_list(chains)}) are run; add them there or "
+                             f"leave them out")
+        one_benchmark_at_a_time("chain.py")
+    except BenchError as e:
         print(f"chain.py: {e}", file=sys.stderr)
         return 2
 
@@ -275,6 +298,7 @@ def main() -> int:
     results: dict[str, Any] = {
         "benchmark": "chain",
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "command": bench_command(),
         "argv": sys.argv,
         "host": host_info(),
         "params": {"runs": args.runs, "duration_s": args.duration, "packets": args.packets,
@@ -290,6 +314,7 @@ def main() -> int:
     }
     seq = 0
     failed = 0
+    runs: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="sluice-bench-chain-") as tmp, sigterm_as_interrupt():
         logroot = Path(tmp)
         try:
@@ -313,6 +338,11 @@ def main() -> int:
         except KeyboardInterrupt:
             log("interrupted: writing what was measured")
             results["interrupted"] = True
+            if runs and (not results["points"] or
+                         results["points"][-1]["run_details"] is not runs):
+                point = summarize(runs)  # the runs of the point under way that ended
+                point["run_details"] = runs
+                results["points"].append(point)
     best = best_per_chain(results["points"])
     results["best"] = {str(k): v for k, v in sorted(best.items())}
     summary = "chain Mpps: " + " ".join(

@@ -18,7 +18,7 @@ is what the container runtime adds), and how long `podman run` took to
 return after sluiced's shutdown. The same NF started as a plain process is
 measured as a baseline.
 
-    .venv/bin/python bench/container.py [--runs 20] [--quick]
+    .venv/bin/python bench/container.py [--runs 20] [--quick]   # --quick: 5 runs
 
 Prints JSON, writes bench/results/container.json and .png, and ends with
 the line `container start->first packet s: median=… p90=… max=… (process median=…)`.
@@ -47,13 +47,18 @@ from harness import (  # noqa: E402
     BenchError,
     Node,
     Processes,
+    bench_command,
     binaries,
     host_info,
     log,
+    one_benchmark_at_a_time,
+    positive_int,
+    sigterm_as_interrupt,
     unique_name,
     write_json,
 )
 from sluice import container  # noqa: E402
+from sluice.client import SluiceError  # noqa: E402
 from sluice.traces import fixed_size, write_pcap  # noqa: E402
 
 OPENNETVM_S = 0.526
@@ -182,41 +187,79 @@ def plot(path: Path, runs: dict[str, list[float]], title: str) -> None:
     ax.set_ylim(0, max(OPENNETVM_S * 1.15, max(max(v) for v in runs.values()) * 1.1))
     ax.set_title(title, fontsize=9)
     fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=100)
 
 
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        description="Container start to first packet: how long from the `podman run` call "
+                    "until the forward NF inside the container has processed its first "
+                    "packet, against the same NF started as a plain process.",
+        epilog="Root, podman. Builds the NF image if it is missing or stale. Writes JSON "
+               "(command, every run's command lines, layout, git commit) to --out and a plot "
+               "to --plot; the last line printed is the summary 'container start->first "
+               "packet s: median=.. p90=.. max=.. (process median=..)'.")
+    ap.add_argument("--runs", type=positive_int,
+                    help="runs of each, container and process, interleaved (20; --quick: 5)")
+    ap.add_argument("--quick", action="store_true", help="5 runs of each (unless --runs says)")
+    ap.add_argument("--packets", type=positive_int, default=256,
+                    help="packets in the input capture (256)")
+    ap.add_argument("--image", default=container.DEFAULT_IMAGE,
+                    help=f"the NF image to run (built if missing) ({container.DEFAULT_IMAGE})")
+    ap.add_argument("--build", type=Path, default=ROOT / "build", metavar="DIR",
+                    help="the build folder with sluiced and the NFs (build)")
+    ap.add_argument("--out", type=Path, default=RESULTS / "container.json", metavar="FILE",
+                    help="JSON results (bench/results/container.json)")
+    ap.add_argument("--plot", type=Path, default=RESULTS / "container.png", metavar="FILE",
+                    help="plot (bench/results/container.png)")
+    return ap
+
+
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--runs", type=int, default=20)
-    ap.add_argument("--quick", action="store_true", help="5 runs of each")
-    ap.add_argument("--packets", type=int, default=256, help="packets in the input capture")
-    ap.add_argument("--image", default=container.DEFAULT_IMAGE)
-    ap.add_argument("--build", type=Path, default=ROOT / "build")
-    ap.add_argument("--out", type=Path, default=RESULTS / "container.json")
-    ap.add_argument("--plot", type=Path, default=RESULTS / "container.png")
-    args = ap.parse_args()
-    runs = 5 if args.quick else args.runs
-    progs = binaries(args.build.resolve())
-    rt = container.runtime()
-    built = container.build_image(args.image, args.build.resolve(), say=log)
+    args = build_parser().parse_args()
+    runs = args.runs if args.runs is not None else (5 if args.quick else 20)
+    try:
+        progs = binaries(args.build.resolve())
+        one_benchmark_at_a_time("container.py")
+        rt = container.runtime()
+        built = container.build_image(args.image, args.build.resolve(), say=log)
+    except (BenchError, container.ContainerError) as e:
+        print(f"container.py: {e}", file=sys.stderr)
+        return 2
     info = host_info()
     results: list[dict[str, Any]] = []
-    with tempfile.TemporaryDirectory(prefix="sluice-bench-ct-") as t:
+    stopped: str | None = None
+    with tempfile.TemporaryDirectory(prefix="sluice-bench-ct-") as t, sigterm_as_interrupt():
         tmp = Path(t)
         trace = tmp / "in.pcap"
         write_pcap(trace, fixed_size(args.packets, 16, 64))
         seq = 0
-        # One warm-up of each (page cache, podman's storage), not counted.
-        for kind in ("container", "process"):
-            one_run(kind, seq, progs, trace, args.packets, tmp, args.image)
-            seq += 1
-        for i in range(runs):
-            for kind in ("container", "process"):  # interleaved: same load for both
-                r = one_run(kind, seq, progs, trace, args.packets, tmp, args.image)
+        try:
+            # One warm-up of each (page cache, podman's storage), not counted.
+            for kind in ("container", "process"):
+                one_run(kind, seq, progs, trace, args.packets, tmp, args.image)
                 seq += 1
-                log(f"run {i} {kind}: first packet after {r['start_to_first_pkt_s']:.3f} s "
-                    f"(NF main -> first packet {r['nf_start_to_first_pkt_ms']:.1f} ms)")
-                results.append(r)
+            for i in range(runs):
+                for kind in ("container", "process"):  # interleaved: same load for both
+                    r = one_run(kind, seq, progs, trace, args.packets, tmp, args.image)
+                    seq += 1
+                    log(f"run {i} {kind}: first packet after {r['start_to_first_pkt_s']:.3f} "
+                        f"s (NF main -> first packet {r['nf_start_to_first_pkt_ms']:.1f} ms)")
+                    results.append(r)
+        except (BenchError, container.ContainerError, SluiceError) as e:
+            stopped = f"error: {e}"
+            print(f"container.py: {e}", file=sys.stderr)
+        except KeyboardInterrupt:
+            stopped = "interrupted"
+            log("interrupted: writing what was measured")
+    if not any(r["kind"] == "container" for r in results) or \
+            not any(r["kind"] == "process" for r in results):
+        write_json(args.out, {"benchmark": "container", "command": bench_command(),
+                              "host": info, "stopped": stopped, "runs": results})
+        print(f"container.py: no complete pair of runs ({stopped}); {args.out} says what "
+              f"was done", file=sys.stderr)
+        return 1
     load_end = os.getloadavg()
     by = {k: [r["start_to_first_pkt_s"] for r in results if r["kind"] == k]
           for k in ("container", "process")}
@@ -225,7 +268,9 @@ def main() -> int:
     stop = [r["stop_s"] for r in results if r["kind"] == "container" and r["stop_s"]]
     result = {
         "benchmark": "container",
-        "command": shlex.join([sys.executable, *sys.argv]),
+        "command": bench_command(),
+        "argv": sys.argv,
+        "stopped": stopped,
         "runtime": rt,
         "image": args.image,
         "image_built_now": built,
@@ -259,7 +304,7 @@ def main() -> int:
     c, p = result["container_start_to_first_pkt_s"], result["process_start_to_first_pkt_s"]
     print(f"container start->first packet s: median={c['median']:.3f} p90={c['p90']:.3f} "
           f"max={c['max']:.3f} (process median={p['median']:.3f})")
-    return 0
+    return 1 if stopped else 0
 
 
 if __name__ == "__main__":

@@ -27,11 +27,21 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "python"))
+sys.path.insert(0, str(ROOT / "bench"))
 
-from sluice.launch import Launcher  # noqa: E402
+from harness import (  # noqa: E402
+    RESULTS,
+    BenchError,
+    bench_command,
+    host_info,
+    one_benchmark_at_a_time,
+    positive_int,
+    sigterm_as_interrupt,
+    write_json,
+)
+from sluice.client import SluiceError  # noqa: E402
+from sluice.launch import Launcher, LaunchError  # noqa: E402
 from sluice.traces import fixed_size, write_pcap  # noqa: E402
-
-RESULTS = ROOT / "bench" / "results"
 
 
 def one_run(pcap: Path, node: str, logdir: Path) -> dict:
@@ -67,34 +77,70 @@ def one_run(pcap: Path, node: str, logdir: Path) -> dict:
             "nf_lost": lost, "commands": commands}
 
 
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        epilog="Root, after ninja -C build. Writes JSON (command, every run's command lines, "
+               "layout, git commit) to --out and a plot to --plot; the last line printed is "
+               "the summary 'failover ms: detect median=.. max=..  reclaim median=..'.")
+    ap.add_argument("--runs", type=positive_int, default=10, help="runs (10)")
+    ap.add_argument("--out", type=Path, default=RESULTS / "failover.json", metavar="FILE",
+                    help="JSON results (bench/results/failover.json)")
+    ap.add_argument("--plot", type=Path, default=RESULTS / "failover.png", metavar="FILE",
+                    help="plot (bench/results/failover.png)")
+    return ap
+
+
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--runs", type=int, default=10)
-    ap.add_argument("--out", type=Path, default=RESULTS / "failover.json")
-    ap.add_argument("--plot", type=Path, default=RESULTS / "failover.png")
-    args = ap.parse_args()
-    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args = build_parser().parse_args()
+    try:
+        one_benchmark_at_a_time("failover.py")
+    except BenchError as e:
+        print(f"failover.py: {e}", file=sys.stderr)
+        return 2
+    info = host_info()
     runs = []
-    with tempfile.TemporaryDirectory() as tmp:
+    stopped: str | None = None
+    with tempfile.TemporaryDirectory(prefix="sluice-bench-failover-") as tmp, \
+            sigterm_as_interrupt():
         pcap = Path(tmp) / "in.pcap"
         write_pcap(pcap, fixed_size(4096, 64, 64))
-        for i in range(args.runs):
-            r = one_run(pcap, f"fo{os.getpid() % 10000}x{i}", Path(tmp) / f"run{i}")
-            print(f"run {i}: detect {r['detect_ms']:.2f} ms, reclaim {r['reclaim_ms']:.2f} ms, "
-                  f"lost {r['nf_lost']}", file=sys.stderr)
-            runs.append(r)
+        try:
+            for i in range(args.runs):
+                r = one_run(pcap, f"fo{os.getpid() % 10000}x{i}", Path(tmp) / f"run{i}")
+                if r["detect_ms"] is None or r["reclaim_ms"] is None:
+                    raise BenchError(f"run {i}: the killed NF was still listed 5 s later "
+                                     f"(detect {r['detect_ms']}, reclaim {r['reclaim_ms']})")
+                print(f"run {i}: detect {r['detect_ms']:.2f} ms, reclaim "
+                      f"{r['reclaim_ms']:.2f} ms, lost {r['nf_lost']}", file=sys.stderr)
+                runs.append(r)
+        except (BenchError, SluiceError, LaunchError) as e:
+            stopped = f"error: {e}"
+            print(f"failover.py: {e}", file=sys.stderr)
+        except KeyboardInterrupt:
+            stopped = "interrupted"
+            print("failover.py: interrupted: writing what was measured", file=sys.stderr)
+    if not runs:
+        write_json(args.out, {"benchmark": "failover", "command": bench_command(),
+                              "host": info, "stopped": stopped, "runs": []})
+        print(f"failover.py: no run ended ({stopped}); {args.out} says what was done",
+              file=sys.stderr)
+        return 1
     det = [r["detect_ms"] for r in runs]
     rec = [r["reclaim_ms"] for r in runs]
     result = {
         "benchmark": "failover",
-        "command": " ".join([sys.executable, *sys.argv]),
+        "command": bench_command(),
+        "argv": sys.argv,
+        "host": info,
+        "stopped": stopped,
         "layout": "sluiced (control + 1 I/O thread) and 2 forward replicas, shared mode, "
                   "CPUs 0-1; detection polled through the control socket every 0.5 ms",
         "detect_ms": {"min": min(det), "median": statistics.median(det), "max": max(det)},
         "reclaim_ms": {"min": min(rec), "median": statistics.median(rec), "max": max(rec)},
         "runs": runs,
     }
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    write_json(args.out, result)
     print(json.dumps({k: v for k, v in result.items() if k != "runs"}, indent=2))
     try:
         import matplotlib
@@ -106,12 +152,13 @@ def main() -> int:
         ax.set_ylabel("ms after SIGKILL")
         ax.set_title("Dead NF: time until sluiced took it out")
         fig.tight_layout()
+        args.plot.parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(args.plot, dpi=100)
     except ImportError:
         pass
     print(f"failover ms: detect median={statistics.median(det):.2f} max={max(det):.2f}  "
           f"reclaim median={statistics.median(rec):.2f}")
-    return 0
+    return 1 if stopped else 0
 
 
 if __name__ == "__main__":

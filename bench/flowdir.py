@@ -50,7 +50,6 @@ import argparse
 import contextlib
 import json
 import os
-import shlex
 import shutil
 import statistics
 import subprocess
@@ -67,15 +66,22 @@ from harness import (
     BenchError,
     Node,
     Processes,
+    bench_command,
     binaries,
     cpu_list,
     ensure_hugepages,
     free_hugepage_mib,
     host_info,
+    int_list,
     log,
     log_leftovers,
+    name_list,
+    nonneg_int,
+    one_benchmark_at_a_time,
     parse_cpus,
+    positive_int,
     profile_top,
+    seconds,
     sigterm_as_interrupt,
     sluiced_options,
     start_profile,
@@ -86,7 +92,7 @@ from harness import (
 from ovs import capture_flows, ensure_installed, run_ovs
 from port import SINK_DEVICE, out_port, pcap_device, rates
 from sluice.client import SluiceError
-from sluice.traces import fixed_size, write_pcap
+from sluice.traces import MAX_FRAME, MIN_FRAME, fixed_size, write_pcap
 
 MODES = ("off", "cached", "naive")
 MODE_NAMES = {"off": "default chain", "cached": "cached lookup", "naive": "naive rehash"}
@@ -410,37 +416,45 @@ def summary_line(report: dict[str, Any]) -> str:
 
 # -- main ---------------------------------------------------------------------------
 
-def ints(text: str) -> list[int]:
-    return [int(x) for x in text.split(",") if x]
-
-
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog="Writes JSON (command, every run's command lines, core layout, git commit) to "
+               "--out and a plot to --plot; the last line printed is the summary "
+               "'cached/default=X naive/default=Y'. Run as root after ninja -C build.")
     ap.add_argument("--quick", action="store_true",
                     help="64 B at 1M flows, 3 modes, 1 run of 1+3 s; OVS exact at 100k")
     ap.add_argument("--dry-run", action="store_true",
                     help="for a sluiced without --flow-lookup: leave the mode option out")
-    ap.add_argument("--runs", type=int, help="runs per point (3; --quick: 1)")
-    ap.add_argument("--duration", type=int, help="measured seconds per run (5; --quick: 3)")
-    ap.add_argument("--warmup", type=int, help="seconds before measuring (2; --quick: 1)")
-    ap.add_argument("--sizes", help="frame sizes (64,256,1024; --quick: 64)")
-    ap.add_argument("--flows", help="flow counts (1,10000,1000000; --quick: 1000000)")
+    ap.add_argument("--runs", type=positive_int, help="runs per point (3; --quick: 1)")
+    ap.add_argument("--duration", type=positive_int,
+                    help="measured seconds per run (5; --quick: 3)")
+    ap.add_argument("--warmup", type=nonneg_int, help="seconds before measuring (2; --quick: 1)")
+    ap.add_argument("--sizes", type=int_list(MIN_FRAME, MAX_FRAME, empty=True),
+                    help=f"frame sizes, {MIN_FRAME}..{MAX_FRAME}; '' for no ablation "
+                         f"(64,256,1024; --quick: 64)")
+    ap.add_argument("--flows", type=int_list(1),
+                    help="flow counts (1,10000,1000000; --quick: 1000000)")
     ap.add_argument("--modes", default=",".join(MODES), help="flow-lookup modes (all)")
-    ap.add_argument("--min-packets", type=int, default=4096,
+    ap.add_argument("--min-packets", type=positive_int, default=4096,
                     help="packets per capture: max(flows, this) (4096)")
-    ap.add_argument("--chain-nfs", type=int, default=2, help="sluice-forward NFs (2)")
+    ap.add_argument("--chain-nfs", type=nonneg_int, default=2,
+                    help="sluice-forward NFs in the ablation's chain (2)")
     ap.add_argument("--sluice-mode", choices=("shared", "poll"), default="shared",
                     help="sluiced/NF mode (shared: the faster one on 2 CPUs)")
     ap.add_argument("--handoff", choices=("direct", "mgr"),
                     help="sluiced --handoff for the port runs (sluiced's default)")
-    ap.add_argument("--ovs-flows", help="OVS comparison flow counts, '' to skip "
-                                        "(1000,100000; --quick: 100000)")
-    ap.add_argument("--ovs-rules", help="exact and/or wildcard (both; --quick: exact)")
-    ap.add_argument("--ovs-sluice-nfs", default="0,2",
+    ap.add_argument("--ovs-flows", type=int_list(1, empty=True),
+                    help="OVS comparison flow counts, '' to skip (1000,100000; --quick: "
+                         "100000)")
+    ap.add_argument("--ovs-rules", type=name_list(("exact", "wildcard")),
+                    help="exact and/or wildcard (both; --quick: exact)")
+    ap.add_argument("--ovs-sluice-nfs", type=int_list(0), default=[0, 2],
                     help="Sluice runs next to OVS: forwarders in the chain, 0 = port to "
                          "port through sluiced alone, the same job as the switch (0,2)")
-    ap.add_argument("--ovs-warmup", type=float, default=5.0,
-                    help="OVS warm-up, at least (then until its datapath holds every flow)")
+    ap.add_argument("--ovs-warmup", type=seconds, default=5.0,
+                    help="OVS warm-up in seconds, at least (then until its datapath holds "
+                         "every flow) (5)")
     ap.add_argument("--no-latency", action="store_true", help="skip the latency runs")
     ap.add_argument("--profile", type=Path, default=None, metavar="DIR",
                     help="perf record sluiced and the NFs during each measured window into "
@@ -450,30 +464,37 @@ def main() -> int:
     ap.add_argument("--latency-mode", choices=("shared", "poll"), default="poll",
                     help="latency loop: sluiced/NF mode (poll: I/O thread and speedtest "
                          "each busy-poll a CPU)")
-    ap.add_argument("--latency-nfs", type=int, default=0,
+    ap.add_argument("--latency-nfs", type=nonneg_int, default=0,
                     help="forwarders in the latency loop besides speedtest (0: "
                          "speedtest,speedtest)")
-    ap.add_argument("--latency-packets", type=int, default=32)
-    ap.add_argument("--latency-flows", type=int, default=32)
-    ap.add_argument("--latency-duration", type=float, default=4.0)
-    ap.add_argument("--cpus", default="0,1", help="CPUs for everything (0,1)")
-    ap.add_argument("--build", type=Path, default=ROOT / "build")
-    ap.add_argument("--out", type=Path)
-    ap.add_argument("--plot", type=Path)
+    ap.add_argument("--latency-packets", type=positive_int, default=32,
+                    help="latency loop: packets in flight (32)")
+    ap.add_argument("--latency-flows", type=positive_int, default=32,
+                    help="latency loop: flows of those packets (32)")
+    ap.add_argument("--latency-duration", type=seconds, default=4.0,
+                    help="latency loop: seconds per run (4)")
+    ap.add_argument("--cpus", default="0,1", help="CPUs for everything, e.g. 0,1 (0,1)")
+    ap.add_argument("--build", type=Path, default=ROOT / "build", metavar="DIR",
+                    help="the build folder with sluiced and the NFs (build)")
+    ap.add_argument("--out", type=Path, metavar="FILE",
+                    help="JSON results (bench/results/flowdir.json; --quick: "
+                         "flowdir-quick.json; --dry-run: flowdir-dryrun.json)")
+    ap.add_argument("--plot", type=Path, metavar="FILE",
+                    help="plot (as --out, .png; a full run also copies it to "
+                         "docs/perf/flowdir.png)")
     args = ap.parse_args()
     q = args.quick
-    args.runs = args.runs or (1 if q else 3)
-    args.duration = args.duration or (3 if q else 5)
+    args.runs = args.runs if args.runs is not None else (1 if q else 3)
+    args.duration = args.duration if args.duration is not None else (3 if q else 5)
     args.warmup = args.warmup if args.warmup is not None else (1 if q else 2)
-    sizes = ints(args.sizes) if args.sizes is not None else ([64] if q else list(SIZES))
-    flows = ints(args.flows) if args.flows else ([1_000_000] if q else list(FLOWS))
+    sizes = args.sizes if args.sizes is not None else ([64] if q else list(SIZES))
+    flows = args.flows if args.flows is not None else ([1_000_000] if q else list(FLOWS))
     modes = [m for m in args.modes.split(",") if m]
-    ovs_flows = (ints(args.ovs_flows) if args.ovs_flows is not None
+    ovs_flows = (args.ovs_flows if args.ovs_flows is not None
                  else ([100_000] if q else list(OVS_FLOWS)))
-    ovs_rules = ([r for r in args.ovs_rules.split(",") if r] if args.ovs_rules
+    ovs_rules = (args.ovs_rules if args.ovs_rules is not None
                  else (["exact"] if q else ["exact", "wildcard"]))
     latency = not (args.no_latency or q)
-    args.ovs_sluice_nfs = ints(args.ovs_sluice_nfs)
     tag = "flowdir" + ("-dryrun" if args.dry_run else "-quick" if q else "")
     args.out = args.out or RESULTS / f"{tag}.json"
     args.plot = args.plot or RESULTS / f"{tag}.png"
@@ -482,11 +503,11 @@ def main() -> int:
             raise BenchError(f"--modes {args.modes}: use off, cached, naive")
         if "off" not in modes:
             raise BenchError("--modes must include off: the ratios are against it")
-        if any(r not in ("exact", "wildcard") for r in ovs_rules):
-            raise BenchError(f"--ovs-rules {args.ovs_rules}: use exact and/or wildcard")
-        if args.duration < 1 or args.runs < 1 or args.warmup < 0 or args.chain_nfs < 0:
-            raise BenchError("--duration and --runs must be >= 1, --warmup and --chain-nfs >= 0")
+        if not sizes and not ovs_flows and not latency:
+            raise BenchError("--sizes '' and --ovs-flows '' (and no latency runs): nothing "
+                             "to measure; give sizes or OVS flow counts")
         args.cpus = parse_cpus(args.cpus)
+        one_benchmark_at_a_time("flowdir.py")
         progs = binaries(args.build)
         has_lookup = "--flow-lookup" in sluiced_options(progs)
         if not has_lookup and not args.dry_run:
@@ -503,10 +524,7 @@ def main() -> int:
         return 2
 
     chain = ",".join([*chain_services(args.chain_nfs), "port:out"])
-    nice = os.getpriority(os.PRIO_PROCESS, 0)
-    command = shlex.join([*(["nice", "-n", str(nice)] if nice else []),
-                          os.path.relpath(sys.executable, ROOT) if sys.executable.startswith(
-                              str(ROOT)) else sys.executable, *sys.argv])
+    command = bench_command()
     report: dict[str, Any] = {
         "benchmark": "flowdir",
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -671,7 +689,7 @@ def main() -> int:
                         for k in args.ovs_sluice_nfs for rule in ovs_rules}
                     report["ovs"]["points"][label] = pt
         except KeyboardInterrupt as e:
-            log(f"interrupted ({e or 'Ctrl-C'}): writing what was measured")
+            log(f"interrupted ({str(e) or 'Ctrl-C'}): writing what was measured")
             report["interrupted"] = str(e) or "Ctrl-C"
     p100 = report.get("ovs", {}).get("points", {}).get("100k")
     if p100:

@@ -15,13 +15,17 @@ local port, a Linux tap that stays down and goes with the bridge.)
 
 from __future__ import annotations
 
+import argparse
 import contextlib
+import errno
 import json
 import os
 import platform
 import shlex
 import signal
+import socket
 import statistics
+import struct
 import subprocess
 import sys
 import time
@@ -66,7 +70,11 @@ def parse_cpus(text: str) -> list[int]:
     cpus: list[int] = []
     for part in text.split(","):
         lo, _, hi = part.partition("-")
-        cpus.extend(range(int(lo), int(hi or lo) + 1))
+        try:
+            cpus.extend(range(int(lo), int(hi or lo) + 1))
+        except ValueError:
+            raise BenchError(f"--cpus {text}: {part!r} is not a CPU number or range; give "
+                             f"e.g. 0,1 or 0-3") from None
     if len(cpus) < 2:
         raise BenchError(f"--cpus {text}: give at least two CPUs (sluiced needs 2 lcores)")
     allowed = os.sched_getaffinity(0)
@@ -74,6 +82,168 @@ def parse_cpus(text: str) -> list[int]:
         raise BenchError(f"--cpus {text}: this process may only use CPUs "
                          f"{cpu_list(sorted(allowed))}")
     return cpus
+
+
+# -- command-line values -------------------------------------------------------------
+# argparse ``type=`` functions: a bad value ends the benchmark at once with
+# "argument --runs: ..." (exit status 2), before anything is started.
+
+def positive_int(text: str) -> int:
+    """An integer >= 1 (runs, rounds, seconds)."""
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number: give one >= 1"
+                                         ) from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"{v} is too small: give a whole number >= 1")
+    return v
+
+
+def nonneg_int(text: str) -> int:
+    """An integer >= 0 (warm-up seconds, NF counts)."""
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number: give one >= 0"
+                                         ) from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"{v} is negative: give a whole number >= 0")
+    return v
+
+
+def seconds(text: str) -> float:
+    """A duration in seconds, >= 1 (may have a fraction)."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds: give one "
+                                         f">= 1") from None
+    if not v >= 1:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"{text} is too short: give at least 1 (seconds)")
+    return v
+
+
+def int_list(lo: int = 1, hi: int | None = None, empty: bool = False
+             ) -> Callable[[str], list[int]]:
+    """A comma-separated list of integers in [lo, hi], e.g. '1,100000'.
+    ``empty``: '' is allowed and means none."""
+    def parse(text: str) -> list[int]:
+        vals: list[int] = []
+        for part in text.split(","):
+            part = part.strip().replace("_", "")
+            if not part:
+                continue
+            try:
+                vals.append(int(part))
+            except ValueError:
+                raise argparse.ArgumentTypeError(
+                    f"{text!r}: {part!r} is not a whole number; give numbers separated by "
+                    f"commas, e.g. 1,100000") from None
+        bad = [v for v in vals if v < lo or (hi is not None and v > hi)]
+        if bad:
+            rng = f"{lo}..{hi}" if hi is not None else f">= {lo}"
+            raise argparse.ArgumentTypeError(f"{text!r}: {bad[0]} is out of range: each "
+                                             f"must be {rng}")
+        if not vals and not empty:
+            raise argparse.ArgumentTypeError("an empty list: give at least one number")
+        return vals
+    parse.__name__ = "list of numbers"  # argparse names the type in its message
+    return parse
+
+
+def name_list(choices: Iterable[str], empty: bool = False) -> Callable[[str], list[str]]:
+    """A comma-separated list of names out of ``choices``, e.g. 'shared,poll'."""
+    allowed = list(choices)
+
+    def parse(text: str) -> list[str]:
+        vals = [v.strip() for v in text.split(",") if v.strip()]
+        bad = [v for v in vals if v not in allowed]
+        if bad:
+            raise argparse.ArgumentTypeError(f"{text!r}: unknown {bad[0]!r}; choose from "
+                                             f"{', '.join(allowed)} (comma-separated)")
+        if not vals and not empty:
+            raise argparse.ArgumentTypeError(f"an empty list: choose from {', '.join(allowed)}")
+        return vals
+    parse.__name__ = "list of names"
+    return parse
+
+
+def bench_command() -> str:
+    """The command that started this benchmark, as typed from the repository root:
+    ``nice -n N`` if it runs niced, the interpreter and its arguments."""
+    nice = os.getpriority(os.PRIO_PROCESS, 0)
+    exe = sys.executable
+    if exe.startswith(str(ROOT) + os.sep):
+        exe = os.path.relpath(exe, ROOT)
+    argv = list(sys.argv)
+    if argv and Path(argv[0]).is_absolute() and argv[0].startswith(str(ROOT) + os.sep):
+        argv[0] = os.path.relpath(argv[0], ROOT)
+    return shlex.join([*(["nice", "-n", str(nice)] if nice else []), exe, *argv])
+
+
+# -- one benchmark at a time ------------------------------------------------------------
+# Two benchmarks at once share CPUs 0-1 and both measure the other's load: their
+# numbers are wrong and nothing in them says so. A benchmark holds an abstract
+# Unix socket (no file: it goes when the process ends, however it ends); a second
+# one finds it taken and is refused, naming the first.
+
+# SLUICE_BENCH_LOCK names another lock (tests use their own).
+BENCH_LOCK_ADDR = b"\0" + os.environ.get("SLUICE_BENCH_LOCK",
+                                         "sluice-bench-one-at-a-time").encode()
+_lock: socket.socket | None = None
+
+
+def _lock_holder() -> str:
+    """'pid N: COMMAND' of the benchmark holding the lock, from its socket's credentials."""
+    with contextlib.suppress(OSError), \
+            socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as c:
+        c.settimeout(2)
+        c.connect(BENCH_LOCK_ADDR)
+        pid, _, _ = struct.unpack("3i", c.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
+                                                     struct.calcsize("3i")))
+        with contextlib.suppress(OSError):
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().rstrip(b"\0").split(b"\0")
+            return f"pid {pid}: {shlex.join(a.decode(errors='replace') for a in cmd)}"
+        return f"pid {pid}"
+    return "pid unknown"
+
+
+def one_benchmark_at_a_time(what: str) -> None:
+    """Takes the host's benchmark lock for the life of this process; raises
+    BenchError naming the holder if another benchmark has it."""
+    global _lock
+    if _lock is not None:
+        return
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.bind(BENCH_LOCK_ADDR)
+    except OSError as e:
+        s.close()
+        if e.errno != errno.EADDRINUSE:
+            raise BenchError(f"cannot take the benchmark lock: {e}") from None
+        raise BenchError(f"another benchmark is running ({_lock_holder()}): two at once "
+                         f"share the CPUs and both give wrong numbers. Wait until it ends, "
+                         f"or stop it with Ctrl-C (kill -INT <pid>), then run {what} "
+                         f"again") from None
+    s.listen(4)
+    _lock = s
+
+
+def other_dataplanes() -> list[str]:
+    """'pid N: comm' of every sluiced, dpdk-testpmd or ovs-vswitchd not started by this
+    benchmark (they take CPU from the one measured). Read from /proc."""
+    ours = {os.getpid()}
+    names = ("sluiced", "dpdk-testpmd", "ovs-vswitchd", "ovs-vswitchd-dp")
+    found: list[str] = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit() or int(d.name) in ours:
+            continue
+        with contextlib.suppress(OSError):
+            comm = (d / "comm").read_text().strip()
+            if comm in names:
+                found.append(f"pid {d.name}: {comm}")
+    return sorted(found, key=lambda x: int(x.split()[1].rstrip(":")))
 
 
 def cpu_list(cpus: Iterable[int]) -> str:
@@ -116,6 +286,10 @@ def host_info() -> dict[str, Any]:
             if k.startswith("HugePages_") or k == "Hugepagesize":
                 meminfo[k] = v.strip()
     dirty = _run_text(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"])
+    others = other_dataplanes()
+    if others:
+        log(f"warning: other data planes are running and share the CPUs, the numbers will "
+            f"be low: {', '.join(others)} (recorded as host.other_dataplane_processes)")
     return {
         "hostname": platform.node(),
         "nice": os.getpriority(os.PRIO_PROCESS, 0),
@@ -128,6 +302,7 @@ def host_info() -> dict[str, Any]:
         "git_commit": _run_text(["git", "-C", str(ROOT), "rev-parse", "HEAD"]),
         "git_tracked_files_modified": bool(dirty),
         "python": platform.python_version(),
+        "other_dataplane_processes": others,
     }
 
 

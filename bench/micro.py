@@ -36,7 +36,19 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness import RESULTS, ROOT, BenchError, host_info, log, write_json
+from harness import (
+    RESULTS,
+    ROOT,
+    BenchError,
+    bench_command,
+    host_info,
+    log,
+    nonneg_int,
+    one_benchmark_at_a_time,
+    positive_int,
+    sigterm_as_interrupt,
+    write_json,
+)
 
 
 def run_once(prog: Path, cpu: int, quick: bool) -> dict[str, Any]:
@@ -148,31 +160,59 @@ def plot(summary: dict[str, Any], path: Path, title: str) -> None:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="2M operations per point, 3 runs")
-    ap.add_argument("--runs", type=int, default=None, help="runs (5; --quick: 3)")
-    ap.add_argument("--cpu", type=int, default=1, help="the CPU to pin to (1)")
-    ap.add_argument("--build", type=Path, default=ROOT / "build")
-    ap.add_argument("--out", type=Path, default=RESULTS / "micro.json")
-    ap.add_argument("--plot", type=Path, default=RESULTS / "micro.png")
+    ap = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        epilog="Writes JSON (command, every run's command line, core layout, git commit) to "
+               "--out and a plot to --plot; the last lines printed are the summary "
+               "'lookup ns: ..' and 'rules (..): ..'. Run as root after ninja -C build.")
+    ap.add_argument("--quick", action="store_true",
+                    help="2M operations per point instead of 20M, 3 runs")
+    ap.add_argument("--runs", type=positive_int, default=None, help="runs (5; --quick: 3)")
+    ap.add_argument("--cpu", type=nonneg_int, default=1, help="the CPU to pin to (1)")
+    ap.add_argument("--build", type=Path, default=ROOT / "build", metavar="DIR",
+                    help="the build folder with bench/micro/sluice-micro (build)")
+    ap.add_argument("--out", type=Path, default=RESULTS / "micro.json", metavar="FILE",
+                    help="JSON results (bench/results/micro.json)")
+    ap.add_argument("--plot", type=Path, default=RESULTS / "micro.png", metavar="FILE",
+                    help="plot (bench/results/micro.png)")
     args = ap.parse_args()
-    runs_n = args.runs or (3 if args.quick else 5)
+    runs_n = args.runs if args.runs is not None else (3 if args.quick else 5)
     prog = args.build / "bench" / "micro" / "sluice-micro"
     if not prog.exists():
         print(f"micro.py: {prog} not found: build it with `ninja -C {args.build}`",
               file=sys.stderr)
         return 2
-    report: dict[str, Any] = {"bench": "micro", "argv": sys.argv, "host": host_info(),
+    if args.cpu not in os.sched_getaffinity(0):
+        print(f"micro.py: --cpu {args.cpu}: this process may only use CPUs "
+              f"{','.join(map(str, sorted(os.sched_getaffinity(0))))}", file=sys.stderr)
+        return 2
+    try:
+        one_benchmark_at_a_time("micro.py")
+    except BenchError as e:
+        print(f"micro.py: {e}", file=sys.stderr)
+        return 2
+    report: dict[str, Any] = {"bench": "micro", "benchmark": "micro",
+                              "command": bench_command(), "argv": sys.argv, "host": host_info(),
                               "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
                               "core_layout": f"one process pinned to CPU {args.cpu}",
                               "runs": []}
     try:
-        for i in range(runs_n):
-            log(f"run {i + 1}/{runs_n}")
-            report["runs"].append(run_once(prog, args.cpu, args.quick))
+        with sigterm_as_interrupt():
+            for i in range(runs_n):
+                log(f"run {i + 1}/{runs_n}")
+                report["runs"].append(run_once(prog, args.cpu, args.quick))
     except BenchError as e:
         print(f"micro.py: {e}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        # subprocess.run killed and reaped sluice-micro, run_once removed its runtime
+        # folder; the runs that ended are written.
+        log(f"interrupted after {len(report['runs'])} of {runs_n} run(s)")
+        report["interrupted"] = True
+        if not report["runs"]:
+            print("micro.py: interrupted before the first run ended; nothing written",
+                  file=sys.stderr)
+            return 1
     report["summary"] = summarize(report["runs"])
     write_json(args.out, report)
     plot(report["summary"], args.plot,
@@ -188,7 +228,7 @@ def main() -> int:
     print("rules (N=build ms/acl ns/linear ns): " + " ".join(
         f"{n}={s['rule_build_ms'][n]['median']:.1f}/{s['rule_acl_ns'][n]['median']:.1f}/"
         f"{s['rule_linear_ns'][n]['median']:.0f}" for n in s["rule_acl_ns"]))
-    return 0
+    return 1 if report.get("interrupted") else 0
 
 
 if __name__ == "__main__":

@@ -34,7 +34,8 @@ As a command (root; installs openvswitch-switch-dpdk with apt if missing):
 
     nice -n -15 .venv/bin/python bench/ovs.py --flows 1000,100000 --rules exact,wildcard
 
-prints JSON (and writes it to --out if given); the last line is
+prints JSON, writes it to bench/results/ovs.json (--out) and a plot to
+bench/results/ovs.png (--plot); the last line is
 ``ovs Mpps: exact/1000=… wildcard/1000=… …``. As a module:
 ``run_ovs(pcap, rules, cpus=[0, 1], warmup=5, duration=5, logdir=...)``.
 """
@@ -60,16 +61,24 @@ from pathlib import Path
 from typing import Any
 
 from harness import (
+    RESULTS,
     BenchError,
     Processes,
     Started,
+    bench_command,
     cpu_list,
     dpdk_leftovers,
     free_hugepage_mib,
+    host_info,
+    int_list,
     log,
+    name_list,
+    one_benchmark_at_a_time,
     parse_cpus,
+    positive_int,
     remove_paths,
     sample_counter,
+    seconds,
     sigterm_as_interrupt,
     unique_name,
     write_json,
@@ -480,47 +489,105 @@ def parse_pmd_stats(text: str) -> dict[str, float]:
     return out
 
 
-def main() -> int:
-    from sluice.traces import fixed_size, write_pcap
+def plot(runs: list[dict[str, Any]], path: Path, title: str) -> None:
+    """Mpps per (rules, flows) run, one bar each."""
+    import matplotlib
 
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--flows", default="1000,100000", help="flow counts (1000,100000)")
-    ap.add_argument("--rules", default="exact,wildcard", help="exact and/or wildcard")
-    ap.add_argument("--min-packets", type=int, default=4096,
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ok = [r for r in runs if r.get("mpps")]
+    if not ok:
+        return
+    fig, ax = plt.subplots(figsize=(max(4.0, 1.2 * len(ok) + 2), 4))
+    labels = [f"{r['rules']}\n{r['flows']} flows" for r in ok]
+    ax.bar(range(len(ok)), [r["mpps"] for r in ok], color=[
+        "tab:blue" if r["rules"] == "exact" else "tab:orange" for r in ok])
+    ax.set_xticks(range(len(ok)), labels, fontsize=8)
+    ax.set_ylabel("Mpps (median of per-second rates)")
+    ax.set_title(title, fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from sluice.traces import MAX_FRAME, MIN_FRAME
+
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog="Root; installs openvswitch-switch-dpdk with apt if it is missing. Writes JSON "
+               "(command, every command line, core layout, git commit) to --out and a plot "
+               "to --plot; the last line printed is the summary 'ovs Mpps: exact/1000=.. ..'.")
+    ap.add_argument("--flows", type=int_list(1), default=[1000, 100000],
+                    help="flow counts, one capture each (1000,100000)")
+    ap.add_argument("--rules", type=name_list(("exact", "wildcard")),
+                    default=["exact", "wildcard"],
+                    help="exact (one rule per flow) and/or wildcard (one rule) "
+                         "(exact,wildcard)")
+    ap.add_argument("--min-packets", type=positive_int, default=4096,
                     help="packets per capture: max(flows, this) (4096)")
-    ap.add_argument("--size", type=int, default=64, help="frame size (64)")
-    ap.add_argument("--warmup", type=float, default=5.0, help="seconds before measuring (5)")
-    ap.add_argument("--max-warmup", type=float, default=MAX_WARMUP_S,
+    def frame_size(text: str) -> int:
+        vals = int_list(MIN_FRAME, MAX_FRAME)(text)
+        if len(vals) != 1:
+            raise argparse.ArgumentTypeError(f"{text!r}: give one frame size")
+        return vals[0]
+
+    ap.add_argument("--size", type=frame_size, default=64,
+                    help=f"frame size in bytes, {MIN_FRAME}..{MAX_FRAME} (64)")
+    ap.add_argument("--warmup", type=seconds, default=5.0,
+                    help="seconds before measuring, at least (5)")
+    ap.add_argument("--max-warmup", type=seconds, default=MAX_WARMUP_S,
                     help="longest warm-up waiting for the datapath to hold every flow "
                          f"({MAX_WARMUP_S:g})")
-    ap.add_argument("--duration", type=int, default=5, help="measured seconds (5)")
+    ap.add_argument("--duration", type=positive_int, default=5, help="measured seconds (5)")
     ap.add_argument("--cpus", default="0,1", help="CPUs; the PMD thread gets the second (0,1)")
     ap.add_argument("--no-isolate-pmd", action="store_true",
                     help="leave OVS's non-PMD threads floating on all --cpus (default: "
                          "they move to the first CPU, the PMD keeps the second)")
-    ap.add_argument("--out", type=Path, help="also write the JSON here")
-    args = ap.parse_args()
+    ap.add_argument("--out", type=Path, default=RESULTS / "ovs.json", metavar="FILE",
+                    help="JSON results (bench/results/ovs.json)")
+    ap.add_argument("--plot", type=Path, default=RESULTS / "ovs.png", metavar="FILE",
+                    help="plot (bench/results/ovs.png)")
+    return ap
+
+
+def main() -> int:
+    from sluice.traces import fixed_size, write_pcap
+
+    args = build_parser().parse_args()
+    size = args.size
+    flows, kinds = args.flows, args.rules
     try:
         cpus = parse_cpus(args.cpus)
+        one_benchmark_at_a_time("ovs.py")
         install = ensure_installed()
         if free_hugepage_mib() < SOCKET_MEM_MB + 64:
             raise BenchError(f"only {free_hugepage_mib():.0f} MiB of free hugepages; OVS "
                              f"needs {SOCKET_MEM_MB} (scripts/hugepages.sh)")
-        flows = [int(x) for x in args.flows.split(",") if x]
-        kinds = [r for r in args.rules.split(",") if r]
-    except (BenchError, ValueError) as e:
+    except BenchError as e:
         print(f"ovs.py: {e}", file=sys.stderr)
         return 2
-    report: dict[str, Any] = {"benchmark": "ovs", "argv": sys.argv, "install": install,
-                              "cpus": cpu_list(cpus), "runs": []}
+    report: dict[str, Any] = {"benchmark": "ovs", "command": bench_command(),
+                              "argv": sys.argv, "host": host_info(),
+                              "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                              "install": install, "cpus": cpu_list(cpus),
+                              "params": {"flows": flows, "rules": kinds, "size": size,
+                                         "min_packets": args.min_packets,
+                                         "warmup_s": args.warmup,
+                                         "max_warmup_s": args.max_warmup,
+                                         "duration_s": args.duration,
+                                         "isolate_pmd": not args.no_isolate_pmd},
+                              "runs": []}
     failed = 0
     with tempfile.TemporaryDirectory(prefix="sluice-bench-ovs-") as tmp, sigterm_as_interrupt():
         tmpdir = Path(tmp)
         seq = 0
         try:
             for fl in flows:
-                pcap = tmpdir / f"udp{args.size}-{fl}flows.pcap"
-                n = write_pcap(pcap, fixed_size(max(fl, args.min_packets), fl, args.size))
+                pcap = tmpdir / f"udp{size}-{fl}flows.pcap"
+                n = write_pcap(pcap, fixed_size(max(fl, args.min_packets), fl, size))
                 tuples = capture_flows(pcap)
                 log(f"{fl} flows: capture of {n} packets ({len(tuples)} distinct 5-tuples)")
                 for kind in kinds:
@@ -536,16 +603,26 @@ def main() -> int:
                     else:
                         log(f"{fl} flows {kind}: {r['mpps']:.2f} Mpps")
         except KeyboardInterrupt:
+            log("interrupted: writing what was measured")
             report["interrupted"] = True
-    if args.out:
-        write_json(args.out, report)
+    summary = "ovs Mpps: " + " ".join(
+        f"{r['rules']}/{r['flows']}=" + (f"{r['mpps']:.2f}" if r.get("mpps") else "n/a")
+        for r in report["runs"])
+    report["summary"] = summary
+    report["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    write_json(args.out, report)
+    try:
+        plot(report["runs"], args.plot,
+             f"private OVS-DPDK, {size} B, PMD on CPU {cpus[1]}, {args.duration} s, "
+             f"{report['started']}")
+    except Exception as e:  # the numbers matter more than the picture
+        log(f"plot failed: {e}")
     brief = json.loads(json.dumps(report))
     for r in brief["runs"]:
         r.pop("pmd_stats", None)
     print(json.dumps(brief, indent=2))
-    print("ovs Mpps: " + " ".join(
-        f"{r['rules']}/{r['flows']}=" + (f"{r['mpps']:.2f}" if r.get("mpps") else "n/a")
-        for r in report["runs"]))
+    print(f"results: {args.out}, plot: {args.plot}")
+    print(summary)
     return 1 if failed or report.get("interrupted") else 0
 
 

@@ -251,16 +251,47 @@ def plot(result: dict, path: Path) -> None:
     plt.close(fig)
 
 
+def multipliers(text: str) -> list[float]:
+    """'1,2,5' -> [1.0, 2.0, 5.0]; each > 0."""
+    vals: list[float] = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        try:
+            v = float(part)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r}: {part!r} is not a number; give "
+                                             f"multipliers separated by commas, e.g. 1,2,5"
+                                             ) from None
+        if not v > 0:
+            raise argparse.ArgumentTypeError(f"{text!r}: {part} must be above 0")
+        vals.append(v)
+    if not vals:
+        raise argparse.ArgumentTypeError("an empty list: give at least one multiplier, e.g. 1")
+    return vals
+
+
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(
+        description="SDNFV Fig. 5 again: flows the greedy baseline, the division heuristic "
+                    "and the optimal MILP accommodate, for capacity multipliers 1x..100x.",
+        epilog="Writes JSON (with the command) to --json and a plot to --plot; the last line "
+               "printed is the summary 'division/optimal=X greedy/optimal=Y'. No root needed.")
     ap.add_argument("--quick", action="store_true", help="multipliers 1,2; optimal at 1x, 180 s")
-    ap.add_argument("--multipliers", help="comma-separated capacity multipliers")
-    ap.add_argument("--optimal-multipliers", help="multipliers at which to run the MILP")
-    ap.add_argument("--optimal-time-limit", type=float, help="seconds per MILP run")
-    ap.add_argument("--topologies", default="geant,synthetic")
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--json", type=Path, default=RESULTS / "placement.json")
-    ap.add_argument("--plot", type=Path, default=RESULTS / "placement.png")
+    ap.add_argument("--multipliers", type=multipliers,
+                    help="comma-separated capacity multipliers (1,2,5,10,25,100; --quick: 1,2)")
+    ap.add_argument("--optimal-multipliers", type=multipliers,
+                    help="multipliers at which to run the MILP (1)")
+    ap.add_argument("--optimal-time-limit", type=float,
+                    help="seconds per MILP run (600; --quick: 180)")
+    ap.add_argument("--topologies", default="geant,synthetic",
+                    help=f"comma-separated, of {', '.join(TOPOLOGIES)} (geant,synthetic)")
+    ap.add_argument("--seed", type=int, default=1, help="seed of the flows and the synthetic "
+                                                         "topology (1)")
+    ap.add_argument("--json", type=Path, default=RESULTS / "placement.json", metavar="FILE",
+                    help="JSON results (bench/results/placement.json)")
+    ap.add_argument("--plot", type=Path, default=RESULTS / "placement.png", metavar="FILE",
+                    help="plot (bench/results/placement.png)")
     ap.add_argument("--from-json", type=Path,
                     help="do not run: redraw the plot and summary from an earlier --json file")
     args = ap.parse_args()
@@ -269,11 +300,10 @@ def main() -> None:
         plot(result, args.plot)
         summary(result)
         return
-    default_m = "1,2" if args.quick else "1,2,5,10,25,100"
-    args.multipliers = [float(x) for x in (args.multipliers or default_m).split(",")]
-    args.optimal_multipliers = [
-        float(x) for x in (args.optimal_multipliers or "1").split(",")
-    ]
+    if args.multipliers is None:
+        args.multipliers = [1.0, 2.0] if args.quick else [1.0, 2.0, 5.0, 10.0, 25.0, 100.0]
+    if args.optimal_multipliers is None:
+        args.optimal_multipliers = [1.0]
     if args.optimal_time_limit is None:
         args.optimal_time_limit = 180.0 if args.quick else 600.0
     args.topologies = [t for t in args.topologies.split(",") if t]

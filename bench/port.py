@@ -48,15 +48,21 @@ from harness import (
     BenchError,
     Node,
     Processes,
+    bench_command,
     binaries,
     cpu_list,
     dpdk_leftovers,
     free_hugepage_mib,
     host_info,
+    int_list,
     log,
     log_leftovers,
+    name_list,
     nf_rates,
+    nonneg_int,
+    one_benchmark_at_a_time,
     parse_cpus,
+    positive_int,
     remove_paths,
     sigterm_as_interrupt,
     stats_summary,
@@ -72,6 +78,9 @@ TESTPMD = "/usr/bin/dpdk-testpmd"
 TARGET_RATIO = 0.75
 ALONE = "alone"  # reference: sluiced by itself, chain port:out, no NF
 NEED_HUGEPAGE_MIB = 800  # one 262k-mbuf pool at a time, with room
+# sluiced/NF modes; +off: sluiced --flow-lookup off (+cached, +naive: the other modes)
+MODES = ("shared", "poll", "shared+off", "poll+off", ALONE)
+ALL_MODES = (*MODES, "shared+cached", "poll+cached", "shared+naive", "poll+naive")
 
 
 def flow_label(flows: int) -> str:
@@ -296,53 +305,65 @@ def plot(report: dict[str, Any], path: Path, title: str) -> None:
     plt.close(fig)
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog="Writes JSON (every run: command lines, core layout, git commit) to --out and "
+               "a plot to --plot; the last line printed is the summary "
+               "'port ratio: 1flow=..% 100kflows=..%'. Run as root after ninja -C build.")
     ap.add_argument("--quick", action="store_true",
-                    help="one run, 1 s warm-up + 3 s measured (unless overridden)")
-    ap.add_argument("--runs", type=int, help="runs per configuration (3; --quick: 1)")
-    ap.add_argument("--duration", type=int, help="measured seconds per run (5; --quick: 3)")
-    ap.add_argument("--warmup", type=int, help="seconds before measuring (2; --quick: 1)")
-    ap.add_argument("--flows", default=",".join(map(str, FLOW_COUNTS)),
+                    help="one run, 1 s warm-up + 3 s measured (unless --runs/--warmup/"
+                         "--duration say otherwise)")
+    ap.add_argument("--runs", type=positive_int, help="runs per configuration (3; --quick: 1)")
+    ap.add_argument("--duration", type=positive_int,
+                    help="measured seconds per run (5; --quick: 3)")
+    ap.add_argument("--warmup", type=nonneg_int, help="seconds before measuring (2; --quick: 1)")
+    ap.add_argument("--flows", type=int_list(1, MBUFS - 65536), default=list(FLOW_COUNTS),
                     help="flow counts, one capture each (1,100000)")
-    ap.add_argument("--min-packets", type=int, default=4096,
+    ap.add_argument("--min-packets", type=positive_int, default=4096,
                     help="packets per capture: max(flows, this) (4096)")
-    ap.add_argument("--modes", default="shared,poll,shared+off,poll+off,alone",
+    ap.add_argument("--modes", type=name_list(ALL_MODES), default=list(MODES),
                     help="sluiced/NF modes, each optionally +off (sluiced --flow-lookup off: "
                          "no flow table), and 'alone' (the reference without an NF) "
                          "(shared,poll,shared+off,poll+off,alone)")
     ap.add_argument("--handoff", choices=("direct", "mgr"),
                     help="sluiced --handoff (default: sluiced's own default)")
-    ap.add_argument("--cpus", default="0,1", help="CPUs for everything (0,1)")
-    ap.add_argument("--build", type=Path, default=Path(__file__).resolve().parent.parent / "build")
-    ap.add_argument("--out", type=Path, default=RESULTS / "port.json")
-    ap.add_argument("--plot", type=Path, default=RESULTS / "port.png")
+    ap.add_argument("--cpus", default="0,1", help="CPUs for everything, e.g. 0,1 (0,1)")
+    ap.add_argument("--build", type=Path, default=Path(__file__).resolve().parent.parent / "build",
+                    metavar="DIR", help="the build folder with sluiced and the NFs (build)")
+    ap.add_argument("--out", type=Path, default=RESULTS / "port.json", metavar="FILE",
+                    help="JSON results (bench/results/port.json)")
+    ap.add_argument("--plot", type=Path, default=RESULTS / "port.png", metavar="FILE",
+                    help="plot (bench/results/port.png)")
+    return ap
+
+
+def main() -> int:
+    ap = build_parser()
     args = ap.parse_args()
-    args.runs = args.runs or (1 if args.quick else 3)
-    args.duration = args.duration or (3 if args.quick else 5)
+    args.runs = args.runs if args.runs is not None else (1 if args.quick else 3)
+    args.duration = args.duration if args.duration is not None else (3 if args.quick else 5)
     args.warmup = args.warmup if args.warmup is not None else (1 if args.quick else 2)
-    if args.duration < 1 or args.runs < 1 or args.warmup < 0:
-        ap.error("--duration and --runs must be >= 1, --warmup >= 0")
+    flows, modes = args.flows, args.modes
     try:
         args.cpus = parse_cpus(args.cpus)
         progs = binaries(args.build)
-        flows = [int(x) for x in args.flows.split(",") if x]
-        modes = [m for m in args.modes.split(",") if m]
-        if not [m for m in modes if m != ALONE] or any(
-                m != ALONE and (m.partition("+")[0] not in ("shared", "poll") or
-                                m.partition("+")[2] not in ("", "off", "cached", "naive"))
-                for m in modes):
-            raise BenchError(f"--modes {args.modes}: use shared and/or poll, each optionally "
-                             f"with +off (+cached, +naive), and optionally {ALONE}")
+        if not [m for m in modes if m != ALONE]:
+            raise BenchError(f"--modes {','.join(modes)}: give at least one mode with an NF "
+                             f"(shared or poll, optionally +off) besides {ALONE}: the ratio "
+                             f"is theirs")
         if not Path(TESTPMD).exists():
             raise BenchError(f"{TESTPMD} not found: apt-get install dpdk-dev")
         if any(max(f, args.min_packets) > MBUFS - 65536 for f in flows):
-            raise BenchError(f"a capture must fit in the {MBUFS}-mbuf pool with room for "
-                             f"packets in flight: at most {MBUFS - 65536} packets")
+            raise BenchError(f"--min-packets {args.min_packets}: a capture must fit in the "
+                             f"{MBUFS}-mbuf pool with room for packets in flight: at most "
+                             f"{MBUFS - 65536} packets")
         if free_hugepage_mib() < NEED_HUGEPAGE_MIB:
             raise BenchError(f"only {free_hugepage_mib():.0f} MiB of free hugepages; "
-                             f"this benchmark needs about {NEED_HUGEPAGE_MIB} MiB")
-    except (BenchError, ValueError) as e:
+                             f"this benchmark needs about {NEED_HUGEPAGE_MIB} MiB "
+                             f"(scripts/hugepages.sh)")
+        one_benchmark_at_a_time("port.py")
+    except BenchError as e:
         print(f"port.py: {e}", file=sys.stderr)
         return 2
 
@@ -352,6 +373,7 @@ def main() -> int:
     report: dict[str, Any] = {
         "benchmark": "port",
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "command": bench_command(),
         "argv": sys.argv,
         "host": host_info(),
         "params": {"runs": args.runs, "warmup_s": args.warmup, "duration_s": args.duration,

@@ -23,9 +23,9 @@ Writes bench/results/scale.json and scale.png; the last line is
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -36,11 +36,15 @@ from harness import (
     BenchError,
     Node,
     Processes,
+    bench_command,
     binaries,
     ensure_hugepages,
     host_info,
     log,
+    one_benchmark_at_a_time,
     parse_cpus,
+    positive_int,
+    sigterm_as_interrupt,
     unique_name,
     write_json,
 )
@@ -143,50 +147,74 @@ def plot(rounds: list[dict[str, Any]], path: Path, title: str) -> None:
     plt.close(fig)
 
 
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        epilog="Writes JSON (command, every command line, core layout, git commit) to --out "
+               "and a plot to --plot; the last line printed is the summary 'scale: join "
+               "moved=.. leave moved=..'. Run as root after ninja -C build.")
+    ap.add_argument("--flows", type=positive_int, default=10000,
+                    help="flows in the capture (10000)")
+    ap.add_argument("--rounds", type=positive_int, help="rounds (5; --quick: 2)")
+    ap.add_argument("--quick", action="store_true", help="2 rounds (unless --rounds says)")
+    ap.add_argument("--cpus", default="0,1", help="CPUs for sluiced and the NFs, e.g. 0,1 (0,1)")
+    ap.add_argument("--build", type=Path, default=ROOT / "build", metavar="DIR",
+                    help="the build folder with sluiced and the NFs (build)")
+    ap.add_argument("--out", type=Path, default=RESULTS / "scale.json", metavar="FILE",
+                    help="JSON results (bench/results/scale.json)")
+    ap.add_argument("--plot", type=Path, default=RESULTS / "scale.png", metavar="FILE",
+                    help="plot (bench/results/scale.png)")
+    return ap
+
+
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--flows", type=int, default=10000, help="flows in the capture (10000)")
-    ap.add_argument("--rounds", type=int, default=5, help="rounds (5; --quick: 2)")
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--cpus", type=parse_cpus, default=[0, 1])
-    ap.add_argument("--build", type=Path, default=ROOT / "build")
-    ap.add_argument("--out", type=Path, default=RESULTS / "scale.json")
-    ap.add_argument("--plot", type=Path, default=RESULTS / "scale.png")
-    args = ap.parse_args()
-    rounds_n = 2 if args.quick else args.rounds
-    progs = binaries(args.build)
-    note = ensure_hugepages(1500)
+    args = build_parser().parse_args()
+    rounds_n = args.rounds if args.rounds is not None else (2 if args.quick else 5)
+    try:
+        args.cpus = parse_cpus(args.cpus)
+        progs = binaries(args.build)
+        if args.flows > 196607:
+            raise BenchError(f"--flows {args.flows}: the capture must fit in sluiced's "
+                             f"262,143 mbufs with room for packets in flight: at most 196607")
+        one_benchmark_at_a_time("scale.py")
+        note = ensure_hugepages(1500)
+    except BenchError as e:
+        print(f"scale.py: {e}", file=sys.stderr)
+        return 2
     if note:
-        log(note)
-    tmp = Path(f"/tmp/sluice-bench-scale-{os.getpid()}")
-    tmp.mkdir(parents=True, exist_ok=True)
-    pcap = tmp / "udp64.pcap"
-    write_pcap(pcap, fixed_size(max(args.flows, 4096), args.flows, 64))
-    name = unique_name("sc", 0)
-    procs = Processes(RESULTS / "logs" / name)
-    extra = ["--port", f"in={pcap_device(pcap)}", "--port", f"out={SINK_DEVICE}",
-             "--chain", "forward,port:out", "--mbufs", "262143",
-             "--flow-capacity", str(max(262144, 4 * args.flows))]
-    node = Node(name, procs, progs, args.cpus, "shared", None, extra, ready_timeout=60)
-    report: dict[str, Any] = {"bench": "scale", "argv": sys.argv, "host": host_info(),
+        log(f"reserved hugepages: {note}")
+    report: dict[str, Any] = {"bench": "scale", "benchmark": "scale",
+                              "command": bench_command(), "argv": sys.argv,
+                              "host": host_info(), "hugepages_reserved_by": note,
                               "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
                               "flows": args.flows, "rounds": [], "error": None}
-    try:
-        with node:
-            nf = node.start_nf("forward", "forward", "forward", args.cpus[0])
-            node.wait_registered("forward", nf)
-            wait(lambda: out_port(node.stats())["tx_pkts"] > 0, 30, "traffic")
-            for i in range(rounds_n):
-                log(f"round {i + 1}/{rounds_n}")
-                report["rounds"].append(one_round(node, args.flows))
-        report["commands"] = procs.records()
-        report["core_layout"] = node.layout
-        report["leaks"] = node.leaks
-    except (BenchError, SluiceError) as e:
-        report["error"] = str(e)
-        print(f"scale.py: {e}", file=sys.stderr)
-    finally:
-        pcap.unlink(missing_ok=True)
+    with tempfile.TemporaryDirectory(prefix="sluice-bench-scale-") as t, \
+            sigterm_as_interrupt():
+        tmp = Path(t)
+        pcap = tmp / "udp64.pcap"
+        write_pcap(pcap, fixed_size(max(args.flows, 4096), args.flows, 64))
+        name = unique_name("sc", 0)
+        procs = Processes(tmp / "logs" / name)
+        extra = ["--port", f"in={pcap_device(pcap)}", "--port", f"out={SINK_DEVICE}",
+                 "--chain", "forward,port:out", "--mbufs", "262143",
+                 "--flow-capacity", str(max(262144, 4 * args.flows))]
+        node = Node(name, procs, progs, args.cpus, "shared", None, extra, ready_timeout=60)
+        try:
+            with node:
+                nf = node.start_nf("forward", "forward", "forward", args.cpus[0])
+                node.wait_registered("forward", nf)
+                wait(lambda: out_port(node.stats())["tx_pkts"] > 0, 30, "traffic")
+                for i in range(rounds_n):
+                    log(f"round {i + 1}/{rounds_n}")
+                    report["rounds"].append(one_round(node, args.flows))
+        except (BenchError, SluiceError) as e:
+            report["error"] = str(e)
+            print(f"scale.py: {e}", file=sys.stderr)
+        except KeyboardInterrupt:
+            log("interrupted: writing what was measured")
+            report["interrupted"] = True
+        finally:
+            node.record_into(report)  # commands, core_layout, leaks, stragglers
     rs = report["rounds"]
     if rs:
         report["summary"] = {
@@ -201,13 +229,14 @@ def main() -> int:
         plot(rs, args.plot, f"{args.flows} flows, {len(rs)} round(s), {report['started']}")
     write_json(args.out, report)
     if not rs:
+        print(f"scale.py: no round finished; what happened is in {args.out}", file=sys.stderr)
         return 1
     s = report["summary"]
     print(f"results: {args.out}, plot: {args.plot}")
     print(f"scale: join moved={s['join_moved_total']} leave moved={s['leave_moved_total']}/"
           f"{sum(r['leave']['flows'] for r in rs)} (expected {s['leave_expected_total']}) "
           f"start_to_first_pkt_ms median={s['start_to_first_pkt_ms']['median']:.1f}")
-    return 0 if report["error"] is None else 1
+    return 0 if report["error"] is None and not report.get("interrupted") else 1
 
 
 if __name__ == "__main__":

@@ -1,0 +1,262 @@
+"""bench/*.py command lines: option values, --help, the one-at-a-time lock, JSON shape.
+
+No benchmark runs here: only argument parsing, the harness's helpers, the
+plots from fake results and the refusals that happen before anything starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+BENCH = REPO / "bench"
+sys.path.insert(0, str(BENCH))
+
+import harness  # noqa: E402
+
+SCRIPTS = ("chain", "port", "flowdir", "micro", "scale", "ovs", "container", "failover",
+           "placement")
+
+
+def parser_of(name: str, monkeypatch: pytest.MonkeyPatch) -> argparse.ArgumentParser:
+    """The ArgumentParser a script's main() builds (main stops at parse_args)."""
+    mod = importlib.import_module(name)
+    got: list[argparse.ArgumentParser] = []
+
+    def capture(self: argparse.ArgumentParser, *a: object, **k: object) -> None:
+        got.append(self)
+        raise SystemExit(99)
+
+    monkeypatch.setattr(argparse.ArgumentParser, "parse_args", capture)
+    with pytest.raises(SystemExit):
+        mod.main()
+    return got[0]
+
+
+def run_script(name: str, *args: str, env: dict[str, str] | None = None
+               ) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(BENCH / f"{name}.py"), *args],
+                          capture_output=True, text=True, timeout=60, cwd=REPO,
+                          env=env)
+
+
+# -- --help ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_every_option_has_help(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    ap = parser_of(name, monkeypatch)
+    missing = [a.option_strings[0] for a in ap._actions
+               if a.option_strings and not a.help]
+    assert missing == []
+    # the description is a whole sentence, not a docstring's first line cut short
+    assert ap.description.rstrip().endswith(".")
+
+
+@pytest.mark.parametrize("name,default_out", [
+    ("chain", "chain.json"), ("port", "port.json"), ("micro", "micro.json"),
+    ("scale", "scale.json"), ("ovs", "ovs.json"), ("container", "container.json"),
+    ("failover", "failover.json")])
+def test_results_go_to_bench_results(name: str, default_out: str,
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    ap = parser_of(name, monkeypatch)
+    out = ap.get_default("out")
+    plot = ap.get_default("plot")
+    assert out == BENCH / "results" / default_out
+    assert plot == BENCH / "results" / default_out.replace(".json", ".png")
+
+
+def test_help_defaults_match_the_docs(monkeypatch: pytest.MonkeyPatch) -> None:
+    chain = parser_of("chain", monkeypatch)
+    assert chain.get_default("chains") == [1, 2, 3, 4, 5]
+    assert chain.get_default("modes") == ["shared", "poll"]
+    assert chain.get_default("packets") == 128
+    port = parser_of("port", monkeypatch)
+    assert port.get_default("flows") == [1, 100000]
+    assert port.get_default("modes") == ["shared", "poll", "shared+off", "poll+off", "alone"]
+    ovs = parser_of("ovs", monkeypatch)
+    assert ovs.get_default("flows") == [1000, 100000]
+    assert ovs.get_default("rules") == ["exact", "wildcard"]
+
+
+# -- bad values are refused before anything starts -------------------------------------
+
+@pytest.mark.parametrize("name,args,message", [
+    ("chain", ["--runs", "0"], "argument --runs: 0 is too small: give a whole number >= 1"),
+    ("chain", ["--duration", "0.5"],
+     "argument --duration: 0.5 is too short: give at least 1 (seconds)"),
+    ("chain", ["--chains", "1,x"],
+     "argument --chains: '1,x': 'x' is not a whole number; give numbers separated by "
+     "commas, e.g. 1,100000"),
+    ("chain", ["--chains", "17"], "argument --chains: '17': 17 is out of range: each must "
+                                  "be 1..16"),
+    ("chain", ["--modes", "shard"], "argument --modes: 'shard': unknown 'shard'; choose "
+                                    "from shared, poll, pinned (comma-separated)"),
+    ("port", ["--flows", "0"], "argument --flows: '0': 0 is out of range: each must be "
+                               "1..196607"),
+    ("port", ["--warmup", "-1"], "argument --warmup: -1 is negative: give a whole number >= 0"),
+    ("port", ["--modes", "shared+foo"], "argument --modes: 'shared+foo': unknown "
+                                        "'shared+foo'"),
+    ("flowdir", ["--sizes", "10"], "argument --sizes: '10': 10 is out of range: each must "
+                                   "be 60..1514"),
+    ("flowdir", ["--ovs-rules", "exakt"], "argument --ovs-rules: 'exakt': unknown 'exakt'"),
+    ("micro", ["--runs", "0"], "argument --runs: 0 is too small"),
+    ("scale", ["--rounds", "0"], "argument --rounds: 0 is too small"),
+    ("ovs", ["--rules", "foo"], "argument --rules: 'foo': unknown 'foo'; choose from "
+                                "exact, wildcard (comma-separated)"),
+    ("ovs", ["--size", "64,128"], "argument --size: '64,128': give one frame size"),
+    ("container", ["--runs", "0"], "argument --runs: 0 is too small"),
+    ("failover", ["--runs", "0"], "argument --runs: 0 is too small"),
+    ("placement", ["--multipliers", "1,x"], "argument --multipliers: '1,x': 'x' is not a "
+                                            "number"),
+])
+def test_bad_value_refused(name: str, args: list[str], message: str) -> None:
+    r = run_script(name, *args)
+    assert r.returncode == 2
+    assert f"{name}.py: error: {message}" in r.stderr
+    assert r.stdout == ""
+
+
+def test_mgr_chains_outside_chains_refused() -> None:
+    r = run_script("chain", "--chains", "1", "--mgr-chains", "7")
+    assert r.returncode == 2
+    assert r.stderr == ("chain.py: --mgr-chains 7: only lengths of --chains (1) are run; "
+                        "add them there or leave them out\n")
+
+
+def test_mgr_chains_default_follows_chains(monkeypatch: pytest.MonkeyPatch) -> None:
+    # `--chains 1,3` (a documented command) must not be refused for the default 2,3
+    ap = parser_of("chain", monkeypatch)
+    assert ap.get_default("mgr_chains") is None
+
+
+def test_bad_cpus_refused() -> None:
+    r = run_script("chain", "--cpus", "a,b")
+    assert r.returncode == 2
+    assert r.stderr == "chain.py: --cpus a,b: 'a' is not a CPU number or range; give e.g. " \
+                       "0,1 or 0-3\n"
+
+
+def test_flowdir_nothing_to_measure() -> None:
+    r = run_script("flowdir", "--sizes", "", "--ovs-flows", "", "--no-latency")
+    assert r.returncode == 2
+    assert r.stderr == ("flowdir.py: --sizes '' and --ovs-flows '' (and no latency runs): "
+                        "nothing to measure; give sizes or OVS flow counts\n")
+
+
+def test_port_alone_only_refused() -> None:
+    r = run_script("port", "--modes", "alone")
+    assert r.returncode == 2
+    assert "port.py: --modes alone: give at least one mode with an NF" in r.stderr
+
+
+# -- helpers ------------------------------------------------------------------------
+
+def test_list_types() -> None:
+    assert harness.int_list(1)("1, 100_000,") == [1, 100000]
+    assert harness.int_list(1, empty=True)("") == []
+    with pytest.raises(argparse.ArgumentTypeError, match="an empty list"):
+        harness.int_list(1)("")
+    assert harness.name_list(("a", "b"))("b,a") == ["b", "a"]
+    assert harness.seconds("1.5") == 1.5
+    with pytest.raises(argparse.ArgumentTypeError):
+        harness.seconds("nan")
+    assert harness.nonneg_int("0") == 0
+    with pytest.raises(argparse.ArgumentTypeError, match="'x' is not a whole number"):
+        harness.positive_int("x")
+
+
+def test_bench_command_is_relative_and_niced(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "argv", [str(BENCH / "chain.py"), "--quick", "--mgr-chains", ""])
+    monkeypatch.setattr(sys, "executable", str(REPO / ".venv" / "bin" / "python"))
+    monkeypatch.setattr(os, "getpriority", lambda *a: -15)
+    assert harness.bench_command() == \
+        "nice -n -15 .venv/bin/python bench/chain.py --quick --mgr-chains ''"
+    monkeypatch.setattr(os, "getpriority", lambda *a: 0)
+    assert harness.bench_command() == ".venv/bin/python bench/chain.py --quick --mgr-chains ''"
+
+
+def test_host_info_has_revision_and_other_dataplanes() -> None:
+    info = harness.host_info()
+    assert len(info["git_commit"]) == 40
+    assert isinstance(info["other_dataplane_processes"], list)
+    assert all(x.startswith("pid ") for x in info["other_dataplane_processes"])
+
+
+# -- one benchmark at a time ----------------------------------------------------------
+
+def test_second_benchmark_refused_with_the_first_named() -> None:
+    env = dict(os.environ, SLUICE_BENCH_LOCK=f"sluice-bench-test-{uuid.uuid4().hex}")
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys, time; sys.path.insert(0, 'bench'); import harness; "
+         "harness.one_benchmark_at_a_time('test'); print('held', flush=True); "
+         "time.sleep(60)"],
+        cwd=REPO, env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline().strip() == "held"
+        r = run_script("chain", "--chains", "1", "--mgr-chains", "", "--runs", "1",
+                       "--duration", "1", env=env)
+        assert r.returncode == 2
+        assert r.stderr.startswith(f"chain.py: another benchmark is running (pid "
+                                   f"{holder.pid}: {sys.executable} -c ")
+        assert r.stderr.endswith("two at once share the CPUs and both give wrong numbers. "
+                                 "Wait until it ends, or stop it with Ctrl-C (kill -INT "
+                                 "<pid>), then run chain.py again\n")
+    finally:
+        holder.kill()
+        holder.wait()
+    # released with the process: no file, nothing left to clean up
+    deadline = time.monotonic() + 5
+    while True:
+        probe = subprocess.run(
+            [sys.executable, "-c", "import sys; sys.path.insert(0, 'bench'); import harness; "
+             "harness.one_benchmark_at_a_time('probe'); print('ok')"],
+            cwd=REPO, env=env, capture_output=True, text=True, timeout=30)
+        if probe.stdout.strip() == "ok" or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert probe.stdout.strip() == "ok", probe.stderr
+
+
+# -- plots and summaries from fake results --------------------------------------------
+
+def test_chain_summary_and_plot_from_fake_runs(tmp_path: Path) -> None:
+    chain = importlib.import_module("chain")
+    runs = [{"chain": 2, "config": "shared", "mode": "shared", "handoff": "direct",
+             "error": None, "mpps": m, "cycles_per_pkt_per_hop": 100.0,
+             "nf_cycles_per_pkt": {"f2": 1.5}} for m in (10.0, 12.0)]
+    runs.append({"chain": 2, "config": "shared", "mode": "shared", "handoff": "direct",
+                 "error": "speedtest exited with 1"})
+    point = chain.summarize(runs)
+    assert point["runs_ok"] == 2 and point["runs"] == 3
+    assert point["mpps"] == {"median": 11.0, "min": 10.0, "max": 12.0}
+    assert chain.best_per_chain([point])[2]["config"] == "shared"
+    png = tmp_path / "sub" / "chain.png"
+    chain.plot([point], png, "test")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_ovs_plot_from_fake_runs(tmp_path: Path) -> None:
+    ovs = importlib.import_module("ovs")
+    png = tmp_path / "ovs.png"
+    ovs.plot([{"rules": "exact", "flows": 1000, "mpps": 2.5},
+              {"rules": "wildcard", "flows": 1000, "mpps": None}], png, "test")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_write_json_is_whole(tmp_path: Path) -> None:
+    out = tmp_path / "a" / "r.json"
+    harness.write_json(out, {"command": "x", "host": {"git_commit": "0" * 40}})
+    assert json.loads(out.read_text()) == {"command": "x", "host": {"git_commit": "0" * 40}}
+    assert sorted(p.name for p in out.parent.iterdir()) == ["r.json"]
