@@ -63,12 +63,16 @@ request_app = typer.Typer(help="Cross-layer requests about flows, as NFs make th
                           no_args_is_help=True)
 lb_app = typer.Typer(help="Load balancing across the instances of a service.",
                      no_args_is_help=True)
+rx_app = typer.Typer(help="Reading the ports of a running node: pause it (packets in flight "
+                          "drain, so counters stand still) and resume it.",
+                     no_args_is_help=True)
 app.add_typer(chain_app, name="chain")
 app.add_typer(graph_app, name="graph")
 app.add_typer(rule_app, name="rule")
 app.add_typer(flow_app, name="flow")
 flow_app.add_typer(request_app, name="request")
 app.add_typer(lb_app, name="lb")
+app.add_typer(rx_app, name="rx")
 app.add_typer(nf_app, name="nf")
 app.add_typer(trace_app, name="trace")
 
@@ -595,6 +599,31 @@ def lb_set(service: str = typer.Argument(..., help="The service."),
     m = res.get("mode", mode.value)
     typer.echo(f"service {res.get('service', service)}: load balancing {m} "
                f"({LB_MODES.get(m, m)})")
+
+
+@rx_app.command("pause")
+@errors
+def rx_pause(node: str = NodeOpt, socket: Path = SocketOpt, as_json: bool = JsonOpt,
+             timeout: float = TimeoutOpt) -> None:
+    """Stop reading the ports; the packets in flight go on to their ends."""
+    res = _call(node, socket, "rx.pause", timeout)
+    if as_json:
+        _print_json(res)
+        return
+    typer.echo("ports paused: sluiced reads none of them (packets in flight drain; "
+               "`sluice rx resume` reads them again)")
+
+
+@rx_app.command("resume")
+@errors
+def rx_resume(node: str = NodeOpt, socket: Path = SocketOpt, as_json: bool = JsonOpt,
+              timeout: float = TimeoutOpt) -> None:
+    """Read the ports again."""
+    res = _call(node, socket, "rx.resume", timeout)
+    if as_json:
+        _print_json(res)
+        return
+    typer.echo("ports resumed: sluiced reads them again")
 
 
 # -- graphs -------------------------------------------------------------------------------

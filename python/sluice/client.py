@@ -88,8 +88,8 @@ METHODS: dict[str, tuple[str | None, str | None]] = {
     "flow.request": ("sluice flow request", "POST /flow-requests"),
     "flow.requests": ("sluice flow request list", "GET /flow-requests"),
     "flow.request.remove": ("sluice flow request remove", "DELETE /flow-requests/{id}"),
-    "rx.pause": (None, "POST /rx/pause"),
-    "rx.resume": (None, "POST /rx/resume"),
+    "rx.pause": ("sluice rx pause", "POST /rx/pause"),
+    "rx.resume": ("sluice rx resume", "POST /rx/resume"),
     "subscribe": ("sluice events", "GET /events (SSE), /events/ws (websocket)"),
     "shutdown": (None, None),
 }

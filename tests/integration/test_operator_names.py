@@ -96,7 +96,20 @@ def test_a_chain_or_graph_naming_a_service_nobody_runs_says_so(launch, node, tmp
         "services 's0', 's1', 's2', 's3', 's4', 's5', 's6', 's7' and 2 more have no running "
         "instance: packets sent to them are dropped (no_instance) until one registers; see "
         "nf.list")
+    # reading the ports: paused, and not resumed while a service of the chain has no NF
+    r = runner.invoke(app, ["rx", "pause", *sock])
+    assert (r.exit_code, r.stdout) == (0, (
+        "ports paused: sluiced reads none of them (packets in flight drain; `sluice rx resume` "
+        "reads them again)\n"))
+    assert run.client.call("status")["rx_enabled"] is False
+    r = runner.invoke(app, ["rx", "resume", *sock])
+    assert (r.exit_code, r.stderr) == (1, (
+        "sluice rx resume: the chain is not complete (a service on it has no NF): start the NFs "
+        "or `sluice chain set` first\n"))
     run.client.call("chain.set", hops=["firewall", "port:out"])
+    r = runner.invoke(app, ["rx", "resume", *sock])
+    assert (r.exit_code, r.stdout) == (0, "ports resumed: sluiced reads them again\n")
+    assert run.client.call("status")["rx_enabled"] is True
 
     r = runner.invoke(app, ["chain", "set", "firewal,monitr,port:out", *sock])
     assert r.exit_code == 0, r.output

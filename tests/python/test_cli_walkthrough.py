@@ -74,7 +74,8 @@ NODE_COMMANDS: list[tuple[tuple[str, ...], list[str]]] = [
     (("flow", "request", "request-me"), ["s", "--all-flows"]),
     (("flow", "request", "change-default"), ["s", "--to", "t", "--all-flows"]),
     (("flow", "request", "message"), ["s", "k", "v"]),
-    (("flow", "request", "remove"), ["1"]), (("api",), ["--port", "1"])]
+    (("flow", "request", "remove"), ["1"]), (("api",), ["--port", "1"]),
+    (("rx", "pause"), []), (("rx", "resume"), [])]
 
 
 def test_every_node_command_is_tried() -> None:
@@ -178,7 +179,9 @@ def test_method_names_become_commands() -> None:
     # no command at all: as it is; words that are not methods: as they are
     assert command_text("no service x; service.list shows the services; status ok") == (
         "no service x; `sluice nf list` shows the services; status ok")
-    assert command_text("rx.pause, then rx.resume") == "rx.pause, then rx.resume"
+    assert command_text("rx.pause, then rx.resume") == (
+        "`sluice rx pause`, then `sluice rx resume`")
+    assert command_text("shutdown it") == "shutdown it"
     assert command_text("stats.flows.live and nf.list mbuf_cache") == (
         "stats.flows.live and `sluice nf list` mbuf_cache")
 
