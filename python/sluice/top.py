@@ -209,9 +209,12 @@ def run_top(client: Client, interval: float = 1.0, iterations: int | None = None
     def show(r: dict[str, Any]) -> None:
         nonlocal shown
         f = frame(r, title(r))
-        # into a pipe or file: lines as wide as the tables (not cut at 80)
-        wide = Measurement.get(con, con.options.update(width=10_000), f).maximum
-        con.print(f, width=max(con.width, wide))
+        # into a pipe or file: lines as wide as the frame (not cut at 80);
+        # print(width=) cannot go past the console's width, so widen that
+        if not con.is_terminal:
+            wide = Measurement.get(con, con.options.update(width=10_000), f).maximum
+            con.width = max(con.width, wide)
+        con.print(f)
         shown += 1
 
     try:
