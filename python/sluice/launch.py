@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from rich import box
-from rich.console import Console, Group
+from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 from rich.text import Text
@@ -795,13 +795,126 @@ def _by_service(stats: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+# The live table's columns left out first when the terminal is too narrow,
+# in this order (a column neither table has is skipped).
+STATS_DROP_ORDER = ["cyc/pkt", "ring", "stalls/s", "stalls", "drops by reason",
+                    "drop/s", "dropped", "out/s", "out", "in/s", "in"]
+
+
+def _words_width(text: str) -> int:
+    return max((len(w) for w in text.split()), default=0)
+
+
+@dataclass
+class FitTable:
+    """A table for FitTables: ``columns`` are (header, justify, wrap):
+    wrap "" never breaks a cell, "words" breaks it only between words,
+    "lines" puts each word on a line of its own when the column has no
+    room for the whole cell. A word is never cut."""
+    columns: list[tuple[str, str, str]]
+    rows: list[list[str]]
+
+    def _cells(self, i: int) -> list[str]:
+        return [self.columns[i][0], *(r[i] for r in self.rows)]
+
+    def full(self, i: int) -> int:
+        return max(len(x) for x in self._cells(i))
+
+    def least(self, i: int) -> int:
+        return (max(_words_width(x) for x in self._cells(i)) if self.columns[i][2]
+                else self.full(i))
+
+    def keep(self, dropped: list[str]) -> list[int]:
+        return [i for i, c in enumerate(self.columns) if c[0] not in dropped]
+
+    @staticmethod
+    def frame(n: int) -> int:
+        """Columns of a SIMPLE_HEAD table without padding at its edges that
+        are not cells: an edge each side, a separator and a space each
+        side of it between two columns."""
+        return 3 * n - 1 if n else 0
+
+    def width(self, keep: list[int], least: bool = True) -> int:
+        w = self.least if least else self.full
+        return self.frame(len(keep)) + sum(w(i) for i in keep)
+
+    def render(self, keep: list[int], room: int) -> tuple[Table, int]:
+        """The table of the columns ``keep``, in ``room`` columns: what is
+        left after their least widths goes to the columns that may wrap,
+        the first first. Returns it and its width."""
+        widths = {i: self.full(i) for i in keep}
+        spare = room - self.width(keep)
+        for i in keep:
+            if self.columns[i][2]:
+                widths[i] = self.least(i) + min(max(spare, 0), self.full(i) - self.least(i))
+                spare -= widths[i] - self.least(i)
+        lines = [i for i in keep if self.columns[i][2] == "lines" and widths[i] < self.full(i)]
+        for i in lines:
+            widths[i] = self.least(i)
+        t = Table(box=box.SIMPLE_HEAD, expand=False, pad_edge=False)
+        for i in keep:
+            head, justify, wrap = self.columns[i]
+            t.add_column(head, justify=justify, width=widths[i],  # type: ignore[arg-type]
+                         no_wrap=not wrap, overflow="fold")
+        for r in self.rows:
+            t.add_row(*("\n".join(r[i].split()) if i in lines else r[i] for i in keep))
+        return t, self.frame(len(keep)) + sum(widths.values())
+
+
+class FitTables:
+    """Tables whose numbers and ids are never cut (what cli.print_table does
+    for one table, as a renderable, so that rich.live can redraw it at the
+    console's width each time). In a console too narrow for them, the
+    columns of ``drop_order`` are left out, in that order and of every table
+    alike, until each fits; a line under them says which, and ``note`` where
+    to see them. Only what is left then and still does not fit (a name
+    longer than the console is wide) is folded: rich crops any longer line
+    at the console's width. A console into a pipe or a file has a width
+    too (80 unless set): up_console gives it room for every column.
+    ``head`` and ``tail`` are printed before and after, as they are."""
+
+    def __init__(self, tables: list[FitTable], drop_order: list[str], note: str = "",
+                 head: list[Any] | None = None, tail: list[Any] | None = None) -> None:
+        self.tables, self.drop_order, self.note = tables, drop_order, note
+        self.head, self.tail = head or [], tail or []
+
+    def layout(self, width: int) -> list[str]:
+        """The columns left out at ``width``."""
+        names = {c[0] for t in self.tables for c in t.columns}
+        order = [n for n in self.drop_order if n in names]
+        dropped: list[str] = []
+        for name in [*order, None]:
+            if all(t.width(t.keep(dropped)) <= width for t in self.tables):
+                break
+            if name is not None:
+                dropped.append(name)
+        return dropped
+
+    def __rich_console__(self, console: Console, options: Any) -> Any:
+        width = options.max_width
+        dropped = self.layout(width)
+        yield from self.head
+        for t in self.tables:
+            table, need = t.render(t.keep(dropped), width)
+            yield from console.render(table, options.update_width(min(need, width)))
+        if dropped:  # wrapped between words even on a soft-wrap console (up_console's)
+            yield from console.render(
+                Text(f"(not shown in {width} columns: {', '.join(dropped)}"
+                     f"{'; ' + self.note if self.note else ''})"),
+                options.update(no_wrap=False, overflow="fold"))
+        yield from self.tail
+
+
 def stats_tables(stats: dict[str, Any], prev: dict[str, Any] | None = None,
-                 dt: float = 0.0, title: str = "", max_nf_rows: int | None = None) -> Group:
-    """Ports and NFs as two rich tables: packets/s (with ``prev`` and ``dt``)
+                 dt: float = 0.0, title: str = "", max_nf_rows: int | None = None) -> FitTables:
+    """Ports and NFs as two tables: packets/s (with ``prev`` and ``dt``)
     or cumulative counts, drops by reason, NF ring occupancy, cycles/pkt.
     With more NF instances than ``max_nf_rows`` (what the terminal has room
     for), one row per service instead of one per instance, said in a line
-    under the table."""
+    under the table. No number or name is ever cut: names and drops by
+    reason wrap only between words (reason=count is one), and in a
+    terminal too narrow for every column, those of STATS_DROP_ORDER are
+    left out, said in a line under the tables (see FitTables)."""
     rates = prev is not None
     pprev = {p.get("name"): p for p in (prev or {}).get("ports", [])}
     nfs = stats.get("nfs", [])
@@ -812,15 +925,10 @@ def stats_tables(stats: dict[str, Any], prev: dict[str, Any] | None = None,
     else:
         nprev = {n.get("instance"): n for n in (prev or {}).get("nfs", [])}
 
-    def table(first: str, extra: list[str]) -> Table:
-        t = Table(box=box.SIMPLE_HEAD, expand=False, pad_edge=False)
-        t.add_column(first, no_wrap=True)
-        for col in (["in/s", "out/s", "drop/s"] if rates else ["in", "out", "dropped"]):
-            t.add_column(col, justify="right", no_wrap=True)
-        for col in extra:
-            t.add_column(col, justify="right", no_wrap=True)
-        t.add_column("drops by reason", overflow="fold")
-        return t
+    def columns(first: str, extra: list[str]) -> list[tuple[str, str, str]]:
+        counts = ["in/s", "out/s", "drop/s"] if rates else ["in", "out", "dropped"]
+        return [(first, "left", "words"), *((c, "right", "") for c in [*counts, *extra]),
+                ("drops by reason", "left", "lines")]
 
     def counts(now: dict[str, Any], before: dict[str, Any] | None) -> list[str]:
         if rates:
@@ -829,13 +937,14 @@ def stats_tables(stats: dict[str, Any], prev: dict[str, Any] | None = None,
         return [_si(now.get("rx_pkts", 0)), _si(now.get("tx_pkts", 0)),
                 _si(sum((now.get("drops") or {}).values()))]
 
-    pt = table("port", ["stalls/s" if rates else "stalls"])
+    prows = []
     for p in stats.get("ports", []):
         pp = pprev.get(p.get("name"))
         stalls = _rate(p, pp, "rx_stalls", dt) if rates else _si(p.get("rx_stalls", 0))
-        pt.add_row(str(p.get("name")), *counts(p, pp), stalls, _drops(p.get("drops")))
+        prows.append([str(p.get("name")), *counts(p, pp), stalls, _drops(p.get("drops"))])
+    pt = FitTable(columns("port", ["stalls/s" if rates else "stalls"]), prows)
 
-    nt = table("NF", ["ring", "cyc/pkt"])
+    nrows = []
     for n in nfs:
         ring = n.get("rx_ring") or {}
         cpp = n.get("cycles_per_pkt")
@@ -846,15 +955,16 @@ def stats_tables(stats: dict[str, Any], prev: dict[str, Any] | None = None,
                 n.get("instance"))
             if n.get("state", "running") != "running":
                 name += f" ({n.get('state')})"
-        nt.add_row(name, *counts(n, before),
-                   f"{ring.get('count', 0)}/{ring.get('size', 0)}",
-                   f"{cpp:.0f}" if isinstance(cpp, int | float) else "-",
-                   _drops(n.get("drops")))
-    parts: list[Any] = [Text(title)] if title else []
+        nrows.append([name, *counts(n, before),
+                      f"{ring.get('count', 0)}/{ring.get('size', 0)}",
+                      f"{cpp:.0f}" if isinstance(cpp, int | float) else "-",
+                      _drops(n.get("drops"))])
+    nt = FitTable(columns("NF", ["ring", "cyc/pkt"]), nrows)
     tail = ([Text(f"{len(stats.get('nfs', []))} NF instances of {len(nfs)} services: one "
                   f"row per service (sluice stats --node NAME lists every instance)")]
             if grouped else [])
-    return Group(*parts, pt, nt, *tail)
+    return FitTables([pt, nt], STATS_DROP_ORDER, "`sluice stats --json` has them all",
+                     head=[Text(title)] if title else [], tail=tail)
 
 
 @dataclass

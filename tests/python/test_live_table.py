@@ -5,8 +5,11 @@ cell). The stats format is docs/control-socket.md's."""
 
 from __future__ import annotations
 
+import io
+import re
 from typing import Any
 
+import pytest
 from rich.console import Console
 
 from sluice.launch import stats_tables
@@ -160,3 +163,171 @@ def test_into_a_pipe_lines_and_rows_are_not_wrapped() -> None:
     out = subprocess.run([sys.executable, "-c", code], env={**env, "COLUMNS": "60"},
                          capture_output=True, text=True, check=True).stdout.splitlines()
     assert max(len(ln) for ln in out[1:]) <= 60
+
+
+# -- in a terminal of any width, no number or id is cut ------------------------
+
+SERVICES = ["ddos-scrubber", "policy-enforcer", "dpi-inspector", "nat44-gateway"]
+
+
+def _busy(k: int) -> dict[str, Any]:
+    """A node after k seconds: 20 NF instances of 4 services with long
+    names, instance i taking 2M*(i+1) packets/s and sending 1.9M*(i+1)/s,
+    with 3 drop reasons (nf_verdict 318,026/s, ring_full 8,000*i/s,
+    policy_violation 12,345,678/s); instance 7 is stopping. One port,
+    'uplink-provider-a': 1G packets/s in, 900M out, 123,456 stalls/s,
+    drops no_instance 5M/s and ring_full 77k/s."""
+    nfs = [{"instance": i, "service": SERVICES[i % 4],
+            "state": "stopping" if i == 7 else "running",
+            "rx_pkts": 2_000_000 * k * (i + 1), "tx_pkts": 1_900_000 * k * (i + 1),
+            "drops": {"nf_verdict": 318_026 * k, "ring_full": 8000 * k * i,
+                      "policy_violation": 12_345_678 * k},
+            "rx_ring": {"count": 4000 + i, "size": 4096}, "cycles_per_pkt": 1234.4}
+           for i in range(20)]
+    return {"ports": [{"id": 0, "name": "uplink-provider-a", "rx_pkts": 10**9 * k,
+                       "tx_pkts": 9 * 10**8 * k, "rx_stalls": 123_456 * k,
+                       "drops": {"no_instance": 5_000_000 * k, "ring_full": 77_000 * k}}],
+            "nfs": nfs, "services": []}
+
+
+# Every cell of the rows checked, by column (rates between k=1 and k=3, 2 s
+# apart; drops by reason cumulative at k=3).
+PORT = {"port": ["uplink-provider-a"], "in/s": "1.00G", "out/s": "900.00M",
+        "drop/s": "5.08M", "stalls/s": "123.46k",
+        "drops by reason": ["no_instance=15.00M", "ring_full=231.00k"]}
+NFS = {
+    "ddos-scrubber#0": {"NF": ["ddos-scrubber#0"], "in/s": "2.00M", "out/s": "1.90M",
+                        "drop/s": "12.66M", "ring": "4000/4096", "cyc/pkt": "1234",
+                        "drops by reason": ["nf_verdict=954.08k", "policy_violation=37.04M"]},
+    "nat44-gateway#7": {"NF": ["nat44-gateway#7", "(stopping)"], "in/s": "16.00M",
+                        "out/s": "15.20M", "drop/s": "12.72M", "ring": "4007/4096",
+                        "cyc/pkt": "1234",
+                        "drops by reason": ["nf_verdict=954.08k", "policy_violation=37.04M",
+                                            "ring_full=168.00k"]},
+    "policy-enforcer#17": {"NF": ["policy-enforcer#17"], "in/s": "36.00M", "out/s": "34.20M",
+                           "drop/s": "12.80M", "ring": "4017/4096", "cyc/pkt": "1234",
+                           "drops by reason": ["nf_verdict=954.08k",
+                                               "policy_violation=37.04M",
+                                               "ring_full=408.00k"]},
+}
+PORT_COLS = ["port", "in/s", "out/s", "drop/s", "stalls/s", "drops by reason"]
+NF_COLS = ["NF", "in/s", "out/s", "drop/s", "ring", "cyc/pkt", "drops by reason"]
+WHOLE = re.compile(r"\d+(\.\d\d)?[kMG]?|\d+/4096|[a-z_]+=\d+(\.\d\d)?[kMG]?")
+
+
+def _terminal(width: int, group: Any) -> list[str]:
+    con = Console(width=width, force_terminal=True, record=True, file=io.StringIO())
+    con.print(group)
+    return con.export_text(styles=False).splitlines()
+
+
+def _row_blocks(lines: list[str]) -> list[list[str]]:
+    """The rows of both tables: a row is its first line (a name at the left
+    edge) and the lines under it that continue its cells (a name's state,
+    "(stopping)", or a drop reason)."""
+    blocks: list[list[str]] = []
+    for ln in lines:
+        if not ln.strip() or ln.strip()[0] == "─" or ln.startswith("("):
+            continue
+        if ln.startswith(" ") and ln[1] not in " (":
+            blocks.append([ln])
+        elif ln.startswith(" ") and blocks:
+            blocks[-1].append(ln)
+    return blocks
+
+
+@pytest.mark.parametrize(("width", "left_out"), [
+    (120, []),
+    (80, ["cyc/pkt", "ring"]),
+    (60, ["cyc/pkt", "ring", "stalls/s", "drops by reason"]),
+    (40, ["cyc/pkt", "ring", "stalls/s", "drops by reason", "drop/s"]),
+])
+def test_terminal_widths_leave_out_columns_never_cut_cells(width: int,
+                                                           left_out: list[str]) -> None:
+    """In a terminal of 120, 80, 60 and 40 columns: the lines fit it; the
+    columns left out are the least important ones first, said in a line
+    under the tables; every number, id and reason=count is whole (names
+    and drops by reason wrap between words only, one reason a line)."""
+    lines = _terminal(width, stats_tables(_busy(3), _busy(1), dt=2.0, title="node x: 3 s"))
+    assert max(len(ln) for ln in lines) <= width, "\n".join(lines)
+    note = " ".join(ln for ln in lines if ln.startswith("(") or ln.startswith("reason;")
+                    or ln.startswith("`sluice"))
+    if left_out:
+        assert " ".join(" ".join(lines).split()).endswith(
+            f"(not shown in {width} columns: {', '.join(left_out)}; `sluice stats --json` "
+            f"has them all)"), "\n".join(lines)
+    else:
+        assert not note and not any("not shown" in ln for ln in lines)
+    heads = [ln.split() for ln in lines if ln.strip().startswith(("port ", "NF "))]
+    kept_p = [c for c in PORT_COLS if c not in left_out]
+    kept_n = [c for c in NF_COLS if c not in left_out]
+    assert [" ".join(h) for h in heads][0].startswith(" ".join(kept_p[:-1]))
+    blocks = [b for b in _row_blocks(lines) if b[0].split()[0] not in ("port", "NF")]
+    assert len(blocks) == 1 + 20  # the port, 20 NFs
+    for b in blocks:  # no number, ring or reason=count cut or split
+        for cell in [c for c in " ".join(b).split() if c != "(stopping)"][1:]:
+            assert WHOLE.fullmatch(cell), (cell, "\n".join(b))
+    rows = {b[0].split()[0]: b for b in blocks}
+
+    def want(row: dict[str, Any], cols: list[str]) -> tuple[list[str], list[str]]:
+        first = [row[cols[0]][0], *(row[c] for c in cols[1:] if c != "drops by reason")]
+        every = [*row[cols[0]], *first[1:], *row.get("drops by reason", [])
+                 * ("drops by reason" in cols)]
+        return first, sorted(every)
+
+    for name, row in [("uplink-provider-a", PORT), *NFS.items()]:
+        first, every = want(row, kept_p if name == "uplink-provider-a" else kept_n)
+        block = rows[name]
+        assert [c for c in block[0].split() if c != "(stopping)"][:len(first)] == first, \
+            "\n".join(block)
+        assert sorted(" ".join(block).split()) == every, "\n".join(block)
+    # a name with a state wraps between its words, when it must
+    wrapped = rows["nat44-gateway#7"]
+    if width == 80:
+        assert wrapped[0].split()[0] == "nat44-gateway#7" and wrapped[1].split()[0] == \
+            "(stopping)", "\n".join(wrapped)
+    if "drops by reason" not in left_out:  # one reason a line, when they must wrap
+        assert [ln.split()[-1] for ln in rows["policy-enforcer#17"]] == \
+            ["nf_verdict=954.08k", "policy_violation=37.04M", "ring_full=408.00k"]
+
+
+def test_narrower_than_a_name_and_a_number_shows_the_names() -> None:
+    """In 20 columns every column but the names is left out (said), and
+    the names are whole, a state on a line of its own."""
+    lines = _terminal(20, stats_tables(_busy(3), _busy(1), dt=2.0))
+    assert max(len(ln) for ln in lines) <= 20
+    blocks = {b[0].split()[0]: [ln.strip() for ln in b] for b in _row_blocks(lines)}
+    assert list(blocks) == ["port", "uplink-provider-a", "NF",
+                            *(f"{SERVICES[i % 4]}#{i}" for i in range(20))]
+    assert blocks["nat44-gateway#7"] == ["nat44-gateway#7", "(stopping)"]
+    assert blocks["policy-enforcer#17"] == ["policy-enforcer#17"]
+    assert " ".join(" ".join(lines).split()).endswith(
+        "(not shown in 20 columns: cyc/pkt, ring, stalls/s, drops by reason, drop/s, out/s, "
+        "in/s; `sluice stats --json` has them all)")
+
+
+def test_a_pipe_of_80_columns_leaves_columns_out_rather_than_crop(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A plain Console() (`sluice stats`'s) into a pipe or a file has 80
+    columns and crops longer lines: the tables fit them, leaving columns
+    out (said), rather than lose the ends of rows; up_console's 240
+    columns (test_into_a_pipe_lines_and_rows_are_not_wrapped) have room."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    out = io.StringIO()
+    Console(file=out).print(stats_tables(_busy(3)))
+    lines = out.getvalue().splitlines()
+    assert max(len(ln) for ln in lines) <= 80
+    block = next(b for b in _row_blocks(lines) if b[0].startswith(" policy-enforcer#17 "))
+    assert [ln.split() for ln in block] == [
+        ["policy-enforcer#17", "108.00M", "102.60M", "38.40M", "nf_verdict=954.08k"],
+        ["policy_violation=37.04M"], ["ring_full=408.00k"]]
+    assert lines[-1] == ("(not shown in 80 columns: cyc/pkt, ring; `sluice stats --json` "
+                         "has them all)")
+    monkeypatch.setenv("COLUMNS", "200")
+    out = io.StringIO()
+    Console(file=out).print(stats_tables(_busy(3)))
+    row = next(ln for ln in out.getvalue().splitlines()
+               if ln.startswith(" policy-enforcer#17 "))
+    assert row.split() == ["policy-enforcer#17", "108.00M", "102.60M", "38.40M", "4017/4096",
+                           "1234", "nf_verdict=954.08k", "policy_violation=37.04M",
+                           "ring_full=408.00k"]
