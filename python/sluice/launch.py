@@ -838,10 +838,11 @@ class FitTable:
         w = self.least if least else self.full
         return self.frame(len(keep)) + sum(w(i) for i in keep)
 
-    def render(self, keep: list[int], room: int) -> tuple[Table, int]:
-        """The table of the columns ``keep``, in ``room`` columns: what is
+    def _widths(self, keep: list[int], room: int) -> tuple[dict[int, int], list[int]]:
+        """The widths of the columns ``keep`` in ``room`` columns: what is
         left after their least widths goes to the columns that may wrap,
-        the first first. Returns it and its width."""
+        the first first; and the "lines" columns that have not room for
+        their cells on one line."""
         widths = {i: self.full(i) for i in keep}
         spare = room - self.width(keep)
         for i in keep:
@@ -851,6 +852,24 @@ class FitTable:
         lines = [i for i in keep if self.columns[i][2] == "lines" and widths[i] < self.full(i)]
         for i in lines:
             widths[i] = self.least(i)
+        return widths, lines
+
+    def row_lines(self, console: Console, keep: list[int], room: int) -> int:
+        """How many lines the rows take in ``room`` columns."""
+        widths, lines = self._widths(keep, room)
+
+        def height(r: list[str], i: int) -> int:
+            if i in lines:
+                return max(1, len(r[i].split()))
+            if self.columns[i][2]:
+                return max(1, len(Text(r[i]).wrap(console, widths[i])))
+            return 1
+        return sum(max((height(r, i) for i in keep), default=1) for r in self.rows)
+
+    def render(self, keep: list[int], room: int) -> tuple[Table, int]:
+        """The table of the columns ``keep`` in ``room`` columns (_widths),
+        and its width."""
+        widths, lines = self._widths(keep, room)
         t = Table(box=box.SIMPLE_HEAD, expand=False, pad_edge=False)
         for i in keep:
             head, justify, wrap = self.columns[i]
@@ -877,6 +896,10 @@ class FitTables:
                  head: list[Any] | None = None, tail: list[Any] | None = None) -> None:
         self.tables, self.drop_order, self.note = tables, drop_order, note
         self.head, self.tail = head or [], tail or []
+        # printed instead when the last table's rows take more than
+        # max_lines lines at the console's width (rows wrap)
+        self.fallback: FitTables | None = None
+        self.max_lines: int | None = None
 
     def layout(self, width: int) -> list[str]:
         """The columns left out at ``width``."""
@@ -893,6 +916,11 @@ class FitTables:
     def __rich_console__(self, console: Console, options: Any) -> Any:
         width = options.max_width
         dropped = self.layout(width)
+        last = self.tables[-1]
+        if (self.fallback is not None and self.max_lines is not None
+                and last.row_lines(console, last.keep(dropped), width) > self.max_lines):
+            yield from self.fallback.__rich_console__(console, options)
+            return
         yield from self.head
         for t in self.tables:
             table, need = t.render(t.keep(dropped), width)
@@ -909,9 +937,10 @@ def stats_tables(stats: dict[str, Any], prev: dict[str, Any] | None = None,
                  dt: float = 0.0, title: str = "", max_nf_rows: int | None = None) -> FitTables:
     """Ports and NFs as two tables: packets/s (with ``prev`` and ``dt``)
     or cumulative counts, drops by reason, NF ring occupancy, cycles/pkt.
-    With more NF instances than ``max_nf_rows`` (what the terminal has room
-    for), one row per service instead of one per instance, said in a line
-    under the table. No number or name is ever cut: names and drops by
+    With more NF instances than ``max_nf_rows`` (the lines the terminal
+    has room for), or rows that take more lines than that at the console's
+    width (they wrap), one row per service instead of one per instance,
+    said in a line under the table. No number or name is ever cut: names and drops by
     reason wrap only between words (reason=count is one), and in a
     terminal too narrow for every column, those of STATS_DROP_ORDER are
     left out, said in a line under the tables (see FitTables)."""
@@ -963,8 +992,12 @@ def stats_tables(stats: dict[str, Any], prev: dict[str, Any] | None = None,
     tail = ([Text(f"{len(stats.get('nfs', []))} NF instances of {len(nfs)} services: one "
                   f"row per service (sluice stats --node NAME lists every instance)")]
             if grouped else [])
-    return FitTables([pt, nt], STATS_DROP_ORDER, "`sluice stats --json` has them all",
-                     head=[Text(title)] if title else [], tail=tail)
+    fit = FitTables([pt, nt], STATS_DROP_ORDER, "`sluice stats --json` has them all",
+                    head=[Text(title)] if title else [], tail=tail)
+    if not grouped and max_nf_rows is not None and nfs and stats.get("services"):
+        fit.fallback = stats_tables(stats, prev, dt, title, max_nf_rows=0)
+        fit.max_lines = max_nf_rows
+    return fit
 
 
 @dataclass

@@ -187,7 +187,12 @@ def _busy(k: int) -> dict[str, Any]:
     return {"ports": [{"id": 0, "name": "uplink-provider-a", "rx_pkts": 10**9 * k,
                        "tx_pkts": 9 * 10**8 * k, "rx_stalls": 123_456 * k,
                        "drops": {"no_instance": 5_000_000 * k, "ring_full": 77_000 * k}}],
-            "nfs": nfs, "services": []}
+            "nfs": nfs, "services": [
+                {"id": s, "name": name, "instances": list(range(s, 20, 4)),
+                 "rx_pkts": sum(n["rx_pkts"] for n in nfs if n["service"] == name),
+                 "tx_pkts": sum(n["tx_pkts"] for n in nfs if n["service"] == name),
+                 "drops": {"nf_verdict": 5 * 318_026 * k}}
+                for s, name in enumerate(SERVICES)]}
 
 
 # Every cell of the rows checked, by column (rates between k=1 and k=3, 2 s
@@ -331,3 +336,24 @@ def test_a_pipe_of_80_columns_leaves_columns_out_rather_than_crop(
     assert row.split() == ["policy-enforcer#17", "108.00M", "102.60M", "38.40M", "4017/4096",
                            "1234", "nf_verdict=954.08k", "policy_violation=37.04M",
                            "ring_full=408.00k"]
+
+
+def test_rows_that_wrap_past_the_room_are_shown_per_service() -> None:
+    """max_nf_rows is the lines the terminal has room for: 20 instances
+    whose drop reasons take 3 lines each at 80 columns (60 lines) do not
+    fit 25, so one row per service; at 200 columns, a line each, they do."""
+    lines = _terminal(80, stats_tables(_busy(3), _busy(1), dt=2.0, max_nf_rows=25))
+    text = "\n".join(lines)
+    assert [ln.split()[0] for ln in lines if ln.startswith(" ") and ln[1] != " "
+            and ln.split()[0][0] != "─" and ln.split()[0] not in ("port", "NF", "x5", "(1")] == [
+        "uplink-provider-a", *SERVICES], text
+    assert " ddos-scrubber x5    90.00M    85.50M    1.59M   20040/20480   nf_verdict=4.77M" \
+        in [ln.rstrip() for ln in lines], text  # 5 instances' rings added; 2M+6M+...+34M in/s
+    assert "#" not in text
+    assert "20 NF instances of 4 services: one row per service (sluice stats --node NAME " \
+           "lists every instance)" in " ".join(" ".join(lines).split())
+    lines = _terminal(200, stats_tables(_busy(3), _busy(1), dt=2.0, max_nf_rows=25))
+    names = [b[0].split()[0] for b in _row_blocks(lines)]
+    assert names == ["port", "uplink-provider-a", "NF",
+                     *(f"{SERVICES[i % 4]}#{i}" for i in range(20))]
+    assert not any("one row per service" in ln for ln in lines)
