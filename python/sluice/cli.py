@@ -448,13 +448,13 @@ def _duration(s: float) -> str:
 def stats(node: str = NodeOpt, socket: Path = SocketOpt, as_json: bool = JsonOpt,
           timeout: float = TimeoutOpt) -> None:
     """Show the counters of a running sluiced (ports, NFs, drops by reason)."""
-    from .launch import stats_tables, summary_text
+    from .launch import stats_tables, summary_text, up_console
 
     st = _call(node, socket, "stats", timeout)
     if as_json:
         _print_json(st)
         return
-    con = Console()
+    con = up_console()  # into a pipe or file: every column, not 80 wide
     con.print(stats_tables(st))
     con.print(summary_text(st), markup=False, highlight=False)
 

@@ -571,6 +571,15 @@ def test_stats(sock: tuple[FakeSluiced, str]) -> None:
     assert r.exit_code == 0
     assert "no_instance=2" in r.stdout and "nf_verdict=5" in r.stdout and "1/4096" in r.stdout
     assert "packets in: 100   out: 90   dropped: 7   in flight: 3" in r.stdout
+    # into a pipe with no $COLUMNS: every column (up_console), none left out at 80
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    p = subprocess.run([sys.executable, "-m", "sluice", "stats", "--socket", sock[1]],
+                       env=env, capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0, p.stderr
+    head = next(ln for ln in p.stdout.splitlines() if ln.strip().startswith("NF "))
+    assert head.split() == ["NF", "in", "out", "dropped", "ring", "cyc/pkt", "drops", "by",
+                            "reason"]
+    assert "not shown in" not in p.stdout
 
 
 def test_totals() -> None:
