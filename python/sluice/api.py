@@ -1239,8 +1239,31 @@ def stats_metrics(st: dict[str, Any]) -> list[Any]:
 
     total = counter("sluice_drops", "All packets dropped on the node.", [])
     total.add_metric([], st.get("drops_total", 0))
-    return [p_rx, p_tx, p_rxb, p_txb, p_st, p_dr, n_rx, n_tx, n_rxb, n_txb, n_cyc, n_dr,
-            n_occ, n_size, n_cpp, n_up, s_rx, s_tx, s_rxb, s_txb, s_dr, s_inst, total]
+    # stats.drops counts each drop once (ports, instances, sluiced on their behalf, the TX
+    # thread, instances gone), so sum(sluice_node_drops_total) == sluice_drops_total.
+    node_dr = counter("sluice_node_drops", "Packets dropped on the node, by reason: every "
+                      "drop once, including those of instances that have left.", ["reason"])
+    for reason, v in _drop_items(st.get("drops")):
+        node_dr.add_metric([reason], v)
+    out = [p_rx, p_tx, p_rxb, p_txb, p_st, p_dr, n_rx, n_tx, n_rxb, n_txb, n_cyc, n_dr,
+           n_occ, n_size, n_cpp, n_up, s_rx, s_tx, s_rxb, s_txb, s_dr, s_inst, total, node_dr]
+
+    fl = st.get("flows")
+    if fl is not None:  # sluiced before the flow table has no stats.flows
+        for fam, key in [
+            (gauge("sluice_flows_live", "Flows in the flow table now.", []), "live"),
+            (gauge("sluice_flows_capacity", "Most flows the flow table holds "
+                   "(--flow-capacity).", []), "capacity"),
+            (counter("sluice_flows_created", "Flow table entries created.", []), "created"),
+            (counter("sluice_flows_aged", "Flow table entries removed because they were "
+                     "idle longer than --flow-timeout.", []), "aged"),
+            (counter("sluice_flows_deleted", "Flow table entries deleted on request.", []),
+             "deleted"),
+            (counter("sluice_flows_table_full", "New flows not tracked because the flow "
+                     "table was full.", []), "table_full")]:
+            fam.add_metric([], fl.get(key, 0))
+            out.append(fam)
+    return out
 
 
 # -- auth ---------------------------------------------------------------------------------

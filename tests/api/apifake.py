@@ -167,6 +167,11 @@ STATS = {
     ],
     "drops_total": 100,
     "drops": _drops(no_instance=5, tx_full=1, nf_verdict=45, ring_full=49),
+    # live == created - aged - deleted; every value distinct so a swapped key shows
+    "flows": {"lookup": "cached", "live": 6, "capacity": 262144, "live_v6": 1,
+              "capacity_v6": 65536, "lookups": 1000, "hits": 985, "created": 11, "aged": 3,
+              "deleted": 2, "table_full": 4, "non_ip": 5, "timeout_ms": 30000,
+              "cycles": 51000},
 }
 EVENTS = [
     {"kind": "nf.up", "ts": 1700000000.5,

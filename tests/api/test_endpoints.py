@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any
 
 import pytest
 from apifake import EVENTS, NFS, PORTS, SERVICES, STATS, STATUS
 from fastapi.testclient import TestClient
+from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from sluice.api import create_app
+from sluice.api import create_app, stats_metrics
 
 
 @pytest.fixture
@@ -186,6 +188,16 @@ def _samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     return out
 
 
+def _text(st: dict[str, Any]) -> str:
+    """/metrics of a stats result, as the API's collector renders it."""
+    class One:
+        def collect(self) -> Any:
+            return stats_metrics(st)
+    reg = CollectorRegistry()
+    reg.register(One())
+    return generate_latest(reg).decode()
+
+
 def test_metrics_exact_values(api: TestClient, fake: Any) -> None:
     r = api.get("/metrics")
     assert r.status_code == 200
@@ -208,8 +220,28 @@ def test_metrics_exact_values(api: TestClient, fake: Any) -> None:
         'sluice_service_rx_packets_total{service="fw"} 995.0',
         'sluice_service_drops_total{reason="ring_full",service="mon"} 49.0',
         'sluice_drops_total 100.0',
+        'sluice_node_drops_total{reason="nf_verdict"} 45.0',
+        'sluice_node_drops_total{reason="ring_full"} 49.0',
+        'sluice_node_drops_total{reason="no_instance"} 5.0',
+        'sluice_node_drops_total{reason="tx_full"} 1.0',
+        'sluice_node_drops_total{reason="port_down"} 0.0',
+        'sluice_flows_live 6.0',
+        'sluice_flows_capacity 262144.0',
+        'sluice_flows_created_total 11.0',
+        'sluice_flows_aged_total 3.0',
+        'sluice_flows_deleted_total 2.0',
+        'sluice_flows_table_full_total 4.0',
         '# TYPE sluice_port_rx_packets_total counter',
         '# TYPE sluice_nf_ring_occupancy gauge',
+        '# HELP sluice_node_drops_total Packets dropped on the node, by reason: every drop '
+        'once, including those of instances that have left.',
+        '# TYPE sluice_node_drops_total counter',
+        '# TYPE sluice_flows_live gauge',
+        '# TYPE sluice_flows_capacity gauge',
+        '# TYPE sluice_flows_created_total counter',
+        '# TYPE sluice_flows_aged_total counter',
+        '# TYPE sluice_flows_deleted_total counter',
+        '# TYPE sluice_flows_table_full_total counter',
     ]:
         assert line in lines, line
     s = _samples(text)
@@ -248,9 +280,44 @@ def test_metrics_exact_values(api: TestClient, fake: Any) -> None:
         for reason, v in sv["drops"].items():
             assert s[("sluice_service_drops_total", (("reason", reason),) + lab)] == v
     assert s[("sluice_drops_total", ())] == 100
+    node = {dict(lab)["reason"]: v for (name, lab), v in s.items()
+            if name == "sluice_node_drops_total"}
+    assert node == STATS["drops"]  # every reason, zeros included, nothing else
+    assert sum(node.values()) == STATS["drops_total"] == s[("sluice_drops_total", ())]
+    assert {name: v for (name, _), v in s.items() if name.startswith("sluice_flows_")} == {
+        "sluice_flows_live": 6, "sluice_flows_capacity": 262144,
+        "sluice_flows_created_total": 11, "sluice_flows_aged_total": 3,
+        "sluice_flows_deleted_total": 2, "sluice_flows_table_full_total": 4}
     assert all(name.startswith("sluice_") for name, _ in s)
     api.get("/metrics")
     assert [q["method"] for q in fake[1].requests] == ["stats", "stats"]
+
+
+def test_metrics_node_drops_keep_instances_that_left() -> None:
+    """sluice_node_drops_total is stats.drops as it is: an instance that has left takes its
+    series off sluice_nf_drops_total, but its drops stay in the node's (and in the sum)."""
+    st = copy.deepcopy(STATS)
+    st["nfs"] = st["nfs"][:1]  # mon (ring_full=49) has left
+    st["drops"]["nf_lost"] = 7  # and sluiced dropped what was in its ring
+    st["drops_total"] = 107
+    s = _samples(_text(st))
+    assert not any(name == "sluice_nf_drops_total" and ("service", "mon") in lab
+                   for name, lab in s)
+    node = {dict(lab)["reason"]: v for (name, lab), v in s.items()
+            if name == "sluice_node_drops_total"}
+    assert (node["ring_full"], node["nf_lost"], sum(node.values())) == (49, 7, 107)
+    assert s[("sluice_drops_total", ())] == 107
+
+
+def test_metrics_without_flows_or_drops() -> None:
+    """A stats result without `flows` or `drops` (a sluiced older than them): no flow
+    series and no node drops series rather than zeros that would look like real counts."""
+    st = {k: v for k, v in STATS.items() if k not in ("flows", "drops")}
+    text = _text(st)
+    s = _samples(text)
+    assert not [name for name, _ in s if name.startswith(("sluice_flows_", "sluice_node_"))]
+    assert "sluice_flows_live" not in text
+    assert s[("sluice_drops_total", ())] == 100
 
 
 def test_metrics_error(api: TestClient, fake: Any) -> None:
