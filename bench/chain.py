@@ -56,6 +56,7 @@ from harness import (
     one_benchmark_at_a_time,
     parse_cpus,
     positive_int,
+    save_plot,
     seconds,
     sigterm_as_interrupt,
     stats_summary,
@@ -231,10 +232,7 @@ def plot(points: list[dict[str, Any]], path: Path, title: str) -> None:
     ax.grid(True, which="both", alpha=0.3)
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_plot(fig, path)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -81,6 +81,7 @@ from harness import (
     parse_cpus,
     positive_int,
     profile_top,
+    save_plot,
     seconds,
     sigterm_as_interrupt,
     sluiced_options,
@@ -395,10 +396,7 @@ def plot(report: dict[str, Any], path: Path) -> None:
                  f"{report['params']['duration_s']} s; {report['started']}"
                  + ("; DRY RUN (modes identical)" if report.get("dry_run") else ""),
                  fontsize=8)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_plot(fig, path)
 
 
 def summary_line(report: dict[str, Any]) -> str:

@@ -571,6 +571,17 @@ def log_leftovers(name: str, run: dict[str, Any]) -> None:
         log(f"  {name}: sluiced exited with {run['sluiced_exit']}")
 
 
+def save_plot(fig: Any, path: Path, dpi: int = 120) -> None:
+    """Lays out a matplotlib figure, writes it to ``path`` (its folder made
+    if missing) and frees it."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+
+
 def write_json(path: Path, data: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")

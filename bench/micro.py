@@ -46,6 +46,7 @@ from harness import (
     nonneg_int,
     one_benchmark_at_a_time,
     positive_int,
+    save_plot,
     sigterm_as_interrupt,
     write_json,
 )
@@ -153,10 +154,7 @@ def plot(summary: dict[str, Any], path: Path, title: str) -> None:
     a3.set_title("wildcard rules")
     a3.legend(fontsize=8)
     fig.suptitle(title, fontsize=8)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_plot(fig, path)
 
 
 def main() -> int:

@@ -78,6 +78,7 @@ from harness import (
     positive_int,
     remove_paths,
     sample_counter,
+    save_plot,
     seconds,
     sigterm_as_interrupt,
     unique_name,
@@ -506,10 +507,7 @@ def plot(runs: list[dict[str, Any]], path: Path, title: str) -> None:
     ax.set_xticks(range(len(ok)), labels, fontsize=8)
     ax.set_ylabel("Mpps (median of per-second rates)")
     ax.set_title(title, fontsize=8)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_plot(fig, path)
 
 
 def build_parser() -> argparse.ArgumentParser:

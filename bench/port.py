@@ -64,6 +64,7 @@ from harness import (
     parse_cpus,
     positive_int,
     remove_paths,
+    save_plot,
     sigterm_as_interrupt,
     stats_summary,
     unique_name,
@@ -299,10 +300,7 @@ def plot(report: dict[str, Any], path: Path, title: str) -> None:
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=8)
     ax.grid(True, axis="y", alpha=0.3)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_plot(fig, path)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -44,6 +44,7 @@ from harness import (
     one_benchmark_at_a_time,
     parse_cpus,
     positive_int,
+    save_plot,
     sigterm_as_interrupt,
     unique_name,
     write_json,
@@ -141,10 +142,7 @@ def plot(rounds: list[dict[str, Any]], path: Path, title: str) -> None:
     a2.set_ylabel("ms, NF main() to first packet")
     a2.legend(fontsize=8)
     fig.suptitle(title, fontsize=8)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_plot(fig, path)
 
 
 def build_parser() -> argparse.ArgumentParser:

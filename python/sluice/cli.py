@@ -906,10 +906,6 @@ def _idle(ms: Any) -> str:
     return f"{ms:.0f} ms" if ms < 10000 else f"{ms / 1000:.0f} s"
 
 
-def _words_width(text: str) -> int:
-    return max((len(w) for w in text.split()), default=0)
-
-
 def print_table(columns: list[tuple[str, str, bool]], rows: list[list[str]],
                 drop_order: list[str], note: str = "") -> None:
     """Prints a table whose numbers and ids are never cut.
@@ -922,10 +918,12 @@ def print_table(columns: list[tuple[str, str, bool]], rows: list[list[str]],
     and those that may wrap share what is left, the first first; if it still
     cannot fit, it is printed at the width it needs and the terminal folds
     its lines."""
+    from .launch import words_width
+
     con = Console()
     cells = [[c[0], *(r[i] for r in rows)] for i, c in enumerate(columns)]
     full = [max(len(x) for x in col) for col in cells]
-    least = [max(_words_width(x) for x in col) if c[2] else full[i]
+    least = [max(words_width(x) for x in col) if c[2] else full[i]
              for i, (c, col) in enumerate(zip(columns, cells, strict=True))]
 
     def box(keep: list[int]) -> int:  # a border left of each column and at the end,

@@ -801,7 +801,9 @@ STATS_DROP_ORDER = ["cyc/pkt", "ring", "stalls/s", "stalls", "drops by reason",
                     "drop/s", "dropped", "out/s", "out", "in/s", "in"]
 
 
-def _words_width(text: str) -> int:
+def words_width(text: str) -> int:
+    """The width of the longest word of ``text``: the least a column that
+    breaks only between words can be."""
     return max((len(w) for w in text.split()), default=0)
 
 
@@ -821,7 +823,7 @@ class FitTable:
         return max(len(x) for x in self._cells(i))
 
     def least(self, i: int) -> int:
-        return (max(_words_width(x) for x in self._cells(i)) if self.columns[i][2]
+        return (max(words_width(x) for x in self._cells(i)) if self.columns[i][2]
                 else self.full(i))
 
     def keep(self, dropped: list[str]) -> list[int]:

@@ -13,28 +13,13 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import deployment, prog, wait_drained
+from conftest import wait_drained
 from fastapi.testclient import TestClient
 from test_telemetry import Telemetry, _telemetry_view
+from test_top_live import _node  # the same node: firewall -> forward -> out
 
 from sluice.api import create_app
 from sluice.top import rates
-from sluice.traces import generate
-
-
-def _node(launch, node, tmp_path):
-    src = tmp_path / "in.pcap"
-    generate(src, packets=2048, flows=256)
-    rules = tmp_path / "fw.yaml"
-    rules.write_text("default: allow\nrules:\n  - {name: no-udp, action: deny, proto: udp}\n")
-    return launch(deployment(
-        node,
-        ports=[{"name": "in", "device": f"net_pcap0,rx_pcap={src},infinite_rx=1"},
-               {"name": "out", "device": "net_null0,no-rx=1"}],
-        nfs=[{"name": "fw", "program": prog("firewall"), "service": "firewall",
-              "args": ["--rules", str(rules)]},
-             {"name": "fwd", "program": prog("forward"), "service": "forward"}],
-        chain=["firewall", "forward", "port:out"]))
 
 
 def _cli(run, *args: str) -> subprocess.CompletedProcess[str]:
