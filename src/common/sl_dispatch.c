@@ -87,7 +87,8 @@ inst_running(const struct sl_shm *shm, uint16_t inst, uint16_t s)
  */
 static uint16_t
 pick_pinned(struct sl_dispatch *d, uint16_t s, const struct rte_mbuf *m,
-	    struct sl_pkt_meta *meta, struct sl_flow_entry *e, uint16_t n)
+	    struct sl_pkt_meta *meta, struct sl_flow_entry *e, uint16_t n,
+	    int *sticky)
 {
 	const struct sl_shm *shm = d->shm;
 	const struct sl_service *svc = &shm->services[s];
@@ -108,8 +109,10 @@ pick_pinned(struct sl_dispatch *d, uint16_t s, const struct rte_mbuf *m,
 			}
 			if ((v >> 16) != s)
 				continue;
-			if (inst_running(shm, (uint16_t)v, s))
+			if (inst_running(shm, (uint16_t)v, s)) {
+				*sticky = 1; /* the flow's pin: its next packets' too */
 				return (uint16_t)v;
+			}
 			slot = &pin[k]; /* its instance left: re-pin */
 			old = v;
 			break;
@@ -133,10 +136,15 @@ pick_pinned(struct sl_dispatch *d, uint16_t s, const struct rte_mbuf *m,
 	return sl_lb_pick(shm, s, sl_meta_flow_hash(m, meta), &d->rr[s]);
 }
 
-/* The instance of service s for this packet (SL_INSTANCE_NONE if none). */
+/*
+ * The instance of service s for this packet (SL_INSTANCE_NONE if none).
+ * *sticky is set when the choice holds for every packet whose metadata
+ * routes alike (same flow entry, or no entry): a lone instance, or the
+ * flow's pin; a round-robin, shortest-queue or hash choice is per packet.
+ */
 static inline uint16_t
 pick(struct sl_dispatch *d, uint16_t s, const struct rte_mbuf *m,
-     struct sl_pkt_meta *meta, struct sl_flow_entry *e)
+     struct sl_pkt_meta *meta, struct sl_flow_entry *e, int *sticky)
 {
 	const struct sl_service *svc = &d->shm->services[s];
 	uint16_t n = __atomic_load_n(&svc->n_live, __ATOMIC_ACQUIRE);
@@ -145,9 +153,11 @@ pick(struct sl_dispatch *d, uint16_t s, const struct rte_mbuf *m,
 	/* A flow with an entry is pinned even to a lone instance, so that a
 	 * replica joining later leaves it where it is. */
 	if (e != NULL && mode != SL_LB_RR && d->shm->flow.n_pins > 0)
-		return pick_pinned(d, s, m, meta, e, n);
-	if (n <= 1) /* no choice to make: no hash needed */
+		return pick_pinned(d, s, m, meta, e, n, sticky);
+	if (n <= 1) { /* no choice to make: no hash needed */
+		*sticky = 1;
 		return n == 0 ? SL_INSTANCE_NONE : svc->live[0];
+	}
 	if (mode == SL_LB_QUEUE)
 		return sl_lb_pick_queue(d->shm, svc, n);
 	return sl_lb_pick(d->shm, s,
@@ -328,17 +338,25 @@ default_hop(const struct sl_shm *shm, const struct sl_graph *g,
 	return g->next[s];
 }
 
-/* Where one packet goes. Reads its meta (and may cache its flow hash). */
+/*
+ * Where one packet goes. Reads its meta (and may cache its flow hash).
+ * Sets *sticky when the answer holds for the next packets of the burst
+ * whose metadata routes alike (see route_key): everything but a choice
+ * made per packet (load balancer, naive lookup, hop limit).
+ */
 static inline uint64_t
 resolve(struct sl_dispatch *d, const struct rte_mbuf *m,
-	struct sl_pkt_meta *meta)
+	struct sl_pkt_meta *meta, int *sticky)
 {
 	const struct sl_shm *shm = d->shm;
 	const struct sl_graph *g;
 	struct sl_flow_entry *e;
 	sl_hop_t hop = meta->verdict;
 	uint16_t id, inst, s = meta->service;
+	int lone = 0;
 
+	/* The naive ablation looks the flow up again for every packet. */
+	*sticky = shm->flow.lookup != SL_LOOKUP_NAIVE || s == SL_SERVICE_NONE;
 	if (d->all_out)
 		return DEST(DEST_PORT, 0, SL_PORT_NONE);
 	if (!(meta->flags & SL_META_GRAPH)) {
@@ -402,10 +420,13 @@ resolve(struct sl_dispatch *d, const struct rte_mbuf *m,
 		/* A port's packet that went round a loop (an NF's TO on a
 		 * chain, an override a later chain.set turned back) stops
 		 * here; packets an NF made may circulate (speedtest). */
-		if (unlikely(meta->flags >= shm->max_hops * SL_META_HOP) &&
-		    meta->in_port != UINT16_MAX)
-			return DEST(DEST_DROP, 0, SL_DROP_HOP_LIMIT);
-		inst = pick(d, id, m, meta, e);
+		if (unlikely(meta->flags >= shm->max_hops * SL_META_HOP)) {
+			*sticky = 0; /* depends on in_port too */
+			if (meta->in_port != UINT16_MAX)
+				return DEST(DEST_DROP, 0, SL_DROP_HOP_LIMIT);
+		}
+		inst = pick(d, id, m, meta, e, &lone);
+		*sticky &= lone;
 		if (inst == SL_INSTANCE_NONE)
 			return DEST(DEST_DROP, 0, SL_DROP_NO_INSTANCE);
 		return DEST(DEST_INST, id, inst);
@@ -589,6 +610,36 @@ count_edge(struct sl_dispatch *d, uint32_t col, struct rte_mbuf **pkts,
 	e->pkts += n;
 }
 
+/*
+ * What resolve() reads of a packet's metadata: two packets with equal keys
+ * resolve alike while the node's state stands (verdict, graph node, graph
+ * version or none yet, hop count and flags, and the cached flow entry
+ * when the flow table is on).
+ */
+struct route_key {
+	uint64_t a; /* verdict, service, flags */
+	uint64_t b; /* flow, flow_gen, graph (0 until set) */
+};
+
+static inline struct route_key
+route_key(const struct sl_shm *shm, const struct sl_pkt_meta *m)
+{
+	struct route_key k;
+
+	k.a = (uint64_t)m->verdict | (uint64_t)m->service << 32 |
+	      (uint64_t)m->flags << 48;
+	k.b = m->flags & SL_META_GRAPH ? m->graph : 0;
+	if (shm->flow.lookup != SL_LOOKUP_OFF)
+		k.b |= (uint64_t)m->flow << 16 | (uint64_t)m->flow_gen << 48;
+	return k;
+}
+
+static inline int
+route_key_eq(struct route_key x, struct route_key y)
+{
+	return ((x.a ^ y.a) | (x.b ^ y.b)) == 0;
+}
+
 uint16_t
 sl_dispatch(struct sl_dispatch *d, struct rte_mbuf **pkts, uint16_t n)
 {
@@ -596,8 +647,31 @@ sl_dispatch(struct sl_dispatch *d, struct rte_mbuf **pkts, uint16_t n)
 	uint16_t i, j, k;
 
 	RTE_ASSERT(d->n_pending == 0 && n <= SL_BURST_MAX);
-	for (i = 0; i < n; i++)
-		dest[i] = resolve(d, pkts[i], sl_meta(pkts[i], d->meta_off));
+	for (i = 0; i < n;) {
+		struct sl_pkt_meta *meta = sl_meta(pkts[i], d->meta_off);
+		struct route_key key = route_key(d->shm, meta);
+		uint16_t had_graph = meta->flags & SL_META_GRAPH, graph;
+		int sticky, set_graph;
+
+		dest[i] = resolve(d, pkts[i], meta, &sticky);
+		/* The graph version resolve() fixed for a packet that had none
+		 * (none in an all_out context, which leaves it to sluiced). */
+		set_graph = !had_graph && (meta->flags & SL_META_GRAPH);
+		graph = meta->graph;
+		/* The packets behind it that route alike go the same way:
+		 * a burst from one port or one NF is mostly one run, and is
+		 * resolved once instead of once per packet. */
+		for (i++; sticky && i < n; i++) {
+			meta = sl_meta(pkts[i], d->meta_off);
+			if (!route_key_eq(route_key(d->shm, meta), key))
+				break;
+			if (set_graph) {
+				meta->graph = graph;
+				meta->flags |= SL_META_GRAPH;
+			}
+			dest[i] = dest[i - 1];
+		}
+	}
 
 	for (i = 0; i < n; i = j) {
 		for (j = (uint16_t)(i + 1); j < n && dest[j] == dest[i]; j++)

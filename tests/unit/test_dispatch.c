@@ -46,8 +46,9 @@
 
 #define MAX_NFS 4
 #define MAX_SVC 4
-#define RING_CAP 64
-#define POOL_SIZE 511
+#define RING_CAP SL_BURST_MAX
+#define BURST 64 /* a burst of the tests that spread over instances */
+#define POOL_SIZE 2047
 #define SELF_OWNER 1
 #define BP_CYCLES 1000000u
 #define IN_PORT 7
@@ -501,15 +502,15 @@ next_flow_sticky_spreads(void **state)
 	 * both instances get some. */
 	struct env *e = *state;
 	struct sl_service *mon = &e->shm->services[1];
-	struct rte_mbuf *p[SL_BURST_MAX], *got[SL_BURST_MAX];
+	struct rte_mbuf *p[BURST], *got[BURST];
 	unsigned n1, n2, want1 = 0;
 
-	for (int i = 0; i < SL_BURST_MAX; i++) {
+	for (int i = 0; i < BURST; i++) {
 		p[i] = mk(SL_NEXT, 0, (uint32_t)i * 2654435761u, 64);
 		want1 += mon->bucket[((uint32_t)i * 2654435761u) & 255] == 1;
 	}
-	assert_int_equal(sl_dispatch(&e->d, p, SL_BURST_MAX), 0);
-	n1 = take_rx(e, 1, got, SL_BURST_MAX);
+	assert_int_equal(sl_dispatch(&e->d, p, BURST), 0);
+	n1 = take_rx(e, 1, got, BURST);
 	assert_int_equal(n1, want1);
 	for (unsigned i = 0; i < n1; i++) {
 		check_meta(got[i], SL_NEXT, 1, SELF_OWNER, meta(got[i])->flow_hash);
@@ -517,14 +518,14 @@ next_flow_sticky_spreads(void **state)
 				 1);
 	}
 	rte_pktmbuf_free_bulk(got, n1);
-	n2 = take_rx(e, 2, got, SL_BURST_MAX);
-	assert_int_equal(n1 + n2, SL_BURST_MAX);
+	n2 = take_rx(e, 2, got, BURST);
+	assert_int_equal(n1 + n2, BURST);
 	assert_true(n1 > 0 && n2 > 0);
 	for (unsigned i = 0; i < n2; i++)
 		check_meta(got[i], SL_NEXT, 1, SELF_OWNER, meta(got[i])->flow_hash);
 	rte_pktmbuf_free_bulk(got, n2);
-	assert_int_equal(e->stats.tx_pkts, SL_BURST_MAX);
-	assert_int_equal(e->stats.tx_bytes, SL_BURST_MAX * 64);
+	assert_int_equal(e->stats.tx_pkts, BURST);
+	assert_int_equal(e->stats.tx_bytes, BURST * 64);
 }
 
 static void
@@ -777,7 +778,7 @@ to_leaving_instance_falls_back(void **state)
 	struct env *e = *state;
 	struct sl_service *mon = &e->shm->services[1];
 	static const uint16_t three[] = {1, 2, 3};
-	struct rte_mbuf *p[SL_BURST_MAX];
+	struct rte_mbuf *p[BURST];
 	int n = 0;
 
 	e->shm->nfs[3].state = SL_NF_RUNNING;
@@ -785,21 +786,21 @@ to_leaving_instance_falls_back(void **state)
 	e->shm->nfs[1].state = SL_NF_STOPPING;
 	mon->live[0] = 3;
 	mon->n_live = 2;
-	for (uint32_t h = 0; h < SL_LB_BUCKETS && n < SL_BURST_MAX; h++)
+	for (uint32_t h = 0; h < SL_LB_BUCKETS && n < BURST; h++)
 		if (mon->bucket[h] == 1)
 			p[n++] = mk(SL_TO(1), 0, h, 64);
-	assert_int_equal(n, SL_BURST_MAX);
+	assert_int_equal(n, BURST);
 	assert_int_equal(sl_dispatch(&e->d, p, (uint16_t)n), 0);
 	assert_int_equal(rte_ring_count(rx_of(e, 1)), 0);
 	assert_int_equal(rte_ring_count(rx_of(e, 2)) +
 				 rte_ring_count(rx_of(e, 3)),
-			 SL_BURST_MAX);
+			 BURST);
 	for (int i = 0; i < n; i++)
 		check_meta(p[i], SL_NEXT, 1, SELF_OWNER,
 			   meta(p[i])->flow_hash);
 	for (uint16_t i = 2; i <= 3; i++) {
-		struct rte_mbuf *got[SL_BURST_MAX];
-		unsigned k = take_rx(e, i, got, SL_BURST_MAX);
+		struct rte_mbuf *got[BURST];
+		unsigned k = take_rx(e, i, got, BURST);
 
 		/* live[h % n_live]: live = {3, 2} */
 		for (unsigned j = 0; j < k; j++)
@@ -931,6 +932,62 @@ mixed_burst_every_packet_accounted(void **state)
 	assert_int_equal(g_port.n_got, 1);
 	assert_int_equal(e->stats.tx_pkts + g_port.n_got + drops_total(e), 8);
 	rte_pktmbuf_free_bulk(got, n);
+}
+
+/*
+ * A burst is resolved once per run of packets whose metadata routes alike,
+ * never across a per-packet choice: NEXT from ingress (one instance) is one
+ * run; TO(mon) picks each packet's flow bucket between two instances; the
+ * runs around it and a verdict that differs in the middle are their own.
+ */
+static void
+alike_packets_resolve_alike_choices_stay_per_packet(void **state)
+{
+	struct env *e = *state;
+	struct sl_service *mon = &e->shm->services[1];
+	struct rte_mbuf *p[16], *got[16];
+	unsigned n, want1 = 0, want2 = 0;
+	int i;
+
+	for (i = 0; i < 4; i++)
+		p[i] = mk(SL_NEXT, SL_SERVICE_NONE, (uint32_t)i, 64);
+	for (; i < 12; i++) {
+		uint32_t h = (uint32_t)i * 2654435761u;
+
+		p[i] = mk(SL_TO(1), 0, h, 64);
+		if (mon->bucket[h & 255] == 1)
+			want1++;
+		else
+			want2++;
+	}
+	p[12] = mk(SL_DROP, 0, 12, 64);
+	p[13] = mk(SL_NEXT, SL_SERVICE_NONE, 13, 64);
+	p[14] = mk(SL_NEXT, SL_SERVICE_NONE, 14, 64);
+	p[15] = mk(SL_DROP, 0, 15, 64);
+	assert_true(want1 > 0 && want2 > 0); /* the choice is per packet */
+	assert_int_equal(sl_dispatch(&e->d, p, 16), 0);
+	check_drops(e, SL_DROP_NF_VERDICT, 2);
+	n = take_rx(e, 0, got, 16);
+	assert_int_equal(n, 6);
+	for (i = 0; i < 4; i++)
+		assert_ptr_equal(got[i], p[i]);
+	assert_ptr_equal(got[4], p[13]);
+	assert_ptr_equal(got[5], p[14]);
+	for (i = 0; i < 6; i++)
+		check_meta(got[i], SL_NEXT, 0, SELF_OWNER,
+			   meta(got[i])->flow_hash);
+	rte_pktmbuf_free_bulk(got, n);
+	for (uint16_t inst = 1; inst <= 2; inst++) {
+		n = take_rx(e, inst, got, 16);
+		assert_int_equal(n, inst == 1 ? want1 : want2);
+		for (unsigned j = 0; j < n; j++)
+			assert_int_equal(
+				mon->bucket[meta(got[j])->flow_hash & 255],
+				inst);
+		rte_pktmbuf_free_bulk(got, n);
+	}
+	assert_int_equal(e->stats.tx_pkts, 14);
+	check_pool_full();
 }
 
 /* ---- backpressure --------------------------------------------------- */
@@ -1301,8 +1358,8 @@ full_burst(void **state)
 
 	for (int i = 0; i < SL_BURST_MAX; i++) {
 		p[i] = mk(SL_NEXT, SL_SERVICE_NONE, (uint32_t)i,
-			  (uint16_t)(60 + i * 20));
-		bytes += 60 + (uint64_t)i * 20;
+			  (uint16_t)(60 + i * 5));
+		bytes += 60 + (uint64_t)i * 5;
 	}
 	assert_int_equal(sl_dispatch(&e->d, p, SL_BURST_MAX), 0);
 	assert_int_equal(take_rx(e, 0, got, SL_BURST_MAX), SL_BURST_MAX);
@@ -1507,6 +1564,7 @@ main(void)
 		T(drop_verdict),
 		T(unknown_verdict_kind),
 		T(mixed_burst_every_packet_accounted),
+		T(alike_packets_resolve_alike_choices_stay_per_packet),
 		T(producer_killed_mid_enqueue),
 		T(backpressure_partial_then_retry),
 		T(backpressure_keeps_order_across_runs),
