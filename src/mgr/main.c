@@ -105,7 +105,7 @@ usage(void)
 		"  --nf-mem MB            hugepage memory set aside for NFs' "
 		"own tables (256)\n"
 		"  --nf-tx-queues N       per port, TX queues NFs transmit on "
-		"directly (0: all TX through sluiced's TX thread)\n"
+		"directly (4; 0: all TX through sluiced's TX thread)\n"
 		"  --nf-mbuf-cache 0|1    give each NF a packet-buffer cache of "
 		"its own, returned to the pool when the NF is gone (1)\n"
 		"  --flow-lookup off|cached|naive  flow director: none (every "
@@ -226,7 +226,7 @@ parse_opts(struct sl_mgr_opts *o, int argc, char **argv)
 	/* Measured (docs/performance.md): port -> 1 NF -> net_null in shared
 	 * mode, TX through sluiced ~21 Mpps, NFs on their own queues 14-21:
 	 * an NF frees transmitted mbufs without a per-lcore pool cache. */
-	o->nf_txq = 0;
+	o->nf_txq = 4;
 	o->nf_cache = 1;
 	o->flow_lookup = SL_LOOKUP_CACHED;
 	o->flow_capacity = 1u << 18;

@@ -284,8 +284,9 @@ def test_a_sluiced_with_no_options_reports_the_documented_defaults(node: str) ->
         # Derived and queue defaults.
         assert rows["--flow-capacity-v6"]["default"] == "a quarter of `--flow-capacity`"
         assert got["stats"]["flows"]["capacity_v6"] == got["stats"]["flows"]["capacity"] // 4
-        assert rows["--nf-tx-queues"]["default"] == "0"
-        assert [(x["name"], x["rx_queues"], x["tx_queues"]) for x in ports] == [("out", 1, 1)]
+        # Queue 0 is sluiced's, then the NFs' 4 (net_null has them).
+        assert rows["--nf-tx-queues"]["default"] == "4"
+        assert [(x["name"], x["rx_queues"], x["tx_queues"]) for x in ports] == [("out", 1, 5)]
         # One packet pool, on the main lcore's socket (this machine has
         # one), which the port (a virtual device: the socket it was made
         # on) receives into.
