@@ -74,11 +74,26 @@ from sluice.client import SluiceError
 from sluice.traces import fixed_size, write_pcap
 
 FLOW_COUNTS = (1, 100_000)
-MBUFS = 262143  # sluiced --mbufs; testpmd --total-num-mbufs 262144: the same pool
+# The packet pool, the same size for testpmd (--total-num-mbufs) and sluiced
+# (--mbufs): the capture (the pcap PMD holds it in buffers of the pool) plus
+# --spare-mbufs for what is in flight. A pool much larger than that is
+# recycled through memory the caches do not hold: the pool's ring hands out
+# the buffer freed longest ago, and when the NF frees what sluiced's I/O
+# thread allocates, every buffer goes round that ring (docs/performance.md).
+SPARE_MBUFS = 32767
+MAX_MBUFS = 1 << 20
 TESTPMD = "/usr/bin/dpdk-testpmd"
 TARGET_RATIO = 0.75
 ALONE = "alone"  # reference: sluiced by itself, chain port:out, no NF
-NEED_HUGEPAGE_MIB = 800  # one 262k-mbuf pool at a time, with room
+MBUF_KIB = 2.5  # one mbuf with its 2 KiB data room, in the pool
+
+
+def pool_mbufs(packets: int, spare: int) -> int:
+    return packets + spare
+
+
+def need_hugepage_mib(packets: int, spare: int) -> float:
+    return pool_mbufs(packets, spare) * MBUF_KIB / 1024 + 300  # one pool at a time, and room
 # sluiced/NF modes; +off: sluiced --flow-lookup off (+cached, +naive: the other modes)
 MODES = ("shared", "poll", "shared+off", "poll+off", ALONE)
 ALL_MODES = (*MODES, "shared+cached", "poll+cached", "shared+naive", "poll+naive")
@@ -126,7 +141,7 @@ def run_testpmd(args: argparse.Namespace, pcap: Path, seq: int, logroot: Path
             "-l", f"{c[0]},{c[1]}", "--no-pci", f"--file-prefix={prefix}", "--huge-unlink",
             "--vdev", pcap_device(pcap), "--vdev", SINK_DEVICE, "--",
             "--forward-mode=io", "--nb-cores=1", "--auto-start", "--stats-period", "1",
-            f"--total-num-mbufs={MBUFS + 1}"]
+            f"--total-num-mbufs={args.pool[pcap.name]}"]
     run: dict[str, Any] = {"prefix": prefix, "error": None,
                            "core_layout": {"testpmd": f"main lcore (stats printing) on CPU "
                                                       f"{c[0]}, io forwarding lcore on CPU "
@@ -180,7 +195,8 @@ def run_sluice(args: argparse.Namespace, progs: dict[str, Path], pcap: Path, mod
     procs = Processes(logroot / name)
     alone = mode == ALONE
     extra = ["--port", f"in={pcap_device(pcap)}", "--port", f"out={SINK_DEVICE}",
-             "--chain", "port:out" if alone else "forward,port:out", "--mbufs", str(MBUFS)]
+             "--chain", "port:out" if alone else "forward,port:out",
+             "--mbufs", str(args.pool[pcap.name])]
     # "MODE+LOOKUP": sluiced --flow-lookup LOOKUP (e.g. shared+off: no flow table)
     mode, _, lookup = ("poll+off" if alone else mode).partition("+")
     if lookup:
@@ -316,10 +332,13 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--duration", type=positive_int,
                     help="measured seconds per run (5; --quick: 3)")
     ap.add_argument("--warmup", type=nonneg_int, help="seconds before measuring (2; --quick: 1)")
-    ap.add_argument("--flows", type=int_list(1, MBUFS - 65536), default=list(FLOW_COUNTS),
+    ap.add_argument("--flows", type=int_list(1, MAX_MBUFS // 2), default=list(FLOW_COUNTS),
                     help="flow counts, one capture each (1,100000)")
     ap.add_argument("--min-packets", type=positive_int, default=4096,
                     help="packets per capture: max(flows, this) (4096)")
+    ap.add_argument("--spare-mbufs", type=positive_int, default=SPARE_MBUFS,
+                    help="packet buffers beyond the capture in the pool of testpmd and of "
+                         f"sluiced alike (the same pool for both): {SPARE_MBUFS}")
     ap.add_argument("--modes", type=name_list(ALL_MODES), default=list(MODES),
                     help="sluiced/NF modes, each optionally +off (sluiced --flow-lookup off: "
                          "no flow table), and 'alone' (the reference without an NF) "
@@ -343,6 +362,7 @@ def main() -> int:
     args.duration = args.duration if args.duration is not None else (3 if args.quick else 5)
     args.warmup = args.warmup if args.warmup is not None else (1 if args.quick else 2)
     flows, modes = args.flows, args.modes
+    args.pool = {}  # capture file name -> pool size (testpmd and sluiced)
     try:
         args.cpus = parse_cpus(args.cpus)
         progs = binaries(args.build)
@@ -352,13 +372,15 @@ def main() -> int:
                              f"is theirs")
         if not Path(TESTPMD).exists():
             raise BenchError(f"{TESTPMD} not found: apt-get install dpdk-dev")
-        if any(max(f, args.min_packets) > MBUFS - 65536 for f in flows):
-            raise BenchError(f"--min-packets {args.min_packets}: a capture must fit in the "
-                             f"{MBUFS}-mbuf pool with room for packets in flight: at most "
-                             f"{MBUFS - 65536} packets")
-        if free_hugepage_mib() < NEED_HUGEPAGE_MIB:
+        packets = [max(f, args.min_packets) for f in flows]
+        if max(pool_mbufs(p, args.spare_mbufs) for p in packets) > MAX_MBUFS:
+            raise BenchError(f"--min-packets {args.min_packets} / --spare-mbufs "
+                             f"{args.spare_mbufs}: the pool (capture + spare) may hold at "
+                             f"most {MAX_MBUFS} packet buffers")
+        need = max(need_hugepage_mib(p, args.spare_mbufs) for p in packets)
+        if free_hugepage_mib() < need:
             raise BenchError(f"only {free_hugepage_mib():.0f} MiB of free hugepages; "
-                             f"this benchmark needs about {NEED_HUGEPAGE_MIB} MiB "
+                             f"this benchmark needs about {need:.0f} MiB "
                              f"(scripts/hugepages.sh)")
         one_benchmark_at_a_time("port.py")
     except BenchError as e:
@@ -376,7 +398,10 @@ def main() -> int:
         "host": host_info(),
         "params": {"runs": args.runs, "warmup_s": args.warmup, "duration_s": args.duration,
                    "cpus": cpu_list(args.cpus), "modes": modes, "handoff": args.handoff,
-                   "frame_size": 64, "mbufs": MBUFS, "quick": args.quick},
+                   "frame_size": 64, "spare_mbufs": args.spare_mbufs,
+                   "mbufs": "capture packets + spare_mbufs, for testpmd and sluiced alike "
+                            "(per capture: flows.*.pool_mbufs)",
+                   "quick": args.quick},
         "method": ("testpmd: median of port 0 Rx-pps from --stats-period 1 after the "
                    "warm-up. Sluice: median of per-second out-port tx_pkts rates from "
                    "sluiced stats after the warm-up. ratio = Sluice best mode median / "
@@ -394,7 +419,9 @@ def main() -> int:
                 label = flow_label(fl)
                 pcap = tmpdir / f"udp64-{label}.pcap"
                 n = write_pcap(pcap, fixed_size(max(fl, args.min_packets), fl, 64))
-                log(f"{label}: capture of {n} packets, 64 bytes, {fl} flow(s)")
+                args.pool[pcap.name] = pool_mbufs(n, args.spare_mbufs)
+                log(f"{label}: capture of {n} packets, 64 bytes, {fl} flow(s); pool of "
+                    f"{args.pool[pcap.name]} packet buffers")
                 runs: dict[str, list[dict[str, Any]]] = {"testpmd": []}
                 runs.update({f"sluice-{m}": [] for m in modes})
                 for r in range(args.runs):
@@ -413,7 +440,7 @@ def main() -> int:
                         else:
                             log(f"{label} {cfg} run {r + 1}: {x['mpps']:.2f} Mpps")
                 entry: dict[str, Any] = {
-                    "flows": fl, "capture_packets": n,
+                    "flows": fl, "capture_packets": n, "pool_mbufs": args.pool[pcap.name],
                     "capture": "python/sluice/traces.py fixed_size(packets, flows, 64), "
                                "written to a temporary file",
                     "configs": {cfg: summarize(rs) | {"run_details": rs}

@@ -102,7 +102,7 @@ def test_help_defaults_match_the_docs(monkeypatch: pytest.MonkeyPatch) -> None:
     ("chain", ["--modes", "shard"], "argument --modes: 'shard': unknown 'shard'; choose "
                                     "from shared, poll, pinned (comma-separated)"),
     ("port", ["--flows", "0"], "argument --flows: '0': 0 is out of range: each must be "
-                               "1..196607"),
+                               "1..524288"),
     ("port", ["--warmup", "-1"], "argument --warmup: -1 is negative: give a whole number >= 0"),
     ("port", ["--modes", "shared+foo"], "argument --modes: 'shared+foo': unknown "
                                         "'shared+foo'"),
