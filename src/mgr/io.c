@@ -208,6 +208,7 @@ drain_ring(struct io_ctx *c, struct sl_dispatch *d, struct rte_ring *r,
 	/* Ours now: the NF's tag goes (see to_instance). */
 	for (unsigned int i = 0; i < n; i++)
 		sl_meta(pkts[i], c->shm->dynfield_offset)->owner = 0;
+	sl_flow_prefetch(c->shm, pkts, (uint16_t)n);
 	st->rx_pkts += n;
 	sl_dispatch(d, pkts, (uint16_t)n);
 	return n;

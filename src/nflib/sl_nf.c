@@ -1155,6 +1155,7 @@ nf_rx_burst(struct sl_nf *nf, struct rte_mbuf **pkts)
 	}
 	for (unsigned int i = 0; i < n; i++)
 		meta_of(pkts[i])->owner = self;
+	sl_flow_prefetch(nf->shm, pkts, (uint16_t)n);
 	/* The tags are stored before hand is cleared. */
 	rte_atomic_thread_fence(__ATOMIC_RELEASE);
 	memset(slot->hand, 0, n * sizeof(slot->hand[0]));
