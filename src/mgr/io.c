@@ -40,6 +40,10 @@ struct io_ctx {
 	struct sl_dispatch *from_nf; /* [max_nfs]: NF tx rings */
 	struct sl_dispatch from_rx;  /* split mode: the RX->TX ring */
 	struct io_txbuf txbuf[SL_MAX_PORTS];
+	/* The ports sluiced set up (before any I/O thread starts; none is
+	 * added later): the loops visit these, not all SL_MAX_PORTS ids. */
+	uint16_t n_ports;
+	uint16_t ports[SL_MAX_PORTS];
 };
 
 /* Split mode only: RX -> TX hand-off of port-bound packets. */
@@ -144,7 +148,8 @@ do_rx(struct io_ctx *c, uint64_t now)
 	 * was read and waits on a full first hop. */
 	int enabled = __atomic_load_n(&shm->rx_enabled, __ATOMIC_ACQUIRE);
 
-	for (uint16_t p = 0; p < SL_MAX_PORTS; p++) {
+	for (uint16_t k = 0; k < c->n_ports; k++) {
+		uint16_t p = c->ports[k];
 		struct sl_ctx_stats *ps = &shm->port_stats[c->idx][p];
 		uint64_t bytes = 0;
 		uint16_t n;
@@ -235,9 +240,9 @@ do_tx(struct io_ctx *c, uint64_t now)
 	if (g_rx2tx != NULL)
 		work += drain_ring(c, &c->from_rx, g_rx2tx, &shm->io[c->idx],
 				   now);
-	for (uint16_t p = 0; p < SL_MAX_PORTS; p++)
-		if (c->txbuf[p].n > 0)
-			txbuf_flush(c, p);
+	for (uint16_t k = 0; k < c->n_ports; k++)
+		if (c->txbuf[c->ports[k]].n > 0)
+			txbuf_flush(c, c->ports[k]);
 	return work;
 }
 
@@ -311,6 +316,8 @@ io_ctx_init(struct io_ctx *c, unsigned int idx)
 		/* Never drop at ingress for waiting: stop reading instead. */
 		c->ingress[p].bp_cycles = UINT64_MAX;
 		c->ingress[p].edge = sl_edge_row_port(shm, idx, p);
+		if (shm->ports[p].used)
+			c->ports[c->n_ports++] = p;
 	}
 	c->from_nf = calloc(shm->max_nfs, sizeof(*c->from_nf));
 	if (c->from_nf == NULL)

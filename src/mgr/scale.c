@@ -443,6 +443,11 @@ sl_scale(struct sl_mgr *m, uint16_t service, uint32_t replicas, json_t **out,
 		json_array_append_new(started, json_integer(pid));
 		sl_log("nf.scale %s: started pid %d (copy of instance %u)",
 		       svc->name, pid, model->instance);
+		/* Answer the replicas already waiting to register: a fork
+		 * takes 30-80 ms here, so 70 of them kept this thread from
+		 * the message ring for longer than an NF waits for its
+		 * answer (5 s), and the first ones gave up and exited. */
+		sl_registry_poll(m);
 	}
 	/* Scale in: replicas still starting go first (newest first), as
 	 * they hold no traffic yet; then running instances. */

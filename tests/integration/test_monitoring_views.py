@@ -29,7 +29,14 @@ def _cli(run, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def _scale(run, n: int) -> None:
-    run.client.call("nf.scale", service="firewall", replicas=n)
+    # nf.scale answers once it has started every new replica: 70 of them
+    # took 3.4-4.5 s here (a fork each), at the edge of the client's
+    # default 5 s, and failed one run in three.
+    timeout, run.client.timeout = run.client.timeout, 30.0
+    try:
+        run.client.call("nf.scale", service="firewall", replicas=n)
+    finally:
+        run.client.timeout = timeout
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         nfs = [x for x in run.client.call("stats")["nfs"] if x["service"] == "firewall"]
