@@ -90,13 +90,17 @@ def _check_counters(st: dict, names: list[str], lost: dict[str, int]) -> dict:
     assert rx_in == port(st, "out")["tx_pkts"] + st["drops_total"], st
     nonzero = {(x["name"], k): v for x in st["ports"] + st["services"]
                for k, v in x["drops"].items() if v}
-    # The victims' packets are lost; the only other reason allowed is
-    # ring_full: a next hop's ring full for --backpressure-us (a dead
-    # instance's, before its death was handled, or a live one not run for
-    # that long on these 2 loaded CPUs).
+    # The victims' packets are lost; the only other reasons allowed are a
+    # next hop full for --backpressure-us: ring_full, a next NF's rx ring
+    # (a dead instance's, before its death was handled, or a live one not
+    # run for that long on these 2 loaded CPUs), and tx_full, the last
+    # service's tx ring to sluiced's I/O thread for this port (a capture
+    # file: no TX queue of its own), when that thread was not run for as
+    # long (seen once in CI: 11 packets, beside 32 ring_full).
     assert {k: v for k, v in nonzero.items() if k[1] == "nf_lost"} == {
         (s, "nf_lost"): n for s, n in lost.items() if n}, nonzero
-    assert {k[1] for k in nonzero} <= {"nf_lost", "ring_full"}, nonzero
+    assert {k[1] for k in nonzero} <= {"nf_lost", "ring_full", "tx_full"}, nonzero
+    assert all(k[0] == names[-1] for k in nonzero if k[1] == "tx_full"), nonzero
     assert st["drops_total"] == sum(nonzero.values())
     sent = rx_in
     for name in names:
