@@ -223,9 +223,10 @@ parse_opts(struct sl_mgr_opts *o, int argc, char **argv)
 	o->rxd = 1024;
 	o->txd = 1024;
 	o->nf_mem_mb = 256;
-	/* Measured (docs/performance.md): port -> 1 NF -> net_null in shared
-	 * mode, TX through sluiced ~21 Mpps, NFs on their own queues 14-21:
-	 * an NF frees transmitted mbufs without a per-lcore pool cache. */
+	/* Measured (docs/performance.md, session 14): port -> 1 NF ->
+	 * net_null, TX through sluiced 16.9 Mpps in poll mode and 20.4 in
+	 * shared, NFs on their own queue 32.6 and 25.8-29.7: the I/O thread
+	 * then only reads ports. */
 	o->nf_txq = 4;
 	o->nf_cache = 1;
 	o->flow_lookup = SL_LOOKUP_CACHED;
