@@ -51,6 +51,7 @@ struct sl_nf {
 	int core;
 	uint32_t burst;
 	void *priv;
+	int in_init; /* inside ops->init: sl_service_id() waits (see there) */
 	struct sl_dispatch disp;
 	char node[SL_NAME_LEN];
 	char service_name[SL_NAME_LEN];
@@ -108,8 +109,10 @@ sl_pkt_flow_hash(const struct rte_mbuf *m)
 	return sl_meta_flow_hash(m, meta_of(m));
 }
 
-int
-sl_service_id(const struct sl_nf *nf, const char *name)
+static int mgr_gone(const struct sl_nf *nf);
+
+static int
+service_find(const struct sl_nf *nf, const char *name)
 {
 	for (uint16_t s = 0; s < nf->shm->max_services; s++) {
 		const struct sl_service *svc = &nf->shm->services[s];
@@ -119,6 +122,30 @@ sl_service_id(const struct sl_nf *nf, const char *name)
 			return s;
 	}
 	return -1;
+}
+
+/*
+ * During init, a service not known yet is waited for (up to the time an NF
+ * waits for its own registration): the NFs of one deployment start
+ * together, and one that names another's service (sluice-forward --to a)
+ * may get there before that NF has registered it.
+ */
+int
+sl_service_id(const struct sl_nf *nf, const char *name)
+{
+	uint64_t hz = rte_get_tsc_hz(), deadline;
+	int s = service_find(nf, name);
+
+	if (s >= 0 || !nf->in_init)
+		return s;
+	fprintf(stderr, "%s: service '%s' is not known to sluiced yet: waiting "
+			"up to %u s for an NF of it to register\n",
+		nf->prog, name, REGISTER_TIMEOUT_MS / 1000);
+	deadline = rte_rdtsc() + hz / 1000 * REGISTER_TIMEOUT_MS;
+	while ((s = service_find(nf, name)) < 0 && rte_rdtsc() < deadline &&
+	       !g_stop && !mgr_gone(nf))
+		rte_delay_us_sleep(10000);
+	return s;
 }
 
 int
@@ -1430,7 +1457,9 @@ sl_nf_main(const struct sl_nf_ops *ops, int argc, char **argv)
 	__atomic_store_n(&nf.slot->sleeping, 1, __ATOMIC_RELEASE);
 	if (ops->init != NULL) {
 		optind = 1;
+		nf.in_init = 1;
 		rc = ops->init(&nf, a.nf_argc, a.nf_argv);
+		nf.in_init = 0;
 		if (rc != 0) {
 			fprintf(stderr, "%s: initialisation failed (%s)\n",
 				argv[0], strerror(rc));

@@ -11,6 +11,9 @@ are all dropped, counted, and the chain drains.
 
 from __future__ import annotations
 
+import subprocess
+import time
+
 import pytest
 from conftest import deployment, port, prog, service, wait_drained, wait_until
 from packets import mixed, write
@@ -88,3 +91,33 @@ def test_an_override_that_a_new_chain_turns_back_is_dropped_at_the_hop_limit(
     in_flight = (port(before, "in")["rx_pkts"] - port(before, "out")["tx_pkts"]
                  - before["drops_total"])
     assert port(st, "out")["tx_pkts"] - port(before, "out")["tx_pkts"] <= in_flight
+
+
+def test_an_nf_naming_a_service_not_registered_yet_waits_for_it(launch, node, tmp_path):
+    """The NFs of a deployment start together, so `sluice-forward --to a`
+    may initialise before a's NF has registered: it waits (up to 5 s,
+    saying so) instead of failing with "no such service" (seen in CI with
+    the test above). Here a starts 0.5 s after b is up."""
+    src = write(tmp_path / "in.pcap", mixed(20, flows=2, seed=1))
+    run = launch(deployment(
+        node,
+        ports=[{"name": "in", "device": f"net_pcap0,rx_pcap={src}"},
+               {"name": "out", "device": "net_null0,no-rx=1"}],
+        nfs=[_fwd("b", "--to", "a")], chain=["b", "port:out"]))
+    b = run.nfs[0]
+    wait_until(lambda: "service 'a' is not known to sluiced yet: waiting up to 5 s for an "
+                       "NF of it to register" in b.log.read_text(), 5, "b waiting for a")
+    time.sleep(0.5)
+    assert b.exited() is None, b.tail()
+    with open(tmp_path / "a.log", "w") as log:
+        a = subprocess.Popen([prog("forward"), "--", "--node", node, "--service", "a"],
+                             stdout=log, stderr=subprocess.STDOUT)
+    try:
+        wait_until(lambda: {(x["service"], x["state"]) for x in run.client.call("nf.list")}
+                   == {("a", "running"), ("b", "running")}, 15, "a and b running")
+        time.sleep(0.3)
+        assert b.exited() is None, b.tail()
+        assert "initialisation failed" not in b.log.read_text()
+    finally:
+        a.terminate()
+        a.wait(timeout=10)

@@ -318,6 +318,11 @@ def match_issue(m: dict[str, Any], **kw: Any) -> str:
                              "or prefix: write e.g. 10.0.0.0/8, 10.0.0.1 or 2001:db8::/32"),
     ({"dst": "10.0.0.1/8"}, "dst: graph 'g': '10.0.0.1/8' has bits set after the prefix "
                             "length: write 10.0.0.0/8 (or the address alone for one host)"),
+    # Found by the API's fuzzing: a text with the words of ipaddress's
+    # host-bits error raised instead of being refused.
+    ({"dst": "host bits set"}, "dst: graph 'g': 'host bits set' is not an IPv4 or IPv6 "
+                               "address or prefix: write e.g. 10.0.0.0/8, 10.0.0.1 or "
+                               "2001:db8::/32"),
     ({"dst": "2001:db8::1/32"}, "dst: graph 'g': '2001:db8::1/32' has bits set after the "
                                 "prefix length: write 2001:db8::/32 (or the address alone "
                                 "for one host)"),
