@@ -176,10 +176,14 @@ uint16_t sl_pkt_in_port(const struct rte_mbuf *m);
 uint32_t sl_pkt_flow_hash(const struct rte_mbuf *m);
 
 /** Service id by name, or -1 if no such service is known to sluiced
- * (one that a chain or graph names, or an NF registered, is known).
- * Called from init, it waits up to 5 s for a service not known yet (the
- * NFs of a deployment start together), saying so on stderr. */
+ * (one that a chain or graph names, or an NF registered, is known). */
 int sl_service_id(const struct sl_nf *nf, const char *name);
+/** The same, but a service not known yet is waited for up to timeout_ms
+ * (saying so on stderr): for init, when the NFs of a deployment start
+ * together and the one that registers the service may come up later.
+ * -1 if it is still unknown then, or on a stop request. */
+int sl_service_id_wait(const struct sl_nf *nf, const char *name,
+		       unsigned int timeout_ms);
 /** Port (ethdev) id by sluice port name, or -1 if unknown. */
 int sl_port_id(const struct sl_nf *nf, const char *name);
 

@@ -64,7 +64,8 @@ fwd_init(struct sl_nf *nf, int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (c) {
 		case 't':
-			id = sl_service_id(nf, optarg);
+			/* Its NF may be starting beside us (sluice up). */
+			id = sl_service_id_wait(nf, optarg, 5000);
 			if (id < 0) {
 				fprintf(stderr,
 					"sluice-forward: --to '%s': no such "

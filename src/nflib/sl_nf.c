@@ -51,7 +51,6 @@ struct sl_nf {
 	int core;
 	uint32_t burst;
 	void *priv;
-	int in_init; /* inside ops->init: sl_service_id() waits (see there) */
 	struct sl_dispatch disp;
 	char node[SL_NAME_LEN];
 	char service_name[SL_NAME_LEN];
@@ -109,10 +108,8 @@ sl_pkt_flow_hash(const struct rte_mbuf *m)
 	return sl_meta_flow_hash(m, meta_of(m));
 }
 
-static int mgr_gone(const struct sl_nf *nf);
-
-static int
-service_find(const struct sl_nf *nf, const char *name)
+int
+sl_service_id(const struct sl_nf *nf, const char *name)
 {
 	for (uint16_t s = 0; s < nf->shm->max_services; s++) {
 		const struct sl_service *svc = &nf->shm->services[s];
@@ -124,25 +121,22 @@ service_find(const struct sl_nf *nf, const char *name)
 	return -1;
 }
 
-/*
- * During init, a service not known yet is waited for (up to the time an NF
- * waits for its own registration): the NFs of one deployment start
- * together, and one that names another's service (sluice-forward --to a)
- * may get there before that NF has registered it.
- */
-int
-sl_service_id(const struct sl_nf *nf, const char *name)
-{
-	uint64_t hz = rte_get_tsc_hz(), deadline;
-	int s = service_find(nf, name);
+static int mgr_gone(const struct sl_nf *nf);
 
-	if (s >= 0 || !nf->in_init)
+int
+sl_service_id_wait(const struct sl_nf *nf, const char *name,
+		   unsigned int timeout_ms)
+{
+	uint64_t deadline;
+	int s = sl_service_id(nf, name);
+
+	if (s >= 0 || timeout_ms == 0)
 		return s;
 	fprintf(stderr, "%s: service '%s' is not known to sluiced yet: waiting "
-			"up to %u s for an NF of it to register\n",
-		nf->prog, name, REGISTER_TIMEOUT_MS / 1000);
-	deadline = rte_rdtsc() + hz / 1000 * REGISTER_TIMEOUT_MS;
-	while ((s = service_find(nf, name)) < 0 && rte_rdtsc() < deadline &&
+			"up to %u ms for an NF of it to register\n",
+		nf->prog, name, timeout_ms);
+	deadline = rte_rdtsc() + rte_get_tsc_hz() / 1000 * timeout_ms;
+	while ((s = sl_service_id(nf, name)) < 0 && rte_rdtsc() < deadline &&
 	       !g_stop && !mgr_gone(nf))
 		rte_delay_us_sleep(10000);
 	return s;
@@ -1457,9 +1451,7 @@ sl_nf_main(const struct sl_nf_ops *ops, int argc, char **argv)
 	__atomic_store_n(&nf.slot->sleeping, 1, __ATOMIC_RELEASE);
 	if (ops->init != NULL) {
 		optind = 1;
-		nf.in_init = 1;
 		rc = ops->init(&nf, a.nf_argc, a.nf_argv);
-		nf.in_init = 0;
 		if (rc != 0) {
 			fprintf(stderr, "%s: initialisation failed (%s)\n",
 				argv[0], strerror(rc));

@@ -96,8 +96,9 @@ def test_an_override_that_a_new_chain_turns_back_is_dropped_at_the_hop_limit(
 def test_an_nf_naming_a_service_not_registered_yet_waits_for_it(launch, node, tmp_path):
     """The NFs of a deployment start together, so `sluice-forward --to a`
     may initialise before a's NF has registered: it waits (up to 5 s,
-    saying so) instead of failing with "no such service" (seen in CI with
-    the test above). Here a starts 0.5 s after b is up."""
+    saying so: sl_service_id_wait) instead of failing with "no such
+    service" (seen in CI with the test above). Here a starts 0.5 s after
+    b is up."""
     src = write(tmp_path / "in.pcap", mixed(20, flows=2, seed=1))
     run = launch(deployment(
         node,
@@ -105,8 +106,8 @@ def test_an_nf_naming_a_service_not_registered_yet_waits_for_it(launch, node, tm
                {"name": "out", "device": "net_null0,no-rx=1"}],
         nfs=[_fwd("b", "--to", "a")], chain=["b", "port:out"]))
     b = run.nfs[0]
-    wait_until(lambda: "service 'a' is not known to sluiced yet: waiting up to 5 s for an "
-                       "NF of it to register" in b.log.read_text(), 5, "b waiting for a")
+    wait_until(lambda: "service 'a' is not known to sluiced yet: waiting up to 5000 ms for "
+                       "an NF of it to register" in b.log.read_text(), 5, "b waiting for a")
     time.sleep(0.5)
     assert b.exited() is None, b.tail()
     with open(tmp_path / "a.log", "w") as log:

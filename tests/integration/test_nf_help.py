@@ -157,6 +157,9 @@ def test_help_as_a_value_reaches_the_nf(launch, node, tmp_path: Path) -> None:
                        capture_output=True, text=True, timeout=60)
     assert (r.returncode, r.stdout) == (1, ""), r
     assert r.stderr.splitlines() == [
+        # init waits for a service not known yet (its NF may be starting)
+        f"{exe}: service '-h' is not known to sluiced yet: waiting up to 5000 ms for an "
+        "NF of it to register",
         "sluice-forward: --to '-h': no such service (sluice status lists them)",
         f"{exe}: initialisation failed (Invalid argument)",
     ], r.stderr
