@@ -13,6 +13,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/close_range.h>
 #include <limits.h>
 #include <poll.h>
 #include <sched.h>
@@ -174,6 +175,15 @@ spawn_like(const struct sl_nf_slot *model, char *log, size_t loglen,
 		dup2(null_fd, 0);
 		dup2(out_fd >= 0 ? out_fd : null_fd, 1);
 		dup2(err_fd >= 0 ? err_fd : null_fd, 2);
+		/* None of sluiced's own descriptors goes to the replica: its
+		 * hugepage and memseg files (with their locks), its control
+		 * and DPDK sockets, its DPDK config file, whose lock is how
+		 * NFs see that sluiced is gone. A replica held ~300 of them
+		 * (twice a launched NF's count), and kept them, locks
+		 * included, after sluiced died. */
+		if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0)
+			for (int fd = 3; fd < 4096; fd++)
+				(void)fcntl(fd, F_SETFD, FD_CLOEXEC);
 		report[0] = 1;
 		if (cwd[0] == '\0' || chdir(cwd) == 0) {
 			if (has_cpus)

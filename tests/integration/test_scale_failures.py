@@ -185,3 +185,34 @@ def test_replica_that_never_registers_is_stopped(launch, node, tmp_path):
         ev.close()
         if pid and not _gone(pid):
             os.kill(pid, signal.SIGKILL)
+
+
+def _fd_targets(pid: int) -> list[str]:
+    fds = Path(f"/proc/{pid}/fd")
+    out = []
+    for fd in fds.iterdir():
+        try:
+            out.append(os.readlink(fd))
+        except FileNotFoundError:  # closed meanwhile
+            pass
+    return out
+
+
+def test_replica_inherits_none_of_sluiceds_descriptors(launch, node, tmp_path):
+    """A replica is forked from sluiced: it held every descriptor of
+    sluiced's (about 300: hugepage and memseg files with their locks, the
+    control and DPDK sockets, the DPDK config file whose lock tells NFs
+    that sluiced is alive), twice a launched NF's count, and kept them
+    after sluiced died. Now it has what its own attach opens, as the NF it
+    copies does."""
+    run = launch(_dep(node, tmp_path, [{"name": "fwd", "program": prog("forward"),
+                                        "service": "forward"}]))
+    model = run.nfs[0].pid
+    pid = run.client.call("nf.scale", service="forward", replicas=2)["started_pids"][0]
+    wait_until(lambda: any(x["pid"] == pid and x["state"] == "running"
+                           for x in run.client.call("nf.list")), 15, "the replica running")
+    mine, its = _fd_targets(pid), _fd_targets(model)
+    sluiced = set(_fd_targets(run.sluiced.pid))
+    socks = [t for t in mine if t.startswith("socket:") and t in sluiced]
+    assert socks == [], socks
+    assert len(mine) <= len(its) + 10, (len(mine), len(its))
