@@ -12,6 +12,7 @@ never registered, was not reported either.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -191,10 +192,8 @@ def _fd_targets(pid: int) -> list[str]:
     fds = Path(f"/proc/{pid}/fd")
     out = []
     for fd in fds.iterdir():
-        try:
+        with contextlib.suppress(FileNotFoundError):  # closed meanwhile
             out.append(os.readlink(fd))
-        except FileNotFoundError:  # closed meanwhile
-            pass
     return out
 
 
