@@ -144,7 +144,11 @@ class Pool(_Model):
 class Mbufs(_Model):
     size: int = Field(description="Packet buffers, over every pool.")
     in_use: int
-    leaked: int
+    leaked: int = Field(description="Buffers of dead NFs' caches left out of the pool "
+                        "(the NF died inside a pool operation).")
+    in_doubt: int = Field(description="Packets of dead NFs' transmit calls whose fate "
+                          "is unknown (counted nf_lost); at most this many buffers "
+                          "more are out of the pool.")
     pools: list[Pool] = Field(
         description="One per NUMA socket in use: the main pool, then one per socket "
         "that has a port and is not the main pool's.")

@@ -20,7 +20,7 @@
 #include "sluice/nf.h"
 
 #define SL_SHM_MAGIC 0x534c4943u /* "SLIC" */
-#define SL_SHM_VERSION 8u
+#define SL_SHM_VERSION 9u
 
 /*
  * Layout pins. An NF keeps the layout of the header it was built with, so
@@ -33,7 +33,7 @@
  * RTE_CACHE_LINE_SIZE); elsewhere only the alignment rules below are
  * checked. SL_SHM_PINNED_VERSION says which version the numbers describe.
  */
-#define SL_SHM_PINNED_VERSION 8u
+#define SL_SHM_PINNED_VERSION 9u
 _Static_assert(SL_SHM_VERSION == SL_SHM_PINNED_VERSION,
 	       "the layout pins below describe another SL_SHM_VERSION: check "
 	       "them against the new layout and update SL_SHM_PINNED_VERSION");
@@ -220,6 +220,26 @@ SL_PIN_SIZE(struct sl_edge_ctr, 16);
 #define SL_EDGE_COLS(shm) ((uint32_t)(shm)->max_services + SL_MAX_PORTS + 1)
 #define SL_EDGE_ROWS(shm) (SL_MAX_IO_THREADS * SL_MAX_PORTS + 2u * (shm)->max_nfs)
 
+/*
+ * An NF's call into a port's driver (rte_eth_tx_burst on its own TX
+ * queue), as it stands: phase 0 none; 1 the burst is handed to the driver
+ * (or about to be), its fate unknown; 2 the call returned k: the
+ * n - k not sent are retagged as the NF's again, and the k sent are, or
+ * are about to be, added to port_tx[port] (from pkts/bytes_before to
+ * + k / + sent_bytes). sluiced settles a dead NF's call in reclaim().
+ */
+struct sl_tx_call {
+	uint32_t phase; /* written last (release), see above */
+	uint16_t port;
+	uint16_t n;
+	uint16_t k;
+	uint16_t pad[3];
+	uint64_t pkts_before;
+	uint64_t bytes_before;
+	uint64_t sent_bytes;
+};
+SL_PIN_SIZE(struct sl_tx_call, 40);
+
 /* One NF instance. Index = instance id. */
 struct sl_nf_slot {
 	/* Written by sluiced's control thread. */
@@ -278,6 +298,13 @@ struct sl_nf_slot {
 	 * the burst is retagged as its own. Non-NULL entries after its death
 	 * are packets it had taken and not yet tagged (sluiced's reclaim). */
 	struct rte_mbuf *hand[SL_BURST_MAX] __rte_cache_aligned;
+	/* The NF's transmit call on its own TX queue of a port (txq),
+	 * NF-written: what sluiced needs to count it if the NF dies inside.
+	 * The driver frees what it sends, so the burst is tagged nobody's
+	 * for the call, and no scan for the NF's tag finds it. */
+	struct sl_tx_call tx_call __rte_cache_aligned;
+	/* The burst of that call, copied before it (tx_call.n entries). */
+	struct rte_mbuf *tx_hand[SL_BURST_MAX] __rte_cache_aligned;
 };
 
 _Static_assert(offsetof(struct sl_nf_slot, sleeping) % SL_CACHE_LINE == 0,
@@ -286,7 +313,7 @@ _Static_assert(offsetof(struct sl_nf_slot, nf) % SL_CACHE_LINE == 0,
 	       "NF-written counters must not share a line with sluiced's");
 _Static_assert(offsetof(struct sl_nf_slot, mgr) % SL_CACHE_LINE == 0,
 	       "sluiced-written counters must not share a line with the NF's");
-SL_PIN_SIZE(struct sl_nf_slot, 1600);
+SL_PIN_SIZE(struct sl_nf_slot, 2176);
 SL_PIN_OFF(struct sl_nf_slot, state, 0);
 SL_PIN_OFF(struct sl_nf_slot, instance, 4);
 SL_PIN_OFF(struct sl_nf_slot, service, 6);
@@ -311,6 +338,8 @@ SL_PIN_OFF(struct sl_nf_slot, nf, 192);
 SL_PIN_OFF(struct sl_nf_slot, port_tx, 384);
 SL_PIN_OFF(struct sl_nf_slot, mgr, 896);
 SL_PIN_OFF(struct sl_nf_slot, hand, 1088);
+SL_PIN_OFF(struct sl_nf_slot, tx_call, 1600);
+SL_PIN_OFF(struct sl_nf_slot, tx_hand, 1664);
 
 /* A sluice port: an ethdev with a user-given name. Index = ethdev id. */
 struct sl_port {

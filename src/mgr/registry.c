@@ -788,6 +788,53 @@ unstick(struct sl_mgr *m, uint16_t dead, struct sl_ring_prod *snap)
 }
 
 /*
+ * A dead NF's call into a port's driver (struct sl_tx_call). Returned
+ * (phase 2): what it sent is added to its port_tx if it had not done so
+ * (the packets not sent are tagged with it again, for the scan). Inside
+ * the call (phase 1): the packets of the burst not tagged with it again
+ * may have left or not, and their buffers, if the driver had not freed
+ * them yet, are out of the pool for good; they count as nf_lost (so
+ * that every packet read is still sent or dropped) and in
+ * mbufs.in_doubt. Returns the nf_lost count.
+ */
+static uint32_t
+tx_call_settle(struct sl_mgr *m, struct sl_nf_slot *s, uint16_t inst)
+{
+	struct sl_shm *shm = m->shm;
+	struct sl_tx_call *c = &s->tx_call;
+	uint32_t phase = __atomic_load_n(&c->phase, __ATOMIC_ACQUIRE);
+	uint16_t tag = (uint16_t)(inst + 1);
+	uint32_t doubt = 0;
+
+	if (phase == 0 || c->port >= SL_MAX_PORTS || c->n > SL_BURST_MAX) {
+		c->phase = 0;
+		return 0;
+	}
+	if (phase == 2) {
+		if (s->port_tx[c->port].pkts == c->pkts_before)
+			s->port_tx[c->port].pkts += c->k;
+		if (s->port_tx[c->port].bytes == c->bytes_before)
+			s->port_tx[c->port].bytes += c->sent_bytes;
+		c->phase = 0;
+		return 0;
+	}
+	for (uint16_t i = 0; i < c->n; i++)
+		if (sl_meta(s->tx_hand[i], shm->dynfield_offset)->owner != tag)
+			doubt++;
+	c->phase = 0;
+	m->mbufs_in_doubt += doubt;
+	if (doubt > 0)
+		sl_log("instance %u (%s) died inside its transmit call on port "
+		       "%s: %u packet(s) it had handed to the driver may have "
+		       "left or not; counted as nf_lost, and their buffers, "
+		       "those the driver had not freed yet, stay out of the "
+		       "pool (status mbufs.in_doubt)",
+		       inst, shm->services[s->service].name,
+		       shm->ports[c->port].name, doubt);
+	return doubt;
+}
+
+/*
  * A dead or departed instance: roll back what a dead one left half
  * enqueued in others' rings (unstick), free every packet it held, then,
  * once sluiced has drained its tx ring, free the slot.
@@ -829,6 +876,7 @@ reclaim(struct sl_mgr *m, struct sl_qs_action *a)
 			s->hand[i] = NULL;
 		}
 		a->lost = rx_ring_free(shm, s->rx);
+		s->mgr.drop[SL_DROP_NF_LOST] += tx_call_settle(m, s, inst);
 		for (uint32_t p = 0; p < shm->n_pools; p++)
 			rte_mempool_obj_iter(shm->pools[p], tagged_one, &t);
 		if (t.oom)
@@ -1241,6 +1289,7 @@ handle_register(struct sl_mgr *m, struct sl_msg *msg)
 			break;
 		}
 	s->pool_op = 0;
+	memset(&s->tx_call, 0, sizeof(s->tx_call));
 	s->cache_lcore = cache_lcore_take(m, (uint16_t)inst);
 	s->instance = (uint16_t)inst;
 	s->service = (uint16_t)svc;

@@ -1411,7 +1411,7 @@ rpc_status(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 	}
 	return json_pack(
 		"{s:s, s:s, s:i, s:s, s:s, s:f, s:b, s:i, s:i, s:i, s:i, s:i, "
-		"s:i, s:i, s:i, s:i, s:o, s:{s:i, s:i, s:I, s:o}, s:I, s:I, "
+		"s:i, s:i, s:i, s:i, s:o, s:{s:i, s:i, s:I, s:I, s:o}, s:I, s:I, "
 		"s:{s:i, s:i, s:I, s:I, s:I}, s:o}",
 		"node", shm->node, "version", SL_VERSION, "pid", (int)getpid(),
 		"mode", m->o.mode == SL_MODE_POLL ? "poll" : "shared",
@@ -1424,7 +1424,8 @@ rpc_status(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 		"n_services", n_svc, "n_ports", shm->n_ports, "io_threads",
 		(int)shm->n_io, "methods", names, "mbufs", "size",
 		pool_size, "in_use", in_use, "leaked",
-		(json_int_t)m->mbufs_leaked, "pools", pools, "rings_unstuck",
+		(json_int_t)m->mbufs_leaked, "in_doubt",
+		(json_int_t)m->mbufs_in_doubt, "pools", pools, "rings_unstuck",
 		(json_int_t)m->rings_unstuck, "nfs_hung",
 		(json_int_t)m->nfs_hung, "messages", "size",
 		(int)shm->msg_pool->size, "free",

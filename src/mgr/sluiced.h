@@ -129,6 +129,7 @@ struct sl_mgr {
 	 * is, 0: none */
 	uint16_t *cache_owner;
 	uint64_t mbufs_leaked; /* dead NFs' caches not trusted (pool_op) */
+	uint64_t mbufs_in_doubt; /* dead inside a driver's transmit call */
 	/* Hang watchdog (registry.c): per instance, the heartbeat last seen
 	 * and when it last moved (or the NF was last seen asleep). */
 	uint64_t *hb_seen;

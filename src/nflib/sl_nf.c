@@ -58,9 +58,10 @@ struct sl_nf {
 	int mgr_dead; /* sluiced was killed: nobody to deregister with */
 	char config[256]; /* /var/run/dpdk/sluice_NODE/config, see mgr_gone */
 	int64_t req_id; /* last cross-layer request id */
-	/* Tests only: SLUICE_TEST_KILL_AT=handoff:N or take:N, see
-	 * test_kill_at(). */
+	/* Tests only: SLUICE_TEST_KILL_AT=handoff:N, take:N, tx:N or
+	 * sent:N, see test_kill_at(). */
 	int kill_take;
+	int kill_tx; /* 1: tx:N, 2: sent:N */
 	uint64_t kill_left;
 };
 
@@ -223,6 +224,8 @@ nf_passes_on(uint16_t port, const struct rte_mbuf *m)
 	       sl_verdict_kind(meta_of(m)->verdict) != SL_VERDICT_DROP;
 }
 
+static void test_kill_count(struct sl_nf *nf);
+
 /*
  * OUT(port): straight out on this NF's own TX queue of the port when it
  * has one; otherwise (and for everything in "mgr" hand-off mode) into our
@@ -251,11 +254,24 @@ nf_port_out(struct sl_dispatch *d, uint16_t port, struct rte_mbuf **pkts,
 		}
 	if (port != SL_PORT_NONE && slot->txq != 0 &&
 	    slot->txq < shm->ports[port].n_txq) {
+		struct sl_tx_call *c = &slot->tx_call;
+
 		/* The driver frees what it sent into our mempool cache: free
-		 * packets are tagged nobody's. Killed inside the call, what it
-		 * had not sent is lost uncounted (docs/architecture.md). */
-		for (uint16_t i = 0; i < n; i++)
+		 * packets are tagged nobody's. The call is written down first
+		 * (struct sl_tx_call): killed inside it, sluiced counts the
+		 * burst as in doubt rather than lose it uncounted
+		 * (docs/architecture.md, "Killed inside a hand-off"). */
+		for (uint16_t i = 0; i < n; i++) {
 			meta_of(pkts[i])->owner = 0;
+			slot->tx_hand[i] = pkts[i];
+		}
+		c->port = port;
+		c->n = n;
+		c->pkts_before = slot->port_tx[port].pkts;
+		c->bytes_before = slot->port_tx[port].bytes;
+		__atomic_store_n(&c->phase, 1, __ATOMIC_RELEASE);
+		if (unlikely(nf->kill_tx == 1))
+			test_kill_count(nf);
 		sl_pool_op_begin(d->pool_op);
 		k = rte_eth_tx_burst(port, slot->txq, pkts, n);
 		sl_pool_op_end(d->pool_op);
@@ -263,8 +279,14 @@ nf_port_out(struct sl_dispatch *d, uint16_t port, struct rte_mbuf **pkts,
 			bytes -= rte_pktmbuf_pkt_len(pkts[i]);
 			meta_of(pkts[i])->owner = d->self_owner;
 		}
+		c->k = (uint16_t)k;
+		c->sent_bytes = bytes;
+		__atomic_store_n(&c->phase, 2, __ATOMIC_RELEASE);
+		if (unlikely(nf->kill_tx == 2))
+			test_kill_count(nf);
 		slot->port_tx[port].pkts += k;
 		slot->port_tx[port].bytes += bytes;
+		__atomic_store_n(&c->phase, 0, __ATOMIC_RELEASE);
 		d->fwd->tx_pkts += k;
 		d->fwd->tx_bytes += bytes;
 		return (uint16_t)k;
@@ -1097,9 +1119,12 @@ nf_handle(struct sl_nf *nf, struct rte_mbuf **pkts, uint16_t n)
  * Tests only. SLUICE_TEST_KILL_AT=handoff:N makes the NF kill itself (SIGKILL)
  * at its Nth run handed to a next hop, once the run is ready and before it
  * is enqueued (or given to port_out); take:N, at its Nth burst taken from
- * its rx ring, before the burst is tagged as its own. Those are the moments
- * a death is hardest to clean up after (docs/architecture.md, "Killed
- * inside a hand-off"); tests/integration/test_failure.py uses them.
+ * its rx ring, before the burst is tagged as its own; tx:N, at its Nth
+ * transmit call on its own TX queue, written down and not made yet (as if
+ * killed inside the driver); sent:N, just after the Nth such call
+ * returned, before its packets are counted. Those are the moments a death
+ * is hardest to clean up after (docs/architecture.md, "Killed inside a
+ * hand-off"); tests/integration/test_failure.py uses them.
  */
 static void
 test_kill_count(struct sl_nf *nf)
@@ -1131,18 +1156,23 @@ test_kill_at(struct sl_nf *nf)
 		v += 8;
 	else if (strncmp(v, "take:", 5) == 0)
 		v += 5, nf->kill_take = 1;
+	else if (strncmp(v, "tx:", 3) == 0)
+		v += 3, nf->kill_tx = 1;
+	else if (strncmp(v, "sent:", 5) == 0)
+		v += 5, nf->kill_tx = 2;
 	else
 		v = "";
 	n = strtoull(v, &end, 10);
 	if (*v == '\0' || *end != '\0' || n == 0) {
 		fprintf(stderr, "%s: SLUICE_TEST_KILL_AT='%s' ignored: use "
-				"handoff:N or take:N, N >= 1\n",
+				"handoff:N, take:N, tx:N or sent:N, N >= 1\n",
 			nf->prog, getenv("SLUICE_TEST_KILL_AT"));
 		nf->kill_take = 0;
+		nf->kill_tx = 0;
 		return;
 	}
 	nf->kill_left = n;
-	if (!nf->kill_take)
+	if (!nf->kill_take && !nf->kill_tx)
 		nf->disp.fault = test_kill_fault;
 }
 

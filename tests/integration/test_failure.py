@@ -204,6 +204,70 @@ def test_killed_inside_a_handoff_every_buffer_comes_back(launch, node, tmp_path,
     assert re.fullmatch(rf"instance \d+ \(a\): {lost} packet\(s\) it held were lost", said), said
 
 
+@pytest.mark.parametrize("at", ["tx:300", "sent:300"])
+def test_killed_inside_its_own_transmit_call_every_packet_is_counted(launch, node, tmp_path,
+                                                                      at):
+    """An NF that transmits on its own TX queue (--nf-tx-queues) killed
+    inside the driver's transmit call (tx:N: the call written down, not
+    made) or just after it returned (sent:N: before the NF counted what
+    left). After the call sluiced finishes the NF's count: nothing is lost.
+    Inside it the burst's fate is unknown: it counts as nf_lost and as
+    buffers in doubt, said in the log; here none had left, so exactly that
+    many buffers are out of the pool."""
+    src = write(tmp_path / "in.pcap", mixed(REPLAY, flows=64, seed=3))
+    run = launch(deployment(
+        node,
+        ports=[{"name": "in", "device": f"net_pcap0,rx_pcap={src},infinite_rx=1"},
+               {"name": "out", "device": "net_null0,no-rx=1"}],
+        nfs=[{"name": "a", "program": prog("forward"), "service": "a"}],
+        chain=["a", "port:out"], sluiced_args=["--nf-tx-queues", "4"]))
+    wait_until(lambda: _out(run) > 20_000, 20, "traffic")
+    run.client.call("lb.set", service="a", mode="rr")
+    victim = subprocess.Popen(
+        run.nf_argv(run.dep.nfs[0], prog("forward")),
+        env={**os.environ, "SLUICE_TEST_KILL_AT": at},
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        err = victim.communicate(timeout=20)[1]
+    finally:
+        victim.kill()
+    assert victim.returncode == -signal.SIGKILL, err
+    assert err.splitlines()[-1] == (f"{prog('forward')}: SLUICE_TEST_KILL_AT reached: "
+                                    "killing myself"), err
+    wait_until(lambda: len(run.client.call("nf.list")) == 1, 5,
+               "the dead replica to be reclaimed")
+    # net_null has queues to spare: each NF of a transmits on its own.
+    assert [p["tx_queues"] for p in run.client.call("port.list") if p["name"] == "out"] == [5]
+    before = _out(run)
+    wait_until(lambda: _out(run) > before + 20_000, 10, "traffic after the death")
+    run.client.call("rx.pause")
+    st = wait_drained(run)
+    assert port(st, "in")["rx_pkts"] == port(st, "out")["tx_pkts"] + st["drops_total"]
+    lost = service(st, "a")["drops"]["nf_lost"]
+    assert st["drops_total"] == lost, st
+    held = [int(m.group(1)) for ln in _lost_lines(run)
+            if (m := re.fullmatch(r"instance \d+ \(a\): (\d+) packet\(s\) it held were lost",
+                                  ln))]
+    doubt = [ln for ln in _lines(run) if "died inside its transmit call" in ln]
+    if at.startswith("sent:"):
+        assert doubt == [] and lost == sum(held), (doubt, held, st)
+        mb = wait_until(lambda: (m := run.client.call("status")["mbufs"])["in_use"] == REPLAY
+                        and m, 5, "every mbuf back in the pool")
+        assert mb["in_doubt"] == mb["leaked"] == 0, mb
+        return
+    (said,) = doubt
+    n = lost - sum(held)
+    assert 1 <= n <= 32, (lost, held)
+    assert re.fullmatch(
+        rf"instance \d+ \(a\) died inside its transmit call on port out: {n} packet\(s\) "
+        r"it had handed to the driver may have left or not; counted as nf_lost, and their "
+        r"buffers, those the driver had not freed yet, stay out of the pool "
+        r"\(status mbufs\.in_doubt\)", said), said
+    mb = wait_until(lambda: (m := run.client.call("status")["mbufs"])["in_use"] == REPLAY + n
+                    and m, 5, "every mbuf but the burst in doubt back in the pool")
+    assert mb["in_doubt"] == n and mb["leaked"] == 0, mb
+
+
 @pytest.mark.parametrize("nf_txq", [0, 4], ids=["tx-via-sluiced", "tx-by-nf"])
 def test_clean_stop_of_a_replica_loses_nothing(launch, node, tmp_path, nf_txq):
     """nf.stop: the NF deregisters, drains its ring and exits; no packet lost
