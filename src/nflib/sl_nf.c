@@ -337,6 +337,49 @@ sl_nf_send(struct sl_nf *nf, struct rte_mbuf **pkts, uint16_t n)
 	}
 }
 
+/*
+ * EAL's messages while the NF attaches. For any failure to set up memory,
+ * rte_eal_init() says only "Cannot allocate memory"; the reason (a file it
+ * could not open or lock, an area it could not map) is in EAL's debug
+ * lines. Unless --log-level is given, EAL logs at debug level into this
+ * stream during rte_eal_init(): EAL's warnings and worse, and every line
+ * of other components, go to stderr as before; EAL's other lines are kept
+ * (the last EAL_KEPT) and printed only if the attach fails.
+ */
+#define EAL_KEPT 40
+static struct {
+	char line[EAL_KEPT][240];
+	unsigned int n; /* kept in all */
+} g_eal_kept;
+
+static ssize_t
+eal_log_write(void *cookie, const char *buf, size_t size)
+{
+	char *l;
+
+	(void)cookie;
+	if (rte_log_cur_msg_logtype() != RTE_LOGTYPE_EAL ||
+	    rte_log_cur_msg_loglevel() <= (int)RTE_LOG_WARNING)
+		return (ssize_t)fwrite(buf, 1, size, stderr);
+	l = g_eal_kept.line[g_eal_kept.n++ % EAL_KEPT];
+	snprintf(l, sizeof(g_eal_kept.line[0]), "%.*s", (int)size, buf);
+	l[strcspn(l, "\n")] = '\0';
+	return (ssize_t)size;
+}
+
+static void
+eal_kept_print(const char *prog)
+{
+	unsigned int n = RTE_MIN(g_eal_kept.n, (unsigned int)EAL_KEPT);
+
+	if (n == 0)
+		return;
+	fprintf(stderr, "%s: EAL's last %u debug line(s) before it failed:\n",
+		prog, n);
+	for (unsigned int i = g_eal_kept.n - n; i < g_eal_kept.n; i++)
+		fprintf(stderr, "  %s\n", g_eal_kept.line[i % EAL_KEPT]);
+}
+
 /* ---- argument handling -------------------------------------------- */
 
 /* libsluice's usage, then the NF's own options (ops->usage), to stdout. */
@@ -515,6 +558,7 @@ struct nf_args {
 	char *nf_argv[MAX_ARGS];
 	char prefix_arg[64];
 	char lcore_arg[32];
+	int eal_capture; /* no --log-level given: see eal_log_write() */
 };
 
 /*
@@ -671,8 +715,10 @@ parse_args(struct nf_args *a, const struct sl_nf_ops *ops, int argc,
 	if (!has_opt(a->eal_argv, a->eal_argc, "--no-telemetry", NULL) &&
 	    !has_opt(a->eal_argv, a->eal_argc, "--telemetry", NULL))
 		a->eal_argv[a->eal_argc++] = "--no-telemetry";
-	if (!has_opt(a->eal_argv, a->eal_argc, "--log-level", NULL))
-		a->eal_argv[a->eal_argc++] = "--log-level=lib.eal:warning";
+	if (!has_opt(a->eal_argv, a->eal_argc, "--log-level", NULL)) {
+		a->eal_argv[a->eal_argc++] = "--log-level=lib.eal:debug";
+		a->eal_capture = 1;
+	}
 	if (!has_opt(a->eal_argv, a->eal_argc, "-l", "--lcores") &&
 	    !has_opt(a->eal_argv, a->eal_argc, "-c", NULL)) {
 		/* One lcore: libsluice restores the CPU affinity after EAL
@@ -1426,15 +1472,31 @@ sl_nf_main(const struct sl_nf_ops *ops, int argc, char **argv)
 	signal(SIGHUP, on_signal);
 	signal(SIGPIPE, SIG_IGN);
 	sched_getaffinity(0, sizeof(saved), &saved);
+	if (a.eal_capture) {
+		/* Never closed: an EAL thread may still hold it. */
+		static FILE *eal_log;
+
+		eal_log = fopencookie(NULL, "w", (cookie_io_functions_t){
+							 .write = eal_log_write});
+		if (eal_log != NULL)
+			rte_openlog_stream(eal_log);
+	}
 	rc = rte_eal_init(a.eal_argc, a.eal_argv);
+	if (a.eal_capture) {
+		rte_log_set_level(RTE_LOGTYPE_EAL, RTE_LOG_WARNING);
+		rte_openlog_stream(NULL);
+	}
 	if (rc < 0) {
+		int err = rte_errno;
+
 		fprintf(stderr,
 			"%s: cannot attach to sluiced '%s' as a DPDK secondary "
 			"process: %s\n",
 			argv[0], a.node,
-			rte_errno != 0 ? rte_strerror(rte_errno)
-				       : "see the EAL messages above (is this "
-					 "NF built from the same tree?)");
+			err != 0 ? rte_strerror(err)
+				 : "see the EAL messages above (is this "
+				   "NF built from the same tree?)");
+		eal_kept_print(argv[0]);
 		return 1;
 	}
 	/* No per-lcore mempool cache until sluiced gives us an lcore id of

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import socket
 import subprocess
 import threading
@@ -228,6 +229,35 @@ def test_nf_argument_errors(argv, msg):
     r = subprocess.run([prog("forward"), *argv], capture_output=True, text=True, timeout=30)
     assert r.returncode == 1
     assert r.stderr == f"{prog('forward')}: {msg}\n"
+
+
+def test_nf_that_cannot_attach_shows_eal_s_debug_lines(launch, node):
+    """rte_eal_init() hides why it failed behind one errno ("Cannot allocate
+    memory" for any memory set-up failure): an NF that cannot attach prints
+    EAL's last debug lines, which it keeps while attaching and shows only
+    then (a run that attaches shows none of them, below)."""
+    run = launch(deployment(node, ports=[], nfs=[
+        {"name": "f", "program": prog("forward"), "service": "f"}], chain=["f", "drop"]))
+    prefix = f"sluice_{node}nope"  # no primary has this prefix
+    try:
+        r = subprocess.run([prog("forward"), f"--file-prefix={prefix}", "--", "--node", node,
+                            "-s", "x"], capture_output=True, text=True, timeout=30)
+    finally:
+        shutil.rmtree(f"/var/run/dpdk/{prefix}", ignore_errors=True)
+    assert r.returncode == 1
+    lines = r.stderr.splitlines()
+    # EAL's errors as ever, then ours, then the debug lines it kept.
+    assert f"EAL: Cannot open '/var/run/dpdk/{prefix}/config' for rte_mem_config" in lines
+    i = lines.index(f"{prog('forward')}: cannot attach to sluiced '{node}' as a DPDK secondary "
+                    "process: see the EAL messages above (is this NF built from the same tree?)")
+    head = re.fullmatch(rf"{re.escape(prog('forward'))}: EAL's last (\d+) debug line\(s\) "
+                        "before it failed:", lines[i + 1])
+    assert head and 1 <= int(head[1]) <= 40, lines[i + 1:]
+    kept = lines[i + 2:]
+    assert len(kept) == int(head[1]) and all(k.startswith("  EAL: ") for k in kept), kept
+    # The NF the deployment started attached with no EAL line at all.
+    log = run.nfs[0].log.read_text()
+    assert "EAL:" not in log, log
 
 
 def test_short_service_option_and_an_instance_in_use(launch, node, tmp_path):
