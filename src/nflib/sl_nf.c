@@ -3,6 +3,7 @@
  * libsluice: runs an NF as a DPDK secondary process of sluiced.
  */
 #include <ctype.h>
+#include <fcntl.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -378,6 +380,56 @@ eal_kept_print(const char *prog)
 		prog, n);
 	for (unsigned int i = g_eal_kept.n - n; i < g_eal_kept.n; i++)
 		fprintf(stderr, "  %s\n", g_eal_kept.line[i % EAL_KEPT]);
+}
+
+/*
+ * One NF attaches at a time. At the end of rte_eal_init() every DPDK
+ * process cleans the runtime folder: it opens each fbarray_* file in it
+ * and deletes those it can lock (a dead process's). An NF that has just
+ * created its own (fbarray_memseg-..._PID) and not locked it yet loses
+ * it to a peer finishing its attach: its own lock then fails ("couldn't
+ * lock ...: Resource temporarily unavailable"), and rte_eal_init() with
+ * "Cannot allocate memory" (3 in 10 starts of 128 NFs at once, and twice
+ * in CI). Returns the fd holding the folder's attach lock (flock: gone
+ * with us if we die), or -1 after saying why there is none.
+ */
+#define ATTACH_WAIT_S 60
+
+static int
+attach_lock(const char *prog, const char *config)
+{
+	const char *slash = strrchr(config, '/');
+	char path[300];
+	int fd;
+
+	snprintf(path, sizeof(path), "%.*s/sluice_attach.lock",
+		 slash != NULL ? (int)(slash - config) : 0, config);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		fprintf(stderr,
+			"%s: cannot open %s (%s): attaching without waiting for "
+			"other NFs to finish theirs\n",
+			prog, path, strerror(errno));
+		return -1;
+	}
+	for (unsigned int ms = 0; flock(fd, LOCK_EX | LOCK_NB) != 0; ms++) {
+		if (errno != EWOULDBLOCK && errno != EINTR) {
+			fprintf(stderr,
+				"%s: cannot lock %s (%s): attaching without "
+				"waiting for other NFs to finish theirs\n",
+				prog, path, strerror(errno));
+			break;
+		}
+		if (ms == ATTACH_WAIT_S * 1000u) {
+			fprintf(stderr,
+				"%s: another NF has held %s for %d s (stuck "
+				"attaching?): attaching anyway\n",
+				prog, path, ATTACH_WAIT_S);
+			break;
+		}
+		usleep(1000);
+	}
+	return fd;
 }
 
 /* ---- argument handling -------------------------------------------- */
@@ -1413,7 +1465,7 @@ sl_nf_main(const struct sl_nf_ops *ops, int argc, char **argv)
 	char path[256];
 	struct stat st;
 	cpu_set_t saved;
-	int rc;
+	int rc, lock_fd;
 
 	g_start_tsc = rte_rdtsc();
 	/* Logs go to files: keep each line whole even if the NF is killed. */
@@ -1481,7 +1533,10 @@ sl_nf_main(const struct sl_nf_ops *ops, int argc, char **argv)
 		if (eal_log != NULL)
 			rte_openlog_stream(eal_log);
 	}
+	lock_fd = attach_lock(argv[0], path);
 	rc = rte_eal_init(a.eal_argc, a.eal_argv);
+	if (lock_fd >= 0)
+		close(lock_fd);
 	if (a.eal_capture) {
 		rte_log_set_level(RTE_LOGTYPE_EAL, RTE_LOG_WARNING);
 		rte_openlog_stream(NULL);

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import re
 import shutil
 import socket
 import subprocess
 import threading
+import time
 
 import pytest
 from conftest import build_dir, deployment, port, prog, wait_drained, wait_until
@@ -258,6 +261,36 @@ def test_nf_that_cannot_attach_shows_eal_s_debug_lines(launch, node):
     # The NF the deployment started attached with no EAL line at all.
     log = run.nfs[0].log.read_text()
     assert "EAL:" not in log, log
+
+
+def test_nfs_attach_one_at_a_time(launch, node):
+    """At the end of its rte_eal_init() every DPDK process deletes the
+    runtime folder's fbarray files it can lock; a peer that had just
+    created its own and not locked it yet then failed to attach ('Cannot
+    initialize local memory map', 3 in 10 starts of 128 NFs at once).
+    NFs take the folder's attach lock around rte_eal_init(): one held
+    elsewhere keeps a new NF waiting, and it attaches once it is free."""
+    run = launch(deployment(node, ports=[], nfs=[
+        {"name": "f", "program": prog("forward"), "service": "f"}], chain=["f", "drop"]))
+    fd = os.open(f"/var/run/dpdk/sluice_{node}/sluice_attach.lock", os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        x = run._spawn("x", [prog("forward"), "--", "--node", node, "-s", "x"])
+        run.nfs.append(x)
+        time.sleep(1.5)
+        assert x.exited() is None
+        assert [n["service"] for n in run.client.call("nf.list")] == ["f"]
+        assert not _attaching(x.pid, node)  # waiting before EAL, not inside it
+    finally:
+        os.close(fd)
+    wait_until(lambda: len(run.client.call("nf.list")) == 2, 10, "x to attach and register")
+
+
+def _attaching(pid: int, node: str) -> bool:
+    """Whether the process has mapped sluiced's DPDK config (inside or past
+    rte_eal_init)."""
+    with open(f"/proc/{pid}/maps") as f:
+        return f"/dpdk/sluice_{node}/config" in f.read()
 
 
 def test_short_service_option_and_an_instance_in_use(launch, node, tmp_path):
