@@ -263,15 +263,18 @@ nf_port_out(struct sl_dispatch *d, uint16_t port, struct rte_mbuf **pkts,
 		 * (struct sl_tx_call): killed inside it, sluiced counts the
 		 * burst as in doubt rather than lose it uncounted
 		 * (docs/architecture.md, "Killed inside a hand-off"). */
-		for (uint16_t i = 0; i < n; i++) {
-			meta_of(pkts[i])->owner = 0;
-			slot->tx_hand[i] = pkts[i];
-		}
+		memcpy(slot->tx_hand, pkts, n * sizeof(pkts[0]));
 		c->port = port;
 		c->n = n;
 		c->pkts_before = slot->port_tx[port].pkts;
 		c->bytes_before = slot->port_tx[port].bytes;
+		/* Written down before the first tag is cleared: a packet
+		 * still tagged ours is found by sluiced's scan, one tagged
+		 * nobody's only through this record. */
 		__atomic_store_n(&c->phase, 1, __ATOMIC_RELEASE);
+		rte_atomic_thread_fence(__ATOMIC_RELEASE);
+		for (uint16_t i = 0; i < n; i++)
+			meta_of(pkts[i])->owner = 0;
 		if (unlikely(nf->kill_tx == 1))
 			test_kill_count(nf);
 		sl_pool_op_begin(d->pool_op);
