@@ -394,7 +394,8 @@ eal_kept_print(const char *prog)
  * lock ...: Resource temporarily unavailable"), and rte_eal_init() with
  * "Cannot allocate memory" (3 in 10 starts of 128 NFs at once, and twice
  * in CI). Returns the fd holding the folder's attach lock (flock: gone
- * with us if we die), or -1 after saying why there is none.
+ * with us if we die), -1 after saying why there is none, or -2 if a stop
+ * signal came while waiting for it.
  */
 #define ATTACH_WAIT_S 60
 
@@ -422,6 +423,10 @@ attach_lock(const char *prog, const char *config)
 				"waiting for other NFs to finish theirs\n",
 				prog, path, strerror(errno));
 			break;
+		}
+		if (g_stop) { /* nothing attached yet: stop here */
+			close(fd);
+			return -2;
 		}
 		if (ms == ATTACH_WAIT_S * 1000u) {
 			fprintf(stderr,
@@ -1537,6 +1542,11 @@ sl_nf_main(const struct sl_nf_ops *ops, int argc, char **argv)
 			rte_openlog_stream(eal_log);
 	}
 	lock_fd = attach_lock(argv[0], path);
+	if (lock_fd == -2) {
+		fprintf(stderr, "%s: stopped by a signal while waiting to "
+				"attach\n", argv[0]);
+		return 0;
+	}
 	rc = rte_eal_init(a.eal_argc, a.eal_argv);
 	if (lock_fd >= 0)
 		close(lock_fd);

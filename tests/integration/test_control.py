@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import threading
@@ -281,6 +282,13 @@ def test_nfs_attach_one_at_a_time(launch, node):
         assert x.exited() is None
         assert [n["service"] for n in run.client.call("nf.list")] == ["f"]
         assert not _attaching(x.pid, node)  # waiting before EAL, not inside it
+        # Stopped while it waits: nothing attached yet, so it just ends.
+        y = run._spawn("y", [prog("forward"), "--", "--node", node, "-s", "y"])
+        time.sleep(0.5)
+        y.popen.send_signal(signal.SIGTERM)
+        assert y.popen.wait(timeout=5) == 0
+        assert y.log.read_text().splitlines()[-1] == (
+            f"{prog('forward')}: stopped by a signal while waiting to attach")
     finally:
         os.close(fd)
     wait_until(lambda: len(run.client.call("nf.list")) == 2, 10, "x to attach and register")
