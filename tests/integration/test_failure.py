@@ -155,28 +155,22 @@ def test_killed_last_instance_drops_at_ingress_and_recovers(launch, node, tmp_pa
                "every mbuf back in the pool")
 
 
-@pytest.mark.parametrize("at,chain", [
-    ("handoff:300", ["a", "b", "port:out"]),  # into b's rx ring
-    ("handoff:300", ["a", "port:out"]),       # into its own tx ring
-    ("take:300", ["a", "b", "port:out"]),     # taken from its rx ring
-])
-def test_killed_inside_a_handoff_every_buffer_comes_back(launch, node, tmp_path, at, chain):
-    """An NF killed at the worst moment of a hand-off (libsluice's test hook
-    SLUICE_TEST_KILL_AT): a run ready for the next hop and not enqueued
-    yet, or a burst taken from its ring and not tagged as its own yet.
-    Every packet it held is found, freed and counted as nf_lost: the
-    packets balance exactly and every buffer is back in the pool."""
+def _killed_at(launch, node, tmp_path, at: str, chain: list[str], extra=()):
+    """Runs `chain` (one forward NF per service, the first "a"), then a
+    replica of a that kills itself at `at` (libsluice's test hook
+    SLUICE_TEST_KILL_AT): with round robin, half of a's packets go through
+    it. Once it is reclaimed and traffic flows again, pauses RX and
+    returns the run and its drained stats, every packet read sent or
+    dropped."""
     src = write(tmp_path / "in.pcap", mixed(REPLAY, flows=64, seed=3))
     run = launch(deployment(
         node,
         ports=[{"name": "in", "device": f"net_pcap0,rx_pcap={src},infinite_rx=1"},
                {"name": "out", "device": "net_null0,no-rx=1"}],
         nfs=[{"name": n, "program": prog("forward"), "service": n} for n in chain[:-1]],
-        chain=chain))
+        chain=chain, sluiced_args=list(extra)))
     wait_until(lambda: _out(run) > 20_000, 20, "traffic")
     run.client.call("lb.set", service="a", mode="rr")
-    # A replica of a that kills itself at its 300th run or burst: with
-    # round robin, half of a's packets go through it.
     victim = subprocess.Popen(
         run.nf_argv(run.dep.nfs[0], prog("forward")),
         env={**os.environ, "SLUICE_TEST_KILL_AT": at},
@@ -195,6 +189,21 @@ def test_killed_inside_a_handoff_every_buffer_comes_back(launch, node, tmp_path,
     run.client.call("rx.pause")
     st = wait_drained(run)
     assert port(st, "in")["rx_pkts"] == port(st, "out")["tx_pkts"] + st["drops_total"]
+    return run, st
+
+
+@pytest.mark.parametrize("at,chain", [
+    ("handoff:300", ["a", "b", "port:out"]),  # into b's rx ring
+    ("handoff:300", ["a", "port:out"]),       # into its own tx ring
+    ("take:300", ["a", "b", "port:out"]),     # taken from its rx ring
+])
+def test_killed_inside_a_handoff_every_buffer_comes_back(launch, node, tmp_path, at, chain):
+    """An NF killed at the worst moment of a hand-off (libsluice's test hook
+    SLUICE_TEST_KILL_AT): a run ready for the next hop and not enqueued
+    yet, or a burst taken from its ring and not tagged as its own yet.
+    Every packet it held is found, freed and counted as nf_lost: the
+    packets balance exactly and every buffer is back in the pool."""
+    run, st = _killed_at(launch, node, tmp_path, at, chain)
     lost = service(st, "a")["drops"]["nf_lost"]
     assert lost > 0 and st["drops_total"] == lost, st
     mb = wait_until(lambda: (m := run.client.call("status")["mbufs"])["in_use"] == REPLAY
@@ -214,35 +223,10 @@ def test_killed_inside_its_own_transmit_call_every_packet_is_counted(launch, nod
     Inside it the burst's fate is unknown: it counts as nf_lost and as
     buffers in doubt, said in the log; here none had left, so exactly that
     many buffers are out of the pool."""
-    src = write(tmp_path / "in.pcap", mixed(REPLAY, flows=64, seed=3))
-    run = launch(deployment(
-        node,
-        ports=[{"name": "in", "device": f"net_pcap0,rx_pcap={src},infinite_rx=1"},
-               {"name": "out", "device": "net_null0,no-rx=1"}],
-        nfs=[{"name": "a", "program": prog("forward"), "service": "a"}],
-        chain=["a", "port:out"], sluiced_args=["--nf-tx-queues", "4"]))
-    wait_until(lambda: _out(run) > 20_000, 20, "traffic")
-    run.client.call("lb.set", service="a", mode="rr")
-    victim = subprocess.Popen(
-        run.nf_argv(run.dep.nfs[0], prog("forward")),
-        env={**os.environ, "SLUICE_TEST_KILL_AT": at},
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        err = victim.communicate(timeout=20)[1]
-    finally:
-        victim.kill()
-    assert victim.returncode == -signal.SIGKILL, err
-    assert err.splitlines()[-1] == (f"{prog('forward')}: SLUICE_TEST_KILL_AT reached: "
-                                    "killing myself"), err
-    wait_until(lambda: len(run.client.call("nf.list")) == 1, 5,
-               "the dead replica to be reclaimed")
+    run, st = _killed_at(launch, node, tmp_path, at, ["a", "port:out"],
+                         ["--nf-tx-queues", "4"])
     # net_null has queues to spare: each NF of a transmits on its own.
     assert [p["tx_queues"] for p in run.client.call("port.list") if p["name"] == "out"] == [5]
-    before = _out(run)
-    wait_until(lambda: _out(run) > before + 20_000, 10, "traffic after the death")
-    run.client.call("rx.pause")
-    st = wait_drained(run)
-    assert port(st, "in")["rx_pkts"] == port(st, "out")["tx_pkts"] + st["drops_total"]
     lost = service(st, "a")["drops"]["nf_lost"]
     assert st["drops_total"] == lost, st
     held = [int(m.group(1)) for ln in _lost_lines(run)
