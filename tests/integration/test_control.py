@@ -284,7 +284,9 @@ def test_nfs_attach_one_at_a_time(launch, node):
         assert not _attaching(x.pid, node)  # waiting before EAL, not inside it
         # Stopped while it waits: nothing attached yet, so it just ends.
         y = run._spawn("y", [prog("forward"), "--", "--node", node, "-s", "y"])
-        time.sleep(0.5)
+        wait_until(lambda: _catches(y.pid, signal.SIGTERM), 10, "y to take SIGTERM itself")
+        time.sleep(0.2)
+        assert not _attaching(y.pid, node)
         y.popen.send_signal(signal.SIGTERM)
         assert y.popen.wait(timeout=5) == 0
         assert y.log.read_text().splitlines()[-1] == (
@@ -292,6 +294,13 @@ def test_nfs_attach_one_at_a_time(launch, node):
     finally:
         os.close(fd)
     wait_until(lambda: len(run.client.call("nf.list")) == 2, 10, "x to attach and register")
+
+
+def _catches(pid: int, sig: int) -> bool:
+    """Whether the process has a handler of its own for sig (SigCgt)."""
+    with open(f"/proc/{pid}/status") as f:
+        cgt = next(ln for ln in f if ln.startswith("SigCgt:")).split()[1]
+    return bool(int(cgt, 16) >> (sig - 1) & 1)
 
 
 def _attaching(pid: int, node: str) -> bool:
