@@ -76,6 +76,16 @@ def wait_until(pred: Callable[[], Any], timeout: float, what: str, interval: flo
         time.sleep(interval)
 
 
+def attaching(pid: int, node: str) -> bool:
+    """Whether the process has mapped sluiced's DPDK config (it is inside
+    rte_eal_init or past it), or is gone (nothing more to wait for)."""
+    try:
+        with open(f"/proc/{pid}/maps") as f:
+            return f"/dpdk/sluice_{node}/config" in f.read()  # /var/run is /run
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+
+
 def port(stats: dict[str, Any], name: str) -> dict[str, Any]:
     return next(p for p in stats["ports"] if p["name"] == name)
 

@@ -21,6 +21,7 @@ import time
 from conftest import (
     ASAN_BUILD,
     assert_no_sanitizer_report,
+    attaching,
     deployment,
     needs_asan,
     port,
@@ -323,15 +324,6 @@ def test_chaos_under_asan(launch, node, tmp_path):
             f"{p.label} (pid {p.pid}) ended with {rc}"
 
 
-def _attaching(pid: int, node: str) -> bool:
-    """Whether the process has mapped sluiced's DPDK config: inside rte_eal_init."""
-    try:
-        with open(f"/proc/{pid}/maps") as f:
-            return f"/dpdk/sluice_{node}/config" in f.read()  # /var/run is /run
-    except (FileNotFoundError, ProcessLookupError):
-        return True  # gone: nothing more to wait for
-
-
 def test_nf_stopped_while_it_attaches_lets_sluiced_exit(launch, node):
     """Found by the chaos test: nf.scale cancels (SIGTERM) a replica that is
     still starting. An NF that died of it inside rte_eal_init left a reader
@@ -346,7 +338,7 @@ def test_nf_stopped_while_it_attaches_lets_sluiced_exit(launch, node):
         nf = subprocess.Popen([prog("forward"), "--", "--node", node, "--service", "b"],
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                               start_new_session=True)
-        wait_until(lambda nf=nf: _attaching(nf.pid, node), 10, "the NF to attach", 0.001)
+        wait_until(lambda nf=nf: attaching(nf.pid, node), 10, "the NF to attach", 0.001)
         time.sleep(delay_ms / 1000)  # the moment of the signal inside its start
         nf.terminate()
         err = nf.communicate(timeout=20)[1]

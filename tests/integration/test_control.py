@@ -14,7 +14,7 @@ import threading
 import time
 
 import pytest
-from conftest import build_dir, deployment, port, prog, wait_drained, wait_until
+from conftest import attaching, build_dir, deployment, port, prog, wait_drained, wait_until
 from packets import mixed, write
 
 
@@ -281,12 +281,12 @@ def test_nfs_attach_one_at_a_time(launch, node):
         time.sleep(1.5)
         assert x.exited() is None
         assert [n["service"] for n in run.client.call("nf.list")] == ["f"]
-        assert not _attaching(x.pid, node)  # waiting before EAL, not inside it
+        assert not attaching(x.pid, node)  # waiting before EAL, not inside it
         # Stopped while it waits: nothing attached yet, so it just ends.
         y = run._spawn("y", [prog("forward"), "--", "--node", node, "-s", "y"])
         wait_until(lambda: _catches(y.pid, signal.SIGTERM), 10, "y to take SIGTERM itself")
         time.sleep(0.2)
-        assert not _attaching(y.pid, node)
+        assert not attaching(y.pid, node)
         y.popen.send_signal(signal.SIGTERM)
         assert y.popen.wait(timeout=5) == 0
         assert y.log.read_text().splitlines()[-1] == (
@@ -301,13 +301,6 @@ def _catches(pid: int, sig: int) -> bool:
     with open(f"/proc/{pid}/status") as f:
         cgt = next(ln for ln in f if ln.startswith("SigCgt:")).split()[1]
     return bool(int(cgt, 16) >> (sig - 1) & 1)
-
-
-def _attaching(pid: int, node: str) -> bool:
-    """Whether the process has mapped sluiced's DPDK config (inside or past
-    rte_eal_init)."""
-    with open(f"/proc/{pid}/maps") as f:
-        return f"/dpdk/sluice_{node}/config" in f.read()
 
 
 def test_short_service_option_and_an_instance_in_use(launch, node, tmp_path):

@@ -10,7 +10,7 @@ import subprocess
 import time
 
 import pytest
-from conftest import deployment, port, prog, service, wait_drained, wait_until
+from conftest import attaching, deployment, port, prog, service, wait_drained, wait_until
 from packets import mixed, write
 
 REPLAY = 1000  # packets in the replayed capture (held by the pcap PMD)
@@ -341,16 +341,6 @@ def test_answers_to_processes_gone_while_registering_come_back(launch, node):
         _lines(run)
 
 
-def _attaching(pid: int, node: str) -> bool:
-    """Whether the process has mapped sluiced's DPDK config (it is inside
-    rte_eal_init), or is gone."""
-    try:
-        with open(f"/proc/{pid}/maps") as f:
-            return f"/dpdk/sluice_{node}/config" in f.read()
-    except (FileNotFoundError, ProcessLookupError):
-        return True
-
-
 def test_nf_killed_while_it_attaches_lets_sluiced_exit(launch, node):
     """NFs SIGKILLed at moments inside DPDK's start-up can leave a reader on
     DPDK's shared memory lock, and sluiced's rte_eal_cleanup() then spun on
@@ -364,7 +354,7 @@ def test_nf_killed_while_it_attaches_lets_sluiced_exit(launch, node):
         nf = subprocess.Popen([prog("forward"), "--", "--node", node, "--service", "b"],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                               start_new_session=True)
-        wait_until(lambda nf=nf: _attaching(nf.pid, node), 10, "the NF to attach", 0.001)
+        wait_until(lambda nf=nf: attaching(nf.pid, node), 10, "the NF to attach", 0.001)
         time.sleep(delay_ms / 1000)  # the moment of the kill inside its start
         nf.kill()
         nf.wait(timeout=20)
