@@ -476,6 +476,31 @@ count_fwd(struct sl_dispatch *d, uint16_t svc, uint16_t n, uint64_t bytes)
 	}
 }
 
+/* Enqueues what fits of pkts[0..n) into instance inst's rx ring. */
+static inline uint16_t
+enqueue_inst(struct sl_dispatch *d, uint16_t inst, struct rte_mbuf **pkts,
+	     uint16_t n)
+{
+	struct rte_ring *r = d->shm->nfs[inst].rx;
+
+	/* Another producer mid-enqueue (or dead in one): wait here, as for
+	 * a full ring, never inside rte_ring on its progress. */
+	if (unlikely(sl_ring_prod_busy(r)))
+		return 0;
+	return (uint16_t)rte_ring_enqueue_burst(r, (void **)pkts, n, NULL);
+}
+
+/* Keeps pkts[0..n) pending, in order (backpressure), for reason r. */
+static void
+keep_pending(struct sl_dispatch *d, struct rte_mbuf **pkts, uint16_t n,
+	     uint8_t r)
+{
+	memcpy(d->pending, pkts, n * sizeof(*pkts));
+	d->n_pending = n;
+	d->pending_reason = r;
+	d->pending_since = rte_rdtsc();
+}
+
 /*
  * Enqueues a run [0, n) to an instance. The metadata is written before the
  * enqueue (the consumer may read it at once) and restored on the packets
@@ -508,11 +533,7 @@ to_instance(struct sl_dispatch *d, uint16_t svc, uint16_t inst,
 	}
 	if (unlikely(d->fault != NULL))
 		d->fault(d);
-	/* Another producer mid-enqueue (or dead in one): wait here, as for
-	 * a full ring, never inside rte_ring on its progress. */
-	k = unlikely(sl_ring_prod_busy(slot->rx))
-		    ? 0
-		    : rte_ring_enqueue_burst(slot->rx, (void **)pkts, n, NULL);
+	k = enqueue_inst(d, inst, pkts, n);
 	for (uint16_t i = (uint16_t)k; i < n; i++) {
 		struct sl_pkt_meta *m = sl_meta(pkts[i], d->meta_off);
 
@@ -702,16 +723,78 @@ sl_dispatch(struct sl_dispatch *d, struct rte_mbuf **pkts, uint16_t n)
 			/* Backpressure: keep the rest, in order. */
 			uint16_t rest = (uint16_t)(n - i - k);
 
-			memcpy(d->pending, &pkts[i + k], rest * sizeof(*pkts));
-			d->n_pending = rest;
-			d->pending_reason = DEST_KIND(dest[i]) == DEST_INST
-						    ? SL_DROP_RING_FULL
-						    : SL_DROP_TX_FULL;
-			d->pending_since = rte_rdtsc();
+			keep_pending(d, &pkts[i + k], rest,
+				     DEST_KIND(dest[i]) == DEST_INST
+					     ? SL_DROP_RING_FULL
+					     : SL_DROP_TX_FULL);
 			return rest;
 		}
 	}
 	return 0;
+}
+
+uint16_t
+sl_dispatch_alike(struct sl_dispatch *d, struct rte_mbuf **pkts, uint16_t n,
+		  const struct sl_pkt_meta *pre, int rss, struct sl_ctx_stats *in)
+{
+	struct sl_pkt_meta post = *pre, kept;
+	uint64_t dest, bytes = 0;
+	uint16_t svc, k;
+	int sticky = 0;
+
+	RTE_ASSERT(d->n_pending == 0 && n <= SL_BURST_MAX);
+	if (n == 0)
+		return 0;
+	/* What sl_dispatch() would answer for the first packet, on a copy
+	 * of its meta-to-be; it holds for all when sticky (resolve() never
+	 * reads the flow hash for a sticky answer). Per-flow state (the flow
+	 * table) makes packets differ: not here. */
+	dest = d->shm->flow.lookup == SL_LOOKUP_OFF && !d->all_out &&
+			       d->fault == NULL
+		       ? resolve(d, pkts[0], &post, &sticky)
+		       : 0;
+	if (!sticky || DEST_KIND(dest) != DEST_INST) {
+		for (uint16_t i = 0; i < n; i++) {
+			sl_meta_enter(sl_meta(pkts[i], d->meta_off), pre,
+				      pkts[i], rss);
+			bytes += rte_pktmbuf_pkt_len(pkts[i]);
+		}
+		if (in != NULL) {
+			in->rx_pkts += n;
+			in->rx_bytes += bytes;
+		}
+		return sl_dispatch(d, pkts, n);
+	}
+	/* As sl_dispatch() leaves a packet it keeps: the graph version
+	 * fixed, nothing else changed. */
+	kept = post;
+	/* to_instance()'s rewrite, written once instead of twice. */
+	svc = DEST_SVC(dest);
+	post.verdict = SL_NEXT;
+	post.service = svc;
+	post.flags = (uint16_t)(post.flags + SL_META_HOP);
+	for (uint16_t i = 0; i < n; i++) {
+		sl_meta_enter(sl_meta(pkts[i], d->meta_off), &post, pkts[i],
+			      rss);
+		bytes += rte_pktmbuf_pkt_len(pkts[i]);
+	}
+	if (in != NULL) {
+		in->rx_pkts += n;
+		in->rx_bytes += bytes;
+	}
+	k = enqueue_inst(d, DEST_ID(dest), pkts, n);
+	for (uint16_t i = k; i < n; i++) { /* still ours */
+		bytes -= rte_pktmbuf_pkt_len(pkts[i]);
+		sl_meta_enter(sl_meta(pkts[i], d->meta_off), &kept, pkts[i],
+			      rss);
+	}
+	if (k > 0) {
+		count_fwd(d, svc, k, bytes);
+		wake_if_sleeping(d, &d->shm->nfs[DEST_ID(dest)]);
+	}
+	if (k < n)
+		keep_pending(d, pkts + k, (uint16_t)(n - k), SL_DROP_RING_FULL);
+	return (uint16_t)(n - k);
 }
 
 uint16_t

@@ -102,6 +102,42 @@ uint16_t sl_dispatch(struct sl_dispatch *d, struct rte_mbuf **pkts,
 		     uint16_t n);
 
 /*
+ * A packet's meta as it enters from a port: *pre, with the port's RSS hash
+ * as its flow hash when rss is set and the port gave one (set rss when
+ * every port's hash is symmetric and alike: ports.c); otherwise the
+ * software hash is computed only if a hop needs it.
+ */
+static inline void
+sl_meta_enter(struct sl_pkt_meta *m, const struct sl_pkt_meta *pre,
+	      const struct rte_mbuf *pkt, int rss)
+{
+	*m = *pre;
+	if (rss && (pkt->ol_flags & RTE_MBUF_F_RX_RSS_HASH)) {
+		m->flow_hash = pkt->hash.rss;
+		m->flags |= SL_META_HASH;
+	}
+}
+
+/*
+ * Ingress of a burst whose packets all enter with the same metadata, *pre
+ * (an I/O thread without the flow table): only each packet's flow hash may
+ * differ, taken from the port's RSS hash when rss is set and the mbuf has
+ * one (flow_hash, SL_META_HASH), as sluiced's ingress does. Counts the
+ * burst in `in` (rx_pkts, rx_bytes; may be NULL) first. The first packet
+ * is resolved once; when the answer holds for them all and is an
+ * instance (a lone one), each packet's meta is written once, already in
+ * the form the hand-off gives it, and the burst is enqueued in one call.
+ * Otherwise every packet gets *pre and goes through sl_dispatch(). Either
+ * way the result is what writing *pre into each packet and calling
+ * sl_dispatch() gives: packets that do not fit stay pending with *pre and
+ * the graph version fixed for them (SL_META_GRAPH).
+ * Same preconditions as sl_dispatch(); returns the number left pending.
+ */
+uint16_t sl_dispatch_alike(struct sl_dispatch *d, struct rte_mbuf **pkts,
+			   uint16_t n, const struct sl_pkt_meta *pre, int rss,
+			   struct sl_ctx_stats *in);
+
+/*
  * Retries pending packets; drops them once they have waited longer than
  * the backpressure bound (now is the TSC): as ring_full, or tx_full when
  * a port's TX queue was what stayed full. Returns the number still pending.

@@ -116,28 +116,6 @@ io_port_out_split(struct sl_dispatch *d, uint16_t port,
 	return (uint16_t)k;
 }
 
-static void
-ingress_meta(const struct io_ctx *c, struct rte_mbuf *m, uint16_t port)
-{
-	struct sl_pkt_meta *meta = sl_meta(m, c->shm->dynfield_offset);
-
-	meta->verdict = SL_NEXT;
-	meta->service = SL_SERVICE_NONE;
-	meta->owner = 0;
-	meta->in_port = port;
-	meta->flow = SL_FLOW_NONE;
-	/* The port's RSS hash is free when every port's is symmetric and
-	 * alike (ports.c); the software hash is computed only if a hop
-	 * needs it. */
-	if (c->rss_flow_hash && (m->ol_flags & RTE_MBUF_F_RX_RSS_HASH)) {
-		meta->flow_hash = m->hash.rss;
-		meta->flags = SL_META_HASH;
-	} else {
-		meta->flow_hash = 0;
-		meta->flags = 0;
-	}
-}
-
 static unsigned int
 do_rx(struct io_ctx *c, uint64_t now)
 {
@@ -147,11 +125,18 @@ do_rx(struct io_ctx *c, uint64_t now)
 	/* Paused (or not started): read nothing new, but still hand on what
 	 * was read and waits on a full first hop. */
 	int enabled = __atomic_load_n(&shm->rx_enabled, __ATOMIC_ACQUIRE);
+	/* A packet's meta as it enters (verdict NEXT at no service yet,
+	 * sluiced's, no flow entry), but for its port and flow hash. */
+	struct sl_pkt_meta pre = {
+		.verdict = SL_NEXT,
+		.flow = SL_FLOW_NONE,
+		.service = SL_SERVICE_NONE,
+	};
 
 	for (uint16_t k = 0; k < c->n_ports; k++) {
 		uint16_t p = c->ports[k];
 		struct sl_ctx_stats *ps = &shm->port_stats[c->idx][p];
-		uint64_t bytes = 0;
+		uint64_t bytes = 0, t0;
 		uint16_t n;
 
 		if (!shm->ports[p].used ||
@@ -172,19 +157,26 @@ do_rx(struct io_ctx *c, uint64_t now)
 		if (n == 0)
 			continue;
 		work += n;
+		pre.in_port = p;
+		if (shm->flow.lookup == SL_LOOKUP_OFF) {
+			/* Every packet enters alike: resolved once, its meta
+			 * written once (the port path's I/O thread is its
+			 * bottleneck: docs/performance.md, session 16). */
+			sl_dispatch_alike(&c->ingress[p], pkts, n, &pre,
+					  c->rss_flow_hash, ps);
+			continue;
+		}
 		for (uint16_t i = 0; i < n; i++) {
-			ingress_meta(c, pkts[i], p);
+			sl_meta_enter(sl_meta(pkts[i], shm->dynfield_offset),
+				      &pre, pkts[i], c->rss_flow_hash);
 			bytes += rte_pktmbuf_pkt_len(pkts[i]);
 		}
 		ps->rx_pkts += n;
 		ps->rx_bytes += bytes;
 		/* The flow director: entry and graph, once per packet. */
-		if (shm->flow.lookup != SL_LOOKUP_OFF) {
-			uint64_t t0 = rte_rdtsc();
-
-			sl_flow_ingress(shm, pkts, n);
-			shm->flow.st.cycles += rte_rdtsc() - t0;
-		}
+		t0 = rte_rdtsc();
+		sl_flow_ingress(shm, pkts, n);
+		shm->flow.st.cycles += rte_rdtsc() - t0;
 		sl_dispatch(&c->ingress[p], pkts, n);
 	}
 	return work;

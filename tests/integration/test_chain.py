@@ -89,10 +89,16 @@ def test_an_nf_started_later_leaves_the_output_capture_whole(launch, node, tmp_p
     assert read(dst) == frames
 
 
-@pytest.mark.parametrize("length", [1, 3, 6])
-def test_chain_is_byte_exact_and_in_order(launch, node, tmp_path, length):
-    """Shared mode on 2 CPUs; 6 NFs + sluiced's threads must not starve."""
-    frames, out, st = _run_chain(launch, node, tmp_path, length)
+@pytest.mark.parametrize("length,lookup", [(1, "cached"), (3, "cached"), (6, "cached"),
+                                           (1, "off"), (3, "off")])
+def test_chain_is_byte_exact_and_in_order(launch, node, tmp_path, length, lookup):
+    """Shared mode on 2 CPUs; 6 NFs + sluiced's threads must not starve.
+    With the flow table off, sluiced's ingress resolves a burst once and
+    writes each packet's metadata once (sl_dispatch_alike): the same
+    bytes, order and counters."""
+    frames, out, st = _run_chain(launch, node, tmp_path, length,
+                                 sluiced_args=["--flow-lookup", lookup])
+    assert st["flows"]["lookup"] == lookup
     assert len(out) == N
     assert out == frames  # one path, FIFO rings: even the global order holds
     assert port(st, "in")["rx_pkts"] == N
@@ -133,13 +139,15 @@ def test_chain_of_one_in_poll_mode(launch, node, tmp_path):
     assert elapsed < 45, f"start, {N} packets and stop took {elapsed:.1f} s"
 
 
-def test_ingress_backpressure_stalls_the_port_instead_of_dropping(launch, node, tmp_path):
+@pytest.mark.parametrize("lookup", ["cached", "off"])
+def test_ingress_backpressure_stalls_the_port_instead_of_dropping(launch, node, tmp_path, lookup):
     """NF rings of 64 entries (the least sluiced takes), a capture replayed
     forever through a chain of 3 NFs, and the first NF stopped (SIGSTOP) for
     a moment: its ring fills, and the I/O thread stops reading the port
     (counted in rx_stalls) rather than dropping. Once the NF runs again,
     every packet read comes out, in order, and nothing is lost. (The hang
-    watchdog is off: a stopped NF with packets waiting would be killed.)"""
+    watchdog is off: a stopped NF with packets waiting would be killed.)
+    With the flow table on and off (two ingress paths in sluiced)."""
     frames = mixed(N, flows=120, seed=3)
     src, dst = write(tmp_path / "in.pcap", frames), tmp_path / "out.pcap"
     nfs = [{"name": f"f{i}", "program": prog("forward"), "service": f"f{i}"}
@@ -149,7 +157,7 @@ def test_ingress_backpressure_stalls_the_port_instead_of_dropping(launch, node, 
         ports=[{"name": "in", "device": f"net_pcap0,rx_pcap={src},infinite_rx=1"},
                {"name": "out", "device": f"net_pcap1,tx_pcap={dst}"}],
         nfs=nfs, chain=["f1", "f2", "f3", "port:out"], ring_size=64,
-        sluiced_args=["--nf-hang-ms", "0"]))
+        sluiced_args=["--nf-hang-ms", "0", "--flow-lookup", lookup]))
     stats = lambda: run.client.call("stats")  # noqa: E731
     assert run.client.call("status")["ring_size"] == 64
     # A DPDK ring of 64 slots holds 63 packets.
@@ -205,7 +213,10 @@ def test_chain_under_asan(launch, node, tmp_path):
         runs.append(launch(dep, build))
         return runs[-1]
 
-    frames, out, st = _run_chain(keep, node, tmp_path, 3, build=build)
+    # The flow table off: sluiced's own ingress path (sl_dispatch_alike)
+    # under the sanitizers too; the NFs' paths are the same either way.
+    frames, out, st = _run_chain(keep, node, tmp_path, 3, build=build,
+                                 sluiced_args=["--flow-lookup", "off"])
     assert out == frames
     assert st["drops_total"] == 0
     logs = "".join(p.read_text(errors="replace") for p in tmp_path.glob("run*/*.log"))

@@ -1543,6 +1543,228 @@ hop_limit_count_undone_for_packets_that_wait(void **state)
 	assert_int_equal(drops_total(e), 0);
 }
 
+/* ---- sl_dispatch_alike: ingress of a burst that enters alike ---------- */
+
+#define ALIKE_N 24
+#define WHERE_DROPPED (-1)
+#define WHERE_PORT 100
+#define WHERE_PENDING 200
+
+/* Where each packet of a burst ended and with what meta. */
+struct outcome {
+	int where[ALIKE_N]; /* instance id, WHERE_PORT, WHERE_PENDING or
+			     * WHERE_DROPPED */
+	struct sl_pkt_meta meta[ALIKE_N];
+	struct sl_ctx_stats stats; /* the context's tx and drops */
+	struct sl_ctx_stats in;    /* the port's rx */
+	uint16_t pending;
+};
+
+static int
+index_of(struct rte_mbuf *const *p, const struct rte_mbuf *m)
+{
+	for (int i = 0; i < ALIKE_N; i++)
+		if (p[i] == m)
+			return i;
+	fail_msg("a packet that was not in the burst");
+	return -1;
+}
+
+/*
+ * Dispatches ALIKE_N fresh packets (lengths 60..83, zeroed data, stale
+ * meta from an earlier life) entering with *pre, with room0 free slots in
+ * instance 0's rx ring: with sl_dispatch_alike() if fast, else as sluiced
+ * did before it (*pre written into each, then sl_dispatch()). With rss,
+ * every third packet carries a port RSS hash. Records the outcome, then
+ * frees everything.
+ */
+static void
+alike_run(struct env *e, int fast, const struct sl_pkt_meta *pre, int rss,
+	  unsigned room0, struct outcome *o)
+{
+	struct rte_mbuf *p[ALIKE_N], *got[RING_CAP];
+
+	memset(o, 0, sizeof(*o));
+	memset(&e->stats, 0, sizeof(e->stats));
+	free_port_got();
+	for (int i = 0; i < ALIKE_N; i++) {
+		p[i] = mk(SL_DROP, 3, 0xdead, (uint16_t)(60 + i));
+		memset(rte_pktmbuf_mtod(p[i], void *), 0, 60 + i);
+		meta(p[i])->flags = 0xfff0; /* a stale hop count, too */
+		if (rss && i % 3 == 0) {
+			p[i]->ol_flags |= RTE_MBUF_F_RX_RSS_HASH;
+			p[i]->hash.rss = 0x1000u + (uint32_t)i * 77u;
+		}
+		o->where[i] = WHERE_DROPPED;
+	}
+	if (room0 < RING_CAP)
+		leave_room(e, 0, room0);
+	if (fast) {
+		o->pending = sl_dispatch_alike(&e->d, p, ALIKE_N, pre, rss,
+					       &o->in);
+	} else {
+		for (int i = 0; i < ALIKE_N; i++) {
+			sl_meta_enter(meta(p[i]), pre, p[i], rss);
+			o->in.rx_bytes += rte_pktmbuf_pkt_len(p[i]);
+		}
+		o->in.rx_pkts = ALIKE_N;
+		o->pending = sl_dispatch(&e->d, p, ALIKE_N);
+	}
+	assert_int_equal(o->pending, sl_dispatch_pending(&e->d));
+	if (room0 < RING_CAP)
+		drain_dummies(e, 0, RING_CAP - room0);
+	for (uint16_t inst = 0; inst < 3; inst++) {
+		unsigned n = take_rx(e, inst, got, RING_CAP);
+
+		for (unsigned k = 0; k < n; k++) {
+			int i = index_of(p, got[k]);
+
+			o->where[i] = inst;
+			o->meta[i] = *meta(got[k]);
+		}
+		rte_pktmbuf_free_bulk(got, n);
+	}
+	for (unsigned k = 0; k < g_port.n_got; k++) {
+		int i = index_of(p, g_port.got[k]);
+
+		o->where[i] = WHERE_PORT;
+		o->meta[i] = *meta(g_port.got[k]);
+	}
+	free_port_got();
+	for (unsigned k = 0; k < e->d.n_pending; k++) {
+		int i = index_of(p, e->d.pending[k]);
+
+		o->where[i] = WHERE_PENDING;
+		o->meta[i] = *meta(e->d.pending[k]);
+	}
+	o->stats = e->stats;
+	sl_dispatch_drop_pending(&e->d, SL_DROP_NF_LOST);
+	check_pool_full();
+}
+
+/* Both ways give the same outcome, packet by packet, byte by byte. */
+static void
+alike_same(struct env *e, const struct sl_pkt_meta *pre, int rss,
+	   unsigned room0, struct outcome *fast)
+{
+	struct outcome slow;
+
+	alike_run(e, 0, pre, rss, room0, &slow);
+	alike_run(e, 1, pre, rss, room0, fast);
+	assert_int_equal(fast->pending, slow.pending);
+	for (int i = 0; i < ALIKE_N; i++) {
+		assert_int_equal(fast->where[i], slow.where[i]);
+		assert_memory_equal(&fast->meta[i], &slow.meta[i],
+				    sizeof(fast->meta[i]));
+	}
+	assert_memory_equal(&fast->stats, &slow.stats, sizeof(slow.stats));
+	assert_memory_equal(&fast->in, &slow.in, sizeof(slow.in));
+	assert_int_equal(fast->in.rx_pkts, ALIKE_N);
+	assert_int_equal(fast->in.rx_bytes, ALIKE_N * 60 + ALIKE_N * (ALIKE_N - 1) / 2);
+}
+
+static const struct sl_pkt_meta g_pre = {
+	.verdict = SL_NEXT,
+	.flow = SL_FLOW_NONE,
+	.service = SL_SERVICE_NONE,
+	.owner = SELF_OWNER,
+	.in_port = IN_PORT,
+	.flags = 0x8u, /* a spare flag bit: carried along */
+};
+
+static void
+alike_lone_instance_one_write(void **state)
+{
+	/* The chain's first hop has one instance: the burst is enqueued
+	 * whole, each meta already in its handed-on form. */
+	struct env *e = *state;
+	struct sl_pkt_meta want = g_pre;
+	struct outcome o;
+
+	alike_same(e, &g_pre, 0, RING_CAP, &o);
+	want.service = 0;
+	want.graph = sl_graph_current(e->shm, 0);
+	want.flags = 0x8u | SL_META_GRAPH | SL_META_HOP;
+	for (int i = 0; i < ALIKE_N; i++) {
+		assert_int_equal(o.where[i], 0);
+		assert_memory_equal(&o.meta[i], &want, sizeof(want));
+	}
+	assert_int_equal(o.stats.tx_pkts, ALIKE_N);
+	assert_int_equal(o.stats.tx_bytes, o.in.rx_bytes);
+	assert_int_equal(drops_total(e), 0);
+}
+
+static void
+alike_ring_full_keeps_rest_as_entered(void **state)
+{
+	/* Room for 10 of 24: those go in order, the other 14 wait with
+	 * the meta they entered with, their graph version fixed (a retry
+	 * resolves them again in that version). */
+	struct env *e = *state;
+	struct sl_pkt_meta want = g_pre;
+	struct outcome o;
+
+	want.graph = sl_graph_current(e->shm, 0);
+
+	alike_same(e, &g_pre, 1, 10, &o);
+	assert_int_equal(o.pending, ALIKE_N - 10);
+	for (int i = 0; i < ALIKE_N; i++) {
+		want.flow_hash = i % 3 == 0 ? 0x1000u + (uint32_t)i * 77u : 0;
+		want.flags = (i % 3 == 0 ? 0x8u | SL_META_HASH : 0x8u) |
+			     SL_META_GRAPH;
+		assert_int_equal(o.where[i], i < 10 ? 0 : WHERE_PENDING);
+		if (i >= 10)
+			assert_memory_equal(&o.meta[i], &want, sizeof(want));
+		else
+			assert_int_equal(o.meta[i].flow_hash, want.flow_hash);
+	}
+	assert_int_equal(o.stats.tx_pkts, 10);
+	assert_int_equal(o.stats.tx_bytes, 10 * 60 + 45);
+	for (int r = 0; r < SL_DROP_MAX; r++)
+		assert_int_equal(o.stats.drop[r], 0);
+}
+
+static void
+alike_other_first_hops_as_before(void **state)
+{
+	/* Replicas (a per-packet choice, with the ports' RSS hashes), a
+	 * port, a service without instances, no chain, and the flow table
+	 * on: all as sl_dispatch() does it. */
+	struct env *e = *state;
+	static const sl_hop_t firsts[] = {SL_HOP_SERVICE(1), SL_HOP_PORT(0),
+					  SL_HOP_SERVICE(2), SL_HOP_DROP};
+	struct sl_pkt_meta pre = g_pre;
+	struct outcome o;
+	int inst[3] = {0};
+
+	pre.flow_hash = 0x42;
+	pre.flags |= SL_META_HASH; /* no parse for the hash */
+	for (size_t f = 0; f < RTE_DIM(firsts); f++) {
+		e->chain.first = firsts[f];
+		alike_same(e, &pre, 1, RING_CAP, &o);
+		for (int i = 0; i < ALIKE_N; i++) {
+			if (f == 0) {
+				assert_true(o.where[i] == 1 || o.where[i] == 2);
+				inst[o.where[i]]++;
+			} else if (f == 1) {
+				assert_int_equal(o.where[i], WHERE_PORT);
+			} else {
+				assert_int_equal(o.where[i], WHERE_DROPPED);
+			}
+		}
+		check_drops(e, f == 2 ? SL_DROP_NO_INSTANCE : SL_DROP_GRAPH,
+			    f >= 2 ? ALIKE_N : 0);
+	}
+	/* The RSS hashes differ per packet: both replicas got some. */
+	assert_true(inst[1] > 0 && inst[2] > 0);
+	e->chain.first = SL_HOP_SERVICE(0);
+	e->shm->flow.lookup = SL_LOOKUP_CACHED;
+	alike_same(e, &pre, 0, RING_CAP, &o);
+	for (int i = 0; i < ALIKE_N; i++)
+		assert_int_equal(o.where[i], 0);
+	e->shm->flow.lookup = SL_LOOKUP_OFF;
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int
@@ -1579,6 +1801,9 @@ main(void)
 		T(flow_hash_is_lazy),
 		T(hop_limit_drops_port_packets_only),
 		T(hop_limit_count_undone_for_packets_that_wait),
+		T(alike_lone_instance_one_write),
+		T(alike_ring_full_keeps_rest_as_entered),
+		T(alike_other_first_hops_as_before),
 		cmocka_unit_test(flow_key_make_hash_matches),
 	};
 
