@@ -5,6 +5,7 @@
  * 0 does RX and thread 1 TX; RX hands port-bound packets to TX through a
  * ring, so only the TX thread ever writes a port's TX queue.
  */
+#include <errno.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,7 +125,7 @@ do_rx(struct io_ctx *c, uint64_t now)
 	unsigned int work = 0;
 	/* Paused (or not started): read nothing new, but still hand on what
 	 * was read and waits on a full first hop. */
-	int enabled = __atomic_load_n(&shm->rx_enabled, __ATOMIC_ACQUIRE);
+	int enabled = __atomic_load_n(&shm->rx_enabled, __ATOMIC_SEQ_CST);
 	/* A packet's meta as it enters (verdict NEXT at no service yet,
 	 * sluiced's, no flow entry), but for its port and flow hash. */
 	struct sl_pkt_meta pre = {
@@ -360,6 +361,28 @@ sl_io_init(struct sl_mgr *m)
 }
 
 int
+sl_io_rx_settle(struct sl_shm *shm)
+{
+	/* The RX thread is I/O thread 0. Whatever it reads with rx_enabled
+	 * still 1 it has counted and handed on by the time it starts its
+	 * next loop (heartbeat) or goes to sleep, and from then on it reads
+	 * 0: the caller stored 0 before this load (both sequentially
+	 * consistent), so the next heartbeat is after that store. */
+	uint64_t hb0 = __atomic_load_n(&shm->io_heartbeat[0], __ATOMIC_SEQ_CST);
+	uint64_t deadline = rte_rdtsc() + shm->tsc_hz / 10;
+
+	while (__atomic_load_n(&shm->io_heartbeat[0], __ATOMIC_SEQ_CST) ==
+		       hb0 &&
+	       !__atomic_load_n(&shm->io_sleeping[0], __ATOMIC_SEQ_CST) &&
+	       !__atomic_load_n(&shm->shutdown, __ATOMIC_ACQUIRE)) {
+		if (rte_rdtsc() > deadline)
+			return -ETIMEDOUT;
+		rte_delay_us_sleep(20);
+	}
+	return 0;
+}
+
+int
 sl_io_thread(void *arg)
 {
 	unsigned int idx = (unsigned int)(uintptr_t)arg;
@@ -377,8 +400,10 @@ sl_io_thread(void *arg)
 		uint64_t now = rte_rdtsc();
 		unsigned int work = 0;
 
-		__atomic_store_n(&shm->io_heartbeat[idx],
-				 shm->io_heartbeat[idx] + 1, __ATOMIC_RELEASE);
+		/* A locked add, a full barrier: do_rx() reads rx_enabled
+		 * after it (sl_io_rx_settle()). */
+		__atomic_fetch_add(&shm->io_heartbeat[idx], 1,
+				   __ATOMIC_SEQ_CST);
 		if (c->do_rx) {
 			work += do_rx(c, now);
 			sl_flow_maintain(shm, now);

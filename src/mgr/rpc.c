@@ -1322,8 +1322,15 @@ rpc_rx_pause(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 {
 	(void)p;
 	(void)e;
-	__atomic_store_n(&m->shm->rx_enabled, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&m->shm->rx_enabled, 0, __ATOMIC_SEQ_CST);
 	m->rx_started = 1; /* paused stays paused until rx.resume */
+	/* Answer once no port is read any more: a caller that then waits
+	 * for the chain to empty must not see a last burst come in after
+	 * it has looked (the launcher's stop, whose summary says in = out
+	 * + dropped). */
+	if (sl_io_rx_settle(m->shm) != 0)
+		sl_log("rx.pause: the RX thread did not come round within "
+		       "100 ms; a burst it was reading may still come in");
 	sl_log("ports paused: not reading them");
 	return json_pack("{s:b}", "rx_enabled", 0);
 }

@@ -286,6 +286,10 @@ void sl_scale_poll(struct sl_mgr *m);
 /* io.c */
 int sl_io_init(struct sl_mgr *m); /* before the threads start */
 int sl_io_thread(void *arg);
+/* After rx_enabled was set to 0: waits (at most 100 ms, then -ETIMEDOUT)
+ * until the RX thread reads no port any more and has counted and handed
+ * on what it read before. */
+int sl_io_rx_settle(struct sl_shm *shm);
 
 /* control.c */
 int sl_control_init(struct sl_mgr *m, char *err, size_t errlen);
