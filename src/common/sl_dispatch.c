@@ -738,9 +738,9 @@ sl_dispatch_alike(struct sl_dispatch *d, struct rte_mbuf **pkts, uint16_t n,
 		  const struct sl_pkt_meta *pre, int rss, struct sl_ctx_stats *in)
 {
 	struct sl_pkt_meta post = *pre, kept;
-	uint64_t dest, bytes = 0;
+	uint64_t dest = 0, bytes = 0;
 	uint16_t svc, k;
-	int sticky = 0;
+	int sticky = 0, one;
 
 	RTE_ASSERT(d->n_pending == 0 && n <= SL_BURST_MAX);
 	if (n == 0)
@@ -749,22 +749,10 @@ sl_dispatch_alike(struct sl_dispatch *d, struct rte_mbuf **pkts, uint16_t n,
 	 * of its meta-to-be; it holds for all when sticky (resolve() never
 	 * reads the flow hash for a sticky answer). Per-flow state (the flow
 	 * table) makes packets differ: not here. */
-	dest = d->shm->flow.lookup == SL_LOOKUP_OFF && !d->all_out &&
-			       d->fault == NULL
-		       ? resolve(d, pkts[0], &post, &sticky)
-		       : 0;
-	if (!sticky || DEST_KIND(dest) != DEST_INST) {
-		for (uint16_t i = 0; i < n; i++) {
-			sl_meta_enter(sl_meta(pkts[i], d->meta_off), pre,
-				      pkts[i], rss);
-			bytes += rte_pktmbuf_pkt_len(pkts[i]);
-		}
-		if (in != NULL) {
-			in->rx_pkts += n;
-			in->rx_bytes += bytes;
-		}
-		return sl_dispatch(d, pkts, n);
-	}
+	if (d->shm->flow.lookup == SL_LOOKUP_OFF && !d->all_out &&
+	    d->fault == NULL)
+		dest = resolve(d, pkts[0], &post, &sticky);
+	one = sticky && DEST_KIND(dest) == DEST_INST;
 	/* As sl_dispatch() leaves a packet it keeps: the graph version
 	 * fixed, nothing else changed. */
 	kept = post;
@@ -774,14 +762,16 @@ sl_dispatch_alike(struct sl_dispatch *d, struct rte_mbuf **pkts, uint16_t n,
 	post.service = svc;
 	post.flags = (uint16_t)(post.flags + SL_META_HOP);
 	for (uint16_t i = 0; i < n; i++) {
-		sl_meta_enter(sl_meta(pkts[i], d->meta_off), &post, pkts[i],
-			      rss);
+		sl_meta_enter(sl_meta(pkts[i], d->meta_off), one ? &post : pre,
+			      pkts[i], rss);
 		bytes += rte_pktmbuf_pkt_len(pkts[i]);
 	}
 	if (in != NULL) {
 		in->rx_pkts += n;
 		in->rx_bytes += bytes;
 	}
+	if (!one)
+		return sl_dispatch(d, pkts, n);
 	k = enqueue_inst(d, DEST_ID(dest), pkts, n);
 	for (uint16_t i = k; i < n; i++) { /* still ours */
 		bytes -= rte_pktmbuf_pkt_len(pkts[i]);
