@@ -661,6 +661,36 @@ route_key_eq(struct route_key x, struct route_key y)
 	return ((x.a ^ y.a) | (x.b ^ y.b)) == 0;
 }
 
+/* Equal but for the flow entry (the graph version stays in the key). */
+static inline int
+route_key_eq_but_flow(struct route_key x, struct route_key y)
+{
+	return ((x.a ^ y.a) | ((x.b ^ y.b) & 0xffff)) == 0;
+}
+
+/*
+ * 1 if resolve() answers for this packet what it would for the same
+ * packet without a flow entry: it reads the entry only for NEXT and TO,
+ * and there only its overrides (default changes, skips) and its pins,
+ * which only an instance choice reads. So an entry without overrides is
+ * the same as none for a packet going to a port or dropped: a burst of
+ * many flows to one port is resolved once (the ports' own flows, e.g.
+ * port-to-port with the flow table on), not once per flow. Cached mode
+ * only: the naive ablation looks each flow up again.
+ */
+static inline int
+flow_neutral(struct sl_dispatch *d, const struct rte_mbuf *m,
+	     struct sl_pkt_meta *meta)
+{
+	const struct sl_flow_entry *e;
+	unsigned int kind = sl_verdict_kind(meta->verdict);
+
+	if (kind != SL_VERDICT_NEXT && kind != SL_VERDICT_TO)
+		return 1;
+	e = flow_of(d, m, meta);
+	return e == NULL || __atomic_load_n(&e->n_ovr, __ATOMIC_RELAXED) == 0;
+}
+
 uint16_t
 sl_dispatch(struct sl_dispatch *d, struct rte_mbuf **pkts, uint16_t n)
 {
@@ -672,19 +702,29 @@ sl_dispatch(struct sl_dispatch *d, struct rte_mbuf **pkts, uint16_t n)
 		struct sl_pkt_meta *meta = sl_meta(pkts[i], d->meta_off);
 		struct route_key key = route_key(d->shm, meta);
 		uint16_t had_graph = meta->flags & SL_META_GRAPH, graph;
-		int sticky, set_graph;
+		int sticky, set_graph, anyflow;
 
 		dest[i] = resolve(d, pkts[i], meta, &sticky);
 		/* The graph version resolve() fixed for a packet that had none
 		 * (none in an all_out context, which leaves it to sluiced). */
 		set_graph = !had_graph && (meta->flags & SL_META_GRAPH);
 		graph = meta->graph;
+		/* To a port or dropped, without the flow's overrides: the
+		 * same for other flows without any (flow_neutral()). */
+		anyflow = sticky && DEST_KIND(dest[i]) != DEST_INST &&
+			  d->shm->flow.lookup == SL_LOOKUP_CACHED &&
+			  flow_neutral(d, pkts[i], meta);
 		/* The packets behind it that route alike go the same way:
 		 * a burst from one port or one NF is mostly one run, and is
 		 * resolved once instead of once per packet. */
 		for (i++; sticky && i < n; i++) {
+			struct route_key k;
+
 			meta = sl_meta(pkts[i], d->meta_off);
-			if (!route_key_eq(route_key(d->shm, meta), key))
+			k = route_key(d->shm, meta);
+			if (!route_key_eq(k, key) &&
+			    !(anyflow && route_key_eq_but_flow(k, key) &&
+			      flow_neutral(d, pkts[i], meta)))
 				break;
 			if (set_graph) {
 				meta->graph = graph;

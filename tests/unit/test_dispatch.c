@@ -934,6 +934,119 @@ mixed_burst_every_packet_accounted(void **state)
 	rte_pktmbuf_free_bulk(got, n);
 }
 
+/* Flow entries for the cached-lookup tests: FLOWS lines of 4 pins and 2
+ * overrides, every pin free; freed by the caller. */
+#define FLOWS 16
+static uint8_t *
+flows_on(struct env *e)
+{
+	struct sl_flow_table *ft = &e->shm->flow;
+	uint8_t *mem = zalloc_aligned(FLOWS * SL_CACHE_LINE);
+
+	ft->entries = mem;
+	ft->capacity = FLOWS;
+	ft->stride = SL_CACHE_LINE;
+	ft->n_pins = 4;
+	ft->n_ovr = 2;
+	ft->ovr_off = sizeof(struct sl_flow_entry) + 4 * sizeof(uint32_t);
+	ft->lookup = SL_LOOKUP_CACHED;
+	for (uint32_t f = 0; f < FLOWS; f++) {
+		struct sl_flow_entry *fe = sl_flow_entry(e->shm, f);
+
+		fe->gen = (uint16_t)(100 + f);
+		fe->state = SL_FLOW_LIVE;
+		for (int k = 0; k < 4; k++)
+			sl_flow_pins(e->shm, fe)[k] = UINT32_MAX;
+	}
+	return mem;
+}
+
+/* Flow f's first override: kind for service svc, to hop. */
+static void
+flow_ovr_set(struct env *e, uint32_t f, uint16_t kind, uint16_t svc,
+	     sl_hop_t hop)
+{
+	struct sl_flow_entry *fe = sl_flow_entry(e->shm, f);
+	union sl_flow_ovr *o = sl_flow_ovrs(e->shm, fe);
+
+	o[0].f.service = svc;
+	o[0].f.kind = kind;
+	o[0].f.hop = hop;
+	fe->n_ovr = 1;
+}
+
+/* A packet of flow f (its entry's generation unless stale) leaving
+ * service svc with verdict v, in the default graph's current version. */
+static struct rte_mbuf *
+mk_flow(struct env *e, sl_verdict_t v, uint16_t svc, uint32_t f, int stale)
+{
+	struct rte_mbuf *m = mk(v, svc, f, 64);
+
+	meta(m)->flags |= SL_META_GRAPH;
+	meta(m)->graph = sl_graph_current(e->shm, 0);
+	meta(m)->flow = f;
+	if (f < FLOWS)
+		meta(m)->flow_gen =
+			(uint16_t)(sl_flow_entry(e->shm, f)->gen - !!stale);
+	return m;
+}
+
+/*
+ * With the flow table on, packets of many flows bound for one port are
+ * resolved once per run (an entry without overrides routes as none), yet
+ * each flow that has an override still goes its own way: at the head of
+ * a run, in its middle, or stale (a recycled entry is no entry).
+ */
+static void
+flows_to_a_port_resolve_alike_overrides_still_count(void **state)
+{
+	struct env *e = *state;
+	uint8_t *mem = flows_on(e);
+	struct rte_mbuf *p[10], *got[4];
+
+	e->shm->ports[1].started = 1;
+	/* mon's default is port 0; flow 0 changes it to port 1 (the head
+	 * of the burst), flow 3 to service fw. Flow 5 skips another
+	 * service; flow 6's override is a recycled entry's. */
+	flow_ovr_set(e, 0, SL_OVR_DEFAULT, 1, SL_HOP_PORT(1));
+	flow_ovr_set(e, 3, SL_OVR_DEFAULT, 1, SL_HOP_SERVICE(0));
+	flow_ovr_set(e, 5, SL_OVR_SKIP, 2, SL_HOP_NONE);
+	flow_ovr_set(e, 6, SL_OVR_DEFAULT, 1, SL_HOP_PORT(1));
+	flow_ovr_set(e, 9, SL_OVR_DEFAULT, 1, SL_HOP_PORT(1));
+	for (uint32_t f = 0; f < 7; f++)
+		p[f] = mk_flow(e, SL_NEXT, 1, f, f == 6);
+	p[7] = mk_flow(e, SL_NEXT, 1, SL_FLOW_NONE, 0);
+	/* An NF's OUT: the flow's overrides are not for it. */
+	p[8] = mk_flow(e, SL_OUT(0), 1, 9, 0);
+	p[9] = mk_flow(e, SL_NEXT, 1, 10, 0);
+	assert_int_equal(sl_dispatch(&e->d, p, 10), 0);
+	assert_int_equal(drops_total(e), 0);
+
+	assert_int_equal(take_rx(e, 0, got, 4), 1);
+	assert_ptr_equal(got[0], p[3]);
+	check_meta(p[3], SL_NEXT, 0, SELF_OWNER, 3);
+	rte_pktmbuf_free(got[0]);
+
+	assert_int_equal(g_port.calls, 3);
+	assert_int_equal(g_port.port[0], 1);
+	assert_int_equal(g_port.run[0], 1);
+	assert_int_equal(g_port.port[1], 0);
+	assert_int_equal(g_port.run[1], 2);
+	assert_int_equal(g_port.port[2], 0);
+	assert_int_equal(g_port.run[2], 6);
+	assert_int_equal(g_port.n_got, 9);
+	assert_ptr_equal(g_port.got[0], p[0]);
+	for (unsigned k = 1; k < 9; k++)
+		assert_ptr_equal(g_port.got[k], p[k < 3 ? k : k + 1]);
+	for (unsigned k = 0; k < 9; k++)
+		check_meta(g_port.got[k], SL_OUT(k == 0 ? 1 : 0), 1,
+			   SELF_OWNER, meta(g_port.got[k])->flow_hash);
+	free_port_got();
+	e->shm->flow.entries = NULL;
+	e->shm->flow.capacity = 0;
+	free(mem);
+}
+
 /*
  * A burst is resolved once per run of packets whose metadata routes alike,
  * never across a per-packet choice: NEXT from ingress (one instance) is one
@@ -1787,6 +1900,7 @@ main(void)
 		T(unknown_verdict_kind),
 		T(mixed_burst_every_packet_accounted),
 		T(alike_packets_resolve_alike_choices_stay_per_packet),
+		T(flows_to_a_port_resolve_alike_overrides_still_count),
 		T(producer_killed_mid_enqueue),
 		T(backpressure_partial_then_retry),
 		T(backpressure_keeps_order_across_runs),
