@@ -669,26 +669,44 @@ route_key_eq_but_flow(struct route_key x, struct route_key y)
 }
 
 /*
- * 1 if resolve() answers for this packet what it would for the same
- * packet without a flow entry: it reads the entry only for NEXT and TO,
- * and there only its overrides (default changes, skips) and its pins,
- * which only an instance choice reads. So an entry without overrides is
- * the same as none for a packet going to a port or dropped: a burst of
- * many flows to one port is resolved once (the ports' own flows, e.g.
- * port-to-port with the flow table on), not once per flow. Cached mode
- * only: the naive ablation looks each flow up again.
+ * 1 if resolve() gives this packet dest, the answer it gave the head of
+ * a run whose metadata differs from this packet's only by the flow entry.
+ * resolve() reads the entry only for NEXT and TO, and there only its
+ * overrides (default changes, skips) and, to choose an instance, its pin
+ * for that service (pick_pinned(): the first one). So an entry without
+ * overrides routes a packet to a port, or drops it, as no entry does, and
+ * to an instance as any entry pinned to it: a burst of many flows to one
+ * port, or to one instance they are pinned to, is resolved once, not once
+ * per flow. Cached mode only: the naive ablation looks each flow up again.
  */
 static inline int
-flow_neutral(struct sl_dispatch *d, const struct rte_mbuf *m,
-	     struct sl_pkt_meta *meta)
+flow_alike(struct sl_dispatch *d, const struct rte_mbuf *m,
+	   struct sl_pkt_meta *meta, uint64_t dest)
 {
-	const struct sl_flow_entry *e;
+	const struct sl_shm *shm = d->shm;
+	struct sl_flow_entry *e;
 	unsigned int kind = sl_verdict_kind(meta->verdict);
+	const uint32_t *pin;
+	uint32_t want;
 
 	if (kind != SL_VERDICT_NEXT && kind != SL_VERDICT_TO)
 		return 1;
 	e = flow_of(d, m, meta);
-	return e == NULL || __atomic_load_n(&e->n_ovr, __ATOMIC_RELAXED) == 0;
+	if (e == NULL)
+		return DEST_KIND(dest) != DEST_INST;
+	if (__atomic_load_n(&e->n_ovr, __ATOMIC_RELAXED) != 0)
+		return 0;
+	if (DEST_KIND(dest) != DEST_INST)
+		return 1;
+	pin = sl_flow_pins(shm, e);
+	want = (uint32_t)DEST_SVC(dest) << 16 | DEST_ID(dest);
+	for (uint16_t k = 0; k < shm->flow.n_pins; k++) {
+		uint32_t v = __atomic_load_n(&pin[k], __ATOMIC_ACQUIRE);
+
+		if (v != UINT32_MAX && (v >> 16) == DEST_SVC(dest))
+			return v == want;
+	}
+	return 0;
 }
 
 uint16_t
@@ -709,11 +727,9 @@ sl_dispatch(struct sl_dispatch *d, struct rte_mbuf **pkts, uint16_t n)
 		 * (none in an all_out context, which leaves it to sluiced). */
 		set_graph = !had_graph && (meta->flags & SL_META_GRAPH);
 		graph = meta->graph;
-		/* To a port or dropped, without the flow's overrides: the
-		 * same for other flows without any (flow_neutral()). */
-		anyflow = sticky && DEST_KIND(dest[i]) != DEST_INST &&
-			  d->shm->flow.lookup == SL_LOOKUP_CACHED &&
-			  flow_neutral(d, pkts[i], meta);
+		/* The same for other flows (flow_alike()). */
+		anyflow = sticky && d->shm->flow.lookup == SL_LOOKUP_CACHED &&
+			  flow_alike(d, pkts[i], meta, dest[i]);
 		/* The packets behind it that route alike go the same way:
 		 * a burst from one port or one NF is mostly one run, and is
 		 * resolved once instead of once per packet. */
@@ -724,7 +740,7 @@ sl_dispatch(struct sl_dispatch *d, struct rte_mbuf **pkts, uint16_t n)
 			k = route_key(d->shm, meta);
 			if (!route_key_eq(k, key) &&
 			    !(anyflow && route_key_eq_but_flow(k, key) &&
-			      flow_neutral(d, pkts[i], meta)))
+			      flow_alike(d, pkts[i], meta, dest[i - 1])))
 				break;
 			if (set_graph) {
 				meta->graph = graph;

@@ -1047,6 +1047,80 @@ flows_to_a_port_resolve_alike_overrides_still_count(void **state)
 	free(mem);
 }
 
+/* Flow f's pins, in order (UINT32_MAX: free). */
+static void
+flow_pins_set(struct env *e, uint32_t f, uint32_t p0, uint32_t p1)
+{
+	uint32_t *pin = sl_flow_pins(e->shm, sl_flow_entry(e->shm, f));
+
+	pin[0] = p0;
+	pin[1] = p1;
+}
+
+#define PIN(svc, inst) ((uint32_t)(svc) << 16 | (inst))
+
+/*
+ * The same for flows pinned to an instance: packets whose flows are
+ * pinned to the head's instance go with it, resolved once; a flow pinned
+ * to the other replica, one skipping the service, and one not pinned yet
+ * (the balancer's choice, then pinned) each go their own way.
+ */
+static void
+flows_pinned_alike_resolve_once_others_their_own_way(void **state)
+{
+	struct env *e = *state;
+	struct sl_service *mon = &e->shm->services[1];
+	uint8_t *mem = flows_on(e);
+	struct rte_mbuf *p[10], *got[16];
+	uint32_t h7 = 0;
+	unsigned n;
+
+	for (uint32_t f = 0; f < 9; f++)
+		flow_pins_set(e, f, PIN(1, 1), UINT32_MAX);
+	flow_pins_set(e, 4, PIN(1, 2), UINT32_MAX);
+	/* A pin of another service first: the scan goes on to mon's. */
+	flow_pins_set(e, 5, PIN(0, 0), PIN(1, 1));
+	flow_ovr_set(e, 6, SL_OVR_SKIP, 1, SL_HOP_NONE);
+	flow_pins_set(e, 7, UINT32_MAX, UINT32_MAX);
+	while (mon->bucket[h7 & (SL_LB_BUCKETS - 1)] != 2)
+		h7++;
+	for (uint32_t f = 0; f < 9; f++)
+		p[f] = mk_flow(e, SL_NEXT, 0, f, 0); /* fw -> mon */
+	meta(p[7])->flow_hash = h7;
+	/* No entry (the table was full): the balancer's choice by hash. */
+	p[9] = mk_flow(e, SL_NEXT, 0, SL_FLOW_NONE, 0);
+	meta(p[9])->flow_hash = h7;
+	assert_int_equal(sl_dispatch(&e->d, p, 10), 0);
+	assert_int_equal(drops_total(e), 0);
+
+	n = take_rx(e, 1, got, 16);
+	assert_int_equal(n, 6);
+	for (unsigned k = 0; k < n; k++) {
+		static const int want[] = {0, 1, 2, 3, 5, 8};
+
+		assert_ptr_equal(got[k], p[want[k]]);
+		check_meta(got[k], SL_NEXT, 1, SELF_OWNER,
+			   meta(got[k])->flow_hash);
+	}
+	rte_pktmbuf_free_bulk(got, n);
+	n = take_rx(e, 2, got, 16);
+	assert_int_equal(n, 3);
+	assert_ptr_equal(got[0], p[4]);
+	assert_ptr_equal(got[1], p[7]);
+	assert_ptr_equal(got[2], p[9]);
+	rte_pktmbuf_free_bulk(got, n);
+	/* Flow 7 is pinned now, to the balancer's choice. */
+	assert_int_equal(sl_flow_pins(e->shm, sl_flow_entry(e->shm, 7))[0],
+			 PIN(1, 2));
+	/* Flow 6 skipped mon: mon's default, port 0. */
+	assert_int_equal(g_port.n_got, 1);
+	assert_ptr_equal(g_port.got[0], p[6]);
+	free_port_got();
+	e->shm->flow.entries = NULL;
+	e->shm->flow.capacity = 0;
+	free(mem);
+}
+
 /*
  * A burst is resolved once per run of packets whose metadata routes alike,
  * never across a per-packet choice: NEXT from ingress (one instance) is one
@@ -1901,6 +1975,7 @@ main(void)
 		T(mixed_burst_every_packet_accounted),
 		T(alike_packets_resolve_alike_choices_stay_per_packet),
 		T(flows_to_a_port_resolve_alike_overrides_still_count),
+		T(flows_pinned_alike_resolve_once_others_their_own_way),
 		T(producer_killed_mid_enqueue),
 		T(backpressure_partial_then_retry),
 		T(backpressure_keeps_order_across_runs),
