@@ -1062,8 +1062,9 @@ flow_pins_set(struct env *e, uint32_t f, uint32_t p0, uint32_t p1)
 /*
  * The same for flows pinned to an instance: packets whose flows are
  * pinned to the head's instance go with it, resolved once; a flow pinned
- * to the other replica, one skipping the service, and one not pinned yet
- * (the balancer's choice, then pinned) each go their own way.
+ * to the other replica, one skipping the service, one not pinned yet
+ * (the balancer's choice, then pinned) and a packet without an entry
+ * (the balancer's choice by its hash) each go their own way.
  */
 static void
 flows_pinned_alike_resolve_once_others_their_own_way(void **state)
