@@ -796,7 +796,7 @@ sl_dispatch_alike(struct sl_dispatch *d, struct rte_mbuf **pkts, uint16_t n,
 	struct sl_pkt_meta post = *pre, kept;
 	uint64_t dest = 0, bytes = 0;
 	uint16_t svc, k;
-	int sticky = 0, one;
+	int sticky = 0, one, port;
 
 	RTE_ASSERT(d->n_pending == 0 && n <= SL_BURST_MAX);
 	if (n == 0)
@@ -809,8 +809,10 @@ sl_dispatch_alike(struct sl_dispatch *d, struct rte_mbuf **pkts, uint16_t n,
 	    d->fault == NULL)
 		dest = resolve(d, pkts[0], &post, &sticky);
 	one = sticky && DEST_KIND(dest) == DEST_INST;
+	port = sticky && DEST_KIND(dest) == DEST_PORT;
 	/* As sl_dispatch() leaves a packet it keeps: the graph version
-	 * fixed, nothing else changed. */
+	 * fixed, nothing else changed. It is also what sl_dispatch() hands
+	 * to_port(): the port's rewrite is to_port()'s own. */
 	kept = post;
 	/* to_instance()'s rewrite, written once instead of twice. */
 	svc = DEST_SVC(dest);
@@ -818,13 +820,21 @@ sl_dispatch_alike(struct sl_dispatch *d, struct rte_mbuf **pkts, uint16_t n,
 	post.service = svc;
 	post.flags = (uint16_t)(post.flags + SL_META_HOP);
 	for (uint16_t i = 0; i < n; i++) {
-		sl_meta_enter(sl_meta(pkts[i], d->meta_off), one ? &post : pre,
-			      pkts[i], rss);
+		sl_meta_enter(sl_meta(pkts[i], d->meta_off),
+			      one ? &post : port ? &kept : pre, pkts[i], rss);
 		bytes += rte_pktmbuf_pkt_len(pkts[i]);
 	}
 	if (in != NULL) {
 		in->rx_pkts += n;
 		in->rx_bytes += bytes;
+	}
+	if (port) {
+		/* sl_dispatch() without its walk over the burst. */
+		k = to_port(d, DEST_ID(dest), pkts, n);
+		if (k < n)
+			keep_pending(d, pkts + k, (uint16_t)(n - k),
+				     SL_DROP_TX_FULL);
+		return (uint16_t)(n - k);
 	}
 	if (!one)
 		return sl_dispatch(d, pkts, n);

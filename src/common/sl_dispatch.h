@@ -126,8 +126,10 @@ sl_meta_enter(struct sl_pkt_meta *m, const struct sl_pkt_meta *pre,
  * burst in `in` (rx_pkts, rx_bytes; may be NULL) first. The first packet
  * is resolved once; when the answer holds for them all and is an
  * instance (a lone one), each packet's meta is written once, already in
- * the form the hand-off gives it, and the burst is enqueued in one call.
- * Otherwise every packet gets *pre and goes through sl_dispatch(). Either
+ * the form the hand-off gives it, and the burst is enqueued in one call;
+ * when it is a port, each gets *pre with the graph version fixed and the
+ * burst goes to the port whole. Otherwise every packet gets *pre and goes
+ * through sl_dispatch(). Either
  * way the result is what writing *pre into each packet and calling
  * sl_dispatch() gives: packets that do not fit stay pending with *pre and
  * the graph version fixed for them (SL_META_GRAPH).

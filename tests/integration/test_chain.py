@@ -89,13 +89,14 @@ def test_an_nf_started_later_leaves_the_output_capture_whole(launch, node, tmp_p
     assert read(dst) == frames
 
 
-@pytest.mark.parametrize("length,lookup", [(1, "cached"), (3, "cached"), (6, "cached"),
-                                           (1, "off"), (3, "off")])
+@pytest.mark.parametrize("length,lookup", [(0, "cached"), (1, "cached"), (3, "cached"),
+                                           (6, "cached"), (0, "off"), (1, "off"), (3, "off")])
 def test_chain_is_byte_exact_and_in_order(launch, node, tmp_path, length, lookup):
     """Shared mode on 2 CPUs; 6 NFs + sluiced's threads must not starve.
     With the flow table off, sluiced's ingress resolves a burst once and
-    writes each packet's metadata once (sl_dispatch_alike): the same
-    bytes, order and counters."""
+    writes each packet's metadata once (sl_dispatch_alike), or hands it
+    to the port whole (no NF, chain port:out): the same bytes, order and
+    counters."""
     frames, out, st = _run_chain(launch, node, tmp_path, length,
                                  sluiced_args=["--flow-lookup", lookup])
     assert st["flows"]["lookup"] == lookup

@@ -1746,6 +1746,7 @@ struct outcome {
 	struct sl_ctx_stats stats; /* the context's tx and drops */
 	struct sl_ctx_stats in;    /* the port's rx */
 	uint16_t pending;
+	uint8_t reason; /* why they wait: the drop reason once too long */
 };
 
 static int
@@ -1826,6 +1827,7 @@ alike_run(struct env *e, int fast, const struct sl_pkt_meta *pre, int rss,
 		o->meta[i] = *meta(e->d.pending[k]);
 	}
 	o->stats = e->stats;
+	o->reason = o->pending > 0 ? e->d.pending_reason : 0;
 	sl_dispatch_drop_pending(&e->d, SL_DROP_NF_LOST);
 	check_pool_full();
 }
@@ -1840,6 +1842,7 @@ alike_same(struct env *e, const struct sl_pkt_meta *pre, int rss,
 	alike_run(e, 0, pre, rss, room0, &slow);
 	alike_run(e, 1, pre, rss, room0, fast);
 	assert_int_equal(fast->pending, slow.pending);
+	assert_int_equal(fast->reason, slow.reason);
 	for (int i = 0; i < ALIKE_N; i++) {
 		assert_int_equal(fast->where[i], slow.where[i]);
 		assert_memory_equal(&fast->meta[i], &slow.meta[i],
@@ -1910,6 +1913,38 @@ alike_ring_full_keeps_rest_as_entered(void **state)
 	assert_int_equal(o.stats.tx_bytes, 10 * 60 + 45);
 	for (int r = 0; r < SL_DROP_MAX; r++)
 		assert_int_equal(o.stats.drop[r], 0);
+}
+
+static void
+alike_port_full_keeps_rest_as_entered(void **state)
+{
+	/* A port as the first hop, whose transmit takes 10 of 24: those
+	 * leave with the port's verdict, the other 14 wait as they entered,
+	 * their graph version fixed; the same as sl_dispatch(). */
+	struct env *e = *state;
+	struct sl_pkt_meta want = g_pre;
+	struct outcome o;
+
+	e->chain.first = SL_HOP_PORT(0);
+	g_port.take = 10;
+	want.graph = sl_graph_current(e->shm, 0);
+	alike_same(e, &g_pre, 1, RING_CAP, &o);
+	assert_int_equal(o.pending, ALIKE_N - 10);
+	assert_int_equal(o.reason, SL_DROP_TX_FULL);
+	for (int i = 0; i < ALIKE_N; i++) {
+		int sent = i < 10;
+
+		want.verdict = sent ? SL_OUT(0) : SL_NEXT;
+		want.flow_hash = i % 3 == 0 ? 0x1000u + (uint32_t)i * 77u : 0;
+		want.flags = (i % 3 == 0 ? 0x8u | SL_META_HASH : 0x8u) |
+			     SL_META_GRAPH | (sent ? SL_META_PORT : 0);
+		assert_int_equal(o.where[i], sent ? WHERE_PORT : WHERE_PENDING);
+		assert_memory_equal(&o.meta[i], &want, sizeof(want));
+	}
+	for (int r = 0; r < SL_DROP_MAX; r++)
+		assert_int_equal(o.stats.drop[r], 0);
+	g_port.take = UINT16_MAX;
+	e->chain.first = SL_HOP_SERVICE(0);
 }
 
 static void
@@ -1993,6 +2028,7 @@ main(void)
 		T(hop_limit_count_undone_for_packets_that_wait),
 		T(alike_lone_instance_one_write),
 		T(alike_ring_full_keeps_rest_as_entered),
+		T(alike_port_full_keeps_rest_as_entered),
 		T(alike_other_first_hops_as_before),
 		cmocka_unit_test(flow_key_make_hash_matches),
 	};
