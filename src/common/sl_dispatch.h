@@ -129,10 +129,10 @@ sl_meta_enter(struct sl_pkt_meta *m, const struct sl_pkt_meta *pre,
  * the form the hand-off gives it, and the burst is enqueued in one call;
  * when it is a port, each gets *pre with the graph version fixed and the
  * burst goes to the port whole. Otherwise every packet gets *pre and goes
- * through sl_dispatch(). Either
- * way the result is what writing *pre into each packet and calling
- * sl_dispatch() gives: packets that do not fit stay pending with *pre and
- * the graph version fixed for them (SL_META_GRAPH).
+ * through sl_dispatch(). Either way the result is what writing *pre into
+ * each packet and calling sl_dispatch() gives: packets that do not fit
+ * stay pending with *pre and the graph version fixed for them
+ * (SL_META_GRAPH).
  * Same preconditions as sl_dispatch(); returns the number left pending.
  */
 uint16_t sl_dispatch_alike(struct sl_dispatch *d, struct rte_mbuf **pkts,
