@@ -639,8 +639,9 @@ count_edge(struct sl_dispatch *d, uint32_t col, struct rte_mbuf **pkts,
  */
 struct route_key {
 	uint64_t a; /* verdict, service, flags */
-	uint64_t b; /* flow, flow_gen, graph (0 until set) */
+	uint64_t b; /* flow_gen << 48 | flow << 16 | graph (0 until set) */
 };
+#define ROUTE_KEY_B_GRAPH 0xffffu /* b without the flow entry */
 
 static inline struct route_key
 route_key(const struct sl_shm *shm, const struct sl_pkt_meta *m)
@@ -649,6 +650,7 @@ route_key(const struct sl_shm *shm, const struct sl_pkt_meta *m)
 
 	k.a = (uint64_t)m->verdict | (uint64_t)m->service << 32 |
 	      (uint64_t)m->flags << 48;
+	RTE_BUILD_BUG_ON(sizeof(m->graph) != 2);
 	k.b = m->flags & SL_META_GRAPH ? m->graph : 0;
 	if (shm->flow.lookup != SL_LOOKUP_OFF)
 		k.b |= (uint64_t)m->flow << 16 | (uint64_t)m->flow_gen << 48;
@@ -665,7 +667,7 @@ route_key_eq(struct route_key x, struct route_key y)
 static inline int
 route_key_eq_but_flow(struct route_key x, struct route_key y)
 {
-	return ((x.a ^ y.a) | ((x.b ^ y.b) & 0xffff)) == 0;
+	return ((x.a ^ y.a) | ((x.b ^ y.b) & ROUTE_KEY_B_GRAPH)) == 0;
 }
 
 /*
