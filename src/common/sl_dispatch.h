@@ -321,7 +321,9 @@ sl_flow_key_hash_v4(uint64_t head, uint32_t lo, uint32_t hi)
 /*
  * The IPv4 table's key of an IPv4 5-tuple and its signature (what
  * sl_flow_key_make() + sl_flow_key4_of() + sl_flow_key_hash() give), in
- * one inline step from registers: ingress runs it for every packet.
+ * one inline step from registers. Ingress takes the same two steps apart
+ * (sl_flow_key4_parts(), then sl_flow_key_hash_v4() unless the key is the
+ * previous packet's).
  */
 static inline uint32_t
 sl_flow_key4_make_hash(const struct sl_5tuple *t, struct sl_flow_key4 *k4)

@@ -461,6 +461,8 @@ table_lookup_bulk(const struct sl_flow_table *ft, int v6, const void **kp,
 
 static int retire_deleted(struct sl_shm *shm, uint32_t p);
 
+#define NO_SAME UINT16_MAX
+
 void
 sl_flow_ingress(struct sl_shm *shm, struct rte_mbuf **pkts, uint16_t n)
 {
@@ -476,6 +478,11 @@ sl_flow_ingress(struct sl_shm *shm, struct rte_mbuf **pkts, uint16_t n)
 	uint16_t idx[SL_BURST_MAX]; /* packets with a 5-tuple */
 	uint16_t i4[SL_BURST_MAX], i6[SL_BURST_MAX], n4 = 0, n6 = 0;
 	uint16_t nk = 0, miss[SL_BURST_MAX], nm = 0;
+	/* same[k]: the earlier packet whose IPv4 lookup answers for k's (its
+	 * key is the key of the last IPv4 packet looked up), or NO_SAME. */
+	uint16_t same[SL_BURST_MAX], last4 = NO_SAME;
+	uint64_t l_head = 0; /* k4[last4], in registers */
+	uint32_t l_lo = 0, l_hi = 0;
 	int off = shm->dynfield_offset;
 
 	if (ft->lookup == SL_LOOKUP_OFF)
@@ -495,11 +502,33 @@ sl_flow_ingress(struct sl_shm *shm, struct rte_mbuf **pkts, uint16_t n)
 		}
 		/* The table is keyed by sluiced's own hash, never the
 		 * port's, so the control thread finds any key in O(1). */
+		same[nk] = NO_SAME;
 		if (likely(tup[nk].family == 4)) {
-			sig[nk] = sl_flow_key4_make_hash(&tup[nk], &k4[nk]);
-			kp4[n4] = &k4[nk];
-			sig4[n4] = sig[nk];
-			i4[n4++] = nk;
+			uint32_t lo, hi;
+			uint64_t head = sl_flow_key4_parts(&tup[nk], &lo, &hi);
+
+			k4[nk].head = head;
+			k4[nk].addr_lo = lo;
+			k4[nk].addr_hi = hi;
+			if (last4 != NO_SAME && head == l_head && lo == l_lo &&
+			    hi == l_hi) {
+				/* The flow of the IPv4 packet before (either
+				 * direction): a burst is often a train of one
+				 * flow. Its lookup answers for this one, as
+				 * the table does not change until all are
+				 * looked up: no hash, no second lookup. */
+				sig[nk] = sig[last4];
+				same[nk] = last4;
+			} else {
+				sig[nk] = sl_flow_key_hash_v4(head, lo, hi);
+				kp4[n4] = &k4[nk];
+				sig4[n4] = sig[nk];
+				i4[n4++] = nk;
+				last4 = nk;
+				l_head = head;
+				l_lo = lo;
+				l_hi = hi;
+			}
 		} else {
 			sl_flow_key_make(&tup[nk], &keys[nk]);
 			sig[nk] = sl_flow_key_hash(&keys[nk]);
@@ -517,6 +546,10 @@ sl_flow_ingress(struct sl_shm *shm, struct rte_mbuf **pkts, uint16_t n)
 	ft->st.lookups += nk;
 	table_lookup_bulk(ft, 0, kp4, sig4, i4, n4, pos);
 	table_lookup_bulk(ft, 1, kp6, sig6, i6, n6, pos);
+	if (n4 + n6 < nk)
+		for (uint16_t k = 0; k < nk; k++)
+			if (same[k] != NO_SAME)
+				pos[k] = pos[same[k]];
 
 	for (uint16_t k = 0; k < nk; k++)
 		if (pos[k] >= 0)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import deployment, port, prog, service, wait_until
 from packets import flow_of, mixed, read, write
-from scapy.all import IP, UDP, Ether
+from scapy.all import ARP, IP, TCP, UDP, Ether, IPv6, Raw
 
 from sluice.client import Client, RpcError
 from sluice.traces import fixed_size, write_pcap
@@ -98,6 +98,68 @@ def test_rules_pick_graphs_and_flows_are_counted(launch, node, tmp_path, lookup)
     assert fl["created"] == len(conns) == fl["live"]
     assert fl["lookups"] == N and fl["hits"] == N - len(conns)
     assert fl["table_full"] == 0 and fl["aged"] == 0
+
+
+def _trains() -> list[bytes]:
+    """Trains of one flow's packets back to back (both directions), with
+    neighbours that differ from a flow by one field only (an address, a
+    port, the protocol), and IPv6 and non-IP frames inside a train: what
+    ingress looks up once per train must still count, and route, each
+    packet as its own flow's."""
+    flows = {
+        "f1": (TCP, "10.1.0.1", "10.2.0.1", 1000, 80),
+        "lo": (TCP, "10.1.0.2", "10.2.0.1", 1000, 80),  # another address
+        "hi": (TCP, "10.1.0.1", "10.2.0.2", 1000, 80),
+        "sp": (TCP, "10.1.0.1", "10.2.0.1", 1001, 80),  # another port
+        "dp": (TCP, "10.1.0.1", "10.2.0.1", 1000, 81),
+        "udp": (UDP, "10.1.0.1", "10.2.0.1", 1000, 80),  # another protocol
+    }
+    pattern = (["f1"] * 5 + ["lo"] * 3 + ["f1"] * 2 + ["hi"] * 4 + ["v6"] + ["hi"] * 2 +
+               ["arp"] + ["hi"] + ["sp"] * 3 + ["dp"] * 2 + ["udp"] * 3 + ["f1"] +
+               ["v6"] * 2)
+    eth = Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
+    out = []
+    for rep in range(24):
+        for j, name in enumerate(pattern):
+            i = len(out)
+            size = 60 + (i * 37) % 1400
+            if name == "arp":
+                pkt = eth / ARP(psrc="10.1.0.1", pdst="10.2.0.1")
+            elif name == "v6":
+                pkt = eth / IPv6(src="2001:db8::1", dst="2001:db8::2") / UDP(sport=5, dport=6)
+            else:
+                proto, a, b, sp, dp = flows[name]
+                if (rep + j) % 3 == 2:  # the reply direction
+                    a, b, sp, dp = b, a, dp, sp
+                pkt = eth / IP(src=a, dst=b, id=i & 0xFFFF) / proto(sport=sp, dport=dp)
+            out.append(bytes(pkt / Raw(bytes([i & 0xFF]) * max(0, size - len(pkt)))))
+    return out
+
+
+@pytest.mark.parametrize("lookup", ["cached", "naive"])
+def test_trains_of_one_flow_count_every_packet_as_its_own(launch, node, tmp_path, lookup):
+    frames = _trains()
+    src = write(tmp_path / "in.pcap", frames)
+    dst = tmp_path / "out.pcap"
+    dep = deployment(node, ports=_ports(src, dst), nfs=[_fwd("a", "a")],
+                     chain=["a", "port:out"])
+    dep["node"]["sluiced_args"] = ["--flow-lookup", lookup]
+    run = launch(dep)
+    st = _done(run, len(frames), ["out"])
+    every = run.client.call("flow.list", **{"limit": 100})["flows"]
+    run.stop()
+    assert read(dst) == frames
+    assert st["drops_total"] == 0
+    ip = [f for f in frames if flow_of(f) != ("non-ip",)]
+    by_key: dict = {}
+    for f in ip:
+        by_key.setdefault(flow_of(f), []).append(f)
+    assert len(by_key) == 7
+    fl = st["flows"]
+    assert (fl["created"], fl["live"], fl["lookups"], fl["hits"], fl["non_ip"]) == (
+        7, 7, len(ip), len(ip) - 7, len(frames) - len(ip))
+    assert {_conn(f["key"]): (f["pkts"], f["bytes"]) for f in every} == {
+        k[1:]: (len(v), sum(map(len, v))) for k, v in by_key.items()}
 
 
 def test_edges_count_the_graph_drop_sink(launch, node, tmp_path):
