@@ -463,6 +463,17 @@ static int retire_deleted(struct sl_shm *shm, uint32_t p);
 
 #define NO_SAME UINT16_MAX
 
+/* Adds a run of packets to an entry's counters, seen now. */
+static inline void
+entry_count(struct sl_flow_entry *e, uint64_t pkts, uint64_t bytes)
+{
+	if (e == NULL || pkts == 0)
+		return;
+	e->pkts += pkts;
+	e->bytes += bytes;
+	e->last_ms = rx.now_ms;
+}
+
 void
 sl_flow_ingress(struct sl_shm *shm, struct rte_mbuf **pkts, uint16_t n)
 {
@@ -647,7 +658,13 @@ sl_flow_ingress(struct sl_shm *shm, struct rte_mbuf **pkts, uint16_t n)
 		}
 	}
 
-	/* Counters, last-seen, and the graph version for each packet. */
+	/* Counters, last-seen, and the graph version for each packet; for a
+	 * run of packets of one entry, once (written once: every hop reads
+	 * that line, possibly on another core). */
+	struct sl_flow_entry *run = NULL;
+	uint64_t run_pkts = 0, run_bytes = 0;
+	uint16_t run_gv = SL_GRAPH_NONE;
+
 	for (uint16_t k = 0; k < nk; k++) {
 		struct rte_mbuf *m = pkts[idx[k]];
 		struct sl_pkt_meta *meta = sl_meta(m, off);
@@ -657,11 +674,20 @@ sl_flow_ingress(struct sl_shm *shm, struct rte_mbuf **pkts, uint16_t n)
 		if (meta->flow == SL_FLOW_NONE)
 			continue;
 		e = sl_flow_entry(shm, meta->flow);
-		if (pos[k] >= 0) { /* a hit (or created earlier in this burst) */
-			e->pkts++;
-			e->bytes += rte_pktmbuf_pkt_len(m);
-			e->last_ms = rx.now_ms;
+		if (e == run) {
+			if (pos[k] >= 0) {
+				run_pkts++;
+				run_bytes += rte_pktmbuf_pkt_len(m);
+			}
+			meta->flow_gen = e->gen;
+			meta->graph = run_gv;
+			meta->flags |= SL_META_GRAPH;
+			continue;
 		}
+		entry_count(run, run_pkts, run_bytes);
+		run = e;
+		run_pkts = pos[k] >= 0; /* a hit (or created earlier in this burst) */
+		run_bytes = run_pkts ? rte_pktmbuf_pkt_len(m) : 0;
 		meta->flow_gen = e->gen;
 		gv = sl_graph_current(shm, e->graph);
 		if (e->graph != 0 &&
@@ -693,9 +719,11 @@ sl_flow_ingress(struct sl_shm *shm, struct rte_mbuf **pkts, uint16_t n)
 			e->graph_inc = inc;
 			g_side[meta->flow].rule = r;
 		}
+		run_gv = gv;
 		meta->graph = gv;
 		meta->flags |= SL_META_GRAPH;
 	}
+	entry_count(run, run_pkts, run_bytes);
 }
 
 /* Retires a position: deleted from the hash now, recycled after a grace
