@@ -686,7 +686,8 @@ sl_flow_ingress(struct sl_shm *shm, struct rte_mbuf **pkts, uint16_t n)
 		}
 		entry_count(run, run_pkts, run_bytes);
 		run = e;
-		run_pkts = pos[k] >= 0; /* a hit (or created earlier in this burst) */
+		/* A hit (or created by an earlier packet of this burst). */
+		run_pkts = pos[k] >= 0;
 		run_bytes = run_pkts ? rte_pktmbuf_pkt_len(m) : 0;
 		meta->flow_gen = e->gen;
 		gv = sl_graph_current(shm, e->graph);
