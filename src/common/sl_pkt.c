@@ -267,6 +267,45 @@ sl_5tuple_from_info(const uint8_t *p, const struct sl_pkt_info *info,
 	return 0;
 }
 
+/*
+ * The common frame in one pass: untagged IPv4 without options, not a
+ * fragment, carrying a whole TCP or UDP header. For such a frame it gives
+ * exactly what sl_parse_inline() and sl_5tuple_from_info() give (test_pkt's
+ * fuzz compares every frame's tuple with one built from sl_parse()); for
+ * any other it returns 1 and the caller takes that path. Every packet of a
+ * flow-table ingress is parsed: the general parser was 13 % of sluiced's
+ * I/O thread at one flow, and this path makes that thread about 6 % faster
+ * there (docs/performance.md, session 18).
+ */
+static __rte_always_inline int
+sl_5tuple_fast(const uint8_t *p, uint32_t len, struct sl_5tuple *t)
+{
+	const uint8_t *ip = p + SL_ETH_HLEN;
+	uint32_t tot, dgram;
+	uint8_t proto;
+
+	if (unlikely(len < SL_ETH_HLEN + SL_IPV4_HLEN + 8) ||
+	    sl_rd16(p + 12) != SL_ETHER_TYPE_IPV4 ||
+	    ip[0] != (4 << 4 | SL_IPV4_HLEN / 4))
+		return 1;
+	tot = sl_rd16(ip + 2);
+	dgram = RTE_MIN(tot, len - SL_ETH_HLEN);
+	proto = ip[9];
+	if (unlikely(tot < SL_IPV4_HLEN ||
+		     (sl_rd16(ip + 6) & (SL_IPV4_MF | SL_IPV4_OFF_MASK)) ||
+		     dgram < SL_IPV4_HLEN + (uint32_t)sl_l4_min[proto] ||
+		     (proto != IPPROTO_TCP && proto != IPPROTO_UDP)))
+		return 1;
+	memset(t, 0, sizeof(*t));
+	t->family = 4;
+	t->proto = proto;
+	memcpy(&t->src.v4, ip + 12, 4);
+	memcpy(&t->dst.v4, ip + 16, 4);
+	memcpy(&t->sport, ip + SL_IPV4_HLEN, 2);
+	memcpy(&t->dport, ip + SL_IPV4_HLEN + 2, 2);
+	return 0;
+}
+
 int
 sl_parse(const void *data, uint32_t len, struct sl_pkt_info *info)
 {
@@ -282,6 +321,8 @@ sl_5tuple_get(const void *data, uint32_t len, struct sl_5tuple *t)
 	struct sl_pkt_info info;
 	int rc;
 
+	if (likely(sl_5tuple_fast(data, len, t) == 0))
+		return 0;
 	rc = sl_parse_inline(data, len, &info);
 	if (unlikely(rc != 0))
 		return rc;
@@ -516,6 +557,9 @@ pkt_tuple(const struct rte_mbuf *m, struct sl_5tuple *t, int flow)
 	struct sl_pkt_info info;
 	int rc;
 
+	/* (Not a fragment: nothing to zero for the flow director.) */
+	if (likely(sl_5tuple_fast(p, rte_pktmbuf_data_len(m), t) == 0))
+		return 0;
 	rc = sl_parse_inline(p, rte_pktmbuf_data_len(m), &info);
 	if (unlikely(rc != 0))
 		return rc;
