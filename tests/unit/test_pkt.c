@@ -1581,11 +1581,11 @@ check_info_sane(const struct sl_pkt_info *info, uint32_t len)
 		assert_true(info->l4_len >= 8);
 }
 
-/* A frame's 5-tuple as sl_parse()'s offsets give it: what every path
- * of sl_5tuple_get() must return (sluiced's one-pass path for the common
- * IPv4 frame included). */
 static unsigned g_fuzz_common; /* frames of sl_5tuple_get()'s one pass */
 
+/* A frame's 5-tuple as sl_parse()'s offsets give it: what every path
+ * of sl_5tuple_get() must return (the one pass for the common IPv4 frame
+ * included). */
 static void
 tuple_of_info(const uint8_t *p, const struct sl_pkt_info *info,
 	      struct sl_5tuple *t)
