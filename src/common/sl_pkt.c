@@ -315,18 +315,30 @@ sl_parse(const void *data, uint32_t len, struct sl_pkt_info *info)
 /*
  * On error t is left unspecified (it may be partly written or untouched).
  */
-int
-sl_5tuple_get(const void *data, uint32_t len, struct sl_5tuple *t)
+/* The 5-tuple of a frame; flow: as the flow director keys it, a
+ * fragment's ports 0 (every piece of a datagram: one flow). */
+static __rte_always_inline int
+tuple_of(const uint8_t *p, uint32_t len, struct sl_5tuple *t, int flow)
 {
 	struct sl_pkt_info info;
 	int rc;
 
-	if (likely(sl_5tuple_fast(data, len, t) == 0))
+	/* (Not a fragment: nothing to zero for the flow director.) */
+	if (likely(sl_5tuple_fast(p, len, t) == 0))
 		return 0;
-	rc = sl_parse_inline(data, len, &info);
+	rc = sl_parse_inline(p, len, &info);
 	if (unlikely(rc != 0))
 		return rc;
-	return sl_5tuple_from_info(data, &info, t);
+	rc = sl_5tuple_from_info(p, &info, t);
+	if (flow && rc == 0 && unlikely(info.fragment))
+		t->sport = t->dport = 0;
+	return rc;
+}
+
+int
+sl_5tuple_get(const void *data, uint32_t len, struct sl_5tuple *t)
+{
+	return tuple_of(data, len, t, 0);
 }
 
 /*
@@ -548,37 +560,18 @@ sl_pkt_parse(const struct rte_mbuf *m, struct sl_pkt_info *info)
 			       rte_pktmbuf_data_len(m), info);
 }
 
-/* The 5-tuple of an mbuf's first segment; flow: as the flow director
- * keys it, a fragment's ports 0 (every piece of a datagram: one flow). */
-static inline int
-pkt_tuple(const struct rte_mbuf *m, struct sl_5tuple *t, int flow)
-{
-	const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
-	struct sl_pkt_info info;
-	int rc;
-
-	/* (Not a fragment: nothing to zero for the flow director.) */
-	if (likely(sl_5tuple_fast(p, rte_pktmbuf_data_len(m), t) == 0))
-		return 0;
-	rc = sl_parse_inline(p, rte_pktmbuf_data_len(m), &info);
-	if (unlikely(rc != 0))
-		return rc;
-	rc = sl_5tuple_from_info(p, &info, t);
-	if (flow && rc == 0 && unlikely(info.fragment))
-		t->sport = t->dport = 0;
-	return rc;
-}
-
 int
 sl_pkt_5tuple(const struct rte_mbuf *m, struct sl_5tuple *t)
 {
-	return pkt_tuple(m, t, 0);
+	return tuple_of(rte_pktmbuf_mtod(m, const uint8_t *),
+			rte_pktmbuf_data_len(m), t, 0);
 }
 
 int
 sl_pkt_flow_tuple(const struct rte_mbuf *m, struct sl_5tuple *t)
 {
-	return pkt_tuple(m, t, 1);
+	return tuple_of(rte_pktmbuf_mtod(m, const uint8_t *),
+			rte_pktmbuf_data_len(m), t, 1);
 }
 
 /*
