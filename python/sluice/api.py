@@ -166,6 +166,7 @@ class Status(_Model):
     max_services: int
     ring_size: int
     burst: int
+    rx_burst: int
     n_nfs: int
     n_services: int
     n_ports: int

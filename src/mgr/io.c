@@ -36,6 +36,7 @@ struct io_ctx {
 	int do_tx;
 	struct sl_shm *shm;
 	uint64_t tx_retry_cycles;
+	uint16_t rx_burst; /* --rx-burst: packets per port read */
 	int rss_flow_hash; /* the ports' RSS hash is the flow hash (ports.c) */
 	struct sl_dispatch ingress[SL_MAX_PORTS];
 	struct sl_dispatch *from_nf; /* [max_nfs]: NF tx rings */
@@ -154,7 +155,7 @@ do_rx(struct io_ctx *c, uint64_t now)
 		}
 		if (!enabled)
 			continue;
-		n = rte_eth_rx_burst(p, 0, pkts, (uint16_t)shm->burst);
+		n = rte_eth_rx_burst(p, 0, pkts, c->rx_burst);
 		if (n == 0)
 			continue;
 		work += n;
@@ -300,6 +301,7 @@ io_ctx_init(struct io_ctx *c, unsigned int idx)
 	c->do_rx = idx == 0;
 	c->do_tx = idx == shm->n_io - 1;
 	c->tx_retry_cycles = shm->tsc_hz / 1000000 * g_mgr.o.tx_retry_us;
+	c->rx_burst = (uint16_t)g_mgr.o.rx_burst;
 	c->rss_flow_hash = g_mgr.rss_flow_hash;
 	out = c->do_tx ? io_port_out : io_port_out_split;
 	for (uint16_t p = 0; p < SL_MAX_PORTS; p++) {

@@ -1418,7 +1418,7 @@ rpc_status(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 	}
 	return json_pack(
 		"{s:s, s:s, s:i, s:s, s:s, s:f, s:b, s:i, s:i, s:i, s:i, s:i, "
-		"s:i, s:i, s:i, s:i, s:o, s:{s:i, s:i, s:I, s:I, s:o}, s:I, s:I, "
+		"s:i, s:i, s:i, s:i, s:i, s:o, s:{s:i, s:i, s:I, s:I, s:o}, s:I, s:I, "
 		"s:{s:i, s:i, s:I, s:I, s:I}, s:o}",
 		"node", shm->node, "version", SL_VERSION, "pid", (int)getpid(),
 		"mode", m->o.mode == SL_MODE_POLL ? "poll" : "shared",
@@ -1426,7 +1426,8 @@ rpc_status(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 		(double)(rte_rdtsc() - m->start_tsc) / (double)shm->tsc_hz,
 		"rx_enabled", shm->rx_enabled, "max_nfs", shm->max_nfs,
 		"max_services", shm->max_services, "ring_size",
-		(int)shm->ring_size, "burst", (int)shm->burst, "max_hops",
+		(int)shm->ring_size, "burst", (int)shm->burst, "rx_burst",
+		(int)m->o.rx_burst, "max_hops",
 		(int)shm->max_hops, "n_nfs", n_nfs,
 		"n_services", n_svc, "n_ports", shm->n_ports, "io_threads",
 		(int)shm->n_io, "methods", names, "mbufs", "size",

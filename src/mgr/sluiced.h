@@ -39,6 +39,7 @@ struct sl_mgr_opts {
 	uint32_t mbufs;
 	uint32_t mbuf_cache;
 	uint32_t burst;
+	uint32_t rx_burst; /* packets per port read (--rx-burst) */
 	uint32_t handoff;
 	uint32_t backpressure_us;
 	uint32_t idle_sleep_us;

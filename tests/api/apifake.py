@@ -109,7 +109,7 @@ class FakeSluiced(_mod.FakeSluiced):  # type: ignore[misc,name-defined]
 STATUS = {
     "node": "t", "version": "0.1.0", "pid": 4242, "mode": "shared", "handoff": "direct",
     "uptime_s": 12.5, "rx_enabled": True, "max_nfs": 64, "max_services": 32,
-    "ring_size": 4096, "burst": 32, "n_nfs": 2, "n_services": 2, "n_ports": 2,
+    "ring_size": 4096, "burst": 32, "rx_burst": 64, "n_nfs": 2, "n_services": 2, "n_ports": 2,
     "io_threads": 1, "methods": ["status", "nf.list", "stats"],
     "mbufs": {"size": 8191, "in_use": 100, "leaked": 0, "in_doubt": 0,
               "pools": [{"name": "sl_t_pkts", "socket": 0, "size": 8191, "in_use": 100}]},

@@ -89,17 +89,23 @@ def test_an_nf_started_later_leaves_the_output_capture_whole(launch, node, tmp_p
     assert read(dst) == frames
 
 
-@pytest.mark.parametrize("length,lookup", [(0, "cached"), (1, "cached"), (3, "cached"),
-                                           (6, "cached"), (0, "off"), (1, "off"), (3, "off")])
-def test_chain_is_byte_exact_and_in_order(launch, node, tmp_path, length, lookup):
+@pytest.mark.parametrize("length,lookup,rx_burst", [
+    (0, "cached", None), (1, "cached", None), (3, "cached", None), (6, "cached", None),
+    (0, "off", None), (1, "off", None), (3, "off", None),
+    (1, "cached", 1), (3, "off", 7), (0, "off", 5)])
+def test_chain_is_byte_exact_and_in_order(launch, node, tmp_path, length, lookup, rx_burst):
     """Shared mode on 2 CPUs; 6 NFs + sluiced's threads must not starve.
     With the flow table off, sluiced's ingress resolves a burst once and
     writes each packet's metadata once (sl_dispatch_alike), or hands it
     to the port whole (no NF, chain port:out): the same bytes, order and
-    counters."""
-    frames, out, st = _run_chain(launch, node, tmp_path, length,
-                                 sluiced_args=["--flow-lookup", lookup])
+    counters. Ports are read 64 packets at a time (--rx-burst), twice
+    --burst, and also one, five or seven at a time."""
+    info: dict = {}
+    extra = [] if rx_burst is None else ["--rx-burst", str(rx_burst)]
+    frames, out, st = _run_chain(launch, node, tmp_path, length, info=info,
+                                 sluiced_args=["--flow-lookup", lookup, *extra])
     assert st["flows"]["lookup"] == lookup
+    assert (info["status"]["burst"], info["status"]["rx_burst"]) == (32, rx_burst or 64)
     assert len(out) == N
     assert out == frames  # one path, FIFO rings: even the global order holds
     assert port(st, "in")["rx_pkts"] == N
@@ -194,6 +200,57 @@ def test_ingress_backpressure_stalls_the_port_instead_of_dropping(launch, node, 
         s = service(st, f"f{i}")
         assert (s["rx_pkts"], s["tx_pkts"]) == (n, n)
         assert all(v == 0 for v in s["drops"].values()), s["drops"]
+
+
+@pytest.mark.parametrize("lookup,rx_burst", [("off", None), ("off", 5), ("cached", 7)])
+def test_a_port_read_takes_rx_burst_packets(launch, node, tmp_path, lookup, rx_burst):
+    """sluiced reads a port --rx-burst packets at a time (64 by default).
+    The first NF is stopped (SIGSTOP) with its ring (64 slots: 63
+    packets) empty and the port paused; once the port is read again, the
+    I/O thread reads whole bursts until one does not fit, keeps the rest
+    waiting and stops reading: B * ceil(64 / B) packets read, 63 of them
+    in the ring, nothing dropped. Then every one of them comes out, in
+    order."""
+    b = rx_burst or 64
+    frames = mixed(N, flows=120, seed=5)
+    src, dst = write(tmp_path / "in.pcap", frames), tmp_path / "out.pcap"
+    extra = [] if rx_burst is None else ["--rx-burst", str(rx_burst)]
+    run = launch(deployment(
+        node,
+        ports=[{"name": "in", "device": f"net_pcap0,rx_pcap={src},infinite_rx=1"},
+               {"name": "out", "device": f"net_pcap1,tx_pcap={dst}"}],
+        nfs=[{"name": "f1", "program": prog("forward"), "service": "f1"}],
+        chain=["f1", "port:out"], ring_size=64,
+        sluiced_args=["--nf-hang-ms", "0", "--flow-lookup", lookup, *extra]))
+    stats = lambda: run.client.call("stats")  # noqa: E731
+    assert run.client.call("status")["rx_burst"] == b
+    wait_until(lambda: port(stats(), "out")["tx_pkts"] > N, 20, "traffic through the chain")
+    run.client.call("rx.pause")
+    wait_drained(run)
+    f1 = run.nfs[0].pid
+    os.kill(f1, signal.SIGSTOP)
+    try:
+        before = port(stats(), "in")["rx_pkts"]
+        run.client.call("rx.resume")
+        wait_until(lambda: port(stats(), "in")["rx_stalls"] > 0 and
+                   port(stats(), "in")["rx_pkts"] > before, 10,
+                   "the port to stall behind the stopped NF")
+        time.sleep(0.2)
+        st = stats()
+        assert port(st, "in")["rx_pkts"] - before == b * -(-64 // b)
+        (nf,) = st["nfs"]
+        assert nf["rx_ring"]["count"] == 63
+        assert st["drops_total"] == 0, st["drops"]
+    finally:
+        os.kill(f1, signal.SIGCONT)
+    run.client.call("rx.pause")
+    st = wait_drained(run)
+    run.stop()  # closes the pcap writer
+    assert st["drops_total"] == 0, st["drops"]
+    n = port(st, "in")["rx_pkts"]
+    out = read(dst)
+    assert len(out) == port(st, "out")["tx_pkts"] == n
+    assert out == (frames * (n // N + 1))[:n]
 
 
 def test_chain_through_the_io_thread_handoff(launch, node, tmp_path):

@@ -149,6 +149,7 @@ def test_bad_options_are_explained(node):
             "sluiced: --chain: chain 'a,,b' has an empty hop; write hops separated by single "
             "commas, e.g. firewall,monitor,port:out",
         ("--burst", "1000"): "sluiced: --burst '1000' is not a number in 1..64",
+        ("--rx-burst", "0"): "sluiced: --rx-burst '0' is not a number in 1..64",
         ("--bogus",):
             "sluiced: unknown option '--bogus' (EAL options go before '--'; see sluiced -- "
             "--help)",

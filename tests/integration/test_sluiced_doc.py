@@ -238,6 +238,7 @@ RUNTIME = {
     "--mode": ("status", "mode"),
     "--handoff": ("status", "handoff"),
     "--burst": ("status", "burst"),
+    "--rx-burst": ("status", "rx_burst"),
     "--max-nfs": ("status", "max_nfs"),
     "--max-services": ("status", "max_services"),
     "--ring-size": ("status", "ring_size"),
