@@ -146,6 +146,22 @@ def test_chain_of_one_in_poll_mode(launch, node, tmp_path):
     assert elapsed < 45, f"start, {N} packets and stop took {elapsed:.1f} s"
 
 
+def _stop_and_check_the_replay(run, dst: Path, frames: list[bytes]) -> tuple[dict, int]:
+    """Pauses the port, waits until nothing is in flight and stops the
+    node: nothing was dropped, and the output capture is the replay of
+    frames, in order, none missing. Returns the last stats and the number
+    of packets read."""
+    run.client.call("rx.pause")
+    st = wait_drained(run)
+    run.stop()  # closes the pcap writer
+    assert st["drops_total"] == 0, st["drops"]
+    n = port(st, "in")["rx_pkts"]
+    out = read(dst)
+    assert len(out) == port(st, "out")["tx_pkts"] == n
+    assert out == (frames * (n // N + 1))[:n]
+    return st, n
+
+
 @pytest.mark.parametrize("lookup", ["cached", "off"])
 def test_ingress_backpressure_stalls_the_port_instead_of_dropping(launch, node, tmp_path, lookup):
     """NF rings of 64 entries (the least sluiced takes), a capture replayed
@@ -188,14 +204,7 @@ def test_ingress_backpressure_stalls_the_port_instead_of_dropping(launch, node, 
         os.kill(f1, signal.SIGCONT)
     wait_until(lambda: port(stats(), "in")["rx_pkts"] > read_before + N, 20,
                "the port read again")
-    run.client.call("rx.pause")
-    st = wait_drained(run)
-    run.stop()  # closes the pcap writer
-    assert st["drops_total"] == 0, st["drops"]
-    n = port(st, "in")["rx_pkts"]
-    out = read(dst)
-    assert len(out) == port(st, "out")["tx_pkts"] == n
-    assert out == (frames * (n // N + 1))[:n]  # the replay, in order, none missing
+    st, n = _stop_and_check_the_replay(run, dst, frames)
     for i in range(1, 4):
         s = service(st, f"f{i}")
         assert (s["rx_pkts"], s["tx_pkts"]) == (n, n)
@@ -243,14 +252,7 @@ def test_a_port_read_takes_rx_burst_packets(launch, node, tmp_path, lookup, rx_b
         assert st["drops_total"] == 0, st["drops"]
     finally:
         os.kill(f1, signal.SIGCONT)
-    run.client.call("rx.pause")
-    st = wait_drained(run)
-    run.stop()  # closes the pcap writer
-    assert st["drops_total"] == 0, st["drops"]
-    n = port(st, "in")["rx_pkts"]
-    out = read(dst)
-    assert len(out) == port(st, "out")["tx_pkts"] == n
-    assert out == (frames * (n // N + 1))[:n]
+    _stop_and_check_the_replay(run, dst, frames)
 
 
 def test_chain_through_the_io_thread_handoff(launch, node, tmp_path):
