@@ -312,9 +312,6 @@ sl_parse(const void *data, uint32_t len, struct sl_pkt_info *info)
 	return sl_parse_inline(data, len, info);
 }
 
-/*
- * On error t is left unspecified (it may be partly written or untouched).
- */
 /* The 5-tuple of a frame; flow: as the flow director keys it, a
  * fragment's ports 0 (every piece of a datagram: one flow). */
 static __rte_always_inline int
@@ -335,6 +332,9 @@ tuple_of(const uint8_t *p, uint32_t len, struct sl_5tuple *t, int flow)
 	return rc;
 }
 
+/*
+ * On error t is left unspecified (it may be partly written or untouched).
+ */
 int
 sl_5tuple_get(const void *data, uint32_t len, struct sl_5tuple *t)
 {
