@@ -263,6 +263,43 @@ def stats_summary(values: list[float]) -> dict[str, float] | None:
 
 # -- host description ---------------------------------------------------------------
 
+def pingpong_binary(build: Path) -> Path:
+    """build/bench/micro/sluice-pingpong; raises BenchError when it is not built."""
+    prog = build / "bench" / "micro" / "sluice-pingpong"
+    if not os.access(prog, os.X_OK):
+        raise BenchError(f"not built: {prog} (run: ninja -C {build})")
+    return prog
+
+
+def cross_core_round_trip(prog: Path, cpus: list[int]) -> float:
+    """A cache line's round trip between cpus[0] and cpus[1], TSC cycles (median of 5
+    batches of sluice-pingpong). On this VM it tells whether the two vCPUs share an L3
+    (about 300 cycles) or not (about 1,300), which a two-core pipeline feels."""
+    argv = [str(prog), str(cpus[0]), str(cpus[1])]
+    try:
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+    except subprocess.TimeoutExpired:
+        raise BenchError(f"{shlex.join(argv)} did not finish in 30 s (is one of the CPUs "
+                         f"busy with another process?)") from None
+    if r.returncode != 0:
+        raise BenchError(f"{shlex.join(argv)} failed: {r.stderr.strip()}")
+    got = json.loads(r.stdout)
+    return float(got["round_trip_cycles"] if got["round_trip_cycles"] is not None
+                 else got["round_trip_ns"])
+
+
+def wait_for_near_cpus(prog: Path, cpus: list[int], far: float, wait_s: float
+                       ) -> dict[str, Any]:
+    """Probe the round trip until it is below ``far`` or ``wait_s`` seconds have gone;
+    returns {'round_trip_cycles': last probe, 'waited_s': ...}."""
+    t0 = time.monotonic()
+    rt = cross_core_round_trip(prog, cpus)
+    while rt >= far and time.monotonic() - t0 < wait_s:
+        time.sleep(min(2.0, max(0.0, wait_s - (time.monotonic() - t0))))
+        rt = cross_core_round_trip(prog, cpus)
+    return {"round_trip_cycles": rt, "waited_s": round(time.monotonic() - t0, 1)}
+
+
 def _run_text(argv: list[str]) -> str:
     try:
         return subprocess.run(argv, capture_output=True, text=True, timeout=10,

@@ -23,6 +23,17 @@ Reported: Mpps median/min/max per configuration and the ratio
 Sluice (best mode with an NF) / testpmd per flow count (target >= 75 %),
 and alone / testpmd.
 
+The host's state, around every run: the round trip of a cache line
+between the two CPUs (build/bench/micro/sluice-pingpong), before and after.
+On this VM the two vCPUs share an L3 at times (about 300 cycles) and at
+times do not (about 1,300); every pipeline over the two CPUs, Sluice's or
+a bare one, then runs at a quarter of its rate, while testpmd and sluiced
+alone, on one CPU each, do not move (docs/performance.md, session 20).
+Each run first waits up to --wait-near seconds for a round trip below
+--far-cycles and records what it got; a run with either probe at or above
+--far-cycles counts as far. The ratio over the runs with the CPUs near
+is printed as well, on the line before the last.
+
 Output: JSON on stdout and in bench/results/port.json, a plot in
 bench/results/port.png. --quick: one run, 1 s warm-up + 3 s; the last line
 is `port ratio: 1flow=..% 100kflows=..%`.
@@ -32,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import re
 import signal
@@ -40,6 +52,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +64,7 @@ from harness import (
     bench_command,
     binaries,
     cpu_list,
+    cross_core_round_trip,
     dpdk_leftovers,
     free_hugepage_mib,
     host_info,
@@ -62,12 +76,14 @@ from harness import (
     nonneg_int,
     one_benchmark_at_a_time,
     parse_cpus,
+    pingpong_binary,
     positive_int,
     remove_paths,
     save_plot,
     sigterm_as_interrupt,
     stats_summary,
     unique_name,
+    wait_for_near_cpus,
     write_json,
 )
 from sluice.client import SluiceError
@@ -84,6 +100,8 @@ SPARE_MBUFS = 32767
 MAX_MBUFS = 1 << 20
 TESTPMD = "/usr/bin/dpdk-testpmd"
 TARGET_RATIO = 0.75
+FAR_CYCLES = 700  # a round trip this long: the two vCPUs do not share an L3
+WAIT_NEAR_S = 120
 ALONE = "alone"  # reference: sluiced by itself, chain port:out, no NF
 MBUF_KIB = 2.5  # one mbuf with its 2 KiB data room, in the pool
 
@@ -270,11 +288,64 @@ def rates(snaps: list[tuple[float, dict[str, Any]]]) -> dict[str, Any]:
     }
 
 
+# -- the host's state around a run ----------------------------------------------------
+
+def with_host_state(args: argparse.Namespace, run: Callable[[], dict[str, Any]]
+                    ) -> dict[str, Any]:
+    """Wait (up to --wait-near) for the CPUs to be near, run, probe again; the run's
+    dict gets 'host': both round trips, the wait, and near (both below --far-cycles)."""
+    host: dict[str, Any] = {"far_cycles": args.far_cycles}
+    try:
+        got = wait_for_near_cpus(args.pingpong, args.cpus, args.far_cycles, args.wait_near)
+        host.update(round_trip_cycles_before=got["round_trip_cycles"],
+                    waited_s=got["waited_s"])
+    except BenchError as e:
+        host["error"] = str(e)
+    result = run()
+    try:
+        host["round_trip_cycles_after"] = cross_core_round_trip(args.pingpong, args.cpus)
+    except BenchError as e:
+        host["error"] = str(e)
+    host["near"] = ("error" not in host
+                    and host["round_trip_cycles_before"] < args.far_cycles
+                    and host["round_trip_cycles_after"] < args.far_cycles)
+    result["host"] = host
+    return result
+
+
+def host_note(run: dict[str, Any]) -> str:
+    h = run.get("host", {})
+    if "error" in h:
+        return f"(round trip not measured: {h['error']})"
+    waited = f", waited {h['waited_s']:.0f} s" if h["waited_s"] >= 1 else ""
+    return (f"(round trip {h['round_trip_cycles_before']:.0f} -> "
+            f"{h['round_trip_cycles_after']:.0f} cycles{waited}"
+            f"{'' if h['near'] else ': CPUs far'})")
+
+
 # -- report -------------------------------------------------------------------------
 
 def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    ok = [r["mpps"] for r in runs if r["error"] is None]
-    return {"mpps": stats_summary(ok), "runs_ok": len(ok), "runs": len(runs)}
+    ok = [r for r in runs if r["error"] is None]
+    near = [r["mpps"] for r in ok if r.get("host", {}).get("near")]
+    return {"mpps": stats_summary([r["mpps"] for r in ok]), "runs_ok": len(ok),
+            "runs": len(runs), "mpps_near": stats_summary(near), "runs_near": len(near)}
+
+
+def best_ratio(entry: dict[str, Any], modes: list[str], key: str
+               ) -> tuple[str | None, float | None]:
+    """(best mode with an NF, its median / testpmd's) over key ('mpps' or 'mpps_near')."""
+    tpm = entry["configs"]["testpmd"][key]
+    best = None
+    for m in modes:
+        if m == ALONE:
+            continue
+        sm = entry["configs"][f"sluice-{m}"][key]
+        if sm and (best is None or sm["median"] > best[1]):
+            best = (m, sm["median"])
+    if best is None:
+        return None, None
+    return best[0], best[1] / tpm["median"] if tpm else None
 
 
 def plot(report: dict[str, Any], path: Path, title: str) -> None:
@@ -346,6 +417,13 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--handoff", choices=("direct", "mgr"),
                     help="sluiced --handoff (default: sluiced's own default)")
     ap.add_argument("--cpus", default="0,1", help="CPUs for everything, e.g. 0,1 (0,1)")
+    ap.add_argument("--far-cycles", type=positive_int, default=FAR_CYCLES,
+                    help="a cache line's round trip between the first two --cpus at or "
+                         "above this many TSC cycles, before or after a run, marks the run "
+                         f"'CPUs far' (they do not share an L3) ({FAR_CYCLES})")
+    ap.add_argument("--wait-near", type=nonneg_int, default=WAIT_NEAR_S, metavar="S",
+                    help="before each run, wait up to S seconds for the round trip to fall "
+                         f"below --far-cycles; 0: do not wait ({WAIT_NEAR_S})")
     ap.add_argument("--build", type=Path, default=Path(__file__).resolve().parent.parent / "build",
                     metavar="DIR", help="the build folder with sluiced and the NFs (build)")
     ap.add_argument("--out", type=Path, default=RESULTS / "port.json", metavar="FILE",
@@ -366,6 +444,7 @@ def main() -> int:
     try:
         args.cpus = parse_cpus(args.cpus)
         progs = binaries(args.build)
+        args.pingpong = pingpong_binary(args.build)
         if not [m for m in modes if m != ALONE]:
             raise BenchError(f"--modes {','.join(modes)}: give at least one mode with an NF "
                              f"(shared or poll, optionally +off) besides {ALONE}: the ratio "
@@ -387,7 +466,7 @@ def main() -> int:
         print(f"port.py: {e}", file=sys.stderr)
         return 2
 
-    per_run = (1 + len(modes)) * (args.warmup + args.duration + 75)
+    per_run = (1 + len(modes)) * (args.warmup + args.duration + 75 + args.wait_near)
     log(f"{len(flows)} capture(s) x {args.runs} run(s) x (testpmd + {len(modes)} sluice "
         f"mode(s)); at most {len(flows) * args.runs * per_run / 60:.0f} min")
     report: dict[str, Any] = {
@@ -401,11 +480,16 @@ def main() -> int:
                    "frame_size": 64, "spare_mbufs": args.spare_mbufs,
                    "mbufs": "capture packets + spare_mbufs, for testpmd and sluiced alike "
                             "(per capture: flows.*.pool_mbufs)",
-                   "quick": args.quick},
+                   "quick": args.quick, "far_cycles": args.far_cycles,
+                   "wait_near_s": args.wait_near},
         "method": ("testpmd: median of port 0 Rx-pps from --stats-period 1 after the "
                    "warm-up. Sluice: median of per-second out-port tx_pkts rates from "
                    "sluiced stats after the warm-up. ratio = Sluice best mode median / "
-                   "testpmd median, per flow count; testpmd and Sluice runs alternate."),
+                   "testpmd median, per flow count; testpmd and Sluice runs alternate. "
+                   "Around each run, sluice-pingpong measures a cache line's round trip "
+                   "between the two CPUs (host.round_trip_cycles_before/after); each run "
+                   "first waits up to wait_near_s for it to be below far_cycles; "
+                   "ratio_near and mpps_near count only the runs with both probes below."),
         "target_ratio": TARGET_RATIO,
         "modes": modes,
         "flows": {},
@@ -426,19 +510,22 @@ def main() -> int:
                 runs.update({f"sluice-{m}": [] for m in modes})
                 for r in range(args.runs):
                     seq += 1
-                    tp = run_testpmd(args, pcap, seq, tmpdir / "logs")
-                    runs["testpmd"].append(tp)
+                    logs = tmpdir / "logs"
+                    runs["testpmd"].append(with_host_state(
+                        args, functools.partial(run_testpmd, args, pcap, seq, logs)))
                     for m in modes:
                         seq += 1
-                        runs[f"sluice-{m}"].append(
-                            run_sluice(args, progs, pcap, m, seq, tmpdir / "logs"))
+                        runs[f"sluice-{m}"].append(with_host_state(
+                            args, functools.partial(run_sluice, args, progs, pcap, m, seq,
+                                                    logs)))
                     for cfg, rs in runs.items():
                         x = rs[-1]
                         if x["error"]:
                             failed += 1
                             log(f"{label} {cfg} run {r + 1}: FAILED: {x['error']}")
                         else:
-                            log(f"{label} {cfg} run {r + 1}: {x['mpps']:.2f} Mpps")
+                            log(f"{label} {cfg} run {r + 1}: {x['mpps']:.2f} Mpps "
+                                f"{host_note(x)}")
                 entry: dict[str, Any] = {
                     "flows": fl, "capture_packets": n, "pool_mbufs": args.pool[pcap.name],
                     "capture": "python/sluice/traces.py fixed_size(packets, flows, 64), "
@@ -447,15 +534,9 @@ def main() -> int:
                                 for cfg, rs in runs.items()},
                 }
                 tpm = entry["configs"]["testpmd"]["mpps"]
-                best = None
-                for m in modes:
-                    if m == ALONE:
-                        continue
-                    sm = entry["configs"][f"sluice-{m}"]["mpps"]
-                    if sm and (best is None or sm["median"] > best[1]):
-                        best = (m, sm["median"])
-                entry["best_mode"] = best[0] if best else None
-                entry["ratio"] = best[1] / tpm["median"] if best and tpm else None
+                entry["best_mode"], entry["ratio"] = best_ratio(entry, modes, "mpps")
+                entry["best_mode_near"], entry["ratio_near"] = best_ratio(entry, modes,
+                                                                          "mpps_near")
                 am = entry["configs"].get(f"sluice-{ALONE}", {}).get("mpps")
                 entry["alone_ratio"] = am["median"] / tpm["median"] if am and tpm else None
                 report["flows"][label] = entry
@@ -467,6 +548,14 @@ def main() -> int:
         parts.append(f"{label}={100 * e['ratio']:.0f}%" if e["ratio"] is not None
                      else f"{label}=n/a")
     summary = "port ratio: " + " ".join(parts)
+    near_parts = []
+    for label, e in report["flows"].items():
+        cfgs = [c for cfg, c in e["configs"].items() if cfg != f"sluice-{ALONE}"]
+        counts = f"{sum(c['runs_near'] for c in cfgs)} of {sum(c['runs'] for c in cfgs)} runs"
+        near_parts.append(f"{label}={100 * e['ratio_near']:.0f}% ({counts})"
+                          if e.get("ratio_near") is not None else f"{label}=n/a ({counts})")
+    report["summary_near"] = ("port ratio, runs with the CPUs near only: "
+                              + " ".join(near_parts))
     alone = [f"{label}={100 * e['alone_ratio']:.0f}%" for label, e in report["flows"].items()
              if e.get("alone_ratio") is not None]
     if alone:
@@ -494,6 +583,7 @@ def main() -> int:
         print(f"{label}: Mpps {cfgs}; best Sluice mode {e['best_mode']}")
     if "alone_summary" in report:
         print(report["alone_summary"])
+    print(report["summary_near"])
     print(summary)
     return 1 if failed or report.get("interrupted") else 0
 

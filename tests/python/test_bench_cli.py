@@ -83,6 +83,8 @@ def test_help_defaults_match_the_docs(monkeypatch: pytest.MonkeyPatch) -> None:
     port = parser_of("port", monkeypatch)
     assert port.get_default("flows") == [1, 100000]
     assert port.get_default("modes") == ["shared", "poll", "shared+off", "poll+off", "alone"]
+    assert port.get_default("far_cycles") == 700
+    assert port.get_default("wait_near") == 120
     ovs = parser_of("ovs", monkeypatch)
     assert ovs.get_default("flows") == [1000, 100000]
     assert ovs.get_default("rules") == ["exact", "wildcard"]
@@ -253,6 +255,83 @@ def test_ovs_plot_from_fake_runs(tmp_path: Path) -> None:
     ovs.plot([{"rules": "exact", "flows": 1000, "mpps": 2.5},
               {"rules": "wildcard", "flows": 1000, "mpps": None}], png, "test")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _port_run(mpps: float, before: float, after: float) -> dict[str, object]:
+    return {"error": None, "mpps": mpps,
+            "host": {"far_cycles": 700, "round_trip_cycles_before": before, "waited_s": 0.0,
+                     "round_trip_cycles_after": after,
+                     "near": before < 700 and after < 700}}
+
+
+def test_port_ratio_near_counts_only_runs_with_both_probes_near() -> None:
+    port = importlib.import_module("port")
+    tp = port.summarize([_port_run(60.0, 300, 290), _port_run(64.0, 1300, 310),
+                         _port_run(62.0, 280, 300)])
+    assert tp["mpps"] == {"median": 62.0, "min": 60.0, "max": 64.0}
+    assert tp["runs_near"] == 2 and tp["mpps_near"]["median"] == 61.0
+    poll = port.summarize([_port_run(48.0, 300, 300), _port_run(13.0, 300, 1350),
+                           _port_run(13.5, 1290, 1300), {"error": "no packet left", "host": {}}])
+    assert poll["runs_ok"] == 3 and poll["runs"] == 4 and poll["runs_near"] == 1
+    assert poll["mpps"]["median"] == 13.5 and poll["mpps_near"]["median"] == 48.0
+    shared = port.summarize([_port_run(12.0, 1300, 1300)])
+    assert shared["mpps_near"] is None and shared["runs_near"] == 0
+    entry = {"configs": {"testpmd": tp, "sluice-poll": poll, "sluice-shared": shared,
+                         "sluice-alone": port.summarize([_port_run(70.0, 300, 300)])}}
+    modes = ["shared", "poll", "alone"]
+    assert port.best_ratio(entry, modes, "mpps") == ("poll", 13.5 / 62.0)
+    assert port.best_ratio(entry, modes, "mpps_near") == ("poll", 48.0 / 61.0)
+    assert port.host_note(poll_run := _port_run(13.0, 300, 1350)) == \
+        "(round trip 300 -> 1350 cycles: CPUs far)"
+    poll_run["host"]["waited_s"] = 14.2
+    poll_run["host"]["round_trip_cycles_after"] = 290
+    poll_run["host"]["near"] = True
+    assert port.host_note(poll_run) == "(round trip 300 -> 290 cycles, waited 14 s)"
+
+
+PINGPONG = Path(os.environ.get("SLUICE_BUILD_DIR", REPO / "build")) / "bench" / "micro" / \
+    "sluice-pingpong"
+
+
+def test_pingpong_measures_a_round_trip_between_two_cpus() -> None:
+    cpus = sorted(os.sched_getaffinity(0))[:2]
+    r = subprocess.run([str(PINGPONG), str(cpus[0]), str(cpus[1]), "2000"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    assert got["cpus"] == cpus and got["round_trips"] == 10000
+    # a round trip is two cache-line transfers: tens of ns at least, and this
+    # VM's slowest state is about 500 ns
+    assert 10 < got["round_trip_ns"] < 100000
+    assert got["round_trip_cycles"] > 10
+    assert harness.cross_core_round_trip(PINGPONG, cpus) > 10
+    got = harness.wait_for_near_cpus(PINGPONG, cpus, 1e9, 0)
+    assert got["waited_s"] == 0.0 and got["round_trip_cycles"] > 10
+
+
+@pytest.mark.parametrize("args,message", [
+    (["0", "0"], "sluice-pingpong: CPU_A and CPU_B are both 0: give two different CPUs\n"),
+    (["0", "x"], "sluice-pingpong: CPU_B 'x' is not a number in 0..1023\n"),
+    (["0", "1", "0"], "sluice-pingpong: ROUND_TRIPS '0' is not a number in 1..100000000\n"),
+    (["0", "1023"], "sluice-pingpong: cannot run on CPU 1023 (give CPUs this process may "
+                    "use: taskset -p $$)\n"),
+    (["0"], "usage: sluice-pingpong CPU_A CPU_B [ROUND_TRIPS per batch, 20000]\n"),
+])
+def test_pingpong_errors(args: list[str], message: str) -> None:
+    r = subprocess.run([str(PINGPONG), *args], capture_output=True, text=True, timeout=60)
+    assert r.stderr == message
+    assert r.returncode == (1 if "cannot run" in message else 2)
+
+
+def test_round_trip_errors_name_the_command_and_what_to_do(tmp_path: Path) -> None:
+    with pytest.raises(harness.BenchError) as e:
+        harness.cross_core_round_trip(PINGPONG, [0, 0])
+    assert str(e.value) == (f"{PINGPONG} 0 0 failed: sluice-pingpong: CPU_A and CPU_B are "
+                            f"both 0: give two different CPUs")
+    with pytest.raises(harness.BenchError) as e:
+        harness.pingpong_binary(tmp_path)
+    assert str(e.value) == (f"not built: {tmp_path}/bench/micro/sluice-pingpong "
+                            f"(run: ninja -C {tmp_path})")
 
 
 def test_write_json_is_whole(tmp_path: Path) -> None:
