@@ -272,9 +272,10 @@ def pingpong_binary(build: Path) -> Path:
 
 
 def cross_core_round_trip(prog: Path, cpus: list[int]) -> float:
-    """A cache line's round trip between cpus[0] and cpus[1], TSC cycles (median of 5
-    batches of sluice-pingpong). On this VM it tells whether the two vCPUs share an L3
-    (about 300 cycles) or not (about 1,300), which a two-core pipeline feels."""
+    """A cache line's round trip between cpus[0] and cpus[1], TSC cycles (ns where the
+    CPU has no TSC; median of 5 batches of sluice-pingpong). On this VM it tells whether
+    the two vCPUs share an L3 (about 300 cycles) or not (about 1,300), which a two-core
+    pipeline feels."""
     argv = [str(prog), str(cpus[0]), str(cpus[1])]
     try:
         r = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
@@ -283,9 +284,13 @@ def cross_core_round_trip(prog: Path, cpus: list[int]) -> float:
                          f"busy with another process?)") from None
     if r.returncode != 0:
         raise BenchError(f"{shlex.join(argv)} failed: {r.stderr.strip()}")
-    got = json.loads(r.stdout)
-    return float(got["round_trip_cycles"] if got["round_trip_cycles"] is not None
-                 else got["round_trip_ns"])
+    try:
+        got = json.loads(r.stdout)
+        return float(got["round_trip_cycles"] if got["round_trip_cycles"] is not None
+                     else got["round_trip_ns"])
+    except (ValueError, KeyError, TypeError):
+        raise BenchError(f"{shlex.join(argv)} printed {r.stdout.strip()!r}, not its JSON "
+                         f"result (rebuild it: ninja -C build)") from None
 
 
 def wait_for_near_cpus(prog: Path, cpus: list[int], far: float, wait_s: float
