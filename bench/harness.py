@@ -296,9 +296,10 @@ def cross_core_round_trip(prog: Path, cpus: list[int]) -> float:
 def wait_for_near_cpus(prog: Path, cpus: list[int], far: float, wait_s: float
                        ) -> dict[str, Any]:
     """Probe the round trip until it is below ``far`` or ``wait_s`` seconds have gone;
-    returns {'round_trip_cycles': last probe, 'waited_s': ...}."""
-    t0 = time.monotonic()
+    returns {'round_trip_cycles': last probe, 'waited_s': time after the first probe,
+    0 when that one was near}."""
     rt = cross_core_round_trip(prog, cpus)
+    t0 = time.monotonic()
     while rt >= far and time.monotonic() - t0 < wait_s:
         time.sleep(min(2.0, max(0.0, wait_s - (time.monotonic() - t0))))
         rt = cross_core_round_trip(prog, cpus)

@@ -305,8 +305,12 @@ def test_pingpong_measures_a_round_trip_between_two_cpus() -> None:
     assert 10 < got["round_trip_ns"] < 100000
     assert got["round_trip_cycles"] > 10
     assert harness.cross_core_round_trip(PINGPONG, cpus) > 10
-    got = harness.wait_for_near_cpus(PINGPONG, cpus, 1e9, 0)
+    # near at once: no wait at all
+    got = harness.wait_for_near_cpus(PINGPONG, cpus, 1e9, 60)
     assert got["waited_s"] == 0.0 and got["round_trip_cycles"] > 10
+    # never near (every round trip is >= 1 cycle): probes again until the wait is over
+    got = harness.wait_for_near_cpus(PINGPONG, cpus, 1, 1)
+    assert 1.0 <= got["waited_s"] < 10 and got["round_trip_cycles"] > 10
 
 
 @pytest.mark.parametrize("args,message", [
