@@ -105,8 +105,7 @@ main(int argc, char **argv)
 	double cyc[BATCHES], ns[BATCHES];
 	long a, b, rounds = 20000;
 	pthread_t t;
-	int cpu_b;
-	int ready;
+	int cpu_b, ready, rc;
 
 	if (argc < 3 || argc > 4) {
 		fprintf(stderr, "usage: sluice-pingpong CPU_A CPU_B "
@@ -125,14 +124,17 @@ main(int argc, char **argv)
 	}
 	g_rounds = (uint64_t)rounds;
 	cpu_b = (int)b;
-	if (pin((int)a) != 0) {
+	rc = pin((int)a); /* pthread calls return the error, errno is not set */
+	if (rc != 0) {
 		fprintf(stderr, "sluice-pingpong: cannot run on CPU %ld: %s "
 				"(give CPUs this process may use: taskset -p $$)\n",
-			a, strerror(errno));
+			a, strerror(rc));
 		return 1;
 	}
-	if (pthread_create(&t, NULL, ponger, &cpu_b) != 0) {
-		fprintf(stderr, "sluice-pingpong: pthread_create failed\n");
+	rc = pthread_create(&t, NULL, ponger, &cpu_b);
+	if (rc != 0) {
+		fprintf(stderr, "sluice-pingpong: cannot start a thread: %s\n",
+			strerror(rc));
 		return 1;
 	}
 	while ((ready = atomic_load(&g_ready)) == 0)

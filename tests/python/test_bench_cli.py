@@ -319,6 +319,8 @@ def test_pingpong_measures_a_round_trip_between_two_cpus() -> None:
     (["0", "1", "0"], "sluice-pingpong: ROUND_TRIPS '0' is not a number in 1..100000000\n"),
     (["0", "1023"], "sluice-pingpong: cannot run on CPU 1023 (give CPUs this process may "
                     "use: taskset -p $$)\n"),
+    (["1023", "0"], "sluice-pingpong: cannot run on CPU 1023: Invalid argument (give CPUs "
+                    "this process may use: taskset -p $$)\n"),
     (["0"], "usage: sluice-pingpong CPU_A CPU_B [ROUND_TRIPS per batch, 20000]\n"),
 ])
 def test_pingpong_errors(args: list[str], message: str) -> None:
