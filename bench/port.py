@@ -508,9 +508,9 @@ def main() -> int:
                     f"{args.pool[pcap.name]} packet buffers")
                 runs: dict[str, list[dict[str, Any]]] = {"testpmd": []}
                 runs.update({f"sluice-{m}": [] for m in modes})
+                logs = tmpdir / "logs"
                 for r in range(args.runs):
                     seq += 1
-                    logs = tmpdir / "logs"
                     runs["testpmd"].append(with_host_state(
                         args, functools.partial(run_testpmd, args, pcap, seq, logs)))
                     for m in modes:
@@ -543,17 +543,15 @@ def main() -> int:
         except KeyboardInterrupt:
             log("interrupted: writing what was measured")
             report["interrupted"] = True
-    parts = []
+    parts, near_parts = [], []
     for label, e in report["flows"].items():
         parts.append(f"{label}={100 * e['ratio']:.0f}%" if e["ratio"] is not None
                      else f"{label}=n/a")
-    summary = "port ratio: " + " ".join(parts)
-    near_parts = []
-    for label, e in report["flows"].items():
         cfgs = [c for cfg, c in e["configs"].items() if cfg != f"sluice-{ALONE}"]
         counts = f"{sum(c['runs_near'] for c in cfgs)} of {sum(c['runs'] for c in cfgs)} runs"
         near_parts.append(f"{label}={100 * e['ratio_near']:.0f}% ({counts})"
                           if e.get("ratio_near") is not None else f"{label}=n/a ({counts})")
+    summary = "port ratio: " + " ".join(parts)
     report["summary_near"] = ("port ratio, runs with the CPUs near only: "
                               + " ".join(near_parts))
     alone = [f"{label}={100 * e['alone_ratio']:.0f}%" for label, e in report["flows"].items()

@@ -257,9 +257,10 @@ def test_ovs_plot_from_fake_runs(tmp_path: Path) -> None:
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def _port_run(mpps: float, before: float, after: float) -> dict[str, object]:
+def _port_run(mpps: float, before: float, after: float, waited: float = 0.0
+              ) -> dict[str, object]:
     return {"error": None, "mpps": mpps,
-            "host": {"far_cycles": 700, "round_trip_cycles_before": before, "waited_s": 0.0,
+            "host": {"far_cycles": 700, "round_trip_cycles_before": before, "waited_s": waited,
                      "round_trip_cycles_after": after,
                      "near": before < 700 and after < 700}}
 
@@ -281,12 +282,10 @@ def test_port_ratio_near_counts_only_runs_with_both_probes_near() -> None:
     modes = ["shared", "poll", "alone"]
     assert port.best_ratio(entry, modes, "mpps") == ("poll", 13.5 / 62.0)
     assert port.best_ratio(entry, modes, "mpps_near") == ("poll", 48.0 / 61.0)
-    assert port.host_note(poll_run := _port_run(13.0, 300, 1350)) == \
+    assert port.host_note(_port_run(13.0, 300, 1350)) == \
         "(round trip 300 -> 1350 cycles: CPUs far)"
-    poll_run["host"]["waited_s"] = 14.2
-    poll_run["host"]["round_trip_cycles_after"] = 290
-    poll_run["host"]["near"] = True
-    assert port.host_note(poll_run) == "(round trip 300 -> 290 cycles, waited 14 s)"
+    assert port.host_note(_port_run(48.0, 300, 290, waited=14.2)) == \
+        "(round trip 300 -> 290 cycles, waited 14 s)"
 
 
 PINGPONG = Path(os.environ.get("SLUICE_BUILD_DIR", REPO / "build")) / "bench" / "micro" / \
