@@ -263,12 +263,17 @@ def stats_summary(values: list[float]) -> dict[str, float] | None:
 
 # -- host description ---------------------------------------------------------------
 
-def pingpong_binary(build: Path) -> Path:
-    """build/bench/micro/sluice-pingpong; raises BenchError when it is not built."""
-    prog = build / "bench" / "micro" / "sluice-pingpong"
+def micro_binary(build: Path, name: str) -> Path:
+    """build/bench/micro/NAME; raises BenchError when it is not built."""
+    prog = build / "bench" / "micro" / name
     if not os.access(prog, os.X_OK):
         raise BenchError(f"not built: {prog} (run: ninja -C {build})")
     return prog
+
+
+def pingpong_binary(build: Path) -> Path:
+    """build/bench/micro/sluice-pingpong; raises BenchError when it is not built."""
+    return micro_binary(build, "sluice-pingpong")
 
 
 def cross_core_round_trip(prog: Path, cpus: list[int]) -> float:

@@ -19,9 +19,18 @@ For each capture and run, in the same run and one after the other:
               port:out, no NF and no flow table, poll mode (its I/O thread
               busy-polls the second CPU). What sluiced's own I/O loop costs
               before any NF hop: the ceiling of every mode above.
+  pipe        a reference, not a candidate: the bare two-process pipeline
+              (build/bench/micro/sluice-pipe): a primary's thread reads the
+              port into a ring, a secondary process transmits what it
+              dequeues on its own TX queue of the sink; nothing else. The
+              same vdevs, pool and core layout as sluiced in poll mode
+              (reader on the second CPU, the secondary on the first). What
+              any design with its NF in another process pays on this host:
+              the ceiling of Sluice's modes with an NF, measured in the same
+              run as testpmd.
 Reported: Mpps median/min/max per configuration and the ratio
 Sluice (best mode with an NF) / testpmd per flow count (target >= 75 %),
-and alone / testpmd.
+alone / testpmd, pipe / testpmd, and Sluice / pipe.
 
 The host's state, around every run: the round trip of a cache line
 between the two CPUs (build/bench/micro/sluice-pingpong), before and after.
@@ -71,6 +80,7 @@ from harness import (
     int_list,
     log,
     log_leftovers,
+    micro_binary,
     name_list,
     nf_rates,
     nonneg_int,
@@ -103,6 +113,9 @@ TARGET_RATIO = 0.75
 FAR_CYCLES = 700  # a round trip this long: the two vCPUs do not share an L3
 WAIT_NEAR_S = 120
 ALONE = "alone"  # reference: sluiced by itself, chain port:out, no NF
+PIPE = "pipe"  # reference: the bare two-process pipeline, sluice-pipe
+REFERENCES = (ALONE, PIPE)
+PIPE_NF_LCORE = 2  # the secondary's lcore id: its own pool cache, not the primary's
 MBUF_KIB = 2.5  # one mbuf with its 2 KiB data room, in the pool
 
 
@@ -113,8 +126,13 @@ def pool_mbufs(packets: int, spare: int) -> int:
 def need_hugepage_mib(packets: int, spare: int) -> float:
     return pool_mbufs(packets, spare) * MBUF_KIB / 1024 + 300  # one pool at a time, and room
 # sluiced/NF modes; +off: sluiced --flow-lookup off (+cached, +naive: the other modes)
-MODES = ("shared", "poll", "shared+off", "poll+off", ALONE)
+MODES = ("shared", "poll", "shared+off", "poll+off", ALONE, PIPE)
 ALL_MODES = (*MODES, "shared+cached", "poll+cached", "shared+naive", "poll+naive")
+
+
+def config_key(mode: str) -> str:
+    """A mode's key in a report's configs: 'sluice-MODE', and 'pipe' (not Sluice)."""
+    return PIPE if mode == PIPE else f"sluice-{mode}"
 
 
 def flow_label(flows: int) -> str:
@@ -202,6 +220,87 @@ def run_testpmd(args: argparse.Namespace, pcap: Path, seq: int, logroot: Path
         run["samples_rx0_pps"] = rx
         run["samples_tx1_pps"] = tx
         run["mpps"] = statistics.median(rx) / 1e6
+    return run
+
+
+# -- the bare pipeline --------------------------------------------------------------
+
+def parse_pipe_lines(text: str) -> tuple[list[int], dict[str, Any] | None]:
+    """sluice-pipe primary's stdout -> (per-second out_pps, the closing 'done' object)."""
+    pps, done = [], None
+    for line in text.splitlines():
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(obj, dict):
+            continue
+        if "out_pps" in obj:
+            pps.append(int(obj["out_pps"]))
+        elif obj.get("done"):
+            done = obj
+    return pps, done
+
+
+def run_pipe(args: argparse.Namespace, pcap: Path, seq: int, logroot: Path
+             ) -> dict[str, Any]:
+    prefix = unique_name("pp", seq)
+    procs = Processes(logroot / prefix)
+    c = args.cpus
+    eal = ["--no-pci", f"--file-prefix={prefix}"]
+    primary = ["taskset", "-c", cpu_list(c[:2]), str(args.pipe), "-l", f"{c[0]},{c[1]}",
+               *eal, "--vdev", pcap_device(pcap), "--vdev", SINK_DEVICE, "--", "primary",
+               "--mbufs", str(args.pool[pcap.name]),
+               "--seconds", str(int(args.warmup) + int(args.duration))]
+    nf = ["taskset", "-c", str(c[0]), str(args.pipe), f"--lcores={PIPE_NF_LCORE}@{c[0]}",
+          *eal, "--proc-type=secondary", "--", "nf"]
+    run: dict[str, Any] = {"prefix": prefix, "error": None,
+                           "core_layout": {"sluice-pipe primary": f"main lcore (prints) on "
+                                                                  f"CPU {c[0]}, reader lcore "
+                                                                  f"on CPU {c[1]}",
+                                           "sluice-pipe nf": f"CPU {c[0]}"}}
+    deadline = time.monotonic() + args.warmup + args.duration + 60
+    pp = procs.start("pipe-primary", primary, cpu_list(c[:2]))
+    try:
+        while '"ready"' not in pp.stdout.read_text(errors="replace"):
+            if not pp.alive():
+                raise BenchError(f"sluice-pipe primary exited with {pp.proc.returncode}:\n"
+                                 f"{pp.tail()}")
+            if time.monotonic() > deadline:
+                raise BenchError(f"sluice-pipe primary not ready:\n{pp.tail()}")
+            time.sleep(0.1)
+        sec = procs.start("pipe-nf", nf, str(c[0]))
+        # the nf stops when the primary says so, just before the primary ends
+        while pp.alive() or sec.alive():
+            if not sec.alive() and sec.proc.returncode != 0:
+                raise BenchError(f"sluice-pipe nf exited with {sec.proc.returncode}:\n"
+                                 f"{sec.tail()}")
+            if time.monotonic() > deadline:
+                raise BenchError(f"sluice-pipe did not end in time:\n{pp.tail()}")
+            time.sleep(0.25)
+        if pp.proc.returncode != 0 or sec.proc.returncode != 0:
+            raise BenchError(f"sluice-pipe primary exited with {pp.proc.returncode}, its nf "
+                             f"with {sec.proc.returncode}:\n{pp.tail()}\n{sec.tail()}")
+    except BenchError as e:
+        run["error"] = str(e)
+    finally:
+        stragglers = procs.stop_all()
+        left = dpdk_leftovers(prefix)
+        remove_paths(left)
+        run["commands"] = procs.records()
+        run["stragglers"] = stragglers
+        # a DPDK primary leaves its hugepage files for a next start (testpmd runs with
+        # --huge-unlink, which a primary with secondaries cannot): removed here, counted
+        run["dpdk_files_removed"] = len(left)
+    if run["error"] is None:
+        pps, done = parse_pipe_lines(pp.stdout.read_text(errors="replace"))
+        samples = pps[int(args.warmup):int(args.warmup) + int(args.duration)]
+        if not samples or done is None:
+            run["error"] = f"sluice-pipe printed no rates:\n{pp.tail()}"
+        else:
+            run["samples_tx_pps"] = samples
+            run["mpps"] = statistics.median(samples) / 1e6
+            run["totals"] = done
     return run
 
 
@@ -338,9 +437,9 @@ def best_ratio(entry: dict[str, Any], modes: list[str], key: str
     tpm = entry["configs"]["testpmd"][key]
     best = None
     for m in modes:
-        if m == ALONE:
+        if m in REFERENCES:
             continue
-        sm = entry["configs"][f"sluice-{m}"][key]
+        sm = entry["configs"][config_key(m)][key]
         if sm and (best is None or sm["median"] > best[1]):
             best = (m, sm["median"])
     if best is None:
@@ -355,22 +454,23 @@ def plot(report: dict[str, Any], path: Path, title: str) -> None:
     import matplotlib.pyplot as plt
 
     labels = list(report["flows"])
-    configs = ["testpmd", *(f"sluice-{m}" for m in report["modes"])]
+    configs = ["testpmd", *(config_key(m) for m in report["modes"])]
     fig, ax = plt.subplots(figsize=(7, 4.5))
     width = 0.8 / len(configs)
     for j, cfg in enumerate(configs):
-        xs, ys, lo, hi = [], [], [], []
+        xs, ys, lo, hi, shown = [], [], [], [], []
         for i, fl in enumerate(labels):
             m = report["flows"][fl]["configs"][cfg]["mpps"]
             if m is None:
                 continue
+            shown.append(fl)
             xs.append(i + (j - (len(configs) - 1) / 2) * width)
             ys.append(m["median"])
             lo.append(m["median"] - m["min"])
             hi.append(m["max"] - m["median"])
         bars = ax.bar(xs, ys, width, yerr=[lo, hi], capsize=3, label=cfg)
         if cfg != "testpmd":
-            for b, fl in zip(bars, labels, strict=True):
+            for b, fl in zip(bars, shown, strict=True):
                 t = report["flows"][fl]["configs"]["testpmd"]["mpps"]
                 if t:
                     ax.annotate(f"{100 * b.get_height() / t['median']:.0f}%",
@@ -412,8 +512,9 @@ def build_parser() -> argparse.ArgumentParser:
                          f"sluiced alike (the same pool for both): {SPARE_MBUFS}")
     ap.add_argument("--modes", type=name_list(ALL_MODES), default=list(MODES),
                     help="sluiced/NF modes, each optionally +off (sluiced --flow-lookup off: "
-                         "no flow table), and 'alone' (the reference without an NF) "
-                         "(shared,poll,shared+off,poll+off,alone)")
+                         "no flow table), and the references 'alone' (sluiced without an NF) "
+                         "and 'pipe' (the bare two-process pipeline, sluice-pipe) "
+                         "(shared,poll,shared+off,poll+off,alone,pipe)")
     ap.add_argument("--handoff", choices=("direct", "mgr"),
                     help="sluiced --handoff (default: sluiced's own default)")
     ap.add_argument("--cpus", default="0,1", help="CPUs for everything, e.g. 0,1 (0,1)")
@@ -445,10 +546,12 @@ def main() -> int:
         args.cpus = parse_cpus(args.cpus)
         progs = binaries(args.build)
         args.pingpong = pingpong_binary(args.build)
-        if not [m for m in modes if m != ALONE]:
+        if PIPE in modes:
+            args.pipe = micro_binary(args.build, "sluice-pipe")
+        if not [m for m in modes if m not in REFERENCES]:
             raise BenchError(f"--modes {','.join(modes)}: give at least one mode with an NF "
-                             f"(shared or poll, optionally +off) besides {ALONE}: the ratio "
-                             f"is theirs")
+                             f"(shared or poll, optionally +off) besides {' and '.join(REFERENCES)}"
+                             f": the ratio is theirs")
         if not Path(TESTPMD).exists():
             raise BenchError(f"{TESTPMD} not found: apt-get install dpdk-dev")
         packets = [max(f, args.min_packets) for f in flows]
@@ -489,7 +592,9 @@ def main() -> int:
                    "Around each run, sluice-pingpong measures a cache line's round trip "
                    "between the two CPUs (host.round_trip_cycles_before/after); each run "
                    "first waits up to wait_near_s for it to be below far_cycles; "
-                   "ratio_near and mpps_near count only the runs with both probes below."),
+                   "ratio_near and mpps_near count only the runs with both probes below. "
+                   "pipe (a reference): sluice-pipe, the bare two-process pipeline, median "
+                   "of its per-second port 1 tx rates after the warm-up."),
         "target_ratio": TARGET_RATIO,
         "modes": modes,
         "flows": {},
@@ -507,7 +612,7 @@ def main() -> int:
                 log(f"{label}: capture of {n} packets, 64 bytes, {fl} flow(s); pool of "
                     f"{args.pool[pcap.name]} packet buffers")
                 runs: dict[str, list[dict[str, Any]]] = {"testpmd": []}
-                runs.update({f"sluice-{m}": [] for m in modes})
+                runs.update({config_key(m): [] for m in modes})
                 logs = tmpdir / "logs"
                 for r in range(args.runs):
                     seq += 1
@@ -515,9 +620,10 @@ def main() -> int:
                         args, functools.partial(run_testpmd, args, pcap, seq, logs)))
                     for m in modes:
                         seq += 1
-                        runs[f"sluice-{m}"].append(with_host_state(
-                            args, functools.partial(run_sluice, args, progs, pcap, m, seq,
-                                                    logs)))
+                        one = (functools.partial(run_pipe, args, pcap, seq, logs) if m == PIPE
+                               else functools.partial(run_sluice, args, progs, pcap, m, seq,
+                                                      logs))
+                        runs[config_key(m)].append(with_host_state(args, one))
                     for cfg, rs in runs.items():
                         x = rs[-1]
                         if x["error"]:
@@ -539,6 +645,12 @@ def main() -> int:
                                                                           "mpps_near")
                 am = entry["configs"].get(f"sluice-{ALONE}", {}).get("mpps")
                 entry["alone_ratio"] = am["median"] / tpm["median"] if am and tpm else None
+                pm = entry["configs"].get(PIPE, {}).get("mpps")
+                entry["pipe_ratio"] = pm["median"] / tpm["median"] if pm and tpm else None
+                # Sluice's best mode over the bare pipeline: what Sluice itself costs
+                entry["sluice_over_pipe"] = (
+                    entry["ratio"] * tpm["median"] / pm["median"]
+                    if pm and tpm and entry["ratio"] is not None else None)
                 report["flows"][label] = entry
         except KeyboardInterrupt:
             log("interrupted: writing what was measured")
@@ -547,7 +659,8 @@ def main() -> int:
     for label, e in report["flows"].items():
         parts.append(f"{label}={100 * e['ratio']:.0f}%" if e["ratio"] is not None
                      else f"{label}=n/a")
-        cfgs = [c for cfg, c in e["configs"].items() if cfg != f"sluice-{ALONE}"]
+        cfgs = [c for cfg, c in e["configs"].items()
+                if cfg not in (f"sluice-{ALONE}", PIPE)]
         counts = f"{sum(c['runs_near'] for c in cfgs)} of {sum(c['runs'] for c in cfgs)} runs"
         near_parts.append(f"{label}={100 * e['ratio_near']:.0f}% ({counts})"
                           if e.get("ratio_near") is not None else f"{label}=n/a ({counts})")
@@ -558,6 +671,12 @@ def main() -> int:
              if e.get("alone_ratio") is not None]
     if alone:
         report["alone_summary"] = "sluiced alone (no NF) / testpmd: " + " ".join(alone)
+    pipe = [f"{label}={100 * e['pipe_ratio']:.0f}%" + (
+                f" (Sluice / pipe {100 * e['sluice_over_pipe']:.0f}%)"
+                if e.get("sluice_over_pipe") is not None else "")
+            for label, e in report["flows"].items() if e.get("pipe_ratio") is not None]
+    if pipe:
+        report["pipe_summary"] = "bare two-process pipeline / testpmd: " + " ".join(pipe)
     report["summary"] = summary
     report["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     write_json(args.out, report)
@@ -581,6 +700,8 @@ def main() -> int:
         print(f"{label}: Mpps {cfgs}; best Sluice mode {e['best_mode']}")
     if "alone_summary" in report:
         print(report["alone_summary"])
+    if "pipe_summary" in report:
+        print(report["pipe_summary"])
     print(report["summary_near"])
     print(summary)
     return 1 if failed or report.get("interrupted") else 0

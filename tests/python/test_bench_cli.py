@@ -82,7 +82,8 @@ def test_help_defaults_match_the_docs(monkeypatch: pytest.MonkeyPatch) -> None:
     assert chain.get_default("packets") == 128
     port = parser_of("port", monkeypatch)
     assert port.get_default("flows") == [1, 100000]
-    assert port.get_default("modes") == ["shared", "poll", "shared+off", "poll+off", "alone"]
+    assert port.get_default("modes") == ["shared", "poll", "shared+off", "poll+off", "alone",
+                                         "pipe"]
     assert port.get_default("far_cycles") == 700
     assert port.get_default("wait_near") == 120
     ovs = parser_of("ovs", monkeypatch)
@@ -156,9 +157,26 @@ def test_flowdir_nothing_to_measure() -> None:
 
 
 def test_port_alone_only_refused() -> None:
-    r = run_script("port", "--modes", "alone")
+    r = run_script("port", "--modes", "alone,pipe")
     assert r.returncode == 2
-    assert "port.py: --modes alone: give at least one mode with an NF" in r.stderr
+    assert ("port.py: --modes alone,pipe: give at least one mode with an NF (shared or poll, "
+            "optionally +off) besides alone and pipe: the ratio is theirs\n") in r.stderr
+
+
+def test_port_pipe_lines_and_config_names() -> None:
+    port = importlib.import_module("port")
+    text = ('EAL: Detected CPU lcores: 2\n{"ready": true, "pool": 36863, "ring": 4096, '
+            '"rx_burst": 64}\n{"second": 1, "out_pps": 58000000, "reader_stalls": 3}\n'
+            '[1, 2]\n{"second": 2, "out_pps": 59000000, "reader_stalls": 0}\n'
+            '{"done": true, "in_pkts": 117000064, "out_pkts": 117000000, "nf_pkts": '
+            '117000000, "reader_stalls": 3}\n')
+    pps, done = port.parse_pipe_lines(text)
+    assert pps == [58000000, 59000000]
+    assert done == {"done": True, "in_pkts": 117000064, "out_pkts": 117000000,
+                    "nf_pkts": 117000000, "reader_stalls": 3}
+    assert port.parse_pipe_lines('{"second": 1, "out_pps": 5}\n') == ([5], None)
+    assert [port.config_key(m) for m in ("poll+off", "alone", "pipe")] == \
+        ["sluice-poll+off", "sluice-alone", "pipe"]
 
 
 # -- helpers ------------------------------------------------------------------------
@@ -278,8 +296,9 @@ def test_port_ratio_near_counts_only_runs_with_both_probes_near() -> None:
     shared = port.summarize([_port_run(12.0, 1300, 1300)])
     assert shared["mpps_near"] is None and shared["runs_near"] == 0
     entry = {"configs": {"testpmd": tp, "sluice-poll": poll, "sluice-shared": shared,
-                         "sluice-alone": port.summarize([_port_run(70.0, 300, 300)])}}
-    modes = ["shared", "poll", "alone"]
+                         "sluice-alone": port.summarize([_port_run(70.0, 300, 300)]),
+                         "pipe": port.summarize([_port_run(69.0, 300, 300)])}}
+    modes = ["shared", "poll", "alone", "pipe"]  # the references are never the best mode
     assert port.best_ratio(entry, modes, "mpps") == ("poll", 13.5 / 62.0)
     assert port.best_ratio(entry, modes, "mpps_near") == ("poll", 48.0 / 61.0)
     assert port.host_note(_port_run(13.0, 300, 1350)) == \
