@@ -570,8 +570,8 @@ def main() -> int:
         return 2
 
     per_run = (1 + len(modes)) * (args.warmup + args.duration + 75 + args.wait_near)
-    log(f"{len(flows)} capture(s) x {args.runs} run(s) x (testpmd + {len(modes)} sluice "
-        f"mode(s)); at most {len(flows) * args.runs * per_run / 60:.0f} min")
+    log(f"{len(flows)} capture(s) x {args.runs} run(s) x (testpmd + {len(modes)} "
+        f"configuration(s)); at most {len(flows) * args.runs * per_run / 60:.0f} min")
     report: dict[str, Any] = {
         "benchmark": "port",
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
