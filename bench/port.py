@@ -657,12 +657,13 @@ def main() -> int:
             report["interrupted"] = True
     parts, near_parts = [], []
     for label, e in report["flows"].items():
-        parts.append(f"{label}={100 * e['ratio']:.0f}%" if e["ratio"] is not None
+        # one decimal: a ratio of 74.8 % must not read as the target's 75 %
+        parts.append(f"{label}={100 * e['ratio']:.1f}%" if e["ratio"] is not None
                      else f"{label}=n/a")
         cfgs = [c for cfg, c in e["configs"].items()
                 if cfg not in (f"sluice-{ALONE}", PIPE)]
         counts = f"{sum(c['runs_near'] for c in cfgs)} of {sum(c['runs'] for c in cfgs)} runs"
-        near_parts.append(f"{label}={100 * e['ratio_near']:.0f}% ({counts})"
+        near_parts.append(f"{label}={100 * e['ratio_near']:.1f}% ({counts})"
                           if e.get("ratio_near") is not None else f"{label}=n/a ({counts})")
     summary = "port ratio: " + " ".join(parts)
     report["summary_near"] = ("port ratio, runs with the CPUs near only: "
