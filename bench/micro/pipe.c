@@ -22,6 +22,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <stdalign.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -47,12 +48,16 @@
 #define BURST_MAX 256
 #define NF_TXQ 1 /* the secondary's TX queue of port 1 */
 
+/*
+ * Shared by the two processes. The nf polls stop in every loop: nothing
+ * written often may share its cache line, or the two CPUs would trade
+ * that line at every loop and the pipeline would measure that instead.
+ */
 struct pipe_state {
-	volatile int stop;
-	volatile int nf_ready;
-	volatile uint64_t nf_pkts; /* written by the secondary only */
-	volatile uint64_t nf_loops;
-	uint16_t out_port; /* the port the nf transmits on */
+	volatile int stop;      /* the primary's, once */
+	volatile int nf_ready;  /* the nf's, once */
+	uint16_t out_port;      /* the port the nf transmits on */
+	alignas(RTE_CACHE_LINE_SIZE) volatile uint64_t nf_pkts; /* the nf's */
 };
 
 struct pipe_opts {
@@ -168,10 +173,12 @@ parse_opts(int argc, char **argv, struct pipe_opts *o)
 
 /* -- primary ---------------------------------------------------------- */
 
+/* The primary's, in its own memory: the reader's loop reads only this. */
 struct reader {
 	struct rte_ring *ring;
 	struct pipe_state *st;
 	unsigned int rx_burst;
+	volatile int stop;         /* the main lcore's, once */
 	volatile uint64_t rx_pkts; /* written by the reader only */
 	volatile uint64_t stalls;
 };
@@ -182,7 +189,7 @@ reader_loop(void *arg)
 	struct reader *r = arg;
 	struct rte_mbuf *pkts[BURST_MAX];
 
-	while (!r->st->stop) {
+	while (!r->stop) {
 		uint16_t n;
 
 		/* Backpressure as sluiced's: a port is read only when the
@@ -328,8 +335,9 @@ run_primary(const struct pipe_opts *o)
 		last_rx = rx;
 		last_stalls = stalls;
 	}
-	r.st->stop = 1;
+	r.stop = 1;
 	rte_eal_wait_lcore(lc);
+	r.st->stop = 1;
 	printf("{\"done\": true, \"in_pkts\": %" PRIu64 ", \"out_pkts\": %"
 	       PRIu64 ", \"nf_pkts\": %" PRIu64 ", \"reader_stalls\": %"
 	       PRIu64 "}\n", r.rx_pkts, port_out_pkts(), r.st->nf_pkts,
@@ -386,7 +394,6 @@ run_nf(const struct pipe_opts *o)
 							   o->burst, NULL);
 		uint16_t sent = 0;
 
-		st->nf_loops++;
 		if (n == 0) {
 			rte_pause();
 			continue;
