@@ -22,9 +22,9 @@
  */
 #include <errno.h>
 #include <getopt.h>
-#include <stdalign.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <stdalign.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
