@@ -20,7 +20,6 @@
  * stop. With a finite capture (no infinite_rx), --seconds 0 runs until
  * port 0 has given nothing for a second and everything read has left.
  */
-#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -40,6 +39,8 @@
 #include <rte_memzone.h>
 #include <rte_pause.h>
 #include <rte_ring.h>
+
+#include "sluice/nf.h"
 
 #define PROG "sluice-pipe"
 #define RING_NAME "sl_pipe_ring"
@@ -90,21 +91,15 @@ usage(void)
 		"read, port 1 (with two TX queues) is written by the nf.\n");
 }
 
+/* libsluice's option parser (sl_opt_number), into an unsigned int. */
 static int
-parse_uint(const char *opt, const char *s, unsigned long lo, unsigned long hi,
+parse_uint(const char *opt, const char *s, unsigned int lo, unsigned int hi,
 	   unsigned int *out)
 {
-	char *end;
-	unsigned long v;
+	double v;
 
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno != 0 || *s == '\0' || *end != '\0' || s[0] == '-' || v < lo ||
-	    v > hi) {
-		fprintf(stderr, PROG ": %s '%s' is not a number in %lu..%lu\n",
-			opt, s, lo, hi);
+	if (sl_opt_number(PROG, opt, s, lo, hi, 0, &v) != 0)
 		return -1;
-	}
 	*out = (unsigned int)v;
 	return 0;
 }

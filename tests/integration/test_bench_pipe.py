@@ -78,8 +78,10 @@ def test_every_packet_of_a_capture_goes_through(tmp_path: Path, prefix: str) -> 
     ([], "usage: sluice-pipe EAL_ARGS -- primary", 2),
     (["primary", "--ring-size", "1000"], "sluice-pipe: --ring-size 1000 is not a power of 2\n",
      2),
-    (["primary", "--rx-burst", "0"], "sluice-pipe: --rx-burst '0' is not a number in 1..256\n",
-     2),
+    (["primary", "--rx-burst", "0"],
+     "sluice-pipe: --rx-burst: '0' is not a whole number from 1 to 256\n", 2),
+    (["primary", "--mbufs", "4k"],
+     "sluice-pipe: --mbufs: '4k' is not a whole number from 1023 to 16777216\n", 2),
     (["primary", "--mbufs"], "sluice-pipe: unknown option or missing value: --mbufs\n", 2),
     (["primary", "extra"], "sluice-pipe: unexpected argument 'extra'\n", 2),
     (["primary"], "sluice-pipe: primary needs exactly 2 ports (--vdev ...), has 1: port 0 "
