@@ -220,10 +220,9 @@ parse_opts(struct sl_mgr_opts *o, int argc, char **argv)
 	o->burst = 32;
 	/* Port reads: one call for up to 64 amortizes the poll (the driver
 	 * call, the first hop's ring head and tail lines, the wake check)
-	 * over twice the packets. Measured on the port path, switched within
-	 * one run (docs/performance.md, session 19): 1.10-1.12 at 1 flow and
-	 * 1.055-1.065 at 100,000; NF rings stay at --burst, where 64 did not
-	 * help a chain of 5 NFs in shared mode. */
+	 * over twice the packets; NF rings stay at --burst, where 64 does
+	 * not help a chain of NFs in shared mode (see docs/performance.md,
+	 * port path, "Choices these measurements made", session 19). */
 	o->rx_burst = 64;
 	o->backpressure_us = 100000;
 	o->idle_sleep_us = 1000;
@@ -234,10 +233,10 @@ parse_opts(struct sl_mgr_opts *o, int argc, char **argv)
 	o->rxd = 1024;
 	o->txd = 1024;
 	o->nf_mem_mb = 256;
-	/* Measured (docs/performance.md, session 14): port -> 1 NF ->
-	 * net_null, TX through sluiced 16.9 Mpps in poll mode and 20.4 in
-	 * shared, NFs on their own queue 32.6 and 25.8-29.7: the I/O thread
-	 * then only reads ports. */
+	/* NFs transmit on their own TX queues by default, so that the I/O
+	 * thread, the port path's bottleneck, only reads ports (see
+	 * docs/performance.md, port path, "Choices these measurements
+	 * made", session 14). */
 	o->nf_txq = 4;
 	o->nf_cache = 1;
 	o->flow_lookup = SL_LOOKUP_CACHED;
