@@ -32,6 +32,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from .errors import SluiceError
+
 SOCKET_DIR = Path("/var/run/sluice")
 
 # The kinds of event sluiced publishes: the kinds its sl_event() calls
@@ -150,10 +152,6 @@ def rule_build_seconds(n_rules: int) -> float:
 def socket_path_for(node: str) -> Path:
     """The control socket of the sluiced named ``node``."""
     return SOCKET_DIR / f"{node}.sock"
-
-
-class SluiceError(Exception):
-    """Base of the errors this package reports to users (one clear line)."""
 
 
 class RpcError(SluiceError):
