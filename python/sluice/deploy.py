@@ -37,7 +37,6 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from . import errors
-from .client import socket_path_for
 from .errors import (
     SluiceError,
     UniqueKeyLoader,
@@ -47,8 +46,14 @@ from .errors import (
     yaml_error_text,
 )
 from .errors import list_words as _list
-from .graph import GraphSpec, RuleSpec
+from .graph import GraphError, GraphSet, GraphSpec, RuleSpec, parse_graphs
 from .graph import validate as validate_graphs
+from .paths import (
+    default_build_dir,
+    repo_root,  # noqa: F401 (container.py imports it from here)
+    socket_path_for,
+)
+from .tracenames import gen_command, generated_trace_params
 
 # Virtual device drivers and the device arguments each accepts (DPDK 22.11;
 # a few later additions are accepted too, DPDK itself rejects them if old).
@@ -569,8 +574,6 @@ class Deployment(_Strict):
         """How to make a missing capture: the DDoS mix (an attack in it) for a
         deployment with the DDoS detector or a file named ddos, since the
         detector sees nothing in the plain mix of `sluice trace gen`."""
-        from .traces import gen_command
-
         ddos = any(Path(nf.program).name == "sluice-ddos-detect" for nf in self.nfs)
         cmd = gen_command(path, ddos=ddos)
         if "--ddos" not in cmd.split():
@@ -628,8 +631,6 @@ class Deployment(_Strict):
 
     def rule_params(self) -> list[dict[str, Any]]:
         """The ``rule.add`` params of every rule: each graph's ``match``, then ``rules``."""
-        from .graph import GraphSet
-
         return GraphSet(graphs=self.graphs, rules=self.rules).rule_params()
 
 
@@ -640,6 +641,30 @@ def load_deployment(path: str | Path, check_env: bool = True,
     data = read_yaml(path)
     return Deployment.from_dict(data, source=str(path), base_dir=path.resolve().parent,
                                 check_env=check_env, build_dir=build_dir)
+
+
+def load_graphs(path: str | Path, services: Iterable[str] | None = None,
+                ports: Iterable[str] | None = None) -> GraphSet:
+    """Reads and checks a graph file; raises GraphError.
+
+    A deployment file is accepted too: its ``graphs`` and ``rules`` are
+    taken, checked against its NFs and ports. ``services`` and ``ports``
+    (if given) are those the graphs may use."""
+    source = str(path)
+    try:
+        data = read_yaml(path, "graph file")
+        if isinstance(data, dict) and {"ports", "nfs", "chain", "node"} & set(data):
+            dep = Deployment.from_dict(data, source=source,
+                                       base_dir=Path(path).resolve().parent, check_env=False)
+            if not dep.graphs and not dep.rules:
+                raise GraphError([f"{source}: a deployment with no graphs and no rules: "
+                                  f"nothing for `sluice graph apply` to apply; its chain is "
+                                  f"set by `sluice chain set`, the whole file by `sluice "
+                                  f"apply {source}`"])
+            return GraphSet(graphs=dep.graphs, rules=dep.rules)
+    except DeploymentError as e:
+        raise GraphError(e.issues) from None
+    return parse_graphs(data, source, services, ports)
 
 
 def read_yaml(path: str | Path, what: str = "deployment file") -> Any:
@@ -715,16 +740,6 @@ def device_syntax_error(device: str) -> str | None:
 
 
 # -- programs ---------------------------------------------------------------------
-
-def repo_root() -> Path:
-    """The source tree this package runs from (python/sluice/ inside it)."""
-    return Path(__file__).resolve().parents[2]
-
-
-def default_build_dir() -> Path:
-    env = os.environ.get("SLUICE_BUILD_DIR")
-    return Path(env).resolve() if env else repo_root() / "build"
-
 
 def find_program(program: str, build_dir: Path | None = None,
                  base_dir: Path | None = None) -> Path | None:
@@ -811,7 +826,6 @@ def _is_sink(hop: str) -> bool:
 
 
 def _generated(path: Path) -> bool:
-    from .traces import generated_trace_params
     return generated_trace_params(path) is not None
 
 

@@ -36,7 +36,6 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import networkx as nx
@@ -140,32 +139,6 @@ class GraphSet(_Strict):
 
 
 # -- loading ------------------------------------------------------------------------
-
-def load_graphs(path: str | Path, services: Iterable[str] | None = None,
-                ports: Iterable[str] | None = None) -> GraphSet:
-    """Reads and checks a graph file; raises GraphError.
-
-    A deployment file is accepted too: its ``graphs`` and ``rules`` are
-    taken, checked against its NFs and ports. ``services`` and ``ports``
-    (if given) are those the graphs may use."""
-    from .deploy import Deployment, DeploymentError, read_yaml
-
-    source = str(path)
-    try:
-        data = read_yaml(path, "graph file")
-        if isinstance(data, dict) and {"ports", "nfs", "chain", "node"} & set(data):
-            dep = Deployment.from_dict(data, source=source,
-                                       base_dir=Path(path).resolve().parent, check_env=False)
-            if not dep.graphs and not dep.rules:
-                raise GraphError([f"{source}: a deployment with no graphs and no rules: "
-                                  f"nothing for `sluice graph apply` to apply; its chain is "
-                                  f"set by `sluice chain set`, the whole file by `sluice "
-                                  f"apply {source}`"])
-            return GraphSet(graphs=dep.graphs, rules=dep.rules)
-    except DeploymentError as e:
-        raise GraphError(e.issues) from None
-    return parse_graphs(data, source, services, ports)
-
 
 def parse_graphs(data: Any, source: str = "<graphs>", services: Iterable[str] | None = None,
                  ports: Iterable[str] | None = None) -> GraphSet:

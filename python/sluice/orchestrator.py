@@ -79,7 +79,8 @@ from .deploy import (
     RestartSpec,
     load_deployment,
 )
-from .launch import _status_text  # how a process ended, as the launcher says it
+from .graph import batch_culprit, format_match, to_rpc
+from .procs import status_text as _status_text  # how a process ended, as the launcher says it
 
 SAMPLE_S = 0.2  # how often occupancy policies read sluiced's stats
 # How long an instance that exited with status 0 waits for sluiced's nf.down event
@@ -984,8 +985,6 @@ class Orchestrator:
         The rules a step removes go in one ``rule.remove {ids}``, those it adds
         in one ``rule.add {rules}`` (and so do their undos): sluiced builds its
         classifier once per call, and one call per rule is O(N^2) for N rules."""
-        from .graph import batch_culprit, format_match, to_rpc
-
         rules = self.run.rules
 
         def call(method: str, **params: Any) -> Any:
