@@ -13,8 +13,9 @@
  * Fake node: MGR_NFS instance slots (slot 0 RUNNING, its heartbeat the
  * test's to move), MGR_SVCS services ("a", "b" used), two ports ("p0",
  * "p1"), one I/O thread; graph 0 ("default") is the chain a -> b -> p0
- * in gtab slot 0. The control thread is idle (ctl_idle), so grace
- * periods wait only for NF slot 0 and one millisecond.
+ * in gtab slot 0. The control and I/O threads wait idle (ctl_idle,
+ * io_sleeping), so grace periods wait only for NF slot 0 and one
+ * millisecond.
  */
 #ifndef SL_TEST_MGR_ENV_H
 #define SL_TEST_MGR_ENV_H
@@ -224,6 +225,7 @@ env_new(uint32_t capacity, uint32_t timeout_ms)
 	shm->ms_hz = shm->tsc_hz / 1000;
 	shm->n_io = 1;
 	shm->ctl_idle = 1;
+	shm->io_sleeping[0] = 1;
 	shm->nfs = env_zalloc(sizeof(struct sl_nf_slot) * MGR_NFS);
 	shm->nfs[0].state = SL_NF_RUNNING;
 	shm->nf_hwm = 1;
