@@ -119,12 +119,18 @@ env_eal_setup(const char *name)
 	return 0;
 }
 
+struct env;
+static void env_free(struct env *e);
+static struct env *g_env_live;
+
 static int
 env_eal_teardown(void **state)
 {
 	int rc;
 
 	(void)state;
+	if (g_env_live != NULL)
+		env_free(g_env_live);
 	rte_mempool_free(g_env_pool);
 	g_env_pool = NULL;
 	rc = rte_eal_cleanup();
@@ -201,12 +207,21 @@ env_chain(struct env *e)
 	e->shm->graph_cur[0] = 0;
 }
 
+/* g_env_live: the node of the test running, one at a time (the tables'
+ * names are fixed); a test that failed before env_free left it there. */
+
 static struct env *
 env_new(uint32_t capacity, uint32_t timeout_ms)
 {
-	struct env *e = env_zalloc(sizeof(*e));
+	struct env *e;
 	struct sl_mgr *m = &g_mgr;
-	struct sl_shm *shm = env_zalloc(sizeof(*shm));
+	struct sl_shm *shm;
+
+	if (g_env_live != NULL)
+		env_free(g_env_live);
+	e = env_zalloc(sizeof(*e));
+	shm = env_zalloc(sizeof(*shm));
+	g_env_live = e;
 
 	memset(m, 0, sizeof(*m));
 	e->m = m;
@@ -276,6 +291,7 @@ env_free(struct env *e)
 	free(shm->nfs);
 	free(shm);
 	free(e);
+	g_env_live = NULL;
 }
 
 /* A UDP packet of flow (src:sport > dst:dport) that came in on port 0. */
