@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,10 +53,15 @@ sl_log(const char *fmt, ...)
 		(long)ts.tv_sec, ts.tv_nsec / 1000000, buf);
 }
 
+/* A lock-free atomic is safe to store from a signal handler. */
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "int atomics must be lock-free");
+
+/* SIGINT, SIGTERM: only says so; the control loop sees m->quit and
+ * returns, and main tears down (stop_modules). */
 static void
 on_signal(int sig)
 {
-	g_mgr.quit = sig;
+	atomic_store_explicit(&g_mgr.quit, sig, memory_order_relaxed);
 }
 
 /* ---- start-up checks: each says what is wrong and what to do ------- */
@@ -718,9 +724,11 @@ run(struct sl_mgr *m)
 static void
 stop_modules(struct sl_mgr *m)
 {
-	if (m->quit > 1)
+	int why = atomic_load(&m->quit);
+
+	if (why > 1)
 		sl_log("shutting down: %s",
-		       m->quit == SIGINT ? "SIGINT" : "SIGTERM");
+		       why == SIGINT ? "SIGINT" : "SIGTERM");
 	else
 		sl_log("shutting down: asked over the control socket");
 	sl_telemetry_close();

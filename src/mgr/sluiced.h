@@ -123,7 +123,10 @@ struct sl_mgr {
 	struct sl_mgr_opts o;
 	struct sl_shm *shm;
 	uint64_t start_tsc;
-	volatile int quit; /* 1: the shutdown method; else the signal */
+	/* 0 while running; 1: the shutdown method (or an I/O thread that
+	 * cannot run); else the signal. Atomic: written by on_signal and by
+	 * other threads, read by the control loop, which then stops. */
+	_Atomic int quit;
 	int *pidfd;              /* [max_nfs] */
 	uint16_t *txq_owner;     /* [1 + nf_txq]: instance + 1 using it, 0 */
 	/* [RTE_MAX_LCORE]: instance + 1 whose mempool cache that lcore id's
