@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * sluiced internals: the node manager's state, shared by its files.
- *   main.c      options, start-up checks, EAL and shared memory, shutdown
+ *   main.c      start-up order, checks, EAL and shared memory, shutdown
+ *   options.c   the option table: parsing, --help, --defaults-json
  *   ports.c     ports: probe, configure, transmit
  *   registry.c  services and NF instances: registration, death, reclaim,
  *               load-balancer tables, chains, quiescent-state actions
