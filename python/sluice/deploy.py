@@ -36,7 +36,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from . import errors
+from . import errors, sluiced_defaults
 from .errors import (
     SluiceError,
     UniqueKeyLoader,
@@ -82,13 +82,9 @@ _PCI_RE = re.compile(r"^([0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$"
 
 DOC = "docs/deployment.md"
 
-# what sluiced takes when the launcher passes no option for a node key
-# (src/mgr/main.c, parse_args; the defaults column of docs/deployment.md): a
-# file that writes one of these down runs the same node as one that leaves it out
-SLUICED_DEFAULTS: dict[str, Any] = {
-    "handoff": "direct", "ring_size": 4096, "mbufs": 65535, "max_nfs": 128,
-    "max_services": 64, "backpressure_us": 100_000, "idle_sleep_us": 1000,
-}
+# what sluiced takes when the launcher passes no option for a node key: a file
+# that writes one of these down runs the same node as one that leaves it out
+SLUICED_DEFAULTS = sluiced_defaults.NODE_DEFAULTS  # `sluiced --defaults-json`, on first use
 
 
 class DeploymentError(SluiceError):

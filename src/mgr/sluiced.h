@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * sluiced internals: the node manager's state, shared by its files.
- *   main.c      options, start-up checks, EAL and shared memory, shutdown
+ *   main.c      start-up order, checks, EAL and shared memory, shutdown
+ *   options.c   the option table: parsing, --help, --defaults-json
  *   ports.c     ports: probe, configure, transmit
  *   registry.c  services and NF instances: registration, death, reclaim,
  *               load-balancer tables, chains, quiescent-state actions
@@ -127,7 +128,10 @@ struct sl_mgr {
 	struct sl_mgr_opts o;
 	struct sl_shm *shm;
 	uint64_t start_tsc;
-	volatile int quit; /* 1: the shutdown method; else the signal */
+	/* 0 while running; 1: the shutdown method (or an I/O thread that
+	 * cannot run); else the signal. Atomic: written by on_signal and by
+	 * other threads, read by the control loop, which then stops. */
+	_Atomic int quit;
 	int *pidfd;              /* [max_nfs] */
 	uint16_t *txq_owner;     /* [1 + nf_txq]: instance + 1 using it, 0 */
 	/* [RTE_MAX_LCORE]: instance + 1 whose mempool cache that lcore id's

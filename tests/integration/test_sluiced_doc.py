@@ -1,8 +1,9 @@
-"""docs/sluiced.md and `sluiced -- --help` agree, and sluiced does what the
-page says: every option the help prints has a row with the help's default,
-every option in the page is one sluiced takes, each stated range is
-enforced to the unit, and the defaults sluiced reports at run time are the
-page's.
+"""docs/sluiced.md, `sluiced -- --help` and `sluiced --defaults-json` (both
+generated from the option table, src/mgr/options.c) agree, and sluiced does
+what the page says: every option the help prints has a row with the help's
+default, every option in the page is one sluiced takes, each stated range
+is enforced to the unit, the range and default of each row are the table's,
+and the defaults sluiced reports at run time are the page's.
 
 sluiced reads its options before any start-up check, so all but the last
 test run it without starting a node. An option is shown to be accepted by
@@ -12,6 +13,7 @@ was read and before anything starts."""
 
 from __future__ import annotations
 
+import json
 import re
 import socket
 import subprocess
@@ -21,7 +23,9 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, build_dir
 
+from sluice import sluiced_defaults
 from sluice.client import Client
+from sluice.deploy import SLUICED_DEFAULTS
 
 DOC = ROOT / "docs" / "sluiced.md"
 STRAY = "stray-argument"
@@ -323,3 +327,60 @@ def test_help_anywhere_and_numbers_are_digits_only() -> None:
     assert outs[0].stdout.startswith("usage: sluiced [EAL args] -- [options]\n")
     for bad in (" 5", "+5", "-1", "5 "):
         _refused("--max-nfs", bad, f"sluiced: --max-nfs '{bad}' is not a number in 1..4096")
+
+
+def defaults_json(*argv: str) -> dict[str, dict[str, object]]:
+    """{option: its entry} from `sluiced ARGV --defaults-json`."""
+    r = subprocess.run([str(build_dir() / "src" / "mgr" / "sluiced"), *argv, "--defaults-json"],
+                       capture_output=True, text=True, timeout=30)
+    assert (r.returncode, r.stderr) == (0, ""), r
+    doc = json.loads(r.stdout)
+    assert doc["program"] == "sluiced", doc
+    return {o["name"]: o for o in doc["options"]}
+
+
+def test_defaults_json_anywhere_and_what_it_says() -> None:
+    """Before or after '--', as --help; every entry says its type, default,
+    range or values, and help."""
+    got = [defaults_json(), defaults_json("--"), defaults_json("-l", "0", "--")]
+    assert got[0] == got[1] == got[2]
+    for opt, o in got[0].items():
+        assert o["type"] in ("number", "choice", "text"), o
+        assert isinstance(o["help"], str) and o["help"], o
+        if o["type"] == "number":
+            assert isinstance(o["min"], int) and isinstance(o["max"], int), o
+            assert o["default"] is None or o["min"] <= o["default"] <= o["max"], o
+        elif o["type"] == "choice":
+            assert o["default"] in o["values"], o
+        assert o["repeat"] is (opt == "--port"), o
+
+
+def test_the_doc_and_the_help_agree_with_defaults_json() -> None:
+    """The same options in the same order as --help, with the help's and
+    the page's default, and the page's range or words."""
+    opts, helped, rows = defaults_json(), help_options(), doc_rows()
+    assert list(opts) == list(helped)
+    for opt, o in opts.items():
+        assert helped[opt] == o["default_text"], (opt, o)
+        assert rows[opt]["default"].replace("`", "") == (o["default_text"] or "none"), opt
+        if o["type"] == "number":
+            assert _range(rows[opt]["values"]) == (o["min"], o["max"]), (opt, rows[opt])
+        elif o["type"] == "choice":
+            assert _words(rows[opt]["values"]) == o["values"], (opt, rows[opt])
+        else:
+            assert opt in FREE_FORM, opt
+        if o["default"] is not None:
+            assert o["default_text"] == str(o["default"]), o
+    assert set(opts) == set(rows)
+
+
+def test_the_python_package_takes_its_defaults_from_sluiced(tmp_path: Path) -> None:
+    """SLUICED_DEFAULTS is read from --defaults-json; with no sluiced built
+    it says to run `make build` (there is no copy to fall back on)."""
+    opts = defaults_json()
+    assert dict(SLUICED_DEFAULTS) == {k: opts["--" + k.replace("_", "-")]["default"]
+                                      for k in sluiced_defaults.NODE_KEYS}
+    assert SLUICED_DEFAULTS["ring_size"] == 4096 and SLUICED_DEFAULTS["handoff"] == "direct"
+    with pytest.raises(sluiced_defaults.SluicedDefaultsError,
+                       match=r"sluiced not found at .*: .*build it with `make build`"):
+        sluiced_defaults.options(tmp_path / "sluiced")

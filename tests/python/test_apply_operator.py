@@ -10,6 +10,7 @@ another order in shared mode was refused as a change of the node."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -96,12 +97,16 @@ def test_apply_takes_a_node_key_written_down_with_sluiceds_default(tmp_path: Pat
 
 
 def test_sluiced_defaults_are_sluiceds() -> None:
-    """The table matches src/mgr/main.c's defaults, which sluiced's parse_args sets."""
-    src = (Path(__file__).resolve().parents[2] / "src/mgr/main.c").read_text()
+    """The defaults (read from the built sluiced) match the option table in
+    src/mgr/options.c, which sluiced's parser sets them from."""
+    src = (Path(__file__).resolve().parents[2] / "src/mgr/options.c").read_text()
     for key, v in SLUICED_DEFAULTS.items():
-        if key == "handoff":
-            continue  # an enum there; `sluice status` says handoff: direct
-        assert f"o->{key} = {v};" in src, key
+        opt = key.replace("_", "-")
+        if key == "handoff":  # a choice: the default is an index of its words
+            assert 'CHOICE("handoff", handoff, handoff_words, 0,' in src
+            assert 'handoff_words[] = {"direct", "mgr", NULL}' in src and v == "direct"
+            continue
+        assert re.search(rf'NUM\("{opt}", "[^"]+", {key}, [^,]+, [^,]+, {v},', src), key
 
 
 def test_apply_still_refuses_a_node_key_that_differs_from_the_default(tmp_path: Path) -> None:
