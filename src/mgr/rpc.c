@@ -1282,14 +1282,6 @@ handle(struct sl_mgr *m, const char *line, size_t len, int *subscribe,
 	return resp;
 }
 
-json_t *
-sl_rpc_handle(struct sl_mgr *m, const char *line, size_t len, int *subscribe)
-{
-	enum sl_rpc_state state;
-
-	return handle(m, line, len, subscribe, NULL, &state);
-}
-
 enum sl_rpc_state
 sl_rpc_handle_ctl(struct sl_mgr *m, const char *line, size_t len,
 		  int rules_wait, int *subscribe, json_t **resp)
