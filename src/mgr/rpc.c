@@ -281,12 +281,17 @@ rpc_service_list(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 	return a;
 }
 
-/* stats: the counters (stats/stats.h). */
+/* stats: the counters (stats/stats.h); {"schema": true}: what each is. */
 static json_t *
 rpc_stats(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 {
-	(void)p;
-	(void)e;
+	json_t *schema = json_object_get(p, "schema");
+
+	if (schema != NULL && !json_is_boolean(schema))
+		return fail(e, E_PARAMS,
+			    "param 'schema' must be true or false");
+	if (json_is_true(schema))
+		return sl_stats_schema();
 	return sl_stats_json(m);
 }
 
