@@ -35,6 +35,8 @@
 #include "sluiced.h"
 #include "stats/stats.h"
 
+/* File scope because DPDK 22.11's telemetry_cb has no context argument:
+ * the one sluiced a callback reads, set once by sl_telemetry_init. */
 static struct sl_mgr *g_m;
 static uint32_t g_live;     /* 1 while the callbacks may read sluiced */
 static uint32_t g_inflight; /* callbacks reading now */
