@@ -18,6 +18,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from .. import graph as schema
 from ..deploy import show_value
 from ..graph import match_params
 
@@ -265,17 +266,24 @@ class Scaled(_Model):
                     "yet, stopped by this scale-in.")
 
 
-_HOP_DOC = "a service of the graph, port:NAME or drop"
+def _spec(model: type[BaseModel], name: str, **checks: Any) -> Any:
+    """Field ``name`` of graph.py's ``model`` (its default, description
+    and examples) for a body of the API, with the API's own ``checks``
+    (min_length=1): one schema, read by the loader, the checker and the API."""
+    field = model.model_fields[name]
+    docs: dict[str, Any] = {"description": field.description}
+    if field.examples:
+        docs["examples"] = field.examples
+    return Field(... if field.is_required() else field.default, **docs, **checks)
 
 
+# The body of PUT /graphs/{name}: graph.GraphSpec's nodes and entry (the name
+# is the path's; rules are POST /rules'). No docstring: it would be the schema's
+# description in the OpenAPI spec.
 class GraphSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    nodes: dict[str, list[str]] = Field(
-        description=f"Service -> its allowed next hops ({_HOP_DOC}); the first is the "
-                    f"default.",
-        examples=[{"fw": ["mon", "drop"], "mon": ["port:out"]}])
-    entry: str | None = Field(None, min_length=1,
-                              description="The first node (default: the first of nodes).")
+    nodes: dict[str, list[str]] = _spec(schema.GraphSpec, "nodes")
+    entry: str | None = _spec(schema.GraphSpec, "entry", min_length=1)
 
 
 class Graph(_Model):
@@ -307,7 +315,7 @@ class GraphRemoved(_Model):
     rules_removed: int = Field(description="The graph's rules, removed with it.")
 
 
-_PORTS_DOC = "a number 0-65535, \"LO-HI\" or \"any\""
+_PORTS_DOC = schema.PORTS_DOC
 
 
 def _match_problem(key: str, value: Any, problem: str, query: bool = False) -> str:
@@ -348,16 +356,12 @@ Prefix = Annotated[str | None, _match_field("src")]
 class Match(BaseModel):
     """Wildcard match on the 5-tuple; a field left out matches everything."""
     model_config = ConfigDict(extra="forbid")
-    proto: Proto = Field(None, description="tcp, udp, icmp, icmp6, sctp, gre, esp, "
-                         "ah, any or a number 0-255", examples=["udp"])
-    src: Prefix = Field(None, description="A prefix or address (IPv4 or IPv6), "
-                        "or any.", examples=["10.0.0.0/8"])
-    dst: Prefix = Field(None, description="A prefix or address (IPv4 or IPv6), "
-                        "or any.")
-    sport: Ports = Field(None, description=_PORTS_DOC)
-    dport: Ports = Field(None, description=_PORTS_DOC, examples=[53])
-    in_port: Annotated[str | None, _match_field("in_port")] = Field(
-        None, description="Only packets that came in on this port (its name).")
+    proto: Proto = _spec(schema.MatchSpec, "proto")
+    src: Prefix = _spec(schema.MatchSpec, "src")
+    dst: Prefix = _spec(schema.MatchSpec, "dst")
+    sport: Ports = _spec(schema.MatchSpec, "sport")
+    dport: Ports = _spec(schema.MatchSpec, "dport")
+    in_port: Annotated[str | None, _match_field("in_port")] = _spec(schema.MatchSpec, "in_port")
 
     @model_validator(mode="after")
     def _together(self) -> Any:
@@ -375,11 +379,8 @@ _MATCH_FIELDS = ("proto", "src", "dst", "sport", "dport")
 
 
 class RuleAdd(Match):
-    graph: str = Field(min_length=1, description="New flows that match go to this graph.",
-                       examples=["anomaly"])
-    priority: Annotated[int, _match_field("priority")] = Field(
-        0, description="-1000000 to 1000000: the highest wins; between equal ones, the "
-                       "older rule.")
+    graph: str = _spec(schema.RuleSpec, "graph", min_length=1)
+    priority: Annotated[int, _match_field("priority")] = _spec(schema.RuleSpec, "priority")
 
 
 class RuleBatch(BaseModel):
@@ -501,7 +502,7 @@ class ChangeDefault(_FlowRequestBase):
     type: Literal["change_default"]
     flow: FlowRef
     to: str = Field(min_length=1, description=f"The new default next hop: one of the "
-                                              f"service's allowed next hops ({_HOP_DOC}).")
+                                              f"service's allowed next hops ({schema.HOP_DOC}).")
 
 
 class Message(_FlowRequestBase):
