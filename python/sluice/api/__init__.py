@@ -25,37 +25,11 @@ shared connection), ``events``, ``metrics``, ``auth``, ``server``.
 
 from __future__ import annotations
 
-from .app import (
-    create_app,
-)
-from .auth import (
-    TokenAuth,
-    check_bind,
-    is_loopback,
-    parse_listen,
-)
-from .bodies import (
-    MAX_BODY,
-    MAX_DEPTH,
-    MAX_DIGITS,
-    MAX_PROBLEMS,
-    NAME_MAX,
-    BodyLimit,
-    BodyTooLarge,
-)
-from .errors import (
-    ENDPOINTS,
-    PREFIX,
-    SOCKET_METHODS,
-    ApiError,
-    http_error,
-    rest_text,
-)
-from .metrics import (
-    METRICS_CONTENT_TYPE,
-    StatsCollector,
-    stats_metrics,
-)
+from .app import create_app
+from .auth import TokenAuth, check_bind, is_loopback, parse_listen
+from .bodies import MAX_BODY, MAX_DEPTH, MAX_DIGITS, MAX_PROBLEMS, NAME_MAX, BodyLimit, BodyTooLarge
+from .errors import ENDPOINTS, PREFIX, SOCKET_METHODS, ApiError, http_error, rest_text
+from .metrics import METRICS_CONTENT_TYPE, StatsCollector, stats_metrics
 from .models import (
     REQUEST_TYPES,
     Chain,
@@ -114,19 +88,8 @@ from .models import (
     Stats,
     Status,
 )
-from .server import (
-    GRACEFUL_S,
-    ApiServer,
-    Closing,
-    Server,
-    base_url,
-    serve,
-    server_config,
-    urls,
-)
-from .sluiced import (
-    Sluiced,
-)
+from .server import GRACEFUL_S, ApiServer, Closing, Server, base_url, serve, server_config, urls
+from .sluiced import Sluiced
 
 # What `from sluice.api import ...` gives: everything api.py had at its top level.
 __all__ = [

@@ -11,9 +11,7 @@ from fastapi import Path as PathParam
 from fastapi import Request
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
-from pydantic import (
-    BaseModel,
-)
+from pydantic import BaseModel
 
 from .errors import PREFIX, ApiError, _short
 

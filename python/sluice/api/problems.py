@@ -6,9 +6,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, get_args, get_origin
 
-from pydantic import (
-    BaseModel,
-)
+from pydantic import BaseModel
 
 from ..deploy import kind_of, show_value
 from ..graph import did_you_mean
