@@ -7,23 +7,14 @@ from pathlib import Path
 import typer
 
 from .apps import chain_app
-from .common import (
-    JsonOpt,
-    NodeOpt,
-    SocketOpt,
-    TimeoutOpt,
-    _call,
-    _print_json,
-    _say_note,
-    errors,
-    fail,
-)
+from .common import _call, _print_json, _say_note, errors, fail, on_node
 
 
 @chain_app.command("get")
 @errors
-def chain_get(node: str = NodeOpt, socket: Path = SocketOpt, as_json: bool = JsonOpt,
-              timeout: float = TimeoutOpt) -> None:
+@on_node
+def chain_get(*, node: str | None, socket: Path | None, as_json: bool,
+              timeout: float) -> None:
     """Show the default chain."""
     ch = _call(node, socket, "chain.get", timeout)
     if as_json:
@@ -34,11 +25,12 @@ def chain_get(node: str = NodeOpt, socket: Path = SocketOpt, as_json: bool = Jso
 
 @chain_app.command("set")
 @errors
+@on_node
 def chain_set(hops: list[str] = typer.Argument(
                   ..., help="Hops in order: services, port:NAME or drop "
                             "(separate arguments or one comma-separated list)."),
-              node: str = NodeOpt, socket: Path = SocketOpt, as_json: bool = JsonOpt,
-              timeout: float = TimeoutOpt) -> None:
+              *, node: str | None, socket: Path | None, as_json: bool,
+              timeout: float) -> None:
     """Replace the default chain, e.g. `sluice chain set firewall forward port:out`."""
     flat = [h.strip() for arg in hops for h in arg.split(",")]
     if any(not h for h in flat):

@@ -145,6 +145,26 @@ SocketOpt = typer.Option(None, "--socket", help="Control socket path (overrides 
 JsonOpt = typer.Option(False, "--json", help="Print the raw JSON result.")
 TimeoutOpt = typer.Option(5.0, "--timeout", help="Seconds to wait for sluiced.")
 
+# The options above by the parameter that takes them: a command declares
+# ``*, node: str | None, socket: Path | None, as_json: bool, timeout: float``
+# (those it takes, in the order --help lists them) and @on_node gives each its
+# option. The parameter names are what errors and option_text read.
+NODE_OPTIONS: dict[str, Any] = {"node": NodeOpt, "socket": SocketOpt, "as_json": JsonOpt,
+                                "timeout": TimeoutOpt}
+
+
+def on_node(fn: F) -> F:
+    """Gives ``fn``'s keyword-only parameters named in NODE_OPTIONS, declared
+    without a default, their option (flags, default, help), in the signature
+    typer reads. A parameter with a default of its own (``sluice events
+    --json``: one JSON object per line) keeps it."""
+    sig = inspect.signature(fn)
+    params = [p.replace(default=NODE_OPTIONS[p.name])
+              if p.name in NODE_OPTIONS and p.kind is p.KEYWORD_ONLY and p.default is p.empty
+              else p for p in sig.parameters.values()]
+    fn.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
+    return fn
+
 
 def _listening(path: Path) -> bool | None:
     """Whether a sluiced listens on ``path``: False when no socket is there

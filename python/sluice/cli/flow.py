@@ -10,17 +10,14 @@ import typer
 from .apps import flow_app
 from .common import (
     DstOpt,
-    JsonOpt,
-    NodeOpt,
     ProtoOpt,
-    SocketOpt,
     SrcOpt,
-    TimeoutOpt,
     _call,
     _match,
     _print_json,
     errors,
     fail,
+    on_node,
     print_table,
 )
 
@@ -68,14 +65,15 @@ def _idle(ms: Any) -> str:
 
 @flow_app.command("list")
 @errors
+@on_node
 def flow_list(graph: str = FGraphOpt, proto: str = ProtoOpt, src: str = SrcOpt,
               dst: str = DstOpt, port: str = FPortOpt, service: str = FServiceOpt,
               in_port: str = FInPortOpt,
               limit: int = typer.Option(100, "--limit", "-l", min=0, max=100000,
                                         help="Show at most this many flows (0: only count "
                                              "them)."),
-              node: str = NodeOpt, socket: Path = SocketOpt, as_json: bool = JsonOpt,
-              timeout: float = TimeoutOpt) -> None:
+              *, node: str | None, socket: Path | None, as_json: bool,
+              timeout: float) -> None:
     """List flows of the flow table (at most --limit; says how many more matched)."""
     params = {"limit": limit,
               **_flow_filters("flow list", graph, proto, src, dst, port, service, in_port)}
@@ -106,12 +104,13 @@ def flow_list(graph: str = FGraphOpt, proto: str = ProtoOpt, src: str = SrcOpt,
 
 @flow_app.command("get")
 @errors
+@on_node
 def flow_get(flow_id: int = typer.Argument(None, metavar="[ID]", help="The flow (flow list)."),
              key: str = typer.Option(None, "--key", "-k",
                                      help="The flow by its key, as flow list shows it: "
                                           "'tcp 10.0.0.1:1234 > 10.0.0.2:80'."),
-             node: str = NodeOpt, socket: Path = SocketOpt, as_json: bool = JsonOpt,
-             timeout: float = TimeoutOpt) -> None:
+             *, node: str | None, socket: Path | None, as_json: bool,
+             timeout: float) -> None:
     """Show one flow: its graph, counters, pinned instances and overrides."""
     if (flow_id is None) == (key is None):
         raise fail("sluice flow get: give a flow ID or --key KEY (one of them)")
@@ -140,6 +139,7 @@ def flow_get(flow_id: int = typer.Argument(None, metavar="[ID]", help="The flow 
 
 @flow_app.command("delete")
 @errors
+@on_node
 def flow_delete(flow_id: int = typer.Argument(None, metavar="[ID]", help="The flow."),
                 key: str = typer.Option(None, "--key", "-k",
                                         help="The flow by its key, as flow list shows it: "
@@ -148,8 +148,8 @@ def flow_delete(flow_id: int = typer.Argument(None, metavar="[ID]", help="The fl
                 graph: str = FGraphOpt, proto: str = ProtoOpt, src: str = SrcOpt,
                 dst: str = DstOpt, port: str = FPortOpt, service: str = FServiceOpt,
                 in_port: str = FInPortOpt,
-                node: str = NodeOpt, socket: Path = SocketOpt, as_json: bool = JsonOpt,
-                timeout: float = TimeoutOpt) -> None:
+                *, node: str | None, socket: Path | None, as_json: bool,
+                timeout: float) -> None:
     """Forget flows: their next packet is classified again (rules, else the chain)."""
     filters = _flow_filters("flow delete", graph, proto, src, dst, port, service, in_port)
     given = [flow_id is not None, key is not None, all_flows, bool(filters)]

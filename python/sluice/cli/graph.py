@@ -11,10 +11,6 @@ import typer
 from ..client import Client, RpcError, SluiceError, command_text, rule_build_seconds
 from .apps import graph_app
 from .common import (
-    JsonOpt,
-    NodeOpt,
-    SocketOpt,
-    TimeoutOpt,
     _call,
     _client,
     _duration,
@@ -24,18 +20,20 @@ from .common import (
     _say_note,
     errors,
     fail,
+    on_node,
 )
 
 
 @graph_app.command("apply")
 @errors
+@on_node
 def graph_apply(file: Path = typer.Argument(..., help="Graph file (or a deployment file): "
                                                       "its graphs and rules."),
                 dry_run: bool = typer.Option(False, "--dry-run",
                                              help="Check the file and show the calls; send "
                                                   "nothing."),
-                node: str = NodeOpt, socket: Path = SocketOpt, as_json: bool = JsonOpt,
-                timeout: float = TimeoutOpt) -> None:
+                *, node: str | None, socket: Path | None, as_json: bool,
+                timeout: float) -> None:
     """Apply the graphs of FILE (replacing those of the same name), then add its rules.
 
     A rule the node already has (same graph, priority and match) is not added
@@ -140,9 +138,10 @@ def _graph_lines(g: dict[str, Any]) -> list[str]:
 
 @graph_app.command("get")
 @errors
+@on_node
 def graph_get(name: str = typer.Argument(None, help="The graph (default: all)."),
-              node: str = NodeOpt, socket: Path = SocketOpt, as_json: bool = JsonOpt,
-              timeout: float = TimeoutOpt) -> None:
+              *, node: str | None, socket: Path | None, as_json: bool,
+              timeout: float) -> None:
     """Show one graph, or all (the first next hop of a node is its default)."""
     params = {"name": name} if name is not None else {}
     res = _call(node, socket, "graph.get", timeout, **params)
@@ -160,9 +159,10 @@ def graph_get(name: str = typer.Argument(None, help="The graph (default: all).")
 
 @graph_app.command("remove")
 @errors
+@on_node
 def graph_remove(name: str = typer.Argument(..., help="The graph."),
-                 node: str = NodeOpt, socket: Path = SocketOpt, as_json: bool = JsonOpt,
-                 timeout: float = TimeoutOpt) -> None:
+                 *, node: str | None, socket: Path | None, as_json: bool,
+                 timeout: float) -> None:
     """Remove a graph and its rules; its flows go by the other rules or the chain."""
     res = _call(node, socket, "graph.remove", timeout, name=name)
     if as_json:

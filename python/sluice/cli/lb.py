@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from .apps import lb_app
-from .common import JsonOpt, NodeOpt, SocketOpt, TimeoutOpt, _call, _print_json, errors
+from .common import _call, _print_json, errors, on_node
 
 
 class LbMode(str, Enum):
@@ -22,12 +22,13 @@ LB_MODES = {"flow": "flow-sticky", "queue": "shortest queue", "rr": "round robin
 
 @lb_app.command("set")
 @errors
+@on_node
 def lb_set(service: str = typer.Argument(..., help="The service."),
            mode: LbMode = typer.Argument(..., help="flow: a flow stays on one instance; "
                                                    "queue: the shortest queue; rr: round "
                                                    "robin."),
-           node: str = NodeOpt, socket: Path = SocketOpt, as_json: bool = JsonOpt,
-           timeout: float = TimeoutOpt) -> None:
+           *, node: str | None, socket: Path | None, as_json: bool,
+           timeout: float) -> None:
     """Choose how packets of a service are spread over its instances."""
     res = _call(node, socket, "lb.set", timeout, service=service, mode=mode.value)
     if as_json:

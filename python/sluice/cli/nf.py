@@ -8,13 +8,14 @@ from typing import Any
 import typer
 
 from .apps import nf_app
-from .common import JsonOpt, NodeOpt, SocketOpt, TimeoutOpt, _call, _print_json, errors, print_table
+from .common import _call, _print_json, errors, on_node, print_table
 
 
 @nf_app.command("list")
 @errors
-def nf_list(node: str = NodeOpt, socket: Path = SocketOpt, as_json: bool = JsonOpt,
-            timeout: float = TimeoutOpt) -> None:
+@on_node
+def nf_list(*, node: str | None, socket: Path | None, as_json: bool,
+            timeout: float) -> None:
     """List the NF instances registered with sluiced."""
     nfs = _call(node, socket, "nf.list", timeout)
     if as_json:
@@ -39,9 +40,10 @@ def nf_list(node: str = NodeOpt, socket: Path = SocketOpt, as_json: bool = JsonO
 
 @nf_app.command("stop")
 @errors
+@on_node
 def nf_stop(instance: int = typer.Argument(..., min=0, help="The instance to stop."),
-            node: str = NodeOpt, socket: Path = SocketOpt, as_json: bool = JsonOpt,
-            timeout: float = TimeoutOpt) -> None:
+            *, node: str | None, socket: Path | None, as_json: bool,
+            timeout: float) -> None:
     """Stop one NF instance cleanly: it deregisters, its ring drains, it exits (a launcher's
     orchestrator does not restart an instance stopped so)."""
     res = _call(node, socket, "nf.stop", timeout, instance=instance)
@@ -54,12 +56,13 @@ def nf_stop(instance: int = typer.Argument(..., min=0, help="The instance to sto
 
 @nf_app.command("scale")
 @errors
+@on_node
 def nf_scale(service: str = typer.Argument(..., help="The service to scale."),
              replicas: int = typer.Argument(..., min=0,
                                             help="Instances it should have (0 stops them all; "
                                                  "new ones copy the newest running)."),
-             node: str = NodeOpt, socket: Path = SocketOpt, as_json: bool = JsonOpt,
-             timeout: float = TimeoutOpt) -> None:
+             *, node: str | None, socket: Path | None, as_json: bool,
+             timeout: float) -> None:
     """Start or stop instances of a service until it has REPLICAS (copies of its newest)."""
     res = _call(node, socket, "nf.scale", timeout, service=service, replicas=replicas)
     if as_json:

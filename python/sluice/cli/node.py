@@ -13,10 +13,6 @@ from ..client import SluiceError
 from . import common
 from .apps import app
 from .common import (
-    JsonOpt,
-    NodeOpt,
-    SocketOpt,
-    TimeoutOpt,
     _call,
     _client,
     _duration,
@@ -25,6 +21,7 @@ from .common import (
     _print_json,
     errors,
     fail,
+    on_node,
 )
 
 
@@ -56,8 +53,9 @@ def up(deployment: Path = typer.Argument(..., help="Deployment file (docs/deploy
 
 @app.command("apply")
 @errors
+@on_node
 def apply_cmd(deployment: Path = typer.Argument(..., help="The changed deployment file."),
-              as_json: bool = JsonOpt) -> None:
+              *, as_json: bool) -> None:
     """Change a running `sluice up` to this file: NFs, replicas, graphs, rules, chain,
     policies (ports and node options need a restart)."""
     from ..deploy import load_deployment
@@ -86,8 +84,9 @@ def check(deployment: Path = typer.Argument(..., help="Deployment file to valida
 
 @app.command()
 @errors
-def status(node: str = NodeOpt, socket: Path = SocketOpt, as_json: bool = JsonOpt,
-           timeout: float = TimeoutOpt) -> None:
+@on_node
+def status(*, node: str | None, socket: Path | None, as_json: bool,
+           timeout: float) -> None:
     """Show the status of a running sluiced."""
     st = _call(node, socket, "status", timeout)
     if as_json:
@@ -101,8 +100,9 @@ def status(node: str = NodeOpt, socket: Path = SocketOpt, as_json: bool = JsonOp
 
 @app.command()
 @errors
-def stats(node: str = NodeOpt, socket: Path = SocketOpt, as_json: bool = JsonOpt,
-          timeout: float = TimeoutOpt) -> None:
+@on_node
+def stats(*, node: str | None, socket: Path | None, as_json: bool,
+          timeout: float) -> None:
     """Show the counters of a running sluiced (ports, NFs, drops by reason)."""
     from ..launch import stats_tables, summary_text, up_console
 
@@ -117,11 +117,12 @@ def stats(node: str = NodeOpt, socket: Path = SocketOpt, as_json: bool = JsonOpt
 
 @app.command()
 @errors
+@on_node
 def top(interval: float = typer.Option(1.0, "--interval", "-i", min=0.1, help="Seconds a frame."),
         once: bool = typer.Option(False, "--once", help="Print one frame and exit (scripts)."),
         iterations: int = typer.Option(None, "--iterations", min=1, help="Print N frames, exit."),
         as_json: bool = typer.Option(False, "--json", help="The rates as one JSON object a frame."),
-        node: str = NodeOpt, socket: Path = SocketOpt, timeout: float = TimeoutOpt) -> None:
+        *, node: str | None, socket: Path | None, timeout: float) -> None:
     """Live rates of a running node: ports, NF instances, rings, edges, drops by reason."""
     from ..top import run_top
 
@@ -156,14 +157,15 @@ def _event_value(v: Any) -> str:
 
 @app.command()
 @errors
+@on_node
 def events(kind: list[str] = typer.Option(None, "--kind", "-k",
                                           help="Only these kinds (nf.up) or families (flow); "
                                                "may be repeated (docs/graphs.md, Events)."),
            count: int = typer.Option(None, "--count", "-c", min=1,
                                      help="Stop after this many events (default: Ctrl-C)."),
-           node: str = NodeOpt, socket: Path = SocketOpt,
+           *, node: str | None, socket: Path | None,
            as_json: bool = typer.Option(False, "--json", help="One JSON object per line."),
-           timeout: float = TimeoutOpt) -> None:
+           timeout: float) -> None:
     """Print the node's events as they happen (NFs, graphs, rules, flow requests, messages)."""
     from ..client import EVENT_FAMILIES, EVENT_KINDS
 
@@ -194,14 +196,15 @@ def events(kind: list[str] = typer.Option(None, "--kind", "-k",
 
 @app.command("api")
 @errors
-def api(node: str = NodeOpt, socket: Path = SocketOpt,
+@on_node
+def api(*, node: str | None, socket: Path | None,
         host: str = typer.Option("127.0.0.1", "--host",
                                  help="Address to listen on; not loopback needs --token."),
         port: int = typer.Option(8080, "--port", min=1, max=65535, help="TCP port."),
         token: str = typer.Option(None, "--token", envvar="SLUICE_API_TOKEN",
                                   help="Require 'Authorization: Bearer TOKEN' (or "
                                        "'X-Sluice-Token') on every request."),
-        timeout: float = TimeoutOpt,
+        timeout: float,
         max_body_kb: int = typer.Option(1024, "--max-body-kb", min=1, max=1 << 20,
                                         help="Largest request body, in KiB; a larger one "
                                              "is refused with 413.")) -> None:

@@ -11,18 +11,15 @@ from .apps import request_app
 from .common import (
     DportOpt,
     DstOpt,
-    JsonOpt,
-    NodeOpt,
     ProtoOpt,
-    SocketOpt,
     SportOpt,
     SrcOpt,
-    TimeoutOpt,
     _call,
     _match,
     _print_json,
     errors,
     fail,
+    on_node,
     print_table,
 )
 
@@ -61,12 +58,13 @@ def _request(node: str | None, socket: Path | None, timeout: float, as_json: boo
 
 @request_app.command("skip-me")
 @errors
+@on_node
 def request_skip_me(service: str = typer.Argument(..., help="The service to skip."),
                     flow: str = FlowKeyOpt, proto: str = ProtoOpt, src: str = SrcOpt,
                     dst: str = DstOpt, sport: str = SportOpt, dport: str = DportOpt,
                     all_flows: bool = AllFlowsOpt,
-                    node: str = NodeOpt, socket: Path = SocketOpt, as_json: bool = JsonOpt,
-                    timeout: float = TimeoutOpt) -> None:
+                    *, node: str | None, socket: Path | None, as_json: bool,
+                    timeout: float) -> None:
     """SkipMe: the flows go past SERVICE, to its default next hop."""
     f = _request_flow("flow request skip-me", flow, all_flows, {
         "proto": proto, "src": src, "dst": dst, "sport": sport, "dport": dport})
@@ -75,12 +73,13 @@ def request_skip_me(service: str = typer.Argument(..., help="The service to skip
 
 @request_app.command("request-me")
 @errors
+@on_node
 def request_request_me(service: str = typer.Argument(..., help="The service that asks."),
                        flow: str = FlowKeyOpt, proto: str = ProtoOpt, src: str = SrcOpt,
                        dst: str = DstOpt, sport: str = SportOpt, dport: str = DportOpt,
                        all_flows: bool = AllFlowsOpt,
-                       node: str = NodeOpt, socket: Path = SocketOpt, as_json: bool = JsonOpt,
-                       timeout: float = TimeoutOpt) -> None:
+                       *, node: str | None, socket: Path | None, as_json: bool,
+                       timeout: float) -> None:
     """RequestMe: the flows are sent to SERVICE where the graph allows an edge to it."""
     f = _request_flow("flow request request-me", flow, all_flows, {
         "proto": proto, "src": src, "dst": dst, "sport": sport, "dport": dport})
@@ -89,6 +88,7 @@ def request_request_me(service: str = typer.Argument(..., help="The service that
 
 @request_app.command("change-default")
 @errors
+@on_node
 def request_change_default(service: str = typer.Argument(..., help="The node whose default "
                                                                    "changes."),
                            to: str = typer.Option(..., "--to", help="Its new default: one of "
@@ -96,8 +96,8 @@ def request_change_default(service: str = typer.Argument(..., help="The node who
                            flow: str = FlowKeyOpt, proto: str = ProtoOpt, src: str = SrcOpt,
                            dst: str = DstOpt, sport: str = SportOpt, dport: str = DportOpt,
                            all_flows: bool = AllFlowsOpt,
-                           node: str = NodeOpt, socket: Path = SocketOpt,
-                           as_json: bool = JsonOpt, timeout: float = TimeoutOpt) -> None:
+                           *, node: str | None, socket: Path | None,
+                           as_json: bool, timeout: float) -> None:
     """ChangeDefault: for the flows, SERVICE's default next hop becomes --to."""
     f = _request_flow("flow request change-default", flow, all_flows, {
         "proto": proto, "src": src, "dst": dst, "sport": sport, "dport": dport})
@@ -107,11 +107,12 @@ def request_change_default(service: str = typer.Argument(..., help="The node who
 
 @request_app.command("message")
 @errors
+@on_node
 def request_message(service: str = typer.Argument(..., help="The service it is for."),
                     key: str = typer.Argument(..., help="Message key."),
                     value: str = typer.Argument(..., help="Message value."),
-                    node: str = NodeOpt, socket: Path = SocketOpt, as_json: bool = JsonOpt,
-                    timeout: float = TimeoutOpt) -> None:
+                    *, node: str | None, socket: Path | None, as_json: bool,
+                    timeout: float) -> None:
     """Message: send KEY and VALUE to the NFs of SERVICE (their on_message)."""
     _request(node, socket, timeout, as_json, type="message", service=service, key=key,
              value=value)
@@ -119,8 +120,9 @@ def request_message(service: str = typer.Argument(..., help="The service it is f
 
 @request_app.command("list")
 @errors
-def request_list(node: str = NodeOpt, socket: Path = SocketOpt, as_json: bool = JsonOpt,
-                 timeout: float = TimeoutOpt) -> None:
+@on_node
+def request_list(*, node: str | None, socket: Path | None, as_json: bool,
+                 timeout: float) -> None:
     """List the requests with a match kept for new flows, the oldest first."""
     from ..graph import format_match
 
@@ -144,11 +146,12 @@ def request_list(node: str = NodeOpt, socket: Path = SocketOpt, as_json: bool = 
 
 @request_app.command("remove")
 @errors
+@on_node
 def request_remove(request_id: int = typer.Argument(..., metavar="ID",
                                                     help="The kept request (flow request "
                                                          "list)."),
-                   node: str = NodeOpt, socket: Path = SocketOpt, as_json: bool = JsonOpt,
-                   timeout: float = TimeoutOpt) -> None:
+                   *, node: str | None, socket: Path | None, as_json: bool,
+                   timeout: float) -> None:
     """Forget a kept request: new flows no longer get it (live flows keep what it gave
     them until they end or `sluice flow delete` forgets them)."""
     res = _call(node, socket, "flow.request.remove", timeout, id=request_id)

@@ -10,25 +10,23 @@ from .apps import rule_app
 from .common import (
     DportOpt,
     DstOpt,
-    JsonOpt,
-    NodeOpt,
     ProtoOpt,
-    SocketOpt,
     SportOpt,
     SrcOpt,
-    TimeoutOpt,
     _call,
     _client,
     _match,
     _print_json,
     _rule_text,
     errors,
+    on_node,
     print_table,
 )
 
 
 @rule_app.command("add")
 @errors
+@on_node
 def rule_add(graph: str = typer.Option(..., "--graph", "-g", help="The graph new flows go to."),
              priority: int = typer.Option(0, "--priority", "-p",
                                           help="-1000000..1000000; higher wins, then the "
@@ -36,8 +34,8 @@ def rule_add(graph: str = typer.Option(..., "--graph", "-g", help="The graph new
              proto: str = ProtoOpt, src: str = SrcOpt, dst: str = DstOpt,
              sport: str = SportOpt, dport: str = DportOpt,
              in_port: str = typer.Option(None, "--in-port", help="The port packets arrive on."),
-             node: str = NodeOpt, socket: Path = SocketOpt, as_json: bool = JsonOpt,
-             timeout: float = TimeoutOpt) -> None:
+             *, node: str | None, socket: Path | None, as_json: bool,
+             timeout: float) -> None:
     """Send new flows that match to a graph (flows already seen keep theirs)."""
     from ..graph import format_match
 
@@ -54,8 +52,9 @@ def rule_add(graph: str = typer.Option(..., "--graph", "-g", help="The graph new
 
 @rule_app.command("list")
 @errors
-def rule_list(node: str = NodeOpt, socket: Path = SocketOpt, as_json: bool = JsonOpt,
-              timeout: float = TimeoutOpt) -> None:
+@on_node
+def rule_list(*, node: str | None, socket: Path | None, as_json: bool,
+              timeout: float) -> None:
     """List the rules, the highest priority first as sluiced gives them."""
     from ..graph import format_match
 
@@ -78,9 +77,10 @@ def rule_list(node: str = NodeOpt, socket: Path = SocketOpt, as_json: bool = Jso
 
 @rule_app.command("remove")
 @errors
+@on_node
 def rule_remove(rule_id: int = typer.Argument(..., metavar="ID", help="The rule (rule list)."),
-                node: str = NodeOpt, socket: Path = SocketOpt, as_json: bool = JsonOpt,
-                timeout: float = TimeoutOpt) -> None:
+                *, node: str | None, socket: Path | None, as_json: bool,
+                timeout: float) -> None:
     """Remove a rule (flows it classified keep their graph until they end)."""
     res = _call(node, socket, "rule.remove", timeout, id=rule_id)
     if as_json:

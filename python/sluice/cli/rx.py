@@ -7,13 +7,14 @@ from pathlib import Path
 import typer
 
 from .apps import rx_app
-from .common import JsonOpt, NodeOpt, SocketOpt, TimeoutOpt, _call, _print_json, errors
+from .common import _call, _print_json, errors, on_node
 
 
 @rx_app.command("pause")
 @errors
-def rx_pause(node: str = NodeOpt, socket: Path = SocketOpt, as_json: bool = JsonOpt,
-             timeout: float = TimeoutOpt) -> None:
+@on_node
+def rx_pause(*, node: str | None, socket: Path | None, as_json: bool,
+             timeout: float) -> None:
     """Stop reading the ports; the packets in flight go on to their ends."""
     res = _call(node, socket, "rx.pause", timeout)
     if as_json:
@@ -25,8 +26,9 @@ def rx_pause(node: str = NodeOpt, socket: Path = SocketOpt, as_json: bool = Json
 
 @rx_app.command("resume")
 @errors
-def rx_resume(node: str = NodeOpt, socket: Path = SocketOpt, as_json: bool = JsonOpt,
-              timeout: float = TimeoutOpt) -> None:
+@on_node
+def rx_resume(*, node: str | None, socket: Path | None, as_json: bool,
+              timeout: float) -> None:
     """Read the ports again."""
     res = _call(node, socket, "rx.resume", timeout)
     if as_json:
