@@ -67,7 +67,7 @@ _TYPE_NAMES = {
 def _json_kind(v: Any) -> str:
     """What a JSON value is, in JSON's words: ``a string ('x')``, ``an array``."""
     if isinstance(v, (list, dict)) or v is None:
-        return {list: "an array", dict: "an object"}.get(type(v), "null")
+        return "an array" if isinstance(v, list) else "an object" if isinstance(v, dict) else "null"
     return kind_of(v)
 
 

@@ -49,8 +49,8 @@ def graph_apply(file: Path = typer.Argument(..., help="Graph file (or a deployme
             _print_json(calls)
             return
         typer.echo(f"{file}: ok: {gs.describe()}; nothing sent (--dry-run). The calls:")
-        for c in calls:
-            typer.echo(f"  {c['method']} {json.dumps(c['params'])}")
+        for call in calls:
+            typer.echo(f"  {call['method']} {json.dumps(call['params'])}")
         return
     out: dict[str, list[Any]] = {"graphs": [], "rules": []}
     say = (lambda _m: None) if as_json else typer.echo
