@@ -39,7 +39,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import networkx as nx
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .errors import SluiceError, did_you_mean, kind_of, pydantic_issues, show_value
 from .errors import list_words as _list
@@ -76,29 +76,44 @@ class _Strict(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
 
 
+# The schema of graphs, matches and rules, for a deployment or graph file and
+# the REST API alike (sluice.api.models takes its bodies' fields from these:
+# the descriptions are what /docs shows).
+HOP_DOC = "a service of the graph, port:NAME or drop"
+PORTS_DOC = "a number 0-65535, \"LO-HI\" or \"any\""
+_PREFIX_DOC = "A prefix or address (IPv4 or IPv6), or any."
+
+
 class MatchSpec(_Strict):
     """A rule inside a graph (its graph is that graph). Values are checked by
     ``validate`` (their messages name the graph), not by the schema."""
 
-    priority: Any = 0
-    proto: Any = None
-    src: Any = None
-    dst: Any = None
-    sport: Any = None
-    dport: Any = None
-    in_port: Any = None
+    priority: Any = Field(0, description="-1000000 to 1000000: the highest wins; between "
+                                         "equal ones, the older rule.")
+    proto: Any = Field(None, description="tcp, udp, icmp, icmp6, sctp, gre, esp, ah, any or "
+                                         "a number 0-255", examples=["udp"])
+    src: Any = Field(None, description=_PREFIX_DOC, examples=["10.0.0.0/8"])
+    dst: Any = Field(None, description=_PREFIX_DOC)
+    sport: Any = Field(None, description=PORTS_DOC)
+    dport: Any = Field(None, description=PORTS_DOC, examples=[53])
+    in_port: Any = Field(None, description="Only packets that came in on this port (its "
+                                           "name).")
 
 
 class RuleSpec(MatchSpec):
     """A rule of the top-level ``rules:`` list: a match and the graph it sends flows to."""
 
-    graph: str
+    graph: str = Field(description="New flows that match go to this graph.",
+                       examples=["anomaly"])
 
 
 class GraphSpec(_Strict):
     name: str
-    entry: str | None = None
-    nodes: dict[str, list[str]]
+    entry: str | None = Field(None, description="The first node (default: the first of "
+                                                "nodes).")
+    nodes: dict[str, list[str]] = Field(
+        description=f"Service -> its allowed next hops ({HOP_DOC}); the first is the default.",
+        examples=[{"fw": ["mon", "drop"], "mon": ["port:out"]}])
     match: list[MatchSpec] = []
 
     @field_validator("nodes", mode="before")

@@ -609,10 +609,10 @@ def test_chain_and_nf_list(sock: tuple[FakeSluiced, str]) -> None:
 
 def test_commands_without_sluiced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # no node runs (test_cli_walkthrough.py: with others running, and without --node)
-    import sluice.cli
+    import sluice.cli.common
     import sluice.client
 
-    for mod in (sluice.cli, sluice.client):
+    for mod in (sluice.cli.common, sluice.client):
         monkeypatch.setattr(mod, "SOCKET_DIR", tmp_path)
     for args in (["status"], ["stats"], ["chain", "get"], ["nf", "list"]):
         r = runner.invoke(app, [*args, "--node", "nosuchnode"])

@@ -22,6 +22,7 @@ from test_client import FakeSluiced, default_handler
 from typer.testing import CliRunner
 
 import sluice.cli
+import sluice.cli.common
 from sluice.cli import app
 from sluice.client import command_text
 from sluice.deploy import load_deployment
@@ -38,7 +39,7 @@ def sockdir(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """An empty SOCKET_DIR (short: sun_path has 108 bytes), no $SLUICE_NODE."""
     d = Path(tempfile.mkdtemp(prefix="sld", dir="/tmp"))
     monkeypatch.setattr(sluice.client, "SOCKET_DIR", d)
-    monkeypatch.setattr(sluice.cli, "SOCKET_DIR", d)
+    monkeypatch.setattr(sluice.cli.common, "SOCKET_DIR", d)
     monkeypatch.delenv("SLUICE_NODE", raising=False)
     yield d
     shutil.rmtree(d, ignore_errors=True)
@@ -156,7 +157,7 @@ def test_no_node_running(sockdir: Path) -> None:
 # -- sluiced's errors, said in commands -------------------------------------------------------
 
 def test_every_method_the_cli_calls_has_its_command() -> None:
-    src = Path(sluice.cli.__file__).read_text()
+    src = "".join(p.read_text() for p in sorted(Path(sluice.cli.__file__).parent.glob("*.py")))
     called = set(re.findall(r'_call\([^)]*?"([a-z.]+)"', src, re.S))
     called |= set(re.findall(r'\bc\.call\("([a-z.]+)"', src))
     called |= {"rule.list", "subscribe"}  # Client.rules() and Client.events()

@@ -1,0 +1,5 @@
+"""`python -m sluice.cli`, as the `sluice` command."""
+
+from . import main
+
+main()
