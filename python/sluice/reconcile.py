@@ -106,7 +106,7 @@ class Backoff:
         if len(self.times) >= s.give_up_after:
             return None
         self.streak += 1
-        return min(s.max_backoff_ms, s.backoff_ms * 2 ** (self.streak - 1)) / 1000
+        return float(min(s.max_backoff_ms, s.backoff_ms * 2 ** (self.streak - 1)) / 1000)
 
     def reset(self) -> None:
         self.streak = 0
