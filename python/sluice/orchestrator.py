@@ -493,31 +493,18 @@ class Orchestrator:
             g = self.groups.get((nf, ()))
             if g is None:
                 continue
-            tr = self.trends.setdefault(name, _Trend())
-            fracs = [(n.get("rx_ring") or {}) for n in stats.get("nfs", [])
-                     if n.get("service") == pol.service
-                     and n.get("state", "running") == "running"]
-            fracs = [r.get("count", 0) / r["size"] for r in fracs if r.get("size")]
             busy = any(s.state in ("starting", "stopping", "backoff") for s in g.slots)
-            if not fracs or busy:
-                tr.since_above = tr.since_below = None  # count again from here
-                continue
-            occ = sum(fracs) / len(fracs)
-            tr.last = occ
-            tr.since_above = (tr.since_above or now) if occ > pol.above else None
-            tr.since_below = (tr.since_below or now) if occ < pol.below else None
-            held = pol.for_ms / 1000
+            occ = reconcile.ring_occupancy(stats, pol.service)
             n = len(g.active())
-            if tr.since_above is not None and now - tr.since_above >= held and n < pol.max:
+            step, self.trends[name] = reconcile.occupancy_step(
+                pol, occ, busy, n, self.trends.get(name, _Trend()), now)
+            if step > 0:
                 g.want = n + 1
-                tr.since_above = None
                 self.say("scale-out", f"'{nf}' {n} -> {n + 1}: service {pol.service} rx ring "
                          f"occupancy {occ:.2f} above {pol.above:g} for {pol.for_ms} ms "
                          f"({name})", nf=nf, replicas=n + 1, occupancy=occ)
-            elif tr.since_below is not None and now - tr.since_below >= held \
-                    and n > pol.min:
+            elif step < 0:
                 g.want = n - 1
-                tr.since_below = None
                 self.say("scale-in", f"'{nf}' {n} -> {n - 1}: service {pol.service} rx ring "
                          f"occupancy {occ:.2f} below {pol.below:g} for {pol.for_ms} ms "
                          f"({name})", nf=nf, replicas=n - 1, occupancy=occ)
