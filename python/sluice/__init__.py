@@ -15,7 +15,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
               "placement")),
     # I/O: sluiced's socket, processes, the host, containers, captures
     ("runtime", ("client", "traces", "container", "procs", "hostclean", "livetable",
-                 "launch", "orchestrator")),
+                 "launch", "applying", "orchestrator")),
     ("api", ("api", "web")),
     ("cli", ("top", "up", "cli", "__main__")),
 ]

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from . import paths
-from .errors import SluiceError
+from .errors import SluiceError as SluiceError  # the base of this module's errors
 
 SOCKET_DIR = paths.SOCKET_DIR  # a module global: tests point it at a folder of their own
 

@@ -37,22 +37,19 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from . import errors, sluiced_defaults
-from .errors import (
-    SluiceError,
-    UniqueKeyLoader,
-    did_you_mean,
-    kind_of,
-    show_value,  # noqa: F401 (api.py and placement/io.py import it from here)
-    yaml_error_text,
-)
+from .errors import SluiceError, yaml_error_text  # the `X as X`: names api.py, placement/io.py
+from .errors import UniqueKeyLoader as UniqueKeyLoader
+from .errors import did_you_mean as did_you_mean
+from .errors import kind_of as kind_of
 from .errors import list_words as _list
+from .errors import show_value as show_value
 from .graph import GraphError, GraphSet, GraphSpec, RuleSpec, parse_graphs
 from .graph import validate as validate_graphs
 from .paths import (
     default_build_dir,
-    repo_root,  # noqa: F401 (container.py imports it from here)
     socket_path_for,
 )
+from .paths import repo_root as repo_root  # container.py imports it from here
 from .tracenames import gen_command, generated_trace_params
 
 # Virtual device drivers and the device arguments each accepts (DPDK 22.11;

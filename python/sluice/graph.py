@@ -41,8 +41,11 @@ from typing import Any
 import networkx as nx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from .errors import SluiceError, did_you_mean, kind_of, pydantic_issues, show_value
+from .errors import SluiceError, pydantic_issues
+from .errors import did_you_mean as did_you_mean  # api.py and cli.py import it from here
+from .errors import kind_of as kind_of
 from .errors import list_words as _list
+from .errors import show_value as show_value
 
 DOC = "docs/graphs.md"
 

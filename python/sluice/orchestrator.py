@@ -54,21 +54,17 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from . import reconcile
+from .applying import ControlApply, ControlLog, OrchestratorError, undo_apply
 from .client import (
-    METHODS,
     Client,
     ConnectError,
     ConnectionLost,
-    RpcError,
     RpcTimeout,
     SluiceError,
-    command_text,
-    rule_build_seconds,
 )
 from .deploy import (
     Deployment,
@@ -78,7 +74,6 @@ from .deploy import (
     OccupancyPolicy,
     load_deployment,
 )
-from .graph import batch_culprit, format_match, to_rpc
 from .procs import status_text as _status_text
 from .reconcile import (  # noqa: F401 (tests import Backoff and substitute from here)
     Backoff,
@@ -106,10 +101,6 @@ HUNG_EVENT_WAIT_S = 0.5
 ACTIONS_KEPT = 200
 
 
-class OrchestratorError(SluiceError):
-    """An apply that was refused or failed, or no orchestrator to talk to."""
-
-
 # -- what the orchestrator drives (the Launcher, or fakes in tests) ---------------------
 
 class ProcLike(Protocol):
@@ -132,43 +123,6 @@ class Runner(Protocol):
     def spawn_nf(self, nf: NFSpec, label: str, extra: list[str] | None = None) -> Any: ...
 
     def kill(self, proc: Any, sig: int) -> None: ...
-
-
-@dataclass
-class _Undo:
-    """Control steps an apply made (one, or the rules of one batch), and the
-    call that undoes them all."""
-
-    texts: list[str]  # ["graph g added (version 2)"], oldest first
-    # raises SluiceError; returns what it did for each text ("" if not worth saying)
-    undo: Callable[[], list[str]]
-    leaves: str | None = None  # a graph left in sluiced if the undo fails
-
-
-@dataclass
-class _ControlLog:
-    """The control steps of one apply: those made, and the one being made."""
-
-    made: list[_Undo] = field(default_factory=list)
-    step: str = ""  # the change being made, in the words of the file (the chain (a -> b))
-    leaves: str | None = None  # the graph that call may add
-
-
-def _without_method(e: SluiceError) -> str:
-    """The client's error without the method it begins with (``chain.set:
-    connection to ... lost``): apply lines say the change, not the call."""
-    method, sep, rest = str(e).partition(": ")
-    return rest if sep and method in METHODS else str(e)
-
-
-def _rule_ids(ids: list[int]) -> str:
-    """Rule ids as a step names them: ``rule 7``, ``rules 7, 8 and 9``, or for
-    many ``500 rules (7, 8, ..., 506)``."""
-    if len(ids) == 1:
-        return f"rule {ids[0]}"
-    if len(ids) <= 8:
-        return f"rules {', '.join(map(str, ids[:-1]))} and {ids[-1]}"
-    return f"{len(ids)} rules ({ids[0]}, {ids[1]}, ..., {ids[-1]})"
 
 
 # -- the orchestrator --------------------------------------------------------------------
@@ -539,31 +493,18 @@ class Orchestrator:
             g = self.groups.get((nf, ()))
             if g is None:
                 continue
-            tr = self.trends.setdefault(name, _Trend())
-            fracs = [(n.get("rx_ring") or {}) for n in stats.get("nfs", [])
-                     if n.get("service") == pol.service
-                     and n.get("state", "running") == "running"]
-            fracs = [r.get("count", 0) / r["size"] for r in fracs if r.get("size")]
             busy = any(s.state in ("starting", "stopping", "backoff") for s in g.slots)
-            if not fracs or busy:
-                tr.since_above = tr.since_below = None  # count again from here
-                continue
-            occ = sum(fracs) / len(fracs)
-            tr.last = occ
-            tr.since_above = (tr.since_above or now) if occ > pol.above else None
-            tr.since_below = (tr.since_below or now) if occ < pol.below else None
-            held = pol.for_ms / 1000
+            occ = reconcile.ring_occupancy(stats, pol.service)
             n = len(g.active())
-            if tr.since_above is not None and now - tr.since_above >= held and n < pol.max:
+            step, self.trends[name] = reconcile.occupancy_step(
+                pol, occ, busy, n, self.trends.get(name, _Trend()), now)
+            if step > 0:
                 g.want = n + 1
-                tr.since_above = None
                 self.say("scale-out", f"'{nf}' {n} -> {n + 1}: service {pol.service} rx ring "
                          f"occupancy {occ:.2f} above {pol.above:g} for {pol.for_ms} ms "
                          f"({name})", nf=nf, replicas=n + 1, occupancy=occ)
-            elif tr.since_below is not None and now - tr.since_below >= held \
-                    and n > pol.min:
+            elif step < 0:
                 g.want = n - 1
-                tr.since_below = None
                 self.say("scale-in", f"'{nf}' {n} -> {n - 1}: service {pol.service} rx ring "
                          f"occupancy {occ:.2f} below {pol.below:g} for {pol.for_ms} ms "
                          f"({name})", nf=nf, replicas=n - 1, occupancy=occ)
@@ -753,11 +694,11 @@ class Orchestrator:
         # 2. graphs, chain, rules over the control socket; a step sluiced refuses
         # undoes the steps made before it, then the NF part
         nf_done = list(done)
-        log = _ControlLog()
+        log = ControlLog()
         try:
-            self._apply_control(old, new, note, log)
+            ControlApply(self, old, new, note, log).run()
         except SluiceError as e:
-            raise self._undo_apply(e, log, nf_done, snapshot, old, src) from None
+            raise undo_apply(self, e, log, nf_done, snapshot, old, src) from None
         self.resync = False
         self.stale_graphs.clear()
         # 3. stop what the new file removes (now nothing routes to it)
@@ -852,242 +793,6 @@ class Orchestrator:
             live = [s for s in new_slots if s.state != "stopping"]
             if live:
                 self._stop_slots(g, live, "the apply failed")
-
-    def _apply_control(self, old: Deployment, new: Deployment,
-                       note: Callable[[str, str], None], log: _ControlLog) -> None:
-        """Graphs, chain and rules; each step made goes into ``log`` with its undo.
-
-        ``self.run.rules`` follows each step (it is always what sluiced has, as
-        far as its answers tell). With ``self.resync`` every graph and the chain
-        are pushed even if unchanged, and ``self.stale_graphs`` are removed.
-
-        The rules a step removes go in one ``rule.remove {ids}``, those it adds
-        in one ``rule.add {rules}`` (and so do their undos): sluiced builds its
-        classifier once per call, and one call per rule is O(N^2) for N rules."""
-        rules = self.run.rules
-
-        def call(method: str, **params: Any) -> Any:
-            if method not in ("rule.add", "rule.remove", "graph.remove"):
-                return self.client.call(method, **params)
-            # these rebuild sluiced's rule classifier: seconds for thousands
-            n = len(rules) + len(params.get("rules", []))
-            with self.client.patience(rule_build_seconds(n)):
-                return self.client.call(method, **params)
-
-        resync = self.resync
-        old_graphs = {g.name: to_rpc(g) for g in old.graphs}
-        new_graphs = {g.name: to_rpc(g) for g in new.graphs}
-        gone = [n for n in old_graphs if n not in new_graphs] + \
-            sorted(self.stale_graphs - old_graphs.keys() - new_graphs.keys())
-        pos = {rid: i for i, (_, rid) in enumerate(rules)}  # a rule's place before
-
-        def made(action: str, text: str, undo: Callable[[], str],
-                 leaves: str | None = None) -> None:
-            note(action, text)
-            log.made.append(_Undo([f"{action} {text}"], lambda: [undo()], leaves))
-
-        def at(what: str, leaves: str | None = None) -> None:
-            log.step, log.leaves = what, leaves
-
-        def drop_rules(ids: list[int]) -> None:
-            drop = set(ids)
-            rules[:] = [r for r in rules if r[1] not in drop]
-
-        def add_rules_back(gone_rules: list[tuple[dict[str, Any], int]]
-                           ) -> Callable[[], list[str]]:
-            def undo() -> list[str]:
-                # in their old order, so that rules of equal priority keep theirs
-                order = sorted(gone_rules, key=lambda r: pos.get(r[1], len(pos)))
-                res = call("rule.add", rules=[params for params, _ in order])
-                new_ids: dict[int, int] = {}
-                for k, (params, rid) in enumerate(order):
-                    new_id = new_ids[rid] = int(res["first_id"]) + k
-                    pos[new_id] = pos.get(rid, len(pos))
-                    i = sum(1 for _, r in rules if pos.get(r, len(pos)) < pos[new_id])
-                    rules.insert(i, (params, new_id))
-                return [f"added again as rule {new_ids[rid]}" for _, rid in gone_rules]
-            return undo
-
-        def remove_rules(ids: list[int]) -> Callable[[], list[str]]:
-            def undo() -> list[str]:
-                call("rule.remove", ids=ids)
-                drop_rules(ids)
-                return [""] * len(ids)
-            return undo
-
-        def remove_graph(name: str) -> Callable[[], str]:
-            def undo() -> str:
-                call("graph.remove", name=name)
-                return ""
-            return undo
-
-        def apply_graph(params: dict[str, Any], what: str) -> Callable[[], str]:
-            def undo() -> str:
-                return f"{what} (version {call('graph.apply', **params).get('version')})"
-            return undo
-
-        def set_chain_back() -> str:
-            call("chain.set", hops=list(old.chain))
-            return f"back to {' -> '.join(old.chain)}"
-
-        for name, params in new_graphs.items():
-            before = old_graphs.get(name)
-            if before == params and not resync:
-                continue
-            at(f"the graph {name}", None if before else name)
-            res = call("graph.apply", **params)
-            how = "added" if before is None else "changed" if before != params else \
-                "pushed again"
-            if before is None:
-                made("graph", f"{name} added (version {res.get('version')})",
-                     remove_graph(name), leaves=name)
-            else:
-                made("graph", f"{name} {how} (version {res.get('version')})",
-                     apply_graph(before, "old graph applied again"))
-        if list(old.chain) != list(new.chain) or resync:
-            hops = " -> ".join(new.chain)
-            at(f"the chain ({hops})")
-            call("chain.set", hops=list(new.chain))
-            made("chain", hops + ("" if list(old.chain) != list(new.chain)
-                                  else " (pushed again)"), set_chain_back)
-        # rules: the ones no longer in the file go, new ones are added
-        wanted = [json.dumps(r, sort_keys=True) for r in new.rule_params()]
-        with_graph: dict[str, list[str]] = {}  # graph -> its rules' lines
-        removing: list[tuple[dict[str, Any], int, str]] = []  # (params, id, line)
-        for params, rid in list(rules):
-            k = json.dumps(params, sort_keys=True)
-            if k in wanted:
-                wanted.remove(k)
-                continue
-            text = f"{rid} removed ({format_match(params)} -> graph {params['graph']})"
-            if params["graph"] in gone:  # it goes with its graph below, said then
-                with_graph.setdefault(params["graph"], []).append(text)
-                continue
-            removing.append((params, rid, text))
-        if removing:
-            ids = [rid for _, rid, _ in removing]
-            at(f"the removal of {_rule_ids(ids)}")
-            gone_ids: set[int] = set()
-            try:
-                call("rule.remove", ids=ids)
-            except RpcError:
-                # all or none: if sluiced no longer has some of them (gone with
-                # their graph, or removed by someone else), they are gone and
-                # the others are removed again; if it has them all, it refused
-                step = log.step
-                at(f"the list of rules (read to see which of {_rule_ids(ids)} sluiced still "
-                   f"has, after it refused their removal)")
-                have = {r.get("id") for r in self.client.rules()}
-                if all(rid in have for rid in ids):
-                    at(step)
-                    raise
-                gone_ids = {rid for rid in ids if rid not in have}
-                drop_rules(list(gone_ids))
-                left = [rid for rid in ids if rid in have]
-                if left:
-                    at(f"the removal of {_rule_ids(left)}")
-                    call("rule.remove", ids=left)
-            drop_rules(ids)
-            for _, _, text in removing:
-                note("rule", text)
-            removed = [(params, rid, text) for params, rid, text in removing
-                       if rid not in gone_ids]
-            if removed:
-                log.made.append(_Undo([f"rule {text}" for _, _, text in removed],
-                                      add_rules_back([(p, rid) for p, rid, _ in removed])))
-        if wanted:
-            adding = [json.loads(k) for k in wanted]
-            whats = [f"priority {p['priority']}, {format_match(p)} -> graph {p['graph']}"
-                     for p in adding]
-            at(f"the rule ({whats[0]})" if len(adding) == 1 else
-               f"the {len(adding)} new rules")
-            try:
-                res = call("rule.add", rules=adding)
-            except RpcError as e:
-                c = batch_culprit(e.message, len(adding))
-                if c is None:
-                    raise  # the whole batch (too many rules, say)
-                # the rule sluiced names, in the words of a refused rule.add of it
-                at(f"the rule ({whats[c[0]]})")
-                raise RpcError(e.code, c[1], e.data, e.method) from None
-            added = [(params, int(res["first_id"]) + k) for k, params in enumerate(adding)]
-            rules.extend(added)
-            for (_, rid), what in zip(added, whats, strict=True):
-                note("rule", f"{rid} added ({what})")
-            log.made.append(_Undo([f"rule {rid} added ({what})"
-                                   for (_, rid), what in zip(added, whats, strict=True)],
-                                  remove_rules([rid for _, rid in added])))
-        for name in gone:
-            with_it = [r for r in rules if r[0]["graph"] == name]
-            at(f"the removal of graph {name}")
-            if name not in old_graphs:  # left by an apply that could not be undone
-                with contextlib.suppress(RpcError):  # it may not have made it
-                    call("graph.remove", name=name)
-                    note("graph", f"{name} removed (left by an apply that could not be "
-                         f"undone)")
-                self.stale_graphs.discard(name)
-                drop_rules([rid for _, rid in with_it])
-                continue
-            res = call("graph.remove", name=name)
-            for text in with_graph.get(name, []):
-                note("rule", text)
-            drop_rules([rid for _, rid in with_it])
-            if with_it:
-                log.made.append(_Undo([f"rule {rid} removed with graph {name}"
-                                       for _, rid in with_it], add_rules_back(with_it)))
-            made("graph", f"{name} removed ({res.get('rules_removed', 0)} rule(s) with it)",
-                 apply_graph(old_graphs[name], "applied again"))
-
-    def _undo_apply(self, e: SluiceError, log: _ControlLog, nf_done: list[str],
-                    snapshot: dict[Any, Any], old: Deployment, src: str) -> OrchestratorError:
-        """Undoes the control steps of ``log`` (newest first), then the NF part;
-        returns the error that says what was refused and what was undone."""
-        if isinstance(e, RpcError):
-            lines = [f"{src}: sluiced refused {log.step}: {command_text(e.message)}"]
-        else:  # no answer: the step may have been made
-            lines = [f"{src}: sluiced did not answer about {log.step}, so it may or may not "
-                     f"have been made: {_without_method(e)}"]
-            self.resync = True
-            if log.leaves:
-                self.stale_graphs.add(log.leaves)
-        results: list[str] = []
-        failed = False
-        for u in reversed(log.made):
-            try:
-                whats = u.undo()
-            except SluiceError as err:
-                failed = self.resync = True
-                if u.leaves:
-                    self.stale_graphs.add(u.leaves)
-                why = (f"sluiced refused it: {command_text(err.message)}"
-                       if isinstance(err, RpcError) else f"no answer: {_without_method(err)}")
-                for text in reversed(u.texts):  # a batch is undone all or none
-                    results.append(f"not undone: {text}: {why}")
-                    self.say("undo-failed", f"{text}: {why}")
-                continue
-            for text, what in reversed(list(zip(u.texts, whats, strict=True))):
-                line = text + (f": {what}" if what else "")
-                results.append(f"undone: {line}")
-                self.say("undo", line)
-        for d in reversed(nf_done):
-            action, text = d.split(": ", 1)
-            results.append(f"undone: {action} {text} (its new instances stop)")
-        self._rollback(snapshot, old)
-        if failed:
-            lines.append(f"the apply could not be undone in full: the NFs run as "
-                         f"{old.source} says, but sluiced's graphs, chain and rules may "
-                         f"not; the next `sluice apply` (of either file) pushes them all "
-                         f"again:")
-        elif self.resync:
-            lines.append(f"the apply was undone and the NFs run as {old.source} says, but "
-                         f"sluiced's graphs, chain and rules may not; the next `sluice "
-                         f"apply` (of either file) pushes them all again:")
-        else:
-            lines.append(f"the apply was undone: {old.source} runs as before; fix {src} "
-                         f"and apply it again:")
-        if not results:  # refused at its first step: a list of nothing would follow
-            lines[-1] = lines[-1][:-1] + " (it had changed nothing yet)"
-        return OrchestratorError("\n".join(lines + ["  " + r for r in results]))
 
     # -- the socket `sluice apply` talks to --------------------------------------------------
 

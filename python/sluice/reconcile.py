@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -106,7 +106,7 @@ class Backoff:
         if len(self.times) >= s.give_up_after:
             return None
         self.streak += 1
-        return min(s.max_backoff_ms, s.backoff_ms * 2 ** (self.streak - 1)) / 1000
+        return float(min(s.max_backoff_ms, s.backoff_ms * 2 ** (self.streak - 1)) / 1000)
 
     def reset(self) -> None:
         self.streak = 0
@@ -155,11 +155,17 @@ class Group:
         return f"'{self.nf.name}'" + (f" (args {' '.join(self.extra)})" if self.extra else "")
 
 
-@dataclass
-class _Trend:
+@dataclass(frozen=True)
+class Trend:
+    """An occupancy policy's view of its service: since when the occupancy
+    has been above (below) its bound, and the last occupancy read."""
+
     since_above: float | None = None
     since_below: float | None = None
     last: float | None = None
+
+
+_Trend = Trend
 
 
 def substitute(args: list[str], key: str, value: str, sender: str) -> tuple[str, ...]:
@@ -332,3 +338,33 @@ def new_label(nf: NFSpec, extra: Sequence[str], used: set[str]) -> str:
     while f"{nf.name}.{n}" in used or (n == 1 and nf.name in used):
         n += 1
     return f"{nf.name}.{n}"
+
+
+# -- occupancy policies ------------------------------------------------------------------
+
+def ring_occupancy(stats: Mapping[str, Any], service: str) -> float | None:
+    """The mean fill (0 to 1) of the rx rings of ``service``'s running
+    instances in sluiced's ``stats``; None if none has a ring."""
+    rings = [(n.get("rx_ring") or {}) for n in stats.get("nfs", [])
+             if n.get("service") == service and n.get("state", "running") == "running"]
+    fracs = [r.get("count", 0) / r["size"] for r in rings if r.get("size")]
+    return sum(fracs) / len(fracs) if fracs else None
+
+
+def occupancy_step(pol: OccupancyPolicy, occ: float | None, busy: bool, n: int,
+                   trend: Trend, now: float) -> tuple[int, Trend]:
+    """What an occupancy policy does at ``now``: +1 (one more instance), -1
+    (one fewer) or 0, and its trend after. ``n``: the group's active
+    instances; ``busy``: one of them is starting, stopping or waiting for a
+    restart, and then (as with no occupancy to read) the policy waits and
+    counts its hold time again from the next reading."""
+    if occ is None or busy:
+        return 0, replace(trend, since_above=None, since_below=None)
+    above = (trend.since_above or now) if occ > pol.above else None
+    below = (trend.since_below or now) if occ < pol.below else None
+    held = pol.for_ms / 1000
+    if above is not None and now - above >= held and n < pol.max:
+        return 1, Trend(None, below, occ)
+    if below is not None and now - below >= held and n > pol.min:
+        return -1, Trend(above, None, occ)
+    return 0, Trend(above, below, occ)

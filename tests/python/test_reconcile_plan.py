@@ -3,7 +3,7 @@ socket or a clock: a state in, a list of actions out."""
 
 from __future__ import annotations
 
-from sluice.deploy import NFSpec, RestartSpec
+from sluice.deploy import NFSpec, OccupancyPolicy, RestartSpec
 from sluice.reconcile import (
     Backoff,
     Drop,
@@ -11,9 +11,12 @@ from sluice.reconcile import (
     Slot,
     Start,
     Stop,
+    Trend,
     new_label,
+    occupancy_step,
     plan,
     restarts_due,
+    ring_occupancy,
 )
 
 FW = ("fw", ())
@@ -86,3 +89,42 @@ def test_new_labels() -> None:
     assert new_label(one, (), {"fw"}) == "fw.2"
     assert new_label(one, ("--x",), set()) == "fw.1"
     assert new_label(one, (), {"fw.1", "fw.2"}) == "fw.3"
+
+
+POL = OccupancyPolicy(on="occupancy", service="fw", above=0.8, below=0.2, for_ms=1000,
+                      min=1, max=3)
+
+
+def test_ring_occupancy_is_the_mean_over_running_instances() -> None:
+    stats = {"nfs": [
+        {"service": "fw", "rx_ring": {"count": 512, "size": 1024}},
+        {"service": "fw", "rx_ring": {"count": 0, "size": 1024}},
+        {"service": "fw", "state": "stopping", "rx_ring": {"count": 1024, "size": 1024}},
+        {"service": "lb", "rx_ring": {"count": 1024, "size": 1024}},
+    ]}
+    assert ring_occupancy(stats, "fw") == 0.25
+    assert ring_occupancy(stats, "nat") is None
+
+
+def test_occupancy_scales_out_after_the_hold_time_then_counts_again() -> None:
+    step, t = occupancy_step(POL, 0.9, False, 1, Trend(), now=10.0)
+    assert (step, t) == (0, Trend(since_above=10.0, last=0.9))
+    step, t = occupancy_step(POL, 0.95, False, 1, t, now=10.5)
+    assert (step, t) == (0, Trend(since_above=10.0, last=0.95))
+    step, t = occupancy_step(POL, 0.95, False, 1, t, now=11.0)
+    assert (step, t) == (1, Trend(last=0.95))
+    # at max: no more, the trend is held
+    step, t = occupancy_step(POL, 0.95, False, 3, Trend(since_above=5.0), now=11.0)
+    assert (step, t) == (0, Trend(since_above=5.0, last=0.95))
+
+
+def test_occupancy_scales_in_down_to_min() -> None:
+    assert occupancy_step(POL, 0.1, False, 2, Trend(since_below=1.0), now=2.0) == \
+        (-1, Trend(last=0.1))
+    assert occupancy_step(POL, 0.1, False, 1, Trend(since_below=1.0), now=2.0)[0] == 0
+
+
+def test_occupancy_waits_while_busy_or_unread() -> None:
+    t = Trend(since_above=1.0, since_below=None, last=0.9)
+    assert occupancy_step(POL, 0.9, True, 1, t, now=5.0) == (0, Trend(last=0.9))
+    assert occupancy_step(POL, None, False, 1, t, now=5.0) == (0, Trend(last=0.9))
