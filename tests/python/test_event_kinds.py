@@ -22,7 +22,7 @@ def published_kinds() -> set[str]:
     literals of each call's first argument (one call names two, with ?:)."""
     kinds: set[str] = set()
     calls = 0
-    for src in sorted((REPO / "src" / "mgr").glob("*.c")):
+    for src in sorted((REPO / "src" / "mgr").rglob("*.c")):  # modules in folders too
         text = src.read_text()
         for m in re.finditer(r"\bsl_event\(([^,;]*),", text):
             arg = m.group(1)

@@ -41,7 +41,7 @@ def mentioned_methods() -> dict[str, list[str]]:
     event's name), and the texts that name it."""
     found: dict[str, list[str]] = {}
     dotted = [m for m in METHODS if "." in m]
-    for f in sorted(MGR.glob("*.c")):
+    for f in sorted(MGR.rglob("*.c")):  # modules in folders too
         for lit in re.findall(r'"((?:[^"\\\n]|\\.)*)"', f.read_text()):
             for m in dotted:
                 if lit != m and re.search(rf"(?<![\w.]){re.escape(m)}(?![\w-]|\.\w)", lit):
