@@ -365,7 +365,7 @@ def up(deployment: Path = typer.Argument(..., help="Deployment file (docs/deploy
 
     Exit status: 0 after --duration, 130 for Ctrl-C, 143 for SIGTERM, 129 when the
     terminal closes, 1 on errors (docs/deployment.md, "Stopping and exit status")."""
-    from .launch import run_up
+    from .up import run_up
 
     # run by main(), the process exits next: a signal then changes nothing
     raise typer.Exit(run_up(deployment, duration=duration or None, log_dir=log_dir,
@@ -641,7 +641,8 @@ def graph_apply(file: Path = typer.Argument(..., help="Graph file (or a deployme
 
     A rule the node already has (same graph, priority and match) is not added
     again, so applying a file twice is harmless."""
-    from .graph import batch_refusal, format_match, load_graphs, same_rule, to_rpc
+    from .deploy import load_graphs
+    from .graph import batch_refusal, format_match, same_rule, to_rpc
 
     gs = load_graphs(file)
     rules = gs.rule_params()

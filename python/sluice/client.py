@@ -32,7 +32,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-SOCKET_DIR = Path("/var/run/sluice")
+from . import paths
+from .errors import SluiceError
+
+SOCKET_DIR = paths.SOCKET_DIR  # a module global: tests point it at a folder of their own
 
 # The kinds of event sluiced publishes: the kinds its sl_event() calls
 # (src/mgr) name; tests/python/test_event_kinds.py checks the list against
@@ -148,12 +151,8 @@ def rule_build_seconds(n_rules: int) -> float:
 
 
 def socket_path_for(node: str) -> Path:
-    """The control socket of the sluiced named ``node``."""
-    return SOCKET_DIR / f"{node}.sock"
-
-
-class SluiceError(Exception):
-    """Base of the errors this package reports to users (one clear line)."""
+    """The control socket of the sluiced named ``node`` (in this module's SOCKET_DIR)."""
+    return paths.socket_path_for(node, SOCKET_DIR)
 
 
 class RpcError(SluiceError):

@@ -18,13 +18,12 @@ both, and so does ``sluice up`` before it starts anything.
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 import shutil
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Annotated, Any, Literal, get_args, get_origin
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import (
@@ -37,10 +36,24 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from . import sluiced_defaults
-from .client import SluiceError, socket_path_for
-from .graph import GraphSpec, RuleSpec
+from . import errors, sluiced_defaults
+from .errors import (
+    SluiceError,
+    UniqueKeyLoader,
+    did_you_mean,
+    kind_of,
+    show_value,  # noqa: F401 (api.py and placement/io.py import it from here)
+    yaml_error_text,
+)
+from .errors import list_words as _list
+from .graph import GraphError, GraphSet, GraphSpec, RuleSpec, parse_graphs
 from .graph import validate as validate_graphs
+from .paths import (
+    default_build_dir,
+    repo_root,  # noqa: F401 (container.py imports it from here)
+    socket_path_for,
+)
+from .tracenames import gen_command, generated_trace_params
 
 # Virtual device drivers and the device arguments each accepts (DPDK 22.11;
 # a few later additions are accepted too, DPDK itself rejects them if old).
@@ -288,6 +301,9 @@ class MessagePolicy(_Strict):
 Policy = Annotated[OccupancyPolicy | MessagePolicy, Field(discriminator="on")]
 POLICY_KINDS: dict[str, type[BaseModel]] = {"occupancy": OccupancyPolicy,
                                             "message": MessagePolicy}
+POLICY_UNION = errors.TaggedUnion(
+    field="policies", tag="on", variants=POLICY_KINDS,
+    missing="say what the policy reacts to: on: occupancy or on: message")
 
 
 class Deployment(_Strict):
@@ -554,8 +570,6 @@ class Deployment(_Strict):
         """How to make a missing capture: the DDoS mix (an attack in it) for a
         deployment with the DDoS detector or a file named ddos, since the
         detector sees nothing in the plain mix of `sluice trace gen`."""
-        from .traces import gen_command
-
         ddos = any(Path(nf.program).name == "sluice-ddos-detect" for nf in self.nfs)
         cmd = gen_command(path, ddos=ddos)
         if "--ddos" not in cmd.split():
@@ -613,8 +627,6 @@ class Deployment(_Strict):
 
     def rule_params(self) -> list[dict[str, Any]]:
         """The ``rule.add`` params of every rule: each graph's ``match``, then ``rules``."""
-        from .graph import GraphSet
-
         return GraphSet(graphs=self.graphs, rules=self.rules).rule_params()
 
 
@@ -625,6 +637,30 @@ def load_deployment(path: str | Path, check_env: bool = True,
     data = read_yaml(path)
     return Deployment.from_dict(data, source=str(path), base_dir=path.resolve().parent,
                                 check_env=check_env, build_dir=build_dir)
+
+
+def load_graphs(path: str | Path, services: Iterable[str] | None = None,
+                ports: Iterable[str] | None = None) -> GraphSet:
+    """Reads and checks a graph file; raises GraphError.
+
+    A deployment file is accepted too: its ``graphs`` and ``rules`` are
+    taken, checked against its NFs and ports. ``services`` and ``ports``
+    (if given) are those the graphs may use."""
+    source = str(path)
+    try:
+        data = read_yaml(path, "graph file")
+        if isinstance(data, dict) and {"ports", "nfs", "chain", "node"} & set(data):
+            dep = Deployment.from_dict(data, source=source,
+                                       base_dir=Path(path).resolve().parent, check_env=False)
+            if not dep.graphs and not dep.rules:
+                raise GraphError([f"{source}: a deployment with no graphs and no rules: "
+                                  f"nothing for `sluice graph apply` to apply; its chain is "
+                                  f"set by `sluice chain set`, the whole file by `sluice "
+                                  f"apply {source}`"])
+            return GraphSet(graphs=dep.graphs, rules=dep.rules)
+    except DeploymentError as e:
+        raise GraphError(e.issues) from None
+    return parse_graphs(data, source, services, ports)
 
 
 def read_yaml(path: str | Path, what: str = "deployment file") -> Any:
@@ -641,62 +677,9 @@ def read_yaml(path: str | Path, what: str = "deployment file") -> Any:
     except (OSError, UnicodeDecodeError) as e:
         raise DeploymentError([f"{source}: cannot read: {e}"]) from None
     try:
-        data = yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506 (a SafeLoader)
-    except yaml.MarkedYAMLError as e:
-        mark = e.problem_mark or e.context_mark
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        what = " ".join(x for x in (e.context, e.problem) if x)
-        raise DeploymentError([f"{source}: {where}invalid YAML ({what})"]) from None
-    except yaml.YAMLError as e:
-        raise DeploymentError([f"{source}: {yaml_problem(e)}"]) from None
-    except RecursionError:
-        raise DeploymentError([f"{source}: invalid YAML (lists or mappings nested too deep "
-                               f"to read): nest them less deeply"]) from None
-    return data
-
-
-def yaml_problem(e: yaml.YAMLError) -> str:
-    """A YAML error without a line and column, in one line."""
-    if isinstance(e, yaml.reader.ReaderError):
-        char = f"#x{e.character:04x}" if isinstance(e.character, int) else repr(e.character)
-        return (f"invalid YAML (character {char} at position {e.position}: {e.reason}): "
-                f"remove it")
-    return f"invalid YAML ({' '.join(str(e).split())})"
-
-
-class UniqueKeyLoader(yaml.SafeLoader):
-    """SafeLoader that rejects a key given twice in one mapping."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: set[Any] = set()
-        for key_node, _ in node.value:
-            if isinstance(key_node, yaml.ScalarNode) and key_node.style is None \
-                    and key_node.tag == "tag:yaml.org,2002:bool":
-                # YAML 1.1 reads a plain `on`, `yes`, `off`... as a boolean; as a
-                # key it is always meant as the word (policies say `on: message`).
-                key_node.tag = "tag:yaml.org,2002:str"
-            if not isinstance(key_node, yaml.ScalarNode):
-                kind = "list" if isinstance(key_node, yaml.SequenceNode) else "mapping"
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"a {kind} cannot be a key: keys are names (write the key "
-                    f"in quotes if it is meant as one)", key_node.start_mark)
-            key = self.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
-            if key in seen:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"key '{key}' is given twice in one mapping", key_node.start_mark)
-            seen.add(key)
-        return super().construct_mapping(node, deep=deep)
-
-    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
-        try:
-            return super().construct_yaml_int(node)  # type: ignore[no-any-return]
-        except ValueError:  # more digits than int() converts (sys.get_int_max_str_digits)
-            raise yaml.constructor.ConstructorError(
-                None, None, f"a number of {len(node.value)} characters is too long to read: "
-                f"use a smaller number", node.start_mark) from None
-
-
-UniqueKeyLoader.add_constructor("tag:yaml.org,2002:int", UniqueKeyLoader.construct_yaml_int)
+        return yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506 (a SafeLoader)
+    except (yaml.YAMLError, RecursionError) as e:
+        raise DeploymentError([f"{source}: {yaml_error_text(e)}"]) from None
 
 
 # -- port devices ---------------------------------------------------------------
@@ -753,16 +736,6 @@ def device_syntax_error(device: str) -> str | None:
 
 
 # -- programs ---------------------------------------------------------------------
-
-def repo_root() -> Path:
-    """The source tree this package runs from (python/sluice/ inside it)."""
-    return Path(__file__).resolve().parents[2]
-
-
-def default_build_dir() -> Path:
-    env = os.environ.get("SLUICE_BUILD_DIR")
-    return Path(env).resolve() if env else repo_root() / "build"
-
 
 def find_program(program: str, build_dir: Path | None = None,
                  base_dir: Path | None = None) -> Path | None:
@@ -849,7 +822,6 @@ def _is_sink(hop: str) -> bool:
 
 
 def _generated(path: Path) -> bool:
-    from .traces import generated_trace_params
     return generated_trace_params(path) is not None
 
 
@@ -862,15 +834,6 @@ def _show(p: Path) -> str:
         return str(p)
 
 
-def _list(names: list[str]) -> str:
-    return ", ".join(names) if names else "none"
-
-
-def did_you_mean(word: str, options: list[str], prefix: str = "") -> str:
-    m = difflib.get_close_matches(word, options, n=1, cutoff=0.6)
-    return f"; did you mean '{prefix}{m[0]}'?" if m else ""
-
-
 def _next_instance(dev: str, used: dict[str, int]) -> str:
     m = _VDEV_RE.match(dev)
     if not m:
@@ -881,152 +844,9 @@ def _next_instance(dev: str, used: dict[str, int]) -> str:
     return f"{m.group(1)}{n}"
 
 
-def kind_of(v: Any) -> str:
-    if isinstance(v, bool):
-        return f"a boolean ({str(v).lower()})"
-    if isinstance(v, int | float):
-        return f"a number ({v})"
-    if isinstance(v, str):
-        return f"a string ({show_value(v)})"
-    if isinstance(v, list):
-        return "a list"
-    if isinstance(v, dict):
-        return "a mapping"
-    if v is None:
-        return "nothing (null)"
-    return type(v).__name__
-
-
-def show_value(v: Any, limit: int = 60) -> str:
-    """A value as a message shows it: a scalar's repr cut to ``limit``
-    characters, a list or mapping by its kind (a YAML alias bomb would make
-    its repr as big as the bomb)."""
-    if isinstance(v, list | dict | tuple | set):
-        return kind_of(v)
-    text = repr(v)
-    return text if len(text) <= limit else f"{text[:limit - 5]}...{text[-2:]}"
-
-
-def _loc(loc: tuple[int | str, ...]) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += ("." if out else "") + part
-    return out
-
-
-def _model_at(loc: tuple[int | str, ...], root: type[BaseModel] | None = None
-              ) -> type[BaseModel] | None:
-    """The schema class that holds the key at ``loc`` (for unknown-key help)."""
-    cls: Any = root or Deployment
-    for part in loc[:-1]:
-        if isinstance(part, int):
-            continue
-        if not (isinstance(cls, type) and issubclass(cls, BaseModel)):
-            return None
-        field = cls.model_fields.get(part)
-        if field is None:
-            return None
-        cls = _unwrap(field.annotation)
-    return cls if isinstance(cls, type) and issubclass(cls, BaseModel) else None
-
-
-def _unwrap(tp: Any) -> Any:
-    while get_origin(tp) is not None:
-        args = [a for a in get_args(tp) if a is not type(None)]
-        if not args:
-            return tp
-        tp = args[0]
-    return tp
-
-
-_TYPE_NAMES = {
-    "int_type": "an integer", "int_parsing": "an integer", "string_type": "a string",
-    "list_type": "a list", "bool_type": "true or false", "dict_type": "a mapping",
-    "float_type": "a number",
-}
-
-
 def pydantic_issues(e: ValidationError, root: type[BaseModel] | None = None,
                     data: Any = None, doc: str = DOC) -> list[str]:
-    """One line per schema problem: ``key.path: message``. ``root`` is the
-    model that was validated (default Deployment); with the ``data`` it was
-    given, problems inside a graph also name the graph (and node); ``doc``
-    is the page a missing key points to."""
-    out = []
-    for err in e.errors(include_url=False):
-        loc = tuple(err["loc"])
-        variant: type[BaseModel] | None = None
-        if len(loc) > 2 and loc[0] == "policies" and loc[2] in POLICY_KINDS:
-            # a tagged union puts the tag in the path: policies[0].occupancy.above
-            variant = POLICY_KINDS[str(loc[2])]
-            loc = loc[:2] + loc[3:]
-        path = _loc(loc)
-        typ = err["type"]
-        inp = err.get("input")
-        ctx = err.get("ctx") or {}
-        if typ == "union_tag_invalid":
-            path = f"{path}.on"
-            msg = f"{ctx.get('tag')!r} is not one of: {', '.join(POLICY_KINDS)}"
-            out.append(f"{path}: {msg}{did_you_mean(str(ctx.get('tag')), list(POLICY_KINDS))}")
-            continue
-        if typ == "union_tag_not_found":
-            out.append(f"{path}.on: missing: say what the policy reacts to: on: occupancy "
-                       f"or on: message (see {doc})")
-            continue
-        if typ == "extra_forbidden":
-            model = variant if variant is not None and len(loc) == 3 else _model_at(loc, root)
-            known = ([f.alias or k for k, f in model.model_fields.items()] if model else [])
-            msg = (f"unknown key (known keys here: {', '.join(known)})"
-                   f"{did_you_mean(str(loc[-1]), known)}")
-        elif typ == "missing":
-            msg = f"missing: this key is required (see {doc})"
-        elif typ == "model_type":
-            model = _model_at(loc + ("x",), root)
-            keys = ", ".join(f.alias or k for k, f in model.model_fields.items()) \
-                if model else "..."
-            msg = f"expected a mapping with keys {keys}; got {kind_of(inp)}"
-        elif typ in _TYPE_NAMES:
-            msg = f"expected {_TYPE_NAMES[typ]}, got {kind_of(inp)}"
-        elif typ == "literal_error":
-            expected = str(ctx.get("expected", "")).replace("'", "").replace(" or ", ", ")
-            msg = f"{show_value(inp)} is not one of: {expected}"
-        elif typ in ("greater_than_equal", "greater_than"):
-            op = "at least" if typ == "greater_than_equal" else "more than"
-            bound = ctx.get("ge", ctx.get("gt"))
-            msg = f"must be {op} {bound}, got {show_value(inp)}"
-        elif typ in ("less_than_equal", "less_than"):
-            op = "at most" if typ == "less_than_equal" else "less than"
-            bound = ctx.get("le", ctx.get("lt"))
-            msg = f"must be {op} {bound}, got {show_value(inp)}"
-        elif typ == "invalid_key":
-            # the key itself ends the path: say where it is, and what it is
-            path = _loc(loc[:-1])
-            msg = (f"{kind_of(inp)} cannot be a key: keys are names (write the key in quotes "
-                   f"if it is meant as one)")
-        elif typ == "sluice":
-            msg = err["msg"]
-        else:
-            msg = f"{err['msg']} (got {kind_of(inp)})"
-        msg = _graph_context(loc, data) + msg
-        out.append(f"{path}: {msg}" if path else msg)
-    return out
-
-
-def _graph_context(loc: tuple[int | str, ...], data: Any) -> str:
-    """``graph 'NAME': node 'N': `` for a problem at graphs[i](.nodes.N...), if named."""
-    if len(loc) < 2 or loc[0] != "graphs" or not isinstance(loc[1], int):
-        return ""
-    try:
-        graph = data["graphs"][loc[1]]
-        name = graph["name"]
-    except (KeyError, IndexError, TypeError):
-        return ""
-    if not isinstance(name, str):
-        return ""
-    text = f"graph '{name}': "
-    if len(loc) > 3 and loc[2] == "nodes" and isinstance(loc[3], str):
-        text += f"node '{loc[3]}': "
-    return text
+    """One line per schema problem (errors.pydantic_issues): ``root`` is the
+    model that was validated (default Deployment), with its policies a
+    union told apart by ``on``."""
+    return errors.pydantic_issues(e, root or Deployment, data, doc=doc, unions=(POLICY_UNION,))

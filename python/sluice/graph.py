@@ -33,17 +33,16 @@ deployment's NFs and its ports), ``to_rpc(graph)`` gives the params of
 
 from __future__ import annotations
 
-import difflib
 import ipaddress
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import networkx as nx
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from .client import SluiceError
+from .errors import SluiceError, did_you_mean, kind_of, pydantic_issues, show_value
+from .errors import list_words as _list
 
 DOC = "docs/graphs.md"
 
@@ -141,37 +140,9 @@ class GraphSet(_Strict):
 
 # -- loading ------------------------------------------------------------------------
 
-def load_graphs(path: str | Path, services: Iterable[str] | None = None,
-                ports: Iterable[str] | None = None) -> GraphSet:
-    """Reads and checks a graph file; raises GraphError.
-
-    A deployment file is accepted too: its ``graphs`` and ``rules`` are
-    taken, checked against its NFs and ports. ``services`` and ``ports``
-    (if given) are those the graphs may use."""
-    from .deploy import Deployment, DeploymentError, read_yaml
-
-    source = str(path)
-    try:
-        data = read_yaml(path, "graph file")
-        if isinstance(data, dict) and {"ports", "nfs", "chain", "node"} & set(data):
-            dep = Deployment.from_dict(data, source=source,
-                                       base_dir=Path(path).resolve().parent, check_env=False)
-            if not dep.graphs and not dep.rules:
-                raise GraphError([f"{source}: a deployment with no graphs and no rules: "
-                                  f"nothing for `sluice graph apply` to apply; its chain is "
-                                  f"set by `sluice chain set`, the whole file by `sluice "
-                                  f"apply {source}`"])
-            return GraphSet(graphs=dep.graphs, rules=dep.rules)
-    except DeploymentError as e:
-        raise GraphError(e.issues) from None
-    return parse_graphs(data, source, services, ports)
-
-
 def parse_graphs(data: Any, source: str = "<graphs>", services: Iterable[str] | None = None,
                  ports: Iterable[str] | None = None) -> GraphSet:
     """Checks a parsed graph file; raises GraphError (lines start with ``source``)."""
-    from .deploy import pydantic_issues
-
     if data is None:
         raise GraphError([f"{source}: the file is empty; a graph file needs graphs: "
                           f"(see {DOC})"])
@@ -574,16 +545,6 @@ def _rule_key(r: Mapping[str, Any]) -> tuple[Any, ...]:
 
 # -- helpers -------------------------------------------------------------------------
 
-def _list(names: Iterable[str]) -> str:
-    names = list(names)
-    return ", ".join(names) if names else "none"
-
-
-def did_you_mean(word: str, options: Iterable[str], prefix: str = "") -> str:
-    m = difflib.get_close_matches(word, list(options), n=1, cutoff=0.6)
-    return f"; did you mean '{prefix}{m[0]}'?" if m else ""
-
-
 def _is_number(s: str) -> bool:
     """Whether int() reads ``s`` as a small number: ASCII digits ('²' is a digit
     int() refuses), at most 10 of them (a longer one is out of any range here,
@@ -594,15 +555,3 @@ def _is_number(s: str) -> bool:
 def _short(s: str, limit: int = 60) -> str:
     """A string cut to ``limit`` characters for a message."""
     return s if len(s) <= limit else f"{s[:limit - 5]}...{s[-2:]}"
-
-
-def kind_of(v: Any) -> str:
-    from .deploy import kind_of as kind
-
-    return kind(v)
-
-
-def show_value(v: Any) -> str:
-    from .deploy import show_value as show
-
-    return show(v)

@@ -58,6 +58,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from . import reconcile
 from .client import (
     METHODS,
     Client,
@@ -70,16 +71,30 @@ from .client import (
     rule_build_seconds,
 )
 from .deploy import (
-    SLUICED_DEFAULTS,
     Deployment,
     DeploymentError,
     MessagePolicy,
     NFSpec,
     OccupancyPolicy,
-    RestartSpec,
     load_deployment,
 )
-from .launch import _status_text  # how a process ended, as the launcher says it
+from .graph import batch_culprit, format_match, to_rpc
+from .procs import status_text as _status_text
+from .reconcile import (  # noqa: F401 (tests import Backoff and substitute from here)
+    Backoff,
+    Group,
+    GroupKey,
+    Slot,
+    _fixed_changes,
+    _run_spec,
+    _spec_diff,
+    _Trend,
+    orchestrator_socket,
+    policy_changes,
+    policy_text,
+    restart_change,
+    substitute,
+)
 
 SAMPLE_S = 0.2  # how often occupancy policies read sluiced's stats
 # How long an instance that exited with status 0 waits for sluiced's nf.down event
@@ -93,75 +108,6 @@ ACTIONS_KEPT = 200
 
 class OrchestratorError(SluiceError):
     """An apply that was refused or failed, or no orchestrator to talk to."""
-
-
-# -- what an apply changed in policies and restart settings ---------------------------
-
-def policy_text(p: OccupancyPolicy | MessagePolicy) -> str:
-    """One policy as the file says it, in words: ``on message alarm from
-    ddos-detect: start scrub (args --prefix {value}), once``."""
-    if isinstance(p, OccupancyPolicy):
-        nf = f" (NF {p.nf})" if p.nf else ""
-        return (f"on occupancy of service {p.service}{nf}: one more instance above "
-                f"{p.above:g}, one fewer below {p.below:g}, held {p.for_ms} ms, "
-                f"{p.min} to {p.max} instance(s)")
-    frm = f" from {p.from_}" if p.from_ is not None else ""
-    to = f" to {p.replicas}" if p.replicas is not None else ""
-    args = f" (args {' '.join(p.args)})" if p.args else ""
-    return f"on message {p.key}{frm}: {p.action} {p.nf}{to}{args}" + (", once" if p.once else "")
-
-
-def policy_changes(old: list[Any], new: list[Any]) -> list[str]:
-    """What changed from the ``old`` policies to the ``new``, a line each:
-    those the new file adds (by their place in it), those it drops (by
-    their place in the old one), or that only their order changed."""
-    added = [(i, p) for i, p in enumerate(new) if p not in old]
-    removed = [(i, p) for i, p in enumerate(old) if p not in new]
-    lines = [f"policies[{i}] added: {policy_text(p)}" for i, p in added]
-    lines += [f"policies[{i}] removed (was {policy_text(p)})" for i, p in removed]
-    return lines or [f"the same {len(new)} polic(ies) in a new order (a policy's log lines "
-                     f"name it by its new place)"]
-
-
-def restart_change(old: RestartSpec, new: RestartSpec) -> str:
-    """The ``restart:`` settings that changed, old -> new, and when they act."""
-    diff = ", ".join(f"{k} {getattr(old, k)} -> {getattr(new, k)}"
-                     for k in type(new).model_fields if getattr(old, k) != getattr(new, k))
-    return f"{diff} (from the next failure of any NF instance on)"
-
-
-# -- restart backoff (pure: a clock is passed in) -----------------------------------
-
-class Backoff:
-    """When to restart one instance after it failed, or whether to give up.
-
-    ``failed(now, ran_s)`` records a failure of a run that lasted ``ran_s``
-    seconds and returns the delay before the restart, or None to give up:
-    the delay is ``backoff_ms``, doubled per failure in a row, at most
-    ``max_backoff_ms``; a run of ``stable_ms`` or more starts the row
-    again; ``give_up_after`` failures within ``window_ms`` give up.
-    """
-
-    def __init__(self, spec: RestartSpec):
-        self.spec = spec
-        self.streak = 0
-        self.times: deque[float] = deque()
-
-    def failed(self, now: float, ran_s: float) -> float | None:
-        s = self.spec
-        if ran_s * 1000 >= s.stable_ms:
-            self.streak = 0
-        self.times.append(now)
-        while self.times and now - self.times[0] > s.window_ms / 1000:
-            self.times.popleft()
-        if len(self.times) >= s.give_up_after:
-            return None
-        self.streak += 1
-        return min(s.max_backoff_ms, s.backoff_ms * 2 ** (self.streak - 1)) / 1000
-
-    def reset(self) -> None:
-        self.streak = 0
-        self.times.clear()
 
 
 # -- what the orchestrator drives (the Launcher, or fakes in tests) ---------------------
@@ -186,67 +132,6 @@ class Runner(Protocol):
     def spawn_nf(self, nf: NFSpec, label: str, extra: list[str] | None = None) -> Any: ...
 
     def kill(self, proc: Any, sig: int) -> None: ...
-
-
-@dataclass
-class Slot:
-    """One instance of a group, through its restarts."""
-
-    label: str
-    proc: Any = None
-    state: str = "starting"  # starting, running, backoff, failed, stopping
-    started_at: float = 0.0
-    up_at: float | None = None  # when it was seen registered (stable_ms counts from here)
-    restart_at: float = 0.0
-    stop_deadline: float = 0.0
-    restarts: int = 0
-    outdated: bool = False  # started from an NF entry that has changed since
-    backoff: Backoff | None = None
-    last_exit: str = ""
-    exit_seen_at: float | None = None  # exited with 0; waiting for sluiced's nf.down
-
-
-@dataclass
-class Group:
-    """Instances of one NF entry with one set of extra arguments."""
-
-    nf: NFSpec
-    extra: tuple[str, ...] = ()
-    want: int = 0
-    origin: str = "file"  # "file" or "policies[i]"
-    slots: list[Slot] = field(default_factory=list)
-    stopped_outside: int = 0  # instances stopped by others; the next apply restores them
-
-    @property
-    def key(self) -> tuple[str, tuple[str, ...]]:
-        return (self.nf.name, self.extra)
-
-    def active(self) -> list[Slot]:
-        """Slots that count towards ``want``."""
-        return [s for s in self.slots if s.state != "stopping" and not s.outdated]
-
-    def describe(self) -> str:
-        return f"'{self.nf.name}'" + (f" (args {' '.join(self.extra)})" if self.extra else "")
-
-
-@dataclass
-class _Trend:
-    since_above: float | None = None
-    since_below: float | None = None
-    last: float | None = None
-
-
-def substitute(args: list[str], key: str, value: str, sender: str) -> tuple[str, ...]:
-    """A message policy's args with {key}, {value} and {from} replaced."""
-    out = []
-    for a in args:
-        out.append(a.replace("{key}", key).replace("{value}", value).replace("{from}", sender))
-    return tuple(out)
-
-
-def orchestrator_socket(sluiced_socket: Path) -> Path:
-    """The orchestrator's socket: beside sluiced's, NODE.orchestrator."""
-    return sluiced_socket.with_name(sluiced_socket.stem + ".orchestrator")
 
 
 @dataclass
@@ -369,13 +254,7 @@ class Orchestrator:
         return {s.label for g in self.groups.values() if g.nf.name == nf for s in g.slots}
 
     def _new_label(self, g: Group) -> str:
-        used = self._labels(g.nf.name)
-        if not used and g.nf.replicas == 1 and not g.extra:
-            return g.nf.name
-        n = 1
-        while f"{g.nf.name}.{n}" in used or (n == 1 and g.nf.name in used):
-            n += 1
-        return f"{g.nf.name}.{n}"
+        return reconcile.new_label(g.nf, g.extra, self._labels(g.nf.name))
 
     def _spawn(self, g: Group, slot: Slot, why: str) -> bool:
         now = self.clock()
@@ -560,17 +439,13 @@ class Orchestrator:
                  f"{delay:g} s (failure {slot.backoff.streak} in a row){log}",
                  nf=g.nf.name, label=slot.label, delay_s=delay)
 
+    def _plan_state(self) -> tuple[dict[GroupKey, int], dict[GroupKey, list[Slot]]]:
+        return ({k: g.want for k, g in self.groups.items()},
+                {k: list(g.slots) for k, g in self.groups.items()})
+
     def _restart_due(self) -> None:
-        now = self.clock()
-        for g in list(self.groups.values()):
-            for slot in g.slots:
-                if slot.state == "backoff" and now >= slot.restart_at:
-                    if len(g.active()) > g.want or slot.outdated:
-                        g.slots.remove(slot)  # no longer wanted meanwhile
-                        break
-                    slot.restarts += 1
-                    self._spawn(g, slot, f"restart {slot.restarts} after it "
-                                f"{slot.last_exit}")
+        desired, observed = self._plan_state()
+        self._carry_out(reconcile.restarts_due(desired, observed, self.clock()))
 
     def _check_registered(self) -> None:
         starting = [(g, s) for g in self.groups.values() for s in g.slots
@@ -596,22 +471,27 @@ class Orchestrator:
                 if isinstance(e, dict) and e.get("state", "running") == "running"}
 
     def _reconcile(self) -> None:
-        for g in list(self.groups.values()):
-            active = g.active()
-            for _ in range(g.want - len(active)):
-                slot = Slot(self._new_label(g), backoff=Backoff(self.dep.restart))
-                g.slots.append(slot)
-                self._spawn(g, slot, f"{g.describe()} wants {g.want} instance(s)")
-            surplus = len(active) - g.want
-            if surplus > 0:
-                # newest first, and those not running yet before those that are
-                order = sorted(active, key=lambda s: (s.state == "running", -s.started_at))
-                self._stop_slots(g, order[:surplus], f"{g.describe()} wants {g.want} "
-                                 f"instance(s)")
-            outdated = [s for s in g.slots if s.outdated and s.state != "stopping"]
-            if outdated and all(s.state == "running" for s in g.active()):
-                self._stop_slots(g, outdated, f"{g.describe()} changed: replaced by its "
-                                 f"new instances")
+        desired, observed = self._plan_state()
+        self._carry_out(reconcile.count_actions(
+            desired, observed, {k: g.describe() for k, g in self.groups.items()}))
+
+    def _carry_out(self, actions: list[reconcile.Action]) -> None:
+        """Makes the plan's actions, in order."""
+        for a in actions:
+            g = self.groups[a.key]
+            slot = {s.label: s for s in g.slots}
+            if isinstance(a, reconcile.Drop):
+                g.slots.remove(slot[a.label])
+            elif isinstance(a, reconcile.Restart):
+                s = slot[a.label]
+                s.restarts += 1
+                self._spawn(g, s, f"restart {s.restarts} after it {s.last_exit}")
+            elif isinstance(a, reconcile.Start):
+                s = Slot(self._new_label(g), backoff=Backoff(self.dep.restart))
+                g.slots.append(s)
+                self._spawn(g, s, a.why)
+            else:
+                self._stop_slots(g, [slot[label] for label in a.labels], a.why)
 
     def _stop_slots(self, g: Group, slots: list[Slot], why: str) -> None:
         pids: dict[int, int] | None = None
@@ -984,8 +864,6 @@ class Orchestrator:
         The rules a step removes go in one ``rule.remove {ids}``, those it adds
         in one ``rule.add {rules}`` (and so do their undos): sluiced builds its
         classifier once per call, and one call per rule is O(N^2) for N rules."""
-        from .graph import batch_culprit, format_match, to_rpc
-
         rules = self.run.rules
 
         def call(method: str, **params: Any) -> Any:
@@ -1291,53 +1169,6 @@ def _read_line(conn: socket.socket) -> bytes:
 def _send(conn: socket.socket, msg: dict[str, Any]) -> None:
     with contextlib.suppress(OSError):
         conn.sendall(json.dumps(msg).encode() + b"\n")
-
-
-# -- diffs -------------------------------------------------------------------------------
-
-def _run_spec(nf: NFSpec) -> dict[str, Any]:
-    """What decides how an NF's instances run (everything but replicas)."""
-    d = nf.model_dump()
-    d.pop("replicas")
-    return d
-
-
-def _spec_diff(a: NFSpec, b: NFSpec) -> str:
-    da, db = _run_spec(a), _run_spec(b)
-    return ", ".join(f"{k}: {da[k]!r} -> {db[k]!r}" for k in da if da[k] != db[k])
-
-
-def _val(v: Any) -> str:
-    return "unset" if v is None else repr(v)
-
-
-def _fixed_changes(old: Deployment, new: Deployment) -> list[tuple[str, str]]:
-    """(key path, what changed) of what cannot change while sluiced runs."""
-    out: list[tuple[str, str]] = []
-    a, b = old.node.model_dump(), new.node.model_dump()
-    a["socket"], b["socket"] = str(old.socket_path()), str(new.socket_path())
-    a["cores"], b["cores"] = old.cores(), new.cores()
-    if old.node.mode == new.node.mode == "shared":
-        # shared mode: sluiced's threads and the NFs float over the set of CPUs
-        # (poll mode pins sluiced to the first two, so there the order counts)
-        a["cores"], b["cores"] = sorted(a["cores"]), sorted(b["cores"])
-    for k in a:
-        # a key left out is sluiced's default: writing that default down is no change
-        va = SLUICED_DEFAULTS.get(k) if a[k] is None else a[k]
-        vb = SLUICED_DEFAULTS.get(k) if b[k] is None else b[k]
-        if va != vb:
-            out.append((f"node.{k}", f"{_val(a[k])} -> {_val(b[k])}"))
-    pa = [(p.name, old.device_for(p)) for p in old.ports]
-    pb = [(p.name, new.device_for(p)) for p in new.ports]
-    if pa != pb:
-        what = []
-        na, nb = dict(pa), dict(pb)
-        what += [f"port {n} added" for n in nb if n not in na]
-        what += [f"port {n} removed" for n in na if n not in nb]
-        what += [f"port {n} device {na[n]!r} -> {nb[n]!r}" for n in na
-                 if n in nb and na[n] != nb[n]]
-        out.append(("ports", ", ".join(what) or "the order of the ports"))
-    return out
 
 
 # -- the client side: `sluice apply` -------------------------------------------------------

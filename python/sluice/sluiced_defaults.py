@@ -16,14 +16,14 @@ describes a sluiced, which needs the build anyway.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from collections.abc import Iterator, Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from .client import SluiceError
+from .errors import SluiceError
+from .paths import default_build_dir
 
 # Deployment-file node keys that are sluiced options of the same name
 # (`ring_size` is `--ring-size`); docs/deployment.md, "node".
@@ -36,11 +36,9 @@ class SluicedDefaultsError(SluiceError):
 
 
 def sluiced_binary() -> Path:
-    """build/src/mgr/sluiced of the build folder (SLUICE_BUILD_DIR, else
-    build/ of this source tree)."""
-    env = os.environ.get("SLUICE_BUILD_DIR")
-    build = Path(env).resolve() if env else Path(__file__).resolve().parents[2] / "build"
-    return build / "src" / "mgr" / "sluiced"
+    """src/mgr/sluiced of the build folder (SLUICE_BUILD_DIR, else build/ of
+    this source tree)."""
+    return default_build_dir() / "src" / "mgr" / "sluiced"
 
 
 def options(binary: Path | None = None) -> dict[str, dict[str, Any]]:

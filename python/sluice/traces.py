@@ -34,9 +34,20 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-DEMO_PACKETS = 4096
-DEMO_FLOWS = 512
-DEMO_SEED = 1
+from .tracenames import (  # the names of the known captures, re-exported
+    DDOS_ATTACK_PREFIX,
+    DDOS_CLIENTS,
+    DDOS_GEN_COMMAND,  # noqa: F401
+    DDOS_PACKETS,
+    DEMO_FLOWS,
+    DEMO_PACKETS,
+    DEMO_SEED,
+    GENERATED,  # noqa: F401
+    demo_trace_path,  # noqa: F401
+    gen_command,  # noqa: F401
+    generated_trace_params,
+)
+
 START_TS_US = 1_700_000_000 * 1_000_000
 GAP_US = 10
 
@@ -405,9 +416,6 @@ def fixed_size(packets: int, flows: int = 1, size: int = 64, seed: int = DEMO_SE
 
 # -- the DDoS scenario ---------------------------------------------------------------------
 
-DDOS_PACKETS = 6000
-DDOS_CLIENTS = 200
-DDOS_ATTACK_PREFIX = "10.66.6.0/24"
 DDOS_SERVERS = "192.168.0.0/24"
 DDOS_VICTIM = "192.168.0.10"
 
@@ -586,28 +594,7 @@ def read_pcap(path: str | Path) -> list[bytes]:
 
 # -- the demo trace ---------------------------------------------------------------------
 
-def demo_trace_path() -> Path:
-    from .deploy import repo_root
-    return repo_root() / "examples" / "traces" / "http-mix.pcap"
-
-
-# Traces the launcher makes when a deployment reads one that is missing:
-# file name under examples/traces/ -> generator arguments.
-GENERATED: dict[str, dict[str, object]] = {
-    "http-mix.pcap": {"packets": DEMO_PACKETS, "flows": DEMO_FLOWS, "seed": DEMO_SEED},
-    "ddos.pcap": {"packets": DDOS_PACKETS, "clients": DDOS_CLIENTS,
-                  "attack_prefix": DDOS_ATTACK_PREFIX, "seed": DEMO_SEED},
-}
 _GENERATORS = {"http-mix.pcap": http_mix, "ddos.pcap": ddos_mix}
-
-
-def generated_trace_params(path: Path) -> dict[str, object] | None:
-    """Generator arguments if ``path`` is a trace of examples/traces/ that
-    the launcher can make, else None."""
-    path = Path(path).resolve()
-    if path.parent != demo_trace_path().parent:
-        return None
-    return GENERATED.get(path.name)
 
 
 def ensure_trace(path: Path) -> bool:
@@ -662,19 +649,6 @@ def generate(out: str | Path, packets: int | None = None, flows: int | None = No
     nbytes = sum(len(f) for f in frames)
     n_flows = len({_flow_key(f) for f in frames})
     return f"{out}: {n} packets, {n_flows} flows, {kind}, {nbytes} bytes of frames (seed {seed})"
-
-
-# The command that writes the DDoS capture.
-DDOS_GEN_COMMAND = "sluice trace gen --ddos"
-
-
-def gen_command(path: Path, ddos: bool = False) -> str:
-    """The command that writes a capture at ``path``: the DDoS mix for a
-    DDoS deployment (``ddos``) or a file named like one (``*ddos*``), since
-    the detector sees nothing in the plain HTTP-like mix; else the mix."""
-    if ddos or "ddos" in Path(path).name.lower():
-        return f"{DDOS_GEN_COMMAND} {path}"
-    return f"sluice trace gen {path}"
 
 
 def _flow_key(frame: bytes) -> bytes:

@@ -273,9 +273,10 @@ sl_5tuple_from_info(const uint8_t *p, const struct sl_pkt_info *info,
  * exactly what sl_parse_inline() and sl_5tuple_from_info() give (test_pkt's
  * fuzz compares every frame's tuple with one built from sl_parse()); for
  * any other it returns 1 and the caller takes that path. Every packet of a
- * flow-table ingress is parsed: the general parser was 13 % of sluiced's
- * I/O thread at one flow, and this path makes that thread about 6 % faster
- * there (docs/performance.md, session 18).
+ * flow-table ingress is parsed on the I/O thread, the port path's
+ * bottleneck, so the common frame must not pay for the general parser
+ * (see docs/performance.md, port path, "Choices these measurements made",
+ * session 18).
  */
 static __rte_always_inline int
 sl_5tuple_fast(const uint8_t *p, uint32_t len, struct sl_5tuple *t)

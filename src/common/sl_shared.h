@@ -496,9 +496,8 @@ _Static_assert(sizeof(struct sl_flow_key) == 48, "flow key size");
  * (the first 8 of struct sl_flow_key, then the first 4 of each address).
  * rte_hash keeps a key and a pointer per slot: 24 bytes instead of 56, so
  * a lookup reads one line of keys where a 48-byte key mostly spans two
- * (bench/micro.py, key + hash + lookup: 37.9 -> 30.4 cycles at 10k flows,
- * 124 -> 109 at 1M). IPv6 flows keep the 48-byte key in a table of their
- * own.
+ * (see docs/performance.md, flow director, session 4). IPv6 flows keep the
+ * 48-byte key in a table of their own.
  */
 struct sl_flow_key4 {
 	uint64_t head;

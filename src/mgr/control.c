@@ -18,7 +18,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "rules.h"
 #include "sluiced.h"
 
 #define LINE_BUF0 4096 /* a connection's first read buffer; it grows */
@@ -382,7 +381,7 @@ conn_lines(struct sl_mgr *m, struct conn *c)
 			len--;
 		if (len > 0) {
 			/* Rule changes go one at a time, in turn. */
-			int wait = sl_rules_busy() ||
+			int wait = sl_rules_busy(m->rules) ||
 				   (g_n_waiting > 0 && c != g_turn);
 			enum sl_rpc_state st = sl_rpc_handle_ctl(
 				m, start, len, wait, &sub, &resp);
@@ -456,7 +455,7 @@ rules_turns(struct sl_mgr *m)
 			conn_lines(m, c);
 	}
 	json_decref(resp);
-	while (!sl_rules_busy() && !m->quit) {
+	while (!sl_rules_busy(m->rules) && !m->quit) {
 		struct conn *next = NULL;
 
 		for (uint32_t i = 0; i < g_n_conns; i++) {
@@ -518,8 +517,8 @@ sl_control_run(struct sl_mgr *m)
 				  .data.u64 = EP(TAG_BUILD, 0)};
 
 	/* The rule builder's wake-ups (started just before). */
-	if (sl_rules_builder_fd() >= 0)
-		epoll_ctl(m->epfd, EPOLL_CTL_ADD, sl_rules_builder_fd(), &bev);
+	if (sl_rules_builder_fd(m->rules) >= 0)
+		epoll_ctl(m->epfd, EPOLL_CTL_ADD, sl_rules_builder_fd(m->rules), &bev);
 	while (!m->quit) {
 		int n;
 
@@ -557,7 +556,7 @@ sl_control_run(struct sl_mgr *m)
 				sl_nf_died(m, (uint16_t)idx);
 			} else if (tag == TAG_BUILD) {
 				uint64_t v;
-				ssize_t r = read(sl_rules_builder_fd(), &v,
+				ssize_t r = read(sl_rules_builder_fd(m->rules), &v,
 						 sizeof(v));
 
 				(void)r; /* rules_turns() below commits */

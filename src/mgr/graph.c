@@ -547,7 +547,7 @@ sl_graph_remove(struct sl_mgr *m, const char *name, uint32_t *rules,
 	}
 	*rules = sl_rules_remove_graph(m, (uint16_t)id);
 	/* Before the id is free for another graph (release below). */
-	sl_flow_graph_removed((uint16_t)id);
+	sl_flow_graph_removed(m->flow, (uint16_t)id);
 	old = m->shm->graph_cur[id];
 	__atomic_store_n(&m->shm->graph_cur[id], SL_GRAPH_NONE,
 			 __ATOMIC_RELEASE);

@@ -177,7 +177,7 @@ do_rx(struct io_ctx *c, uint64_t now)
 		ps->rx_bytes += bytes;
 		/* The flow director: entry and graph, once per packet. */
 		t0 = rte_rdtsc();
-		sl_flow_ingress(shm, pkts, n);
+		sl_flow_ingress(g_mgr.flow, shm, pkts, n);
 		shm->flow.st.cycles += rte_rdtsc() - t0;
 		sl_dispatch(&c->ingress[p], pkts, n);
 	}
@@ -408,7 +408,7 @@ sl_io_thread(void *arg)
 				   __ATOMIC_SEQ_CST);
 		if (c->do_rx) {
 			work += do_rx(c, now);
-			sl_flow_maintain(shm, now);
+			sl_flow_maintain(g_mgr.flow, shm, now);
 		}
 		if (c->do_tx)
 			work += do_tx(c, now);
@@ -420,7 +420,7 @@ sl_io_thread(void *arg)
 		}
 	}
 	if (c->do_rx)
-		sl_flow_rx_fini();
+		sl_flow_rx_fini(g_mgr.flow);
 	io_ctx_fini(c);
 	rte_free(c);
 	return 0;

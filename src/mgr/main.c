@@ -31,7 +31,6 @@
 #include "sl_chain.h"
 #include "sl_futex.h"
 #include "options.h"
-#include "rules.h"
 #include "sluiced.h"
 
 #define MAX_EAL_ARGS 128
@@ -709,7 +708,7 @@ run(struct sl_mgr *m)
 	 * logged and sluiced runs on. */
 	(void)sl_telemetry_init(m);
 	/* Rule changes are built off the control thread (rules.h). */
-	if (sl_rules_builder_start(err, sizeof(err)) != 0)
+	if (sl_rules_builder_start(m->rules, err, sizeof(err)) != 0)
 		sl_log("%s: rule changes will be refused", err);
 	sl_log("ready: %u port(s), %u I/O thread(s), %s mode, %s hand-off, "
 	       "socket %s",
@@ -732,14 +731,14 @@ stop_modules(struct sl_mgr *m)
 	else
 		sl_log("shutting down: asked over the control socket");
 	sl_telemetry_close();
-	sl_rules_builder_stop(); /* a build under way finishes first */
+	sl_rules_builder_stop(m->rules); /* a build under way finishes first */
 	sl_stop_all_nfs(m, 2000);
 	__atomic_store_n(&m->shm->shutdown, 1, __ATOMIC_RELEASE);
 	for (uint32_t i = 0; i < m->shm->n_io; i++)
 		sl_futex_wake(&m->shm->io_wake[i]);
 	rte_eal_mp_wait_lcore();
 	sl_qs_drain_all(m);
-	sl_flow_close();
+	sl_flow_close(m);
 	sl_graphs_close(m);
 	sl_control_close(m);
 }

@@ -12,7 +12,6 @@
 #include <rte_mempool.h>
 #include <rte_ring.h>
 
-#include "rules.h"
 #include "sl_chain.h"
 #include "sluiced.h"
 
@@ -1528,7 +1527,7 @@ handle(struct sl_mgr *m, const char *line, size_t len, int *subscribe,
 		if (strcmp(methods[i].name, method) == 0)
 			break;
 	if (i < RTE_DIM(methods) && methods[i].rules && ctl != NULL &&
-	    (ctl->rules_wait || sl_rules_busy())) {
+	    (ctl->rules_wait || sl_rules_busy(m->rules))) {
 		/* Its turn comes when the build under way is committed. */
 		*state = SL_RPC_WAIT;
 		json_decref(params);
@@ -1631,7 +1630,7 @@ sl_rpc_poll(struct sl_mgr *m, json_t **resp)
 				result = json_pack("{s:s, s:I}", "removed",
 						   g_park.graph, "rules_removed",
 						   (json_int_t)rules);
-			sl_rules_prepared_drop(); /* if not taken */
+			sl_rules_prepared_drop(m->rules); /* if not taken */
 			break;
 		}
 	json_decref(out);

@@ -9,6 +9,10 @@
  *   io.c        the I/O thread(s): RX from ports, NF tx rings, TX to ports
  *   control.c   control thread: socket, events, liveness
  *   rpc.c       JSON-RPC methods
+ *   flow/       flow table, ingress, aging, flow.list (flow/flow.h)
+ *   rules/      rule sets, their builder thread, rule.list (rules/rules.h)
+ *   requests/   cross-layer requests, wildcard requests
+ *               (requests/requests.h)
  *   telemetry.c DPDK telemetry commands (the `stats` of rpc.c)
  */
 #ifndef SLUICED_H
@@ -176,6 +180,10 @@ struct sl_mgr {
 	} scale_pending[SL_SCALE_PENDING_MAX];
 	uint16_t n_scale_pending;
 	unsigned int io_lcores[SL_MAX_IO_THREADS];
+	/* The flow module's states (sl_flow_init; flow/, rules/, requests/) */
+	struct sl_flowdir_state *flow;
+	struct sl_rules_state *rules;
+	struct sl_requests_state *requests;
 };
 
 extern struct sl_mgr g_mgr;
@@ -234,52 +242,12 @@ int sl_graph_remove(struct sl_mgr *m, const char *name, uint32_t *rules,
 		    char *err, size_t errlen);
 void sl_graphs_close(struct sl_mgr *m);
 
-/* flow.c */
-struct sl_req {
-	uint32_t kind; /* enum sl_req_kind */
-	uint8_t exact;
-	struct sl_5tuple tuple; /* exact */
-	struct sl_match match;  /* wildcard */
-	uint16_t service;
-	sl_verdict_t to;
-	char mkey[64];
-	char value[256];
-};
-
-struct sl_flow_filter {
-	uint16_t graph;    /* SL_GRAPH_NONE: any */
-	uint16_t service;  /* pinned to this service (SL_SERVICE_NONE: any) */
-	uint16_t instance; /* ... and this instance (SL_INSTANCE_NONE: any) */
-	int has_match;
-	struct sl_match match; /* either direction */
-};
-
-size_t sl_flow_entry_bytes(const struct sl_mgr_opts *o);
-int sl_flow_init(struct sl_mgr *m);
-void sl_flow_close(void);
-/* Graph id `id` was removed: flows classified under it are its no more. */
-void sl_flow_graph_removed(uint16_t id);
-void sl_flow_ingress(struct sl_shm *shm, struct rte_mbuf **pkts, uint16_t n);
-void sl_flow_maintain(struct sl_shm *shm, uint64_t now);
-void sl_flow_rx_fini(void);
-uint32_t sl_rules_remove_graph(struct sl_mgr *m, uint16_t graph);
-json_t *sl_rules_json(struct sl_mgr *m);
-json_t *sl_flow_json(const struct sl_mgr *m, uint32_t pos);
-json_t *sl_flows_list(struct sl_mgr *m, const struct sl_flow_filter *f,
-		      uint32_t limit);
-int sl_flow_find(const struct sl_mgr *m, const struct sl_5tuple *t,
-		 uint32_t *pos);
-uint32_t sl_flows_delete(struct sl_mgr *m, const struct sl_flow_filter *f,
-			 int64_t only);
-/* Validates and applies r; *applied: the flows (or, for a message, the
- * instances) it reached; *kept: the id of the kept wildcard request (the
- * existing one for a duplicate), 0 for one flow or a message. */
-int sl_flow_request(struct sl_mgr *m, const struct sl_req *r,
-		    uint32_t *applied, uint32_t *kept, char *err,
-		    size_t errlen);
-json_t *sl_flow_requests_json(const struct sl_mgr *m);
-int sl_flow_request_remove(struct sl_mgr *m, uint32_t id, char *err,
-			   size_t errlen);
+/* The flow module: flow table and ingress (flow/), rules (rules/),
+ * cross-layer requests (requests/); their states are m->flow, m->rules,
+ * m->requests. */
+#include "flow/flow.h"
+#include "requests/requests.h"
+#include "rules/rules.h"
 
 /* scale.c */
 int sl_scale(struct sl_mgr *m, uint16_t service, uint32_t replicas,

@@ -9,13 +9,12 @@ from typing import Any
 
 import pytest
 
-from sluice.deploy import Deployment, DeploymentError, load_deployment
+from sluice.deploy import Deployment, DeploymentError, load_deployment, load_graphs
 from sluice.graph import (
     GraphError,
     GraphSpec,
     RuleSpec,
     format_match,
-    load_graphs,
     match_params,
     parse_graphs,
     rule_params,

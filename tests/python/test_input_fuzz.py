@@ -32,8 +32,8 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from sluice.cli import app
-from sluice.deploy import Deployment, DeploymentError, load_deployment
-from sluice.graph import GraphError, GraphSet, load_graphs, parse_graphs, to_rpc
+from sluice.deploy import Deployment, DeploymentError, load_deployment, load_graphs
+from sluice.graph import GraphError, GraphSet, parse_graphs, to_rpc
 from sluice.placement.cli import place
 from sluice.placement.io import InputError, problem_from_dicts, read_data
 

@@ -10,7 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 from sluice.cli import app
-from sluice.graph import GraphError, load_graphs
+from sluice.deploy import load_graphs
+from sluice.graph import GraphError
 
 DEMO = Path(__file__).resolve().parents[2] / "examples" / "demo.yaml"
 

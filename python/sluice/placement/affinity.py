@@ -31,10 +31,11 @@ from __future__ import annotations
 import math
 import time
 from collections import Counter
+from collections.abc import Callable
 from itertools import pairwise
 
 from .diagnose import Analyzer
-from .model import Arc, Flow, Problem
+from .model import Arc, Flow, Load, Problem, new_load
 from .plan import (
     C_BACKUP,
     C_DELAY,
@@ -57,21 +58,21 @@ class AffinityState(Residual):
     def __init__(self, problem: Problem):
         super().__init__(problem)
         self.fo_flows: dict[str, Counter[tuple[str, str]]] = {}
-        self.fo_link: dict[str, Counter[Arc]] = {}
+        self.fo_link: dict[str, Load] = {}
 
     def clone(self) -> AffinityState:
         c = AffinityState(self.problem)
         c.instances = Counter(self.instances)
         c.flows = Counter(self.flows)
-        c.link = Counter(self.link)
+        c.link = new_load(self.link)
         c.reserved_flows = Counter(self.reserved_flows)
-        c.reserved_link = Counter(self.reserved_link)
+        c.reserved_link = new_load(self.reserved_link)
         c.fo_flows = {x: Counter(v) for x, v in self.fo_flows.items()}
-        c.fo_link = {x: Counter(v) for x, v in self.fo_link.items()}
+        c.fo_link = {x: new_load(v) for x, v in self.fo_link.items()}
         return c
 
     def scenario_room(self, x: str, arc: Arc) -> float:
-        return self.problem.capacity(*arc) - self.link[arc] - self.fo_link.get(x, Counter())[arc]
+        return self.problem.capacity(*arc) - self.link[arc] - self.fo_link.get(x, new_load())[arc]
 
     def node_ok(self, node: str) -> bool:
         """Every service on ``node`` has instances for its active flows plus
@@ -102,7 +103,7 @@ class AffinityState(Residual):
                 key = (alt.hosts[l_], svc)
                 self.reserved_flows[key] = max(self.reserved_flows[key], fo[key])
         base = Counter(primary.arcs())
-        fl = self.fo_link.setdefault(x, Counter())
+        fl = self.fo_link.setdefault(x, new_load())
         for arc, cnt in Counter(alt.arcs()).items():
             extra = max(0, cnt - base[arc]) * flow.bandwidth
             if extra:
@@ -181,7 +182,7 @@ def _route(
     problem: Problem,
     f: Flow,
     hosts: list[str],
-    room: callable,  # type: ignore[valid-type]
+    room: Callable[[Arc], float],
     avoid: set[str],
 ) -> Route | None:
     ends = [f.ingress, *hosts, f.egress]
@@ -212,7 +213,7 @@ def _split(
     problem: Problem,
     f: Flow,
     positions: list[int],
-    fits: callable,  # type: ignore[valid-type]
+    fits: Callable[[str, Counter[str]], bool],
     order: list[str],
 ) -> list[str] | None:
     """Assign ``positions`` (indices into the chain) to as few nodes as
@@ -341,7 +342,8 @@ def _protect(
             alt = None
             fo = state.fo_flows.get(x, Counter())
 
-            def fits(n: str, demand: Counter[str], x: str = x, fo: Counter = fo) -> bool:
+            def fits(n: str, demand: Counter[str], x: str = x,
+                     fo: Counter[tuple[str, str]] = fo) -> bool:
                 if n == x:
                     return False
                 cores = 0

@@ -16,13 +16,17 @@ import shlex
 import sys
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+
+if TYPE_CHECKING:
+    from .model import Problem
+    from .plan import Plan
 
 ALGOS = ("division", "milp", "greedy", "affinity")
 ORDERS = ("constrained", "input")  # division.ORDERS, without importing the solver here
@@ -209,7 +213,9 @@ def _json_default(x: object) -> object:
     return str(x)
 
 
-def _summary(console: Console, problem, plan, wall: float, n_violations: int) -> None:  # noqa: ANN001
+def _summary(
+    console: Console, problem: Problem, plan: Plan, wall: float, n_violations: int
+) -> None:
     t = Table(title="placement", show_header=False, title_justify="left")
     t.add_column("what", style="bold")
     t.add_column("value")

@@ -50,7 +50,7 @@ class Reach:
 
 
 def _distances(problem: Problem, usable: Callable[[str, str], bool]) -> dict[str, dict[str, float]]:
-    g = nx.DiGraph()
+    g: nx.DiGraph[str] = nx.DiGraph()
     g.add_nodes_from(problem.graph.nodes)
     for u, v in problem.arcs:
         if usable(u, v):
@@ -130,7 +130,9 @@ class Analyzer:
             for st in range(1, length + 1)
         ]
         arcs: list[list[Arc]] = []
-        usable = (lambda u, v: room((u, v)) + EPS >= flow.bandwidth) if room else (
+        usable: Callable[[str, str], bool] = (
+            lambda u, v: room((u, v)) + EPS >= flow.bandwidth
+        ) if room else (
             lambda u, v: p.capacity(u, v) + EPS >= flow.bandwidth
         )
         for s in range(length + 1):

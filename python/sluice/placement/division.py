@@ -121,7 +121,7 @@ def division(
         )
         res = solve_batch(problem, batch, state, analyzer, opts, core_cost=core_cost)
         statuses[res.status] = statuses.get(res.status, 0) + 1
-        adm = res.size.get("admission", res.status)
+        adm = str(res.size.get("admission", res.status))
         admission[adm] = admission.get(adm, 0) + 1
         for f in batch:  # commit in batch order
             if f.id in res.routes:

@@ -472,7 +472,7 @@ def _names(names: list[str], limit: int = 8) -> str:
     return shown + (f", ... ({len(names)} in all)" if len(names) > limit else "")
 
 
-def topology_from_dict(data: Any, source: str = "topology", seed: int = 0) -> nx.Graph:
+def topology_from_dict(data: Any, source: str = "topology", seed: int = 0) -> nx.Graph[str]:
     """Build the topology graph described by ``data`` (see module docs)."""
     if not isinstance(data, dict):
         raise _not_a_mapping(data, source, "nodes and links, topohub or synthetic")
@@ -501,9 +501,9 @@ def topology_from_dict(data: Any, source: str = "topology", seed: int = 0) -> nx
     return g
 
 
-def _explicit_graph(spec: TopologySpec, source: str) -> nx.Graph:
+def _explicit_graph(spec: TopologySpec, source: str) -> nx.Graph[str]:
     d = spec.defaults
-    g = nx.Graph(name=spec.name or source)
+    g: nx.Graph[str] = nx.Graph(name=spec.name or source)
     overrides: dict[tuple[str, str], int] = {}
     override_at: dict[tuple[str, str], str] = {}
     first: dict[str, int] = {}
@@ -578,7 +578,7 @@ def topohub_keys() -> list[str]:
 
 
 def topohub_graph(key: str, cores: int, capacity: float, delay_per_km: float,
-                  at: str = "topohub") -> nx.Graph:
+                  at: str = "topohub") -> nx.Graph[str]:
     """A topohub topology as a placement graph: node names as ids when they
     are unique, ``cores`` per node, ``capacity`` per link, delay from length.
     ``at`` starts every error line (the file and key, or the argument)."""
@@ -607,7 +607,7 @@ def topohub_graph(key: str, cores: int, capacity: float, delay_per_km: float,
         raise InputError(f"{at}: topohub has no topology {key!r} ({hint})"
                          f"{did_you_mean(key, in_group or keys)}") from None
     src = nx.node_link_graph(data, edges="edges")
-    g = nx.Graph(name=f"topohub:{key}")
+    g: nx.Graph[str] = nx.Graph(name=f"topohub:{key}")
     for n, attrs in src.nodes(data=True):
         extra = {"pos": tuple(attrs["pos"])} if "pos" in attrs else {}
         g.add_node(str(n), cores=cores, label=str(attrs.get("name", n)), **extra)
@@ -625,7 +625,7 @@ def topohub_graph(key: str, cores: int, capacity: float, delay_per_km: float,
 
 
 def demand_from_dict(
-    data: Any, graph: nx.Graph, source: str = "flows", seed: int = 0
+    data: Any, graph: nx.Graph[str], source: str = "flows", seed: int = 0
 ) -> tuple[dict[str, Service], list[Flow]]:
     """Services and flows described by ``data`` (see module docs)."""
     if not isinstance(data, dict):
@@ -645,8 +645,8 @@ def demand_from_dict(
                       f"{_names(svc_names)}): add it there or fix the name"
                       f"{did_you_mean(name, svc_names)}")
 
-    for cls, chain in spec.chains.items():
-        for k, s in enumerate(chain):
+    for cls, names in spec.chains.items():
+        for k, s in enumerate(names):
             if s not in services:
                 service_issue(f"chains.{cls}[{k}]", s)
 
@@ -730,7 +730,7 @@ def problem_from_dicts(
     return _problem(g, demand, topology_source, flows_source, seed)
 
 
-def _problem(g: nx.Graph, demand: Any, topology_source: str, flows_source: str,
+def _problem(g: nx.Graph[str], demand: Any, topology_source: str, flows_source: str,
              seed: int) -> Problem:
     services, flows = demand_from_dict(demand, g, flows_source, seed)
     names = sorted(services)

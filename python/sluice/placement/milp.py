@@ -47,6 +47,7 @@ import warnings
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import pairwise
 from typing import Any
 
@@ -103,7 +104,7 @@ class BatchResult:
     bound: float | None
     accepted_bound: int | None
     solve_time: float
-    size: dict[str, int] = field(default_factory=dict)
+    size: dict[str, int | str] = field(default_factory=dict)
 
 
 def solve_batch(
@@ -286,7 +287,7 @@ def solve_batch(
         w_c = 0.4 / free
         w_u = 0.3 * w_c
         w_h = 0.001 * w_u / hops_max
-    size = {
+    size: dict[str, int | str] = {
         "flows": len(modelled),
         "variables": len(lp.variables()),
         "constraints": lp.numConstraints(),
@@ -324,7 +325,7 @@ def solve_batch(
         st1, obj1, b1 = _run_solver(lp, opts, _remaining(deadline, 1.0), warm=warm, gap_abs=0.5)
         phases["admission"] = st1
         if warm:
-            phases["warm_start"] = f"{sum(1 for f in modelled if f.id in initial)} flows"
+            phases["warm_start"] = f"{sum(1 for f in modelled if f.id in (initial or {}))} flows"
         if st1 not in ("optimal", "feasible"):
             unplaced.extend(modelled)
             return BatchResult({}, unplaced, st1, None, None, None, time.perf_counter() - t0,
@@ -474,8 +475,8 @@ def _relax_and_lift(
             if r is None or not all(k in x for k in keys):
                 continue
             a[f.id].setInitialValue(1)
-            for k in keys:
-                x[k].setInitialValue(1)
+            for kx in keys:
+                x[kx].setInitialValue(1)
             used.update(zip(r.hosts, f.chain, strict=True))
             warm = True
         for key, var in M.items():
@@ -488,7 +489,7 @@ def _relax_and_lift(
     layout = {key: int(round(_val(var))) for key, var in M.items()}
     chosen = {
         f.id: tuple(
-            max(cands, key=lambda n, l_=l_, f=f: _val(x[f.id, l_, n]))
+            max(cands, key=partial(_x_value, x, f.id, l_))
             for l_, cands in enumerate(reaches[f.id].hosts)
         )
         for f in flows
@@ -538,7 +539,7 @@ def _lift(
             continue
         dist = analyzer.dist(f.bandwidth, room=trial.room)
 
-        def d(u: str, w: str, dist: dict = dist) -> float:
+        def d(u: str, w: str, dist: dict[str, dict[str, float]] = dist) -> float:
             return dist.get(u, {}).get(w, math.inf)
 
         best: dict[str, tuple[float, tuple[str, ...]]] = {f.ingress: (0.0, ())}
@@ -581,7 +582,10 @@ def _route_through(
         return None
     segs = []
     for src, dst in pairwise([f.ingress, *hosts, f.egress]):
-        sp = shortest_path(p, src, dst, lambda u, w, b=f.bandwidth: trial.room((u, w)) + EPS >= b)
+        def fits(u: str, w: str, b: float = f.bandwidth) -> bool:
+            return trial.room((u, w)) + EPS >= b
+
+        sp = shortest_path(p, src, dst, fits)
         if sp is None:
             return None
         segs.append(sp[0])
@@ -596,7 +600,8 @@ def _set_start(
     modelled: list[Flow],
     initial: dict[str, Route],
     state: Residual,
-    a: dict, x: dict, v: dict, M: dict, U: Any, totals: dict,
+    a: dict[str, Any], x: dict[Any, Any], v: dict[Any, Any], M: dict[Any, Any], U: Any,
+    totals: dict[Any, Any],
 ) -> bool:
     """Load a starting solution from ``initial`` routes into the variables'
     values; flows whose route uses a pruned variable start as not admitted."""
@@ -619,6 +624,7 @@ def _set_start(
         if not isinstance(a[f.id], int):
             a[f.id].setInitialValue(1 if ok else 0)
         if ok:
+            assert r is not None  # ok says so
             used += 1
             for kx in keys_x:
                 x[kx].setInitialValue(1)
@@ -671,6 +677,11 @@ def _val(x: Any) -> float:
     return x.varValue or 0.0
 
 
+def _x_value(x: dict[Any, Any], fid: str, pos: int, node: str) -> float:
+    """The value of the variable placing position ``pos`` of flow ``fid`` on ``node``."""
+    return _val(x[fid, pos, node])
+
+
 def _base_utilisation(p: Problem, state: Residual) -> float:
     u = 0.0
     for arc, load in state.link.items():
@@ -683,7 +694,7 @@ def _base_utilisation(p: Problem, state: Residual) -> float:
     return min(u, 1.0)
 
 
-def _extract(f: Flow, r: Any, x: dict, v: dict) -> Route:
+def _extract(f: Flow, r: Any, x: dict[Any, Any], v: dict[Any, Any]) -> Route:
     hosts = []
     for l_, cands in enumerate(r.hosts):
         hosts.append(max(cands, key=lambda n: _val(x[f.id, l_, n])))
@@ -785,7 +796,7 @@ def _run_solver(
     return "no-solution", None, None
 
 
-class _HiGHS(pulp.HiGHS):
+class _HiGHS(pulp.HiGHS):  # type: ignore[misc]  # PuLP has no type information
     """PuLP's HiGHS interface plus a MIP start from the variables' values."""
 
     warm = False

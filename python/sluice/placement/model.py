@@ -18,12 +18,23 @@ from __future__ import annotations
 
 import math
 import random
+from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TypeGuard, cast
 
 import networkx as nx
 
 Arc = tuple[str, str]
+# Bandwidth per arc. At run time a Counter (a missing arc reads 0); typed as
+# a dict because typeshed gives a Counter's values the type int.
+Load = dict[Arc, float]
+
+
+def new_load(init: Mapping[Arc, float] | None = None) -> Load:
+    """A Counter of bandwidth per arc, empty or a copy of ``init``."""
+    return cast(Load, Counter(init or {}))
 
 
 class ProblemError(ValueError):
@@ -67,7 +78,7 @@ class Flow:
 class Problem:
     """A placement problem. Build it with :func:`make_problem`, which checks it."""
 
-    graph: nx.Graph
+    graph: nx.Graph[str]
     services: dict[str, Service]
     flows: tuple[Flow, ...]
     name: str = "problem"
@@ -151,7 +162,7 @@ class Problem:
 
 
 def make_problem(
-    graph: nx.Graph,
+    graph: nx.Graph[str],
     services: dict[str, Service] | dict[str, int],
     flows: list[Flow] | tuple[Flow, ...],
     name: str = "problem",
@@ -166,15 +177,15 @@ def make_problem(
     issues: list[str] = []
     svc: dict[str, Service] = {}
     for key, value in services.items():
-        s = value if isinstance(value, Service) else Service(str(key), int(value))
-        if s.flows_per_core < 1:
+        sv = value if isinstance(value, Service) else Service(str(key), int(value))
+        if sv.flows_per_core < 1:
             issues.append(
-                f"service {s.name!r}: flows_per_core must be a positive integer, "
-                f"got {s.flows_per_core}"
+                f"service {sv.name!r}: flows_per_core must be a positive integer, "
+                f"got {sv.flows_per_core}"
             )
-        svc[s.name] = s
+        svc[sv.name] = sv
 
-    g = nx.Graph(name=graph.graph.get("name", name))
+    g: nx.Graph[str] = nx.Graph(name=graph.graph.get("name", name))
     for node, data in graph.nodes(data=True):
         cores = data.get("cores", 0)
         if not isinstance(cores, int) or isinstance(cores, bool) or cores < 0:
@@ -234,7 +245,7 @@ def make_problem(
     return Problem(g, svc, tuple(flows), name, overrides)
 
 
-def _is_number(x: object) -> bool:
+def _is_number(x: object) -> TypeGuard[int | float]:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
@@ -255,7 +266,7 @@ def synthetic_graph(
     cores: int = 2,
     capacity: float = 1000.0,
     delay_per_unit: float = 10.0,
-) -> nx.Graph:
+) -> nx.Graph[str]:
     """A seeded connected random graph with exactly ``n_edges`` links.
 
     Nodes get random positions in the unit square (attribute ``pos``); link
@@ -274,7 +285,7 @@ def synthetic_graph(
     rng = random.Random(seed)
     names = [f"n{i:02d}" for i in range(n_nodes)]
     pos = {n: (rng.random(), rng.random()) for n in names}
-    g = nx.Graph(name=f"synthetic-{n_nodes}n-{n_edges}e-s{seed}")
+    g: nx.Graph[str] = nx.Graph(name=f"synthetic-{n_nodes}n-{n_edges}e-s{seed}")
     for n in names:
         g.add_node(n, cores=cores, pos=pos[n])
     order = names[:]
@@ -294,7 +305,7 @@ def synthetic_graph(
 
 
 def random_flows(
-    graph: nx.Graph,
+    graph: nx.Graph[str],
     count: int,
     chain: tuple[str, ...],
     seed: int,

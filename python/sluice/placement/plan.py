@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from itertools import pairwise
-from typing import Any
+from typing import Any, cast
 
-from .model import Arc, Problem
+from .model import Arc, Load, Problem, new_load
 
 EPS = 1e-6
 
@@ -216,7 +216,7 @@ def usage(problem: Problem, plan: Plan) -> Plan:
       sum_j flows_ij / P_ij / C_i -- the linear form of constraint (9);
     * U: the maximum of link and node utilisation.
     """
-    link_load: Counter[Arc] = Counter()
+    link_load: Load = new_load()
     service_flows: Counter[tuple[str, str]] = Counter()
     for fid, route in plan.routes.items():
         f = problem.flow_by_id[fid]
@@ -227,7 +227,7 @@ def usage(problem: Problem, plan: Plan) -> Plan:
     plan.link_load = dict(link_load)
     plan.service_flows = dict(service_flows)
     plan.link_utilisation = {a: load / problem.capacity(*a) for a, load in link_load.items()}
-    node_work: Counter[str] = Counter()
+    node_work = cast("dict[str, float]", Counter())  # a missing node reads 0
     inst_util: dict[tuple[str, str], float] = {}
     for (node, svc), n in service_flows.items():
         p = problem.flows_per_core(node, svc)

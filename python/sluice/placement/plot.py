@@ -4,18 +4,20 @@ from __future__ import annotations
 
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import networkx as nx  # noqa: E402
+from matplotlib.colors import Normalize  # noqa: E402
 
 from .model import Problem  # noqa: E402
 from .plan import Plan  # noqa: E402
 
 
-def layout(problem: Problem, seed: int = 0) -> dict[str, tuple[float, float]]:
+def layout(problem: Problem, seed: int = 0) -> dict[str, Any]:
     g = problem.graph
     if all("pos" in g.nodes[n] for n in g.nodes):
         return {n: tuple(g.nodes[n]["pos"]) for n in g.nodes}
@@ -34,10 +36,11 @@ def draw(problem: Problem, plan: Plan, path: Path, seed: int = 0) -> None:
         util[(u, v)] = max(plan.link_utilisation.get((u, v), 0.0),
                            plan.link_utilisation.get((v, u), 0.0))
     edges = list(g.edges)
+    colors: Any = [util[e] for e in edges]  # values for edge_cmap
     nx.draw_networkx_edges(
         g, pos, ax=ax, edgelist=edges,
         width=[1.0 + 5.0 * util[e] for e in edges],
-        edge_color=[util[e] for e in edges], edge_cmap=cmap, edge_vmin=0.0, edge_vmax=1.0,
+        edge_color=colors, edge_cmap=cmap, edge_vmin=0.0, edge_vmax=1.0,
     )
     inst: dict[str, list[str]] = defaultdict(list)
     for (n, s), c in sorted(plan.instances.items()):
@@ -61,9 +64,9 @@ def draw(problem: Problem, plan: Plan, path: Path, seed: int = 0) -> None:
         ax.text(x, y - dy, text, ha="center", va="top", fontsize=7,
                 bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "0.7", "alpha": 0.85})
     ax.margins(0.08)
-    sm = plt.cm.ScalarMappable(cmap=cmap, norm=plt.Normalize(0, 1))
+    sm = plt.cm.ScalarMappable(cmap=cmap, norm=Normalize(0, 1))
     fig.colorbar(sm, ax=ax, shrink=0.5, label="link utilisation (busier direction)")
-    sm2 = plt.cm.ScalarMappable(cmap=plt.get_cmap("OrRd"), norm=plt.Normalize(0, 1))
+    sm2 = plt.cm.ScalarMappable(cmap=plt.get_cmap("OrRd"), norm=Normalize(0, 1))
     fig.colorbar(sm2, ax=ax, shrink=0.5, label="node core utilisation")
     ax.set_title(
         f"{problem.name}: {plan.algorithm} ({plan.status}) -- "

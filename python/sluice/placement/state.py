@@ -9,7 +9,7 @@ import math
 from collections import Counter
 from collections.abc import Callable, Iterable
 
-from .model import Arc, Flow, Problem
+from .model import Arc, Flow, Load, Problem, new_load
 from .plan import EPS, Route
 
 
@@ -18,11 +18,11 @@ class Residual:
         self.problem = problem
         self.instances: Counter[tuple[str, str]] = Counter()
         self.flows: Counter[tuple[str, str]] = Counter()
-        self.link: Counter[Arc] = Counter()
+        self.link: Load = new_load()
         # Extra per-(node, service) flows and per-arc load that must stay
         # free (affinity's shared backup reservations); 0 for other algorithms.
         self.reserved_flows: Counter[tuple[str, str]] = Counter()
-        self.reserved_link: Counter[Arc] = Counter()
+        self.reserved_link: Load = new_load()
 
     # ----- cores ---------------------------------------------------------------
     def free_cores(self, node: str) -> int:
@@ -62,7 +62,7 @@ class Residual:
     def route_fits(self, flow: Flow, route: Route) -> Arc | None:
         """The first arc the route would overload (counting repeated
         crossings by this flow), or None if it fits."""
-        extra: Counter[Arc] = Counter()
+        extra: Load = new_load()
         for arc in route.arcs():
             extra[arc] += flow.bandwidth
         for arc, load in extra.items():

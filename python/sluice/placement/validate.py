@@ -7,10 +7,11 @@ Returns a list of :class:`Violation` s; an empty list means the plan is valid.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import pairwise
 
-from .model import Arc, Flow, Problem
+from .model import Flow, Load, Problem, new_load
 from .plan import (
     C_BACKUP,
     C_CORES,
@@ -161,8 +162,10 @@ def _check_route(
     return out
 
 
-def _loads(problem: Problem, items) -> tuple[Counter[Arc], Counter[tuple[str, str]]]:
-    link: Counter[Arc] = Counter()
+def _loads(
+    problem: Problem, items: Iterable[tuple[str, Route]]
+) -> tuple[Load, Counter[tuple[str, str]]]:
+    link: Load = new_load()
     served: Counter[tuple[str, str]] = Counter()
     for fid, route in items:
         f = problem.flow_by_id.get(fid)
@@ -188,7 +191,7 @@ def _work(problem: Problem, served: Counter[tuple[str, str]], node: str) -> floa
 def _check_capacity(
     problem: Problem,
     plan: Plan,
-    link: Counter[Arc],
+    link: Load,
     served: Counter[tuple[str, str]],
     scenario: str,
     failed: str | None,
@@ -206,11 +209,11 @@ def _check_capacity(
                           f"carry at most {cap}")
             )
     for arc, load in link.items():
-        cap = problem.capacity(*arc)
-        if load > cap * (1 + TOL):
+        bw = problem.capacity(*arc)
+        if load > bw * (1 + TOL):
             out.append(
                 Violation(C_LINK if not failed else C_BACKUP, f"{arc[0]}->{arc[1]}{scenario}",
-                          f"load {load:.6g}{tag} exceeds capacity {cap:.6g}")
+                          f"load {load:.6g}{tag} exceeds capacity {bw:.6g}")
             )
     if not failed:
         for node in {n for n, _ in served}:
@@ -244,8 +247,8 @@ def _check_protection(problem: Problem, plan: Plan, required: bool) -> list[Viol
         items = []
         for fid, route in plan.routes.items():
             prot = plan.protection.get(fid)
-            alt = prot.scenarios.get(x) if prot else None
-            items.append((fid, alt if alt is not None else route))
+            backup = prot.scenarios.get(x) if prot else None
+            items.append((fid, backup if backup is not None else route))
         link, served = _loads(problem, items)
         out.extend(_check_capacity(problem, plan, link, served, f" (if {x} fails)", x))
     return out
