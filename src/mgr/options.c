@@ -150,8 +150,9 @@ const struct sl_mgr_opt sl_mgr_opt_table[] = {
 	     "connection closed")},
 };
 
-const size_t sl_mgr_opt_count =
-	sizeof(sl_mgr_opt_table) / sizeof(sl_mgr_opt_table[0]);
+#define N_OPTS (sizeof(sl_mgr_opt_table) / sizeof(sl_mgr_opt_table[0]))
+
+const size_t sl_mgr_opt_count = N_OPTS;
 
 /* getopt_long values: 256 + the table index, then these. */
 #define OPT_BASE 256
@@ -399,11 +400,11 @@ int
 sl_mgr_opts_parse(struct sl_mgr_opts *o, int argc, char **argv,
 		  enum sl_mgr_ask *ask, char *err, size_t errlen)
 {
-	struct option lo[sl_mgr_opt_count + 3];
+	struct option lo[N_OPTS + 3]; /* + help, defaults-json, end */
 	size_t n = 0;
 	int c, rc;
 
-	for (; n < sl_mgr_opt_count; n++)
+	for (; n < N_OPTS; n++)
 		lo[n] = (struct option){sl_mgr_opt_table[n].name,
 					required_argument, NULL,
 					OPT_BASE + (int)n};
