@@ -8,10 +8,11 @@ __version__ = "0.1.0"
 # placement/, web/) counts as one module; "__init__" is this file.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # pure: schemas, checks, error text, names, decisions; no sockets, no processes
-    # (but sluiced_defaults, which runs `sluiced --defaults-json` once, on first use:
-    # the defaults deploy and reconcile compare node keys with are sluiced's own)
-    ("core", ("__init__", "errors", "paths", "tracenames", "sluiced_defaults", "graph",
-              "deploy", "reconcile", "placement")),
+    # (but sluiced_defaults, which asks the built sluiced once, lazily, for its
+    # option table: the one description of sluiced's options and defaults)
+    ("core", ("__init__", "errors", "paths", "sluiced_defaults", "tracenames", "graph",
+              "deploy", "reconcile",
+              "placement")),
     # I/O: sluiced's socket, processes, the host, containers, captures
     ("runtime", ("client", "traces", "container", "procs", "hostclean", "livetable",
                  "launch", "orchestrator")),

@@ -14,6 +14,7 @@
 
 #include "sl_chain.h"
 #include "sluiced.h"
+#include "stats/stats.h"
 
 #define E_PARSE -32700
 #define E_REQUEST -32600
@@ -21,7 +22,6 @@
 #define E_PARAMS -32602
 #define E_FAILED -32000
 
-static const char *const drop_names[SL_DROP_MAX] = SL_DROP_NAMES;
 static const char *const lb_names[SL_LB_MAX] = {"flow", "rr", "queue"};
 
 struct rpc_err {
@@ -98,18 +98,6 @@ park_clear(void)
 	json_decref(g_park.ids);
 	free(g_park.graph);
 	memset(&g_park, 0, sizeof(g_park));
-}
-
-static json_t *
-drops_json(const uint64_t *a, const uint64_t *b)
-{
-	json_t *o = json_object();
-
-	for (int d = 0; d < SL_DROP_MAX; d++)
-		json_object_set_new(o, drop_names[d],
-				    json_integer((json_int_t)(a[d] +
-							      (b ? b[d] : 0))));
-	return o;
 }
 
 static json_t *
@@ -292,288 +280,18 @@ rpc_service_list(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 	return a;
 }
 
-static void
-add_stats(struct sl_ctx_stats *to, const struct sl_ctx_stats *from,
-	  int with_rx)
-{
-	if (with_rx) {
-		to->rx_pkts += from->rx_pkts;
-		to->rx_bytes += from->rx_bytes;
-	}
-	to->tx_pkts += from->tx_pkts;
-	to->tx_bytes += from->tx_bytes;
-	to->cycles += from->cycles;
-	to->stalls += from->stalls;
-	for (int d = 0; d < SL_DROP_MAX; d++)
-		to->drop[d] += from->drop[d];
-}
-
-static json_t *edges_json(const struct sl_mgr *m);
-
-static void
-edge_row_tx(const struct sl_shm *shm, const struct sl_edge_ctr *row,
-	    struct sl_ctx_stats *to)
-{
-	for (uint32_t c = 0; c < SL_EDGE_DROP(shm); c++) {
-		to->tx_pkts += row[c].pkts;
-		to->tx_bytes += row[c].bytes;
-	}
-}
-
-/*
- * What service sv handed on to a next hop (a service or a port, not the
- * graph's drop sink): the sum of its edge counters, of its live instances
- * and of those gone (slot_retire_stats keeps them). Each hop is counted
- * once, where it was resolved: by the NF, or by sluiced for what the NF
- * left unresolved in its tx ring (--handoff mgr, where the NF's tx_pkts
- * already counted them into the ring: adding sluiced's tx_pkts for the
- * NF would count them twice). One writer per counter row.
- */
-static void
-svc_tx(const struct sl_mgr *m, uint16_t sv, struct sl_ctx_stats *to)
-{
-	const struct sl_shm *shm = m->shm;
-
-	to->tx_pkts = 0;
-	to->tx_bytes = 0;
-	edge_row_tx(shm, m->edge_retired + (size_t)sv * SL_EDGE_COLS(shm), to);
-	for (uint16_t i = 0; i < shm->nf_hwm; i++) {
-		const struct sl_nf_slot *s = &shm->nfs[i];
-
-		if (s->state == SL_NF_FREE || s->service != sv)
-			continue;
-		edge_row_tx(shm, sl_edge_row_nf(shm, i, 0), to);
-		edge_row_tx(shm, sl_edge_row_nf(shm, i, 1), to);
-	}
-}
-
-/* a - b, or 0: an NF's tx less what sluiced then dropped of it. The NF
- * adds to its tx just after its enqueue, so sluiced may have taken and
- * dropped a run it has not counted yet: in flight, b can pass a. */
-static inline uint64_t
-sub0(uint64_t a, uint64_t b)
-{
-	return a > b ? a - b : 0;
-}
-
+/* stats: the counters (stats/stats.h); {"schema": true}: what each is. */
 static json_t *
 rpc_stats(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 {
-	struct sl_shm *shm = m->shm;
-	json_t *ports = json_array(), *nfs = json_array(), *svcs = json_array();
-	struct sl_ctx_stats io_sum;
-	uint64_t total_drops = 0, node_drop[SL_DROP_MAX] = {0};
+	json_t *schema = json_object_get(p, "schema");
 
-	(void)p;
-	(void)e;
-	memset(&io_sum, 0, sizeof(io_sum));
-	for (uint16_t pid = 0; pid < SL_MAX_PORTS; pid++) {
-		struct sl_ctx_stats sum;
-
-		if (!shm->ports[pid].used)
-			continue;
-		memset(&sum, 0, sizeof(sum));
-		for (uint32_t t = 0; t < shm->n_io; t++)
-			add_stats(&sum, &shm->port_stats[t][pid], 1);
-		/* What NFs transmitted on their own queues of this port. */
-		sum.tx_pkts += m->port_tx_retired[pid][0];
-		sum.tx_bytes += m->port_tx_retired[pid][1];
-		for (uint16_t i = 0; i < shm->nf_hwm; i++)
-			if (shm->nfs[i].state != SL_NF_FREE) {
-				sum.tx_pkts += shm->nfs[i].port_tx[pid].pkts;
-				sum.tx_bytes += shm->nfs[i].port_tx[pid].bytes;
-			}
-		for (int d = 0; d < SL_DROP_MAX; d++)
-			node_drop[d] += sum.drop[d];
-		json_array_append_new(
-			ports,
-			json_pack("{s:i, s:s, s:I, s:I, s:I, s:I, s:I, s:o}",
-				  "id", pid, "name", shm->ports[pid].name,
-				  "rx_pkts", (json_int_t)sum.rx_pkts,
-				  "rx_bytes", (json_int_t)sum.rx_bytes,
-				  "tx_pkts", (json_int_t)sum.tx_pkts,
-				  "tx_bytes", (json_int_t)sum.tx_bytes,
-				  "rx_stalls", (json_int_t)sum.stalls, "drops",
-				  drops_json(sum.drop, NULL)));
-	}
-	for (uint32_t t = 0; t < shm->n_io; t++)
-		for (int d = 0; d < SL_DROP_MAX; d++)
-			node_drop[d] += shm->io[t].drop[d];
-
-	for (uint16_t i = 0; i < shm->nf_hwm; i++) {
-		const struct sl_nf_slot *s = &shm->nfs[i];
-
-		if (s->state == SL_NF_FREE)
-			continue;
-		for (int d = 0; d < SL_DROP_MAX; d++)
-			node_drop[d] += s->nf.drop[d] + s->mgr.drop[d];
-		json_array_append_new(
-			nfs,
-			json_pack("{s:i, s:s, s:s, s:I, s:I, s:I, s:I, s:o, "
-				  "s:o, s:I, s:f, s:I, s:I, s:I}",
-				  "instance", i, "service",
-				  shm->services[s->service].name, "state",
-				  sl_nf_state_name(s->state), "rx_pkts",
-				  (json_int_t)s->nf.rx_pkts, "rx_bytes",
-				  (json_int_t)s->nf.rx_bytes, "tx_pkts",
-				  (json_int_t)sub0(s->nf.tx_pkts,
-						   s->mgr.undone_pkts),
-				  "tx_bytes",
-				  (json_int_t)sub0(s->nf.tx_bytes,
-						   s->mgr.undone_bytes),
-				  "drops",
-				  drops_json(s->nf.drop, s->mgr.drop),
-				  "rx_ring", ring_json(s->rx), "cycles",
-				  (json_int_t)s->nf.cycles, "cycles_per_pkt",
-				  s->nf.rx_pkts
-					  ? (double)s->nf.cycles /
-						    (double)s->nf.rx_pkts
-					  : 0.0,
-				  "sleeps", (json_int_t)s->nf.sleeps, "stalls",
-				  (json_int_t)s->nf.stalls, "bursts",
-				  (json_int_t)s->nf.bursts));
-	}
-	for (uint16_t sv = 0; sv < shm->max_services; sv++) {
-		const struct sl_service *svc = &shm->services[sv];
-		struct sl_ctx_stats sum = m->svc_retired[sv];
-		json_t *inst = json_array();
-
-		if (!svc->used) {
-			json_decref(inst);
-			continue;
-		}
-		for (uint16_t i = 0; i < shm->nf_hwm; i++) {
-			const struct sl_nf_slot *s = &shm->nfs[i];
-
-			if (s->state == SL_NF_FREE || s->service != sv)
-				continue;
-			add_stats(&sum, &s->nf, 1);
-			add_stats(&sum, &s->mgr, 0);
-			json_array_append_new(inst, json_integer(i));
-		}
-		svc_tx(m, sv, &sum);
-		json_array_append_new(
-			svcs,
-			json_pack("{s:i, s:s, s:o, s:I, s:I, s:I, s:I, s:o}",
-				  "id", sv, "name", svc->name, "instances",
-				  inst, "rx_pkts", (json_int_t)sum.rx_pkts,
-				  "rx_bytes", (json_int_t)sum.rx_bytes,
-				  "tx_pkts", (json_int_t)sum.tx_pkts,
-				  "tx_bytes", (json_int_t)sum.tx_bytes,
-				  "drops", drops_json(sum.drop, NULL)));
-		for (int d = 0; d < SL_DROP_MAX; d++)
-			node_drop[d] += m->svc_retired[sv].drop[d];
-	}
-	static const char *const lookup_names[] = {"off", "cached", "naive"};
-	const struct sl_flow_table *ft = &shm->flow;
-	json_t *flows = json_pack(
-		"{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
-		"s:I, s:I}",
-		"lookup", lookup_names[ft->lookup % 3], "live",
-		(json_int_t)ft->n_live, "capacity", (json_int_t)ft->max_flows,
-		"live_v6", (json_int_t)ft->n_live6, "capacity_v6",
-		(json_int_t)ft->max_flows6,
-		"lookups", (json_int_t)ft->st.lookups, "hits",
-		(json_int_t)ft->st.hits, "created", (json_int_t)ft->st.created,
-		"aged", (json_int_t)ft->st.aged, "deleted",
-		(json_int_t)ft->st.deleted, "table_full",
-		(json_int_t)ft->st.table_full, "non_ip",
-		(json_int_t)ft->st.non_ip, "timeout_ms",
-		(json_int_t)ft->timeout_ms, "cycles", (json_int_t)ft->st.cycles);
-
-	/* Every drop once, by reason: the ports', the instances' (theirs and
-	 * sluiced's on their behalf), the TX thread's in split mode, and those
-	 * of instances gone. */
-	for (int d = 0; d < SL_DROP_MAX; d++)
-		total_drops += node_drop[d];
-	return json_pack("{s:I, s:o, s:o, s:o, s:I, s:o, s:o, s:o}",
-			 "tsc_hz", (json_int_t)shm->tsc_hz, "ports", ports,
-			 "nfs", nfs, "services", svcs, "drops_total",
-			 (json_int_t)total_drops, "drops",
-			 drops_json(node_drop, NULL), "flows", flows, "edges",
-			 edges_json(m));
-}
-
-/* The name of edge column c: a service, "port:NAME" or "drop". */
-static void
-edge_col_name(const struct sl_shm *shm, uint32_t c, char *buf, size_t len)
-{
-	if (c < shm->max_services)
-		snprintf(buf, len, "%s", shm->services[c].name);
-	else if (c < SL_EDGE_DROP(shm))
-		snprintf(buf, len, "port:%s",
-			 shm->ports[c - shm->max_services].name);
-	else
-		snprintf(buf, len, "drop");
-}
-
-/* Appends the non-zero edges of one source (summed counters). */
-static void
-edges_append(const struct sl_shm *shm, json_t *a, const char *from,
-	     const struct sl_edge_ctr *sum)
-{
-	char to[SL_NAME_LEN + 8];
-
-	for (uint32_t c = 0; c < SL_EDGE_COLS(shm); c++) {
-		if (sum[c].pkts == 0)
-			continue;
-		edge_col_name(shm, c, to, sizeof(to));
-		json_array_append_new(
-			a, json_pack("{s:s, s:s, s:I, s:I}", "from", from, "to",
-				     to, "pkts", (json_int_t)sum[c].pkts,
-				     "bytes", (json_int_t)sum[c].bytes));
-	}
-}
-
-static void
-edge_add(struct sl_edge_ctr *sum, const struct sl_edge_ctr *row, uint32_t n)
-{
-	for (uint32_t c = 0; c < n; c++) {
-		sum[c].pkts += row[c].pkts;
-		sum[c].bytes += row[c].bytes;
-	}
-}
-
-/* Cumulative packets per edge: from each port's ingress and from each
- * service (its live instances plus those gone) to a service, a port or
- * the graph's drop sink. Only edges that carried packets. */
-static json_t *
-edges_json(const struct sl_mgr *m)
-{
-	const struct sl_shm *shm = m->shm;
-	uint32_t cols = SL_EDGE_COLS(shm);
-	struct sl_edge_ctr *sum = calloc(cols, sizeof(*sum));
-	json_t *a = json_array();
-	char from[SL_NAME_LEN + 8];
-
-	if (sum == NULL)
-		return a;
-	for (uint16_t p = 0; p < SL_MAX_PORTS; p++) {
-		if (!shm->ports[p].used)
-			continue;
-		memset(sum, 0, cols * sizeof(*sum));
-		for (uint32_t t = 0; t < shm->n_io; t++)
-			edge_add(sum, sl_edge_row_port(shm, t, p), cols);
-		snprintf(from, sizeof(from), "port:%s", shm->ports[p].name);
-		edges_append(shm, a, from, sum);
-	}
-	for (uint16_t sv = 0; sv < shm->max_services; sv++) {
-		if (!shm->services[sv].used)
-			continue;
-		memcpy(sum, m->edge_retired + (size_t)sv * cols,
-		       cols * sizeof(*sum));
-		for (uint16_t i = 0; i < shm->nf_hwm; i++) {
-			const struct sl_nf_slot *s = &shm->nfs[i];
-
-			if (s->state == SL_NF_FREE || s->service != sv)
-				continue;
-			edge_add(sum, sl_edge_row_nf(shm, i, 0), cols);
-			edge_add(sum, sl_edge_row_nf(shm, i, 1), cols);
-		}
-		edges_append(shm, a, shm->services[sv].name, sum);
-	}
-	free(sum);
-	return a;
+	if (schema != NULL && !json_is_boolean(schema))
+		return fail(e, E_PARAMS,
+			    "param 'schema' must be true or false");
+	if (json_is_true(schema))
+		return sl_stats_schema();
+	return sl_stats_json(m);
 }
 
 static json_t *
@@ -1566,14 +1284,6 @@ handle(struct sl_mgr *m, const char *line, size_t len, int *subscribe,
 	resp = reply(id, result, &e);
 	json_decref(req);
 	return resp;
-}
-
-json_t *
-sl_rpc_handle(struct sl_mgr *m, const char *line, size_t len, int *subscribe)
-{
-	enum sl_rpc_state state;
-
-	return handle(m, line, len, subscribe, NULL, &state);
 }
 
 enum sl_rpc_state

@@ -13,7 +13,8 @@
  *   rules/      rule sets, their builder thread, rule.list (rules/rules.h)
  *   requests/   cross-layer requests, wildcard requests
  *               (requests/requests.h)
- *   telemetry.c DPDK telemetry commands (the `stats` of rpc.c)
+ *   telemetry.c DPDK telemetry commands (stats/stats.h's tables)
+ *   stats/      counter rows and their descriptor tables: `stats`
  */
 #ifndef SLUICED_H
 #define SLUICED_H
@@ -273,10 +274,6 @@ void sl_control_watch_pid(struct sl_mgr *m, uint16_t instance, int pidfd);
 json_t *sl_control_json(const struct sl_mgr *m);
 
 /* rpc.c */
-/* Any thread (telemetry): a request's reply, NULL for a notification;
- * methods that change rules are refused (they are the control thread's). */
-json_t *sl_rpc_handle(struct sl_mgr *m, const char *line, size_t len,
-		      int *subscribe);
 enum sl_rpc_state {
 	SL_RPC_REPLY,  /* *resp is the reply (NULL for a notification) */
 	SL_RPC_PARKED, /* a rule build started: sl_rpc_poll gives the reply */

@@ -15,17 +15,16 @@
  *   /sluice/edges                packets per edge
  *
  * The callbacks run on DPDK's telemetry threads, not the control thread.
- * Each one asks rpc.c for the control socket's own `stats` result (so the
- * numbers are those of `stats`, computed the same way) and copies the part
- * asked for. `stats` only loads counters that have a single writer, fixed
- * arrays and ring counts: it takes no lock and nothing the data path holds.
- * Non-integer values (cycles_per_pkt) are left out: DPDK 22.11 telemetry
- * has no floating-point type. Not being the control thread, a reply made
- * while an NF instance is being freed may count that instance's packets
- * twice or not at all (the control thread moves them to its service's
- * retired counters meanwhile); the next reply is right again.
+ * They read the counters as `stats` does, through the same row tables
+ * (stats/stats.h): the numbers are those of `stats`, computed the same
+ * way; a field is added by its descriptor's type, so only /sluice/stats's
+ * summary names fields (the ports' four it sums). Filling rows takes no lock and
+ * nothing the data path holds (stats.h says what a row read off the
+ * control thread may miss). Non-integer values (cycles_per_pkt) are left
+ * out: DPDK 22.11 telemetry has no floating-point type.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +33,10 @@
 #include <rte_telemetry.h>
 
 #include "sluiced.h"
+#include "stats/stats.h"
 
+/* File scope because DPDK 22.11's telemetry_cb has no context argument:
+ * the one sluiced a callback reads, set once by sl_telemetry_init. */
 static struct sl_mgr *g_m;
 static uint32_t g_live;     /* 1 while the callbacks may read sluiced */
 static uint32_t g_inflight; /* callbacks reading now */
@@ -55,138 +57,119 @@ leave(void)
 	__atomic_sub_fetch(&g_inflight, 1, __ATOMIC_SEQ_CST);
 }
 
-/*
- * Starts a callback's read: the result of the control socket's `stats` in
- * *st, to be given back with stats_put(). 0, or -EAGAIN while sluiced
- * stops, or -ENOMEM.
- */
+/* A callback's answer when sluiced stops, or without memory. */
 static int
-stats_take(json_t **st)
+read_error(int rc)
 {
-	static const char req[] =
-		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"stats\"}";
-	int sub = 0;
-	json_t *resp;
-
-	if (enter() != 0)
-		return -EAGAIN;
-	resp = sl_rpc_handle(g_m, req, sizeof(req) - 1, &sub);
-	*st = json_incref(json_object_get(resp, "result"));
-	json_decref(resp);
-	if (*st == NULL) {
-		leave();
-		return -ENOMEM;
-	}
-	return 0;
-}
-
-/* Ends what stats_take() started. */
-static void
-stats_put(json_t *st)
-{
-	json_decref(st);
-	leave();
+	return rc == -EAGAIN ? rc : -ENOMEM;
 }
 
 static void
-add_int(struct rte_tel_data *d, const char *k, json_int_t v)
+add_int(struct rte_tel_data *d, const char *k, uint64_t u)
 {
+	int64_t v = (int64_t)u;
+
 	if (v >= 0)
 		rte_tel_data_add_dict_u64(d, k, (uint64_t)v);
 	else
 		rte_tel_data_add_dict_int(d, k, (int)v);
 }
 
-static uint64_t
-sum_of(json_t *o)
+/* Adds the parts of c in row as a dict named c->name to d. */
+static void
+add_parts(struct rte_tel_data *d, const struct sl_ctr *c, const void *row)
 {
-	const char *k;
-	json_t *v;
-	uint64_t s = 0;
+	struct rte_tel_data *p = rte_tel_data_alloc();
 
-	json_object_foreach(o, k, v)
-		s += (uint64_t)json_integer_value(v);
-	return s;
+	if (p == NULL)
+		return;
+	rte_tel_data_start_dict(p);
+	for (uint16_t i = 0; i < c->n_parts; i++)
+		add_int(p, c->parts[i], sl_ctr_part(c, row, i));
+	if (rte_tel_data_add_dict_container(d, c->name, p, 0) != 0)
+		rte_tel_data_free(p);
+}
+
+static void
+add_ids(struct rte_tel_data *d, const struct sl_ctr *c, const void *row)
+{
+	const struct sl_ctr_ids *ids =
+		(const void *)((const char *)row + c->off);
+	struct rte_tel_data *a = rte_tel_data_alloc();
+
+	if (a == NULL)
+		return;
+	rte_tel_data_start_array(a, RTE_TEL_U64_VAL);
+	for (uint32_t i = 0; i < ids->n; i++)
+		rte_tel_data_add_array_u64(a, ids->v[i]);
+	if (rte_tel_data_add_dict_container(d, c->name, a, 0) != 0)
+		rte_tel_data_free(a);
 }
 
 /*
- * Adds member k = v of a stats object to dict d. At the top of a reply
- * (nested 0) an object becomes a dict and an array of integers an array;
- * inside a list entry (nested 1, where DPDK allows no further level) an
- * object named drops becomes its sum, another object k: {a, b} becomes
- * k_a and k_b, and an array its length as n_k.
+ * Adds field c of row to dict d. At the top of a reply (nested 0) reasons
+ * and parts become a dict and ids an array; inside a list entry (nested
+ * 1, where DPDK allows no further level) reasons become their sum, parts
+ * k: {a, b} become k_a and k_b, and ids their count as n_k. Reals are left
+ * out: DPDK 22.11 telemetry has no floating-point type.
  */
 static void
-add_member(struct rte_tel_data *d, const char *k, json_t *v, int nested)
+add_field(struct rte_tel_data *d, const struct sl_ctr *c, const void *row,
+	  int nested)
 {
 	char name[RTE_TEL_MAX_STRING_LEN];
-	const char *sk;
-	json_t *sv;
-	size_t i;
 
-	switch (json_typeof(v)) {
-	case JSON_INTEGER:
-		add_int(d, k, json_integer_value(v));
+	switch (c->type) {
+	case SL_CT_U64:
+	case SL_CT_U32:
+	case SL_CT_U16:
+		add_int(d, c->name, sl_ctr_u64(c, row));
 		break;
-	case JSON_STRING:
-		rte_tel_data_add_dict_string(d, k, json_string_value(v));
+	case SL_CT_STR:
+	case SL_CT_ENUM:
+		rte_tel_data_add_dict_string(d, c->name, sl_ctr_str(c, row));
 		break;
-	case JSON_TRUE:
-	case JSON_FALSE:
-		rte_tel_data_add_dict_int(d, k, json_is_true(v));
+	case SL_CT_REASONS:
+		if (nested)
+			rte_tel_data_add_dict_u64(d, c->name,
+						  sl_ctr_u64(c, row));
+		else
+			add_parts(d, c, row);
 		break;
-	case JSON_OBJECT:
+	case SL_CT_PARTS:
 		if (!nested) {
-			struct rte_tel_data *c = rte_tel_data_alloc();
-
-			if (c == NULL)
-				break;
-			rte_tel_data_start_dict(c);
-			json_object_foreach(v, sk, sv)
-				add_member(c, sk, sv, 1);
-			if (rte_tel_data_add_dict_container(d, k, c, 0) != 0)
-				rte_tel_data_free(c);
-		} else if (strcmp(k, "drops") == 0) {
-			rte_tel_data_add_dict_u64(d, k, sum_of(v));
-		} else {
-			json_object_foreach(v, sk, sv) {
-				if (!json_is_integer(sv))
-					continue;
-				snprintf(name, sizeof(name), "%s_%s", k, sk);
-				add_int(d, name, json_integer_value(sv));
-			}
+			add_parts(d, c, row);
+			break;
+		}
+		for (uint16_t i = 0; i < c->n_parts; i++) {
+			snprintf(name, sizeof(name), "%s_%s", c->name,
+				 c->parts[i]);
+			add_int(d, name, sl_ctr_part(c, row, i));
 		}
 		break;
-	case JSON_ARRAY:
-		if (!nested) {
-			struct rte_tel_data *c = rte_tel_data_alloc();
-
-			if (c == NULL)
-				break;
-			rte_tel_data_start_array(c, RTE_TEL_U64_VAL);
-			json_array_foreach(v, i, sv)
-				rte_tel_data_add_array_u64(
-					c, (uint64_t)json_integer_value(sv));
-			if (rte_tel_data_add_dict_container(d, k, c, 0) != 0)
-				rte_tel_data_free(c);
+	case SL_CT_IDS:
+		if (nested) {
+			snprintf(name, sizeof(name), "n_%s", c->name);
+			rte_tel_data_add_dict_u64(
+				d, name,
+				((const struct sl_ctr_ids *)(const void *)((
+					 const char *)row + c->off))
+					->n);
 		} else {
-			snprintf(name, sizeof(name), "n_%s", k);
-			rte_tel_data_add_dict_u64(d, name, json_array_size(v));
+			add_ids(d, c, row);
 		}
 		break;
-	default: /* reals, null */
+	default: /* reals; tables are the commands' own */
 		break;
 	}
 }
 
 static void
-add_object(struct rte_tel_data *d, json_t *o, int nested)
+add_row(struct rte_tel_data *d, const struct sl_ctr_table *t, const void *row,
+	int nested)
 {
-	const char *k;
-	json_t *v;
-
-	json_object_foreach(o, k, v)
-		add_member(d, k, v, nested);
+	for (size_t i = 0; i < t->n; i++)
+		add_field(d, &t->c[i], row, nested);
 }
 
 /*
@@ -200,115 +183,70 @@ add_object(struct rte_tel_data *d, json_t *o, int nested)
 #define REPLY_MAX 16384
 #define REPLY_ROOM 256
 
-/* The id field of entry e, as text. */
-static void
-id_text(json_t *e, const char *field, char *buf, size_t size)
-{
-	snprintf(buf, size, "%lld",
-		 (long long)json_integer_value(json_object_get(e, field)));
-}
-
-static int add_entry(struct rte_tel_data *d, const char *id, json_t *e);
-
 static size_t
-digits(json_int_t v)
+digits(uint64_t u)
 {
 	char b[24];
 
-	return (size_t)snprintf(b, sizeof(b), "%lld", (long long)v);
+	return (size_t)snprintf(b, sizeof(b), "%lld", (long long)(int64_t)u);
 }
 
-/* Bytes of "k":<value> as add_member(..., nested 1) writes member k = v
- * (0 for what it leaves out), with its comma. */
+/* Bytes of "k":<value> as add_field(..., nested 1) writes field c (0 for
+ * what it leaves out), with its comma. */
 static size_t
-member_len(const char *k, json_t *v)
+field_len(const struct sl_ctr *c, const void *row)
 {
-	size_t kl = strlen(k) + 4; /* "k": and , */
-	const char *sk;
-	json_t *sv;
+	size_t kl = strlen(c->name) + 4; /* "k": and , */
 	size_t n = 0;
 
-	switch (json_typeof(v)) {
-	case JSON_INTEGER:
-		return kl + digits(json_integer_value(v));
-	case JSON_STRING:
+	switch (c->type) {
+	case SL_CT_U64:
+	case SL_CT_U32:
+	case SL_CT_U16:
+		return kl + digits(sl_ctr_u64(c, row));
+	case SL_CT_STR:
+	case SL_CT_ENUM:
 		/* names are letters, digits, '_', '-', ':' (no escapes); 2x
 		 * covers any that would need them */
-		return kl + 2 + 2 * json_string_length(v);
-	case JSON_TRUE:
-	case JSON_FALSE:
-		return kl + 1;
-	case JSON_OBJECT:
-		if (strcmp(k, "drops") == 0)
-			return kl + 20;
-		json_object_foreach(v, sk, sv)
-			if (json_is_integer(sv))
-				n += kl + 1 + strlen(sk) +
-				     digits(json_integer_value(sv));
+		return kl + 2 + 2 * strlen(sl_ctr_str(c, row));
+	case SL_CT_REASONS:
+		return kl + 20;
+	case SL_CT_PARTS:
+		for (uint16_t i = 0; i < c->n_parts; i++)
+			n += kl + 1 + strlen(c->parts[i]) +
+			     digits(sl_ctr_part(c, row, i));
 		return n;
-	case JSON_ARRAY:
+	case SL_CT_IDS:
 		return kl + 2 + 20;
 	default:
 		return 0;
 	}
 }
 
-/* Bytes of "id":{...} for entry e of a list. */
+/* Bytes of "id":{...} for a row of t in a list. */
 static size_t
-entry_len(const char *id, json_t *e)
+row_len(const char *id, const struct sl_ctr_table *t, const void *row)
 {
-	const char *k;
-	json_t *v;
 	size_t n = strlen(id) + 6;
 
-	json_object_foreach(e, k, v)
-		n += member_len(k, v);
+	for (size_t i = 0; i < t->n; i++)
+		n += field_len(&t->c[i], row);
 	return n;
 }
 
-/* Adds the entries of stats list arr to dict d, each named by its id field
- * (NULL: its index), as many as fit; then "more": what was left out and
- * where to read it (one). */
-static void
-add_entries(struct rte_tel_data *d, json_t *arr, const char *idf,
-	    const char *what, const char *one)
-{
-	size_t i, used = REPLY_ROOM, n = json_array_size(arr);
-	char msg[RTE_TEL_MAX_STRING_LEN];
-	json_t *e;
-
-	json_array_foreach(arr, i, e) {
-		char id[24];
-
-		if (idf != NULL)
-			id_text(e, idf, id, sizeof(id));
-		else
-			snprintf(id, sizeof(id), "%zu", i);
-		used += entry_len(id, e);
-		if (used > REPLY_MAX || i + 1 >= RTE_TEL_MAX_DICT_ENTRIES ||
-		    add_entry(d, id, e) != 0)
-			break;
-	}
-	if (i < n) {
-		snprintf(msg, sizeof(msg),
-			 "%zu of %zu %s left out (a reply holds %d KiB): %s",
-			 n - i, n, what, REPLY_MAX / 1024, one);
-		rte_tel_data_add_dict_string(d, "more", msg);
-	}
-}
-
-/* Entry e of a stats list as a dict named id in d, its members as inside a
- * list entry; -1 when there is no room (more than RTE_TEL_MAX_DICT_ENTRIES)
- * or no memory. */
+/* A row of t as a dict named id in d, its fields as inside a list entry;
+ * -1 when there is no room (more than RTE_TEL_MAX_DICT_ENTRIES) or no
+ * memory. */
 static int
-add_entry(struct rte_tel_data *d, const char *id, json_t *e)
+add_entry(struct rte_tel_data *d, const char *id, const struct sl_ctr_table *t,
+	  const void *row)
 {
 	struct rte_tel_data *c = rte_tel_data_alloc();
 
 	if (c == NULL)
 		return -1;
 	rte_tel_data_start_dict(c);
-	add_object(c, e, 1);
+	add_row(c, t, row, 1);
 	if (rte_tel_data_add_dict_container(d, id, c, 0) != 0) {
 		rte_tel_data_free(c);
 		return -1;
@@ -316,53 +254,12 @@ add_entry(struct rte_tel_data *d, const char *id, json_t *e)
 	return 0;
 }
 
-/* /sluice/stats: node totals and the flow table. */
-static int
-tel_stats(const char *cmd, const char *params, struct rte_tel_data *d)
-{
-	uint64_t rx = 0, rxb = 0, tx = 0, txb = 0;
-	json_t *st, *p;
-	size_t i;
-	int rc;
-
-	(void)cmd;
-	(void)params;
-	rc = stats_take(&st);
-	if (rc != 0)
-		return rc;
-	json_array_foreach(json_object_get(st, "ports"), i, p) {
-		rx += (uint64_t)json_integer_value(json_object_get(p, "rx_pkts"));
-		rxb += (uint64_t)json_integer_value(json_object_get(p, "rx_bytes"));
-		tx += (uint64_t)json_integer_value(json_object_get(p, "tx_pkts"));
-		txb += (uint64_t)json_integer_value(json_object_get(p, "tx_bytes"));
-	}
-	rte_tel_data_start_dict(d);
-	rte_tel_data_add_dict_string(d, "node", g_m->shm->node);
-	add_member(d, "tsc_hz", json_object_get(st, "tsc_hz"), 0);
-	rte_tel_data_add_dict_u64(d, "rx_pkts", rx);
-	rte_tel_data_add_dict_u64(d, "rx_bytes", rxb);
-	rte_tel_data_add_dict_u64(d, "tx_pkts", tx);
-	rte_tel_data_add_dict_u64(d, "tx_bytes", txb);
-	add_member(d, "drops_total", json_object_get(st, "drops_total"), 0);
-	rte_tel_data_add_dict_u64(d, "n_ports",
-				  json_array_size(json_object_get(st, "ports")));
-	rte_tel_data_add_dict_u64(d, "n_nfs",
-				  json_array_size(json_object_get(st, "nfs")));
-	rte_tel_data_add_dict_u64(
-		d, "n_services",
-		json_array_size(json_object_get(st, "services")));
-	if (json_object_get(st, "flows") != NULL)
-		add_member(d, "flows", json_object_get(st, "flows"), 0);
-	stats_put(st);
-	return 0;
-}
-
-/* What each list command lists: stats key, id field, names. */
+/* What each list command lists, and how its rows are named. */
 struct tel_list {
-	const char *cmd;
-	const char *key;   /* in stats */
-	const char *id;    /* the entry's id field */
-	const char *named; /* the entry's name field, or NULL */
+	const char *cmd;  /* the one-row command */
+	const struct sl_ctr_table *t;
+	const char *id;    /* the row's id field; NULL: its index */
+	const char *named; /* the row's name field, or NULL */
 	const char *what;  /* for messages */
 	const char *list;  /* the list command */
 	const char *plural; /* for the note of a reply too long */
@@ -370,12 +267,14 @@ struct tel_list {
 };
 
 static const struct tel_list lists[] = {
-	{"/sluice/port", "ports", "id", "name", "port", "/sluice/ports", "ports",
-	 "ask /sluice/port,<id> for each"},
-	{"/sluice/nf", "nfs", "instance", NULL, "NF instance", "/sluice/nfs",
-	 "NF instances", "ask /sluice/nf,<instance> for each"},
-	{"/sluice/service", "services", "id", "name", "service",
+	{"/sluice/port", &sl_stats_port_table, "id", "name", "port",
+	 "/sluice/ports", "ports", "ask /sluice/port,<id> for each"},
+	{"/sluice/nf", &sl_stats_nf_table, "instance", NULL, "NF instance",
+	 "/sluice/nfs", "NF instances", "ask /sluice/nf,<instance> for each"},
+	{"/sluice/service", &sl_stats_service_table, "id", "name", "service",
 	 "/sluice/services", "services", "ask /sluice/service,<id> for each"},
+	{"/sluice/edges", &sl_stats_edge_table, NULL, NULL, "edge",
+	 "/sluice/edges", "edges", "the control socket's stats lists them all"},
 };
 
 static const struct tel_list *
@@ -387,24 +286,99 @@ list_of(const char *cmd)
 	return NULL;
 }
 
-/* /sluice/ports, /sluice/nfs, /sluice/services: id -> entry. */
+/* The id of a row of l (its index i if l has no id field), as text. */
+static void
+id_text(const struct tel_list *l, const void *row, size_t i, char *buf,
+	size_t size)
+{
+	if (l->id != NULL)
+		snprintf(buf, size, "%" PRIu64,
+			 sl_ctr_u64(sl_ctr_find(l->t, l->id), row));
+	else
+		snprintf(buf, size, "%zu", i);
+}
+
+/* A list command's walk: rows added while they fit, the others counted. */
+struct walk {
+	const struct tel_list *l;
+	struct rte_tel_data *d;
+	size_t i;     /* rows seen */
+	size_t added; /* rows added before the first that did not fit */
+	size_t used;  /* bytes */
+	int full;
+};
+
+static int
+walk_row(void *arg, const void *row)
+{
+	struct walk *w = arg;
+	char id[24];
+
+	if (!w->full) {
+		id_text(w->l, row, w->i, id, sizeof(id));
+		w->used += row_len(id, w->l->t, row);
+		if (w->used > REPLY_MAX || w->i + 1 >= RTE_TEL_MAX_DICT_ENTRIES ||
+		    add_entry(w->d, id, w->l->t, row) != 0)
+			w->full = 1;
+		else
+			w->added++;
+	}
+	w->i++;
+	return 0;
+}
+
+/* /sluice/ports, /sluice/nfs, /sluice/services, /sluice/edges: id -> row,
+ * as many as fit; then "more": what was left out and where to read it. */
 static int
 tel_list(const char *cmd, const char *params, struct rte_tel_data *d)
 {
 	const struct tel_list *l = list_of(cmd);
-	json_t *st;
+	struct walk w = {.l = l, .d = d, .used = REPLY_ROOM};
+	char msg[RTE_TEL_MAX_STRING_LEN];
 	int rc;
 
 	(void)params;
 	if (l == NULL)
 		return -EINVAL;
-	rc = stats_take(&st);
-	if (rc != 0)
-		return rc;
+	if (enter() != 0)
+		return -EAGAIN;
 	rte_tel_data_start_dict(d);
-	add_entries(d, json_object_get(st, l->key), l->id, l->plural, l->each);
-	stats_put(st);
+	rc = l->t->each(g_m, walk_row, &w);
+	leave();
+	if (rc != 0)
+		return read_error(rc);
+	if (w.added < w.i) {
+		snprintf(msg, sizeof(msg),
+			 "%zu of %zu %s left out (a reply holds %d KiB): %s",
+			 w.i - w.added, w.i, l->plural, REPLY_MAX / 1024,
+			 l->each);
+		rte_tel_data_add_dict_string(d, "more", msg);
+	}
 	return 0;
+}
+
+/* A one-row command's search: the row whose id or name is `want`. */
+struct find {
+	const struct tel_list *l;
+	struct rte_tel_data *d;
+	const char *want;
+};
+
+static int
+find_row(void *arg, const void *row)
+{
+	struct find *f = arg;
+	const struct sl_ctr *named =
+		f->l->named ? sl_ctr_find(f->l->t, f->l->named) : NULL;
+	char id[24];
+
+	id_text(f->l, row, 0, id, sizeof(id));
+	if (strcmp(f->want, id) != 0 &&
+	    (named == NULL || strcmp(f->want, sl_ctr_str(named, row)) != 0))
+		return 0;
+	rte_tel_data_start_dict(f->d);
+	add_row(f->d, f->l->t, row, 0);
+	return 1;
 }
 
 /* /sluice/port,<id|name>, /sluice/nf,<instance>, /sluice/service,<id|name> */
@@ -412,9 +386,8 @@ static int
 tel_one(const char *cmd, const char *params, struct rte_tel_data *d)
 {
 	const struct tel_list *l = list_of(cmd);
-	json_t *st, *e, *found = NULL;
+	struct find f = {.l = l, .d = d, .want = params};
 	char msg[RTE_TEL_MAX_STRING_LEN];
-	size_t i;
 	int rc;
 
 	if (l == NULL)
@@ -426,31 +399,108 @@ tel_one(const char *cmd, const char *params, struct rte_tel_data *d)
 		rte_tel_data_string(d, msg);
 		return 0;
 	}
-	rc = stats_take(&st);
-	if (rc != 0)
-		return rc;
-	json_array_foreach(json_object_get(st, l->key), i, e) {
-		char id[24];
-		const char *name = l->named ? json_string_value(json_object_get(
-						      e, l->named))
-					    : NULL;
-
-		id_text(e, l->id, id, sizeof(id));
-		if (strcmp(params, id) == 0 ||
-		    (name != NULL && strcmp(params, name) == 0)) {
-			found = e;
-			break;
-		}
-	}
-	if (found != NULL) {
-		rte_tel_data_start_dict(d);
-		add_object(d, found, 0);
-	} else {
+	if (enter() != 0)
+		return -EAGAIN;
+	rc = l->t->each(g_m, find_row, &f);
+	leave();
+	if (rc < 0)
+		return read_error(rc);
+	if (rc == 0) {
 		snprintf(msg, sizeof(msg), "no %s '%.40s'; %s lists them",
 			 l->what, params, l->list);
 		rte_tel_data_string(d, msg);
 	}
-	stats_put(st);
+	return 0;
+}
+
+/* The node row's and the flow table's: one row each, added as it is. */
+struct one {
+	struct rte_tel_data *d;
+	const struct sl_ctr_table *t;
+	int nested;
+};
+
+static int
+one_row(void *arg, const void *row)
+{
+	const struct one *o = arg;
+
+	add_row(o->d, o->t, row, o->nested);
+	return 0;
+}
+
+/* The rows of a table: counted, and some fields summed. */
+struct sums {
+	const struct sl_ctr *c[4];
+	uint64_t v[4];
+	uint64_t n;
+};
+
+static int
+sum_row(void *arg, const void *row)
+{
+	struct sums *s = arg;
+
+	for (int i = 0; i < 4; i++)
+		if (s->c[i] != NULL)
+			s->v[i] += sl_ctr_u64(s->c[i], row);
+	s->n++;
+	return 0;
+}
+
+static int
+copy_node(void *arg, const void *row)
+{
+	memcpy(arg, row, sizeof(struct sl_stats_node));
+	return 0;
+}
+
+/* /sluice/stats: the node, its ports' traffic summed, how many ports, NF
+ * instances and services, and the flow table. */
+static int
+tel_stats(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	static const char *const summed[4] = {"rx_pkts", "rx_bytes", "tx_pkts",
+					      "tx_bytes"};
+	struct sums ports = {.n = 0}, nfs = {.n = 0}, svcs = {.n = 0};
+	const struct sl_ctr_table *nt = &sl_stats_node_table;
+	struct one flows = {.t = &sl_stats_flow_table, .nested = 1};
+	struct sl_stats_node node;
+	int rc;
+
+	(void)cmd;
+	(void)params;
+	for (int i = 0; i < 4; i++)
+		ports.c[i] = sl_ctr_find(&sl_stats_port_table, summed[i]);
+	if (enter() != 0)
+		return -EAGAIN;
+	rc = nt->each(g_m, copy_node, &node);
+	if (rc == 0)
+		rc = sl_stats_port_table.each(g_m, sum_row, &ports);
+	if (rc == 0)
+		rc = sl_stats_nf_table.each(g_m, sum_row, &nfs);
+	if (rc == 0)
+		rc = sl_stats_service_table.each(g_m, sum_row, &svcs);
+	flows.d = rte_tel_data_alloc();
+	if (rc != 0 || flows.d == NULL) {
+		leave();
+		rte_tel_data_free(flows.d);
+		return read_error(rc ? rc : -ENOMEM);
+	}
+	rte_tel_data_start_dict(d);
+	rte_tel_data_add_dict_string(d, "node", g_m->shm->node);
+	add_field(d, sl_ctr_find(nt, "tsc_hz"), &node, 0);
+	for (int i = 0; i < 4; i++)
+		rte_tel_data_add_dict_u64(d, summed[i], ports.v[i]);
+	add_field(d, sl_ctr_find(nt, "drops_total"), &node, 0);
+	rte_tel_data_add_dict_u64(d, "n_ports", ports.n);
+	rte_tel_data_add_dict_u64(d, "n_nfs", nfs.n);
+	rte_tel_data_add_dict_u64(d, "n_services", svcs.n);
+	rte_tel_data_start_dict(flows.d);
+	sl_stats_flow_table.each(g_m, one_row, &flows);
+	leave();
+	if (rte_tel_data_add_dict_container(d, "flows", flows.d, 0) != 0)
+		rte_tel_data_free(flows.d);
 	return 0;
 }
 
@@ -458,36 +508,15 @@ tel_one(const char *cmd, const char *params, struct rte_tel_data *d)
 static int
 tel_flows(const char *cmd, const char *params, struct rte_tel_data *d)
 {
-	json_t *st;
-	int rc;
+	struct one flows = {.d = d, .t = &sl_stats_flow_table, .nested = 0};
 
 	(void)cmd;
 	(void)params;
-	rc = stats_take(&st);
-	if (rc != 0)
-		return rc;
+	if (enter() != 0)
+		return -EAGAIN;
 	rte_tel_data_start_dict(d);
-	add_object(d, json_object_get(st, "flows"), 0);
-	stats_put(st);
-	return 0;
-}
-
-/* /sluice/edges: index -> {from, to, pkts, bytes}. */
-static int
-tel_edges(const char *cmd, const char *params, struct rte_tel_data *d)
-{
-	json_t *st;
-	int rc;
-
-	(void)cmd;
-	(void)params;
-	rc = stats_take(&st);
-	if (rc != 0)
-		return rc;
-	rte_tel_data_start_dict(d);
-	add_entries(d, json_object_get(st, "edges"), NULL, "edges",
-		    "the control socket's stats lists them all");
-	stats_put(st);
+	sl_stats_flow_table.each(g_m, one_row, &flows);
+	leave();
 	return 0;
 }
 
@@ -516,7 +545,7 @@ static const struct {
 	{"/sluice/flows", tel_flows,
 	 "The flow table: lookups, hits, flows live, created, aged, ... "
 	 "No parameters"},
-	{"/sluice/edges", tel_edges,
+	{"/sluice/edges", tel_list,
 	 "Packets and bytes per edge (from, to). No parameters"},
 };
 

@@ -12,8 +12,11 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import deployment, port, prog, service, wait_drained
 from packets import flow_of, mixed, write
+
+from sluice.client import RpcError
 
 TELEMETRY_PY = "/usr/bin/dpdk-telemetry.py"  # Debian's dpdk-dev (scripts/setup.sh)
 # Counters that move while nothing flows (idle loops), so not compared exactly.
@@ -132,6 +135,7 @@ def test_telemetry_matches_stats(launch, node, tmp_path):
     # Read again after telemetry: nothing moved, so everything must be equal.
     st2 = run.client.call("stats")
     assert _stable_all(st2) == _stable_all(st)
+    _check_schema(run, st)
 
     ports, nfs, svcs = st["ports"], st["nfs"], st["services"]
     assert got["/sluice/stats"] == {
@@ -176,6 +180,52 @@ def test_telemetry_matches_stats(launch, node, tmp_path):
         timeout=60, check=True).stdout.splitlines()
     assert [_strip(json.loads(ln)) for ln in out] == [
         {"/sluice/stats": got["/sluice/stats"]}, {"/sluice/port": got["port out"]}]
+
+
+def _check_schema(run: Any, st: dict[str, Any]) -> None:
+    """`stats {"schema": true}` describes every field of `stats`, in its order."""
+    sc = run.client.call("stats", schema=True)
+    assert sc["root"] == "node"
+    tables = sc["tables"]
+    assert list(tables) == ["node", "port", "nf", "service", "flows", "edge"]
+
+    def names(t: str) -> list[str]:
+        return [f["name"] for f in tables[t]]
+
+    assert names("node") == list(st)
+    for key, t in [("ports", "port"), ("nfs", "nf"), ("services", "service"),
+                   ("edges", "edge")]:
+        assert st[key], key
+        for row in st[key]:
+            assert list(row) == names(t), (key, row)
+    assert list(st["flows"]) == names("flows")
+    node = {f["name"]: f for f in tables["node"]}
+    assert node["ports"] == {"name": "ports", "kind": "list", "unit": "",
+                             "help": "every port", "table": "port"}
+    assert node["flows"]["kind"] == "object" and node["flows"]["table"] == "flows"
+    assert node["drops"] == {
+        "name": "drops", "kind": "counter", "type": "object", "unit": "packets",
+        "help": "drops_total by reason", "keys": list(st["drops"])}
+    port_f = {f["name"]: f for f in tables["port"]}
+    assert port_f["rx_pkts"] == {"name": "rx_pkts", "kind": "counter", "type": "integer",
+                                 "unit": "packets",
+                                 "help": "packets received from the port"}
+    assert port_f["name"]["kind"] == "label" and port_f["name"]["type"] == "string"
+    nf_f = {f["name"]: f for f in tables["nf"]}
+    assert nf_f["rx_ring"]["kind"] == "gauge" and nf_f["rx_ring"]["keys"] == ["count", "size"]
+    assert nf_f["cycles_per_pkt"]["type"] == "number"
+    flow_f = {f["name"]: f for f in tables["flows"]}
+    assert flow_f["lookup"]["values"] == ["off", "cached", "naive"]
+    assert flow_f["live"]["kind"] == "gauge" and flow_f["created"]["kind"] == "counter"
+    for fields in tables.values():
+        for f in fields:
+            assert f["kind"] in ("label", "counter", "gauge", "list", "object"), f
+            assert f["help"], f
+    # false is the plain reply; anything else but a boolean is refused
+    assert list(run.client.call("stats", schema=False)) == list(st)
+    with pytest.raises(RpcError) as e:
+        run.client.call("stats", schema=1)
+    assert (e.value.code, e.value.message) == (-32602, "param 'schema' must be true or false")
 
 
 def _stable_all(st: dict[str, Any]) -> dict[str, Any]:
