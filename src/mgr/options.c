@@ -80,9 +80,11 @@ const struct sl_mgr_opt sl_mgr_opt_table[] = {
 	{NUM("burst", "N", burst, 1, SL_BURST_MAX, 32,
 	     "packets per burst taken from a ring and handed on, <= "
 	     STR(SL_BURST_MAX))},
-	/* Twice --burst: one port read amortizes the poll's fixed costs (the
-	 * driver call, the first hop's ring lines, the wake check) over more
-	 * packets; NF rings stay at --burst (docs/performance.md). */
+	/* Port reads: one call for up to 64 amortizes the poll (the driver
+	 * call, the first hop's ring head and tail lines, the wake check)
+	 * over twice the packets; NF rings stay at --burst, where 64 does
+	 * not help a chain of NFs in shared mode (see docs/performance.md,
+	 * port path, "Choices these measurements made", session 19). */
 	{NUM("rx-burst", "N", rx_burst, 1, SL_BURST_MAX, 64,
 	     "packets read from a port in one call, <= " STR(SL_BURST_MAX))},
 	{NUM("backpressure-us", "N", backpressure_us, 0, 10000000, 100000,
@@ -106,8 +108,10 @@ const struct sl_mgr_opt sl_mgr_opt_table[] = {
 	 .same_line = 1},
 	{NUM("nf-mem", "MB", nf_mem_mb, 0, 1u << 20, 256,
 	     "hugepage memory set aside for NFs' own tables")},
-	/* NFs on TX queues of their own leave the I/O thread only the port
-	 * reads (docs/performance.md, "NF transmit"). */
+	/* NFs transmit on their own TX queues by default, so that the I/O
+	 * thread, the port path's bottleneck, only reads ports (see
+	 * docs/performance.md, port path, "Choices these measurements
+	 * made", session 14). */
 	{NUM("nf-tx-queues", "N", nf_txq, 0, 1023, 4,
 	     "per port, TX queues NFs transmit on directly"),
 	 .post = "; 0: all TX through sluiced's TX thread"},
@@ -146,8 +150,9 @@ const struct sl_mgr_opt sl_mgr_opt_table[] = {
 	     "connection closed")},
 };
 
-const size_t sl_mgr_opt_count =
-	sizeof(sl_mgr_opt_table) / sizeof(sl_mgr_opt_table[0]);
+#define N_OPTS (sizeof(sl_mgr_opt_table) / sizeof(sl_mgr_opt_table[0]))
+
+const size_t sl_mgr_opt_count = N_OPTS;
 
 /* getopt_long values: 256 + the table index, then these. */
 #define OPT_BASE 256
@@ -395,11 +400,11 @@ int
 sl_mgr_opts_parse(struct sl_mgr_opts *o, int argc, char **argv,
 		  enum sl_mgr_ask *ask, char *err, size_t errlen)
 {
-	struct option lo[sl_mgr_opt_count + 3];
+	struct option lo[N_OPTS + 3]; /* + help, defaults-json, end */
 	size_t n = 0;
 	int c, rc;
 
-	for (; n < sl_mgr_opt_count; n++)
+	for (; n < N_OPTS; n++)
 		lo[n] = (struct option){sl_mgr_opt_table[n].name,
 					required_argument, NULL,
 					OPT_BASE + (int)n};
