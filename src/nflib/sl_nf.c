@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <rte_cycles.h>
 #include <rte_lcore.h>
@@ -16,6 +17,7 @@
 
 #include "sl_graph.h"
 #include "sl_nf_int.h"
+#include "sl_nf_opts.h"
 #include "sluice/nf.h"
 #include "sluice/pkt.h"
 
@@ -193,6 +195,37 @@ nf_end(struct sl_nf *nf)
 }
 
 /*
+ * The private context (ops->priv_size bytes, zeroed) with the options of
+ * ops->opts stored in it, then init. 0, or a positive errno after saying
+ * what was wrong (nothing is then left allocated).
+ */
+static int
+nf_init(struct sl_nf *nf, struct nf_args *a)
+{
+	const struct sl_nf_ops *ops = nf->ops;
+	int rc = 0;
+
+	if (ops->priv_size > 0) {
+		nf->priv = nf->own_priv = calloc(1, ops->priv_size);
+		if (nf->priv == NULL) {
+			fprintf(stderr, "%s: out of memory\n", nf->prog);
+			return ENOMEM;
+		}
+	}
+	if (ops->opts != NULL)
+		rc = nfo_parse(nf, ops, a->nf_argc, a->nf_argv);
+	if (rc == 0 && ops->init != NULL) {
+		optind = 1;
+		rc = ops->init(nf, a->nf_argc, a->nf_argv);
+	}
+	if (rc != 0) {
+		free(nf->own_priv);
+		nf->own_priv = nf->priv = NULL;
+	}
+	return rc;
+}
+
+/*
  * Calls init, runs the loop until a stop, deregisters, serves what is left
  * and calls fini. 0, or 1 when init failed (said so; deregistered).
  */
@@ -206,15 +239,12 @@ nf_serve(struct sl_nf *nf, struct nf_args *a)
 	 * reads no routing state: neither a grace period nor the hang
 	 * watchdog waits for it. nfi_run() comes online. */
 	__atomic_store_n(&nf->slot->sleeping, 1, __ATOMIC_RELEASE);
-	if (ops->init != NULL) {
-		optind = 1;
-		rc = ops->init(nf, a->nf_argc, a->nf_argv);
-		if (rc != 0) {
-			fprintf(stderr, "%s: initialisation failed (%s)\n",
-				nf->prog, strerror(rc));
-			nfi_deregister(nf);
-			return 1;
-		}
+	rc = nf_init(nf, a);
+	if (rc != 0) {
+		fprintf(stderr, "%s: initialisation failed (%s)\n", nf->prog,
+			strerror(rc));
+		nfi_deregister(nf);
+		return 1;
 	}
 	nfi_run(nf);
 	nfi_deregister(nf);
@@ -224,6 +254,7 @@ nf_serve(struct sl_nf *nf, struct nf_args *a)
 	__atomic_store_n(&nf->slot->sleeping, 1, __ATOMIC_RELEASE);
 	if (ops->fini != NULL)
 		ops->fini(nf);
+	free(nf->own_priv);
 	return 0;
 }
 
@@ -248,6 +279,8 @@ sl_nf_main(const struct sl_nf_ops *ops, int argc, char **argv)
 			argv[0]);
 		return 1;
 	}
+	if (nfo_check(ops, argv[0]) != 0)
+		return 1;
 	rc = nfi_parse_args(&a, ops, argc, argv);
 	if (rc != 0)
 		return rc < 0 ? 1 : 0; /* 1: the help was printed */

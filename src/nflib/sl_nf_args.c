@@ -11,8 +11,10 @@
 
 #include "sl_chain.h"
 #include "sl_nf_int.h"
+#include "sl_nf_opts.h"
 
-/* libsluice's usage, then the NF's own options (ops->usage), to stdout. */
+/* libsluice's usage, then the NF's own options (ops->usage, then the
+ * lines of ops->opts), to stdout. */
 static void
 usage(const char *prog, const struct sl_nf_ops *ops)
 {
@@ -36,6 +38,11 @@ usage(const char *prog, const struct sl_nf_ops *ops)
 		fputs(ops->usage, stdout);
 		if (ops->usage[len - 1] != '\n')
 			putchar('\n');
+	}
+	if (ops->opts != NULL) {
+		if (len == 0)
+			putchar('\n');
+		nfo_usage(ops);
 	}
 	fflush(stdout);
 }
@@ -138,6 +145,27 @@ nf_opt_takes_value(const char *usage, const char *arg)
 	if (exact)
 		return exact_value;
 	return hit != NULL && !ambiguous && hit_value;
+}
+
+/*
+ * 1 if arg, one of the NF's arguments, is an option of the NF whose value
+ * is the next argument: from the NF's table (whose access bits, for an
+ * option given, go into a->access), or else as its usage text shows.
+ */
+static int
+nf_opt_value(struct nf_args *a, const struct sl_nf_ops *ops, const char *arg)
+{
+	const struct sl_nf_opt *o;
+	const char *v;
+	int ambiguous;
+
+	if (ops->opts == NULL)
+		return nf_opt_takes_value(ops->usage, arg);
+	o = nfo_find(ops->opts, arg, &v, &ambiguous);
+	if (o == NULL)
+		return 0;
+	a->access |= o->access;
+	return nfo_takes_value(o) && v == NULL;
 }
 
 static int
@@ -296,8 +324,8 @@ eal_defaults(struct nf_args *a)
  * NF's. 0, or -1 after saying what was wrong, or 1 after printing the
  * usage for -h/--help (nothing else done: no EAL, no sluiced needed).
  * -h and --help are the help only where an option may stand: the value of
- * an option that takes one (libsluice's --service NAME, or the NF's as its
- * usage shows, see nf_opt_takes_value) is that value, whatever it reads.
+ * an option that takes one (libsluice's --service NAME, or the NF's, see
+ * nf_opt_value) is that value, whatever it reads.
  */
 int
 nfi_parse_args(struct nf_args *a, const struct sl_nf_ops *ops, int argc,
@@ -340,16 +368,15 @@ nfi_parse_args(struct nf_args *a, const struct sl_nf_ops *ops, int argc,
 		} else {
 			a->nf_argv[a->nf_argc++] = argv[i];
 			/* Its value goes with it, even a -h (a file so
-			 * named, say): the NF's getopt takes it so too. */
-			if (i + 1 < argc &&
-			    nf_opt_takes_value(ops->usage, argv[i]))
+			 * named, say): the NF's parsing takes it so too. */
+			if (nf_opt_value(a, ops, argv[i]) && i + 1 < argc)
 				a->nf_argv[a->nf_argc++] = argv[++i];
 		}
 	}
 	a->nf_argv[a->nf_argc] = NULL;
 	/* Without init nothing would read them: a mistyped --mdoe poll
 	 * would run silently in shared mode. */
-	if (ops->init == NULL && a->nf_argc > 1) {
+	if (ops->init == NULL && ops->opts == NULL && a->nf_argc > 1) {
 		fprintf(stderr,
 			"%s: unknown option '%s': this NF takes no options of "
 			"its own (it has no init); libsluice's are --node, "

@@ -4,6 +4,7 @@
  *
  *   sl_nf.c         sl_nf_main() and the NF-facing accessors
  *   sl_nf_args.c    the command line: libsluice's options, EAL's, the NF's
+ *   sl_nf_opts.c    the NF's option table (struct sl_nf_opt, sl_nf_opts.h)
  *   sl_nf_attach.c  EAL attach as a secondary, the shared state
  *   sl_nf_msg.c     messages to sluiced: registration, requests, inbox
  *   sl_nf_loop.c    the receive / dispatch / transmit loop
@@ -38,6 +39,7 @@ struct sl_nf {
 	int core;
 	uint32_t burst;
 	void *priv;
+	void *own_priv; /* the ops->priv_size bytes libsluice allocated */
 	struct sl_dispatch disp;
 	char node[SL_NAME_LEN];
 	char service_name[SL_NAME_LEN];
