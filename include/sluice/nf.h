@@ -240,7 +240,7 @@ struct sl_nf_ops {
 	 * arguments itself: init (which may then be NULL) is called with
 	 * every option stored in the private context, and gets the same
 	 * argv as without a table. An argument the table does not have is
-	 * refused ("PROG: unknown option 'ARG' (PROG -- --help lists them)").
+	 * refused ("PROG: unrecognized option 'ARG'", then usage, on stderr).
 	 */
 	const struct sl_nf_opt *opts;
 	/**

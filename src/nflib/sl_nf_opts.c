@@ -295,10 +295,14 @@ one_opt(struct sl_nf *nf, const struct sl_nf_ops *ops, int *i, int argc,
 
 	o = nfo_find(ops->opts, arg, &v, &ambiguous);
 	if (o == NULL) {
+		/* getopt_long's words, then the synopsis, as the NFs printed
+		 * before they had a table. */
 		fprintf(stderr,
-			"%s: %s option '%s' (%s -- --help lists them)\n",
-			ops->name, ambiguous ? "ambiguous" : "unknown", arg,
-			ops->name);
+			ambiguous ? "%s: option '%s' is ambiguous\n"
+				  : "%s: unrecognized option '%s'\n",
+			ops->name, arg);
+		if (ops->usage != NULL)
+			fputs(ops->usage, stderr);
 		return EINVAL;
 	}
 	if (!nfo_takes_value(o)) {

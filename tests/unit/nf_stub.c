@@ -95,12 +95,18 @@ stub_call_init(int argc, char **argv)
 			return ENOMEM;
 		stub_priv = stub_own_priv;
 	}
-	if (stub_ops->opts != NULL &&
-	    (nfo_check(stub_ops, argv[0]) != 0 ||
-	     (rc = nfo_parse(stub_nf(), stub_ops, argc, argv)) != 0))
-		return rc != 0 ? rc : EINVAL;
-	return stub_ops->init != NULL ? stub_ops->init(stub_nf(), argc, argv)
-				      : 0;
+	if (stub_ops->opts != NULL && nfo_check(stub_ops, argv[0]) != 0)
+		rc = EINVAL;
+	if (rc == 0 && stub_ops->opts != NULL)
+		rc = nfo_parse(stub_nf(), stub_ops, argc, argv);
+	if (rc == 0 && stub_ops->init != NULL)
+		rc = stub_ops->init(stub_nf(), argc, argv);
+	if (rc != 0 && stub_own_priv != NULL) { /* as libsluice: gone */
+		free(stub_own_priv);
+		stub_own_priv = NULL;
+		stub_priv = NULL;
+	}
+	return rc;
 }
 
 uint16_t
