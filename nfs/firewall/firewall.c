@@ -34,7 +34,7 @@
 #include "sluice/nf.h"
 #include "sluice/pkt.h"
 
-#include "sl_classifier.h"
+#include "sluice/classifier.h"
 
 #include "rules.h"
 
