@@ -122,7 +122,8 @@ struct sl_nf_opt {
 	/** Long name without the dashes ("rules" is --rules); NULL ends the
 	 * table. A unique prefix stands for it, as with getopt_long. */
 	const char *name;
-	/** Short option letter (-r), or 0 for none. */
+	/** Short option letter (-r), or 0 for none: an alias, not listed in
+	 * --help (say so in help if it should be). */
 	char letter;
 	/** SL_OPT_*. */
 	enum sl_nf_opt_type type;
@@ -138,7 +139,9 @@ struct sl_nf_opt {
 	double min, max;
 	int frac;
 	/** SL_OPT_NUMBER's error says the value "is not a WHAT from MIN to
-	 * MAX": WHAT is this, or "whole number" / "number" if NULL. */
+	 * MAX": WHAT is this, or "whole number" / "number" if NULL.
+	 * SL_OPT_CHOICE's says it "is not WHAT" ("allow or deny") if set,
+	 * else "--OPT 'S': use a, b or c". */
 	const char *what;
 	/** SL_OPT_CHOICE: the choices, NULL-terminated. */
 	const char *const *choices;

@@ -131,8 +131,7 @@ nfo_usage(const struct sl_nf_ops *ops)
 	if (col == 0)
 		for (const struct sl_nf_opt *o = ops->opts; o->name != NULL;
 		     o++) {
-			size_t len = 2 + (o->letter ? 4 : 0) + 2 +
-				     strlen(o->name) +
+			size_t len = 2 + 2 + strlen(o->name) +
 				     (o->arg ? 1 + strlen(o->arg) : 0) + 2;
 
 			col = len > col ? len : col;
@@ -141,8 +140,7 @@ nfo_usage(const struct sl_nf_ops *ops)
 		const char *h = o->help != NULL ? o->help : "";
 		int len;
 
-		len = o->letter ? printf("  -%c, --%s", o->letter, o->name)
-				: printf("  --%s", o->name);
+		len = printf("  --%s", o->name); /* letters: aliases, unlisted */
 		if (o->arg != NULL && nfo_takes_value(o))
 			len += printf(" %s", o->arg);
 		printf("%*s", (size_t)len + 2 > col ? 2 : (int)col - len, "");
@@ -204,6 +202,11 @@ store_choice(const char *prog, const struct sl_nf_opt *o, const char *v,
 				*at = i;
 			return 0;
 		}
+	if (o->what != NULL) {
+		fprintf(stderr, "%s: --%s: '%s' is not %s\n", prog, o->name, v,
+			o->what);
+		return EINVAL;
+	}
 	fprintf(stderr, "%s: --%s '%s': use ", prog, o->name, v);
 	for (int i = 0; o->choices[i] != NULL; i++)
 		fprintf(stderr, "%s%s", o->choices[i],

@@ -239,7 +239,7 @@ test_usage(void **state)
 			    "  --big N       a lot\n"
 			    "  --secs S      seconds\n"
 			    "                second line\n"
-			    "  -n, --small N  a byte\n"
+			    "  --small N     a byte\n"
 			    "  --flag        a flag\n"
 			    "  --file FILE   a file\n"
 			    "  --filter TEXT  a text\n"
