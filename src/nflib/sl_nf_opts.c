@@ -151,14 +151,11 @@ nfo_usage(const struct sl_nf_ops *ops)
 	}
 }
 
-/* min or max as the message shows it: whole numbers without a point. */
+/* min or max as the message shows it: %.0f, as sl_opt_number() does. */
 static void
 fmt_bound(char *buf, size_t size, double v)
 {
-	if (v == (double)(uint64_t)v)
-		snprintf(buf, size, "%.0f", v);
-	else
-		snprintf(buf, size, "%g", v);
+	snprintf(buf, size, "%.0f", v);
 }
 
 static int
@@ -287,7 +284,8 @@ defaults(struct sl_nf *nf, const struct sl_nf_ops *ops)
 	return 0;
 }
 
-/* The option at argv[*i] and its value: 0, or EINVAL after saying why. */
+/* The option at argv[*i] and its value: 0, or EINVAL after saying why
+ * (ECANCELED after printing the help for -h or --help). */
 static int
 one_opt(struct sl_nf *nf, const struct sl_nf_ops *ops, int *i, int argc,
 	char **argv)
@@ -296,6 +294,14 @@ one_opt(struct sl_nf *nf, const struct sl_nf_ops *ops, int *i, int argc,
 	const struct sl_nf_opt *o;
 	int ambiguous;
 
+	if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
+		/* Only when called without libsluice's own parsing before
+		 * (a unit test's stand-in): libsluice takes the help first. */
+		if (ops->usage != NULL)
+			fputs(ops->usage, stdout);
+		nfo_usage(ops);
+		return ECANCELED;
+	}
 	o = nfo_find(ops->opts, arg, &v, &ambiguous);
 	if (o == NULL) {
 		/* getopt_long's words, then the synopsis, as the NFs printed

@@ -34,7 +34,9 @@ void nfo_usage(const struct sl_nf_ops *ops);
 /*
  * Stores the defaults, then the options of argv[1..argc) (the NF's
  * arguments), in sl_nf_priv(nf), which holds ops->priv_size bytes. 0, or
- * a positive errno after saying what was wrong.
+ * a positive errno after saying what was wrong; ECANCELED after printing
+ * the help for a -h or --help (which libsluice takes before: only a
+ * caller without libsluice's parsing sees it).
  */
 int nfo_parse(struct sl_nf *nf, const struct sl_nf_ops *ops, int argc,
 	      char **argv);
