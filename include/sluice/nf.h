@@ -229,12 +229,11 @@ struct sl_nf_ops {
 	 * --rules FILE ...\n  --rules FILE  the rule file\n"). On -h or --help
 	 * libsluice prints its own usage and then this to stdout and exits 0,
 	 * before EAL init, so help needs no running sluiced. With opts, this
-	 * is only the synopsis: libsluice prints a line per option after it.
-	 * Without opts, libsluice reads it to tell which options take a
-	 * value: an option followed by one space or '=' and a value name
-	 * (--rules FILE, --mode a|b) takes the next argument, even one that
-	 * reads -h (docs/nf-guide.md). May be NULL (then -h anywhere among
-	 * the NF's arguments is help).
+	 * is only the synopsis: libsluice prints a line per option after it,
+	 * and knows from the table which options take a value (the next
+	 * argument, even one that reads -h). libsluice never reads this
+	 * text: without opts, -h anywhere among the NF's arguments is the
+	 * help. May be NULL.
 	 */
 	const char *usage;
 	/**

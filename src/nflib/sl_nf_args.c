@@ -3,7 +3,6 @@
  * libsluice's command line: EAL's arguments (before a --), libsluice's own
  * options and the NF's, and libsluice's --help.
  */
-#include <ctype.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,84 +72,11 @@ take_value(int *i, int argc, char **argv, const char *opt,
 	return 0;
 }
 
-/* 1 if s, what follows an option in a usage text, names a value: a word
- * that starts with a capital or '<' (FILE, N, <path>), or alternatives
- * (allow|deny). */
-static int
-usage_is_value(const char *s)
-{
-	if ((*s >= 'A' && *s <= 'Z') || *s == '<')
-		return 1;
-	if (!isalnum((unsigned char)*s))
-		return 0;
-	for (; *s != '\0' && !isspace((unsigned char)*s) && *s != ']'; s++)
-		if (*s == '|')
-			return 1;
-	return 0;
-}
-
-/*
- * 1 if arg, one of the NF's arguments, is an option of the NF that takes a
- * value as the NF's usage (ops->usage) spells it: somewhere in the text
- * the option starts a word and is followed by one space or '=' and a
- * value's name ("--rules FILE", "[--count packets|syn]"), not by two
- * spaces (a description) or ']'. A --name not in the text that begins
- * exactly one option there stands for it, as getopt_long() takes it.
- * libsluice knows the NF's options only from that text: what it does not
- * list is taken for an option without a value.
- */
-static int
-nf_opt_takes_value(const char *usage, const char *arg)
-{
-	size_t alen = strlen(arg), hit_len = 0;
-	const char *p, *hit = NULL;
-	int exact = 0, exact_value = 0, hit_value = 0, ambiguous = 0;
-
-	if (usage == NULL || arg[0] != '-' || strchr(arg, '=') != NULL ||
-	    (arg[1] != '-' && (arg[1] == '\0' || arg[2] != '\0')) ||
-	    strcmp(arg, "--") == 0)
-		return 0; /* not an option, --opt=VALUE, -xVALUE or -xyz */
-	for (p = usage; (p = strchr(p, '-')) != NULL;) {
-		const char *name = p, *e = p + 1;
-		size_t len;
-		int value;
-
-		if (*e == '-')
-			e++;
-		if ((p > usage && strchr(" \t\n[|,(", p[-1]) == NULL) ||
-		    !isalnum((unsigned char)*e)) {
-			p = e; /* inside a word (sluice-x), or no option */
-			continue;
-		}
-		while (isalnum((unsigned char)*e) || *e == '-' || *e == '_')
-			e++;
-		len = (size_t)(e - name);
-		value = (*e == ' ' || *e == '=') && usage_is_value(e + 1);
-		if (len == alen && memcmp(name, arg, alen) == 0) {
-			exact = 1;
-			exact_value |= value;
-		} else if (arg[1] == '-' && alen > 2 && len > alen &&
-			   memcmp(name, arg, alen) == 0) {
-			if (hit == NULL) {
-				hit = name;
-				hit_len = len;
-			} else if (hit_len != len ||
-				   memcmp(hit, name, len) != 0) {
-				ambiguous = 1;
-			}
-			hit_value |= value;
-		}
-		p = e;
-	}
-	if (exact)
-		return exact_value;
-	return hit != NULL && !ambiguous && hit_value;
-}
-
 /*
  * 1 if arg, one of the NF's arguments, is an option of the NF whose value
- * is the next argument: from the NF's table (whose access bits, for an
- * option given, go into a->access), or else as its usage text shows.
+ * is the next argument, as the NF's table says (the access bits of an
+ * option given go into a->access). An NF without a table has its
+ * arguments passed on one by one: a -h among them is the help.
  */
 static int
 nf_opt_value(struct nf_args *a, const struct sl_nf_ops *ops, const char *arg)
@@ -160,7 +86,7 @@ nf_opt_value(struct nf_args *a, const struct sl_nf_ops *ops, const char *arg)
 	int ambiguous;
 
 	if (ops->opts == NULL)
-		return nf_opt_takes_value(ops->usage, arg);
+		return 0;
 	o = nfo_find(ops->opts, arg, &v, &ambiguous);
 	if (o == NULL)
 		return 0;
