@@ -24,8 +24,10 @@
  *                            [NF args]
  *
  * NF-specific arguments are handed to ops->init() with argv[0] set to the
- * program name; libsluice's own options are removed first. An NF without
- * init takes none: any other argument is refused before EAL init
+ * program name; libsluice's own options are removed first. An NF that
+ * declares its options (ops->opts, struct sl_nf_opt) has them parsed,
+ * checked and stored in its private context by libsluice before init. An
+ * NF without init or opts takes none: any other argument is refused before EAL init
  * ("PROG: unknown option 'ARG': this NF takes no options of its own ...",
  * exit status 1). --core N must be a CPU the process may run on. -h or --help
  * (with or without the --) prints libsluice's usage and ops->usage and
@@ -84,6 +86,86 @@ sl_verdict_id(sl_verdict_t v)
 #define SL_ACCESS_WRITE 0x2u /**< modifies packet bytes */
 #define SL_ACCESS_ROUTE 0x4u /**< changes flow routing (TO, OUT, requests) */
 
+/**
+ * Type of an NF option (struct sl_nf_opt): what its value is, how it is
+ * checked and what is stored at its offset in the NF's private context.
+ */
+enum sl_nf_opt_type {
+	/** No value; stores int 1 when given (default 0). */
+	SL_OPT_FLAG = 1,
+	/** A number from min to max, plain decimal digits (sl_parse_number):
+	 * with frac a double, else a whole number stored as an unsigned
+	 * integer of the member's size (1, 2, 4 or 8 bytes). */
+	SL_OPT_NUMBER,
+	/** Any text; stores const char * (into argv). */
+	SL_OPT_STRING,
+	/** A path, for the NF to open; stores const char *. */
+	SL_OPT_FILE,
+	/** A sluice port name; stores its ethdev id as int (-1 if not given). */
+	SL_OPT_PORT,
+	/** A service name, waited for up to 5 s (sl_service_id_wait: its NF
+	 * may be starting beside this one); stores its id as int (-1 if not
+	 * given). */
+	SL_OPT_SERVICE,
+	/** One of choices; stores its index as int. */
+	SL_OPT_CHOICE,
+};
+
+/**
+ * One option of an NF, one entry of sl_nf_ops.opts: libsluice takes it
+ * from the command line, checks it, stores it in the private context
+ * (sl_nf_ops.priv_size bytes, which libsluice allocates) and lists it in
+ * --help, all before ops->init is called. Fill offset and size with
+ * SL_OPT_AT(struct, member).
+ */
+struct sl_nf_opt {
+	/** Long name without the dashes ("rules" is --rules); NULL ends the
+	 * table. A unique prefix stands for it, as with getopt_long. */
+	const char *name;
+	/** Short option letter (-r), or 0 for none: an alias, not listed in
+	 * --help (say so in help if it should be). */
+	char letter;
+	/** SL_OPT_*. */
+	enum sl_nf_opt_type type;
+	/** The value's name in --help ("FILE", "N"); not for SL_OPT_FLAG. */
+	const char *arg;
+	/** Help text; a '\n' in it goes on at the same column. */
+	const char *help;
+	/** Where the value goes in the private context, and the member's
+	 * size (checked against the type: a mismatch is refused). */
+	size_t offset;
+	size_t size;
+	/** SL_OPT_NUMBER: the range, and 1 if a fraction is allowed. */
+	double min, max;
+	int frac;
+	/** SL_OPT_NUMBER's error says the value "is not a WHAT from MIN to
+	 * MAX": WHAT is this, or "whole number" / "number" if NULL.
+	 * SL_OPT_CHOICE's says it "is not WHAT" ("allow or deny") if set,
+	 * else "--OPT 'S': use a, b or c". */
+	const char *what;
+	/** SL_OPT_CHOICE: the choices, NULL-terminated. */
+	const char *const *choices;
+	/** The default, written as on the command line ("128", "allow"),
+	 * checked and stored as a given value would be before the command
+	 * line is read; NULL: zero (-1 for a port or service). */
+	const char *def;
+	/** SL_ACCESS_* bits the NF needs when the option is given (an option
+	 * that makes it rewrite packets: SL_ACCESS_WRITE); ORed into
+	 * sl_nf_ops.access at registration. */
+	uint32_t access;
+	/**
+	 * If set, called for each occurrence with the checked value instead
+	 * of storing it (options given more than once, values of several
+	 * parts): 0, or a positive errno after printing what was wrong.
+	 * Runs after registration, so it may look up ports and services.
+	 */
+	int (*parse)(struct sl_nf *nf, void *priv, const char *value);
+};
+
+/** offset and size of struct sl_nf_opt for member of type. */
+#define SL_OPT_AT(type, member)                                                \
+	.offset = offsetof(type, member), .size = sizeof(((type *)0)->member)
+
 struct sl_nf_ops {
 	/** Program name, for logs (required). */
 	const char *name;
@@ -95,7 +177,7 @@ struct sl_nf_ops {
 	 * Called once after registration, before the first packet, with the
 	 * NF-specific arguments. Returns 0, or a positive errno after printing
 	 * what was wrong (the NF then exits with status 1). May be NULL: the
-	 * NF then accepts no arguments of its own.
+	 * NF then accepts no arguments of its own but those of its opts.
 	 */
 	int (*init)(struct sl_nf *nf, int argc, char **argv);
 	/**
@@ -146,13 +228,33 @@ struct sl_nf_ops {
 	 * The NF's own options, one or more lines (e.g. "sluice-x options:
 	 * --rules FILE ...\n  --rules FILE  the rule file\n"). On -h or --help
 	 * libsluice prints its own usage and then this to stdout and exits 0,
-	 * before EAL init, so help needs no running sluiced. libsluice also
-	 * reads it to tell which options take a value: an option followed
-	 * by one space or '=' and a value name (--rules FILE, --mode a|b)
-	 * takes the next argument, even one that reads -h (docs/nf-guide.md).
-	 * May be NULL (then -h anywhere among the NF's arguments is help).
+	 * before EAL init, so help needs no running sluiced. With opts, this
+	 * is only the synopsis: libsluice prints a line per option after it,
+	 * and knows from the table which options take a value (the next
+	 * argument, even one that reads -h). libsluice never reads this
+	 * text: without opts, -h anywhere among the NF's arguments is the
+	 * help. May be NULL.
 	 */
 	const char *usage;
+	/**
+	 * The NF's options as a table (struct sl_nf_opt), ended by an entry
+	 * with a NULL name, or NULL. With a table, libsluice parses the NF's
+	 * arguments itself: init (which may then be NULL) is called with
+	 * every option stored in the private context, and gets the same
+	 * argv as without a table. An argument the table does not have is
+	 * refused ("PROG: unrecognized option 'ARG'", then usage, on stderr).
+	 */
+	const struct sl_nf_opt *opts;
+	/**
+	 * Bytes of private context libsluice allocates (zeroed) before the
+	 * options are stored and init is called, and frees after fini (or a
+	 * failed init); sl_nf_priv() returns it. 0: none (the NF may then
+	 * sl_nf_set_priv() its own). Required with opts.
+	 */
+	size_t priv_size;
+	/** Column at which --help starts the options' help texts (0: two
+	 * past the longest "--name ARG"). */
+	uint32_t opts_help_col;
 };
 
 /**

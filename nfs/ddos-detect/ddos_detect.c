@@ -15,7 +15,6 @@
  * Options and the output format: nfs/ddos-detect/README.md.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -62,6 +61,7 @@ struct dd_pending {
 	struct ddos_prefix prefix;
 };
 
+/* The NF's state: its private context (libsluice allocates it). */
 struct dd_state {
 	struct rte_hash *h;
 	struct dd_entry *ents; /* [n_slots] */
@@ -69,7 +69,12 @@ struct dd_state {
 	uint32_t capacity; /* --prefixes */
 	uint32_t n_prefixes;
 
-	/* Options. */
+	/* Options, as given (libsluice stores them), */
+	uint64_t window_ms, rearm_ms, stats_ms;
+	uint64_t threshold_opt; /* --threshold, or 0 */
+	double idle_ms;
+	int idle_set;           /* --idle-ms given */
+	/* and as used. */
 	unsigned len4, len6;
 	uint64_t window_ns;
 	uint64_t threshold; /* packets per window */
@@ -399,11 +404,12 @@ dd_state_free(struct dd_state *st)
 		return;
 	rte_hash_free(st->h);
 	free(st->ents);
-	free(st);
+	st->h = NULL;
+	st->ents = NULL;
 }
 
-/* The options: for --help (libsluice prints them after its own) and
- * after an error in them. */
+/* The synopsis, for --help and after an error in the options; libsluice
+ * prints dd_opts' lines after it. */
 static const char dd_usage[] =
 	"usage: " DD_PROG " [EAL args] -- [libsluice args] "
 	"[--prefix-len N] [--prefix-len6 N]\n"
@@ -411,34 +417,7 @@ static const char dd_usage[] =
 	"[--count packets|syn]\n"
 	"       [--protect PREFIX]... [--rearm-ms MS] [--key KEY] "
 	"[--alarm-to SERVICE]\n"
-	"       [--prefixes N] [--idle-ms MS] [--stats-ms MS]\n"
-	"  --prefix-len N      IPv4 source prefix length counted "
-	"(default 24)\n"
-	"  --prefix-len6 N     IPv6 source prefix length counted "
-	"(default 64)\n"
-	"  --window-ms MS      counting window (default 1000)\n"
-	"  --threshold N       alarm at N packets in one window "
-	"(default 10000)\n"
-	"  --pps R             or: alarm at R packets/s on average "
-	"over a window\n"
-	"  --count WHAT        packets (default) or syn (TCP SYNs "
-	"without ACK)\n"
-	"  --protect PREFIX    count only packets to this destination "
-	"prefix (repeatable)\n"
-	"  --rearm-ms MS       a prefix alarms again only this long "
-	"after (default 60000;\n"
-	"                      0 = never again)\n"
-	"  --key KEY           the Message key (default alarm)\n"
-	"  --alarm-to SERVICE  the service the Message goes to "
-	"(default: this NF's)\n"
-	"  --prefixes N        prefix table capacity (default 65536, max "
-	"16777216)\n"
-	"  --idle-ms MS        forget prefixes idle this long "
-	"(default 10000, at least 2 windows)\n"
-	"  --stats-ms MS       print stats every MS (default 5000; 0 = "
-	"only at exit)\n";
-_Static_assert(DD_DEFAULT_PREFIXES == 65536 && DD_MAX_PREFIXES == 16777216,
-	       "dd_usage: update --prefixes");
+	"       [--prefixes N] [--idle-ms MS] [--stats-ms MS]\n";
 
 static int
 dd_opt_name(const char *opt, const char *s, char *dst, size_t size,
@@ -456,132 +435,129 @@ dd_opt_name(const char *opt, const char *s, char *dst, size_t size,
 }
 
 static int
-dd_parse_args(struct dd_state *st, int argc, char **argv)
+dd_protect(struct sl_nf *nf, void *priv, const char *v)
 {
-	static const struct option opts[] = {
-		{"prefix-len", required_argument, NULL, 'l'},
-		{"prefix-len6", required_argument, NULL, 'L'},
-		{"window-ms", required_argument, NULL, 'w'},
-		{"threshold", required_argument, NULL, 't'},
-		{"pps", required_argument, NULL, 'p'},
-		{"count", required_argument, NULL, 'c'},
-		{"protect", required_argument, NULL, 'P'},
-		{"rearm-ms", required_argument, NULL, 'r'},
-		{"key", required_argument, NULL, 'k'},
-		{"alarm-to", required_argument, NULL, 'a'},
-		{"prefixes", required_argument, NULL, 'n'},
-		{"idle-ms", required_argument, NULL, 'i'},
-		{"stats-ms", required_argument, NULL, 'S'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
-	double v = 0, idle_ms = -1, threshold = -1;
+	struct dd_state *st = priv;
 	char err[200];
-	int c, rc = 0;
 
-	optind = 0; /* glibc: restart scanning (libsluice used getopt) */
-	while (rc == 0 &&
-	       (c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'l':
-			rc = sl_opt_number(DD_PROG, "--prefix-len", optarg, 1,
-					   32, 0, &v);
-			st->len4 = (unsigned)v;
-			break;
-		case 'L':
-			rc = sl_opt_number(DD_PROG, "--prefix-len6", optarg, 1,
-					   128, 0, &v);
-			st->len6 = (unsigned)v;
-			break;
-		case 'w':
-			rc = sl_opt_number(DD_PROG, "--window-ms", optarg, 1,
-					   3600000, 0, &v);
-			st->window_ns = (uint64_t)v * DD_MS;
-			break;
-		case 't':
-			rc = sl_opt_number(DD_PROG, "--threshold", optarg, 1,
-					   1e12, 0, &threshold);
-			break;
-		case 'p':
-			rc = sl_opt_number(DD_PROG, "--pps", optarg, 0.001,
-					   1e12, 1, &st->pps);
-			break;
-		case 'c':
-			if (strcmp(optarg, "packets") == 0) {
-				st->count_mode = DD_COUNT_PACKETS;
-			} else if (strcmp(optarg, "syn") == 0) {
-				st->count_mode = DD_COUNT_SYN;
-			} else {
-				fprintf(stderr,
-					DD_PROG ": --count: '%s' is not "
-						"packets or syn\n",
-					optarg);
-				rc = EINVAL;
-			}
-			break;
-		case 'P':
-			if (st->n_protect == DD_MAX_PROTECT) {
-				fprintf(stderr,
-					DD_PROG ": --protect: at most %d "
-						"prefixes\n",
-					DD_MAX_PROTECT);
-				rc = EINVAL;
-			} else if (ddos_prefix_parse(
-					   optarg,
-					   &st->protect[st->n_protect], err,
-					   sizeof(err)) != 0) {
-				fprintf(stderr, DD_PROG ": --protect: %s\n",
-					err);
-				rc = EINVAL;
-			} else {
-				st->n_protect++;
-			}
-			break;
-		case 'r':
-			rc = sl_opt_number(DD_PROG, "--rearm-ms", optarg, 0,
-					   86400000, 0, &v);
-			st->rearm_ns = (uint64_t)v * DD_MS;
-			break;
-		case 'k':
-			rc = dd_opt_name("--key", optarg, st->key,
-					 sizeof(st->key), "a message key");
-			break;
-		case 'a':
-			/* a service name is 1-31 characters, as sluiced's */
-			rc = dd_opt_name("--alarm-to", optarg, st->to_name,
-					 RTE_MIN(sizeof(st->to_name), (size_t)32),
-					 "a service name");
-			break;
-		case 'n':
-			rc = sl_opt_number(DD_PROG, "--prefixes", optarg, 1,
-					   DD_MAX_PREFIXES, 0, &v);
-			st->capacity = (uint32_t)v;
-			break;
-		case 'i':
-			rc = sl_opt_number(DD_PROG, "--idle-ms", optarg, 1,
-					   86400000, 0, &idle_ms);
-			break;
-		case 'S':
-			rc = sl_opt_number(DD_PROG, "--stats-ms", optarg, 0,
-					   86400000, 0, &v);
-			st->stats_ns = (uint64_t)v * DD_MS;
-			break;
-		case 'h': /* init called directly: libsluice takes --help */
-			fputs(dd_usage, stdout);
-			return ECANCELED;
-		default: /* getopt_long has said what was wrong */
-			fputs(dd_usage, stderr);
-			return EINVAL;
-		}
+	(void)nf;
+	if (st->n_protect == DD_MAX_PROTECT) {
+		fprintf(stderr, DD_PROG ": --protect: at most %d prefixes\n",
+			DD_MAX_PROTECT);
+		return EINVAL;
 	}
-	if (rc == 0 && optind < argc) {
-		fprintf(stderr, DD_PROG ": unexpected argument '%s'\n",
-			argv[optind]);
-		fputs(dd_usage, stderr);
-		rc = EINVAL;
+	if (ddos_prefix_parse(v, &st->protect[st->n_protect], err,
+			      sizeof(err)) != 0) {
+		fprintf(stderr, DD_PROG ": --protect: %s\n", err);
+		return EINVAL;
 	}
-	if (rc != 0)
-		return rc;
+	st->n_protect++;
+	return 0;
+}
+
+static int
+dd_key(struct sl_nf *nf, void *priv, const char *v)
+{
+	struct dd_state *st = priv;
+
+	(void)nf;
+	return dd_opt_name("--key", v, st->key, sizeof(st->key),
+			   "a message key");
+}
+
+static int
+dd_alarm_to(struct sl_nf *nf, void *priv, const char *v)
+{
+	struct dd_state *st = priv;
+
+	(void)nf;
+	/* a service name is 1-31 characters, as sluiced's */
+	return dd_opt_name("--alarm-to", v, st->to_name,
+			   RTE_MIN(sizeof(st->to_name), (size_t)32),
+			   "a service name");
+}
+
+/* --idle-ms: libsluice has checked it; its default depends on the window. */
+static int
+dd_idle(struct sl_nf *nf, void *priv, const char *v)
+{
+	struct dd_state *st = priv;
+
+	(void)nf;
+	st->idle_set = 1;
+	return sl_parse_number(v, 1, 86400000, 0, &st->idle_ms) == 0 ? 0
+								     : EINVAL;
+}
+
+static const char *const dd_count_names[] = {"packets", "syn", NULL};
+_Static_assert(DD_COUNT_PACKETS == 0 && DD_COUNT_SYN == 1,
+	       "dd_opts: --count is stored as its index");
+_Static_assert(DD_DEFAULT_PREFIXES == 65536 && DD_MAX_PREFIXES == 16777216,
+	       "dd_opts: update --prefixes");
+
+static const struct sl_nf_opt dd_opts[] = {
+	{.name = "prefix-len", .type = SL_OPT_NUMBER, .arg = "N",
+	 .help = "IPv4 source prefix length counted (default 24)",
+	 SL_OPT_AT(struct dd_state, len4), .min = 1, .max = 32, .def = "24"},
+	{.name = "prefix-len6", .type = SL_OPT_NUMBER, .arg = "N",
+	 .help = "IPv6 source prefix length counted (default 64)",
+	 SL_OPT_AT(struct dd_state, len6), .min = 1, .max = 128, .def = "64"},
+	{.name = "window-ms", .type = SL_OPT_NUMBER, .arg = "MS",
+	 .help = "counting window (default 1000)",
+	 SL_OPT_AT(struct dd_state, window_ms), .min = 1, .max = 3600000,
+	 .def = "1000"},
+	{.name = "threshold", .type = SL_OPT_NUMBER, .arg = "N",
+	 .help = "alarm at N packets in one window (default 10000)",
+	 SL_OPT_AT(struct dd_state, threshold_opt), .min = 1, .max = 1e12},
+	{.name = "pps", .type = SL_OPT_NUMBER, .arg = "R",
+	 .help = "or: alarm at R packets/s on average over a window",
+	 SL_OPT_AT(struct dd_state, pps), .min = 0.001, .max = 1e12,
+	 .frac = 1},
+	{.name = "count", .type = SL_OPT_CHOICE, .arg = "WHAT",
+	 .help = "packets (default) or syn (TCP SYNs without ACK)",
+	 SL_OPT_AT(struct dd_state, count_mode), .choices = dd_count_names,
+	 .what = "packets or syn"},
+	{.name = "protect", .type = SL_OPT_STRING, .arg = "PREFIX",
+	 .help = "count only packets to this destination prefix (repeatable)",
+	 .parse = dd_protect},
+	{.name = "rearm-ms", .type = SL_OPT_NUMBER, .arg = "MS",
+	 .help = "a prefix alarms again only this long after (default 60000;"
+		 "\n0 = never again)",
+	 SL_OPT_AT(struct dd_state, rearm_ms), .max = 86400000,
+	 .def = "60000"},
+	{.name = "key", .type = SL_OPT_STRING, .arg = "KEY",
+	 .help = "the Message key (default alarm)", .def = "alarm",
+	 .parse = dd_key},
+	{.name = "alarm-to", .type = SL_OPT_STRING, .arg = "SERVICE",
+	 .help = "the service the Message goes to (default: this NF's)",
+	 .parse = dd_alarm_to},
+	{.name = "prefixes", .type = SL_OPT_NUMBER, .arg = "N",
+	 .help = "prefix table capacity (default 65536, max 16777216)",
+	 SL_OPT_AT(struct dd_state, capacity), .min = 1,
+	 .max = DD_MAX_PREFIXES, .def = "65536"},
+	{.name = "idle-ms", .type = SL_OPT_NUMBER, .arg = "MS",
+	 .help = "forget prefixes idle this long (default 10000, at least 2 "
+		 "windows)",
+	 .min = 1, .max = 86400000, .parse = dd_idle},
+	{.name = "stats-ms", .type = SL_OPT_NUMBER, .arg = "MS",
+	 .help = "print stats every MS (default 5000; 0 = only at exit)",
+	 SL_OPT_AT(struct dd_state, stats_ms), .max = 86400000,
+	 .def = "5000"},
+	{.name = NULL},
+};
+
+/* The options as used: in ns, the threshold from --threshold or --pps,
+ * and --idle-ms's default and its lower bound. */
+static int
+dd_settle(struct dd_state *st)
+{
+	double threshold = (double)st->threshold_opt;
+	double idle_ms = st->idle_set ? st->idle_ms : -1;
+
+	st->window_ns = st->window_ms * DD_MS;
+	st->rearm_ns = st->rearm_ms * DD_MS;
+	st->stats_ns = st->stats_ms * DD_MS;
+	st->threshold = 10000;
 	if (threshold > 0 && st->pps > 0) {
 		fprintf(stderr,
 			DD_PROG ": give --threshold (packets per window) or "
@@ -643,23 +619,14 @@ dd_init(struct sl_nf *nf, int argc, char **argv)
 {
 	char protect[DD_MAX_PROTECT * (DDOS_PREFIX_STRLEN + 1)] = "";
 	char rate[64], rearm[64];
-	struct dd_state *st;
+	struct dd_state *st = sl_nf_priv(nf);
 	int rc;
 
-	st = calloc(1, sizeof(*st));
-	if (st == NULL)
-		return ENOMEM;
-	st->capacity = DD_DEFAULT_PREFIXES;
-	st->len4 = 24;
-	st->len6 = 64;
-	st->window_ns = 1000 * DD_MS;
-	st->threshold = 10000;
-	st->rearm_ns = 60000 * DD_MS;
-	st->stats_ns = 5000 * DD_MS;
-	snprintf(st->key, sizeof(st->key), "alarm");
+	(void)argc;
+	(void)argv;
 	for (int i = 0; i < DD_PENDING; i++)
 		st->pend[i].id = -1;
-	rc = dd_parse_args(st, argc, argv);
+	rc = dd_settle(st);
 	if (rc == 0)
 		rc = dd_create_table(st, nf);
 	if (rc != 0) {
@@ -696,7 +663,6 @@ dd_init(struct sl_nf *nf, int argc, char **argv)
 		snprintf(rearm, sizeof(rearm), "once (never again)");
 	st->last_sweep_ns = sl_now_ns();
 	sl_stats_line_start(&st->stats, st->stats_ns, st->last_sweep_ns);
-	sl_nf_set_priv(nf, st);
 	fprintf(stderr,
 		DD_PROG ": %s per /%u (IPv4) and /%u (IPv6) source prefix to "
 			"%s; alarm '%s' to %s at %" PRIu64 " in %" PRIu64
@@ -733,6 +699,9 @@ static const struct sl_nf_ops dd_ops = {
 	.on_reply = dd_reply,
 	.fini = dd_fini,
 	.usage = dd_usage,
+	.opts = dd_opts,
+	.priv_size = sizeof(struct dd_state),
+	.opts_help_col = 22,
 };
 
 int

@@ -19,7 +19,6 @@
  * in README.md.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
@@ -34,7 +33,7 @@
 #include "sluice/nf.h"
 #include "sluice/pkt.h"
 
-#include "sl_classifier.h"
+#include "sluice/classifier.h"
 
 #include "rules.h"
 
@@ -90,10 +89,12 @@ struct fw_build {
 	char note[FW_NOTE_LEN];   /* a fallback to the linear matcher, or "" */
 };
 
+/* The NF's state: its private context (libsluice allocates it and stores
+ * the options in it). */
 struct fw_state {
-	char *rules_path;
-	uint8_t non_ip_action;   /* enum fw_action for non-IP and malformed */
-	enum fw_matcher matcher; /* what --matcher asked for */
+	const char *rules_path;  /* --rules */
+	int non_ip_action;       /* enum fw_action for non-IP and malformed */
+	int matcher;             /* enum fw_matcher --matcher asked for */
 	struct fw_table *table;
 	struct fw_build *build;  /* the reload being built, or NULL */
 	int reload_again;        /* SIGHUP during a build: reload after it */
@@ -337,17 +338,33 @@ fw_print_table(const struct fw_state *fw, const char *verb)
 	fflush(stderr);
 }
 
-/* The options: for --help (libsluice prints them after its own) and
- * after an error in them. */
+/* The synopsis, for --help and after an error in the options; libsluice
+ * prints fw_opts' lines after it. */
 static const char fw_usage[] =
 	"usage: " FW_PROG " [EAL args] -- [libsluice args] --rules FILE"
-	" [--non-ip allow|deny] [--matcher acl|linear]\n"
-	"  --rules FILE      rule file, .yaml/.yml or .json (see "
-	"nfs/firewall/README.md)\n"
-	"  --non-ip ACTION   what to do with non-IP and malformed "
-	"packets (default allow)\n"
-	"  --matcher NAME    acl (rte_acl, default) or linear "
-	"(reference scan)\n";
+	" [--non-ip allow|deny] [--matcher acl|linear]\n";
+
+static const char *const fw_actions[] = {"allow", "deny", NULL};
+static const char *const fw_matchers[] = {"acl", "linear", NULL};
+_Static_assert(FW_ALLOW == 0 && FW_DENY == 1 && FW_MATCH_ACL == 0 &&
+		       FW_MATCH_LINEAR == 1,
+	       "fw_opts: choices are stored as their index");
+
+static const struct sl_nf_opt fw_opts[] = {
+	{.name = "rules", .letter = 'r', .type = SL_OPT_FILE, .arg = "FILE",
+	 .help = "rule file, .yaml/.yml or .json (see nfs/firewall/README.md)",
+	 SL_OPT_AT(struct fw_state, rules_path)},
+	{.name = "non-ip", .type = SL_OPT_CHOICE, .arg = "ACTION",
+	 .help = "what to do with non-IP and malformed packets (default "
+		 "allow)",
+	 SL_OPT_AT(struct fw_state, non_ip_action), .choices = fw_actions,
+	 .what = "allow or deny"},
+	{.name = "matcher", .type = SL_OPT_CHOICE, .arg = "NAME",
+	 .help = "acl (rte_acl, default) or linear (reference scan)",
+	 SL_OPT_AT(struct fw_state, matcher), .choices = fw_matchers,
+	 .what = "acl or linear"},
+	{.name = NULL},
+};
 
 static void fw_reload_join(struct fw_state *fw);
 
@@ -362,106 +379,31 @@ fw_state_free(struct fw_state *fw)
 		free(fw->build);
 	}
 	fw_table_free(fw->table);
-	free(fw->rules_path);
-	free(fw);
-}
-
-static int
-fw_parse_args(struct fw_state *fw, int argc, char **argv)
-{
-	static const struct option opts[] = {
-		{"rules", required_argument, NULL, 'r'},
-		{"non-ip", required_argument, NULL, 'n'},
-		{"matcher", required_argument, NULL, 'm'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
-	int c;
-
-	optind = 0; /* glibc: restart scanning (libsluice used getopt) */
-	while ((c = getopt_long(argc, argv, "+r:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'r':
-			free(fw->rules_path);
-			fw->rules_path = strdup(optarg);
-			if (fw->rules_path == NULL)
-				return ENOMEM;
-			break;
-		case 'n':
-			if (strcmp(optarg, "allow") == 0) {
-				fw->non_ip_action = FW_ALLOW;
-			} else if (strcmp(optarg, "deny") == 0) {
-				fw->non_ip_action = FW_DENY;
-			} else {
-				fprintf(stderr,
-					FW_PROG ": --non-ip: '%s' is not allow "
-						"or deny\n",
-					optarg);
-				return EINVAL;
-			}
-			break;
-		case 'm':
-			if (strcmp(optarg, "acl") == 0) {
-				fw->matcher = FW_MATCH_ACL;
-			} else if (strcmp(optarg, "linear") == 0) {
-				fw->matcher = FW_MATCH_LINEAR;
-			} else {
-				fprintf(stderr,
-					FW_PROG ": --matcher: '%s' is not acl "
-						"or linear\n",
-					optarg);
-				return EINVAL;
-			}
-			break;
-		case 'h': /* init called directly: libsluice takes --help */
-			fputs(fw_usage, stdout);
-			return ECANCELED;
-		default: /* getopt_long has said what was wrong */
-			fputs(fw_usage, stderr);
-			return EINVAL;
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, FW_PROG ": unexpected argument '%s'\n",
-			argv[optind]);
-		fputs(fw_usage, stderr);
-		return EINVAL;
-	}
-	if (fw->rules_path == NULL) {
-		fprintf(stderr, FW_PROG ": missing --rules FILE\n");
-		fputs(fw_usage, stderr);
-		return EINVAL;
-	}
-	return 0;
+	fw->table = NULL;
 }
 
 static int
 fw_init(struct sl_nf *nf, int argc, char **argv)
 {
-	struct fw_state *fw;
+	struct fw_state *fw = sl_nf_priv(nf);
 	char err[FW_ERR_LEN], note[FW_NOTE_LEN];
 	int rc;
 
-	fw = calloc(1, sizeof(*fw));
-	if (fw == NULL)
-		return ENOMEM;
-	fw->non_ip_action = FW_ALLOW;
-	fw->matcher = FW_MATCH_ACL;
-	rc = fw_parse_args(fw, argc, argv);
-	if (rc == 0) {
-		rc = fw_table_load(fw, &fw->table, err, sizeof(err), note,
-				   sizeof(note));
-		fputs(note, stderr);
-		if (rc != 0) {
-			fprintf(stderr, FW_PROG ": %s\n", err);
-			rc = rc == -ENOMEM ? ENOMEM : -rc;
-		}
+	(void)argc;
+	(void)argv;
+	if (fw->rules_path == NULL) {
+		fprintf(stderr, FW_PROG ": missing --rules FILE\n");
+		fputs(fw_usage, stderr);
+		return EINVAL;
 	}
+	rc = fw_table_load(fw, &fw->table, err, sizeof(err), note,
+			   sizeof(note));
+	fputs(note, stderr);
 	if (rc != 0) {
+		fprintf(stderr, FW_PROG ": %s\n", err);
 		fw_state_free(fw);
-		return rc;
+		return rc == -ENOMEM ? ENOMEM : -rc;
 	}
-	sl_nf_set_priv(nf, fw);
 	fw_print_table(fw, "loaded");
 	return 0;
 }
@@ -635,6 +577,9 @@ static const struct sl_nf_ops fw_ops = {
 	.reload = fw_reload,
 	.fini = fw_fini,
 	.usage = fw_usage,
+	.opts = fw_opts,
+	.priv_size = sizeof(struct fw_state),
+	.opts_help_col = 20,
 };
 
 int

@@ -14,7 +14,7 @@
 
 #include "sluice/pkt.h"
 
-#include "sl_match.h"
+#include "sluice/match.h"
 
 #define FW_NAME_LEN 32       /* rule names: at most 31 characters */
 #define FW_MAX_RULES 65536   /* rules per file */

@@ -19,7 +19,6 @@
  * options: nfs/flowclass/README.md.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,6 +75,8 @@ struct fc_pending {
 	uint8_t cls;
 };
 
+/* The NF's state: its private context (libsluice allocates it and stores
+ * the options in it). */
 struct fc_state {
 	struct rte_hash *h;
 	struct fc_flow *flows; /* [max key id + 1] */
@@ -83,6 +84,10 @@ struct fc_state {
 	uint32_t n_flows;
 	uint32_t n_class[FC_CLASS_MAX]; /* flows per current class */
 
+	uint64_t window_ms; /* --window-ms, --stats-ms, --idle-ms as given */
+	uint64_t stats_ms;
+	double idle_ms;
+	int idle_set;       /* --idle-ms given */
 	uint64_t window_ns;
 	uint64_t idle_ns;
 	uint64_t stats_ns; /* 0: only at exit */
@@ -534,38 +539,19 @@ fc_state_free(struct fc_state *st)
 		return;
 	rte_hash_free(st->h);
 	free(st->flows);
-	free(st);
+	st->h = NULL;
+	st->flows = NULL;
 }
 
-/* The options: for --help (libsluice prints them after its own) and
- * after an error in them. */
+/* The synopsis, for --help and after an error in the options; libsluice
+ * prints fc_opts' lines after it. */
 static const char fc_usage[] =
 	"usage: " FC_PROG " [EAL args] -- [libsluice args] "
 	"[--window-ms MS]\n"
 	"       [--ant-max-pps N] [--ant-max-size BYTES] [--ant-to HOP]"
 	" [--elephant-to HOP]\n"
 	"       [--at SERVICE] [--confirm N] [--flows N] [--idle-ms MS]"
-	" [--stats-ms MS]\n"
-	"  --window-ms MS      classification window (default 1000)\n"
-	"  --ant-max-pps N     an ant sends at most N packets/s "
-	"(default 1000)\n"
-	"  --ant-max-size B    and at most B bytes per packet on "
-	"average (default 512)\n"
-	"  --ant-to HOP        default next hop for ants: a service, "
-	"port:NAME or drop\n"
-	"  --elephant-to HOP   default next hop for elephants\n"
-	"  --at SERVICE        where the default changes (default: "
-	"this NF's service)\n"
-	"  --confirm N         windows in a row before a class change "
-	"(default 1)\n"
-	"  --flows N           flow table capacity (default 65536, max "
-	"16777216)\n"
-	"  --idle-ms MS        evict flows idle this long (default "
-	"10000, at least 3 windows)\n"
-	"  --stats-ms MS       print stats every MS (default 5000; 0 = "
-	"only at exit)\n";
-_Static_assert(FC_DEFAULT_FLOWS == 65536 && FC_MAX_FLOWS == 16777216,
-	       "fc_usage: update --flows");
+	" [--stats-ms MS]\n";
 
 static int
 fc_opt_name(const char *opt, const char *s, char *dst)
@@ -582,111 +568,110 @@ fc_opt_name(const char *opt, const char *s, char *dst)
 }
 
 static int
-fc_parse_args(struct fc_state *st, int argc, char **argv)
+fc_ant_to(struct sl_nf *nf, void *priv, const char *v)
 {
-	static const struct option opts[] = {
-		{"window-ms", required_argument, NULL, 'w'},
-		{"ant-max-pps", required_argument, NULL, 'p'},
-		{"ant-max-size", required_argument, NULL, 's'},
-		{"ant-to", required_argument, NULL, 'a'},
-		{"elephant-to", required_argument, NULL, 'e'},
-		{"at", required_argument, NULL, 'A'},
-		{"confirm", required_argument, NULL, 'c'},
-		{"flows", required_argument, NULL, 'f'},
-		{"idle-ms", required_argument, NULL, 'i'},
-		{"stats-ms", required_argument, NULL, 'S'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
-	double v, idle_ms = -1;
-	int c, rc = 0;
+	(void)nf;
+	return fc_opt_name("--ant-to", v,
+			   ((struct fc_state *)priv)->target[FC_ANT].name);
+}
 
-	optind = 0; /* glibc: restart scanning (libsluice used getopt) */
-	while (rc == 0 &&
-	       (c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'w':
-			rc = sl_opt_number(FC_PROG, "--window-ms", optarg, 10,
-					   3600000, 0, &v);
-			st->window_ns = (uint64_t)v * FC_MS;
-			break;
-		case 'p':
-			rc = sl_opt_number(FC_PROG, "--ant-max-pps", optarg, 0,
-					   1e9, 1, &st->ant_max_pps);
-			break;
-		case 's':
-			rc = sl_opt_number(FC_PROG, "--ant-max-size", optarg, 1,
-					   1000000, 0, &v);
-			st->ant_max_size = (uint32_t)v;
-			break;
-		case 'a':
-			rc = fc_opt_name("--ant-to", optarg,
-					 st->target[FC_ANT].name);
-			break;
-		case 'e':
-			rc = fc_opt_name("--elephant-to", optarg,
-					 st->target[FC_ELEPHANT].name);
-			break;
-		case 'A':
-			rc = fc_opt_name("--at", optarg, st->at_name);
-			if (rc == 0 && (strcmp(optarg, "drop") == 0 ||
-					strncmp(optarg, "port:", 5) == 0)) {
-				fprintf(stderr,
-					FC_PROG ": --at '%s': give a service "
-						"(where the default edge "
-						"changes), not a port or drop\n",
-					optarg);
-				rc = EINVAL;
-			}
-			break;
-		case 'c':
-			rc = sl_opt_number(FC_PROG, "--confirm", optarg, 1, 100,
-					   0, &v);
-			st->confirm = (uint32_t)v;
-			break;
-		case 'f':
-			rc = sl_opt_number(FC_PROG, "--flows", optarg, 1,
-					   FC_MAX_FLOWS, 0, &v);
-			st->capacity = (uint32_t)v;
-			break;
-		case 'i':
-			rc = sl_opt_number(FC_PROG, "--idle-ms", optarg, 30,
-					   86400000, 0, &idle_ms);
-			break;
-		case 'S':
-			rc = sl_opt_number(FC_PROG, "--stats-ms", optarg, 0,
-					   86400000, 0, &v);
-			st->stats_ns = (uint64_t)v * FC_MS;
-			break;
-		case 'h': /* init called directly: libsluice takes --help */
-			fputs(fc_usage, stdout);
-			return ECANCELED;
-		default: /* getopt_long has said what was wrong */
-			fputs(fc_usage, stderr);
-			return EINVAL;
-		}
-	}
-	if (rc == 0 && optind < argc) {
-		fprintf(stderr, FC_PROG ": unexpected argument '%s'\n",
-			argv[optind]);
-		fputs(fc_usage, stderr);
+static int
+fc_elephant_to(struct sl_nf *nf, void *priv, const char *v)
+{
+	(void)nf;
+	return fc_opt_name("--elephant-to", v,
+			   ((struct fc_state *)priv)->target[FC_ELEPHANT].name);
+}
+
+static int
+fc_at(struct sl_nf *nf, void *priv, const char *v)
+{
+	int rc = fc_opt_name("--at", v, ((struct fc_state *)priv)->at_name);
+
+	(void)nf;
+	if (rc == 0 && (strcmp(v, "drop") == 0 || strncmp(v, "port:", 5) == 0)) {
+		fprintf(stderr,
+			FC_PROG ": --at '%s': give a service (where the default "
+				"edge changes), not a port or drop\n",
+			v);
 		rc = EINVAL;
 	}
-	if (rc != 0)
-		return rc;
-	if (idle_ms < 0) {
+	return rc;
+}
+
+/* --idle-ms: libsluice has checked it; its default depends on the window. */
+static int
+fc_idle(struct sl_nf *nf, void *priv, const char *v)
+{
+	struct fc_state *st = priv;
+
+	(void)nf;
+	st->idle_set = 1;
+	return sl_parse_number(v, 30, 86400000, 0, &st->idle_ms) == 0 ? 0
+								      : EINVAL;
+}
+
+_Static_assert(FC_DEFAULT_FLOWS == 65536 && FC_MAX_FLOWS == 16777216,
+	       "fc_opts: update --flows");
+static const struct sl_nf_opt fc_opts[] = {
+	{.name = "window-ms", .type = SL_OPT_NUMBER, .arg = "MS",
+	 .help = "classification window (default 1000)",
+	 SL_OPT_AT(struct fc_state, window_ms), .min = 10, .max = 3600000,
+	 .def = "1000"},
+	{.name = "ant-max-pps", .type = SL_OPT_NUMBER, .arg = "N",
+	 .help = "an ant sends at most N packets/s (default 1000)",
+	 SL_OPT_AT(struct fc_state, ant_max_pps), .max = 1e9, .frac = 1,
+	 .def = "1000"},
+	{.name = "ant-max-size", .type = SL_OPT_NUMBER, .arg = "B",
+	 .help = "and at most B bytes per packet on average (default 512)",
+	 SL_OPT_AT(struct fc_state, ant_max_size), .min = 1, .max = 1000000,
+	 .def = "512"},
+	{.name = "ant-to", .type = SL_OPT_STRING, .arg = "HOP",
+	 .help = "default next hop for ants: a service, port:NAME or drop",
+	 .parse = fc_ant_to},
+	{.name = "elephant-to", .type = SL_OPT_STRING, .arg = "HOP",
+	 .help = "default next hop for elephants", .parse = fc_elephant_to},
+	{.name = "at", .type = SL_OPT_STRING, .arg = "SERVICE",
+	 .help = "where the default changes (default: this NF's service)",
+	 .parse = fc_at},
+	{.name = "confirm", .type = SL_OPT_NUMBER, .arg = "N",
+	 .help = "windows in a row before a class change (default 1)",
+	 SL_OPT_AT(struct fc_state, confirm), .min = 1, .max = 100,
+	 .def = "1"},
+	{.name = "flows", .type = SL_OPT_NUMBER, .arg = "N",
+	 .help = "flow table capacity (default 65536, max 16777216)",
+	 SL_OPT_AT(struct fc_state, capacity), .min = 1, .max = FC_MAX_FLOWS,
+	 .def = "65536"},
+	{.name = "idle-ms", .type = SL_OPT_NUMBER, .arg = "MS",
+	 .help = "evict flows idle this long (default 10000, at least 3 "
+		 "windows)",
+	 .min = 30, .max = 86400000, .parse = fc_idle},
+	{.name = "stats-ms", .type = SL_OPT_NUMBER, .arg = "MS",
+	 .help = "print stats every MS (default 5000; 0 = only at exit)",
+	 SL_OPT_AT(struct fc_state, stats_ms), .max = 86400000,
+	 .def = "5000"},
+	{.name = NULL},
+};
+
+/* The options in ns, and --idle-ms's default and its lower bound. */
+static int
+fc_settle(struct fc_state *st)
+{
+	st->window_ns = st->window_ms * FC_MS;
+	st->stats_ns = st->stats_ms * FC_MS;
+	if (!st->idle_set) {
 		st->idle_ns = 10000 * FC_MS;
 		if (st->idle_ns < 3 * st->window_ns)
 			st->idle_ns = 3 * st->window_ns;
-	} else if ((uint64_t)idle_ms * FC_MS < 3 * st->window_ns) {
+	} else if ((uint64_t)st->idle_ms * FC_MS < 3 * st->window_ns) {
 		fprintf(stderr,
 			FC_PROG ": --idle-ms %.0f: give at least 3 windows "
 				"(%" PRIu64 " ms), or a flow is forgotten "
 				"between its windows\n",
-			idle_ms, 3 * st->window_ns / FC_MS);
+			st->idle_ms, 3 * st->window_ns / FC_MS);
 		return EINVAL;
 	} else {
-		st->idle_ns = (uint64_t)idle_ms * FC_MS;
+		st->idle_ns = (uint64_t)st->idle_ms * FC_MS;
 	}
 	return 0;
 }
@@ -753,21 +738,14 @@ fc_check_targets(struct fc_state *st, struct sl_nf *nf)
 static int
 fc_init(struct sl_nf *nf, int argc, char **argv)
 {
-	struct fc_state *st;
+	struct fc_state *st = sl_nf_priv(nf);
 	int rc;
 
-	st = calloc(1, sizeof(*st));
-	if (st == NULL)
-		return ENOMEM;
-	st->capacity = FC_DEFAULT_FLOWS;
-	st->window_ns = 1000 * FC_MS;
-	st->ant_max_pps = 1000;
-	st->ant_max_size = 512;
-	st->confirm = 1;
-	st->stats_ns = 5000 * FC_MS;
+	(void)argc;
+	(void)argv;
 	for (int i = 0; i < FC_PENDING; i++)
 		st->pend[i].id = -1;
-	rc = fc_parse_args(st, argc, argv);
+	rc = fc_settle(st);
 	if (rc == 0)
 		rc = fc_check_targets(st, nf);
 	if (rc == 0)
@@ -778,7 +756,6 @@ fc_init(struct sl_nf *nf, int argc, char **argv)
 	}
 	st->last_sweep_ns = sl_now_ns();
 	sl_stats_line_start(&st->stats, st->stats_ns, st->last_sweep_ns);
-	sl_nf_set_priv(nf, st);
 	fprintf(stderr,
 		FC_PROG ": window %" PRIu64 " ms; ant: at most %g pps and %" PRIu32
 			" bytes per packet; ants -> %s, elephants -> %s, at "
@@ -818,6 +795,9 @@ static const struct sl_nf_ops fc_ops = {
 	.on_reply = fc_reply,
 	.fini = fc_fini,
 	.usage = fc_usage,
+	.opts = fc_opts,
+	.priv_size = sizeof(struct fc_state),
+	.opts_help_col = 22,
 };
 
 int

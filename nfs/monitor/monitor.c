@@ -10,7 +10,6 @@
  * flows_untracked. Output format: nfs/monitor/README.md.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -57,6 +56,7 @@ struct mon_count {
 	uint64_t bytes;
 };
 
+/* The NF's state: its private context (libsluice allocates it). */
 struct mon_state {
 	struct rte_hash *h;
 	struct mon_count *flows; /* by rte_hash position */
@@ -68,6 +68,7 @@ struct mon_state {
 	struct mon_count untracked; /* packets of flows that did not fit */
 
 	uint32_t top_n;
+	double interval_s;       /* --interval */
 	uint64_t interval_ns;    /* 0: print only at exit */
 	struct sl_stats_line stats;
 	struct mon_top *top;     /* [top_n], scratch for printing */
@@ -250,102 +251,35 @@ mon_state_free(struct mon_state *mon)
 	rte_hash_free(mon->h);
 	free(mon->flows);
 	free(mon->top);
-	free(mon);
+	mon->h = NULL;
+	mon->flows = NULL;
+	mon->top = NULL;
 }
 
-/* The options: for --help (libsluice prints them after its own) and
- * after an error in them. */
+/* The synopsis, for --help and after an unknown option; libsluice prints
+ * mon_opts' lines after it. */
 static const char mon_usage[] =
 	"usage: " MON_PROG " [EAL args] -- [libsluice args] [--flows N]"
-	" [--interval S] [--top N]\n"
-	"  --flows N       flow table capacity (default 65536, max 16777216)\n"
-	"  --interval S    print every S seconds (default 5; 0 = only "
-	"at exit)\n"
-	"  --top N         flows listed, by bytes (default 10, max "
-	"1000)\n";
+	" [--interval S] [--top N]\n";
 _Static_assert(MON_DEFAULT_FLOWS == 65536 && MON_MAX_FLOWS == 16777216 &&
 		       MON_DEFAULT_TOP == 10 && MON_MAX_TOP == 1000,
-	       "mon_usage: update --flows and --top");
+	       "mon_opts: update --flows and --top");
 
-/* A whole decimal number in [min, max]. */
-static int
-mon_parse_u32(const char *opt, const char *s, uint32_t min, uint32_t max,
-	      uint32_t *out)
-{
-	unsigned long long v;
-	char *end;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (s[0] == '\0' || s[0] == '-' || *end != '\0' || errno != 0 ||
-	    v < min || v > max) {
-		fprintf(stderr,
-			MON_PROG ": %s: '%s' is not a number from %" PRIu32
-				 " to %" PRIu32 "\n",
-			opt, s, min, max);
-		return EINVAL;
-	}
-	*out = (uint32_t)v;
-	return 0;
-}
-
-static int
-mon_parse_args(struct mon_state *mon, int argc, char **argv)
-{
-	static const struct option opts[] = {
-		{"flows", required_argument, NULL, 'f'},
-		{"interval", required_argument, NULL, 'i'},
-		{"top", required_argument, NULL, 't'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
-	double secs;
-	char *end;
-	int c, rc = 0;
-
-	optind = 0; /* glibc: restart scanning (libsluice used getopt) */
-	while (rc == 0 &&
-	       (c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'f':
-			rc = mon_parse_u32("--flows", optarg, 1, MON_MAX_FLOWS,
-					   &mon->capacity);
-			break;
-		case 't':
-			rc = mon_parse_u32("--top", optarg, 1, MON_MAX_TOP,
-					   &mon->top_n);
-			break;
-		case 'i':
-			errno = 0;
-			secs = strtod(optarg, &end);
-			if (optarg[0] == '\0' || *end != '\0' || errno != 0 ||
-			    !isfinite(secs) || secs < 0 || secs > 86400) {
-				fprintf(stderr,
-					MON_PROG ": --interval: '%s' is not a "
-						 "number of seconds from 0 to "
-						 "86400\n",
-					optarg);
-				rc = EINVAL;
-			} else {
-				mon->interval_ns = (uint64_t)(secs * MON_NS);
-			}
-			break;
-		case 'h': /* init called directly: libsluice takes --help */
-			fputs(mon_usage, stdout);
-			return ECANCELED;
-		default: /* getopt_long has said what was wrong */
-			fputs(mon_usage, stderr);
-			return EINVAL;
-		}
-	}
-	if (rc == 0 && optind < argc) {
-		fprintf(stderr, MON_PROG ": unexpected argument '%s'\n",
-			argv[optind]);
-		fputs(mon_usage, stderr);
-		rc = EINVAL;
-	}
-	return rc;
-}
+static const struct sl_nf_opt mon_opts[] = {
+	{.name = "flows", .type = SL_OPT_NUMBER, .arg = "N",
+	 .help = "flow table capacity (default 65536, max 16777216)",
+	 SL_OPT_AT(struct mon_state, capacity), .min = 1,
+	 .max = MON_MAX_FLOWS, .what = "number", .def = "65536"},
+	{.name = "interval", .type = SL_OPT_NUMBER, .arg = "S",
+	 .help = "print every S seconds (default 5; 0 = only at exit)",
+	 SL_OPT_AT(struct mon_state, interval_s), .max = 86400, .frac = 1,
+	 .what = "number of seconds", .def = "5"},
+	{.name = "top", .type = SL_OPT_NUMBER, .arg = "N",
+	 .help = "flows listed, by bytes (default 10, max 1000)",
+	 SL_OPT_AT(struct mon_state, top_n), .min = 1, .max = MON_MAX_TOP,
+	 .what = "number", .def = "10"},
+	{.name = NULL},
+};
 
 static int
 mon_create_table(struct mon_state *mon, struct sl_nf *nf)
@@ -378,24 +312,18 @@ mon_create_table(struct mon_state *mon, struct sl_nf *nf)
 static int
 mon_init(struct sl_nf *nf, int argc, char **argv)
 {
-	struct mon_state *mon;
+	struct mon_state *mon = sl_nf_priv(nf);
 	int rc;
 
-	mon = calloc(1, sizeof(*mon));
-	if (mon == NULL)
-		return ENOMEM;
-	mon->capacity = MON_DEFAULT_FLOWS;
-	mon->top_n = MON_DEFAULT_TOP;
-	mon->interval_ns = 5 * MON_NS;
-	rc = mon_parse_args(mon, argc, argv);
-	if (rc == 0)
-		rc = mon_create_table(mon, nf);
+	(void)argc;
+	(void)argv;
+	mon->interval_ns = (uint64_t)(mon->interval_s * MON_NS);
+	rc = mon_create_table(mon, nf);
 	if (rc != 0) {
 		mon_state_free(mon);
 		return rc;
 	}
 	sl_stats_line_start(&mon->stats, mon->interval_ns, sl_now_ns());
-	sl_nf_set_priv(nf, mon);
 	fprintf(stderr,
 		MON_PROG ": tracking up to %" PRIu32 " flows, top %" PRIu32
 			 " every %.1f s\n",
@@ -408,11 +336,8 @@ mon_fini(struct sl_nf *nf)
 {
 	struct mon_state *mon = sl_nf_priv(nf);
 
-	if (mon == NULL)
-		return;
 	mon_print(mon, "exit", sl_now_ns());
 	mon_state_free(mon);
-	sl_nf_set_priv(nf, NULL);
 }
 
 static const struct sl_nf_ops mon_ops = {
@@ -425,6 +350,9 @@ static const struct sl_nf_ops mon_ops = {
 	.tick_ms = MON_TICK_MS,
 	.fini = mon_fini,
 	.usage = mon_usage,
+	.opts = mon_opts,
+	.priv_size = sizeof(struct mon_state),
+	.opts_help_col = 18,
 };
 
 int

@@ -13,7 +13,6 @@
  * (SL_NEXT). Options and output: nfs/scrubber/README.md.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,6 +54,7 @@ struct sc_req {
 	int64_t id;
 };
 
+/* The NF's state: its private context (libsluice allocates it). */
 struct sc_state {
 	struct sc_prefix prefixes[SC_MAX_PREFIXES];
 	unsigned n_prefixes;
@@ -65,6 +65,11 @@ struct sc_state {
 	double rate;  /* packets/s per prefix that pass; 0 = drop all */
 	double burst; /* bucket size */
 	uint64_t stats_ns;
+	/* Options as given, before they are checked together. */
+	struct ddos_prefix given[SC_MAX_PREFIXES]; /* --prefix */
+	unsigned n_given;
+	double burst_opt; /* --burst, or 0 */
+	double stats_ms;
 
 	/* Counters, since init. */
 	uint64_t pkts, bytes, non_ip;
@@ -330,121 +335,98 @@ sc_message(struct sl_nf *nf, const char *key, const char *value)
 
 /* ---- setup --------------------------------------------------------- */
 
-/* The options: for --help (libsluice prints them after its own) and
- * after an error in them. */
+/* The synopsis, for --help and after an error in the options; libsluice
+ * prints sc_opts' lines after it. */
 static const char sc_usage[] =
 	"usage: " SC_PROG " [EAL args] -- [libsluice args] --prefix "
 	"PREFIX [--prefix PREFIX]...\n"
 	"       [--at SERVICE]... [--rate PPS [--burst N]] "
-	"[--stats-ms MS]\n"
-	"  --prefix PREFIX  scrub packets from this source prefix, "
-	"e.g. 10.66.6.0/24 or\n"
-	"                   2001:db8:66::/48 (repeatable, up to 16)\n"
-	"  --at SERVICE     also make this scrubber the default next "
-	"hop at SERVICE for\n"
-	"                   flows of the prefixes that start later "
-	"(repeatable, up to 8)\n"
-	"  --rate PPS       let up to PPS packets per second of each "
-	"prefix through\n"
-	"                   (default 0: drop them all)\n"
-	"  --burst N        packets a prefix may send at once under "
-	"--rate (default: PPS)\n"
-	"  --stats-ms MS    print stats every MS (default 5000; 0 = "
-	"only at exit)\n";
+	"[--stats-ms MS]\n";
+
+static int
+sc_prefix_opt(struct sl_nf *nf, void *priv, const char *v)
+{
+	struct sc_state *st = priv;
+	char err[200];
+
+	(void)nf;
+	if (st->n_given == SC_MAX_PREFIXES) {
+		fprintf(stderr, SC_PROG ": --prefix: at most %d prefixes\n",
+			SC_MAX_PREFIXES);
+		return EINVAL;
+	}
+	if (ddos_prefix_parse(v, &st->given[st->n_given], err,
+			      sizeof(err)) != 0) {
+		fprintf(stderr, SC_PROG ": --prefix: %s\n", err);
+		return EINVAL;
+	}
+	st->n_given++;
+	return 0;
+}
+
+static int
+sc_at_opt(struct sl_nf *nf, void *priv, const char *v)
+{
+	struct sc_state *st = priv;
+
+	(void)nf;
+	if (st->n_at == SC_MAX_AT) {
+		fprintf(stderr, SC_PROG ": --at: at most %d services\n",
+			SC_MAX_AT);
+		return EINVAL;
+	}
+	if (v[0] == '\0' || strlen(v) >= SC_NAME_LEN ||
+	    strcmp(v, "drop") == 0 || strncmp(v, "port:", 5) == 0) {
+		fprintf(stderr,
+			SC_PROG ": --at: '%s' is not a service name (1 to %d "
+				"characters; the graph node in front of the "
+				"scrubber)\n",
+			v, SC_NAME_LEN - 1);
+		return EINVAL;
+	}
+	snprintf(st->at[st->n_at++], SC_NAME_LEN, "%s", v);
+	return 0;
+}
+
+static const struct sl_nf_opt sc_opts[] = {
+	{.name = "prefix", .type = SL_OPT_STRING, .arg = "PREFIX",
+	 .help = "scrub packets from this source prefix, e.g. 10.66.6.0/24 "
+		 "or\n2001:db8:66::/48 (repeatable, up to 16)",
+	 .parse = sc_prefix_opt},
+	{.name = "at", .type = SL_OPT_STRING, .arg = "SERVICE",
+	 .help = "also make this scrubber the default next hop at SERVICE "
+		 "for\nflows of the prefixes that start later (repeatable, "
+		 "up to 8)",
+	 .parse = sc_at_opt},
+	{.name = "rate", .type = SL_OPT_NUMBER, .arg = "PPS",
+	 .help = "let up to PPS packets per second of each prefix through\n"
+		 "(default 0: drop them all)",
+	 SL_OPT_AT(struct sc_state, rate), .max = 1e12, .frac = 1},
+	{.name = "burst", .type = SL_OPT_NUMBER, .arg = "N",
+	 .help = "packets a prefix may send at once under --rate (default: "
+		 "PPS)",
+	 SL_OPT_AT(struct sc_state, burst_opt), .min = 1, .max = 1e12,
+	 .frac = 1},
+	{.name = "stats-ms", .type = SL_OPT_NUMBER, .arg = "MS",
+	 .help = "print stats every MS (default 5000; 0 = only at exit)",
+	 SL_OPT_AT(struct sc_state, stats_ms), .max = 86400000, .frac = 1,
+	 .def = "5000"},
+	{.name = NULL},
+};
+_Static_assert(SC_MAX_PREFIXES == 16 && SC_MAX_AT == 8,
+	       "sc_opts: update --prefix and --at");
 _Static_assert(SC_MAX_PREFIXES == 16 && SC_MAX_AT == 8,
 	       "sc_usage: update --prefix and --at");
 
+/* The options checked together, and the prefixes taken. */
 static int
-sc_parse_args(struct sc_state *st, int argc, char **argv)
+sc_settle(struct sc_state *st)
 {
-	static const struct option opts[] = {
-		{"prefix", required_argument, NULL, 'p'},
-		{"at", required_argument, NULL, 'a'},
-		{"rate", required_argument, NULL, 'r'},
-		{"burst", required_argument, NULL, 'b'},
-		{"stats-ms", required_argument, NULL, 'S'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
-	struct ddos_prefix given[SC_MAX_PREFIXES];
-	unsigned n_given = 0;
-	double v, burst = -1;
+	double burst = st->burst_opt;
 	char err[200];
-	int c, rc = 0;
 
-	optind = 0; /* glibc: restart scanning (libsluice used getopt) */
-	while (rc == 0 &&
-	       (c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'p':
-			if (n_given == SC_MAX_PREFIXES) {
-				fprintf(stderr,
-					SC_PROG ": --prefix: at most %d "
-						"prefixes\n",
-					SC_MAX_PREFIXES);
-				rc = EINVAL;
-			} else if (ddos_prefix_parse(optarg, &given[n_given],
-						     err, sizeof(err)) != 0) {
-				fprintf(stderr, SC_PROG ": --prefix: %s\n",
-					err);
-				rc = EINVAL;
-			} else {
-				n_given++;
-			}
-			break;
-		case 'a':
-			if (st->n_at == SC_MAX_AT) {
-				fprintf(stderr,
-					SC_PROG ": --at: at most %d "
-						"services\n",
-					SC_MAX_AT);
-				rc = EINVAL;
-			} else if (optarg[0] == '\0' ||
-				   strlen(optarg) >= SC_NAME_LEN ||
-				   strcmp(optarg, "drop") == 0 ||
-				   strncmp(optarg, "port:", 5) == 0) {
-				fprintf(stderr,
-					SC_PROG ": --at: '%s' is not a service "
-						"name (1 to %d characters; the "
-						"graph node in front of the "
-						"scrubber)\n",
-					optarg, SC_NAME_LEN - 1);
-				rc = EINVAL;
-			} else {
-				snprintf(st->at[st->n_at++], SC_NAME_LEN, "%s",
-					 optarg);
-			}
-			break;
-		case 'r':
-			rc = sl_opt_number(SC_PROG, "--rate", optarg, 0, 1e12,
-					   1, &st->rate);
-			break;
-		case 'b':
-			rc = sl_opt_number(SC_PROG, "--burst", optarg, 1, 1e12,
-					   1, &burst);
-			break;
-		case 'S':
-			rc = sl_opt_number(SC_PROG, "--stats-ms", optarg, 0,
-					   86400000, 1, &v);
-			st->stats_ns = (uint64_t)v * SC_MS;
-			break;
-		case 'h': /* init called directly: libsluice takes --help */
-			fputs(sc_usage, stdout);
-			return ECANCELED;
-		default: /* getopt_long has said what was wrong */
-			fputs(sc_usage, stderr);
-			return EINVAL;
-		}
-	}
-	if (rc == 0 && optind < argc) {
-		fprintf(stderr, SC_PROG ": unexpected argument '%s'\n",
-			argv[optind]);
-		fputs(sc_usage, stderr);
-		rc = EINVAL;
-	}
-	if (rc != 0)
-		return rc;
-	if (n_given == 0) {
+	st->stats_ns = (uint64_t)st->stats_ms * SC_MS;
+	if (st->n_given == 0) {
 		fprintf(stderr,
 			SC_PROG ": give at least one --prefix PREFIX (the "
 				"source prefix to scrub, e.g. 10.66.6.0/24)\n");
@@ -457,11 +439,11 @@ sc_parse_args(struct sc_state *st, int argc, char **argv)
 		return EINVAL;
 	}
 	st->burst = burst > 0 ? burst : (st->rate >= 1 ? st->rate : 1);
-	for (unsigned i = 0; i < n_given; i++)
-		if (sc_add_prefix(st, &given[i], err, sizeof(err)) != 0) {
+	for (unsigned i = 0; i < st->n_given; i++)
+		if (sc_add_prefix(st, &st->given[i], err, sizeof(err)) != 0) {
 			char text[DDOS_PREFIX_STRLEN];
 
-			ddos_prefix_format(&given[i], text, sizeof(text));
+			ddos_prefix_format(&st->given[i], text, sizeof(text));
 			fprintf(stderr,
 				SC_PROG ": --prefix %s: given twice; give each "
 					"prefix once\n",
@@ -477,18 +459,14 @@ sc_init(struct sl_nf *nf, int argc, char **argv)
 	char list[SC_MAX_PREFIXES * (DDOS_PREFIX_STRLEN + 1)] = "";
 	char at[SC_MAX_AT * SC_NAME_LEN + 16] = "";
 	char rate[96];
-	struct sc_state *st;
+	struct sc_state *st = sl_nf_priv(nf);
 	int rc;
 
-	st = calloc(1, sizeof(*st));
-	if (st == NULL)
-		return ENOMEM;
-	st->stats_ns = 5000 * SC_MS;
-	rc = sc_parse_args(st, argc, argv);
-	if (rc != 0) {
-		free(st);
+	(void)argc;
+	(void)argv;
+	rc = sc_settle(st);
+	if (rc != 0)
 		return rc;
-	}
 	for (unsigned i = 0; i < st->n_prefixes; i++) {
 		size_t l = strlen(list);
 
@@ -508,7 +486,6 @@ sc_init(struct sl_nf *nf, int argc, char **argv)
 	else
 		snprintf(rate, sizeof(rate), "drops them");
 	sl_stats_line_start(&st->stats, st->stats_ns, sl_now_ns());
-	sl_nf_set_priv(nf, st);
 	fprintf(stderr, SC_PROG ": scrubs %s (RequestMe%s); %s\n", list, at,
 		rate);
 	fflush(stderr);
@@ -524,7 +501,6 @@ sc_fini(struct sl_nf *nf)
 	if (st == NULL)
 		return;
 	sc_print(st, "exit", sl_now_ns());
-	free(st);
 	sl_nf_set_priv(nf, NULL);
 }
 
@@ -540,6 +516,9 @@ static const struct sl_nf_ops sc_ops = {
 	.on_reply = sc_reply,
 	.fini = sc_fini,
 	.usage = sc_usage,
+	.opts = sc_opts,
+	.priv_size = sizeof(struct sc_state),
+	.opts_help_col = 19,
 };
 
 int

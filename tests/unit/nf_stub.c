@@ -13,6 +13,7 @@
 #include <rte_mbuf.h>
 
 #include "nf_stub.h"
+#include "../../src/nflib/sl_nf_opts.h"
 
 #define STUB_MAX_ARGS 32
 #define STUB_VERDICT_SET 0x5e7u
@@ -20,6 +21,7 @@
 const struct sl_nf_ops *stub_ops;
 uint64_t stub_now_ns;
 static void *stub_priv;
+static void *stub_own_priv; /* ops->priv_size bytes, as libsluice makes */
 static int stub_fake_nf;
 
 int
@@ -49,6 +51,62 @@ sl_nf_set_priv(struct sl_nf *nf, void *priv)
 {
 	(void)nf;
 	stub_priv = priv;
+}
+
+/* No ports or services here unless a test defines these (a test of an
+ * NF that looks them up has its own, which win over these weak ones). */
+__attribute__((weak)) int
+sl_port_id(const struct sl_nf *nf, const char *name)
+{
+	(void)nf;
+	(void)name;
+	return -1;
+}
+
+__attribute__((weak)) int
+sl_service_id(const struct sl_nf *nf, const char *name)
+{
+	(void)nf;
+	(void)name;
+	return -1;
+}
+
+/* Never waits: the test's services are known or not. */
+__attribute__((weak)) int
+sl_service_id_wait(const struct sl_nf *nf, const char *name,
+		   unsigned int timeout_ms)
+{
+	(void)timeout_ms;
+	return sl_service_id(nf, name);
+}
+
+/* What libsluice does before init: a fresh private context of
+ * ops->priv_size bytes with the option table's values in it, then init. */
+static int
+stub_call_init(int argc, char **argv)
+{
+	int rc = 0;
+
+	free(stub_own_priv);
+	stub_own_priv = NULL;
+	if (stub_ops->priv_size > 0) {
+		stub_own_priv = calloc(1, stub_ops->priv_size);
+		if (stub_own_priv == NULL)
+			return ENOMEM;
+		stub_priv = stub_own_priv;
+	}
+	if (stub_ops->opts != NULL && nfo_check(stub_ops, argv[0]) != 0)
+		rc = EINVAL;
+	if (rc == 0 && stub_ops->opts != NULL)
+		rc = nfo_parse(stub_nf(), stub_ops, argc, argv);
+	if (rc == 0 && stub_ops->init != NULL)
+		rc = stub_ops->init(stub_nf(), argc, argv);
+	if (rc != 0 && stub_own_priv != NULL) { /* as libsluice: gone */
+		free(stub_own_priv);
+		stub_own_priv = NULL;
+		stub_priv = NULL;
+	}
+	return rc;
 }
 
 uint16_t
@@ -209,7 +267,7 @@ stub_init(const char *arg, ...)
 	}
 	va_end(ap);
 	argv[argc] = NULL;
-	return stub_ops->init(stub_nf(), argc, argv);
+	return stub_call_init(argc, argv);
 }
 
 char *
@@ -251,7 +309,7 @@ do_init(void *arg)
 {
 	struct init_call *c = arg;
 
-	c->rc = stub_ops->init(stub_nf(), c->argc, c->argv);
+	c->rc = stub_call_init(c->argc, c->argv);
 }
 
 char *
@@ -278,7 +336,12 @@ static void
 do_fini(void *arg)
 {
 	(void)arg;
-	stub_ops->fini(stub_nf());
+	if (stub_ops->fini != NULL)
+		stub_ops->fini(stub_nf());
+	if (stub_own_priv != NULL && stub_priv == stub_own_priv)
+		stub_priv = NULL;
+	free(stub_own_priv);
+	stub_own_priv = NULL;
 }
 
 char *
