@@ -91,7 +91,6 @@ BASELINE: dict[str, set[str]] = {
     'tests/python/test_orchestrator.py': {'lines'},
     'tests/unit/test_dispatch.c': {'lines'},
     'tests/unit/test_firewall.c': {'function test_reload'},
-    'tests/unit/test_pkt.c': {'lines'},
 }
 
 
