@@ -9,6 +9,8 @@ APT_PKGS=(
     libdpdk-dev dpdk-dev meson ninja-build pkg-config gcc
     libcmocka-dev libjansson-dev libyaml-dev libpcap-dev libnuma-dev
     python3-venv python3-dev iproute2 iputils-ping util-linux
+    # make format-check: clang-format 14, as Debian 12 ships it (.clang-format)
+    clang-format
     # NFs in containers (docs/containers.md): podman with runc (crun fails
     # here); python/sluice/container.py points podman at scripts/containers.conf
     # through CONTAINERS_CONF, so no system file is written.
