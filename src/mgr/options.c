@@ -27,11 +27,11 @@
 
 /* A number option: --NAME ARG in LO..HI, default DEF, into field F. */
 #define NUM(n, a, f, lo, hi, d, h)                                             \
-	.name = n, .arg = a, .type = SL_OPT_NUM, FIELD(f), .min = lo,          \
+	.name = n, .arg = a, .type = MGR_OPT_NUM, FIELD(f), .min = lo,          \
 	.max = hi, .def = d, .help = h
 
 #define CHOICE(n, f, w, d, h)                                                  \
-	.name = n, .type = SL_OPT_CHOICE, FIELD(f), .words = w, .def = d,      \
+	.name = n, .type = MGR_OPT_CHOICE, FIELD(f), .words = w, .def = d,      \
 	.help = h
 
 static const char *const mode_words[] = {"shared", "poll", NULL};
@@ -52,13 +52,13 @@ static int check_pow2(const struct sl_mgr_opt *d, struct sl_mgr_opts *o,
 /* In --help order. The word index of a choice is its enum value
  * (enum sl_nf_mode, o->handoff, enum sl_flow_lookup). */
 const struct sl_mgr_opt sl_mgr_opt_table[] = {
-	{.name = "name", .arg = "NAME", .type = SL_OPT_TEXT, FIELD(name),
+	{.name = "name", .arg = "NAME", .type = MGR_OPT_TEXT, FIELD(name),
 	 .def_str = "sluice", .pre = "default ",
 	 .help = "node name: socket, file prefix", .set = set_name},
-	{.name = "port", .arg = "NAME=DEVICE", .type = SL_OPT_TEXT,
+	{.name = "port", .arg = "NAME=DEVICE", .type = MGR_OPT_TEXT,
 	 FIELD(ports), .pre = "repeat", .repeat = 1,
 	 .help = "a port, e.g. in=net_pcap0,rx_pcap=a.pcap", .set = set_port},
-	{.name = "chain", .arg = "HOPS", .type = SL_OPT_TEXT, FIELD(chain),
+	{.name = "chain", .arg = "HOPS", .type = MGR_OPT_TEXT, FIELD(chain),
 	 .help = "default chain, e.g. firewall,monitor,port:out",
 	 .set = set_chain},
 	{CHOICE("mode", mode, mode_words, SL_MODE_SHARED,
@@ -66,7 +66,7 @@ const struct sl_mgr_opt sl_mgr_opt_table[] = {
 	{CHOICE("handoff", handoff, handoff_words, 0,
 		"NF->NF: enqueue straight into the next NF, or via the I/O "
 		"thread")},
-	{.name = "socket", .arg = "PATH", .type = SL_OPT_TEXT,
+	{.name = "socket", .arg = "PATH", .type = MGR_OPT_TEXT,
 	 FIELD(socket_path), .def_text = "/var/run/sluice/NAME.sock",
 	 .help = "control socket", .set = set_socket},
 	{NUM("max-nfs", "N", max_nfs, 1, 4096, 128, "NF instances")},
@@ -328,12 +328,12 @@ set_one(const struct sl_mgr_opt *d, struct sl_mgr_opts *o, const char *v,
 	int rc;
 
 	switch (d->type) {
-	case SL_OPT_NUM:
+	case MGR_OPT_NUM:
 		rc = parse_num(d, v, &x, err, errlen);
 		if (rc != 0)
 			return rc;
 		break;
-	case SL_OPT_CHOICE:
+	case MGR_OPT_CHOICE:
 		while (d->words[x] != NULL && strcmp(d->words[x], v) != 0)
 			x++;
 		if (d->words[x] == NULL) {
@@ -342,7 +342,7 @@ set_one(const struct sl_mgr_opt *d, struct sl_mgr_opts *o, const char *v,
 				    v, words);
 		}
 		break;
-	case SL_OPT_TEXT:
+	case MGR_OPT_TEXT:
 		return d->set(d, o, v, err, errlen);
 	}
 	store_u32(d, o, x);
@@ -356,7 +356,7 @@ sl_mgr_opts_defaults(struct sl_mgr_opts *o)
 	for (size_t i = 0; i < sl_mgr_opt_count; i++) {
 		const struct sl_mgr_opt *d = &sl_mgr_opt_table[i];
 
-		if (d->type != SL_OPT_TEXT)
+		if (d->type != MGR_OPT_TEXT)
 			store_u32(d, o, d->def);
 		else if (d->def_str != NULL)
 			snprintf(field(d, o), d->size, "%s", d->def_str);
@@ -451,12 +451,12 @@ default_text(const struct sl_mgr_opt *d, char *buf, size_t len)
 	if (d->def_text != NULL)
 		return d->def_text;
 	switch (d->type) {
-	case SL_OPT_NUM:
+	case MGR_OPT_NUM:
 		snprintf(buf, len, "%u", d->def);
 		return buf;
-	case SL_OPT_CHOICE:
+	case MGR_OPT_CHOICE:
 		return d->words[d->def];
-	case SL_OPT_TEXT:
+	case MGR_OPT_TEXT:
 		break;
 	}
 	return d->def_str;
@@ -513,9 +513,9 @@ sl_mgr_opts_usage(FILE *f)
 }
 
 static const char *const type_names[] = {
-	[SL_OPT_NUM] = "number",
-	[SL_OPT_CHOICE] = "choice",
-	[SL_OPT_TEXT] = "text",
+	[MGR_OPT_NUM] = "number",
+	[MGR_OPT_CHOICE] = "choice",
+	[MGR_OPT_TEXT] = "text",
 };
 
 /* One option: {name, type, arg, default, default_text, min, max | values,
@@ -529,9 +529,9 @@ opt_json(const struct sl_mgr_opt *d)
 
 	if (j == NULL)
 		return NULL;
-	if (d->type == SL_OPT_NUM)
+	if (d->type == MGR_OPT_NUM)
 		def = d->def_text != NULL ? json_null() : json_integer(d->def);
-	else if (d->type == SL_OPT_CHOICE)
+	else if (d->type == MGR_OPT_CHOICE)
 		def = json_string(d->words[d->def]);
 	else
 		def = d->def_str != NULL ? json_string(d->def_str) : json_null();
@@ -541,10 +541,10 @@ opt_json(const struct sl_mgr_opt *d)
 	json_object_set_new(j, "default", def);
 	json_object_set_new(j, "default_text",
 			    shown != NULL ? json_string(shown) : json_null());
-	if (d->type == SL_OPT_NUM) {
+	if (d->type == MGR_OPT_NUM) {
 		json_object_set_new(j, "min", json_integer(d->min));
 		json_object_set_new(j, "max", json_integer(d->max));
-	} else if (d->type == SL_OPT_CHOICE) {
+	} else if (d->type == MGR_OPT_CHOICE) {
 		words = json_array();
 		for (uint32_t i = 0; d->words[i] != NULL; i++)
 			json_array_append_new(words, json_string(d->words[i]));

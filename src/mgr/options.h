@@ -17,11 +17,11 @@
 enum sl_mgr_opt_type {
 	/* a decimal integer (digits only) in min..max, stored in a
 	 * uint16_t or uint32_t field */
-	SL_OPT_NUM,
+	MGR_OPT_NUM,
 	/* one of words[]; the word's index is stored (a uint32_t field) */
-	SL_OPT_CHOICE,
+	MGR_OPT_CHOICE,
 	/* text, checked and stored by set() */
-	SL_OPT_TEXT,
+	MGR_OPT_TEXT,
 };
 
 struct sl_mgr_opt;

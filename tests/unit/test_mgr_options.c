@@ -111,7 +111,7 @@ defaults_are_the_tables(void **state)
 	for (size_t i = 0; i < sl_mgr_opt_count; i++) {
 		const struct sl_mgr_opt *d = &sl_mgr_opt_table[i];
 
-		if (d->type == SL_OPT_TEXT || d->def_text != NULL)
+		if (d->type == MGR_OPT_TEXT || d->def_text != NULL)
 			continue;
 		assert_int_equal(field(d, &g_o), d->def);
 	}
@@ -153,7 +153,7 @@ good_values_are_stored(void **state)
 		char opt[64];
 
 		snprintf(opt, sizeof(opt), "--%s", d->name);
-		if (d->type == SL_OPT_NUM) {
+		if (d->type == MGR_OPT_NUM) {
 			uint32_t ends[2] = {d->min, d->max};
 
 			for (int e = 0; e < 2; e++) {
@@ -167,7 +167,7 @@ good_values_are_stored(void **state)
 						 0);
 				assert_int_equal(field(d, &g_o), ends[e]);
 			}
-		} else if (d->type == SL_OPT_CHOICE) {
+		} else if (d->type == MGR_OPT_CHOICE) {
 			for (uint32_t w = 0; d->words[w] != NULL; w++) {
 				assert_int_equal(parse(opt, d->words[w], NULL),
 						 0);
@@ -213,7 +213,7 @@ bad_numbers_are_refused(void **state)
 	for (size_t i = 0; i < sl_mgr_opt_count; i++) {
 		const struct sl_mgr_opt *d = &sl_mgr_opt_table[i];
 
-		if (d->type != SL_OPT_NUM)
+		if (d->type != MGR_OPT_NUM)
 			continue;
 		snprintf(opt, sizeof(opt), "--%s", d->name);
 		for (int e = 0; e < 2; e++) {
@@ -422,7 +422,7 @@ defaults_json_has_every_option(void **state)
 		assert_string_equal(
 			json_string_value(json_object_get(o, "help")),
 			d->help);
-		if (d->type == SL_OPT_NUM) {
+		if (d->type == MGR_OPT_NUM) {
 			assert_int_equal(json_integer_value(
 						 json_object_get(o, "min")),
 					 d->min);
