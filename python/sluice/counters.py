@@ -7,15 +7,18 @@ dashboard) learns the counters from sluiced instead of listing them: adding a
 counter touches its struct and its descriptor only.
 
 ``Schema.parse`` reads the reply into frozen dataclasses; ``counters``,
-``gauges``, ``labels`` and ``rows`` pick fields and rows out of a ``stats``
+``gauges``, ``labels``, ``rows`` and ``unknown`` pick fields and rows out of a ``stats``
 result; ``rate`` and ``counter_rates`` give per-second rates between two
 reads. Pure: no sockets (core layer).
 """
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from importlib import resources
 from typing import Any
 
 KINDS = ("label", "counter", "gauge", "list", "object")
@@ -133,6 +136,29 @@ class Schema:
         if v is None:
             return []
         return [dict(r) for r in v] if f.kind == "list" else [dict(v)]
+
+    def unknown(self, stats: Mapping[str, Any]) -> list[str]:
+        """The keys of a ``stats`` result this schema does not describe (``table.key``):
+        a sluiced newer than the schema, whose own schema is then the one to read."""
+        out = []
+        for table in self.tables:
+            names = {f.name for f in self.fields(table)}
+            try:
+                rows = self.rows(stats, table)
+            except (SchemaError, TypeError, ValueError):
+                continue
+            for r in rows:
+                out += [f"{table}.{k}" for k in r if k not in names]
+        return sorted(set(out))
+
+
+@functools.cache
+def builtin() -> Schema:
+    """The schema of the sluiced this package was made with (``stats_schema.json``, as
+    tests/python/data/capture_stats_schema.py writes it): what a consumer uses until it
+    has read sluiced's own, and for a ``stats`` result it has no sluiced for."""
+    return Schema.parse(json.loads(
+        resources.files(__package__).joinpath("stats_schema.json").read_text()))
 
 
 def rate(now: Any, before: Any, dt: float) -> float | None:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from sluice.counters import Field, Schema, SchemaError, counter_rates, rate, total
+from sluice.counters import Field, Schema, SchemaError, builtin, counter_rates, rate, total
 
 DATA = Path(__file__).resolve().parent / "data"
 RAW = json.loads((DATA / "stats_schema.json").read_text())
@@ -117,3 +117,16 @@ def test_field_is_frozen() -> None:
     f = Field(name="a", kind="gauge", unit="", help="")
     with pytest.raises(AttributeError):
         f.name = "b"  # type: ignore[misc]
+
+
+def test_unknown(schema: Schema) -> None:
+    assert schema.unknown(STATS) == []
+    newer = {**STATS, "uptime_s": 3,
+             "ports": [{**STATS["ports"][0], "rx_wakeups": 1}], "flows": {"stale": 0}}
+    assert schema.unknown(newer) == ["flows.stale", "node.uptime_s", "port.rx_wakeups"]
+
+
+def test_builtin_is_the_captured_schema() -> None:
+    """The package's schema is the one captured from sluiced (capture_stats_schema.py
+    writes both)."""
+    assert builtin() == Schema.parse(RAW)

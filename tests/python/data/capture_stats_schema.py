@@ -1,4 +1,5 @@
-"""Write stats_schema.json (next to this file): `stats {"schema": true}` of a real sluiced.
+"""Write `stats {"schema": true}` of a real sluiced to stats_schema.json, next to this
+file and the package's copy.
 
 The schema does not depend on the deployment; this one is the smallest that
 starts (two null ports, one forward NF). Run from the tree's root, as root,
@@ -22,6 +23,8 @@ from conftest import build_dir, deployment, prog
 from sluice.launch import Launcher
 
 OUT = Path(__file__).resolve().parent / "stats_schema.json"
+# the package's copy (sluice.counters.builtin()); test_counters.py checks they are equal
+PACKAGE = Path(__file__).resolve().parents[3] / "python" / "sluice" / "stats_schema.json"
 
 
 def main() -> None:
@@ -38,8 +41,9 @@ def main() -> None:
             schema = run.client.call("stats", schema=True)
         finally:
             run.stop()
-    OUT.write_text(json.dumps(schema, indent=1) + "\n")
-    print(f"wrote {OUT}")
+    for out in (OUT, PACKAGE):
+        out.write_text(json.dumps(schema, indent=1) + "\n")
+        print(f"wrote {out}")
 
 
 if __name__ == "__main__":
