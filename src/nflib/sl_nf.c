@@ -163,11 +163,7 @@ sl_nf_stop(struct sl_nf *nf)
 uint64_t
 sl_now_ns(void)
 {
-	static uint64_t hz;
-
-	if (hz == 0)
-		hz = rte_get_tsc_hz();
-	return (uint64_t)((double)rte_rdtsc() * 1e9 / (double)hz);
+	return (uint64_t)((double)rte_rdtsc() * 1e9 / (double)rte_get_tsc_hz());
 }
 
 /*

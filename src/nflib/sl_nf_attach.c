@@ -74,7 +74,9 @@ nfi_reload_take(void)
  * lines. Unless --log-level is given, EAL logs at debug level into this
  * stream during rte_eal_init(): EAL's warnings and worse, and every line
  * of other components, go to stderr as before; EAL's other lines are kept
- * (the last EAL_KEPT) and printed only if the attach fails.
+ * (the last EAL_KEPT) and printed only if the attach fails. File-static:
+ * EAL's log stream is process-wide, and it may write here from any of its
+ * threads while rte_eal_init() runs, with no NF handle at hand.
  */
 #define EAL_KEPT 40
 static struct {
@@ -226,7 +228,8 @@ nfi_eal_attach(struct sl_nf *nf, struct nf_args *a)
 	signal(SIGPIPE, SIG_IGN);
 	sched_getaffinity(0, sizeof(saved), &saved);
 	if (a->eal_capture) {
-		/* Never closed: an EAL thread may still hold it. */
+		/* Never closed: an EAL thread may still hold it. Static,
+		 * so that it stays reachable once EAL lets it go. */
 		static FILE *eal_log;
 
 		eal_log = fopencookie(NULL, "w", (cookie_io_functions_t){
