@@ -16,28 +16,10 @@
 #include "sluiced.h"
 #include "stats/stats.h"
 
-#define E_PARSE -32700
-#define E_REQUEST -32600
-#define E_METHOD -32601
-#define E_PARAMS -32602
-#define E_FAILED -32000
-
 static const char *const lb_names[SL_LB_MAX] = {"flow", "rr", "queue"};
 
-struct rpc_err {
-	int code;
-	char msg[512];
-};
-
-typedef json_t *(*rpc_fn)(struct sl_mgr *m, json_t *params,
-			  struct rpc_err *e);
-
-static json_t *
-fail(struct rpc_err *e, int code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static json_t *
-fail(struct rpc_err *e, int code, const char *fmt, ...)
+json_t *
+sl_rpc_fail(struct sl_rpc_err *e, int code, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -63,31 +45,18 @@ struct rpc_ctl {
 
 static __thread struct rpc_ctl *t_ctl;
 
-enum park_kind {
-	PARK_RULE_ONE,     /* rule.add {graph, ...} */
-	PARK_RULES,        /* rule.add {rules} */
-	PARK_REMOVE_ONE,   /* rule.remove {id} */
-	PARK_REMOVE_IDS,   /* rule.remove {ids} */
-	PARK_GRAPH_REMOVE, /* graph.remove {name} */
-};
-
 /* The parked request (control thread). */
 static struct {
 	int active;
-	enum park_kind kind;
-	json_t *id;     /* its id; NULL: a notification (no reply) */
-	json_t *ids;    /* PARK_REMOVE_IDS: as given */
-	json_int_t one; /* PARK_REMOVE_ONE */
-	size_t n;       /* PARK_RULES: how many */
-	char *graph;    /* PARK_GRAPH_REMOVE: its name */
+	json_t *id; /* its id; NULL: a notification (no reply) */
+	struct sl_rpc_park pk;
 } g_park;
 
-/* A method's way to say it started a build (the reply comes later). */
-static json_t *
-park(enum park_kind kind)
+json_t *
+sl_rpc_park(const struct sl_rpc_park *pk)
 {
 	t_ctl->parked = 1;
-	g_park.kind = kind;
+	g_park.pk = *pk;
 	return NULL;
 }
 
@@ -95,8 +64,8 @@ static void
 park_clear(void)
 {
 	json_decref(g_park.id);
-	json_decref(g_park.ids);
-	free(g_park.graph);
+	json_decref(g_park.pk.ids);
+	free(g_park.pk.graph);
 	memset(&g_park, 0, sizeof(g_park));
 }
 
@@ -111,9 +80,9 @@ ring_json(const struct rte_ring *r)
 }
 
 /* Looks up a service given by name or id in params[key]. */
-static int
-param_service(struct sl_mgr *m, json_t *params, const char *key,
-	      struct rpc_err *e)
+int
+sl_rpc_param_service(struct sl_mgr *m, json_t *params, const char *key,
+	      struct sl_rpc_err *e)
 {
 	json_t *v = json_object_get(params, key);
 	int s;
@@ -131,18 +100,18 @@ param_service(struct sl_mgr *m, json_t *params, const char *key,
 		if (s >= 0)
 			return s;
 	} else {
-		fail(e, E_PARAMS, "param '%s' (service name or id) is missing",
+		sl_rpc_fail(e, SL_RPC_E_PARAMS, "param '%s' (service name or id) is missing",
 		     key);
 		return -1;
 	}
-	fail(e, E_FAILED, "no service %s; service.list shows the services",
+	sl_rpc_fail(e, SL_RPC_E_FAILED, "no service %s; service.list shows the services",
 	     json_is_string(v) ? json_string_value(v) : "with that id");
 	return -1;
 }
 
 /* ---- methods -------------------------------------------------------- */
 
-static json_t *rpc_status(struct sl_mgr *m, json_t *p, struct rpc_err *e);
+static json_t *rpc_status(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e);
 
 /* Free buffers an NF's cache holds now, over every pool (a racy read). */
 static unsigned int
@@ -156,7 +125,7 @@ cache_len(const struct sl_shm *shm, uint16_t lcore)
 }
 
 static json_t *
-rpc_nf_list(struct sl_mgr *m, json_t *p, struct rpc_err *e)
+rpc_nf_list(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 {
 	struct sl_shm *shm = m->shm;
 	json_t *a = json_array();
@@ -210,18 +179,18 @@ rpc_nf_list(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 }
 
 static json_t *
-rpc_nf_stop(struct sl_mgr *m, json_t *p, struct rpc_err *e)
+rpc_nf_stop(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 {
 	json_t *v = json_object_get(p, "instance");
 	json_int_t i;
 
 	if (!json_is_integer(v))
-		return fail(e, E_PARAMS,
+		return sl_rpc_fail(e, SL_RPC_E_PARAMS,
 			    "param 'instance' (integer) is missing");
 	i = json_integer_value(v);
 	if (i < 0 || i >= m->shm->max_nfs ||
 	    m->shm->nfs[i].state != SL_NF_RUNNING)
-		return fail(e, E_FAILED,
+		return sl_rpc_fail(e, SL_RPC_E_FAILED,
 			    "no running NF instance %lld; nf.list shows them",
 			    (long long)i);
 	__atomic_store_n(&m->shm->nfs[i].stop, 1, __ATOMIC_RELEASE);
@@ -229,25 +198,25 @@ rpc_nf_stop(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 }
 
 static json_t *
-rpc_nf_scale(struct sl_mgr *m, json_t *p, struct rpc_err *e)
+rpc_nf_scale(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 {
 	json_t *r = json_object_get(p, "replicas"), *out = NULL;
 	char err[512];
-	int s = param_service(m, p, "service", e);
+	int s = sl_rpc_param_service(m, p, "service", e);
 
 	if (s < 0)
 		return NULL;
 	if (!json_is_integer(r) || json_integer_value(r) < 0)
-		return fail(e, E_PARAMS,
+		return sl_rpc_fail(e, SL_RPC_E_PARAMS,
 			    "param 'replicas' (integer >= 0) is missing");
 	if (sl_scale(m, (uint16_t)s, (uint32_t)json_integer_value(r), &out,
 		     err, sizeof(err)) != 0)
-		return fail(e, E_FAILED, "%s", err);
+		return sl_rpc_fail(e, SL_RPC_E_FAILED, "%s", err);
 	return out;
 }
 
 static json_t *
-rpc_port_list(struct sl_mgr *m, json_t *p, struct rpc_err *e)
+rpc_port_list(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 {
 	(void)p;
 	(void)e;
@@ -255,7 +224,7 @@ rpc_port_list(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 }
 
 static json_t *
-rpc_service_list(struct sl_mgr *m, json_t *p, struct rpc_err *e)
+rpc_service_list(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 {
 	struct sl_shm *shm = m->shm;
 	json_t *a = json_array();
@@ -282,12 +251,12 @@ rpc_service_list(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 
 /* stats: the counters (stats/stats.h); {"schema": true}: what each is. */
 static json_t *
-rpc_stats(struct sl_mgr *m, json_t *p, struct rpc_err *e)
+rpc_stats(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 {
 	json_t *schema = json_object_get(p, "schema");
 
 	if (schema != NULL && !json_is_boolean(schema))
-		return fail(e, E_PARAMS,
+		return sl_rpc_fail(e, SL_RPC_E_PARAMS,
 			    "param 'schema' must be true or false");
 	if (json_is_true(schema))
 		return sl_stats_schema();
@@ -295,7 +264,7 @@ rpc_stats(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 }
 
 static json_t *
-rpc_chain_get(struct sl_mgr *m, json_t *p, struct rpc_err *e)
+rpc_chain_get(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 {
 	(void)p;
 	(void)e;
@@ -304,7 +273,7 @@ rpc_chain_get(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 }
 
 static json_t *
-rpc_chain_set(struct sl_mgr *m, json_t *p, struct rpc_err *e)
+rpc_chain_set(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 {
 	json_t *hops = json_object_get(p, "hops");
 	const char *h[1024];
@@ -313,23 +282,23 @@ rpc_chain_set(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 	size_t i, n;
 
 	if (!json_is_array(hops))
-		return fail(e, E_PARAMS,
+		return sl_rpc_fail(e, SL_RPC_E_PARAMS,
 			    "param 'hops' (array of strings) is missing, e.g. "
 			    "{\"hops\": [\"firewall\", \"port:out\"]}");
 	n = json_array_size(hops);
 	if (n > RTE_DIM(h))
-		return fail(e, E_PARAMS, "param 'hops': more than %zu hops",
+		return sl_rpc_fail(e, SL_RPC_E_PARAMS, "param 'hops': more than %zu hops",
 			    RTE_DIM(h));
 	for (i = 0; i < n; i++) {
 		json_t *v = json_array_get(hops, i);
 
 		if (!json_is_string(v))
-			return fail(e, E_PARAMS,
+			return sl_rpc_fail(e, SL_RPC_E_PARAMS,
 				    "param 'hops'[%zu] is not a string", i);
 		h[i] = json_string_value(v);
 	}
 	if (sl_chain_apply(m, h, (uint16_t)n, err, sizeof(err)) != 0)
-		return fail(e, E_FAILED, "%s", err);
+		return sl_rpc_fail(e, SL_RPC_E_FAILED, "%s", err);
 	out = json_pack("{s:i}", "version", (int)sl_chain_version(m));
 	note = sl_graph_idle_note(m, 0);
 	if (out != NULL && note != NULL)
@@ -340,21 +309,21 @@ rpc_chain_set(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 }
 
 static json_t *
-rpc_lb_set(struct sl_mgr *m, json_t *p, struct rpc_err *e)
+rpc_lb_set(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 {
 	const char *mode = json_string_value(json_object_get(p, "mode"));
 	int s, md = -1;
 
 	if (mode == NULL)
-		return fail(e, E_PARAMS,
+		return sl_rpc_fail(e, SL_RPC_E_PARAMS,
 			    "param 'mode' is missing: use flow, queue or rr");
 	for (int i = 0; i < SL_LB_MAX; i++)
 		if (strcmp(mode, lb_names[i]) == 0)
 			md = i;
 	if (md < 0)
-		return fail(e, E_PARAMS,
+		return sl_rpc_fail(e, SL_RPC_E_PARAMS,
 			    "param 'mode' '%s': use flow, queue or rr", mode);
-	s = param_service(m, p, "service", e);
+	s = sl_rpc_param_service(m, p, "service", e);
 	if (s < 0)
 		return NULL;
 	sl_lb_set(m, (uint16_t)s, (enum sl_lb_mode)md);
@@ -366,7 +335,7 @@ rpc_lb_set(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 /* ---- graphs, rules, flows, requests -------------------------------- */
 
 static json_t *
-rpc_graph_apply(struct sl_mgr *m, json_t *p, struct rpc_err *e)
+rpc_graph_apply(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 {
 	char err[512];
 	json_t *out = NULL;
@@ -375,23 +344,50 @@ rpc_graph_apply(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 	/* A bad graph is bad params; a good one sluiced has no room for now
 	 * (--max-graphs, versions still in flight, memory) is a failure. */
 	if (rc != 0)
-		return fail(e, rc == -EINVAL ? E_PARAMS : E_FAILED, "%s", err);
+		return sl_rpc_fail(e, rc == -EINVAL ? SL_RPC_E_PARAMS : SL_RPC_E_FAILED, "%s", err);
 	return out;
 }
 
 static json_t *
-rpc_graph_get(struct sl_mgr *m, json_t *p, struct rpc_err *e)
+rpc_graph_get(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 {
 	char err[256];
 	json_t *r = sl_graphs_json(
 		m, json_string_value(json_object_get(p, "name")), err,
 		sizeof(err));
 
-	return r != NULL ? r : fail(e, E_FAILED, "%s", err);
+	return r != NULL ? r : sl_rpc_fail(e, SL_RPC_E_FAILED, "%s", err);
+}
+
+/* graph.remove's reply once the rules without the graph are built: the
+ * graph itself goes then. */
+static json_t *
+graph_removed(struct sl_mgr *m, const struct sl_rpc_park *pk, int rc,
+	      json_t *out, const char *err, struct sl_rpc_err *e)
+{
+	char msg[512];
+	uint32_t rules = 0;
+	json_t *result = NULL;
+
+	(void)out;
+	if (rc != 0)
+		return sl_rpc_fail(e, SL_RPC_E_FAILED,
+				   "graph '%s' was not removed: its rules "
+				   "could not be rebuilt without it: %s",
+				   pk->graph ? pk->graph : "?", err);
+	if (pk->graph == NULL)
+		sl_rpc_fail(e, SL_RPC_E_FAILED, "out of memory");
+	else if (sl_graph_remove(m, pk->graph, &rules, msg, sizeof(msg)) != 0)
+		sl_rpc_fail(e, SL_RPC_E_FAILED, "%s", msg);
+	else
+		result = json_pack("{s:s, s:I}", "removed", pk->graph,
+				   "rules_removed", (json_int_t)rules);
+	sl_rules_prepared_drop(m->rules); /* if not taken */
+	return result;
 }
 
 static json_t *
-rpc_graph_remove(struct sl_mgr *m, json_t *p, struct rpc_err *e)
+rpc_graph_remove(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 {
 	const char *name = json_string_value(json_object_get(p, "name"));
 	char err[256];
@@ -400,7 +396,7 @@ rpc_graph_remove(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 	int id, rc;
 
 	if (name == NULL)
-		return fail(e, E_PARAMS, "param 'name' (graph name) is missing");
+		return sl_rpc_fail(e, SL_RPC_E_PARAMS, "param 'name' (graph name) is missing");
 	/* Its rules go first: a rule set without them is built off this
 	 * thread, and the graph is removed when it is committed. */
 	id = sl_graph_lookup(m, name);
@@ -408,17 +404,19 @@ rpc_graph_remove(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 		rc = sl_rules_remove_graph_start(m, (uint16_t)id, err,
 						 sizeof(err));
 		if (rc < 0)
-			return fail(e, E_FAILED, "%s", err);
+			return sl_rpc_fail(e, SL_RPC_E_FAILED, "%s", err);
 		if (rc == 1) {
-			g_park.graph = strdup(name);
-			if (g_park.graph == NULL) /* the build runs anyway */
+			struct sl_rpc_park pk = {.done = graph_removed,
+						 .graph = strdup(name)};
+
+			if (pk.graph == NULL) /* the build runs anyway */
 				sl_log("out of memory for graph.remove %s",
 				       name);
-			return park(PARK_GRAPH_REMOVE);
+			return sl_rpc_park(&pk);
 		}
 	}
 	if (sl_graph_remove(m, name, &rules, err, sizeof(err)) != 0)
-		return fail(e, E_FAILED, "%s", err);
+		return sl_rpc_fail(e, SL_RPC_E_FAILED, "%s", err);
 	return json_pack("{s:s, s:I}", "removed", name, "rules_removed",
 			 (json_int_t)rules);
 }
@@ -437,9 +435,9 @@ is_key(const char *k, const char *const *keys, size_t n)
 }
 
 /* Reads the match fields (and in_port) of params into mt. */
-static int
-param_match(struct sl_mgr *m, json_t *p, const char *const *extra,
-	    size_t n_extra, struct sl_match *mt, int *has, struct rpc_err *e)
+int
+sl_rpc_param_match(struct sl_mgr *m, json_t *p, const char *const *extra,
+	    size_t n_extra, struct sl_match *mt, int *has, struct sl_rpc_err *e)
 {
 	const char *k;
 	json_t *v;
@@ -454,14 +452,14 @@ param_match(struct sl_mgr *m, json_t *p, const char *const *extra,
 		if (strcmp(k, "in_port") == 0 ||
 		    is_key(k, extra, n_extra))
 			continue;
-		fail(e, E_PARAMS,
+		sl_rpc_fail(e, SL_RPC_E_PARAMS,
 		     "unknown param '%s': use proto, src, dst, sport, dport, "
 		     "in_port%s",
 		     k, n_extra ? " and the method's own" : "");
 		return -1;
 	}
 	if (sl_match_from_json(p, mt, err, sizeof(err)) != 0) {
-		fail(e, E_PARAMS, "%s", err);
+		sl_rpc_fail(e, SL_RPC_E_PARAMS, "%s", err);
 		return -1;
 	}
 	v = json_object_get(p, "in_port");
@@ -471,7 +469,7 @@ param_match(struct sl_mgr *m, json_t *p, const char *const *extra,
 				   : -1;
 
 		if (port < 0) {
-			fail(e, E_PARAMS,
+			sl_rpc_fail(e, SL_RPC_E_PARAMS,
 			     "param 'in_port': no port named '%s'; use a name "
 			     "from port.list",
 			     json_is_string(v) ? json_string_value(v) : "?");
@@ -483,34 +481,34 @@ param_match(struct sl_mgr *m, json_t *p, const char *const *extra,
 	return 0;
 }
 
-static int
-param_graph(struct sl_mgr *m, json_t *p, struct rpc_err *e)
+int
+sl_rpc_param_graph(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 {
 	const char *g = json_string_value(json_object_get(p, "graph"));
 	int id;
 
 	if (g == NULL) {
-		fail(e, E_PARAMS, "param 'graph' (graph name) is missing");
+		sl_rpc_fail(e, SL_RPC_E_PARAMS, "param 'graph' (graph name) is missing");
 		return -1;
 	}
 	id = sl_graph_lookup(m, g);
 	if (id < 0)
-		fail(e, E_FAILED,
+		sl_rpc_fail(e, SL_RPC_E_FAILED,
 		     "no graph named '%s': apply it first (graph.apply)", g);
 	return id;
 }
 
 /* A list result that would not fit a client's --control-out-kb is
  * refused (it would close the connection unanswered): NULL and the error. */
-static json_t *
-fits_out(struct sl_mgr *m, json_t *r, const char *what, struct rpc_err *e)
+json_t *
+sl_rpc_fits_out(struct sl_mgr *m, json_t *r, const char *what, struct sl_rpc_err *e)
 {
 	size_t len = json_dumpb(r, NULL, 0, JSON_COMPACT);
 
 	if (len + 256 <= (size_t)m->o.ctl_out_kb * 1024)
 		return r;
 	json_decref(r);
-	return fail(e, E_FAILED,
+	return sl_rpc_fail(e, SL_RPC_E_FAILED,
 		    "the reply would be %zu KiB, more than --control-out-kb "
 		    "%u: %s",
 		    (len + 1023) / 1024, m->o.ctl_out_kb, what);
@@ -520,27 +518,27 @@ fits_out(struct sl_mgr *m, json_t *r, const char *what, struct rpc_err *e)
  * where: "" or "rules[N]: " for messages. */
 static int
 param_rule(struct sl_mgr *m, json_t *p, struct sl_rule_spec *r,
-	   const char *where, struct rpc_err *e)
+	   const char *where, struct sl_rpc_err *e)
 {
 	static const char *const extra[] = {"graph", "priority"};
 	json_t *pr = json_object_get(p, "priority");
 	int has, g;
 
 	if (!json_is_object(p)) {
-		fail(e, E_PARAMS, "%sa rule must be an object of graph, "
+		sl_rpc_fail(e, SL_RPC_E_PARAMS, "%sa rule must be an object of graph, "
 		     "priority and match fields", where);
 		return -1;
 	}
 	if (pr != NULL && (!json_is_integer(pr) ||
 			   json_integer_value(pr) < -1000000 ||
 			   json_integer_value(pr) > 1000000)) {
-		fail(e, E_PARAMS,
+		sl_rpc_fail(e, SL_RPC_E_PARAMS,
 		     "%sparam 'priority' must be an integer in "
 		     "-1000000..1000000 (higher wins)", where);
 		return -1;
 	}
-	if (param_match(m, p, extra, RTE_DIM(extra), &r->match, &has, e) != 0 ||
-	    (g = param_graph(m, p, e)) < 0) {
+	if (sl_rpc_param_match(m, p, extra, RTE_DIM(extra), &r->match, &has, e) != 0 ||
+	    (g = sl_rpc_param_graph(m, p, e)) < 0) {
 		if (where[0] != '\0') {
 			char msg[sizeof(e->msg)];
 
@@ -554,8 +552,59 @@ param_rule(struct sl_mgr *m, json_t *p, struct sl_rule_spec *r,
 	return 0;
 }
 
+/* rule.add {graph, ...}'s reply: the rule added. */
 static json_t *
-rpc_rule_add(struct sl_mgr *m, json_t *p, struct rpc_err *e)
+rule_added(struct sl_mgr *m, const struct sl_rpc_park *pk, int rc,
+	   json_t *out, const char *err, struct sl_rpc_err *e)
+{
+	(void)m;
+	(void)pk;
+	if (rc != 0)
+		return sl_rpc_fail(e, SL_RPC_E_FAILED, "%s", err);
+	return json_incref(json_array_get(out, 0));
+}
+
+/* rule.add {rules}'s reply from the added rules. */
+static json_t *
+rules_added(struct sl_mgr *m, const struct sl_rpc_park *pk, int rc,
+	    json_t *out, const char *err, struct sl_rpc_err *e)
+{
+	/* The ids are consecutive, in the order given (the rules themselves
+	 * could be more than a client's --control-out-kb: rule.list pages). */
+	json_int_t first = INT64_MAX;
+	json_t *x;
+	size_t i;
+
+	(void)m;
+	if (rc != 0)
+		return sl_rpc_fail(e, SL_RPC_E_FAILED, "%s", err);
+	json_array_foreach(out, i, x) {
+		json_int_t id = json_integer_value(json_object_get(x, "id"));
+
+		if (id < first)
+			first = id;
+	}
+	return json_pack("{s:I, s:I, s:I}", "added", (json_int_t)pk->n,
+			 "first_id", first, "last_id",
+			 first + (json_int_t)pk->n - 1);
+}
+
+/* rule.remove's reply: the id or ids as given. */
+static json_t *
+rules_removed(struct sl_mgr *m, const struct sl_rpc_park *pk, int rc,
+	      json_t *out, const char *err, struct sl_rpc_err *e)
+{
+	(void)m;
+	(void)out;
+	if (rc != 0)
+		return sl_rpc_fail(e, SL_RPC_E_FAILED, "%s", err);
+	if (pk->ids != NULL)
+		return json_pack("{s:O}", "removed", pk->ids);
+	return json_pack("{s:I}", "removed", pk->one);
+}
+
+static json_t *
+rpc_rule_add(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 {
 	json_t *list = json_object_get(p, "rules");
 	struct sl_rule_spec one, *r;
@@ -567,26 +616,26 @@ rpc_rule_add(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 		if (param_rule(m, p, &one, "", e) != 0)
 			return NULL;
 		if (sl_rules_add_start(m, &one, 1, err, sizeof(err)) != 0)
-			return fail(e, E_FAILED, "%s", err);
-		return park(PARK_RULE_ONE);
+			return sl_rpc_fail(e, SL_RPC_E_FAILED, "%s", err);
+		return sl_rpc_park(&(struct sl_rpc_park){.done = rule_added});
 	}
 	/* A batch: one classifier build for all of them. */
 	if (json_object_size(p) != 1)
-		return fail(e, E_PARAMS,
+		return sl_rpc_fail(e, SL_RPC_E_PARAMS,
 			    "param 'rules' goes alone: give each rule's "
 			    "fields inside it");
 	n = json_array_size(list);
 	if (!json_is_array(list) || n == 0)
-		return fail(e, E_PARAMS,
+		return sl_rpc_fail(e, SL_RPC_E_PARAMS,
 			    "param 'rules' must be a non-empty list of rules");
 	if (n > m->o.max_rules)
-		return fail(e, E_FAILED,
+		return sl_rpc_fail(e, SL_RPC_E_FAILED,
 			    "%zu rules, more than --max-rules %u: add fewer "
 			    "or raise --max-rules",
 			    n, m->o.max_rules);
 	r = malloc(sizeof(*r) * n);
 	if (r == NULL)
-		return fail(e, E_FAILED, "out of memory");
+		return sl_rpc_fail(e, SL_RPC_E_FAILED, "out of memory");
 	for (i = 0; i < n; i++) {
 		snprintf(where, sizeof(where), "rules[%zu]: ", i);
 		if (param_rule(m, json_array_get(list, i), &r[i], where, e)) {
@@ -597,33 +646,12 @@ rpc_rule_add(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 	rc = sl_rules_add_start(m, r, (uint32_t)n, err, sizeof(err));
 	free(r);
 	if (rc != 0)
-		return fail(e, E_FAILED, "%s", err);
-	g_park.n = n;
-	return park(PARK_RULES);
-}
-
-/* rule.add {rules}'s reply from the added rules. */
-static json_t *
-rules_added(json_t *out, size_t n)
-{
-	/* The ids are consecutive, in the order given (the rules themselves
-	 * could be more than a client's --control-out-kb: rule.list pages). */
-	json_int_t first = INT64_MAX;
-	json_t *x;
-	size_t i;
-
-	json_array_foreach(out, i, x) {
-		json_int_t id = json_integer_value(json_object_get(x, "id"));
-
-		if (id < first)
-			first = id;
-	}
-	return json_pack("{s:I, s:I, s:I}", "added", (json_int_t)n, "first_id",
-			 first, "last_id", first + (json_int_t)n - 1);
+		return sl_rpc_fail(e, SL_RPC_E_FAILED, "%s", err);
+	return sl_rpc_park(&(struct sl_rpc_park){.done = rules_added, .n = n});
 }
 
 static json_t *
-rpc_rule_list(struct sl_mgr *m, json_t *p, struct rpc_err *e)
+rpc_rule_list(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 {
 	json_t *off = json_object_get(p, "offset");
 	json_t *lim = json_object_get(p, "limit");
@@ -632,7 +660,7 @@ rpc_rule_list(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 
 	json_object_foreach(p, k, v) {
 		if (strcmp(k, "offset") != 0 && strcmp(k, "limit") != 0)
-			return fail(e, E_PARAMS,
+			return sl_rpc_fail(e, SL_RPC_E_PARAMS,
 				    "unknown param '%s': rule.list takes "
 				    "offset and limit",
 				    k);
@@ -640,15 +668,15 @@ rpc_rule_list(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 	if (off != NULL && (!json_is_integer(off) ||
 			    json_integer_value(off) < 0 ||
 			    json_integer_value(off) > UINT32_MAX))
-		return fail(e, E_PARAMS,
+		return sl_rpc_fail(e, SL_RPC_E_PARAMS,
 			    "param 'offset' must be an integer from 0 (the "
 			    "rules to skip)");
 	if (lim != NULL && (!json_is_integer(lim) ||
 			    json_integer_value(lim) < 0 ||
 			    json_integer_value(lim) > 100000))
-		return fail(e, E_PARAMS,
+		return sl_rpc_fail(e, SL_RPC_E_PARAMS,
 			    "param 'limit' must be an integer in 0..100000");
-	return fits_out(m,
+	return sl_rpc_fits_out(m,
 			sl_rules_list(m,
 				      off ? (uint32_t)json_integer_value(off)
 					  : 0,
@@ -658,7 +686,7 @@ rpc_rule_list(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 }
 
 static json_t *
-rpc_rule_remove(struct sl_mgr *m, json_t *p, struct rpc_err *e)
+rpc_rule_remove(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 {
 	json_t *id = json_object_get(p, "id");
 	json_t *ids = json_object_get(p, "ids");
@@ -669,30 +697,30 @@ rpc_rule_remove(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 
 	if (ids == NULL) {
 		if (!json_is_integer(id))
-			return fail(e, E_PARAMS,
+			return sl_rpc_fail(e, SL_RPC_E_PARAMS,
 				    "param 'id' (rule id) is missing");
 		uint32_t one = (uint32_t)json_integer_value(id);
 
 		if (sl_rules_remove_start(m, &one, 1, err, sizeof(err)) != 0)
-			return fail(e, E_FAILED, "%s", err);
-		g_park.one = json_integer_value(id);
-		return park(PARK_REMOVE_ONE);
+			return sl_rpc_fail(e, SL_RPC_E_FAILED, "%s", err);
+		return sl_rpc_park(&(struct sl_rpc_park){
+			.done = rules_removed, .one = json_integer_value(id)});
 	}
 	n = json_array_size(ids);
 	if (id != NULL || !json_is_array(ids) || n == 0)
-		return fail(e, E_PARAMS,
+		return sl_rpc_fail(e, SL_RPC_E_PARAMS,
 			    "param 'ids' must be a non-empty list of rule ids, "
 			    "without 'id'");
 	v = malloc(sizeof(*v) * n);
 	if (v == NULL)
-		return fail(e, E_FAILED, "out of memory");
+		return sl_rpc_fail(e, SL_RPC_E_FAILED, "out of memory");
 	for (i = 0; i < n; i++) {
 		json_t *x = json_array_get(ids, i);
 
 		if (!json_is_integer(x) || json_integer_value(x) < 1 ||
 		    json_integer_value(x) > UINT32_MAX) {
 			free(v);
-			return fail(e, E_PARAMS,
+			return sl_rpc_fail(e, SL_RPC_E_PARAMS,
 				    "ids[%zu] is not a rule id; see rule.list",
 				    i);
 		}
@@ -701,32 +729,32 @@ rpc_rule_remove(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 	rc = sl_rules_remove_start(m, v, (uint32_t)n, err, sizeof(err));
 	free(v);
 	if (rc != 0)
-		return fail(e, E_FAILED, "%s", err);
-	g_park.ids = json_incref(ids);
-	return park(PARK_REMOVE_IDS);
+		return sl_rpc_fail(e, SL_RPC_E_FAILED, "%s", err);
+	return sl_rpc_park(&(struct sl_rpc_park){.done = rules_removed,
+						 .ids = json_incref(ids)});
 }
 
 /* Filters of flow.list / flow.delete. */
 static int
 param_filter(struct sl_mgr *m, json_t *p, const char *const *extra,
-	     size_t n_extra, struct sl_flow_filter *f, struct rpc_err *e)
+	     size_t n_extra, struct sl_flow_filter *f, struct sl_rpc_err *e)
 {
 	json_t *v;
 
 	f->graph = SL_GRAPH_NONE;
 	f->service = SL_SERVICE_NONE;
 	f->instance = SL_INSTANCE_NONE;
-	if (param_match(m, p, extra, n_extra, &f->match, &f->has_match, e))
+	if (sl_rpc_param_match(m, p, extra, n_extra, &f->match, &f->has_match, e))
 		return -1;
 	if (json_object_get(p, "graph") != NULL) {
-		int g = param_graph(m, p, e);
+		int g = sl_rpc_param_graph(m, p, e);
 
 		if (g < 0)
 			return -1;
 		f->graph = (uint16_t)g;
 	}
 	if (json_object_get(p, "service") != NULL) {
-		int s = param_service(m, p, "service", e);
+		int s = sl_rpc_param_service(m, p, "service", e);
 
 		if (s < 0)
 			return -1;
@@ -736,14 +764,14 @@ param_filter(struct sl_mgr *m, json_t *p, const char *const *extra,
 	if (v != NULL) {
 		if (!json_is_integer(v) || json_integer_value(v) < 0 ||
 		    json_integer_value(v) >= m->shm->max_nfs) {
-			fail(e, E_PARAMS, "param 'instance' must be an "
+			sl_rpc_fail(e, SL_RPC_E_PARAMS, "param 'instance' must be an "
 			     "instance id");
 			return -1;
 		}
 		if (f->service == SL_SERVICE_NONE) {
 			/* Pins are per service: an instance alone would match
 			 * nothing it says. */
-			fail(e, E_PARAMS, "param 'instance' needs 'service' "
+			sl_rpc_fail(e, SL_RPC_E_PARAMS, "param 'instance' needs 'service' "
 			     "(the service whose pinned instance it is)");
 			return -1;
 		}
@@ -753,7 +781,7 @@ param_filter(struct sl_mgr *m, json_t *p, const char *const *extra,
 }
 
 static json_t *
-rpc_flow_list(struct sl_mgr *m, json_t *p, struct rpc_err *e)
+rpc_flow_list(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 {
 	static const char *const extra[] = {"limit", "graph", "service",
 					    "instance"};
@@ -763,11 +791,11 @@ rpc_flow_list(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 	if (lim != NULL && (!json_is_integer(lim) ||
 			    json_integer_value(lim) < 0 ||
 			    json_integer_value(lim) > 100000))
-		return fail(e, E_PARAMS,
+		return sl_rpc_fail(e, SL_RPC_E_PARAMS,
 			    "param 'limit' must be an integer in 0..100000");
 	if (param_filter(m, p, extra, RTE_DIM(extra), &f, e) != 0)
 		return NULL;
-	return fits_out(m,
+	return sl_rpc_fits_out(m,
 			sl_flows_list(m, &f,
 				      lim ? (uint32_t)json_integer_value(lim)
 					  : 100),
@@ -776,14 +804,14 @@ rpc_flow_list(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 
 /* The flow named by params id or key: its position. */
 static int
-param_flow(struct sl_mgr *m, json_t *p, uint32_t *pos, struct rpc_err *e)
+param_flow(struct sl_mgr *m, json_t *p, uint32_t *pos, struct sl_rpc_err *e)
 {
 	json_t *id = json_object_get(p, "id");
 	const char *key = json_string_value(json_object_get(p, "key"));
 	struct sl_5tuple t;
 
 	if (m->shm->flow.hash == NULL) {
-		fail(e, E_FAILED,
+		sl_rpc_fail(e, SL_RPC_E_FAILED,
 		     "sluiced runs with --flow-lookup off: no flow table");
 		return -1;
 	}
@@ -793,7 +821,7 @@ param_flow(struct sl_mgr *m, json_t *p, uint32_t *pos, struct rpc_err *e)
 		if (v < 0 || v >= m->shm->flow.capacity ||
 		    sl_flow_entry(m->shm, (uint32_t)v)->state ==
 			    SL_FLOW_FREE) {
-			fail(e, E_FAILED, "no flow with id %lld; see flow.list",
+			sl_rpc_fail(e, SL_RPC_E_FAILED, "no flow with id %lld; see flow.list",
 			     (long long)v);
 			return -1;
 		}
@@ -801,13 +829,13 @@ param_flow(struct sl_mgr *m, json_t *p, uint32_t *pos, struct rpc_err *e)
 		return 0;
 	}
 	if (key == NULL) {
-		fail(e, E_PARAMS,
+		sl_rpc_fail(e, SL_RPC_E_PARAMS,
 		     "give the flow as 'id' or as 'key' (\"tcp 10.0.0.1:1234 "
 		     "> 10.0.0.2:80\")");
 		return -1;
 	}
 	if (sl_5tuple_parse(key, &t) != 0) {
-		fail(e, E_PARAMS,
+		sl_rpc_fail(e, SL_RPC_E_PARAMS,
 		     "param 'key' '%s' is not a flow key like \"tcp "
 		     "10.0.0.1:1234 > 10.0.0.2:80\" or \"udp "
 		     "[2001:db8::1]:53 > [2001:db8::2]:5353\" (IPv6 "
@@ -816,7 +844,7 @@ param_flow(struct sl_mgr *m, json_t *p, uint32_t *pos, struct rpc_err *e)
 		return -1;
 	}
 	if (sl_flow_find(m, &t, pos) != 0) {
-		fail(e, E_FAILED,
+		sl_rpc_fail(e, SL_RPC_E_FAILED,
 		     "no flow '%s' in the table (it may have aged out); see "
 		     "flow.list",
 		     key);
@@ -826,7 +854,7 @@ param_flow(struct sl_mgr *m, json_t *p, uint32_t *pos, struct rpc_err *e)
 }
 
 static json_t *
-rpc_flow_get(struct sl_mgr *m, json_t *p, struct rpc_err *e)
+rpc_flow_get(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 {
 	uint32_t pos;
 	json_t *r;
@@ -834,11 +862,11 @@ rpc_flow_get(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 	if (param_flow(m, p, &pos, e) != 0)
 		return NULL;
 	r = sl_flow_json(m, pos);
-	return r != NULL ? r : fail(e, E_FAILED, "the flow just went away");
+	return r != NULL ? r : sl_rpc_fail(e, SL_RPC_E_FAILED, "the flow just went away");
 }
 
 static json_t *
-rpc_flow_delete(struct sl_mgr *m, json_t *p, struct rpc_err *e)
+rpc_flow_delete(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 {
 	static const char *const extra[] = {"all", "graph", "service",
 					    "instance", "id", "key"};
@@ -856,7 +884,7 @@ rpc_flow_delete(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 		return NULL;
 	if (!json_is_true(json_object_get(p, "all")) && !f.has_match &&
 	    f.graph == SL_GRAPH_NONE && f.service == SL_SERVICE_NONE)
-		return fail(e, E_PARAMS,
+		return sl_rpc_fail(e, SL_RPC_E_PARAMS,
 			    "flow.delete needs 'id', 'key', filters, or "
 			    "\"all\": true");
 	return json_pack("{s:I}", "deleted",
@@ -865,7 +893,7 @@ rpc_flow_delete(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 
 /* A hop named like a graph edge: service, port:NAME or drop. */
 static int
-param_hop(struct sl_mgr *m, const char *h, sl_hop_t *hop, struct rpc_err *e)
+param_hop(struct sl_mgr *m, const char *h, sl_hop_t *hop, struct sl_rpc_err *e)
 {
 	char dummy[8];
 	int id;
@@ -887,12 +915,12 @@ param_hop(struct sl_mgr *m, const char *h, sl_hop_t *hop, struct rpc_err *e)
 			return 0;
 		}
 	}
-	fail(e, E_PARAMS, "param 'to' '%s': no such service or port", h);
+	sl_rpc_fail(e, SL_RPC_E_PARAMS, "param 'to' '%s': no such service or port", h);
 	return -1;
 }
 
 static json_t *
-rpc_flow_request(struct sl_mgr *m, json_t *p, struct rpc_err *e)
+rpc_flow_request(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 {
 	static const char *const kinds[] = {NULL, "skip_me", "request_me",
 					    "change_default", "message"};
@@ -908,10 +936,10 @@ rpc_flow_request(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 		if (strcmp(type, kinds[k]) == 0)
 			r.kind = k;
 	if (r.kind == 0)
-		return fail(e, E_PARAMS,
+		return sl_rpc_fail(e, SL_RPC_E_PARAMS,
 			    "param 'type' must be skip_me, request_me, "
 			    "change_default or message");
-	s = param_service(m, p, "service", e);
+	s = sl_rpc_param_service(m, p, "service", e);
 	if (s < 0)
 		return NULL;
 	r.service = (uint16_t)s;
@@ -920,12 +948,12 @@ rpc_flow_request(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 		const char *v = json_string_value(json_object_get(p, "value"));
 
 		if (k == NULL || v == NULL)
-			return fail(e, E_PARAMS,
+			return sl_rpc_fail(e, SL_RPC_E_PARAMS,
 				    "a message needs 'key' and 'value' "
 				    "(strings)");
 		if (k[0] == '\0' || strlen(k) >= sizeof(r.mkey) ||
 		    strlen(v) >= sizeof(r.value))
-			return fail(e, E_PARAMS,
+			return sl_rpc_fail(e, SL_RPC_E_PARAMS,
 				    "a message's key is 1 to %zu bytes and its "
 				    "value at most %zu (got %zu and %zu): "
 				    "shorten them",
@@ -941,7 +969,7 @@ rpc_flow_request(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 		if (key != NULL) {
 			r.exact = 1;
 			if (sl_5tuple_parse(key, &r.tuple) != 0)
-				return fail(e, E_PARAMS,
+				return sl_rpc_fail(e, SL_RPC_E_PARAMS,
 					    "flow key '%s' is not like \"tcp "
 					    "10.0.0.1:1234 > 10.0.0.2:80\" or "
 					    "\"udp [2001:db8::1]:53 > "
@@ -949,10 +977,10 @@ rpc_flow_request(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 					    "in brackets)",
 					    key);
 		} else if (json_is_object(mt)) {
-			if (param_match(m, mt, NULL, 0, &r.match, &has, e))
+			if (sl_rpc_param_match(m, mt, NULL, 0, &r.match, &has, e))
 				return NULL;
 		} else {
-			return fail(e, E_PARAMS,
+			return sl_rpc_fail(e, SL_RPC_E_PARAMS,
 				    "param 'flow' must be {\"key\": \"tcp "
 				    "a:p > b:q\"} or {\"match\": {...}}");
 		}
@@ -961,7 +989,7 @@ rpc_flow_request(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 				json_string_value(json_object_get(p, "to"));
 
 			if (to == NULL)
-				return fail(e, E_PARAMS,
+				return sl_rpc_fail(e, SL_RPC_E_PARAMS,
 					    "change_default needs 'to' (the "
 					    "new default next hop)");
 			if (param_hop(m, to, &r.to, e) != 0)
@@ -995,7 +1023,7 @@ rpc_flow_request(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 		sl_event(r.kind == SL_REQ_MESSAGE ? "nf.message" : "flow.request", ev);
 	}
 	if (rc != 0)
-		return fail(e, E_FAILED, "%s rejected: %s", type, err);
+		return sl_rpc_fail(e, SL_RPC_E_FAILED, "%s rejected: %s", type, err);
 	/* A wildcard request is kept for new flows: its id, for
 	 * flow.requests and flow.request.remove. */
 	if (kept != 0)
@@ -1009,7 +1037,7 @@ rpc_flow_request(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 }
 
 static json_t *
-rpc_flow_requests(struct sl_mgr *m, json_t *p, struct rpc_err *e)
+rpc_flow_requests(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 {
 	(void)p;
 	(void)e;
@@ -1017,25 +1045,25 @@ rpc_flow_requests(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 }
 
 static json_t *
-rpc_flow_request_remove(struct sl_mgr *m, json_t *p, struct rpc_err *e)
+rpc_flow_request_remove(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 {
 	json_t *id = json_object_get(p, "id");
 	char err[256];
 
 	if (!json_is_integer(id) || json_integer_value(id) < 1 ||
 	    json_integer_value(id) > UINT32_MAX)
-		return fail(e, E_PARAMS,
+		return sl_rpc_fail(e, SL_RPC_E_PARAMS,
 			    "param 'id' (a kept request's id, from "
 			    "flow.requests) is missing or not a positive "
 			    "integer");
 	if (sl_flow_request_remove(m, (uint32_t)json_integer_value(id), err,
 				   sizeof(err)) != 0)
-		return fail(e, E_FAILED, "%s", err);
+		return sl_rpc_fail(e, SL_RPC_E_FAILED, "%s", err);
 	return json_pack("{s:I}", "removed", json_integer_value(id));
 }
 
 static json_t *
-rpc_rx_pause(struct sl_mgr *m, json_t *p, struct rpc_err *e)
+rpc_rx_pause(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 {
 	(void)p;
 	(void)e;
@@ -1053,11 +1081,11 @@ rpc_rx_pause(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 }
 
 static json_t *
-rpc_rx_resume(struct sl_mgr *m, json_t *p, struct rpc_err *e)
+rpc_rx_resume(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 {
 	(void)p;
 	if (!sl_chain_complete(m))
-		return fail(e, E_FAILED,
+		return sl_rpc_fail(e, SL_RPC_E_FAILED,
 			    "the chain is not complete (a service on it has "
 			    "no NF): start the NFs or chain.set first");
 	__atomic_store_n(&m->shm->rx_enabled, 1, __ATOMIC_RELEASE);
@@ -1065,7 +1093,7 @@ rpc_rx_resume(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 }
 
 static json_t *
-rpc_shutdown(struct sl_mgr *m, json_t *p, struct rpc_err *e)
+rpc_shutdown(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 {
 	(void)p;
 	(void)e;
@@ -1073,50 +1101,109 @@ rpc_shutdown(struct sl_mgr *m, json_t *p, struct rpc_err *e)
 	return json_object();
 }
 
-static const struct {
-	const char *name;
-	rpc_fn fn;
-	int rules; /* changes rules: control thread, one build at a time */
-} methods[] = {
+const struct sl_rpc_method sl_node_status_methods[] = {
 	{"status", rpc_status, 0},
+	{NULL, NULL, 0},
+};
+
+const struct sl_rpc_method sl_registry_methods[] = {
 	{"nf.list", rpc_nf_list, 0},
 	{"nf.stop", rpc_nf_stop, 0},
 	{"nf.scale", rpc_nf_scale, 0},
 	{"port.list", rpc_port_list, 0},
 	{"service.list", rpc_service_list, 0},
+	{NULL, NULL, 0},
+};
+
+const struct sl_rpc_method sl_stats_methods[] = {
 	{"stats", rpc_stats, 0},
+	{NULL, NULL, 0},
+};
+
+const struct sl_rpc_method sl_chain_methods[] = {
 	{"chain.get", rpc_chain_get, 0},
 	{"chain.set", rpc_chain_set, 0},
 	{"lb.set", rpc_lb_set, 0},
+	{NULL, NULL, 0},
+};
+
+const struct sl_rpc_method sl_graph_methods[] = {
 	{"graph.apply", rpc_graph_apply, 0},
 	{"graph.get", rpc_graph_get, 0},
-	{"graph.remove", rpc_graph_remove, 1},
-	{"rule.add", rpc_rule_add, 1},
+	{"graph.remove", rpc_graph_remove, SL_RPC_RULES},
+	{NULL, NULL, 0},
+};
+
+const struct sl_rpc_method sl_rules_methods[] = {
+	{"rule.add", rpc_rule_add, SL_RPC_RULES},
 	{"rule.list", rpc_rule_list, 0},
-	{"rule.remove", rpc_rule_remove, 1},
+	{"rule.remove", rpc_rule_remove, SL_RPC_RULES},
+	{NULL, NULL, 0},
+};
+
+const struct sl_rpc_method sl_flow_methods[] = {
 	{"flow.list", rpc_flow_list, 0},
 	{"flow.get", rpc_flow_get, 0},
 	{"flow.delete", rpc_flow_delete, 0},
+	{NULL, NULL, 0},
+};
+
+const struct sl_rpc_method sl_requests_methods[] = {
 	{"flow.request", rpc_flow_request, 0},
 	{"flow.requests", rpc_flow_requests, 0},
 	{"flow.request.remove", rpc_flow_request_remove, 0},
-	{"rx.pause", rpc_rx_pause, 0},
-	{"rx.resume", rpc_rx_resume, 0},
-	{"subscribe", NULL, 0},
-	{"shutdown", rpc_shutdown, 0},
+	{NULL, NULL, 0},
 };
 
+const struct sl_rpc_method sl_node_methods[] = {
+	{"rx.pause", rpc_rx_pause, 0},
+	{"rx.resume", rpc_rx_resume, 0},
+	{"subscribe", NULL, SL_RPC_SUBSCRIBE},
+	{"shutdown", rpc_shutdown, 0},
+	{NULL, NULL, 0},
+};
+
+/* ---- lookup and framing --------------------------------------------- */
+
+/* Every module's table, in the order status lists their methods (clients
+ * show that list as it comes). */
+static const struct sl_rpc_method *const tables[] = {
+	sl_node_status_methods, sl_registry_methods, sl_stats_methods,
+	sl_chain_methods,	sl_graph_methods,    sl_rules_methods,
+	sl_flow_methods,	sl_requests_methods, sl_node_methods,
+};
+
+/* The method named name, or NULL. */
+static const struct sl_rpc_method *
+lookup(const char *name)
+{
+	for (size_t t = 0; t < RTE_DIM(tables); t++)
+		for (const struct sl_rpc_method *r = tables[t]; r->name; r++)
+			if (strcmp(r->name, name) == 0)
+				return r;
+	return NULL;
+}
+
+json_t *
+sl_rpc_names(void)
+{
+	json_t *names = json_array();
+
+	for (size_t t = 0; t < RTE_DIM(tables); t++)
+		for (const struct sl_rpc_method *r = tables[t]; r->name; r++)
+			json_array_append_new(names, json_string(r->name));
+	return names;
+}
+
 static json_t *
-rpc_status(struct sl_mgr *m, json_t *p, struct rpc_err *e)
+rpc_status(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 {
 	struct sl_shm *shm = m->shm;
-	json_t *names = json_array(), *pools = json_array();
+	json_t *names = sl_rpc_names(), *pools = json_array();
 	int n_nfs = 0, n_svc = 0, pool_size = 0, in_use = 0;
 
 	(void)p;
 	(void)e;
-	for (size_t i = 0; i < RTE_DIM(methods); i++)
-		json_array_append_new(names, json_string(methods[i].name));
 	for (uint16_t i = 0; i < shm->nf_hwm; i++)
 		n_nfs += shm->nfs[i].state == SL_NF_RUNNING;
 	for (uint16_t s = 0; s < shm->max_services; s++)
@@ -1170,7 +1257,7 @@ error_resp(json_t *id, int code, const char *msg)
 
 /* The reply to a request with id (NULL: a notification, no reply). */
 static json_t *
-reply(json_t *id, json_t *result, const struct rpc_err *e)
+reply(json_t *id, json_t *result, const struct sl_rpc_err *e)
 {
 	if (id == NULL) {
 		json_decref(result);
@@ -1179,7 +1266,7 @@ reply(json_t *id, json_t *result, const struct rpc_err *e)
 	if (result != NULL)
 		return json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id,
 				 "result", result);
-	return error_resp(id, e->code ? e->code : E_FAILED,
+	return error_resp(id, e->code ? e->code : SL_RPC_E_FAILED,
 			  e->msg[0] ? e->msg : "internal error");
 }
 
@@ -1187,12 +1274,12 @@ static json_t *
 handle(struct sl_mgr *m, const char *line, size_t len, int *subscribe,
        struct rpc_ctl *ctl, enum sl_rpc_state *state)
 {
-	struct rpc_err e = {0, ""};
+	struct sl_rpc_err e = {0, ""};
 	json_error_t jerr;
 	json_t *req, *id, *params, *result = NULL, *resp;
+	const struct sl_rpc_method *def;
 	const char *method;
 	char buf[600];
-	size_t i;
 
 	*state = SL_RPC_REPLY;
 	req = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY,
@@ -1200,37 +1287,37 @@ handle(struct sl_mgr *m, const char *line, size_t len, int *subscribe,
 	if (req == NULL) {
 		snprintf(buf, sizeof(buf), "parse error at column %d: %s",
 			 jerr.column, jerr.text);
-		return error_resp(NULL, E_PARSE, buf);
+		return error_resp(NULL, SL_RPC_E_PARSE, buf);
 	}
 	if (!json_is_object(req)) {
 		json_decref(req);
-		return error_resp(NULL, E_REQUEST,
+		return error_resp(NULL, SL_RPC_E_REQUEST,
 				  "a request must be a JSON object");
 	}
 	id = json_object_get(req, "id");
 	if (id != NULL && !json_is_string(id) && !json_is_integer(id) &&
 	    !json_is_null(id)) {
 		json_decref(req);
-		return error_resp(NULL, E_REQUEST,
+		return error_resp(NULL, SL_RPC_E_REQUEST,
 				  "'id' must be a string, an integer or null");
 	}
 	if (!json_is_string(json_object_get(req, "jsonrpc")) ||
 	    strcmp(json_string_value(json_object_get(req, "jsonrpc")),
 		   "2.0") != 0) {
-		resp = error_resp(id, E_REQUEST, "'jsonrpc' must be \"2.0\"");
+		resp = error_resp(id, SL_RPC_E_REQUEST, "'jsonrpc' must be \"2.0\"");
 		json_decref(req);
 		return resp;
 	}
 	method = json_string_value(json_object_get(req, "method"));
 	if (method == NULL) {
-		resp = error_resp(id, E_REQUEST,
+		resp = error_resp(id, SL_RPC_E_REQUEST,
 				  "'method' (a string) is missing");
 		json_decref(req);
 		return resp;
 	}
 	params = json_object_get(req, "params");
 	if (params != NULL && !json_is_object(params)) {
-		resp = error_resp(id, E_PARAMS,
+		resp = error_resp(id, SL_RPC_E_PARAMS,
 				  "'params' must be an object of named "
 				  "params");
 		json_decref(req);
@@ -1241,10 +1328,8 @@ handle(struct sl_mgr *m, const char *line, size_t len, int *subscribe,
 	else
 		json_incref(params);
 
-	for (i = 0; i < RTE_DIM(methods); i++)
-		if (strcmp(methods[i].name, method) == 0)
-			break;
-	if (i < RTE_DIM(methods) && methods[i].rules && ctl != NULL &&
+	def = lookup(method);
+	if (def != NULL && (def->flags & SL_RPC_RULES) && ctl != NULL &&
 	    (ctl->rules_wait || sl_rules_busy(m->rules))) {
 		/* Its turn comes when the build under way is committed. */
 		*state = SL_RPC_WAIT;
@@ -1252,23 +1337,23 @@ handle(struct sl_mgr *m, const char *line, size_t len, int *subscribe,
 		json_decref(req);
 		return NULL;
 	}
-	if (i == RTE_DIM(methods)) {
-		e.code = E_METHOD;
+	if (def == NULL) {
+		e.code = SL_RPC_E_METHOD;
 		snprintf(e.msg, sizeof(e.msg),
 			 "method '%.200s' not found; 'status' lists the methods",
 			 method);
-	} else if (methods[i].fn == NULL) { /* subscribe */
+	} else if (def->flags & SL_RPC_SUBSCRIBE) {
 		*subscribe = 1;
 		result = json_pack("{s:b}", "subscribed", 1);
-	} else if (methods[i].rules && ctl == NULL) {
-		e.code = E_FAILED;
+	} else if ((def->flags & SL_RPC_RULES) && ctl == NULL) {
+		e.code = SL_RPC_E_FAILED;
 		snprintf(e.msg, sizeof(e.msg),
 			 "method '%s' changes rules: send it on the control "
 			 "socket",
 			 method);
 	} else {
 		t_ctl = ctl;
-		result = methods[i].fn(m, params, &e);
+		result = def->fn(m, params, &e);
 		t_ctl = NULL;
 	}
 	json_decref(params);
@@ -1300,49 +1385,15 @@ sl_rpc_handle_ctl(struct sl_mgr *m, const char *line, size_t len,
 int
 sl_rpc_poll(struct sl_mgr *m, json_t **resp)
 {
-	struct rpc_err e = {0, ""};
-	json_t *out = NULL, *result = NULL;
+	struct sl_rpc_err e = {0, ""};
+	json_t *out = NULL, *result;
 	char err[512];
-	uint32_t rules = 0;
 	int rc;
 
 	*resp = NULL;
 	if (!g_park.active || !sl_rules_poll(m, &rc, &out, err, sizeof(err)))
 		return 0;
-	if (rc != 0 && g_park.kind == PARK_GRAPH_REMOVE)
-		fail(&e, E_FAILED,
-		     "graph '%s' was not removed: its rules could not be "
-		     "rebuilt without it: %s",
-		     g_park.graph ? g_park.graph : "?", err);
-	else if (rc != 0)
-		fail(&e, E_FAILED, "%s", err);
-	else
-		switch (g_park.kind) {
-		case PARK_RULE_ONE:
-			result = json_incref(json_array_get(out, 0));
-			break;
-		case PARK_RULES:
-			result = rules_added(out, g_park.n);
-			break;
-		case PARK_REMOVE_ONE:
-			result = json_pack("{s:I}", "removed", g_park.one);
-			break;
-		case PARK_REMOVE_IDS:
-			result = json_pack("{s:O}", "removed", g_park.ids);
-			break;
-		case PARK_GRAPH_REMOVE:
-			if (g_park.graph == NULL)
-				fail(&e, E_FAILED, "out of memory");
-			else if (sl_graph_remove(m, g_park.graph, &rules, err,
-						 sizeof(err)) != 0)
-				fail(&e, E_FAILED, "%s", err);
-			else
-				result = json_pack("{s:s, s:I}", "removed",
-						   g_park.graph, "rules_removed",
-						   (json_int_t)rules);
-			sl_rules_prepared_drop(m->rules); /* if not taken */
-			break;
-		}
+	result = g_park.pk.done(m, &g_park.pk, rc, out, err, &e);
 	json_decref(out);
 	*resp = reply(g_park.id, result, &e);
 	park_clear();
