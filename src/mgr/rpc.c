@@ -42,8 +42,10 @@ struct rpc_ctl {
 
 static __thread struct rpc_ctl *t_ctl;
 
-/* The parked request (control thread). */
-static struct {
+/* The parked request: the control thread's, the one thread that parks
+ * (t_ctl), polls the build and closes the socket (main.c runs them all on
+ * the main lcore). */
+static __thread struct {
 	int active;
 	json_t *id; /* its id; NULL: a notification (no reply) */
 	struct sl_rpc_park pk;
