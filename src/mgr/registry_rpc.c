@@ -184,7 +184,8 @@ rpc_chain_set(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 				   "{\"hops\": [\"firewall\", \"port:out\"]}");
 	n = json_array_size(hops);
 	if (n > RTE_DIM(h))
-		return sl_rpc_fail(e, SL_RPC_E_PARAMS, "param 'hops': more than %zu hops",
+		return sl_rpc_fail(e, SL_RPC_E_PARAMS,
+				   "param 'hops': more than %zu hops",
 				   RTE_DIM(h));
 	for (i = 0; i < n; i++) {
 		json_t *v = json_array_get(hops, i);

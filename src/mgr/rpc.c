@@ -89,7 +89,8 @@ sl_rpc_param_service(struct sl_mgr *m, json_t *params, const char *key,
 		if (s >= 0)
 			return s;
 	} else {
-		sl_rpc_fail(e, SL_RPC_E_PARAMS, "param '%s' (service name or id) is missing",
+		sl_rpc_fail(e, SL_RPC_E_PARAMS,
+			    "param '%s' (service name or id) is missing",
 			    key);
 		return -1;
 	}
@@ -115,7 +116,8 @@ is_key(const char *k, const char *const *keys, size_t n)
 /* Reads the match fields (and in_port) of params into mt. */
 int
 sl_rpc_param_match(struct sl_mgr *m, json_t *p, const char *const *extra,
-		   size_t n_extra, struct sl_match *mt, int *has, struct sl_rpc_err *e)
+		   size_t n_extra, struct sl_match *mt, int *has,
+		   struct sl_rpc_err *e)
 {
 	const char *k;
 	json_t *v;
@@ -166,7 +168,8 @@ sl_rpc_param_graph(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 	int id;
 
 	if (g == NULL) {
-		sl_rpc_fail(e, SL_RPC_E_PARAMS, "param 'graph' (graph name) is missing");
+		sl_rpc_fail(e, SL_RPC_E_PARAMS,
+			    "param 'graph' (graph name) is missing");
 		return -1;
 	}
 	id = sl_graph_lookup(m, g);

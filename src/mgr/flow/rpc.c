@@ -17,7 +17,8 @@ param_filter(struct sl_mgr *m, json_t *p, const char *const *extra,
 	f->graph = SL_GRAPH_NONE;
 	f->service = SL_SERVICE_NONE;
 	f->instance = SL_INSTANCE_NONE;
-	if (sl_rpc_param_match(m, p, extra, n_extra, &f->match, &f->has_match, e))
+	if (sl_rpc_param_match(m, p, extra, n_extra, &f->match,
+			       &f->has_match, e))
 		return -1;
 	if (json_object_get(p, "graph") != NULL) {
 		int g = sl_rpc_param_graph(m, p, e);
@@ -37,14 +38,16 @@ param_filter(struct sl_mgr *m, json_t *p, const char *const *extra,
 	if (v != NULL) {
 		if (!json_is_integer(v) || json_integer_value(v) < 0 ||
 		    json_integer_value(v) >= m->shm->max_nfs) {
-			sl_rpc_fail(e, SL_RPC_E_PARAMS, "param 'instance' must be an "
+			sl_rpc_fail(e, SL_RPC_E_PARAMS,
+				    "param 'instance' must be an "
 				    "instance id");
 			return -1;
 		}
 		if (f->service == SL_SERVICE_NONE) {
 			/* Pins are per service: an instance alone would match
 			 * nothing it says. */
-			sl_rpc_fail(e, SL_RPC_E_PARAMS, "param 'instance' needs 'service' "
+			sl_rpc_fail(e, SL_RPC_E_PARAMS,
+				    "param 'instance' needs 'service' "
 				    "(the service whose pinned instance it is)");
 			return -1;
 		}
@@ -94,7 +97,8 @@ param_flow(struct sl_mgr *m, json_t *p, uint32_t *pos, struct sl_rpc_err *e)
 		if (v < 0 || v >= m->shm->flow.capacity ||
 		    sl_flow_entry(m->shm, (uint32_t)v)->state ==
 			    SL_FLOW_FREE) {
-			sl_rpc_fail(e, SL_RPC_E_FAILED, "no flow with id %lld; see flow.list",
+			sl_rpc_fail(e, SL_RPC_E_FAILED,
+				    "no flow with id %lld; see flow.list",
 				    (long long)v);
 			return -1;
 		}

@@ -33,7 +33,8 @@ param_hop(struct sl_mgr *m, const char *h, sl_hop_t *hop, struct sl_rpc_err *e)
 			return 0;
 		}
 	}
-	sl_rpc_fail(e, SL_RPC_E_PARAMS, "param 'to' '%s': no such service or port", h);
+	sl_rpc_fail(e, SL_RPC_E_PARAMS,
+		    "param 'to' '%s': no such service or port", h);
 	return -1;
 }
 
@@ -95,7 +96,8 @@ rpc_flow_request(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 						   "in brackets)",
 						   key);
 		} else if (json_is_object(mt)) {
-			if (sl_rpc_param_match(m, mt, NULL, 0, &r.match, &has, e))
+			if (sl_rpc_param_match(m, mt, NULL, 0, &r.match, &has,
+					       e))
 				return NULL;
 		} else {
 			return sl_rpc_fail(e, SL_RPC_E_PARAMS,
@@ -141,7 +143,8 @@ rpc_flow_request(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 		sl_event(r.kind == SL_REQ_MESSAGE ? "nf.message" : "flow.request", ev);
 	}
 	if (rc != 0)
-		return sl_rpc_fail(e, SL_RPC_E_FAILED, "%s rejected: %s", type, err);
+		return sl_rpc_fail(e, SL_RPC_E_FAILED,
+				   "%s rejected: %s", type, err);
 	/* A wildcard request is kept for new flows: its id, for
 	 * flow.requests and flow.request.remove. */
 	if (kept != 0)

@@ -22,7 +22,8 @@ param_rule(struct sl_mgr *m, json_t *p, struct sl_rule_spec *r,
 	int has, g;
 
 	if (!json_is_object(p)) {
-		sl_rpc_fail(e, SL_RPC_E_PARAMS, "%sa rule must be an object of graph, "
+		sl_rpc_fail(e, SL_RPC_E_PARAMS,
+			    "%sa rule must be an object of graph, "
 			    "priority and match fields", where);
 		return -1;
 	}
@@ -34,7 +35,8 @@ param_rule(struct sl_mgr *m, json_t *p, struct sl_rule_spec *r,
 			    "-1000000..1000000 (higher wins)", where);
 		return -1;
 	}
-	if (sl_rpc_param_match(m, p, extra, RTE_DIM(extra), &r->match, &has, e) != 0 ||
+	if (sl_rpc_param_match(m, p, extra, RTE_DIM(extra), &r->match, &has,
+			       e) != 0 ||
 	    (g = sl_rpc_param_graph(m, p, e)) < 0) {
 		if (where[0] != '\0') {
 			char msg[sizeof(e->msg)];
