@@ -64,7 +64,6 @@ BASELINE: dict[str, set[str]] = {
     'src/mgr/main.c': {'mutable g_cleanup', 'mutable g_mgr'},
     'src/mgr/ports.c': {'mutable sym_rss_key'},
     'src/mgr/registry.c': {'function handle_register', 'lines', 'mutable g_sweep_next'},
-    'src/mgr/rpc.c': {'lines', 'mutable g_park'},
     'src/mgr/scale.c': {'function sl_scale', 'function spawn_like'},
     'src/mgr/sluiced.h': {'extern g_mgr'},
     'src/mgr/telemetry.c': {'mutable g_inflight', 'mutable g_live', 'mutable g_m'},
