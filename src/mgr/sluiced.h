@@ -4,8 +4,9 @@
  *   main.c      start-up order, checks, EAL and shared memory, shutdown
  *   options.c   the option table: parsing, --help, --defaults-json
  *   ports.c     ports: probe, configure, transmit
- *   registry.c  services and NF instances: registration, death, reclaim,
- *               load-balancer tables, chains, quiescent-state actions
+ *   registry/   services and NF instances: registration, death, reclaim,
+ *               load-balancer tables, quiescent-state actions, the hang
+ *               watchdog (registry/registry.h)
  *   io.c        the I/O thread(s): RX from ports, NF tx rings, TX to ports
  *   control.c   control thread: socket, events, liveness
  *   rpc.c       JSON-RPC methods
@@ -116,7 +117,7 @@ struct sl_qs_action {
 	uint16_t instance; /* for DEREGISTER / RECLAIM */
 	struct sl_grace grace;
 	/* RECLAIM, second pass: packets still tagged the dead instance's
-	 * that were in no ring a grace period ago (registry.c, reclaim). */
+	 * that were in no ring a grace period ago (registry/reclaim.c). */
 	struct rte_mbuf **cand;
 	uint32_t n_cand;
 	uint32_t pass;
@@ -140,7 +141,7 @@ struct sl_mgr {
 	uint16_t *cache_owner;
 	uint64_t mbufs_leaked; /* dead NFs' caches not trusted (pool_op) */
 	uint64_t mbufs_in_doubt; /* dead inside a driver's transmit call */
-	/* Hang watchdog (registry.c): per instance, the heartbeat last seen
+	/* Hang watchdog (registry/watchdog.c): per instance, the heartbeat last seen
 	 * and when it last moved (or the NF was last seen asleep). */
 	uint64_t *hb_seen;
 	uint64_t *hb_tsc;
@@ -204,7 +205,7 @@ void sl_ports_close(struct sl_mgr *m);
 int sl_port_by_name(const struct sl_mgr *m, const char *name);
 json_t *sl_ports_json(const struct sl_mgr *m);
 
-/* registry.c */
+/* registry/ */
 int sl_registry_init(struct sl_mgr *m);
 void sl_registry_poll(struct sl_mgr *m); /* messages + quiescent actions */
 void sl_nf_died(struct sl_mgr *m, uint16_t instance);
