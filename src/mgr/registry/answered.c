@@ -64,8 +64,6 @@ sl_reg_msg_give_back(struct sl_mgr *m, struct sl_msg *msg)
  */
 #define SWEEP_MS 100
 
-static uint64_t g_sweep_next;
-
 struct answered {
 	int32_t pid; /* only this sender's; 0: any sender's */
 	uint32_t n, max;
@@ -87,15 +85,17 @@ answered_find(struct rte_mempool *mp, void *arg, void *obj, unsigned int idx)
 		a->msg[a->n++] = msg;
 }
 
-/* Room for every message of the pool (control thread only). */
+/* Room for every message of the pool (m->registry's, allocated on first
+ * use: 0 for the sweep, 1 for a pid's reclaim). */
 static struct sl_msg **
 answered_room(const struct sl_mgr *m, int which)
 {
-	static struct sl_msg **room[2];
+	struct sl_registry_state *r = m->registry;
 
-	if (room[which] == NULL)
-		room[which] = calloc(m->shm->msg_pool->size, sizeof(**room));
-	return room[which];
+	if (r->answered[which] == NULL)
+		r->answered[which] = calloc(m->shm->msg_pool->size,
+					    sizeof(*r->answered[which]));
+	return r->answered[which];
 }
 
 /* 1 once pid has exited (a zombie counts), not a process reusing it. */
@@ -177,29 +177,29 @@ pid_cmp(const void *x, const void *y)
 void
 sl_reg_answered_sweep(struct sl_mgr *m)
 {
-	static int32_t *pids;
+	struct sl_registry_state *r = m->registry;
 	struct rte_mempool *mp = m->shm->msg_pool;
 	struct answered a = {.max = mp->size, .msg = answered_room(m, 0)};
 	uint64_t now = rte_rdtsc();
 
-	if (now < g_sweep_next)
+	if (now < r->sweep_next)
 		return;
-	g_sweep_next = now + m->shm->tsc_hz / 1000 * SWEEP_MS;
-	if (pids == NULL)
-		pids = calloc(mp->size, sizeof(*pids));
-	if (pids == NULL || a.msg == NULL)
+	r->sweep_next = now + m->shm->tsc_hz / 1000 * SWEEP_MS;
+	if (r->pids == NULL)
+		r->pids = calloc(mp->size, sizeof(*r->pids));
+	if (r->pids == NULL || a.msg == NULL)
 		return;
 	rte_mempool_obj_iter(mp, answered_find, &a);
 	/* Their senders, each once (read once: a live sender may reuse its
 	 * messages meanwhile). */
 	for (uint32_t i = 0; i < a.n; i++)
-		pids[i] = a.msg[i]->pid;
-	qsort(pids, a.n, sizeof(*pids), pid_cmp);
+		r->pids[i] = a.msg[i]->pid;
+	qsort(r->pids, a.n, sizeof(*r->pids), pid_cmp);
 	for (uint32_t i = 0; i < a.n; i++) {
-		int32_t pid = pids[i];
+		int32_t pid = r->pids[i];
 		uint32_t n;
 
-		if ((i > 0 && pids[i - 1] == pid) || pid <= 0 ||
+		if ((i > 0 && r->pids[i - 1] == pid) || pid <= 0 ||
 		    pid_of_slot(m, pid) || !pid_exited(pid))
 			continue;
 		n = sl_reg_msgs_reclaim(m, pid);

@@ -193,7 +193,7 @@ sl_reg_cache_lcore_take(struct sl_mgr *m, uint16_t inst)
 		return SL_CACHE_NONE;
 	for (int id = RTE_MAX_LCORE - 1; id >= 0; id--) {
 		if (rte_lcore_is_enabled((unsigned int)id) ||
-		    m->cache_owner[id] != 0)
+		    m->registry->cache_owner[id] != 0)
 			continue;
 		/* The NF frees into this lcore's cache of every pool. */
 		for (uint32_t p = 0; p < shm->n_pools; p++) {
@@ -206,7 +206,7 @@ sl_reg_cache_lcore_take(struct sl_mgr *m, uint16_t inst)
 			if (c->len != 0) /* nobody's: should not happen */
 				rte_mempool_cache_flush(c, mp);
 		}
-		m->cache_owner[id] = (uint16_t)(inst + 1);
+		m->registry->cache_owner[id] = (uint16_t)(inst + 1);
 		return (uint16_t)id;
 	}
 	/* More instances than ids (RTE_MAX_LCORE less sluiced's lcores):
@@ -255,7 +255,7 @@ cache_lcore_release(struct sl_mgr *m, struct sl_nf_slot *s, uint16_t inst)
 			rte_mempool_cache_flush(c, mp);
 		}
 	}
-	m->cache_owner[id] = 0;
+	m->registry->cache_owner[id] = 0;
 	s->cache_lcore = SL_CACHE_NONE;
 }
 
@@ -478,7 +478,7 @@ sl_reg_reclaim(struct sl_mgr *m, struct sl_qs_action *a)
 	slot_retire_stats(m, s);
 	cache_lcore_release(m, s, inst);
 	if (s->txq != 0)
-		m->txq_owner[s->txq] = 0;
+		m->registry->txq_owner[s->txq] = 0;
 	__atomic_store_n(&s->state, SL_NF_FREE, __ATOMIC_RELEASE);
 	sl_event("nf.freed",
 		 json_pack("{s:i, s:s, s:I}", "instance", inst, "service",

@@ -230,8 +230,8 @@ slot_fill(struct sl_mgr *m, struct sl_nf_slot *s, const struct sl_msg *msg,
 	/* Its own TX queue on the ports, if one is free (else the tx ring). */
 	s->txq = 0;
 	for (uint16_t q = 1; !m->o.handoff && q <= m->o.nf_txq; q++)
-		if (m->txq_owner[q] == 0) {
-			m->txq_owner[q] = (uint16_t)(inst + 1);
+		if (m->registry->txq_owner[q] == 0) {
+			m->registry->txq_owner[q] = (uint16_t)(inst + 1);
 			s->txq = q;
 			break;
 		}
@@ -250,7 +250,7 @@ slot_fill(struct sl_mgr *m, struct sl_nf_slot *s, const struct sl_msg *msg,
 	/* 0 until its loop runs (the NF's init may take its time); the
 	 * watchdog starts from its next look. */
 	__atomic_store_n(&s->heartbeat, 0, __ATOMIC_RELEASE);
-	m->hb_tsc[inst] = 0;
+	m->registry->hb_tsc[inst] = 0;
 	s->started_tsc = rte_rdtsc();
 	s->proc_start_tsc = msg->start_tsc != 0 && msg->start_tsc < s->started_tsc
 				    ? msg->start_tsc
@@ -323,7 +323,7 @@ handle_register(struct sl_mgr *m, struct sl_msg *msg)
 		__atomic_store_n(&shm->nf_hwm, (uint16_t)(inst + 1),
 				 __ATOMIC_RELEASE);
 	sl_reg_live_add(m, (uint16_t)svc, (uint16_t)inst);
-	m->pidfd[inst] = pidfd;
+	m->registry->pidfd[inst] = pidfd;
 	sl_control_watch_pid(m, (uint16_t)inst, pidfd);
 
 	msg->instance = (uint16_t)inst;
@@ -378,9 +378,9 @@ sl_nf_died(struct sl_mgr *m, uint16_t inst)
 	if (st == SL_NF_RUNNING)
 		sl_reg_live_remove(m, s->service, inst);
 	__atomic_store_n(&s->state, SL_NF_DEAD, __ATOMIC_RELEASE);
-	if (m->pidfd[inst] >= 0) {
-		close(m->pidfd[inst]);
-		m->pidfd[inst] = -1;
+	if (m->registry->pidfd[inst] >= 0) {
+		close(m->registry->pidfd[inst]);
+		m->registry->pidfd[inst] = -1;
 	}
 	a = sl_qs_new(m, SL_QS_RECLAIM);
 	if (a != NULL) {
@@ -449,9 +449,9 @@ sl_registry_poll(struct sl_mgr *m)
 static int
 pid_gone(const struct sl_mgr *m, uint16_t inst)
 {
-	struct pollfd p = {.fd = m->pidfd[inst], .events = POLLIN};
+	struct pollfd p = {.fd = m->registry->pidfd[inst], .events = POLLIN};
 
-	if (m->pidfd[inst] < 0)
+	if (m->registry->pidfd[inst] < 0)
 		return kill(m->shm->nfs[inst].pid, 0) != 0 && errno == ESRCH;
 	return poll(&p, 1, 0) > 0;
 }

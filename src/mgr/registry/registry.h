@@ -20,6 +20,31 @@
 
 struct rte_ring;
 
+/*
+ * The registry's state of its own (m->registry), the control thread's
+ * alone: what it allocates per instance and its timers. What other parts
+ * read (counters, retired statistics, the quiescent-action list) stays in
+ * struct sl_mgr.
+ */
+struct sl_registry_state {
+	int *pidfd;            /* [max_nfs]: the instance's pidfd, -1: none */
+	uint16_t *txq_owner;   /* [1 + nf_txq]: instance + 1 using it, 0 */
+	/* [RTE_MAX_LCORE]: instance + 1 whose mempool cache that lcore id's
+	 * is, 0: none */
+	uint16_t *cache_owner;
+	/* Hang watchdog: per instance, the heartbeat last seen and when it
+	 * last moved (or the NF was last seen asleep); the next check. */
+	uint64_t *hb_seen;
+	uint64_t *hb_tsc;
+	uint64_t hang_next;
+	/* Answered-message sweep: its next run (TSC), room for every
+	 * message of the pool (0: the sweep's, 1: a pid's reclaim), and
+	 * for their senders' pids. */
+	uint64_t sweep_next;
+	struct sl_msg **answered[2];
+	int32_t *pids;
+};
+
 /* services.c: adds or removes inst from service s's live instances and
  * rebuilds its load-balancer table (published to the data path). */
 void sl_reg_live_add(struct sl_mgr *m, uint16_t s, uint16_t inst);

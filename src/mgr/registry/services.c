@@ -41,20 +41,47 @@ sl_nf_state_name(uint32_t state)
 int
 sl_registry_init(struct sl_mgr *m)
 {
-	m->pidfd = malloc(sizeof(*m->pidfd) * m->o.max_nfs);
+	struct sl_registry_state *r = calloc(1, sizeof(*r));
+
+	m->registry = r;
 	m->svc_retired = calloc(m->o.max_services, sizeof(*m->svc_retired));
-	m->txq_owner = calloc(1 + m->o.nf_txq, sizeof(*m->txq_owner));
-	m->cache_owner = calloc(RTE_MAX_LCORE, sizeof(*m->cache_owner));
-	m->hb_seen = calloc(m->o.max_nfs, sizeof(*m->hb_seen));
-	m->hb_tsc = calloc(m->o.max_nfs, sizeof(*m->hb_tsc));
-	if (m->pidfd == NULL || m->svc_retired == NULL || m->txq_owner == NULL ||
-	    m->cache_owner == NULL || m->hb_seen == NULL || m->hb_tsc == NULL) {
-		fprintf(stderr, "sluiced: out of memory\n");
-		return -1;
-	}
+	if (r == NULL || m->svc_retired == NULL)
+		goto oom;
+	r->pidfd = malloc(sizeof(*r->pidfd) * m->o.max_nfs);
+	r->txq_owner = calloc(1 + m->o.nf_txq, sizeof(*r->txq_owner));
+	r->cache_owner = calloc(RTE_MAX_LCORE, sizeof(*r->cache_owner));
+	r->hb_seen = calloc(m->o.max_nfs, sizeof(*r->hb_seen));
+	r->hb_tsc = calloc(m->o.max_nfs, sizeof(*r->hb_tsc));
+	if (r->pidfd == NULL || r->txq_owner == NULL ||
+	    r->cache_owner == NULL || r->hb_seen == NULL || r->hb_tsc == NULL)
+		goto oom;
 	for (uint16_t i = 0; i < m->o.max_nfs; i++)
-		m->pidfd[i] = -1;
+		r->pidfd[i] = -1;
 	return 0;
+oom:
+	fprintf(stderr, "sluiced: out of memory\n");
+	return -1;
+}
+
+void
+sl_registry_close(struct sl_mgr *m)
+{
+	struct sl_registry_state *r = m->registry;
+
+	if (r == NULL)
+		return;
+	free(r->pidfd);
+	free(r->txq_owner);
+	free(r->cache_owner);
+	free(r->hb_seen);
+	free(r->hb_tsc);
+	free(r->answered[0]);
+	free(r->answered[1]);
+	free(r->pids);
+	free(r);
+	m->registry = NULL;
+	free(m->svc_retired);
+	m->svc_retired = NULL;
 }
 
 /* ---- services and load-balancer tables ----------------------------- */

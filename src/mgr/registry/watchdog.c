@@ -38,12 +38,13 @@ void
 sl_reg_watchdog(struct sl_mgr *m)
 {
 	struct sl_shm *shm = m->shm;
+	struct sl_registry_state *r = m->registry;
 	uint64_t now = rte_rdtsc(), limit;
 	uint16_t hwm;
 
-	if (m->o.nf_hang_ms == 0 || now < m->hang_next)
+	if (m->o.nf_hang_ms == 0 || now < r->hang_next)
 		return;
-	m->hang_next = now + shm->tsc_hz / 100; /* every 10 ms */
+	r->hang_next = now + shm->tsc_hz / 100; /* every 10 ms */
 	limit = shm->tsc_hz / 1000 * m->o.nf_hang_ms;
 	hwm = __atomic_load_n(&shm->nf_hwm, __ATOMIC_ACQUIRE);
 	for (uint16_t i = 0; i < hwm; i++) {
@@ -53,14 +54,14 @@ sl_reg_watchdog(struct sl_mgr *m)
 
 		if (st != SL_NF_RUNNING && st != SL_NF_STOPPING)
 			continue;
-		if (m->hb_tsc[i] == 0 || hb != m->hb_seen[i] || hb == 0 ||
+		if (r->hb_tsc[i] == 0 || hb != r->hb_seen[i] || hb == 0 ||
 		    (__atomic_load_n(&s->sleeping, __ATOMIC_ACQUIRE) &&
 		     (st != SL_NF_RUNNING || rte_ring_count(s->rx) == 0))) {
-			m->hb_seen[i] = hb;
-			m->hb_tsc[i] = now;
+			r->hb_seen[i] = hb;
+			r->hb_tsc[i] = now;
 			continue;
 		}
-		if (now - m->hb_tsc[i] < limit)
+		if (now - r->hb_tsc[i] < limit)
 			continue;
 		sl_log("NF hung: instance %u, service %s, pid %d: not one "
 		       "loop in %u ms with work to do; killing it (sluiced "
@@ -71,13 +72,13 @@ sl_reg_watchdog(struct sl_mgr *m)
 			 json_pack("{s:i, s:s, s:i, s:i}", "instance", i,
 				   "service", shm->services[s->service].name,
 				   "pid", s->pid, "hang_ms", m->o.nf_hang_ms));
-		if ((m->pidfd[i] >= 0
-			     ? syscall(SYS_pidfd_send_signal, m->pidfd[i],
+		if ((r->pidfd[i] >= 0
+			     ? syscall(SYS_pidfd_send_signal, r->pidfd[i],
 				       SIGKILL, NULL, 0)
 			     : kill(s->pid, SIGKILL)) != 0)
 			sl_log("cannot kill pid %d: %s", s->pid,
 			       strerror(errno));
 		m->nfs_hung++;
-		m->hb_tsc[i] = now; /* its death follows; not again at once */
+		r->hb_tsc[i] = now; /* its death follows; not again at once */
 	}
 }
