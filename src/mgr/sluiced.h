@@ -4,8 +4,9 @@
  *   main.c      start-up order, checks, EAL and shared memory, shutdown
  *   options.c   the option table: parsing, --help, --defaults-json
  *   ports.c     ports: probe, configure, transmit
- *   registry.c  services and NF instances: registration, death, reclaim,
- *               load-balancer tables, chains, quiescent-state actions
+ *   registry/   services and NF instances: registration, death, reclaim,
+ *               load-balancer tables, quiescent-state actions, the hang
+ *               watchdog (registry/registry.h)
  *   io.c        the I/O thread(s): RX from ports, NF tx rings, TX to ports
  *   control.c   control thread: socket, events, liveness
  *   rpc.c       JSON-RPC framing, method lookup; each module's methods
@@ -117,7 +118,7 @@ struct sl_qs_action {
 	uint16_t instance; /* for DEREGISTER / RECLAIM */
 	struct sl_grace grace;
 	/* RECLAIM, second pass: packets still tagged the dead instance's
-	 * that were in no ring a grace period ago (registry.c, reclaim). */
+	 * that were in no ring a grace period ago (registry/reclaim.c). */
 	struct rte_mbuf **cand;
 	uint32_t n_cand;
 	uint32_t pass;
@@ -134,18 +135,10 @@ struct sl_mgr {
 	 * cannot run); else the signal. Atomic: written by on_signal and by
 	 * other threads, read by the control loop, which then stops. */
 	_Atomic int quit;
-	int *pidfd;              /* [max_nfs] */
-	uint16_t *txq_owner;     /* [1 + nf_txq]: instance + 1 using it, 0 */
-	/* [RTE_MAX_LCORE]: instance + 1 whose mempool cache that lcore id's
-	 * is, 0: none */
-	uint16_t *cache_owner;
+	/* The registry's own state (registry/registry.h; sl_registry_init) */
+	struct sl_registry_state *registry;
 	uint64_t mbufs_leaked; /* dead NFs' caches not trusted (pool_op) */
 	uint64_t mbufs_in_doubt; /* dead inside a driver's transmit call */
-	/* Hang watchdog (registry.c): per instance, the heartbeat last seen
-	 * and when it last moved (or the NF was last seen asleep). */
-	uint64_t *hb_seen;
-	uint64_t *hb_tsc;
-	uint64_t hang_next; /* next check, TSC */
 	uint64_t nfs_hung;  /* NFs killed as hung */
 	/* 1: every port hashes with sluiced's symmetric RSS key over the same
 	 * fields, so a port's RSS hash can stand for the flow hash; else
@@ -205,8 +198,11 @@ void sl_ports_close(struct sl_mgr *m);
 int sl_port_by_name(const struct sl_mgr *m, const char *name);
 json_t *sl_ports_json(const struct sl_mgr *m);
 
-/* registry.c */
+/* registry/ */
+/* Allocates m->registry (after m->o and m->shm are set): 0 or -1. */
 int sl_registry_init(struct sl_mgr *m);
+/* Frees m->registry (after every NF is gone). */
+void sl_registry_close(struct sl_mgr *m);
 void sl_registry_poll(struct sl_mgr *m); /* messages + quiescent actions */
 void sl_nf_died(struct sl_mgr *m, uint16_t instance);
 int sl_service_get(struct sl_mgr *m, const char *name, int create, char *err,
