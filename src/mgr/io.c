@@ -37,7 +37,7 @@ struct io_ctx {
 	struct sl_shm *shm;
 	uint64_t tx_retry_cycles;
 	uint16_t rx_burst; /* --rx-burst: packets per port read */
-	int rss_flow_hash; /* the ports' RSS hash is the flow hash (ports.c) */
+	int rss_flow_hash; /* the ports' RSS hash is the flow hash (ports/) */
 	struct sl_dispatch ingress[SL_MAX_PORTS];
 	struct sl_dispatch *from_nf; /* [max_nfs]: NF tx rings */
 	struct sl_dispatch from_rx;  /* split mode: the RX->TX ring */
@@ -302,7 +302,7 @@ io_ctx_init(struct io_ctx *c, unsigned int idx)
 	c->do_tx = idx == shm->n_io - 1;
 	c->tx_retry_cycles = shm->tsc_hz / 1000000 * g_mgr.o.tx_retry_us;
 	c->rx_burst = (uint16_t)g_mgr.o.rx_burst;
-	c->rss_flow_hash = g_mgr.rss_flow_hash;
+	c->rss_flow_hash = g_mgr.ports.rss_flow_hash;
 	out = c->do_tx ? io_port_out : io_port_out_split;
 	for (uint16_t p = 0; p < SL_MAX_PORTS; p++) {
 		if (sl_dispatch_init(&c->ingress[p], shm, 0, &shm->io[idx],

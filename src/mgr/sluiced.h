@@ -3,7 +3,8 @@
  * sluiced internals: the node manager's state, shared by its files.
  *   main.c      start-up order, checks, EAL and shared memory, shutdown
  *   options.c   the option table: parsing, --help, --defaults-json
- *   ports.c     ports: probe, configure, transmit
+ *   ports/      ports: probe, configure, start, close; port classes
+ *               for drivers with needs of their own (ports/ports.h)
  *   registry.c  services and NF instances: registration, death, reclaim,
  *               load-balancer tables, chains, quiescent-state actions
  *   io.c        the I/O thread(s): RX from ports, NF tx rings, TX to ports
@@ -27,6 +28,8 @@
 #include "sl_dispatch.h"
 #include "sl_match.h"
 #include "sl_shared.h"
+
+#include "ports/ports.h"
 
 #define SL_VERSION "0.1.0"
 
@@ -146,13 +149,7 @@ struct sl_mgr {
 	uint64_t *hb_tsc;
 	uint64_t hang_next; /* next check, TSC */
 	uint64_t nfs_hung;  /* NFs killed as hung */
-	/* 1: every port hashes with sluiced's symmetric RSS key over the same
-	 * fields, so a port's RSS hash can stand for the flow hash; else
-	 * the flow hash is always computed in software (ports.c). */
-	int rss_flow_hash;
-	/* Private folders of pcap ports' capture links (ports.c), removed
-	 * at exit; "" if none. */
-	char pcap_dir[SL_MAX_PORTS][40];
+	struct sl_ports_state ports; /* ports/ */
 	/* Reservations of NFs killed inside an enqueue, rolled back */
 	uint64_t rings_unstuck;
 	uint64_t msgs_reclaimed; /* answers dead processes never returned */
@@ -198,11 +195,7 @@ void sl_event(const char *kind, json_t *data);
 struct rte_mempool *sl_pool_for_socket(struct sl_mgr *m, int socket, char *err,
 				       size_t errlen);
 
-/* ports.c */
-int sl_ports_init(struct sl_mgr *m, char *err, size_t errlen);
-void sl_ports_close(struct sl_mgr *m);
-int sl_port_by_name(const struct sl_mgr *m, const char *name);
-json_t *sl_ports_json(const struct sl_mgr *m);
+/* ports/: ports/ports.h, included above */
 
 /* registry.c */
 int sl_registry_init(struct sl_mgr *m);
