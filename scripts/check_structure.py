@@ -72,7 +72,6 @@ BASELINE: dict[str, set[str]] = {
         'mutable g_wild', 'mutable g_wild_id', 'mutable rx'},
     'src/mgr/graph.c': {'mutable g_created', 'mutable g_n_created', 'mutable g_slot',
         'mutable g_version'},
-    'src/mgr/io.c': {'mutable g_rx2tx'},
     'src/mgr/main.c': {'mutable g_cleanup', 'mutable g_mgr'},
     'src/mgr/registry.c': {'function handle_register', 'lines', 'mutable g_sweep_next'},
     'src/mgr/rpc.c': {'function rpc_stats', 'lines', 'mutable g_park'},

@@ -702,7 +702,7 @@ run(struct sl_mgr *m)
 	char err[512];
 
 	for (uint32_t i = 0; i < m->shm->n_io; i++)
-		rte_eal_remote_launch(sl_io_thread, (void *)(uintptr_t)i,
+		rte_eal_remote_launch(sl_io_thread, &m->io.arg[i],
 				      m->io_lcores[i]);
 	/* Telemetry is optional: a command that cannot be registered is
 	 * logged and sluiced runs on. */

@@ -178,6 +178,18 @@ struct sl_mgr {
 	} scale_pending[SL_SCALE_PENDING_MAX];
 	uint16_t n_scale_pending;
 	unsigned int io_lcores[SL_MAX_IO_THREADS];
+	/* The I/O threads' (io.c; set by sl_io_init, read-only once they
+	 * run) */
+	struct sl_io_state {
+		/* Split mode only: RX -> TX hand-off of port-bound packets;
+		 * NULL with one I/O thread */
+		struct rte_ring *rx2tx;
+		/* What each thread is launched with */
+		struct sl_io_arg {
+			struct sl_mgr *m;
+			unsigned int idx;
+		} arg[SL_MAX_IO_THREADS];
+	} io;
 	/* The flow module's states (sl_flow_init; flow/, rules/, requests/) */
 	struct sl_flowdir_state *flow;
 	struct sl_rules_state *rules;
@@ -251,7 +263,10 @@ int sl_scale(struct sl_mgr *m, uint16_t service, uint32_t replicas,
 void sl_scale_poll(struct sl_mgr *m);
 
 /* io.c */
-int sl_io_init(struct sl_mgr *m); /* before the threads start */
+/* Fills m->io (the RX->TX ring in split mode, the threads' arguments);
+ * before the threads start. 0 or -1. */
+int sl_io_init(struct sl_mgr *m);
+/* An I/O thread's main; arg is &m->io.arg[its index]. */
 int sl_io_thread(void *arg);
 /* After rx_enabled was set to 0: waits (at most 100 ms, then -ETIMEDOUT)
  * until the RX thread reads no port any more and has counted and handed
