@@ -163,6 +163,19 @@ struct sl_mgr {
 	struct sl_qs_action *qs; /* pending quiescent-state actions */
 	int rx_started; /* ports were enabled once (a complete chain) */
 	int epfd;
+	/* The control socket's connections (control.c; control thread only) */
+	struct sl_ctl_state {
+		struct sl_ctl_conn *conns; /* [n_conns] (--control-conns) */
+		uint32_t n_conns;
+		size_t out_max;		/* bytes (--control-out-kb) */
+		size_t line_max;	/* bytes (--control-line-kb) */
+		uint64_t closed_unread; /* closed for not reading */
+		int epfd;		/* m->epfd, for functions with no m */
+		int parked; /* the connection of the parked request, or -1 */
+		uint64_t turns;	    /* HELD_WAITING turns given */
+		uint32_t n_waiting; /* connections HELD_WAITING */
+		struct sl_ctl_conn *turn; /* the waiting one whose turn it is */
+	} ctl;
 	int listen_fd;
 	/* Replicas nf.scale started that have not registered yet: they count
 	 * as instances of their service until they do, die or time out, so
