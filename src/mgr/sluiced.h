@@ -150,6 +150,21 @@ struct sl_mgr {
 	uint64_t hang_next; /* next check, TSC */
 	uint64_t nfs_hung;  /* NFs killed as hung */
 	struct sl_ports_state ports; /* ports/ */
+	/* Graph versions (graph.c; control thread only) */
+	struct sl_graphs_state {
+		/* Per gtab slot: a retired version is freed once a grace
+		 * period and RETIRE_MIN_MS have passed since */
+		struct sl_graph_slot {
+			uint8_t retired;
+			uint64_t since;
+			struct sl_grace grace;
+		} slot[SL_GRAPH_SLOTS];
+		uint32_t version; /* the last version published */
+		/* Services created by the apply under way, [max_services];
+		 * NULL between applies */
+		uint16_t *created;
+		uint16_t n_created;
+	} graphs;
 	/* Reservations of NFs killed inside an enqueue, rolled back */
 	uint64_t rings_unstuck;
 	uint64_t msgs_reclaimed; /* answers dead processes never returned */
