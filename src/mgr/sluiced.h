@@ -165,6 +165,12 @@ struct sl_mgr {
 		uint16_t *created;
 		uint16_t n_created;
 	} graphs;
+	/* What main.c's clean-up watchdog does if DPDK's clean-up hangs:
+	 * the files of --file-prefix prefix to remove, the exit status */
+	struct {
+		const char *prefix;
+		int rc;
+	} cleanup;
 	/* Reservations of NFs killed inside an enqueue, rolled back */
 	uint64_t rings_unstuck;
 	uint64_t msgs_reclaimed; /* answers dead processes never returned */
