@@ -34,7 +34,7 @@
  * is then closed rather than waited for, since the control thread also
  * notices dead NFs and must never stall on a client.
  */
-struct conn {
+struct sl_ctl_conn {
 	int fd;
 	int subscribed;
 	int broken; /* failed or over its limit: closed at the next safe point */
@@ -53,17 +53,6 @@ struct conn {
 };
 
 enum { HELD_NONE, HELD_PARKED, HELD_WAITING };
-
-static struct conn *g_conns; /* [n_conns] */
-static uint32_t g_n_conns;
-static size_t g_out_max;      /* bytes */
-static size_t g_line_max;     /* bytes */
-static uint64_t g_closed_unread; /* connections closed for not reading */
-static int g_epfd = -1;
-static int g_parked = -1;   /* the connection of the parked request, or -1 */
-static uint64_t g_turns;    /* HELD_WAITING turns given */
-static uint32_t g_n_waiting; /* connections HELD_WAITING */
-static struct conn *g_turn; /* the waiting one whose turn it is */
 
 static int
 mkdir_p(const char *path)
@@ -85,21 +74,25 @@ mkdir_p(const char *path)
 int
 sl_control_init(struct sl_mgr *m, char *err, size_t errlen)
 {
+	struct sl_ctl_state *ctl = &m->ctl;
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	struct epoll_event ev = {.events = EPOLLIN};
 	char dir[sizeof(sa.sun_path)];
 
-	g_n_conns = m->o.ctl_conns;
-	g_out_max = (size_t)m->o.ctl_out_kb * 1024;
-	g_line_max = (size_t)m->o.ctl_line_kb * 1024;
-	g_conns = calloc(g_n_conns, sizeof(*g_conns));
-	if (g_conns == NULL) {
+	ctl->n_conns = m->o.ctl_conns;
+	ctl->out_max = (size_t)m->o.ctl_out_kb * 1024;
+	ctl->line_max = (size_t)m->o.ctl_line_kb * 1024;
+	ctl->conns = calloc(ctl->n_conns, sizeof(*ctl->conns));
+	if (ctl->conns == NULL) {
 		snprintf(err, errlen, "out of memory for %u control connections",
-			 g_n_conns);
+			 ctl->n_conns);
 		return -1;
 	}
-	for (uint32_t i = 0; i < g_n_conns; i++)
-		g_conns[i].fd = -1;
+	for (uint32_t i = 0; i < ctl->n_conns; i++)
+		ctl->conns[i].fd = -1;
+	ctl->parked = -1;
+	ctl->n_waiting = 0;
+	ctl->turn = NULL;
 	snprintf(dir, sizeof(dir), "%s", m->o.socket_path);
 	if (mkdir_p(dirname(dir)) != 0) {
 		snprintf(err, errlen, "cannot create folder for %s: %s",
@@ -125,7 +118,7 @@ sl_control_init(struct sl_mgr *m, char *err, size_t errlen)
 		snprintf(err, errlen, "epoll: %s", strerror(errno));
 		return -1;
 	}
-	g_epfd = m->epfd;
+	ctl->epfd = m->epfd;
 	return 0;
 }
 
@@ -139,13 +132,14 @@ sl_control_watch_pid(struct sl_mgr *m, uint16_t instance, int pidfd)
 }
 
 static void
-conn_close(struct sl_mgr *m, struct conn *c)
+conn_close(struct sl_mgr *m, struct sl_ctl_conn *c)
 {
+	struct sl_ctl_state *ctl = &m->ctl;
 	/* A parked request was accepted: its build still commits, and its
 	 * reply is dropped. */
-	if (g_parked == (int)(c - g_conns))
-		g_parked = -1;
-	g_n_waiting -= c->held == HELD_WAITING;
+	if (ctl->parked == (int)(c - ctl->conns))
+		ctl->parked = -1;
+	ctl->n_waiting -= c->held == HELD_WAITING;
 	if (!c->muted)
 		epoll_ctl(m->epfd, EPOLL_CTL_DEL, c->fd, NULL);
 	close(c->fd);
@@ -158,7 +152,7 @@ conn_close(struct sl_mgr *m, struct conn *c)
 /* Sends what waits in c->out, as much as the socket takes, and asks for
  * EPOLLOUT while something is left; 0, or -1 when the connection failed. */
 static int
-conn_flush(struct conn *c)
+conn_flush(struct sl_ctl_state *ctl, struct sl_ctl_conn *c)
 {
 	int pending;
 
@@ -182,9 +176,9 @@ conn_flush(struct conn *c)
 		struct epoll_event ev = {
 			.events = (c->held ? 0 : EPOLLIN) |
 				  (pending ? EPOLLOUT : 0),
-			.data.u64 = EP(TAG_CONN, c - g_conns)};
+			.data.u64 = EP(TAG_CONN, c - ctl->conns)};
 
-		epoll_ctl(g_epfd, EPOLL_CTL_MOD, c->fd, &ev);
+		epoll_ctl(ctl->epfd, EPOLL_CTL_MOD, c->fd, &ev);
 		c->out_watched = pending;
 	}
 	return 0;
@@ -192,22 +186,22 @@ conn_flush(struct conn *c)
 
 /* Holds c (no line read until unheld) or lets it read again. */
 static void
-conn_hold(struct conn *c, int held)
+conn_hold(struct sl_ctl_state *ctl, struct sl_ctl_conn *c, int held)
 {
 	struct epoll_event ev = {
 		.events = (held ? 0 : EPOLLIN) | (c->out_watched ? EPOLLOUT : 0),
-		.data.u64 = EP(TAG_CONN, c - g_conns)};
+		.data.u64 = EP(TAG_CONN, c - ctl->conns)};
 
-	g_n_waiting -= c->held == HELD_WAITING;
-	g_n_waiting += held == HELD_WAITING;
+	ctl->n_waiting -= c->held == HELD_WAITING;
+	ctl->n_waiting += held == HELD_WAITING;
 	c->held = held;
 	if (held == HELD_WAITING)
-		c->turn = ++g_turns;
+		c->turn = ++ctl->turns;
 	if (c->muted && !held) {
-		epoll_ctl(g_epfd, EPOLL_CTL_ADD, c->fd, &ev);
+		epoll_ctl(ctl->epfd, EPOLL_CTL_ADD, c->fd, &ev);
 		c->muted = 0;
 	} else if (!c->muted) {
-		epoll_ctl(g_epfd, EPOLL_CTL_MOD, c->fd, &ev);
+		epoll_ctl(ctl->epfd, EPOLL_CTL_MOD, c->fd, &ev);
 	}
 }
 
@@ -215,18 +209,19 @@ conn_hold(struct conn *c, int held)
  * (closed by the caller's loop, never here: c may be the connection being
  * read) when it fails or exceeds --control-out-kb. */
 static void
-conn_write(struct conn *c, const char *s, size_t len)
+conn_write(struct sl_ctl_state *ctl, struct sl_ctl_conn *c, const char *s,
+	   size_t len)
 {
 	size_t pending = c->out_len - c->out_off;
 
 	if (c->broken)
 		return;
-	if (pending + len > g_out_max) {
+	if (pending + len > ctl->out_max) {
 		sl_log("control: closing a connection that left %zu bytes of "
 		       "replies and events unread (--control-out-kb %zu): a "
 		       "client must read what it asked or subscribed to",
-		       pending + len, g_out_max / 1024);
-		g_closed_unread++;
+		       pending + len, ctl->out_max / 1024);
+		ctl->closed_unread++;
 		c->broken = 1;
 		return;
 	}
@@ -253,7 +248,7 @@ conn_write(struct conn *c, const char *s, size_t len)
 	}
 	memcpy(c->out + c->out_len, s, len);
 	c->out_len += len;
-	if (conn_flush(c) != 0)
+	if (conn_flush(ctl, c) != 0)
 		c->broken = 1;
 }
 
@@ -272,7 +267,7 @@ json_line(json_t *msg, size_t *len)
 }
 
 static void
-conn_send(struct conn *c, json_t *msg)
+conn_send(struct sl_ctl_state *ctl, struct sl_ctl_conn *c, json_t *msg)
 {
 	size_t len;
 	char *s = json_line(msg, &len);
@@ -281,13 +276,16 @@ conn_send(struct conn *c, json_t *msg)
 		c->broken = 1;
 		return;
 	}
-	conn_write(c, s, len);
+	conn_write(ctl, c, s, len);
 	free(s);
 }
 
 void
 sl_event(const char *kind, json_t *data)
 {
+	/* Called from every module with no struct sl_mgr to hand (the event
+	 * bus will give it one): the one use of g_mgr here. */
+	struct sl_ctl_state *ctl = &g_mgr.ctl;
 	struct timespec ts;
 	json_t *ev;
 	char *s;
@@ -304,45 +302,47 @@ sl_event(const char *kind, json_t *data)
 	json_decref(ev);
 	if (s == NULL)
 		return;
-	for (uint32_t i = 0; i < g_n_conns; i++)
-		if (g_conns[i].fd >= 0 && g_conns[i].subscribed)
-			conn_write(&g_conns[i], s, len);
+	for (uint32_t i = 0; i < ctl->n_conns; i++)
+		if (ctl->conns[i].fd >= 0 && ctl->conns[i].subscribed)
+			conn_write(ctl, &ctl->conns[i], s, len);
 	free(s);
 }
 
 json_t *
 sl_control_json(const struct sl_mgr *m)
 {
+	const struct sl_ctl_state *ctl = &m->ctl;
 	uint32_t n = 0;
 
-	for (uint32_t i = 0; i < g_n_conns; i++)
-		n += g_conns[i].fd >= 0;
+	for (uint32_t i = 0; i < ctl->n_conns; i++)
+		n += ctl->conns[i].fd >= 0;
 	return json_pack("{s:i, s:i, s:i, s:i, s:I}", "connections", (int)n,
 			 "max_connections", (int)m->o.ctl_conns, "out_kb",
 			 (int)m->o.ctl_out_kb, "line_kb", (int)m->o.ctl_line_kb,
 			 "closed_unread",
-			 (json_int_t)g_closed_unread);
+			 (json_int_t)ctl->closed_unread);
 }
 
 static void
 accept_conn(struct sl_mgr *m)
 {
+	struct sl_ctl_state *ctl = &m->ctl;
 	struct epoll_event ev = {.events = EPOLLIN};
 	int fd = accept4(m->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 	uint32_t i;
 
 	if (fd < 0)
 		return;
-	for (i = 0; i < g_n_conns && g_conns[i].fd >= 0; i++)
+	for (i = 0; i < ctl->n_conns && ctl->conns[i].fd >= 0; i++)
 		;
-	if (i == g_n_conns) {
+	if (i == ctl->n_conns) {
 		char busy[200];
 		int n = snprintf(busy, sizeof(busy),
 				 "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":"
 				 "{\"code\":-32000,\"message\":\"too many "
 				 "control connections (%u): close some or "
 				 "raise --control-conns\"}}\n",
-				 g_n_conns);
+				 ctl->n_conns);
 
 		if (send(fd, busy, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) <
 		    0)
@@ -350,15 +350,15 @@ accept_conn(struct sl_mgr *m)
 		close(fd);
 		return;
 	}
-	memset(&g_conns[i], 0, sizeof(g_conns[i]));
-	g_conns[i].cap = RTE_MIN((size_t)LINE_BUF0, g_line_max + 1);
-	g_conns[i].buf = malloc(g_conns[i].cap);
-	if (g_conns[i].buf == NULL) {
-		g_conns[i].fd = -1;
+	memset(&ctl->conns[i], 0, sizeof(ctl->conns[i]));
+	ctl->conns[i].cap = RTE_MIN((size_t)LINE_BUF0, ctl->line_max + 1);
+	ctl->conns[i].buf = malloc(ctl->conns[i].cap);
+	if (ctl->conns[i].buf == NULL) {
+		ctl->conns[i].fd = -1;
 		close(fd);
 		return;
 	}
-	g_conns[i].fd = fd;
+	ctl->conns[i].fd = fd;
 	ev.data.u64 = EP(TAG_CONN, i);
 	epoll_ctl(m->epfd, EPOLL_CTL_ADD, fd, &ev);
 }
@@ -366,8 +366,9 @@ accept_conn(struct sl_mgr *m)
 /* Answers the whole lines read into c->buf, until c is held (a rule change
  * parked or waiting: the rest waits in buf) or closed. */
 static void
-conn_lines(struct sl_mgr *m, struct conn *c)
+conn_lines(struct sl_mgr *m, struct sl_ctl_conn *c)
 {
+	struct sl_ctl_state *ctl = &m->ctl;
 	char *start = c->buf, *nl;
 
 	while (!c->held &&
@@ -382,22 +383,22 @@ conn_lines(struct sl_mgr *m, struct conn *c)
 		if (len > 0) {
 			/* Rule changes go one at a time, in turn. */
 			int wait = sl_rules_busy(m->rules) ||
-				   (g_n_waiting > 0 && c != g_turn);
+				   (ctl->n_waiting > 0 && c != ctl->turn);
 			enum sl_rpc_state st = sl_rpc_handle_ctl(
 				m, start, len, wait, &sub, &resp);
 
 			if (st == SL_RPC_WAIT) {
-				conn_hold(c, HELD_WAITING);
+				conn_hold(ctl, c, HELD_WAITING);
 				break; /* the line stays for its turn */
 			}
 			if (st == SL_RPC_PARKED) {
-				g_parked = (int)(c - g_conns);
-				conn_hold(c, HELD_PARKED);
+				ctl->parked = (int)(c - ctl->conns);
+				conn_hold(ctl, c, HELD_PARKED);
 			}
 			if (sub)
 				c->subscribed = 1;
 			if (resp != NULL) {
-				conn_send(c, resp);
+				conn_send(ctl, c, resp);
 				json_decref(resp);
 			}
 			if (c->broken) {
@@ -411,7 +412,7 @@ conn_lines(struct sl_mgr *m, struct conn *c)
 	}
 	c->len -= (size_t)(start - c->buf);
 	memmove(c->buf, start, c->len);
-	if (c->len > g_line_max) {
+	if (c->len > ctl->line_max) {
 		char msg[160];
 		json_t *e;
 
@@ -419,10 +420,10 @@ conn_lines(struct sl_mgr *m, struct conn *c)
 			 "request line longer than %zu bytes (--control-line-kb "
 			 "%zu): send a smaller request or raise the option; "
 			 "closing",
-			 g_line_max, g_line_max / 1024);
+			 ctl->line_max, ctl->line_max / 1024);
 		e = json_pack("{s:s, s:n, s:{s:i, s:s}}", "jsonrpc", "2.0",
 			      "id", "error", "code", -32600, "message", msg);
-		conn_send(c, e);
+		conn_send(ctl, c, e);
 		json_decref(e);
 		conn_close(m, c);
 	}
@@ -438,17 +439,18 @@ conn_lines(struct sl_mgr *m, struct conn *c)
 static void
 rules_turns(struct sl_mgr *m)
 {
+	struct sl_ctl_state *ctl = &m->ctl;
 	json_t *resp;
 
 	if (!sl_rpc_poll(m, &resp))
 		return;
-	if (g_parked >= 0) {
-		struct conn *c = &g_conns[g_parked];
+	if (ctl->parked >= 0) {
+		struct sl_ctl_conn *c = &ctl->conns[ctl->parked];
 
-		g_parked = -1;
+		ctl->parked = -1;
 		if (resp != NULL)
-			conn_send(c, resp);
-		conn_hold(c, HELD_NONE);
+			conn_send(ctl, c, resp);
+		conn_hold(ctl, c, HELD_NONE);
 		if (c->broken)
 			conn_close(m, c);
 		else
@@ -456,10 +458,10 @@ rules_turns(struct sl_mgr *m)
 	}
 	json_decref(resp);
 	while (!sl_rules_busy(m->rules) && !m->quit) {
-		struct conn *next = NULL;
+		struct sl_ctl_conn *next = NULL;
 
-		for (uint32_t i = 0; i < g_n_conns; i++) {
-			struct conn *c = &g_conns[i];
+		for (uint32_t i = 0; i < ctl->n_conns; i++) {
+			struct sl_ctl_conn *c = &ctl->conns[i];
 
 			if (c->fd >= 0 && c->held == HELD_WAITING &&
 			    (next == NULL || c->turn < next->turn))
@@ -467,25 +469,26 @@ rules_turns(struct sl_mgr *m)
 		}
 		if (next == NULL)
 			break;
-		conn_hold(next, HELD_NONE);
-		g_turn = next;
+		conn_hold(ctl, next, HELD_NONE);
+		ctl->turn = next;
 		if (next->broken)
 			conn_close(m, next);
 		else
 			conn_lines(m, next);
-		g_turn = NULL;
+		ctl->turn = NULL;
 	}
 }
 
 static void
-conn_read(struct sl_mgr *m, struct conn *c)
+conn_read(struct sl_mgr *m, struct sl_ctl_conn *c)
 {
+	struct sl_ctl_state *ctl = &m->ctl;
 	ssize_t r;
 
-	if (c->len == c->cap && c->cap < g_line_max + 1) {
+	if (c->len == c->cap && c->cap < ctl->line_max + 1) {
 		/* a long request: grow, up to --control-line-kb (+ 1 byte to
 		 * see that a line is longer than that) */
-		size_t cap = RTE_MIN(c->cap * 2, g_line_max + 1);
+		size_t cap = RTE_MIN(c->cap * 2, ctl->line_max + 1);
 		char *p = realloc(c->buf, cap);
 
 		if (p == NULL) {
@@ -512,6 +515,7 @@ conn_read(struct sl_mgr *m, struct conn *c)
 void
 sl_control_run(struct sl_mgr *m)
 {
+	struct sl_ctl_state *ctl = &m->ctl;
 	struct epoll_event evs[32];
 	struct epoll_event bev = {.events = EPOLLIN,
 				  .data.u64 = EP(TAG_BUILD, 0)};
@@ -535,11 +539,11 @@ sl_control_run(struct sl_mgr *m)
 
 			if (tag == TAG_LISTEN) {
 				accept_conn(m);
-			} else if (tag == TAG_CONN && g_conns[idx].fd >= 0) {
-				struct conn *c = &g_conns[idx];
+			} else if (tag == TAG_CONN && ctl->conns[idx].fd >= 0) {
+				struct sl_ctl_conn *c = &ctl->conns[idx];
 
 				if ((evs[i].events & EPOLLOUT) &&
-				    conn_flush(c) != 0)
+				    conn_flush(ctl, c) != 0)
 					c->broken = 1;
 				if (!c->broken && c->held &&
 				    (evs[i].events & (EPOLLHUP | EPOLLERR))) {
@@ -565,17 +569,18 @@ sl_control_run(struct sl_mgr *m)
 		rules_turns(m);
 		sl_registry_poll(m);
 		/* Connections an event or a reply found failed or full. */
-		for (uint32_t i = 0; i < g_n_conns; i++)
-			if (g_conns[i].fd >= 0 && g_conns[i].broken)
-				conn_close(m, &g_conns[i]);
+		for (uint32_t i = 0; i < ctl->n_conns; i++)
+			if (ctl->conns[i].fd >= 0 && ctl->conns[i].broken)
+				conn_close(m, &ctl->conns[i]);
 	}
 }
 
 void
 sl_control_close(struct sl_mgr *m)
 {
-	for (uint32_t i = 0; i < g_n_conns; i++) {
-		struct conn *c = &g_conns[i];
+	struct sl_ctl_state *ctl = &m->ctl;
+	for (uint32_t i = 0; i < ctl->n_conns; i++) {
+		struct sl_ctl_conn *c = &ctl->conns[i];
 
 		if (c->fd < 0)
 			continue;
@@ -585,16 +590,16 @@ sl_control_close(struct sl_mgr *m)
 		     waited += 10) {
 			struct pollfd pfd = {.fd = c->fd, .events = POLLOUT};
 
-			if (poll(&pfd, 1, 10) < 0 || conn_flush(c) != 0)
+			if (poll(&pfd, 1, 10) < 0 || conn_flush(ctl, c) != 0)
 				break;
 		}
 		conn_close(m, c);
 	}
-	g_parked = -1;
+	ctl->parked = -1;
 	sl_rpc_close(); /* a parked request's reply: dropped */
-	free(g_conns);
-	g_conns = NULL;
-	g_n_conns = 0;
+	free(ctl->conns);
+	ctl->conns = NULL;
+	ctl->n_conns = 0;
 	if (m->listen_fd >= 0) {
 		close(m->listen_fd);
 		unlink(m->o.socket_path);

@@ -25,44 +25,38 @@
 
 #define RETIRE_MIN_MS 1000
 
-static struct {
-	uint8_t retired;
-	uint64_t since;
-	struct sl_grace grace;
-} g_slot[SL_GRAPH_SLOTS];
-
-static uint32_t g_version;
-
 /*
- * Services the resolver created for the graph or chain being applied. A
- * service is never freed once it has been used (it keeps the counts of its
- * instances, and flows and kept requests name it by id), so one that a
- * refused apply created (a typo, a cycle, no room) is released at once:
- * nothing has seen it yet, and otherwise every refused apply with a new
- * name would use one of --max-services up for good.
+ * Services the resolver created for the graph or chain being applied
+ * (m->graphs.created). A service is never freed once it has been used (it
+ * keeps the counts of its instances, and flows and kept requests name it
+ * by id), so one that a refused apply created (a typo, a cycle, no room)
+ * is released at once: nothing has seen it yet, and otherwise every
+ * refused apply with a new name would use one of --max-services up for
+ * good.
  */
-static uint16_t *g_created; /* [max_services] while an apply runs */
-static uint16_t g_n_created;
-
 static int
 resolve_service(void *arg, const char *name, char *err, size_t errlen)
 {
-	int id = sl_service_get(arg, name, 0, err, errlen);
+	struct sl_mgr *m = arg;
+	struct sl_graphs_state *gs = &m->graphs;
+	int id = sl_service_get(m, name, 0, err, errlen);
 
 	if (id != -ENOENT)
 		return id;
-	id = sl_service_get(arg, name, 1, err, errlen);
-	if (id >= 0 && g_created != NULL)
-		g_created[g_n_created++] = (uint16_t)id;
+	id = sl_service_get(m, name, 1, err, errlen);
+	if (id >= 0 && gs->created != NULL)
+		gs->created[gs->n_created++] = (uint16_t)id;
 	return id;
 }
 
 static int
-created_begin(const struct sl_mgr *m, char *err, size_t errlen)
+created_begin(struct sl_mgr *m, char *err, size_t errlen)
 {
-	g_n_created = 0;
-	g_created = malloc(sizeof(*g_created) * m->shm->max_services);
-	if (g_created == NULL) {
+	struct sl_graphs_state *gs = &m->graphs;
+
+	gs->n_created = 0;
+	gs->created = malloc(sizeof(*gs->created) * m->shm->max_services);
+	if (gs->created == NULL) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
@@ -72,11 +66,13 @@ created_begin(const struct sl_mgr *m, char *err, size_t errlen)
 static void
 created_end(struct sl_mgr *m, int failed)
 {
-	for (uint16_t i = 0; failed && i < g_n_created; i++)
-		sl_service_release(m, g_created[i]);
-	free(g_created);
-	g_created = NULL;
-	g_n_created = 0;
+	struct sl_graphs_state *gs = &m->graphs;
+
+	for (uint16_t i = 0; failed && i < gs->n_created; i++)
+		sl_service_release(m, gs->created[i]);
+	free(gs->created);
+	gs->created = NULL;
+	gs->n_created = 0;
 }
 
 static int
@@ -85,8 +81,13 @@ resolve_port(void *arg, const char *name)
 	return sl_port_by_name(arg, name);
 }
 
-static const struct sl_chain_resolver g_resolver = {
-	.service = resolve_service, .port = resolve_port, .arg = &g_mgr};
+/* Names of a graph or chain being applied to m's services and ports */
+static struct sl_chain_resolver
+resolver(struct sl_mgr *m)
+{
+	return (struct sl_chain_resolver){
+		.service = resolve_service, .port = resolve_port, .arg = m};
+}
 
 /* A slot for a new version: an empty one, or the oldest retired one whose
  * time has come. -1 if none. */
@@ -94,6 +95,7 @@ static int
 slot_get(struct sl_mgr *m)
 {
 	struct sl_shm *shm = m->shm;
+	struct sl_graph_slot *gslot = m->graphs.slot;
 	uint64_t now = rte_rdtsc();
 	int best = -1;
 
@@ -101,11 +103,11 @@ slot_get(struct sl_mgr *m)
 		if (shm->gtab[i] == NULL)
 			return i;
 	for (int i = 0; i < SL_GRAPH_SLOTS; i++) {
-		if (!g_slot[i].retired ||
-		    now - g_slot[i].since < RETIRE_MIN_MS * shm->ms_hz ||
-		    !sl_grace_passed(&g_slot[i].grace, shm, -1, 1))
+		if (!gslot[i].retired ||
+		    now - gslot[i].since < RETIRE_MIN_MS * shm->ms_hz ||
+		    !sl_grace_passed(&gslot[i].grace, shm, -1, 1))
 			continue;
-		if (best < 0 || g_slot[i].since < g_slot[best].since)
+		if (best < 0 || gslot[i].since < gslot[best].since)
 			best = i;
 	}
 	if (best >= 0) {
@@ -113,7 +115,7 @@ slot_get(struct sl_mgr *m)
 
 		__atomic_store_n(&shm->gtab[best], NULL, __ATOMIC_RELEASE);
 		rte_free(old);
-		g_slot[best].retired = 0;
+		gslot[best].retired = 0;
 	}
 	return best;
 }
@@ -121,11 +123,13 @@ slot_get(struct sl_mgr *m)
 static void
 slot_retire(struct sl_mgr *m, uint16_t slot)
 {
+	struct sl_graph_slot *gslot = m->graphs.slot;
+
 	if (slot == SL_GRAPH_NONE)
 		return;
-	g_slot[slot].retired = 1;
-	g_slot[slot].since = rte_rdtsc();
-	(void)sl_grace_start(&g_slot[slot].grace, m->shm);
+	gslot[slot].retired = 1;
+	gslot[slot].since = rte_rdtsc();
+	(void)sl_grace_start(&gslot[slot].grace, m->shm);
 }
 
 /* Makes g the current version of logical graph id. */
@@ -144,7 +148,7 @@ publish(struct sl_mgr *m, struct sl_graph *g, uint16_t id, char *err,
 			 SL_GRAPH_SLOTS);
 		return -EBUSY;
 	}
-	g->version = ++g_version;
+	g->version = ++m->graphs.version;
 	g->tag = (uint8_t)g->version;
 	g->id = id;
 	g->slot = (uint16_t)slot;
@@ -206,6 +210,7 @@ sl_chain_apply(struct sl_mgr *m, const char *const *hops, uint16_t n,
 {
 	struct sl_shm *shm = m->shm;
 	uint16_t ms = shm->max_services;
+	const struct sl_chain_resolver r = resolver(m);
 	sl_hop_t first, *next, *list;
 	struct sl_graph *g;
 	size_t sz;
@@ -223,7 +228,7 @@ sl_chain_apply(struct sl_mgr *m, const char *const *hops, uint16_t n,
 	rc = created_begin(m, err, errlen);
 	if (rc != 0)
 		goto out;
-	rc = sl_chain_compile(hops, n, &g_resolver, ms, &first, next, list,
+	rc = sl_chain_compile(hops, n, &r, ms, &first, next, list,
 			      err, errlen);
 	if (rc != 0)
 		goto out;
@@ -450,6 +455,7 @@ sl_graph_apply_json(struct sl_mgr *m, json_t *p, json_t **out, char *err,
 		    size_t errlen)
 {
 	struct sl_shm *shm = m->shm;
+	const struct sl_chain_resolver r = resolver(m);
 	struct sl_graph_spec spec;
 	struct sl_graph_spec_node *nodes = NULL;
 	const char **hops = NULL;
@@ -460,7 +466,7 @@ sl_graph_apply_json(struct sl_mgr *m, json_t *p, json_t **out, char *err,
 	rc = spec_from_json(p, &spec, &nodes, &hops, err, errlen);
 	if (rc != 0)
 		return rc;
-	rc = sl_graph_check(&spec, &g_resolver, err, errlen);
+	rc = sl_graph_check(&spec, &r, err, errlen);
 	if (rc != 0)
 		goto out;
 	id = graph_id(m, spec.name);
@@ -492,7 +498,7 @@ sl_graph_apply_json(struct sl_mgr *m, json_t *p, json_t **out, char *err,
 	sl_graph_layout(g, shm->max_services, spec.n_nodes, ne, 0);
 	rc = created_begin(m, err, errlen);
 	if (rc == 0)
-		rc = sl_graph_compile(&spec, &g_resolver, shm->max_services, g,
+		rc = sl_graph_compile(&spec, &r, shm->max_services, g,
 				      err, errlen);
 	if (rc == 0)
 		rc = publish(m, g, (uint16_t)id, err, errlen);
@@ -561,9 +567,11 @@ sl_graph_remove(struct sl_mgr *m, const char *name, uint32_t *rules,
 void
 sl_graphs_close(struct sl_mgr *m)
 {
+	struct sl_graph_slot *gslot = m->graphs.slot;
+
 	for (int i = 0; i < SL_GRAPH_SLOTS; i++) {
 		rte_free(m->shm->gtab[i]);
 		m->shm->gtab[i] = NULL;
-		sl_grace_fini(&g_slot[i].grace);
+		sl_grace_fini(&gslot[i].grace);
 	}
 }

@@ -31,25 +31,24 @@ struct io_txbuf {
 };
 
 struct io_ctx {
+	struct sl_mgr *m;
 	unsigned int idx;
 	int do_rx;
 	int do_tx;
 	struct sl_shm *shm;
 	uint64_t tx_retry_cycles;
 	uint16_t rx_burst; /* --rx-burst: packets per port read */
-	int rss_flow_hash; /* the ports' RSS hash is the flow hash (ports.c) */
+	int rss_flow_hash; /* the ports' RSS hash is the flow hash (ports/) */
 	struct sl_dispatch ingress[SL_MAX_PORTS];
 	struct sl_dispatch *from_nf; /* [max_nfs]: NF tx rings */
 	struct sl_dispatch from_rx;  /* split mode: the RX->TX ring */
+	struct rte_ring *rx2tx;	     /* m->io.rx2tx */
 	struct io_txbuf txbuf[SL_MAX_PORTS];
 	/* The ports sluiced set up (before any I/O thread starts; none is
 	 * added later): the loops visit these, not all SL_MAX_PORTS ids. */
 	uint16_t n_ports;
 	uint16_t ports[SL_MAX_PORTS];
 };
-
-/* Split mode only: RX -> TX hand-off of port-bound packets. */
-static struct rte_ring *g_rx2tx;
 
 static void
 txbuf_flush(struct io_ctx *c, uint16_t port)
@@ -105,11 +104,12 @@ static uint16_t
 io_port_out_split(struct sl_dispatch *d, uint16_t port,
 		  struct rte_mbuf **pkts, uint16_t n)
 {
+	struct io_ctx *c = d->port_arg;
 	struct sl_shm *shm = d->shm;
 	unsigned int k;
 
 	(void)port;
-	k = rte_ring_sp_enqueue_burst(g_rx2tx, (void **)pkts, n, NULL);
+	k = rte_ring_sp_enqueue_burst(c->rx2tx, (void **)pkts, n, NULL);
 	if (k > 0) {
 		rte_atomic_thread_fence(__ATOMIC_SEQ_CST);
 		if (__atomic_load_n(&shm->io_sleeping[1], __ATOMIC_RELAXED))
@@ -177,7 +177,7 @@ do_rx(struct io_ctx *c, uint64_t now)
 		ps->rx_bytes += bytes;
 		/* The flow director: entry and graph, once per packet. */
 		t0 = rte_rdtsc();
-		sl_flow_ingress(g_mgr.flow, shm, pkts, n);
+		sl_flow_ingress(c->m->flow, shm, pkts, n);
 		shm->flow.st.cycles += rte_rdtsc() - t0;
 		sl_dispatch(&c->ingress[p], pkts, n);
 	}
@@ -231,8 +231,8 @@ do_tx(struct io_ctx *c, uint64_t now)
 			continue;
 		work += drain_ring(c, &c->from_nf[i], s->tx, &s->mgr, now);
 	}
-	if (g_rx2tx != NULL)
-		work += drain_ring(c, &c->from_rx, g_rx2tx, &shm->io[c->idx],
+	if (c->rx2tx != NULL)
+		work += drain_ring(c, &c->from_rx, c->rx2tx, &shm->io[c->idx],
 				   now);
 	for (uint16_t k = 0; k < c->n_ports; k++)
 		if (c->txbuf[c->ports[k]].n > 0)
@@ -253,7 +253,7 @@ has_input(const struct io_ctx *c)
 			    shm->nfs[i].tx != NULL &&
 			    rte_ring_count(shm->nfs[i].tx) > 0)
 				return 1;
-		if (g_rx2tx != NULL && rte_ring_count(g_rx2tx) > 0)
+		if (c->rx2tx != NULL && rte_ring_count(c->rx2tx) > 0)
 			return 1;
 	}
 	return 0;
@@ -265,7 +265,7 @@ io_idle(struct io_ctx *c, uint64_t now, uint64_t *idle_since)
 	struct sl_shm *shm = c->shm;
 	uint32_t w;
 
-	if (g_mgr.o.mode == SL_MODE_POLL) {
+	if (c->m->o.mode == SL_MODE_POLL) {
 		rte_pause();
 		return;
 	}
@@ -290,19 +290,21 @@ io_idle(struct io_ctx *c, uint64_t now, uint64_t *idle_since)
 }
 
 static int
-io_ctx_init(struct io_ctx *c, unsigned int idx)
+io_ctx_init(struct io_ctx *c, struct sl_mgr *m, unsigned int idx)
 {
-	struct sl_shm *shm = g_mgr.shm;
+	struct sl_shm *shm = m->shm;
 	sl_port_out_fn out;
 
 	memset(c, 0, sizeof(*c));
+	c->m = m;
 	c->idx = idx;
+	c->rx2tx = m->io.rx2tx;
 	c->shm = shm;
 	c->do_rx = idx == 0;
 	c->do_tx = idx == shm->n_io - 1;
-	c->tx_retry_cycles = shm->tsc_hz / 1000000 * g_mgr.o.tx_retry_us;
-	c->rx_burst = (uint16_t)g_mgr.o.rx_burst;
-	c->rss_flow_hash = g_mgr.rss_flow_hash;
+	c->tx_retry_cycles = shm->tsc_hz / 1000000 * m->o.tx_retry_us;
+	c->rx_burst = (uint16_t)m->o.rx_burst;
+	c->rss_flow_hash = m->ports.rss_flow_hash;
 	out = c->do_tx ? io_port_out : io_port_out_split;
 	for (uint16_t p = 0; p < SL_MAX_PORTS; p++) {
 		if (sl_dispatch_init(&c->ingress[p], shm, 0, &shm->io[idx],
@@ -354,12 +356,15 @@ sl_io_init(struct sl_mgr *m)
 {
 	char name[RTE_RING_NAMESIZE];
 
+	for (unsigned int i = 0; i < SL_MAX_IO_THREADS; i++)
+		m->io.arg[i] = (struct sl_io_arg){.m = m, .idx = i};
+	m->io.rx2tx = NULL;
 	if (m->shm->n_io < 2)
 		return 0;
 	snprintf(name, sizeof(name), "sl_%.16s_rx2tx", m->shm->node);
-	g_rx2tx = rte_ring_create(name, m->shm->ring_size, rte_socket_id(),
-				  RING_F_SP_ENQ | RING_F_SC_DEQ);
-	return g_rx2tx == NULL ? -1 : 0;
+	m->io.rx2tx = rte_ring_create(name, m->shm->ring_size, rte_socket_id(),
+				      RING_F_SP_ENQ | RING_F_SC_DEQ);
+	return m->io.rx2tx == NULL ? -1 : 0;
 }
 
 int
@@ -387,15 +392,17 @@ sl_io_rx_settle(struct sl_shm *shm)
 int
 sl_io_thread(void *arg)
 {
-	unsigned int idx = (unsigned int)(uintptr_t)arg;
-	struct sl_shm *shm = g_mgr.shm;
+	const struct sl_io_arg *a = arg;
+	struct sl_mgr *m = a->m;
+	unsigned int idx = a->idx;
+	struct sl_shm *shm = m->shm;
 	struct io_ctx *c;
 	uint64_t idle_since = 0;
 
 	c = rte_zmalloc("sl_io_ctx", sizeof(*c), RTE_CACHE_LINE_SIZE);
-	if (c == NULL || io_ctx_init(c, idx) != 0) {
+	if (c == NULL || io_ctx_init(c, m, idx) != 0) {
 		sl_log("I/O thread %u: out of memory; stopping", idx);
-		g_mgr.quit = 1;
+		m->quit = 1;
 		return -1;
 	}
 	while (!__atomic_load_n(&shm->shutdown, __ATOMIC_ACQUIRE)) {
@@ -408,7 +415,7 @@ sl_io_thread(void *arg)
 				   __ATOMIC_SEQ_CST);
 		if (c->do_rx) {
 			work += do_rx(c, now);
-			sl_flow_maintain(g_mgr.flow, shm, now);
+			sl_flow_maintain(m->flow, shm, now);
 		}
 		if (c->do_tx)
 			work += do_tx(c, now);
@@ -420,7 +427,7 @@ sl_io_thread(void *arg)
 		}
 	}
 	if (c->do_rx)
-		sl_flow_rx_fini(g_mgr.flow);
+		sl_flow_rx_fini(m->flow);
 	io_ctx_fini(c);
 	rte_free(c);
 	return 0;

@@ -390,34 +390,30 @@ remove_dpdk_files(const char *prefix)
  */
 #define CLEANUP_WAIT_S 3
 
-static struct {
-	const char *prefix;
-	int rc;
-} g_cleanup;
-
 static void *
 cleanup_watchdog(void *arg)
 {
-	(void)arg;
+	const struct sl_mgr *m = arg;
+
 	sleep(CLEANUP_WAIT_S);
 	sl_log("DPDK's clean-up has not returned in %d s: a process killed "
 	       "inside its own DPDK start-up (an NF killed while it attached) "
 	       "left DPDK's shared memory lock held; removing the hugepage "
 	       "and runtime files and exiting without it",
 	       CLEANUP_WAIT_S);
-	remove_dpdk_files(g_cleanup.prefix);
-	_exit(g_cleanup.rc);
+	remove_dpdk_files(m->cleanup.prefix);
+	_exit(m->cleanup.rc);
 	return NULL;
 }
 
 static void
-eal_cleanup(const char *prefix, int rc)
+eal_cleanup(struct sl_mgr *m, const char *prefix, int rc)
 {
 	pthread_t t;
 
-	g_cleanup.prefix = prefix;
-	g_cleanup.rc = rc;
-	if (pthread_create(&t, NULL, cleanup_watchdog, NULL) == 0)
+	m->cleanup.prefix = prefix;
+	m->cleanup.rc = rc;
+	if (pthread_create(&t, NULL, cleanup_watchdog, m) == 0)
 		pthread_detach(t);
 	rte_eal_cleanup();
 }
@@ -702,7 +698,7 @@ run(struct sl_mgr *m)
 	char err[512];
 
 	for (uint32_t i = 0; i < m->shm->n_io; i++)
-		rte_eal_remote_launch(sl_io_thread, (void *)(uintptr_t)i,
+		rte_eal_remote_launch(sl_io_thread, &m->io.arg[i],
 				      m->io_lcores[i]);
 	/* Telemetry is optional: a command that cannot be registered is
 	 * logged and sluiced runs on. */
@@ -767,7 +763,7 @@ main(int argc, char **argv)
 	}
 	if (stage >= STAGE_PORTS)
 		sl_ports_close(m);
-	eal_cleanup(prefix, rc);
+	eal_cleanup(m, prefix, rc);
 	remove_dpdk_files(prefix);
 	return rc;
 }

@@ -3,7 +3,8 @@
  * sluiced internals: the node manager's state, shared by its files.
  *   main.c      start-up order, checks, EAL and shared memory, shutdown
  *   options.c   the option table: parsing, --help, --defaults-json
- *   ports.c     ports: probe, configure, transmit
+ *   ports/      ports: probe, configure, start, close; port classes
+ *               for drivers with needs of their own (ports/ports.h)
  *   registry/   services and NF instances: registration, death, reclaim,
  *               load-balancer tables, quiescent-state actions, the hang
  *               watchdog (registry/registry.h)
@@ -29,6 +30,8 @@
 #include "sl_dispatch.h"
 #include "sl_match.h"
 #include "sl_shared.h"
+
+#include "ports/ports.h"
 
 #define SL_VERSION "0.1.0"
 
@@ -140,13 +143,28 @@ struct sl_mgr {
 	uint64_t mbufs_leaked; /* dead NFs' caches not trusted (pool_op) */
 	uint64_t mbufs_in_doubt; /* dead inside a driver's transmit call */
 	uint64_t nfs_hung;  /* NFs killed as hung */
-	/* 1: every port hashes with sluiced's symmetric RSS key over the same
-	 * fields, so a port's RSS hash can stand for the flow hash; else
-	 * the flow hash is always computed in software (ports.c). */
-	int rss_flow_hash;
-	/* Private folders of pcap ports' capture links (ports.c), removed
-	 * at exit; "" if none. */
-	char pcap_dir[SL_MAX_PORTS][40];
+	struct sl_ports_state ports; /* ports/ */
+	/* Graph versions (graph.c; control thread only) */
+	struct sl_graphs_state {
+		/* Per gtab slot: a retired version is freed once a grace
+		 * period and RETIRE_MIN_MS have passed since */
+		struct sl_graph_slot {
+			uint8_t retired;
+			uint64_t since;
+			struct sl_grace grace;
+		} slot[SL_GRAPH_SLOTS];
+		uint32_t version; /* the last version published */
+		/* Services created by the apply under way, [max_services];
+		 * NULL between applies */
+		uint16_t *created;
+		uint16_t n_created;
+	} graphs;
+	/* What main.c's clean-up watchdog does if DPDK's clean-up hangs:
+	 * the files of --file-prefix prefix to remove, the exit status */
+	struct {
+		const char *prefix;
+		int rc;
+	} cleanup;
 	/* Reservations of NFs killed inside an enqueue, rolled back */
 	uint64_t rings_unstuck;
 	uint64_t msgs_reclaimed; /* answers dead processes never returned */
@@ -160,6 +178,19 @@ struct sl_mgr {
 	struct sl_qs_action *qs; /* pending quiescent-state actions */
 	int rx_started; /* ports were enabled once (a complete chain) */
 	int epfd;
+	/* The control socket's connections (control.c; control thread only) */
+	struct sl_ctl_state {
+		struct sl_ctl_conn *conns; /* [n_conns] (--control-conns) */
+		uint32_t n_conns;
+		size_t out_max;		/* bytes (--control-out-kb) */
+		size_t line_max;	/* bytes (--control-line-kb) */
+		uint64_t closed_unread; /* closed for not reading */
+		int epfd;		/* m->epfd, for functions with no m */
+		int parked; /* the connection of the parked request, or -1 */
+		uint64_t turns;	    /* HELD_WAITING turns given */
+		uint32_t n_waiting; /* connections HELD_WAITING */
+		struct sl_ctl_conn *turn; /* the waiting one whose turn it is */
+	} ctl;
 	int listen_fd;
 	/* Replicas nf.scale started that have not registered yet: they count
 	 * as instances of their service until they do, die or time out, so
@@ -175,6 +206,18 @@ struct sl_mgr {
 	} scale_pending[SL_SCALE_PENDING_MAX];
 	uint16_t n_scale_pending;
 	unsigned int io_lcores[SL_MAX_IO_THREADS];
+	/* The I/O threads' (io.c; set by sl_io_init, read-only once they
+	 * run) */
+	struct sl_io_state {
+		/* Split mode only: RX -> TX hand-off of port-bound packets;
+		 * NULL with one I/O thread */
+		struct rte_ring *rx2tx;
+		/* What each thread is launched with */
+		struct sl_io_arg {
+			struct sl_mgr *m;
+			unsigned int idx;
+		} arg[SL_MAX_IO_THREADS];
+	} io;
 	/* The flow module's states (sl_flow_init; flow/, rules/, requests/) */
 	struct sl_flowdir_state *flow;
 	struct sl_rules_state *rules;
@@ -192,11 +235,7 @@ void sl_event(const char *kind, json_t *data);
 struct rte_mempool *sl_pool_for_socket(struct sl_mgr *m, int socket, char *err,
 				       size_t errlen);
 
-/* ports.c */
-int sl_ports_init(struct sl_mgr *m, char *err, size_t errlen);
-void sl_ports_close(struct sl_mgr *m);
-int sl_port_by_name(const struct sl_mgr *m, const char *name);
-json_t *sl_ports_json(const struct sl_mgr *m);
+/* ports/: ports/ports.h, included above */
 
 /* registry/ */
 /* Allocates m->registry (after m->o and m->shm are set): 0 or -1. */
@@ -255,7 +294,10 @@ int sl_scale(struct sl_mgr *m, uint16_t service, uint32_t replicas,
 void sl_scale_poll(struct sl_mgr *m);
 
 /* io.c */
-int sl_io_init(struct sl_mgr *m); /* before the threads start */
+/* Fills m->io (the RX->TX ring in split mode, the threads' arguments);
+ * before the threads start. 0 or -1. */
+int sl_io_init(struct sl_mgr *m);
+/* An I/O thread's main; arg is &m->io.arg[its index]. */
 int sl_io_thread(void *arg);
 /* After rx_enabled was set to 0: waits (at most 100 ms, then -ETIMEDOUT)
  * until the RX thread reads no port any more and has counted and handed
