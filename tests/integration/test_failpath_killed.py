@@ -15,7 +15,7 @@ from pathlib import Path
 from conftest import ROOT, build_dir, deployment, prog, wait_until
 
 from sluice.client import Client
-from sluice.launch import cleanup_node, hugetlbfs_mounts, primary_alive
+from sluice.hostclean import cleanup_node, hugetlbfs_mounts, primary_alive
 
 CLEANUP = ROOT / "scripts" / "cleanup.sh"
 
