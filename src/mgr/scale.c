@@ -97,6 +97,52 @@ strip_deleted(char *path)
 	return 1;
 }
 
+/*
+ * The child of spawn_like, between fork and exec: only async-signal-safe
+ * calls. Runs exe_fd with argv in cwd ("": sluiced's) on cpus (NULL: as
+ * inherited), stdout and stderr to out_fd and err_fd (-1: /dev/null);
+ * if it cannot, writes {step, errno} to status_fd (step 1: the working
+ * directory, 2: exec) and exits.
+ */
+static void __attribute__((noreturn))
+spawn_child(int exe_fd, char **argv, const char *cwd, const cpu_set_t *cpus,
+	    int out_fd, int err_fd, int status_fd)
+{
+	int null_fd = open("/dev/null", O_RDWR);
+	int report[2] = {0, 0};
+	sigset_t none;
+
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGPIPE, SIG_DFL);
+	signal(SIGCHLD, SIG_DFL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL); /* pending ones act now */
+	setsid(); /* Ctrl-C at sluiced's terminal is sluiced's */
+	dup2(null_fd, 0);
+	dup2(out_fd >= 0 ? out_fd : null_fd, 1);
+	dup2(err_fd >= 0 ? err_fd : null_fd, 2);
+	/* None of sluiced's own descriptors goes to the replica: its
+	 * hugepage and memseg files (with their locks), its control and DPDK
+	 * sockets, its DPDK config file, whose lock is how NFs see that
+	 * sluiced is gone. A replica held ~300 of them (twice a launched
+	 * NF's count), and kept them, locks included, after sluiced died. */
+	if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0)
+		for (int fd = 3; fd < 4096; fd++)
+			(void)fcntl(fd, F_SETFD, FD_CLOEXEC);
+	report[0] = 1;
+	if (cwd[0] == '\0' || chdir(cwd) == 0) {
+		if (cpus != NULL)
+			sched_setaffinity(0, sizeof(*cpus), cpus);
+		report[0] = 2;
+		fexecve(exe_fd, argv, environ);
+	}
+	report[1] = errno;
+	if (write(status_fd, report, sizeof(report)) < 0)
+		_exit(125);
+	_exit(report[0] == 1 ? 126 : 127);
+}
+
 /* Starts a copy of instance `model`; `log` gets where its stderr goes.
  * Returns the child's pid, once it has exec'd the program, or -errno. */
 static int
@@ -161,41 +207,9 @@ spawn_like(const struct sl_nf_slot *model, char *log, size_t loglen,
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	pid = fork();
-	if (pid == 0) {
-		/* The child: only async-signal-safe calls until exec. */
-		int null_fd = open("/dev/null", O_RDWR);
-
-		signal(SIGINT, SIG_DFL);
-		signal(SIGTERM, SIG_DFL);
-		signal(SIGPIPE, SIG_DFL);
-		signal(SIGCHLD, SIG_DFL);
-		sigemptyset(&all);
-		sigprocmask(SIG_SETMASK, &all, NULL); /* pending ones act now */
-		setsid(); /* Ctrl-C at sluiced's terminal is sluiced's */
-		dup2(null_fd, 0);
-		dup2(out_fd >= 0 ? out_fd : null_fd, 1);
-		dup2(err_fd >= 0 ? err_fd : null_fd, 2);
-		/* None of sluiced's own descriptors goes to the replica: its
-		 * hugepage and memseg files (with their locks), its control
-		 * and DPDK sockets, its DPDK config file, whose lock is how
-		 * NFs see that sluiced is gone. A replica held ~300 of them
-		 * (twice a launched NF's count), and kept them, locks
-		 * included, after sluiced died. */
-		if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0)
-			for (int fd = 3; fd < 4096; fd++)
-				(void)fcntl(fd, F_SETFD, FD_CLOEXEC);
-		report[0] = 1;
-		if (cwd[0] == '\0' || chdir(cwd) == 0) {
-			if (has_cpus)
-				sched_setaffinity(0, sizeof(cpus), &cpus);
-			report[0] = 2;
-			fexecve(exe_fd, argv, environ);
-		}
-		report[1] = errno;
-		if (write(status[1], report, sizeof(report)) < 0)
-			_exit(125);
-		_exit(report[0] == 1 ? 126 : 127);
-	}
+	if (pid == 0)
+		spawn_child(exe_fd, argv, cwd, has_cpus ? &cpus : NULL, out_fd,
+			    err_fd, status[1]);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	close(status[1]);
 	if (pid < 0) {
