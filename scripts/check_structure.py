@@ -70,7 +70,6 @@ BASELINE: dict[str, set[str]] = {
     'src/mgr/main.c': {'mutable g_mgr'},
     'src/mgr/registry.c': {'function handle_register', 'lines', 'mutable g_sweep_next'},
     'src/mgr/rpc.c': {'function rpc_stats', 'lines', 'mutable g_park'},
-    'src/mgr/scale.c': {'function sl_scale'},
     'src/mgr/sluiced.h': {'extern g_mgr'},
     'src/mgr/telemetry.c': {'mutable g_inflight', 'mutable g_live', 'mutable g_m'},
     'src/nflib/sl_nf.c': {'function parse_args', 'function sl_nf_main', 'lines'},

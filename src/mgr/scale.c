@@ -374,6 +374,61 @@ sl_scale_poll(struct sl_mgr *m)
 	pending_poll(m, 0);
 }
 
+/* Starts n copies of model for service, their pids appended to started.
+ * 0, or a negative errno with err filled (those started so far stay
+ * pending). */
+static int
+scale_out(struct sl_mgr *m, uint16_t service, const struct sl_nf_slot *model,
+	  uint32_t n, json_t *started, char *err, size_t errlen)
+{
+	const struct sl_service *svc = &m->shm->services[service];
+
+	for (uint32_t k = 0; k < n; k++) {
+		struct sl_scale_pending *p;
+		int pid;
+
+		if (m->n_scale_pending == SL_SCALE_PENDING_MAX) {
+			snprintf(err, errlen,
+				 "%u replicas are still starting: wait until "
+				 "they register (nf.list)",
+				 (unsigned int)m->n_scale_pending);
+			return -EBUSY;
+		}
+		p = &m->scale_pending[m->n_scale_pending];
+		pid = spawn_like(model, p->log, sizeof(p->log), err, errlen);
+		if (pid < 0) {
+			sl_log("nf.scale %s: %s", svc->name, err);
+			return pid;
+		}
+		/* It has exec'd (not exited: nothing reaped it yet, as its
+		 * end is first seen by a later look). */
+		p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+		if (p->pidfd < 0) {
+			snprintf(err, errlen,
+				 "started pid %d but cannot watch it: %s", pid,
+				 strerror(errno));
+			sl_log("nf.scale %s: %s", svc->name, err);
+			return -EMFILE;
+		}
+		p->pid = pid;
+		p->service = service;
+		p->model = model->instance;
+		p->given_up = 0;
+		p->until_tsc = rte_rdtsc() + m->o.scale_register_ms *
+						 rte_get_tsc_hz() / 1000;
+		m->n_scale_pending++;
+		json_array_append_new(started, json_integer(pid));
+		sl_log("nf.scale %s: started pid %d (copy of instance %u)",
+		       svc->name, pid, model->instance);
+		/* Answer the replicas already waiting to register: a fork
+		 * takes 30-80 ms here, so 70 of them kept this thread from
+		 * the message ring for longer than an NF waits for its
+		 * answer (5 s), and the first ones gave up and exited. */
+		sl_registry_poll(m);
+	}
+	return 0;
+}
+
 int
 sl_scale(struct sl_mgr *m, uint16_t service, uint32_t replicas, json_t **out,
 	 char *err, size_t errlen)
@@ -384,6 +439,7 @@ sl_scale(struct sl_mgr *m, uint16_t service, uint32_t replicas, json_t **out,
 	json_t *cancelled = json_array();
 	const struct sl_nf_slot *model = NULL;
 	uint32_t running = 0, starting = 0;
+	int rc;
 
 	pending_poll(m, 1);
 	for (uint16_t k = 0; k < m->n_scale_pending; k++)
@@ -421,57 +477,16 @@ sl_scale(struct sl_mgr *m, uint16_t service, uint32_t replicas, json_t **out,
 			 shm->max_nfs);
 		return -ENOSPC;
 	}
-	for (uint32_t k = running + starting; k < replicas; k++) {
-		struct sl_scale_pending *p;
-		int pid;
-
-		if (m->n_scale_pending == SL_SCALE_PENDING_MAX) {
-			snprintf(err, errlen,
-				 "%u replicas are still starting: wait until "
-				 "they register (nf.list)",
-				 (unsigned int)m->n_scale_pending);
-			json_decref(started);
-			json_decref(stopping);
-			json_decref(cancelled);
-			return -EBUSY;
-		}
-		p = &m->scale_pending[m->n_scale_pending];
-		pid = spawn_like(model, p->log, sizeof(p->log), err, errlen);
-		if (pid < 0) {
-			sl_log("nf.scale %s: %s", svc->name, err);
-			json_decref(started);
-			json_decref(stopping);
-			json_decref(cancelled);
-			return pid;
-		}
-		/* It has exec'd (not exited: nothing reaped it yet, as its
-		 * end is first seen by a later look). */
-		p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-		if (p->pidfd < 0) {
-			snprintf(err, errlen,
-				 "started pid %d but cannot watch it: %s", pid,
-				 strerror(errno));
-			sl_log("nf.scale %s: %s", svc->name, err);
-			json_decref(started);
-			json_decref(stopping);
-			json_decref(cancelled);
-			return -EMFILE;
-		}
-		p->pid = pid;
-		p->service = service;
-		p->model = model->instance;
-		p->given_up = 0;
-		p->until_tsc = rte_rdtsc() + m->o.scale_register_ms *
-						 rte_get_tsc_hz() / 1000;
-		m->n_scale_pending++;
-		json_array_append_new(started, json_integer(pid));
-		sl_log("nf.scale %s: started pid %d (copy of instance %u)",
-		       svc->name, pid, model->instance);
-		/* Answer the replicas already waiting to register: a fork
-		 * takes 30-80 ms here, so 70 of them kept this thread from
-		 * the message ring for longer than an NF waits for its
-		 * answer (5 s), and the first ones gave up and exited. */
-		sl_registry_poll(m);
+	rc = scale_out(m, service, model,
+		       replicas > running + starting
+			       ? replicas - (running + starting)
+			       : 0,
+		       started, err, errlen);
+	if (rc != 0) {
+		json_decref(started);
+		json_decref(stopping);
+		json_decref(cancelled);
+		return rc;
 	}
 	/* Scale in: replicas still starting go first (newest first), as
 	 * they hold no traffic yet; then running instances. */
