@@ -10,8 +10,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # pure: schemas, checks, error text, names, decisions; no sockets, no processes
     # (but sluiced_defaults, which asks the built sluiced once, lazily, for its
     # option table: the one description of sluiced's options and defaults)
-    ("core", ("__init__", "errors", "paths", "sluiced_defaults", "tracenames", "graph",
-              "deploy", "reconcile",
+    ("core", ("__init__", "errors", "paths", "sluiced_defaults", "tracenames", "counters",
+              "graph", "deploy", "reconcile",
               "placement")),
     # I/O: sluiced's socket, processes, the host, containers, captures
     ("runtime", ("client", "traces", "container", "procs", "hostclean", "livetable",

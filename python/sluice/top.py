@@ -25,19 +25,12 @@ from rich.table import Table
 from rich.text import Text
 
 from .client import Client, SluiceError
+from .counters import rate as _rate
+from .counters import total
 
 
-def _rate(now: Any, before: Any, dt: float) -> float | None:
-    """Per second between two reads of a counter; None without a previous
-    read, or when the counter went back (sluiced restarted)."""
-    if before is None or dt <= 0 or not isinstance(now, int | float):
-        return None
-    d = now - before
-    return None if d < 0 else d / dt
-
-
-def _drops(x: dict[str, Any]) -> int:
-    return sum(int(v) for v in (x.get("drops") or {}).values())
+def _drops(x: dict[str, Any]) -> int | float:
+    return total(x.get("drops"))
 
 
 def rates(prev: dict[str, Any] | None, cur: dict[str, Any], dt: float) -> dict[str, Any]:

@@ -61,7 +61,9 @@ enum { F6_PROTO, F6_SRC, F6_DST = F6_SRC + 4, F6_SPORT = F6_DST + 4,
 RTE_ACL_RULE_DEF(sl_cls_rule4, F4_NUM);
 RTE_ACL_RULE_DEF(sl_cls_rule6, F6_NUM);
 
-static uint32_t sl_cls_counter; /* for unique rte_acl names */
+/* For unique rte_acl names (classifier.h: name_prefix, then this counter).
+ * Process-wide, as rte_acl's names are: any thread may build (atomic). */
+static uint32_t sl_cls_counter;
 
 static void
 sl_cls_def(struct rte_acl_field_def *d, uint8_t type, uint8_t size,

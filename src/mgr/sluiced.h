@@ -5,11 +5,13 @@
  *   options.c   the option table: parsing, --help, --defaults-json
  *   ports/      ports: probe, configure, start, close; port classes
  *               for drivers with needs of their own (ports/ports.h)
- *   registry.c  services and NF instances: registration, death, reclaim,
- *               load-balancer tables, chains, quiescent-state actions
+ *   registry/   services and NF instances: registration, death, reclaim,
+ *               load-balancer tables, quiescent-state actions, the hang
+ *               watchdog (registry/registry.h)
  *   io.c        the I/O thread(s): RX from ports, NF tx rings, TX to ports
  *   control.c   control thread: socket, events, liveness
- *   rpc.c       JSON-RPC methods
+ *   rpc.c       JSON-RPC framing, method lookup; each module's methods
+ *               are in its *_rpc.c or rpc.c (ctl/node.c: status, rx)
  *   flow/       flow table, ingress, aging, flow.list (flow/flow.h)
  *   rules/      rule sets, their builder thread, rule.list (rules/rules.h)
  *   requests/   cross-layer requests, wildcard requests
@@ -119,7 +121,7 @@ struct sl_qs_action {
 	uint16_t instance; /* for DEREGISTER / RECLAIM */
 	struct sl_grace grace;
 	/* RECLAIM, second pass: packets still tagged the dead instance's
-	 * that were in no ring a grace period ago (registry.c, reclaim). */
+	 * that were in no ring a grace period ago (registry/reclaim.c). */
 	struct rte_mbuf **cand;
 	uint32_t n_cand;
 	uint32_t pass;
@@ -136,18 +138,10 @@ struct sl_mgr {
 	 * cannot run); else the signal. Atomic: written by on_signal and by
 	 * other threads, read by the control loop, which then stops. */
 	_Atomic int quit;
-	int *pidfd;              /* [max_nfs] */
-	uint16_t *txq_owner;     /* [1 + nf_txq]: instance + 1 using it, 0 */
-	/* [RTE_MAX_LCORE]: instance + 1 whose mempool cache that lcore id's
-	 * is, 0: none */
-	uint16_t *cache_owner;
+	/* The registry's own state (registry/registry.h; sl_registry_init) */
+	struct sl_registry_state *registry;
 	uint64_t mbufs_leaked; /* dead NFs' caches not trusted (pool_op) */
 	uint64_t mbufs_in_doubt; /* dead inside a driver's transmit call */
-	/* Hang watchdog (registry.c): per instance, the heartbeat last seen
-	 * and when it last moved (or the NF was last seen asleep). */
-	uint64_t *hb_seen;
-	uint64_t *hb_tsc;
-	uint64_t hang_next; /* next check, TSC */
 	uint64_t nfs_hung;  /* NFs killed as hung */
 	struct sl_ports_state ports; /* ports/ */
 	/* Graph versions (graph.c; control thread only) */
@@ -243,8 +237,11 @@ struct rte_mempool *sl_pool_for_socket(struct sl_mgr *m, int socket, char *err,
 
 /* ports/: ports/ports.h, included above */
 
-/* registry.c */
+/* registry/ */
+/* Allocates m->registry (after m->o and m->shm are set): 0 or -1. */
 int sl_registry_init(struct sl_mgr *m);
+/* Frees m->registry (after every NF is gone). */
+void sl_registry_close(struct sl_mgr *m);
 void sl_registry_poll(struct sl_mgr *m); /* messages + quiescent actions */
 void sl_nf_died(struct sl_mgr *m, uint16_t instance);
 int sl_service_get(struct sl_mgr *m, const char *name, int create, char *err,
@@ -315,7 +312,98 @@ void sl_control_watch_pid(struct sl_mgr *m, uint16_t instance, int pidfd);
 /* status.control: {connections, max_connections, out_kb, closed_unread} */
 json_t *sl_control_json(const struct sl_mgr *m);
 
-/* rpc.c */
+/* rpc.c: JSON-RPC 2.0 framing, method lookup and dispatch, the parked
+ * request. Each module registers its methods in a const table of struct
+ * sl_rpc_method ended by {NULL}; rpc.c lists the tables (docs/
+ * architecture.md "Adding an RPC method"). */
+#define SL_RPC_E_PARSE -32700
+#define SL_RPC_E_REQUEST -32600
+#define SL_RPC_E_METHOD -32601
+#define SL_RPC_E_PARAMS -32602
+#define SL_RPC_E_FAILED -32000
+
+/* A method's error: code 0 and msg "" until it fails. */
+struct sl_rpc_err {
+	int code;
+	char msg[512];
+};
+
+/* A method: its result (a new reference), or NULL with e set (or parked,
+ * sl_rpc_park). params is always an object. */
+typedef json_t *(*sl_rpc_fn)(struct sl_mgr *m, json_t *params,
+			     struct sl_rpc_err *e);
+
+enum sl_rpc_flag {
+	/* Changes rules: the control socket's thread alone runs it (the
+	 * telemetry thread can neither start a build nor see one half
+	 * done), one build at a time; it may park (sl_rpc_park). */
+	SL_RPC_RULES = 1u << 0,
+	/* fn is NULL: rpc.c subscribes the connection to events. */
+	SL_RPC_SUBSCRIBE = 1u << 1,
+};
+
+struct sl_rpc_method {
+	const char *name; /* NULL ends a table */
+	sl_rpc_fn fn;
+	unsigned int flags; /* enum sl_rpc_flag */
+};
+
+/* The tables, in the order status lists the methods. */
+extern const struct sl_rpc_method sl_node_status_methods[]; /* ctl/node.c */
+extern const struct sl_rpc_method sl_registry_methods[]; /* registry_rpc.c */
+extern const struct sl_rpc_method sl_stats_methods[];    /* stats/rpc.c */
+extern const struct sl_rpc_method sl_chain_methods[];    /* registry_rpc.c */
+extern const struct sl_rpc_method sl_graph_methods[];    /* graph_rpc.c */
+extern const struct sl_rpc_method sl_rules_methods[];    /* rules/rpc.c */
+extern const struct sl_rpc_method sl_flow_methods[];     /* flow/rpc.c */
+extern const struct sl_rpc_method sl_requests_methods[]; /* requests/rpc.c */
+extern const struct sl_rpc_method sl_node_methods[];     /* ctl/node.c */
+
+/* Sets e and returns NULL: `return sl_rpc_fail(e, ...)` in a method. */
+json_t *sl_rpc_fail(struct sl_rpc_err *e, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Every method's name, in table order (status.methods). */
+json_t *sl_rpc_names(void);
+
+/* A rule change that started a build (sl_rules_*_start) returns
+ * sl_rpc_park(&pk): its reply is made by pk.done once sl_rules_poll reports
+ * the build (rc 0: committed, with out; else refused, with err). The
+ * control thread alone parks (SL_RPC_RULES methods); rpc.c takes pk's ids
+ * and graph and releases them after done. */
+struct sl_rpc_park;
+typedef json_t *(*sl_rpc_done_fn)(struct sl_mgr *m,
+				  const struct sl_rpc_park *pk, int rc,
+				  json_t *out, const char *err,
+				  struct sl_rpc_err *e);
+struct sl_rpc_park {
+	sl_rpc_done_fn done;
+	json_t *ids;    /* a reference, or NULL */
+	json_int_t one; /* a number to reply with */
+	size_t n;       /* a count to reply with */
+	char *graph;    /* malloc'd, or NULL */
+};
+json_t *sl_rpc_park(const struct sl_rpc_park *pk);
+
+/* Params shared by several modules' methods: each returns the value or -1
+ * with e set (E_PARAMS when missing or malformed, E_FAILED when it names
+ * nothing). */
+/* A service by name or id in params[key]. */
+int sl_rpc_param_service(struct sl_mgr *m, json_t *params, const char *key,
+			 struct sl_rpc_err *e);
+/* The graph named by params.graph: its id. */
+int sl_rpc_param_graph(struct sl_mgr *m, json_t *params,
+		       struct sl_rpc_err *e);
+/* The match fields (and in_port) of params into mt, *has 1 when any is
+ * given; keys besides those must be in extra. 0 or -1. */
+int sl_rpc_param_match(struct sl_mgr *m, json_t *params,
+		       const char *const *extra, size_t n_extra,
+		       struct sl_match *mt, int *has, struct sl_rpc_err *e);
+/* r, or NULL with e set (r released) when it would not fit a client's
+ * --control-out-kb (the reply would close the connection unanswered);
+ * what: how to ask for less. */
+json_t *sl_rpc_fits_out(struct sl_mgr *m, json_t *r, const char *what,
+			struct sl_rpc_err *e);
+
 enum sl_rpc_state {
 	SL_RPC_REPLY,  /* *resp is the reply (NULL for a notification) */
 	SL_RPC_PARKED, /* a rule build started: sl_rpc_poll gives the reply */

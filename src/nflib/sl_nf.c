@@ -21,6 +21,27 @@
 #include "sluice/nf.h"
 #include "sluice/pkt.h"
 
+/*
+ * Offset of struct sl_pkt_meta in an mbuf, for the packet accessors below:
+ * they take only the mbuf (sl_pkt_verdict(m)), so it cannot come from an
+ * NF handle. Process-wide (one NF process attaches to one sluiced, whose
+ * dynfield it is), written once by nfi_attach() before any packet, read
+ * per packet; -1 until then. The loop reads struct sl_nf's meta_off.
+ */
+static int g_meta_off = -1;
+
+void
+nfi_set_pkt_meta_off(int off)
+{
+	g_meta_off = off;
+}
+
+static inline struct sl_pkt_meta *
+meta_of(const struct rte_mbuf *m)
+{
+	return sl_meta(m, g_meta_off);
+}
+
 void
 sl_pkt_set_verdict(struct rte_mbuf *m, sl_verdict_t v)
 {
@@ -72,7 +93,7 @@ sl_service_id_wait(const struct sl_nf *nf, const char *name,
 		nf->prog, name, timeout_ms);
 	deadline = rte_rdtsc() + rte_get_tsc_hz() / 1000 * timeout_ms;
 	while ((s = sl_service_id(nf, name)) < 0 && rte_rdtsc() < deadline &&
-	       !nfi_stop && !nfi_mgr_gone(nf))
+	       !nfi_stop_asked() && !nfi_mgr_gone(nf))
 		rte_delay_us_sleep(10000);
 	return s;
 }
@@ -142,11 +163,7 @@ sl_nf_stop(struct sl_nf *nf)
 uint64_t
 sl_now_ns(void)
 {
-	static uint64_t hz;
-
-	if (hz == 0)
-		hz = rte_get_tsc_hz();
-	return (uint64_t)((double)rte_rdtsc() * 1e9 / (double)hz);
+	return (uint64_t)((double)rte_rdtsc() * 1e9 / (double)rte_get_tsc_hz());
 }
 
 /*
@@ -293,7 +310,7 @@ sl_nf_main(const struct sl_nf_ops *ops, int argc, char **argv)
 		return rc < 0 ? 1 : 0; /* 1: stopped while waiting */
 	if (nfi_attach(&nf) != 0)
 		return 1;
-	if (nfi_stop) {
+	if (nfi_stop_asked()) {
 		fprintf(stderr, "%s: stopped by a signal while starting\n",
 			argv[0]);
 		return 0;

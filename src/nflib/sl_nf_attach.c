@@ -24,17 +24,47 @@
 
 #include "sl_nf_int.h"
 
-volatile sig_atomic_t nfi_stop;
-volatile sig_atomic_t nfi_reload;
-int nfi_meta_off = -1;
+/*
+ * Process-wide, and so file-static rather than in struct sl_nf: a signal
+ * is delivered to the process, and its handler has no NF handle (one NF
+ * process runs one NF). Written only by on_signal(); read through the
+ * functions below, from the loop, registration and start-up.
+ */
+static volatile sig_atomic_t g_stop;   /* SIGINT, SIGTERM */
+static volatile sig_atomic_t g_reload; /* SIGHUP, until taken */
 
-void
-nfi_on_signal(int sig)
+static void
+on_signal(int sig)
 {
 	if (sig == SIGHUP)
-		nfi_reload = 1;
+		g_reload = 1;
 	else
-		nfi_stop = 1;
+		g_stop = 1;
+}
+
+/* 1 once a stop signal came (it stays set). */
+int
+nfi_stop_asked(void)
+{
+	return g_stop != 0;
+}
+
+/* 1 while a SIGHUP is waiting to be taken by nfi_reload_take(). */
+int
+nfi_reload_asked(void)
+{
+	return g_reload != 0;
+}
+
+/* 1 if a SIGHUP came since the last call, clearing it: one reload for any
+ * number of SIGHUPs before it. */
+int
+nfi_reload_take(void)
+{
+	if (g_reload == 0)
+		return 0;
+	g_reload = 0;
+	return 1;
 }
 
 /*
@@ -44,7 +74,9 @@ nfi_on_signal(int sig)
  * lines. Unless --log-level is given, EAL logs at debug level into this
  * stream during rte_eal_init(): EAL's warnings and worse, and every line
  * of other components, go to stderr as before; EAL's other lines are kept
- * (the last EAL_KEPT) and printed only if the attach fails.
+ * (the last EAL_KEPT) and printed only if the attach fails. File-static:
+ * EAL's log stream is process-wide, and it may write here from any of its
+ * threads while rte_eal_init() runs, with no NF handle at hand.
  */
 #define EAL_KEPT 40
 static struct {
@@ -119,7 +151,7 @@ attach_lock(const char *prog, const char *config)
 				prog, path, strerror(errno));
 			break;
 		}
-		if (nfi_stop) { /* nothing attached yet: stop here */
+		if (nfi_stop_asked()) { /* nothing attached yet: stop here */
 			close(fd);
 			return -2;
 		}
@@ -190,13 +222,14 @@ nfi_eal_attach(struct sl_nf *nf, struct nf_args *a)
 	 * read-locked sections, we would leave a reader on the shared
 	 * memory-hotplug lock for good, and sluiced's rte_eal_cleanup() at
 	 * exit would spin on it for ever. We attach, then stop after. */
-	signal(SIGINT, nfi_on_signal);
-	signal(SIGTERM, nfi_on_signal);
-	signal(SIGHUP, nfi_on_signal);
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGHUP, on_signal);
 	signal(SIGPIPE, SIG_IGN);
 	sched_getaffinity(0, sizeof(saved), &saved);
 	if (a->eal_capture) {
-		/* Never closed: an EAL thread may still hold it. */
+		/* Never closed: an EAL thread may still hold it. Static,
+		 * so that it stays reachable once EAL lets it go. */
 		static FILE *eal_log;
 
 		eal_log = fopencookie(NULL, "w", (cookie_io_functions_t){
@@ -267,12 +300,13 @@ nfi_attach(struct sl_nf *nf)
 			nf->prog, nf->node, nf->shm->version, SL_SHM_VERSION);
 		return -1;
 	}
-	nfi_meta_off = rte_mbuf_dynfield_lookup(SL_DYNFIELD_NAME, NULL);
-	if (nfi_meta_off < 0 || nfi_meta_off != nf->shm->dynfield_offset) {
+	nf->meta_off = rte_mbuf_dynfield_lookup(SL_DYNFIELD_NAME, NULL);
+	if (nf->meta_off < 0 || nf->meta_off != nf->shm->dynfield_offset) {
 		fprintf(stderr, "%s: packet metadata field '%s' not found\n",
 			nf->prog, SL_DYNFIELD_NAME);
 		return -1;
 	}
+	nfi_set_pkt_meta_off(nf->meta_off);
 	nf->burst = nf->shm->burst;
 	return 0;
 }

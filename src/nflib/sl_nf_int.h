@@ -13,7 +13,6 @@
 #ifndef SL_NF_INT_H
 #define SL_NF_INT_H
 
-#include <signal.h>
 #include <stdint.h>
 
 #include <rte_branch_prediction.h>
@@ -48,6 +47,7 @@ struct sl_nf {
 	char config[256]; /* /var/run/dpdk/sluice_NODE/config, see mgr_gone */
 	int64_t req_id; /* last cross-layer request id */
 	uint64_t start_tsc; /* when main() began: start-to-first-packet */
+	int meta_off; /* of struct sl_pkt_meta in an mbuf, set by nfi_attach */
 #ifdef SL_NF_TEST_HOOKS
 	/* SLUICE_TEST_KILL_AT=handoff:N, take:N, tx:N or sent:N, see
 	 * sl_nf_test.c. */
@@ -74,28 +74,26 @@ struct nf_args {
 	uint32_t access; /* ops->access and that of the options given */
 };
 
-/*
- * Process-wide: set by the signal handler (stop, reload) and read by the
- * packet accessors (sl_pkt_verdict() has no NF handle), so it cannot live
- * in struct sl_nf. One NF process has one of each.
- */
-extern volatile sig_atomic_t nfi_stop;
-extern volatile sig_atomic_t nfi_reload;
-/* Offset of struct sl_pkt_meta in the mbuf (sluiced's dynfield). */
-extern int nfi_meta_off;
-
+/* The NF's view of a packet's struct sl_pkt_meta (sluiced's dynfield), at
+ * the offset nfi_attach() found. The packet accessors of the NF API
+ * (sl_pkt_verdict(m)...) have no NF handle: sl_nf.c keeps its own copy. */
 static inline struct sl_pkt_meta *
-meta_of(const struct rte_mbuf *m)
+nf_meta(const struct sl_nf *nf, const struct rte_mbuf *m)
 {
-	return sl_meta(m, nfi_meta_off);
+	return sl_meta(m, nf->meta_off);
 }
+
+/* sl_nf.c */
+void nfi_set_pkt_meta_off(int off);
 
 /* sl_nf_args.c */
 int nfi_parse_args(struct nf_args *a, const struct sl_nf_ops *ops, int argc,
 		   char **argv);
 
 /* sl_nf_attach.c */
-void nfi_on_signal(int sig);
+int nfi_stop_asked(void);
+int nfi_reload_asked(void);
+int nfi_reload_take(void);
 int nfi_eal_attach(struct sl_nf *nf, struct nf_args *a);
 int nfi_attach(struct sl_nf *nf);
 

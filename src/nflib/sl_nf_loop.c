@@ -24,10 +24,10 @@
 /* A packet handed to port (SL_PORT_NONE: to sluiced, unresolved) that
  * the NF passes on, i.e. did not mark DROP. */
 static inline int
-nf_passes_on(uint16_t port, const struct rte_mbuf *m)
+nf_passes_on(const struct sl_nf *nf, uint16_t port, const struct rte_mbuf *m)
 {
 	return port != SL_PORT_NONE ||
-	       sl_verdict_kind(meta_of(m)->verdict) != SL_VERDICT_DROP;
+	       sl_verdict_kind(nf_meta(nf, m)->verdict) != SL_VERDICT_DROP;
 }
 
 /*
@@ -52,7 +52,7 @@ nfi_port_out(struct sl_dispatch *d, uint16_t port, struct rte_mbuf **pkts,
 	 * are sluiced's to drop and count as this NF's nf_verdict drops, not
 	 * its tx, as in direct hand-off. */
 	for (uint16_t i = 0; i < n; i++)
-		if (nf_passes_on(port, pkts[i])) {
+		if (nf_passes_on(nf, port, pkts[i])) {
 			bytes += rte_pktmbuf_pkt_len(pkts[i]);
 			on++;
 		}
@@ -76,14 +76,14 @@ nfi_port_out(struct sl_dispatch *d, uint16_t port, struct rte_mbuf **pkts,
 		__atomic_store_n(&c->phase, 1, __ATOMIC_RELEASE);
 		rte_atomic_thread_fence(__ATOMIC_RELEASE);
 		for (uint16_t i = 0; i < n; i++)
-			meta_of(pkts[i])->owner = 0;
+			nf_meta(nf, pkts[i])->owner = 0;
 		NFI_TEST_KILL_TX(nf, 1);
 		sl_pool_op_begin(d->pool_op);
 		k = rte_eth_tx_burst(port, slot->txq, pkts, n);
 		sl_pool_op_end(d->pool_op);
 		for (unsigned int i = k; i < n; i++) {
 			bytes -= rte_pktmbuf_pkt_len(pkts[i]);
-			meta_of(pkts[i])->owner = d->self_owner;
+			nf_meta(nf, pkts[i])->owner = d->self_owner;
 		}
 		c->k = (uint16_t)k;
 		c->sent_bytes = bytes;
@@ -100,7 +100,7 @@ nfi_port_out(struct sl_dispatch *d, uint16_t port, struct rte_mbuf **pkts,
 	if (k == 0)
 		return 0;
 	for (unsigned int i = k; i < n; i++)
-		if (nf_passes_on(port, pkts[i])) {
+		if (nf_passes_on(nf, port, pkts[i])) {
 			bytes -= rte_pktmbuf_pkt_len(pkts[i]);
 			on--;
 		}
@@ -120,7 +120,7 @@ void
 sl_nf_send(struct sl_nf *nf, struct rte_mbuf **pkts, uint16_t n)
 {
 	for (uint16_t i = 0; i < n; i++) {
-		struct sl_pkt_meta *m = meta_of(pkts[i]);
+		struct sl_pkt_meta *m = nf_meta(nf, pkts[i]);
 		sl_verdict_t v = m->verdict;
 
 		memset(m, 0, sizeof(*m)); /* flow hash: computed if needed */
@@ -165,7 +165,7 @@ nfi_handle(struct sl_nf *nf, struct rte_mbuf **pkts, uint16_t n)
 		ops->process(nf, pkts, n);
 	} else {
 		for (uint16_t i = 0; i < n; i++)
-			meta_of(pkts[i])->verdict =
+			nf_meta(nf, pkts[i])->verdict =
 				ops->process_pkt(nf, pkts[i]);
 	}
 	st->cycles += rte_rdtsc() - t0;
@@ -197,10 +197,10 @@ nfi_rx_burst(struct sl_nf *nf, struct rte_mbuf **pkts)
 	for (unsigned int i = 0; i < n; i++) {
 		pkts[i] = slot->hand[i];
 		rte_prefetch0(pkts[i]);
-		rte_prefetch0(meta_of(pkts[i]));
+		rte_prefetch0(nf_meta(nf, pkts[i]));
 	}
 	for (unsigned int i = 0; i < n; i++)
-		meta_of(pkts[i])->owner = self;
+		nf_meta(nf, pkts[i])->owner = self;
 	sl_flow_prefetch(nf->shm, pkts, (uint16_t)n);
 	/* The tags are stored before hand is cleared. */
 	rte_atomic_thread_fence(__ATOMIC_RELEASE);
@@ -229,7 +229,8 @@ idle(struct sl_nf *nf, uint64_t now, uint64_t *idle_since)
 	__atomic_store_n(&slot->sleeping, 1, __ATOMIC_RELAXED);
 	/* Pairs with the producer's fence in wake_if_sleeping(). */
 	rte_atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (rte_ring_count(slot->rx) == 0 && !nfi_stop && !nfi_reload) {
+	if (rte_ring_count(slot->rx) == 0 && !nfi_stop_asked() &&
+	    !nfi_reload_asked()) {
 		slot->nf.sleeps++;
 		sl_futex_wait(&slot->wake, w, SLEEP_TIMEOUT_NS);
 	}
@@ -252,7 +253,7 @@ nfi_mgr_gone(const struct sl_nf *nf)
 static int
 must_stop(const struct sl_nf *nf)
 {
-	return nfi_stop || nf->stop ||
+	return nfi_stop_asked() || nf->stop ||
 	       __atomic_load_n(&nf->slot->stop, __ATOMIC_ACQUIRE) ||
 	       __atomic_load_n(&nf->shm->shutdown, __ATOMIC_ACQUIRE);
 }
@@ -300,8 +301,7 @@ nfi_run(struct sl_nf *nf)
 		}
 		__atomic_store_n(&slot->heartbeat, slot->heartbeat + 1,
 				 __ATOMIC_RELEASE);
-		if (nfi_reload) {
-			nfi_reload = 0;
+		if (nfi_reload_take()) {
 			if (ops->reload != NULL)
 				ops->reload(nf);
 		}

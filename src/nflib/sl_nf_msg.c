@@ -68,7 +68,7 @@ ask_sluiced(struct sl_nf *nf, struct sl_msg *m, unsigned int timeout_ms,
 		 * exit like any dead NF. */
 		if (rte_rdtsc() > deadline ||
 		    __atomic_load_n(&nf->shm->shutdown, __ATOMIC_ACQUIRE) ||
-		    nfi_mgr_gone(nf) || (!keep_running && nfi_stop))
+		    nfi_mgr_gone(nf) || (!keep_running && nfi_stop_asked()))
 			return -1;
 		if (keep_running && nf->slot != NULL) {
 			/* Deregistering: keep serving what is queued. */
@@ -121,7 +121,7 @@ nfi_register(struct sl_nf *nf, const struct nf_args *a)
 	snprintf(m->service_name, sizeof(m->service_name), "%s", a->service);
 	snprintf(m->prog, sizeof(m->prog), "%s", nf->ops->name);
 	if (ask_sluiced(nf, m, REGISTER_TIMEOUT_MS, 0) != 0) {
-		if (nfi_stop) {
+		if (nfi_stop_asked()) {
 			fprintf(stderr,
 				"%s: stopped by a signal while registering\n",
 				nf->prog);

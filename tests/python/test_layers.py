@@ -17,20 +17,15 @@ import sluice
 
 PKG = Path(sluice.__file__).resolve().parent
 
-# Function-local imports of sluice modules in modules another part of issue 28
-# restructures (api/, cli/): (importer, imported) pairs. The list only
-# shrinks: one that is gone must be deleted from it.
+# Function-local imports of sluice modules that are kept, each for import
+# cost: FastAPI (api, and up, which serves it) adds about 0.4 s and the
+# placement solvers more to every CLI command that does not use them, and
+# the dashboard is imported only when the app is built with it. The list
+# only shrinks: one that is gone must be deleted from it.
 LOCAL_BASELINE: set[tuple[str, str]] = {
     ("api", "web"),
     ("cli", "api"),
-    ("cli", "client"),
-    ("cli", "deploy"),
-    ("cli", "graph"),
-    ("cli", "launch"),
-    ("cli", "orchestrator"),
     ("cli", "placement"),
-    ("cli", "top"),
-    ("cli", "traces"),
     ("cli", "up"),
 }
 
@@ -140,4 +135,4 @@ def test_the_checker_reads_relative_imports() -> None:
     assert (["sluice", "deploy"], False) in [
         (t, f) for t, f, _ in imports(PKG / "placement" / "io.py")]
     assert (["sluice", "placement", "cli"], True) in [
-        (t, f) for t, f, _ in imports(PKG / "cli.py")] or (PKG / "cli").is_dir()
+        (t, f) for t, f, _ in imports(PKG / "cli" / "main.py")]

@@ -28,11 +28,17 @@ runner = CliRunner()
 
 
 def rpc_methods() -> set[str]:
-    """The names of sluiced's methods[] table (src/mgr/rpc.c)."""
-    src = (MGR / "rpc.c").read_text()
-    table = src[src.index("} methods[] = {"):]
-    table = table[:table.index("};")]
-    return set(re.findall(r'\{"([a-z.]+)",', table))
+    """The names in sluiced's method tables (each module's `const struct
+    sl_rpc_method sl_*_methods[]`, src/mgr and its folders)."""
+    names: set[str] = set()
+    for f in sorted(MGR.rglob("*.c")):
+        src = f.read_text()
+        for start in re.finditer(r"const struct sl_rpc_method sl_\w+_methods\[\] = \{", src):
+            table = src[start.end():]
+            table = table[:table.index("};")]
+            names |= set(re.findall(r'\{"([a-z.]+)",', table))
+    assert names, "no sl_rpc_method table found in src/mgr"
+    return names
 
 
 def mentioned_methods() -> dict[str, list[str]]:

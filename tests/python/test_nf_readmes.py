@@ -11,8 +11,24 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 NF_DIRS = sorted(d for d in (ROOT / "nfs").iterdir() if (d / "meson.build").is_file())
-# getopt_long tables: {"name", required_argument, ...}
-LONG_OPT = re.compile(r'\{"([a-z0-9-]+)",\s*(?:required|no|optional)_argument')
+# An NF's options are its `struct sl_nf_opt` table (include/sluice/nf.h):
+# `static const struct sl_nf_opt NAME[] = { {.name = "flows", ...}, ... };`
+OPT_TABLE = re.compile(r"struct sl_nf_opt\s+\w+\[\]\s*=\s*\{(.*?)\n\};", re.S)
+ENTRY = re.compile(r'\{\s*\.name\s*=\s*"([a-z0-9-]+)"(.*?)\}\s*,', re.S)
+
+
+def _field(body: str, name: str) -> str | None:
+    m = re.search(rf"\.{name}\s*=\s*(\"[^\"]*\"|[^,}}]+)", body)
+    return m.group(1).strip() if m else None
+
+
+def nf_options(src: str) -> dict[str, dict[str, str | None]]:
+    """Every option of an NF's tables: name -> type, min, max, def as written."""
+    out = {}
+    for table in OPT_TABLE.findall(src):
+        for name, body in ENTRY.findall(table):
+            out[name] = {k: _field(body, k) for k in ("type", "min", "max", "def")}
+    return out
 
 
 def test_the_sample_nfs_are_found() -> None:
@@ -26,20 +42,13 @@ def test_nf_has_a_readme_naming_every_option(nf_dir: Path) -> None:
     assert readme.is_file(), f"nfs/{nf_dir.name}/ has no README.md: write one (see nfs/monitor/)"
     text = readme.read_text()
     assert text.splitlines()[0] == f"# sluice-{nf_dir.name}"
-    options = {o for c in nf_dir.glob("*.c") for o in LONG_OPT.findall(c.read_text())}
-    options.discard("help")
-    assert options, f"no getopt_long options found in nfs/{nf_dir.name}/*.c"
+    options = set(nf_options("\n".join(c.read_text() for c in nf_dir.glob("*.c"))))
+    assert options, f"no struct sl_nf_opt table found in nfs/{nf_dir.name}/*.c"
     missing = sorted(o for o in options if f"`--{o}" not in text)
     assert not missing, f"nfs/{nf_dir.name}/README.md does not describe --{', --'.join(missing)}"
 
 
-# Numeric options: sl_opt_number(PROG, "--opt", optarg, MIN, MAX, ...) and the
-# monitor's mon_parse_u32("--opt", optarg, MIN, MAX, ...).
 BOUND = r"([0-9][\w.]*|[A-Z_][A-Z0-9_]*|RTE_DIM\([\w.]+\))"
-RANGE = re.compile(r'\(\s*(?:\w+,\s*)?"(--[a-z0-9-]+)",\s*optarg,\s*' + BOUND + r",\s*"
-                   + BOUND + ",")
-# Every such call, whatever its bounds: each must be one RANGE reads.
-NUMBER_CALL = re.compile(r'\b(?:sl_opt_number|mon_parse_u32)\(\s*(?:\w+,\s*)?"(--[a-z0-9-]+)"')
 DEFINE = re.compile(r"^#define\s+([A-Z_][A-Z0-9_]*)\s+([^/\n]+?)\s*(?:/\*.*)?$", re.M)
 
 
@@ -57,13 +66,6 @@ def _spellings(token: str, defines: dict[str, str]) -> set[str]:
     return {text, str(int(value)) if value == int(value) else text}
 
 
-def _usage(src: str) -> str:
-    """The text of the NF's `..._usage[]` string (C literals joined)."""
-    m = re.search(r'_usage\[\]\s*=\s*((?:\s*"(?:[^"\\]|\\.)*"|\s*\w+_PROG)+)\s*;', src)
-    assert m, "no usage string"
-    return "".join(re.findall(r'"((?:[^"\\]|\\.)*)"', m.group(1))).replace("\\n", "\n")
-
-
 def _row(text: str, option: str) -> str:
     rows = [line for line in text.splitlines()
             if re.match(rf"\| `{re.escape(option)}[ `]", line)]
@@ -73,25 +75,26 @@ def _row(text: str, option: str) -> str:
 
 @pytest.mark.parametrize("nf_dir", NF_DIRS, ids=lambda d: d.name)
 def test_readme_gives_the_ranges_and_defaults_of_the_code(nf_dir: Path) -> None:
-    """The README's row of a numeric option names the range its parse code
-    enforces and the default its --help says."""
+    """The README's row of a numeric option names the range its table
+    declares (libsluice enforces it) and the default the table gives."""
     text = (nf_dir / "README.md").read_text()
     src = "\n".join(c.read_text() for c in sorted(nf_dir.glob("*.c")))
     defines = dict(DEFINE.findall(src))
     defines.update({f"[{name}]": size for name, size in
                     re.findall(r"\b(\w+)\[([^\]\[]+)\];", src)})
-    ranges = RANGE.findall(src)
-    assert sorted(o for o, _, _ in ranges) == sorted(NUMBER_CALL.findall(src)), \
-        f"{nf_dir.name}: a numeric option whose bounds this test cannot read"
-    for option, lo, hi in ranges:
-        cells = _row(text, option).split(" | ")
-        meaning = cells[-1]
-        for bound in (lo, hi):
-            words = _spellings(bound, defines)
-            assert any(re.search(rf"(?<![\w.]){re.escape(w)}(?![\w.])", meaning)
-                       for w in words), f"{nf_dir.name}: {option}: bound {bound} not in README"
-    for m in re.finditer(r"^\s*(--[a-z0-9-]+)\b[^\n]*?\(default (\d+)", _usage(src), re.M):
-        option, default = m.groups()
-        cells = _row(text, option).split(" | ")
-        assert re.match(rf"{default}\b", cells[1].strip()), \
-            f"{nf_dir.name}: {option}: README default {cells[1]!r}, --help says {default}"
+    for name, o in nf_options(src).items():
+        option = f"--{name}"
+        if o["type"] == "SL_OPT_NUMBER":
+            # a number's range is min (0 when not written) to max
+            assert o["max"] is not None, f"{nf_dir.name}: {option}: a number without .max"
+            meaning = _row(text, option).split(" | ")[-1]
+            for bound in (o["min"] or "0", o["max"]):
+                assert re.fullmatch(BOUND, bound), f"{nf_dir.name}: {option}: bound {bound}?"
+                words = _spellings(bound, defines)
+                assert any(re.search(rf"(?<![\w.]){re.escape(w)}(?![\w.])", meaning)
+                           for w in words), f"{nf_dir.name}: {option}: bound {bound} not in README"
+        default = (o["def"] or "").strip('"')
+        if re.fullmatch(r"\d+", default):
+            cells = _row(text, option).split(" | ")
+            assert re.match(rf"{default}\b", cells[1].strip()), \
+                f"{nf_dir.name}: {option}: README default {cells[1]!r}, its table says {default}"

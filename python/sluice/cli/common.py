@@ -22,6 +22,9 @@ from rich.console import Console
 from rich.table import Table
 
 from ..client import COMMANDS, SOCKET_DIR, Client, ConnectError, RpcError, SluiceError, command_text
+from ..graph import did_you_mean, match_params
+from ..launch import words_width
+from ..traces import TraceError
 from .apps import app
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -44,7 +47,6 @@ def errors(fn: F) -> F:
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        from ..traces import TraceError
 
         try:
             return fn(*args, **kwargs)
@@ -266,7 +268,6 @@ def _name_hint(c: Client, message: str) -> str:
     """For an error of sluiced about a name it does not know (``no graph
     named 'anomly'``), ``; did you mean 'anomaly'?`` when the node has a
     name close to it (a typo); else (or when the names cannot be read) ""."""
-    from ..graph import did_you_mean
 
     for pattern, method in _UNKNOWN_NAME:
         m = pattern.search(message)
@@ -354,7 +355,6 @@ DportOpt = typer.Option(None, "--dport", help="Destination port N or range N-M."
 def _match(command: str, fields: dict[str, Any]) -> dict[str, Any]:
     """Checked and normalized match fields (unset ones left out), or exit 1
     with one line per problem."""
-    from ..graph import match_params
 
     params, problems = match_params(fields)
     if problems:
@@ -377,7 +377,6 @@ def print_table(columns: list[tuple[str, str, bool]], rows: list[list[str]],
     and those that may wrap share what is left, the first first; if it still
     cannot fit, it is printed at the width it needs and the terminal folds
     its lines."""
-    from ..launch import words_width
 
     con = Console()
     cells = [[c[0], *(r[i] for r in rows)] for i, c in enumerate(columns)]

@@ -9,6 +9,8 @@ from typing import Any
 import typer
 
 from ..client import Client, RpcError, SluiceError, command_text, rule_build_seconds
+from ..deploy import load_graphs
+from ..graph import batch_refusal, format_match, same_rule, to_rpc
 from .apps import graph_app
 from .common import (
     _call,
@@ -38,8 +40,6 @@ def graph_apply(file: Path = typer.Argument(..., help="Graph file (or a deployme
 
     A rule the node already has (same graph, priority and match) is not added
     again, so applying a file twice is harmless."""
-    from ..deploy import load_graphs
-    from ..graph import batch_refusal, format_match, same_rule, to_rpc
 
     gs = load_graphs(file)
     rules = gs.rule_params()

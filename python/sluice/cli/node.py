@@ -9,7 +9,11 @@ from typing import Any
 
 import typer
 
-from ..client import SluiceError
+from ..client import EVENT_FAMILIES, EVENT_KINDS, SluiceError
+from ..deploy import load_deployment
+from ..launch import stats_tables, summary_text, up_console
+from ..orchestrator import request
+from ..top import run_top
 from . import common
 from .apps import app
 from .common import (
@@ -58,8 +62,6 @@ def apply_cmd(deployment: Path = typer.Argument(..., help="The changed deploymen
               *, as_json: bool) -> None:
     """Change a running `sluice up` to this file: NFs, replicas, graphs, rules, chain,
     policies (ports and node options need a restart)."""
-    from ..deploy import load_deployment
-    from ..orchestrator import request
 
     dep = load_deployment(deployment)  # a bad file never reaches the running node
     res = request(dep, "apply", path=str(deployment.resolve()))
@@ -74,7 +76,6 @@ def apply_cmd(deployment: Path = typer.Argument(..., help="The changed deploymen
 @errors
 def check(deployment: Path = typer.Argument(..., help="Deployment file to validate.")) -> None:
     """Validate a deployment file offline (schema, names, programs, files, cores)."""
-    from ..deploy import load_deployment
 
     dep = load_deployment(deployment)
     typer.echo(f"{deployment}: ok: {dep.describe()}")
@@ -104,7 +105,6 @@ def status(*, node: str | None, socket: Path | None, as_json: bool,
 def stats(*, node: str | None, socket: Path | None, as_json: bool,
           timeout: float) -> None:
     """Show the counters of a running sluiced (ports, NFs, drops by reason)."""
-    from ..launch import stats_tables, summary_text, up_console
 
     st = _call(node, socket, "stats", timeout)
     if as_json:
@@ -124,7 +124,6 @@ def top(interval: float = typer.Option(1.0, "--interval", "-i", min=0.1, help="S
         as_json: bool = typer.Option(False, "--json", help="The rates as one JSON object a frame."),
         *, node: str | None, socket: Path | None, timeout: float) -> None:
     """Live rates of a running node: ports, NF instances, rings, edges, drops by reason."""
-    from ..top import run_top
 
     raise typer.Exit(run_top(_client(node, socket, timeout), interval,
                              1 if once else iterations, as_json))
@@ -167,7 +166,6 @@ def events(kind: list[str] = typer.Option(None, "--kind", "-k",
            as_json: bool = typer.Option(False, "--json", help="One JSON object per line."),
            timeout: float) -> None:
     """Print the node's events as they happen (NFs, graphs, rules, flow requests, messages)."""
-    from ..client import EVENT_FAMILIES, EVENT_KINDS
 
     kinds = list(kind or [])
     bad = [k for k in kinds if k not in EVENT_KINDS and k not in EVENT_FAMILIES]

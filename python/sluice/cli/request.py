@@ -7,6 +7,7 @@ from typing import Any
 
 import typer
 
+from ..graph import format_match
 from .apps import request_app
 from .common import (
     DportOpt,
@@ -124,7 +125,6 @@ def request_message(service: str = typer.Argument(..., help="The service it is f
 def request_list(*, node: str | None, socket: Path | None, as_json: bool,
                  timeout: float) -> None:
     """List the requests with a match kept for new flows, the oldest first."""
-    from ..graph import format_match
 
     res = _call(node, socket, "flow.requests", timeout)
     if as_json:

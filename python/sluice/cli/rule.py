@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from ..graph import format_match
 from .apps import rule_app
 from .common import (
     DportOpt,
@@ -37,7 +38,6 @@ def rule_add(graph: str = typer.Option(..., "--graph", "-g", help="The graph new
              *, node: str | None, socket: Path | None, as_json: bool,
              timeout: float) -> None:
     """Send new flows that match to a graph (flows already seen keep theirs)."""
-    from ..graph import format_match
 
     params = {"graph": graph, **_match("rule add", {
         "priority": priority, "proto": proto, "src": src, "dst": dst, "sport": sport,
@@ -56,7 +56,6 @@ def rule_add(graph: str = typer.Option(..., "--graph", "-g", help="The graph new
 def rule_list(*, node: str | None, socket: Path | None, as_json: bool,
               timeout: float) -> None:
     """List the rules, the highest priority first as sluiced gives them."""
-    from ..graph import format_match
 
     with _client(node, socket, timeout) as c:
         rules = c.rules()

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from ..traces import TraceError, generate
 from .apps import trace_app
 from .common import errors, fail
 
@@ -38,7 +39,6 @@ def trace_gen(out: Path = typer.Argument(..., help="pcap file to write."),
                                             "DNS queries.")) -> None:
     """Write a deterministic capture: the HTTP-like demo mix, fixed-size UDP (--size) or
     the DDoS mix (--ddos)."""
-    from ..traces import TraceError, generate
 
     try:
         typer.echo(generate(out, packets=packets, flows=flows, seed=seed, size=size,

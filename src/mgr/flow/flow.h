@@ -197,8 +197,9 @@ int sl_flow_ovr_put(const struct sl_shm *shm, struct sl_flow_entry *e,
 /* A match's fields into obj, its ingress port by name. */
 void sl_flow_match_json(const struct sl_shm *shm, const struct sl_match *mt,
 			json_t *obj);
+/* Frees what sl_flow_defer() was given; 0 once done. */
+typedef int sl_flow_free_fn(struct sl_mgr *m, void *p);
 /* Frees p with fn(m, p) once no reader can hold it (a grace period). */
-void sl_flow_defer(struct sl_mgr *m, int (*fn)(struct sl_mgr *, void *),
-		   void *p);
+void sl_flow_defer(struct sl_mgr *m, sl_flow_free_fn *fn, void *p);
 
 #endif /* SL_MGR_FLOW_H */

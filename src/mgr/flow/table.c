@@ -240,7 +240,7 @@ sl_flow_ovr_put(const struct sl_shm *shm, struct sl_flow_entry *e,
 }
 
 void
-sl_flow_defer(struct sl_mgr *m, int (*fn)(struct sl_mgr *, void *), void *p)
+sl_flow_defer(struct sl_mgr *m, sl_flow_free_fn *fn, void *p)
 {
 	struct sl_qs_action *a = sl_qs_new(m, SL_QS_CALL);
 
