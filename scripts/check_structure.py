@@ -56,8 +56,6 @@ BASELINE: dict[str, set[str]] = {
     'python/sluice/placement/division.py': {'function division'},
     'python/sluice/placement/milp.py': {'function solve_batch'},
     'src/mgr/main.c': {'mutable g_mgr'},
-    'src/mgr/scale.c': {'function sl_scale', 'function spawn_like'},
-    'src/mgr/sluiced.h': {'extern g_mgr'},
     'src/mgr/telemetry.c': {'mutable g_inflight', 'mutable g_live', 'mutable g_m'},
     'tests/api/apifake.py': {'function Sluiced._handle'},
     'tests/api/test_api_live.py': {'function test_graphs_rules_flows_and_requests'},

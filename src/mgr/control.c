@@ -281,11 +281,9 @@ conn_send(struct sl_ctl_state *ctl, struct sl_ctl_conn *c, json_t *msg)
 }
 
 void
-sl_event(const char *kind, json_t *data)
+sl_control_event(struct sl_mgr *m, const char *kind, json_t *data)
 {
-	/* Called from every module with no struct sl_mgr to hand (the event
-	 * bus will give it one): the one use of g_mgr here. */
-	struct sl_ctl_state *ctl = &g_mgr.ctl;
+	struct sl_ctl_state *ctl = &m->ctl;
 	struct timespec ts;
 	json_t *ev;
 	char *s;

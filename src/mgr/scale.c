@@ -97,6 +97,52 @@ strip_deleted(char *path)
 	return 1;
 }
 
+/*
+ * The child of spawn_like, between fork and exec: only async-signal-safe
+ * calls. Runs exe_fd with argv in cwd ("": sluiced's) on cpus (NULL: as
+ * inherited), stdout and stderr to out_fd and err_fd (-1: /dev/null);
+ * if it cannot, writes {step, errno} to status_fd (step 1: the working
+ * directory, 2: exec) and exits.
+ */
+static void __attribute__((noreturn))
+spawn_child(int exe_fd, char **argv, const char *cwd, const cpu_set_t *cpus,
+	    int out_fd, int err_fd, int status_fd)
+{
+	int null_fd = open("/dev/null", O_RDWR);
+	int report[2] = {0, 0};
+	sigset_t none;
+
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGPIPE, SIG_DFL);
+	signal(SIGCHLD, SIG_DFL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL); /* pending ones act now */
+	setsid(); /* Ctrl-C at sluiced's terminal is sluiced's */
+	dup2(null_fd, 0);
+	dup2(out_fd >= 0 ? out_fd : null_fd, 1);
+	dup2(err_fd >= 0 ? err_fd : null_fd, 2);
+	/* None of sluiced's own descriptors goes to the replica: its
+	 * hugepage and memseg files (with their locks), its control and DPDK
+	 * sockets, its DPDK config file, whose lock is how NFs see that
+	 * sluiced is gone. A replica held ~300 of them (twice a launched
+	 * NF's count), and kept them, locks included, after sluiced died. */
+	if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0)
+		for (int fd = 3; fd < 4096; fd++)
+			(void)fcntl(fd, F_SETFD, FD_CLOEXEC);
+	report[0] = 1;
+	if (cwd[0] == '\0' || chdir(cwd) == 0) {
+		if (cpus != NULL)
+			sched_setaffinity(0, sizeof(*cpus), cpus);
+		report[0] = 2;
+		fexecve(exe_fd, argv, environ);
+	}
+	report[1] = errno;
+	if (write(status_fd, report, sizeof(report)) < 0)
+		_exit(125);
+	_exit(report[0] == 1 ? 126 : 127);
+}
+
 /* Starts a copy of instance `model`; `log` gets where its stderr goes.
  * Returns the child's pid, once it has exec'd the program, or -errno. */
 static int
@@ -161,41 +207,9 @@ spawn_like(const struct sl_nf_slot *model, char *log, size_t loglen,
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	pid = fork();
-	if (pid == 0) {
-		/* The child: only async-signal-safe calls until exec. */
-		int null_fd = open("/dev/null", O_RDWR);
-
-		signal(SIGINT, SIG_DFL);
-		signal(SIGTERM, SIG_DFL);
-		signal(SIGPIPE, SIG_DFL);
-		signal(SIGCHLD, SIG_DFL);
-		sigemptyset(&all);
-		sigprocmask(SIG_SETMASK, &all, NULL); /* pending ones act now */
-		setsid(); /* Ctrl-C at sluiced's terminal is sluiced's */
-		dup2(null_fd, 0);
-		dup2(out_fd >= 0 ? out_fd : null_fd, 1);
-		dup2(err_fd >= 0 ? err_fd : null_fd, 2);
-		/* None of sluiced's own descriptors goes to the replica: its
-		 * hugepage and memseg files (with their locks), its control
-		 * and DPDK sockets, its DPDK config file, whose lock is how
-		 * NFs see that sluiced is gone. A replica held ~300 of them
-		 * (twice a launched NF's count), and kept them, locks
-		 * included, after sluiced died. */
-		if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0)
-			for (int fd = 3; fd < 4096; fd++)
-				(void)fcntl(fd, F_SETFD, FD_CLOEXEC);
-		report[0] = 1;
-		if (cwd[0] == '\0' || chdir(cwd) == 0) {
-			if (has_cpus)
-				sched_setaffinity(0, sizeof(cpus), &cpus);
-			report[0] = 2;
-			fexecve(exe_fd, argv, environ);
-		}
-		report[1] = errno;
-		if (write(status[1], report, sizeof(report)) < 0)
-			_exit(125);
-		_exit(report[0] == 1 ? 126 : 127);
-	}
+	if (pid == 0)
+		spawn_child(exe_fd, argv, cwd, has_cpus ? &cpus : NULL, out_fd,
+			    err_fd, status[1]);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	close(status[1]);
 	if (pid < 0) {
@@ -360,6 +374,61 @@ sl_scale_poll(struct sl_mgr *m)
 	pending_poll(m, 0);
 }
 
+/* Starts n copies of model for service, their pids appended to started.
+ * 0, or a negative errno with err filled (those started so far stay
+ * pending). */
+static int
+scale_out(struct sl_mgr *m, uint16_t service, const struct sl_nf_slot *model,
+	  uint32_t n, json_t *started, char *err, size_t errlen)
+{
+	const struct sl_service *svc = &m->shm->services[service];
+
+	for (uint32_t k = 0; k < n; k++) {
+		struct sl_scale_pending *p;
+		int pid;
+
+		if (m->n_scale_pending == SL_SCALE_PENDING_MAX) {
+			snprintf(err, errlen,
+				 "%u replicas are still starting: wait until "
+				 "they register (nf.list)",
+				 (unsigned int)m->n_scale_pending);
+			return -EBUSY;
+		}
+		p = &m->scale_pending[m->n_scale_pending];
+		pid = spawn_like(model, p->log, sizeof(p->log), err, errlen);
+		if (pid < 0) {
+			sl_log("nf.scale %s: %s", svc->name, err);
+			return pid;
+		}
+		/* It has exec'd (not exited: nothing reaped it yet, as its
+		 * end is first seen by a later look). */
+		p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+		if (p->pidfd < 0) {
+			snprintf(err, errlen,
+				 "started pid %d but cannot watch it: %s", pid,
+				 strerror(errno));
+			sl_log("nf.scale %s: %s", svc->name, err);
+			return -EMFILE;
+		}
+		p->pid = pid;
+		p->service = service;
+		p->model = model->instance;
+		p->given_up = 0;
+		p->until_tsc = rte_rdtsc() + m->o.scale_register_ms *
+						 rte_get_tsc_hz() / 1000;
+		m->n_scale_pending++;
+		json_array_append_new(started, json_integer(pid));
+		sl_log("nf.scale %s: started pid %d (copy of instance %u)",
+		       svc->name, pid, model->instance);
+		/* Answer the replicas already waiting to register: a fork
+		 * takes 30-80 ms here, so 70 of them kept this thread from
+		 * the message ring for longer than an NF waits for its
+		 * answer (5 s), and the first ones gave up and exited. */
+		sl_registry_poll(m);
+	}
+	return 0;
+}
+
 int
 sl_scale(struct sl_mgr *m, uint16_t service, uint32_t replicas, json_t **out,
 	 char *err, size_t errlen)
@@ -370,6 +439,7 @@ sl_scale(struct sl_mgr *m, uint16_t service, uint32_t replicas, json_t **out,
 	json_t *cancelled = json_array();
 	const struct sl_nf_slot *model = NULL;
 	uint32_t running = 0, starting = 0;
+	int rc;
 
 	pending_poll(m, 1);
 	for (uint16_t k = 0; k < m->n_scale_pending; k++)
@@ -407,57 +477,16 @@ sl_scale(struct sl_mgr *m, uint16_t service, uint32_t replicas, json_t **out,
 			 shm->max_nfs);
 		return -ENOSPC;
 	}
-	for (uint32_t k = running + starting; k < replicas; k++) {
-		struct sl_scale_pending *p;
-		int pid;
-
-		if (m->n_scale_pending == SL_SCALE_PENDING_MAX) {
-			snprintf(err, errlen,
-				 "%u replicas are still starting: wait until "
-				 "they register (nf.list)",
-				 (unsigned int)m->n_scale_pending);
-			json_decref(started);
-			json_decref(stopping);
-			json_decref(cancelled);
-			return -EBUSY;
-		}
-		p = &m->scale_pending[m->n_scale_pending];
-		pid = spawn_like(model, p->log, sizeof(p->log), err, errlen);
-		if (pid < 0) {
-			sl_log("nf.scale %s: %s", svc->name, err);
-			json_decref(started);
-			json_decref(stopping);
-			json_decref(cancelled);
-			return pid;
-		}
-		/* It has exec'd (not exited: nothing reaped it yet, as its
-		 * end is first seen by a later look). */
-		p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-		if (p->pidfd < 0) {
-			snprintf(err, errlen,
-				 "started pid %d but cannot watch it: %s", pid,
-				 strerror(errno));
-			sl_log("nf.scale %s: %s", svc->name, err);
-			json_decref(started);
-			json_decref(stopping);
-			json_decref(cancelled);
-			return -EMFILE;
-		}
-		p->pid = pid;
-		p->service = service;
-		p->model = model->instance;
-		p->given_up = 0;
-		p->until_tsc = rte_rdtsc() + m->o.scale_register_ms *
-						 rte_get_tsc_hz() / 1000;
-		m->n_scale_pending++;
-		json_array_append_new(started, json_integer(pid));
-		sl_log("nf.scale %s: started pid %d (copy of instance %u)",
-		       svc->name, pid, model->instance);
-		/* Answer the replicas already waiting to register: a fork
-		 * takes 30-80 ms here, so 70 of them kept this thread from
-		 * the message ring for longer than an NF waits for its
-		 * answer (5 s), and the first ones gave up and exited. */
-		sl_registry_poll(m);
+	rc = scale_out(m, service, model,
+		       replicas > running + starting
+			       ? replicas - (running + starting)
+			       : 0,
+		       started, err, errlen);
+	if (rc != 0) {
+		json_decref(started);
+		json_decref(stopping);
+		json_decref(cancelled);
+		return rc;
 	}
 	/* Scale in: replicas still starting go first (newest first), as
 	 * they hold no traffic yet; then running instances. */

@@ -224,11 +224,10 @@ struct sl_mgr {
 	struct sl_requests_state *requests;
 };
 
-extern struct sl_mgr g_mgr;
-
-/* Logs a line "sluiced[node]: ..." on stderr. */
+/* Logs a line "sluiced[node]: ..." on stderr (main.c). */
 void sl_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Logs an event and publishes it to subscribers (NF up/down, ...). */
+/* Logs an event and publishes it to subscribers (NF up/down, ...): main.c
+ * hands it to sl_control_event with sluiced's state. */
 void sl_event(const char *kind, json_t *data);
 
 /* The packet pool of a NUMA socket (main.c), created on first use. */
@@ -311,6 +310,9 @@ void sl_control_close(struct sl_mgr *m);
 void sl_control_watch_pid(struct sl_mgr *m, uint16_t instance, int pidfd);
 /* status.control: {connections, max_connections, out_kb, closed_unread} */
 json_t *sl_control_json(const struct sl_mgr *m);
+/* Sends an event (data: a reference it takes, NULL for {}) to every
+ * subscribed connection (sl_event's body). */
+void sl_control_event(struct sl_mgr *m, const char *kind, json_t *data);
 
 /* rpc.c: JSON-RPC 2.0 framing, method lookup and dispatch, the parked
  * request. Each module registers its methods in a const table of struct
