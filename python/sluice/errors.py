@@ -261,7 +261,7 @@ class UniqueKeyLoader(yaml.SafeLoader):
                 raise yaml.constructor.ConstructorError(
                     None, None, f"a {kind} cannot be a key: keys are names (write the key "
                     f"in quotes if it is meant as one)", key_node.start_mark)
-            key = self.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
+            key = self.construct_object(key_node, deep=deep)
             if key in seen:
                 raise yaml.constructor.ConstructorError(
                     None, None, f"key '{key}' is given twice in one mapping", key_node.start_mark)
@@ -270,7 +270,7 @@ class UniqueKeyLoader(yaml.SafeLoader):
 
     def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
         try:
-            return super().construct_yaml_int(node)  # type: ignore[no-any-return]
+            return super().construct_yaml_int(node)
         except ValueError:  # more digits than int() converts (sys.get_int_max_str_digits)
             raise yaml.constructor.ConstructorError(
                 None, None, f"a number of {len(node.value)} characters is too long to read: "

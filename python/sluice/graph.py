@@ -240,7 +240,7 @@ def graph_issues(g: GraphSpec, where: str = "graph", services: list[str] | None 
                       f"graph (nodes: {', '.join(nodes)}): name one of them, or leave entry "
                       f"out to start at the first node{did_you_mean(g.entry, nodes)}")
         entry = None
-    dag: nx.DiGraph = nx.DiGraph()
+    dag: nx.DiGraph[str] = nx.DiGraph()
     dag.add_nodes_from(nodes)
     for node, hops in g.nodes.items():
         at = f"{where}.nodes.{node}"
@@ -301,7 +301,7 @@ def graph_issues(g: GraphSpec, where: str = "graph", services: list[str] | None 
     return issues
 
 
-def _cycle_issues(dag: nx.DiGraph, order: list[str], where: str, gname: str) -> list[str]:
+def _cycle_issues(dag: nx.DiGraph[str], order: list[str], where: str, gname: str) -> list[str]:
     """One cycle per strongly connected part of the graph, as a path
     starting at its first node in file order."""
     issues = []
