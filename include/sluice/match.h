@@ -26,19 +26,19 @@
  * were made by this file (it zeroes the padding).
  */
 struct sl_match {
-	uint32_t src[4];      /* network order, host bits zero */
+	uint32_t src[4]; /* network order, host bits zero */
 	uint32_t dst[4];
 	uint32_t src_mask[4]; /* network order */
 	uint32_t dst_mask[4];
 	uint16_t sport_lo, sport_hi; /* host order, inclusive */
 	uint16_t dport_lo, dport_hi;
 	uint16_t in_port_lo, in_port_hi; /* ethdev id range; 0-65535 = any */
-	uint8_t family;    /* 0 (any), 4 or 6: from src/dst */
-	uint8_t proto;     /* IPPROTO_*, unless proto_any */
+	uint8_t family;                  /* 0 (any), 4 or 6: from src/dst */
+	uint8_t proto;                   /* IPPROTO_*, unless proto_any */
 	uint8_t proto_any;
-	uint8_t src_len;   /* prefix lengths (0 = any) */
+	uint8_t src_len; /* prefix lengths (0 = any) */
 	uint8_t dst_len;
-	uint8_t pad[3];    /* zero */
+	uint8_t pad[3]; /* zero */
 };
 
 /** Sets m to the match-all. */

@@ -62,10 +62,10 @@ typedef uint32_t sl_verdict_t;
 
 #define SL_NEXT ((sl_verdict_t)0)
 #define SL_TO(service_id)                                                      \
-	((sl_verdict_t)((SL_VERDICT_TO << SL_VERDICT_KIND_SHIFT) |              \
+	((sl_verdict_t)((SL_VERDICT_TO << SL_VERDICT_KIND_SHIFT) |             \
 			((service_id)&0xffffu)))
 #define SL_OUT(port_id)                                                        \
-	((sl_verdict_t)((SL_VERDICT_OUT << SL_VERDICT_KIND_SHIFT) |             \
+	((sl_verdict_t)((SL_VERDICT_OUT << SL_VERDICT_KIND_SHIFT) |            \
 			((port_id)&0xffffu)))
 #define SL_DROP ((sl_verdict_t)(SL_VERDICT_DROP << SL_VERDICT_KIND_SHIFT))
 
@@ -204,7 +204,8 @@ struct sl_nf_ops {
 	 * most 63 bytes) and value (at most 255) are valid only during the
 	 * call. May be NULL.
 	 */
-	void (*on_message)(struct sl_nf *nf, const char *key, const char *value);
+	void (*on_message)(struct sl_nf *nf, const char *key,
+			   const char *value);
 	/**
 	 * Called with the outcome of a cross-layer request (sluice/flow.h):
 	 * result 0 when applied (reason is then "", except for a Message
@@ -379,8 +380,8 @@ int sl_parse_number(const char *s, double min, double max, int frac,
  * "PROG: OPT: 'S' is not a [whole ]number from MIN to MAX" and returns
  * EINVAL (for init to return); else 0.
  */
-int sl_opt_number(const char *prog, const char *opt, const char *s,
-		  double min, double max, int frac, double *out);
+int sl_opt_number(const char *prog, const char *opt, const char *s, double min,
+		  double max, int frac, double *out);
 
 /**
  * An NF's counters line, printed every --stats-ms, on a "stats" message

@@ -33,11 +33,11 @@ struct sl_pkt_info {
 	uint8_t l4_proto;    /**< IPPROTO_* after IPv6 extension headers */
 	uint8_t fragment;    /**< 1 if an IP fragment (first or later) */
 	uint8_t later_fragment; /**< 1 if not the first fragment: no L4 ports */
-	uint8_t ip_options;  /**< 1 if IPv4 options / IPv6 ext headers seen */
-	uint16_t l3_off;     /**< offset of the IP header */
-	uint16_t l4_off;     /**< offset of the L4 header (0 if none) */
-	uint16_t l4_len;     /**< bytes available from l4_off to frame end */
-	uint16_t frame_len;  /**< bytes parsed (data length) */
+	uint8_t ip_options; /**< 1 if IPv4 options / IPv6 ext headers seen */
+	uint16_t l3_off;    /**< offset of the IP header */
+	uint16_t l4_off;    /**< offset of the L4 header (0 if none) */
+	uint16_t l4_len;    /**< bytes available from l4_off to frame end */
+	uint16_t frame_len; /**< bytes parsed (data length) */
 };
 
 /** A flow key. Addresses and ports in network byte order. */

@@ -73,7 +73,7 @@ struct dd_state {
 	uint64_t window_ms, rearm_ms, stats_ms;
 	uint64_t threshold_opt; /* --threshold, or 0 */
 	double idle_ms;
-	int idle_set;           /* --idle-ms given */
+	int idle_set; /* --idle-ms given */
 	/* and as used. */
 	unsigned len4, len6;
 	uint64_t window_ns;
@@ -91,9 +91,9 @@ struct dd_state {
 
 	/* Counters, since init. */
 	uint64_t pkts, bytes, non_ip;
-	uint64_t counted;     /* packets counted against a prefix */
-	uint64_t ignored;     /* not counted: --protect, or not a SYN */
-	uint64_t untracked;   /* counted packets of new prefixes, table full */
+	uint64_t counted;   /* packets counted against a prefix */
+	uint64_t ignored;   /* not counted: --protect, or not a SYN */
+	uint64_t untracked; /* counted packets of new prefixes, table full */
 	uint64_t prefixes_seen, evicted;
 	uint64_t alarms, not_queued, delivered, rejected;
 
@@ -118,7 +118,8 @@ dd_alarm(struct dd_state *st, struct sl_nf *nf, struct dd_entry *e,
 	char text[DDOS_PREFIX_STRLEN];
 	int64_t id;
 
-	if (e->alarmed && (st->rearm_ns == 0 || now - e->alarm_ns < st->rearm_ns))
+	if (e->alarmed &&
+	    (st->rearm_ns == 0 || now - e->alarm_ns < st->rearm_ns))
 		return;
 	if (st->to < 0) {
 		st->to = sl_service_id(nf, st->to_name);
@@ -287,8 +288,7 @@ dd_sweep(struct dd_state *st, uint64_t now)
 		if (e->alarmed &&
 		    (st->rearm_ns == 0 || now - e->alarm_ns < st->rearm_ns))
 			continue;
-		if (rte_hash_get_key_with_position(st->h, (int32_t)p, &kp) !=
-		    0)
+		if (rte_hash_get_key_with_position(st->h, (int32_t)p, &kp) != 0)
 			continue;
 		struct ddos_prefix key;
 
@@ -306,8 +306,8 @@ dd_print(struct dd_state *st, const char *reason, uint64_t now)
 {
 	char head[SL_STATS_HEAD_LEN];
 
-	sl_stats_line_head(&st->stats, head, sizeof(head), "ddos", reason,
-			   now, st->pkts, st->bytes);
+	sl_stats_line_head(&st->stats, head, sizeof(head), "ddos", reason, now,
+			   st->pkts, st->bytes);
 	fprintf(stderr,
 		"%s non_ip=%" PRIu64 " counted=%" PRIu64 " ignored=%" PRIu64
 		" prefixes=%" PRIu32 " prefixes_capacity=%" PRIu32
@@ -349,9 +349,8 @@ dd_reply(struct sl_nf *nf, int64_t id, int result, const char *reason)
 	p = &st->pend[(uint64_t)id % DD_PENDING];
 	if (p->id == id)
 		ddos_prefix_format(&p->prefix, text, sizeof(text));
-	fprintf(stderr,
-		"ddos-rejected: id=%" PRId64 " prefix=%s reason=%s\n", id,
-		text, reason);
+	fprintf(stderr, "ddos-rejected: id=%" PRId64 " prefix=%s reason=%s\n",
+		id, text, reason);
 	fflush(stderr);
 }
 
@@ -496,52 +495,98 @@ _Static_assert(DD_DEFAULT_PREFIXES == 65536 && DD_MAX_PREFIXES == 16777216,
 	       "dd_opts: update --prefixes");
 
 static const struct sl_nf_opt dd_opts[] = {
-	{.name = "prefix-len", .type = SL_OPT_NUMBER, .arg = "N",
+	{.name = "prefix-len",
+	 .type = SL_OPT_NUMBER,
+	 .arg = "N",
 	 .help = "IPv4 source prefix length counted (default 24)",
-	 SL_OPT_AT(struct dd_state, len4), .min = 1, .max = 32, .def = "24"},
-	{.name = "prefix-len6", .type = SL_OPT_NUMBER, .arg = "N",
+	 SL_OPT_AT(struct dd_state, len4),
+	 .min = 1,
+	 .max = 32,
+	 .def = "24"},
+	{.name = "prefix-len6",
+	 .type = SL_OPT_NUMBER,
+	 .arg = "N",
 	 .help = "IPv6 source prefix length counted (default 64)",
-	 SL_OPT_AT(struct dd_state, len6), .min = 1, .max = 128, .def = "64"},
-	{.name = "window-ms", .type = SL_OPT_NUMBER, .arg = "MS",
+	 SL_OPT_AT(struct dd_state, len6),
+	 .min = 1,
+	 .max = 128,
+	 .def = "64"},
+	{.name = "window-ms",
+	 .type = SL_OPT_NUMBER,
+	 .arg = "MS",
 	 .help = "counting window (default 1000)",
-	 SL_OPT_AT(struct dd_state, window_ms), .min = 1, .max = 3600000,
+	 SL_OPT_AT(struct dd_state, window_ms),
+	 .min = 1,
+	 .max = 3600000,
 	 .def = "1000"},
-	{.name = "threshold", .type = SL_OPT_NUMBER, .arg = "N",
+	{.name = "threshold",
+	 .type = SL_OPT_NUMBER,
+	 .arg = "N",
 	 .help = "alarm at N packets in one window (default 10000)",
-	 SL_OPT_AT(struct dd_state, threshold_opt), .min = 1, .max = 1e12},
-	{.name = "pps", .type = SL_OPT_NUMBER, .arg = "R",
+	 SL_OPT_AT(struct dd_state, threshold_opt),
+	 .min = 1,
+	 .max = 1e12},
+	{.name = "pps",
+	 .type = SL_OPT_NUMBER,
+	 .arg = "R",
 	 .help = "or: alarm at R packets/s on average over a window",
-	 SL_OPT_AT(struct dd_state, pps), .min = 0.001, .max = 1e12,
+	 SL_OPT_AT(struct dd_state, pps),
+	 .min = 0.001,
+	 .max = 1e12,
 	 .frac = 1},
-	{.name = "count", .type = SL_OPT_CHOICE, .arg = "WHAT",
+	{.name = "count",
+	 .type = SL_OPT_CHOICE,
+	 .arg = "WHAT",
 	 .help = "packets (default) or syn (TCP SYNs without ACK)",
-	 SL_OPT_AT(struct dd_state, count_mode), .choices = dd_count_names,
+	 SL_OPT_AT(struct dd_state, count_mode),
+	 .choices = dd_count_names,
 	 .what = "packets or syn"},
-	{.name = "protect", .type = SL_OPT_STRING, .arg = "PREFIX",
+	{.name = "protect",
+	 .type = SL_OPT_STRING,
+	 .arg = "PREFIX",
 	 .help = "count only packets to this destination prefix (repeatable)",
 	 .parse = dd_protect},
-	{.name = "rearm-ms", .type = SL_OPT_NUMBER, .arg = "MS",
+	{.name = "rearm-ms",
+	 .type = SL_OPT_NUMBER,
+	 .arg = "MS",
 	 .help = "a prefix alarms again only this long after (default 60000;"
 		 "\n0 = never again)",
-	 SL_OPT_AT(struct dd_state, rearm_ms), .max = 86400000,
+	 SL_OPT_AT(struct dd_state, rearm_ms),
+	 .max = 86400000,
 	 .def = "60000"},
-	{.name = "key", .type = SL_OPT_STRING, .arg = "KEY",
-	 .help = "the Message key (default alarm)", .def = "alarm",
+	{.name = "key",
+	 .type = SL_OPT_STRING,
+	 .arg = "KEY",
+	 .help = "the Message key (default alarm)",
+	 .def = "alarm",
 	 .parse = dd_key},
-	{.name = "alarm-to", .type = SL_OPT_STRING, .arg = "SERVICE",
+	{.name = "alarm-to",
+	 .type = SL_OPT_STRING,
+	 .arg = "SERVICE",
 	 .help = "the service the Message goes to (default: this NF's)",
 	 .parse = dd_alarm_to},
-	{.name = "prefixes", .type = SL_OPT_NUMBER, .arg = "N",
+	{.name = "prefixes",
+	 .type = SL_OPT_NUMBER,
+	 .arg = "N",
 	 .help = "prefix table capacity (default 65536, max 16777216)",
-	 SL_OPT_AT(struct dd_state, capacity), .min = 1,
-	 .max = DD_MAX_PREFIXES, .def = "65536"},
-	{.name = "idle-ms", .type = SL_OPT_NUMBER, .arg = "MS",
+	 SL_OPT_AT(struct dd_state, capacity),
+	 .min = 1,
+	 .max = DD_MAX_PREFIXES,
+	 .def = "65536"},
+	{.name = "idle-ms",
+	 .type = SL_OPT_NUMBER,
+	 .arg = "MS",
 	 .help = "forget prefixes idle this long (default 10000, at least 2 "
 		 "windows)",
-	 .min = 1, .max = 86400000, .parse = dd_idle},
-	{.name = "stats-ms", .type = SL_OPT_NUMBER, .arg = "MS",
+	 .min = 1,
+	 .max = 86400000,
+	 .parse = dd_idle},
+	{.name = "stats-ms",
+	 .type = SL_OPT_NUMBER,
+	 .arg = "MS",
 	 .help = "print stats every MS (default 5000; 0 = only at exit)",
-	 SL_OPT_AT(struct dd_state, stats_ms), .max = 86400000,
+	 SL_OPT_AT(struct dd_state, stats_ms),
+	 .max = 86400000,
 	 .def = "5000"},
 	{.name = NULL},
 };
@@ -671,7 +716,8 @@ dd_init(struct sl_nf *nf, int argc, char **argv)
 		st->count_mode == DD_COUNT_SYN ? "TCP SYNs" : "packets",
 		st->len4, st->len6, st->n_protect ? protect : "any destination",
 		st->key, st->to_name[0] ? st->to_name : "(this service)",
-		st->threshold, st->window_ns / DD_MS, rate, rearm, st->capacity, st->idle_ns / DD_MS);
+		st->threshold, st->window_ns / DD_MS, rate, rearm, st->capacity,
+		st->idle_ns / DD_MS);
 	return 0;
 }
 

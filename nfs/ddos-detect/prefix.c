@@ -14,7 +14,7 @@ mask_bits(uint8_t *a, unsigned width, unsigned len)
 {
 	for (unsigned i = 0; i < width / 8; i++) {
 		unsigned keep = len >= 8 * (i + 1) ? 8
-				: len <= 8 * i	   ? 0
+				: len <= 8 * i     ? 0
 						   : len - 8 * i;
 
 		a[i] &= (uint8_t)(0xff00u >> keep);
@@ -101,8 +101,7 @@ ddos_prefix_of(const struct sl_5tuple *t, int src, unsigned len,
 }
 
 int
-ddos_prefix_has(const struct ddos_prefix *p, const struct sl_5tuple *t,
-		int src)
+ddos_prefix_has(const struct ddos_prefix *p, const struct sl_5tuple *t, int src)
 {
 	struct ddos_prefix q;
 

@@ -38,9 +38,9 @@
 #include "rules.h"
 
 #define FW_PROG "sluice-firewall"
-#define FW_CHUNK 64        /* packets classified per lookup */
-#define FW_PRINT_RULES 32  /* rules listed at startup */
-#define FW_TICK_MS 10      /* how often an idle NF looks for a finished build */
+#define FW_CHUNK 64       /* packets classified per lookup */
+#define FW_PRINT_RULES 32 /* rules listed at startup */
+#define FW_TICK_MS 10     /* how often an idle NF looks for a finished build */
 #define FW_ERR_LEN 512
 #define FW_NOTE_LEN 320
 
@@ -63,12 +63,12 @@ struct fw_counter {
 struct fw_table {
 	struct fw_ruleset *rs;
 	struct sl_classifier *cls; /* NULL: linear */
-	enum fw_matcher matcher;  /* what is actually used */
+	enum fw_matcher matcher;   /* what is actually used */
 	uint32_t slot_default;
 	uint32_t slot_non_ip;
 	uint32_t slot_malformed;
-	uint8_t *deny;            /* [n_slots]: 1 = drop */
-	struct fw_counter *cnt;   /* [n_slots] */
+	uint8_t *deny;          /* [n_slots]: 1 = drop */
+	struct fw_counter *cnt; /* [n_slots] */
 };
 
 struct fw_state;
@@ -82,28 +82,28 @@ struct fw_state;
 struct fw_build {
 	pthread_t thread;
 	const struct fw_state *fw;
-	int done;                 /* set by the builder when it has finished */
-	int rc;                   /* fw_table_load()'s result */
-	struct fw_table *table;   /* the new table, when rc == 0 */
-	char err[FW_ERR_LEN];     /* why not, when rc != 0 */
-	char note[FW_NOTE_LEN];   /* a fallback to the linear matcher, or "" */
+	int done;               /* set by the builder when it has finished */
+	int rc;                 /* fw_table_load()'s result */
+	struct fw_table *table; /* the new table, when rc == 0 */
+	char err[FW_ERR_LEN];   /* why not, when rc != 0 */
+	char note[FW_NOTE_LEN]; /* a fallback to the linear matcher, or "" */
 };
 
 /* The NF's state: its private context (libsluice allocates it and stores
  * the options in it). */
 struct fw_state {
-	const char *rules_path;  /* --rules */
-	int non_ip_action;       /* enum fw_action for non-IP and malformed */
-	int matcher;             /* enum fw_matcher --matcher asked for */
+	const char *rules_path; /* --rules */
+	int non_ip_action;      /* enum fw_action for non-IP and malformed */
+	int matcher;            /* enum fw_matcher --matcher asked for */
 	struct fw_table *table;
-	struct fw_build *build;  /* the reload being built, or NULL */
-	int reload_again;        /* SIGHUP during a build: reload after it */
+	struct fw_build *build; /* the reload being built, or NULL */
+	int reload_again;       /* SIGHUP during a build: reload after it */
 };
 
 /* Builds the classifier of a rule set: first match wins. */
 static int
-fw_acl_build(const struct fw_ruleset *rs, struct sl_classifier **out,
-	     char *err, size_t err_size)
+fw_acl_build(const struct fw_ruleset *rs, struct sl_classifier **out, char *err,
+	     size_t err_size)
 {
 	const struct sl_match **m;
 	char prefix[SL_CLASSIFIER_PREFIX_MAX + 1];
@@ -212,8 +212,8 @@ fw_classify(struct fw_table *tb, struct rte_mbuf **pkts, uint16_t n)
 	for (i = 0; i < n; i++) {
 		rc = sl_pkt_5tuple(pkts[i], &t[i]);
 		if (unlikely(rc != 0)) {
-			slot[i] = rc == -ENOENT ? tb->slot_non_ip :
-						  tb->slot_malformed;
+			slot[i] = rc == -ENOENT ? tb->slot_non_ip
+						: tb->slot_malformed;
 			continue;
 		}
 		slot[i] = tb->slot_default;
@@ -281,8 +281,8 @@ fw_print_counters(const struct fw_state *fw, const char *reason)
 	char idx[16];
 	uint32_t i;
 
-	fprintf(stderr, "fw-counters: reason=%s file=%s rules=%" PRIu32
-			" matcher=%s\n",
+	fprintf(stderr,
+		"fw-counters: reason=%s file=%s rules=%" PRIu32 " matcher=%s\n",
 		reason, fw->rules_path, tb->rs->n_rules,
 		fw_matcher_names[tb->matcher]);
 	for (i = 0; i <= tb->slot_malformed; i++) {
@@ -351,17 +351,26 @@ _Static_assert(FW_ALLOW == 0 && FW_DENY == 1 && FW_MATCH_ACL == 0 &&
 	       "fw_opts: choices are stored as their index");
 
 static const struct sl_nf_opt fw_opts[] = {
-	{.name = "rules", .letter = 'r', .type = SL_OPT_FILE, .arg = "FILE",
+	{.name = "rules",
+	 .letter = 'r',
+	 .type = SL_OPT_FILE,
+	 .arg = "FILE",
 	 .help = "rule file, .yaml/.yml or .json (see nfs/firewall/README.md)",
 	 SL_OPT_AT(struct fw_state, rules_path)},
-	{.name = "non-ip", .type = SL_OPT_CHOICE, .arg = "ACTION",
+	{.name = "non-ip",
+	 .type = SL_OPT_CHOICE,
+	 .arg = "ACTION",
 	 .help = "what to do with non-IP and malformed packets (default "
 		 "allow)",
-	 SL_OPT_AT(struct fw_state, non_ip_action), .choices = fw_actions,
+	 SL_OPT_AT(struct fw_state, non_ip_action),
+	 .choices = fw_actions,
 	 .what = "allow or deny"},
-	{.name = "matcher", .type = SL_OPT_CHOICE, .arg = "NAME",
+	{.name = "matcher",
+	 .type = SL_OPT_CHOICE,
+	 .arg = "NAME",
 	 .help = "acl (rte_acl, default) or linear (reference scan)",
-	 SL_OPT_AT(struct fw_state, matcher), .choices = fw_matchers,
+	 SL_OPT_AT(struct fw_state, matcher),
+	 .choices = fw_matchers,
 	 .what = "acl or linear"},
 	{.name = NULL},
 };
@@ -414,8 +423,8 @@ fw_builder(void *arg)
 {
 	struct fw_build *b = arg;
 
-	b->rc = fw_table_load(b->fw, &b->table, b->err, sizeof(b->err),
-			      b->note, sizeof(b->note));
+	b->rc = fw_table_load(b->fw, &b->table, b->err, sizeof(b->err), b->note,
+			      sizeof(b->note));
 	__atomic_store_n(&b->done, 1, __ATOMIC_RELEASE);
 	return NULL;
 }

@@ -37,8 +37,7 @@ static const char *const fw_rule_keys[] = {
 	"name", "action", "proto", "src", "dst", "sport", "dport", NULL,
 };
 
-static int
-fw_err(const struct fw_ctx *c, const char *key, const char *fmt, ...)
+static int fw_err(const struct fw_ctx *c, const char *key, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 /* "<origin>: rule N: 'key': <message>"; rule and key parts optional. */
@@ -95,7 +94,8 @@ fw_get_name(const struct fw_ctx *c, const json_t *v, struct fw_rule *r)
 	n = json_string_length(v);
 	if (n == 0 || n >= FW_NAME_LEN)
 		return fw_err(c, "name", "%s must have 1 to %d characters",
-			      sl_json_describe(v, d, sizeof(d)), FW_NAME_LEN - 1);
+			      sl_json_describe(v, d, sizeof(d)),
+			      FW_NAME_LEN - 1);
 	for (i = 0; i < n; i++)
 		if (!isalnum((unsigned char)s[i]) && !strchr("_.:-", s[i]))
 			return fw_err(c, "name",
@@ -122,7 +122,8 @@ fw_parse_rule(const struct fw_ctx *c, json_t *o, struct fw_rule *r)
 			      "expected a mapping of keys (action, src, ...), "
 			      "got %s",
 			      sl_json_describe(o, d, sizeof(d)));
-	json_object_foreach(o, key, v) {
+	json_object_foreach(o, key, v)
+	{
 		for (i = 0; fw_rule_keys[i] != NULL; i++)
 			if (strcmp(key, fw_rule_keys[i]) == 0)
 				break;
@@ -162,7 +163,8 @@ fw_from_json(const struct fw_ctx *top, json_t *root, struct fw_ruleset **out)
 			      "expected a mapping with 'default' and 'rules' "
 			      "at the top, got %s",
 			      sl_json_describe(root, d, sizeof(d)));
-	json_object_foreach(root, key, v) {
+	json_object_foreach(root, key, v)
+	{
 		if (strcmp(key, "default") != 0 && strcmp(key, "rules") != 0)
 			return fw_err(&c, NULL,
 				      "unknown key '%.32s' at the top "
@@ -228,9 +230,8 @@ fw_yaml_scalar(const yaml_node_t *node)
 }
 
 static int
-fw_yaml_to_json(const struct fw_ctx *c, yaml_document_t *doc,
-		yaml_node_t *node, unsigned depth, size_t *budget,
-		json_t **out)
+fw_yaml_to_json(const struct fw_ctx *c, yaml_document_t *doc, yaml_node_t *node,
+		unsigned depth, size_t *budget, json_t **out)
 {
 	json_t *j = NULL;
 	int rc = 0;
@@ -291,9 +292,10 @@ fw_yaml_to_json(const struct fw_ctx *c, yaml_document_t *doc,
 					    k->start_mark.line + 1, key);
 				break;
 			}
-			rc = fw_yaml_to_json(
-				c, doc, yaml_document_get_node(doc, p->value),
-				depth + 1, budget, &e);
+			rc = fw_yaml_to_json(c, doc,
+					     yaml_document_get_node(doc,
+								    p->value),
+					     depth + 1, budget, &e);
 			if (rc != 0)
 				break;
 			if (json_object_set_new(j, key, e) != 0)
@@ -330,8 +332,7 @@ fw_parse_yaml(const struct fw_ctx *c, const char *text, size_t len,
 		snprintf(c->err, c->err_size, "%s: out of memory", c->origin);
 		return -ENOMEM;
 	}
-	yaml_parser_set_input_string(&parser, (const unsigned char *)text,
-				     len);
+	yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
 	if (!yaml_parser_load(&parser, &doc)) {
 		snprintf(c->err, c->err_size, "%s:%zu:%zu: YAML error: %s%s%s",
 			 c->origin, parser.problem_mark.line + 1,
@@ -344,8 +345,9 @@ fw_parse_yaml(const struct fw_ctx *c, const char *text, size_t len,
 	}
 	node = yaml_document_get_root_node(&doc);
 	if (node == NULL)
-		rc = fw_err(c, NULL, "the file is empty (expected 'default' "
-				     "and 'rules')");
+		rc = fw_err(c, NULL,
+			    "the file is empty (expected 'default' "
+			    "and 'rules')");
 	else
 		rc = fw_yaml_to_json(c, &doc, node, 0, &budget, root);
 	yaml_document_delete(&doc);
@@ -472,8 +474,7 @@ fw_action_name(unsigned action)
 	return action == FW_DENY ? "deny" : "allow";
 }
 
-static size_t
-fw_put(char *buf, size_t size, size_t off, const char *fmt, ...)
+static size_t fw_put(char *buf, size_t size, size_t off, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
 static size_t
@@ -502,8 +503,8 @@ fw_put_prefix(char *buf, size_t size, size_t off, const char *key,
 }
 
 static size_t
-fw_put_ports(char *buf, size_t size, size_t off, const char *key,
-	     uint16_t lo, uint16_t hi)
+fw_put_ports(char *buf, size_t size, size_t off, const char *key, uint16_t lo,
+	     uint16_t hi)
 {
 	if (lo == 0 && hi == 65535)
 		return off;
@@ -522,8 +523,8 @@ fw_rule_format(const struct fw_rule *r, char *buf, size_t size)
 	if (!m->proto_any) {
 		const char *name = sl_match_proto_name(m->proto);
 
-		off = name ? fw_put(buf, size, off, " proto %s", name) :
-			     fw_put(buf, size, off, " proto %u", m->proto);
+		off = name ? fw_put(buf, size, off, " proto %s", name)
+			   : fw_put(buf, size, off, " proto %u", m->proto);
 	}
 	if (m->family != 0 && m->src_len > 0)
 		off = fw_put_prefix(buf, size, off, "src", m, m->src,

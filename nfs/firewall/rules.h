@@ -16,8 +16,8 @@
 
 #include "sluice/match.h"
 
-#define FW_NAME_LEN 32       /* rule names: at most 31 characters */
-#define FW_MAX_RULES 65536   /* rules per file */
+#define FW_NAME_LEN 32          /* rule names: at most 31 characters */
+#define FW_MAX_RULES 65536      /* rules per file */
 #define FW_MAX_FILE (16u << 20) /* rule file size limit, bytes */
 
 enum fw_action {
@@ -36,7 +36,7 @@ enum fw_format {
  */
 struct fw_rule {
 	struct sl_match match;
-	uint8_t action;    /* enum fw_action */
+	uint8_t action;         /* enum fw_action */
 	char name[FW_NAME_LEN]; /* "" if the file gave none */
 };
 

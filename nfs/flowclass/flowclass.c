@@ -87,7 +87,7 @@ struct fc_state {
 	uint64_t window_ms; /* --window-ms, --stats-ms, --idle-ms as given */
 	uint64_t stats_ms;
 	double idle_ms;
-	int idle_set;       /* --idle-ms given */
+	int idle_set; /* --idle-ms given */
 	uint64_t window_ns;
 	uint64_t idle_ns;
 	uint64_t stats_ns; /* 0: only at exit */
@@ -411,8 +411,7 @@ fc_sweep(struct fc_state *st, struct sl_nf *nf, uint64_t now)
 		st->sweep_cursor = p + 1 == st->n_slots ? 0 : p + 1;
 
 		if (!f->used ||
-		    rte_hash_get_key_with_position(st->h, (int32_t)p, &kp) !=
-			    0)
+		    rte_hash_get_key_with_position(st->h, (int32_t)p, &kp) != 0)
 			continue;
 		memcpy(&key, kp, sizeof(key));
 		if (now - f->last_ns >= st->idle_ns) {
@@ -436,16 +435,15 @@ fc_print(struct fc_state *st, const char *reason, uint64_t now)
 {
 	char head[SL_STATS_HEAD_LEN];
 
-	sl_stats_line_head(&st->stats, head, sizeof(head), "flowclass",
-			   reason, now, st->pkts, st->bytes);
+	sl_stats_line_head(&st->stats, head, sizeof(head), "flowclass", reason,
+			   now, st->pkts, st->bytes);
 	fprintf(stderr,
 		"%s non_ip=%" PRIu64 " flows=%" PRIu32
 		" flows_capacity=%" PRIu32 " flows_untracked=%" PRIu64
 		" flows_seen=%" PRIu64 " evicted=%" PRIu64
-		" unclassified=%" PRIu32 " ants=%" PRIu32
-		" elephants=%" PRIu32 " changes=%" PRIu64 " requests=%" PRIu64
-		" applied=%" PRIu64 " rejected=%" PRIu64
-		" not_queued=%" PRIu64 "\n",
+		" unclassified=%" PRIu32 " ants=%" PRIu32 " elephants=%" PRIu32
+		" changes=%" PRIu64 " requests=%" PRIu64 " applied=%" PRIu64
+		" rejected=%" PRIu64 " not_queued=%" PRIu64 "\n",
 		head, st->non_ip, st->n_flows, st->capacity, st->untracked,
 		st->flows_seen, st->evicted, st->n_class[FC_NONE],
 		st->n_class[FC_ANT], st->n_class[FC_ELEPHANT], st->changes,
@@ -589,10 +587,12 @@ fc_at(struct sl_nf *nf, void *priv, const char *v)
 	int rc = fc_opt_name("--at", v, ((struct fc_state *)priv)->at_name);
 
 	(void)nf;
-	if (rc == 0 && (strcmp(v, "drop") == 0 || strncmp(v, "port:", 5) == 0)) {
+	if (rc == 0 &&
+	    (strcmp(v, "drop") == 0 || strncmp(v, "port:", 5) == 0)) {
 		fprintf(stderr,
-			FC_PROG ": --at '%s': give a service (where the default "
-				"edge changes), not a port or drop\n",
+			FC_PROG
+			": --at '%s': give a service (where the default "
+			"edge changes), not a port or drop\n",
 			v);
 		rc = EINVAL;
 	}
@@ -614,41 +614,75 @@ fc_idle(struct sl_nf *nf, void *priv, const char *v)
 _Static_assert(FC_DEFAULT_FLOWS == 65536 && FC_MAX_FLOWS == 16777216,
 	       "fc_opts: update --flows");
 static const struct sl_nf_opt fc_opts[] = {
-	{.name = "window-ms", .type = SL_OPT_NUMBER, .arg = "MS",
+	{.name = "window-ms",
+	 .type = SL_OPT_NUMBER,
+	 .arg = "MS",
 	 .help = "classification window (default 1000)",
-	 SL_OPT_AT(struct fc_state, window_ms), .min = 10, .max = 3600000,
+	 SL_OPT_AT(struct fc_state, window_ms),
+	 .min = 10,
+	 .max = 3600000,
 	 .def = "1000"},
-	{.name = "ant-max-pps", .type = SL_OPT_NUMBER, .arg = "N",
+	{.name = "ant-max-pps",
+	 .type = SL_OPT_NUMBER,
+	 .arg = "N",
 	 .help = "an ant sends at most N packets/s (default 1000)",
-	 SL_OPT_AT(struct fc_state, ant_max_pps), .max = 1e9, .frac = 1,
+	 SL_OPT_AT(struct fc_state, ant_max_pps),
+	 .max = 1e9,
+	 .frac = 1,
 	 .def = "1000"},
-	{.name = "ant-max-size", .type = SL_OPT_NUMBER, .arg = "B",
+	{.name = "ant-max-size",
+	 .type = SL_OPT_NUMBER,
+	 .arg = "B",
 	 .help = "and at most B bytes per packet on average (default 512)",
-	 SL_OPT_AT(struct fc_state, ant_max_size), .min = 1, .max = 1000000,
+	 SL_OPT_AT(struct fc_state, ant_max_size),
+	 .min = 1,
+	 .max = 1000000,
 	 .def = "512"},
-	{.name = "ant-to", .type = SL_OPT_STRING, .arg = "HOP",
+	{.name = "ant-to",
+	 .type = SL_OPT_STRING,
+	 .arg = "HOP",
 	 .help = "default next hop for ants: a service, port:NAME or drop",
 	 .parse = fc_ant_to},
-	{.name = "elephant-to", .type = SL_OPT_STRING, .arg = "HOP",
-	 .help = "default next hop for elephants", .parse = fc_elephant_to},
-	{.name = "at", .type = SL_OPT_STRING, .arg = "SERVICE",
+	{.name = "elephant-to",
+	 .type = SL_OPT_STRING,
+	 .arg = "HOP",
+	 .help = "default next hop for elephants",
+	 .parse = fc_elephant_to},
+	{.name = "at",
+	 .type = SL_OPT_STRING,
+	 .arg = "SERVICE",
 	 .help = "where the default changes (default: this NF's service)",
 	 .parse = fc_at},
-	{.name = "confirm", .type = SL_OPT_NUMBER, .arg = "N",
+	{.name = "confirm",
+	 .type = SL_OPT_NUMBER,
+	 .arg = "N",
 	 .help = "windows in a row before a class change (default 1)",
-	 SL_OPT_AT(struct fc_state, confirm), .min = 1, .max = 100,
+	 SL_OPT_AT(struct fc_state, confirm),
+	 .min = 1,
+	 .max = 100,
 	 .def = "1"},
-	{.name = "flows", .type = SL_OPT_NUMBER, .arg = "N",
+	{.name = "flows",
+	 .type = SL_OPT_NUMBER,
+	 .arg = "N",
 	 .help = "flow table capacity (default 65536, max 16777216)",
-	 SL_OPT_AT(struct fc_state, capacity), .min = 1, .max = FC_MAX_FLOWS,
+	 SL_OPT_AT(struct fc_state, capacity),
+	 .min = 1,
+	 .max = FC_MAX_FLOWS,
 	 .def = "65536"},
-	{.name = "idle-ms", .type = SL_OPT_NUMBER, .arg = "MS",
+	{.name = "idle-ms",
+	 .type = SL_OPT_NUMBER,
+	 .arg = "MS",
 	 .help = "evict flows idle this long (default 10000, at least 3 "
 		 "windows)",
-	 .min = 30, .max = 86400000, .parse = fc_idle},
-	{.name = "stats-ms", .type = SL_OPT_NUMBER, .arg = "MS",
+	 .min = 30,
+	 .max = 86400000,
+	 .parse = fc_idle},
+	{.name = "stats-ms",
+	 .type = SL_OPT_NUMBER,
+	 .arg = "MS",
 	 .help = "print stats every MS (default 5000; 0 = only at exit)",
-	 SL_OPT_AT(struct fc_state, stats_ms), .max = 86400000,
+	 SL_OPT_AT(struct fc_state, stats_ms),
+	 .max = 86400000,
 	 .def = "5000"},
 	{.name = NULL},
 };
@@ -704,7 +738,7 @@ static int
 fc_check_targets(struct fc_state *st, struct sl_nf *nf)
 {
 	static const char *const opt[FC_CLASS_MAX] = {NULL, "--ant-to",
-						       "--elephant-to"};
+						      "--elephant-to"};
 
 	if (st->at_name[0] == '\0')
 		st->at = sl_nf_service(nf);
@@ -757,10 +791,10 @@ fc_init(struct sl_nf *nf, int argc, char **argv)
 	st->last_sweep_ns = sl_now_ns();
 	sl_stats_line_start(&st->stats, st->stats_ns, st->last_sweep_ns);
 	fprintf(stderr,
-		FC_PROG ": window %" PRIu64 " ms; ant: at most %g pps and %" PRIu32
-			" bytes per packet; ants -> %s, elephants -> %s, at "
-			"%s; up to %" PRIu32 " flows, idle after %" PRIu64
-			" ms\n",
+		FC_PROG
+		": window %" PRIu64 " ms; ant: at most %g pps and %" PRIu32
+		" bytes per packet; ants -> %s, elephants -> %s, at "
+		"%s; up to %" PRIu32 " flows, idle after %" PRIu64 " ms\n",
 		st->window_ns / FC_MS, st->ant_max_pps, st->ant_max_size,
 		st->target[FC_ANT].name[0] ? st->target[FC_ANT].name
 					   : "(unchanged)",

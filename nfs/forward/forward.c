@@ -84,18 +84,27 @@ fwd_bridge(struct sl_nf *nf, void *priv, const char *value)
 }
 
 static const struct sl_nf_opt fwd_opts[] = {
-	{.name = "to", .type = SL_OPT_SERVICE, .arg = "SERVICE",
+	{.name = "to",
+	 .type = SL_OPT_SERVICE,
+	 .arg = "SERVICE",
 	 .help = "send every packet to SERVICE (default: along the chain)",
 	 .parse = fwd_to},
-	{.name = "out", .type = SL_OPT_PORT, .arg = "PORT",
-	 .help = "send every packet out of PORT", .parse = fwd_out},
-	{.name = "bridge", .type = SL_OPT_STRING, .arg = "A,B",
+	{.name = "out",
+	 .type = SL_OPT_PORT,
+	 .arg = "PORT",
+	 .help = "send every packet out of PORT",
+	 .parse = fwd_out},
+	{.name = "bridge",
+	 .type = SL_OPT_STRING,
+	 .arg = "A,B",
 	 .help = "packets from port A go out of B, those from B out of A",
 	 .parse = fwd_bridge},
 	/* It rewrites the source MAC: write access. */
-	{.name = "tag-src-mac", .type = SL_OPT_FLAG,
+	{.name = "tag-src-mac",
+	 .type = SL_OPT_FLAG,
 	 .help = "write the instance id into the last byte of the source MAC",
-	 SL_OPT_AT(struct fwd, tag), .access = SL_ACCESS_WRITE},
+	 SL_OPT_AT(struct fwd, tag),
+	 .access = SL_ACCESS_WRITE},
 	{.name = NULL},
 };
 

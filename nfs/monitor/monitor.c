@@ -25,7 +25,7 @@
 #include "sluice/pkt.h"
 
 #define MON_PROG "sluice-monitor"
-#define MON_CHUNK 64                 /* keys per bulk lookup */
+#define MON_CHUNK 64 /* keys per bulk lookup */
 #define MON_DEFAULT_FLOWS 65536
 #define MON_MAX_FLOWS (1u << 24)
 #define MON_DEFAULT_TOP 10
@@ -42,13 +42,12 @@ enum mon_class {
 	MON_OTHER_IPV4, /* IPv4, another protocol */
 	MON_OTHER_IPV6, /* IPv6, another protocol */
 	MON_NON_IP,
-	MON_MALFORMED,  /* sl_parse() refused it */
+	MON_MALFORMED, /* sl_parse() refused it */
 	MON_CLASS_MAX
 };
 
 static const char *const mon_class_names[MON_CLASS_MAX] = {
-	"tcp", "udp", "icmp", "other_ipv4", "other_ipv6", "non_ip",
-	"malformed",
+	"tcp", "udp", "icmp", "other_ipv4", "other_ipv6", "non_ip", "malformed",
 };
 
 struct mon_count {
@@ -64,14 +63,14 @@ struct mon_state {
 	uint32_t n_flows;
 	struct mon_count cls[MON_CLASS_MAX];
 	struct mon_count total;
-	uint64_t ipv4, ipv6;     /* packets per IP version */
+	uint64_t ipv4, ipv6;        /* packets per IP version */
 	struct mon_count untracked; /* packets of flows that did not fit */
 
 	uint32_t top_n;
-	double interval_s;       /* --interval */
-	uint64_t interval_ns;    /* 0: print only at exit */
+	double interval_s;    /* --interval */
+	uint64_t interval_ns; /* 0: print only at exit */
 	struct sl_stats_line stats;
-	struct mon_top *top;     /* [top_n], scratch for printing */
+	struct mon_top *top; /* [top_n], scratch for printing */
 };
 
 struct mon_top {
@@ -258,26 +257,41 @@ mon_state_free(struct mon_state *mon)
 
 /* The synopsis, for --help and after an unknown option; libsluice prints
  * mon_opts' lines after it. */
-static const char mon_usage[] =
-	"usage: " MON_PROG " [EAL args] -- [libsluice args] [--flows N]"
-	" [--interval S] [--top N]\n";
+static const char mon_usage[] = "usage: " MON_PROG
+				" [EAL args] -- [libsluice args] [--flows N]"
+				" [--interval S] [--top N]\n";
 _Static_assert(MON_DEFAULT_FLOWS == 65536 && MON_MAX_FLOWS == 16777216 &&
 		       MON_DEFAULT_TOP == 10 && MON_MAX_TOP == 1000,
 	       "mon_opts: update --flows and --top");
 
 static const struct sl_nf_opt mon_opts[] = {
-	{.name = "flows", .type = SL_OPT_NUMBER, .arg = "N",
+	{.name = "flows",
+	 .type = SL_OPT_NUMBER,
+	 .arg = "N",
 	 .help = "flow table capacity (default 65536, max 16777216)",
-	 SL_OPT_AT(struct mon_state, capacity), .min = 1,
-	 .max = MON_MAX_FLOWS, .what = "number", .def = "65536"},
-	{.name = "interval", .type = SL_OPT_NUMBER, .arg = "S",
+	 SL_OPT_AT(struct mon_state, capacity),
+	 .min = 1,
+	 .max = MON_MAX_FLOWS,
+	 .what = "number",
+	 .def = "65536"},
+	{.name = "interval",
+	 .type = SL_OPT_NUMBER,
+	 .arg = "S",
 	 .help = "print every S seconds (default 5; 0 = only at exit)",
-	 SL_OPT_AT(struct mon_state, interval_s), .max = 86400, .frac = 1,
-	 .what = "number of seconds", .def = "5"},
-	{.name = "top", .type = SL_OPT_NUMBER, .arg = "N",
+	 SL_OPT_AT(struct mon_state, interval_s),
+	 .max = 86400,
+	 .frac = 1,
+	 .what = "number of seconds",
+	 .def = "5"},
+	{.name = "top",
+	 .type = SL_OPT_NUMBER,
+	 .arg = "N",
 	 .help = "flows listed, by bytes (default 10, max 1000)",
-	 SL_OPT_AT(struct mon_state, top_n), .min = 1, .max = MON_MAX_TOP,
-	 .what = "number", .def = "10"},
+	 SL_OPT_AT(struct mon_state, top_n),
+	 .min = 1,
+	 .max = MON_MAX_TOP,
+	 .what = "number",
+	 .def = "10"},
 	{.name = NULL},
 };
 

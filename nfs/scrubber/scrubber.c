@@ -325,8 +325,7 @@ sc_message(struct sl_nf *nf, const char *key, const char *value)
 	} else if (strcmp(key, "stats") == 0) {
 		sc_print(st, "message", sl_now_ns());
 	} else {
-		snprintf(res, sizeof(res),
-			 "ignored (keys: alarm, add, stats)");
+		snprintf(res, sizeof(res), "ignored (keys: alarm, add, stats)");
 	}
 	fprintf(stderr, "scrubber-message: key=%s value=%s %s\n", key, value,
 		res);
@@ -355,8 +354,8 @@ sc_prefix_opt(struct sl_nf *nf, void *priv, const char *v)
 			SC_MAX_PREFIXES);
 		return EINVAL;
 	}
-	if (ddos_prefix_parse(v, &st->given[st->n_given], err,
-			      sizeof(err)) != 0) {
+	if (ddos_prefix_parse(v, &st->given[st->n_given], err, sizeof(err)) !=
+	    0) {
 		fprintf(stderr, SC_PROG ": --prefix: %s\n", err);
 		return EINVAL;
 	}
@@ -389,27 +388,43 @@ sc_at_opt(struct sl_nf *nf, void *priv, const char *v)
 }
 
 static const struct sl_nf_opt sc_opts[] = {
-	{.name = "prefix", .type = SL_OPT_STRING, .arg = "PREFIX",
+	{.name = "prefix",
+	 .type = SL_OPT_STRING,
+	 .arg = "PREFIX",
 	 .help = "scrub packets from this source prefix, e.g. 10.66.6.0/24 "
 		 "or\n2001:db8:66::/48 (repeatable, up to 16)",
 	 .parse = sc_prefix_opt},
-	{.name = "at", .type = SL_OPT_STRING, .arg = "SERVICE",
+	{.name = "at",
+	 .type = SL_OPT_STRING,
+	 .arg = "SERVICE",
 	 .help = "also make this scrubber the default next hop at SERVICE "
 		 "for\nflows of the prefixes that start later (repeatable, "
 		 "up to 8)",
 	 .parse = sc_at_opt},
-	{.name = "rate", .type = SL_OPT_NUMBER, .arg = "PPS",
+	{.name = "rate",
+	 .type = SL_OPT_NUMBER,
+	 .arg = "PPS",
 	 .help = "let up to PPS packets per second of each prefix through\n"
 		 "(default 0: drop them all)",
-	 SL_OPT_AT(struct sc_state, rate), .max = 1e12, .frac = 1},
-	{.name = "burst", .type = SL_OPT_NUMBER, .arg = "N",
+	 SL_OPT_AT(struct sc_state, rate),
+	 .max = 1e12,
+	 .frac = 1},
+	{.name = "burst",
+	 .type = SL_OPT_NUMBER,
+	 .arg = "N",
 	 .help = "packets a prefix may send at once under --rate (default: "
 		 "PPS)",
-	 SL_OPT_AT(struct sc_state, burst_opt), .min = 1, .max = 1e12,
+	 SL_OPT_AT(struct sc_state, burst_opt),
+	 .min = 1,
+	 .max = 1e12,
 	 .frac = 1},
-	{.name = "stats-ms", .type = SL_OPT_NUMBER, .arg = "MS",
+	{.name = "stats-ms",
+	 .type = SL_OPT_NUMBER,
+	 .arg = "MS",
 	 .help = "print stats every MS (default 5000; 0 = only at exit)",
-	 SL_OPT_AT(struct sc_state, stats_ms), .max = 86400000, .frac = 1,
+	 SL_OPT_AT(struct sc_state, stats_ms),
+	 .max = 86400000,
+	 .frac = 1,
 	 .def = "5000"},
 	{.name = NULL},
 };

@@ -38,8 +38,8 @@ struct st {
 	double report_s;
 	int latency;
 	int injected;
-	uint64_t count;       /* packets received back */
-	uint64_t t_start;     /* TSC when the packets were sent */
+	uint64_t count;   /* packets received back */
+	uint64_t t_start; /* TSC when the packets were sent */
 	uint64_t last_tsc;
 	uint64_t last_count;
 	uint64_t hz;
@@ -74,28 +74,52 @@ st_report(struct sl_nf *nf, void *priv, const char *value)
 
 _Static_assert(ST_MAX_PKTS == 65536, "st_opts: update --packets");
 static const struct sl_nf_opt st_opts[] = {
-	{.name = "packets", .type = SL_OPT_NUMBER, .arg = "N",
+	{.name = "packets",
+	 .type = SL_OPT_NUMBER,
+	 .arg = "N",
 	 .help = "packets made and kept in flight, 1 to 65536 (default 128)",
-	 SL_OPT_AT(struct st, n_pkts), .min = 1, .max = ST_MAX_PKTS,
+	 SL_OPT_AT(struct st, n_pkts),
+	 .min = 1,
+	 .max = ST_MAX_PKTS,
 	 .def = "128"},
-	{.name = "size", .type = SL_OPT_NUMBER, .arg = "B",
+	{.name = "size",
+	 .type = SL_OPT_NUMBER,
+	 .arg = "B",
 	 .help = "frame size in bytes, 64 to 1518 (default 64)",
-	 SL_OPT_AT(struct st, size), .min = 64, .max = 1518, .def = "64"},
-	{.name = "flows", .type = SL_OPT_NUMBER, .arg = "N",
+	 SL_OPT_AT(struct st, size),
+	 .min = 64,
+	 .max = 1518,
+	 .def = "64"},
+	{.name = "flows",
+	 .type = SL_OPT_NUMBER,
+	 .arg = "N",
 	 .help = "packet i belongs to flow i mod N (default 1)",
-	 SL_OPT_AT(struct st, flows), .min = 1, .max = 4294967295.0,
+	 SL_OPT_AT(struct st, flows),
+	 .min = 1,
+	 .max = 4294967295.0,
 	 .def = "1"},
-	{.name = "duration", .type = SL_OPT_NUMBER, .arg = "S",
+	{.name = "duration",
+	 .type = SL_OPT_NUMBER,
+	 .arg = "S",
 	 .help = "stop S seconds after the packets were sent (default 0: "
 		 "until\nstopped)",
-	 SL_OPT_AT(struct st, duration_s), .max = 1e9, .frac = 1},
-	{.name = "report", .type = SL_OPT_NUMBER, .arg = "S",
-	 .help = "print the rate every S seconds (default 1)", .max = 86400,
-	 .frac = 1, .def = "1", .parse = st_report},
+	 SL_OPT_AT(struct st, duration_s),
+	 .max = 1e9,
+	 .frac = 1},
+	{.name = "report",
+	 .type = SL_OPT_NUMBER,
+	 .arg = "S",
+	 .help = "print the rate every S seconds (default 1)",
+	 .max = 86400,
+	 .frac = 1,
+	 .def = "1",
+	 .parse = st_report},
 	/* It stamps the packets it gets back: write access. */
-	{.name = "latency", .type = SL_OPT_FLAG,
+	{.name = "latency",
+	 .type = SL_OPT_FLAG,
 	 .help = "measure each packet's time round the loop",
-	 SL_OPT_AT(struct st, latency), .access = SL_ACCESS_WRITE},
+	 SL_OPT_AT(struct st, latency),
+	 .access = SL_ACCESS_WRITE},
 	{.name = NULL},
 };
 
@@ -132,15 +156,16 @@ build(struct sl_nf *nf)
 		eth->dst_addr.addr_bytes[5] = 0x01;
 		ip = (struct rte_ipv4_hdr *)(eth + 1);
 		ip->version_ihl = RTE_IPV4_VHL_DEF;
-		ip->total_length = rte_cpu_to_be_16(
-			(uint16_t)(g->size - sizeof(*eth)));
+		ip->total_length =
+			rte_cpu_to_be_16((uint16_t)(g->size - sizeof(*eth)));
 		ip->time_to_live = 64;
 		ip->next_proto_id = IPPROTO_UDP;
 		ip->src_addr = rte_cpu_to_be_32(0x0a000000u | flow);
 		ip->dst_addr = rte_cpu_to_be_32(0xc0a80001u);
 		ip->hdr_checksum = rte_ipv4_cksum(ip);
 		udp = (struct rte_udp_hdr *)(ip + 1);
-		udp->src_port = rte_cpu_to_be_16((uint16_t)(1024 + flow % 60000));
+		udp->src_port =
+			rte_cpu_to_be_16((uint16_t)(1024 + flow % 60000));
 		udp->dst_port = rte_cpu_to_be_16(9);
 		udp->dgram_len = rte_cpu_to_be_16(
 			(uint16_t)(g->size - sizeof(*eth) - sizeof(*ip)));
@@ -172,8 +197,9 @@ st_burst(struct sl_nf *nf, struct rte_mbuf **pkts, uint16_t n)
 		uint64_t now = rte_rdtsc();
 
 		for (uint16_t i = 0; i < n; i++) {
-			uint64_t *stamp = rte_pktmbuf_mtod_offset(
-				pkts[i], uint64_t *, STAMP_OFF);
+			uint64_t *stamp = rte_pktmbuf_mtod_offset(pkts[i],
+								  uint64_t *,
+								  STAMP_OFF);
 			uint64_t d = now - *stamp;
 
 			g->lat_sum += d;
@@ -245,8 +271,7 @@ st_fini(struct sl_nf *nf)
 	double secs = (double)cycles / (double)g->hz;
 
 	printf("{\"packets\": %u, \"size\": %u, \"flows\": %u, "
-	       "\"seconds\": %.3f, \"received\": %" PRIu64
-	       ", \"mpps\": %.4f, ",
+	       "\"seconds\": %.3f, \"received\": %" PRIu64 ", \"mpps\": %.4f, ",
 	       g->n_pkts, g->size, g->flows, secs, g->count,
 	       secs > 0 ? (double)g->count / secs / 1e6 : 0.0);
 	/* TSC cycles of the whole run per packet received back */
@@ -263,7 +288,8 @@ st_fini(struct sl_nf *nf)
 		printf(", \"latency_ns\": {\"min\": %.0f, \"avg\": %.0f, "
 		       "\"max\": %.0f}",
 		       (double)g->lat_min * 1e9 / (double)g->hz,
-		       (double)g->lat_sum / (double)g->lat_n * 1e9 / (double)g->hz,
+		       (double)g->lat_sum / (double)g->lat_n * 1e9 /
+			       (double)g->hz,
 		       (double)g->lat_max * 1e9 / (double)g->hz);
 	printf("}\n");
 	fflush(stdout);

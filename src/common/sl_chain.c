@@ -23,14 +23,13 @@ sl_name_valid(const char *name)
 }
 
 int
-sl_chain_split(char *text, char **hops, uint16_t max, char *err,
-	       size_t errlen)
+sl_chain_split(char *text, char **hops, uint16_t max, char *err, size_t errlen)
 {
 	int n = 0;
 	char *save = NULL;
 
-	if (text[0] == '\0' || text[strlen(text) - 1] == ',' || text[0] == ',' ||
-	    strstr(text, ",,") != NULL) {
+	if (text[0] == '\0' || text[strlen(text) - 1] == ',' ||
+	    text[0] == ',' || strstr(text, ",,") != NULL) {
 		snprintf(err, errlen,
 			 "chain '%s' has an empty hop; write hops separated "
 			 "by single commas, e.g. firewall,monitor,port:out",

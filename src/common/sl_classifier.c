@@ -55,8 +55,15 @@ struct sl_cls_key6 {
 };
 
 enum { F4_PROTO, F4_SRC, F4_DST, F4_SPORT, F4_DPORT, F4_INPORT, F4_NUM };
-enum { F6_PROTO, F6_SRC, F6_DST = F6_SRC + 4, F6_SPORT = F6_DST + 4,
-       F6_DPORT, F6_INPORT, F6_NUM };
+enum {
+	F6_PROTO,
+	F6_SRC,
+	F6_DST = F6_SRC + 4,
+	F6_SPORT = F6_DST + 4,
+	F6_DPORT,
+	F6_INPORT,
+	F6_NUM
+};
 
 RTE_ACL_RULE_DEF(sl_cls_rule4, F4_NUM);
 RTE_ACL_RULE_DEF(sl_cls_rule6, F6_NUM);
@@ -239,8 +246,8 @@ sl_cls_build_family(const struct sl_match *const *rules,
 		    const char *name, struct rte_acl_ctx **out, char *err,
 		    size_t errlen)
 {
-	size_t rule_size = family == 4 ? RTE_ACL_RULE_SZ(F4_NUM) :
-					 RTE_ACL_RULE_SZ(F6_NUM);
+	size_t rule_size = family == 4 ? RTE_ACL_RULE_SZ(F4_NUM)
+				       : RTE_ACL_RULE_SZ(F6_NUM);
 	struct rte_acl_param prm = {
 		.name = name,
 		.socket_id = SOCKET_ID_ANY,
@@ -356,9 +363,9 @@ sl_classifier_build(const struct sl_match *const *rules,
 			return -EINVAL;
 		}
 	c = calloc(1, sizeof(*c));
-	if (c == NULL || (n > 0 && (acl_prio = malloc((size_t)n *
-						      sizeof(*acl_prio))) ==
-					    NULL)) {
+	if (c == NULL ||
+	    (n > 0 &&
+	     (acl_prio = malloc((size_t)n * sizeof(*acl_prio))) == NULL)) {
 		free(c);
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
@@ -406,8 +413,8 @@ sl_cls_run(struct rte_acl_ctx *ctx, const uint8_t **keys, uint32_t k,
 
 void
 sl_classifier_lookup(const struct sl_classifier *c,
-		     const struct sl_5tuple *const *t,
-		     const uint16_t *in_port, uint32_t n, uint32_t *res)
+		     const struct sl_5tuple *const *t, const uint16_t *in_port,
+		     uint32_t n, uint32_t *res)
 {
 	struct sl_cls_key4 k4[SL_CLS_CHUNK];
 	struct sl_cls_key6 k6[SL_CLS_CHUNK];
@@ -419,8 +426,8 @@ sl_classifier_lookup(const struct sl_classifier *c,
 	if (c == NULL || (c->acl[0] == NULL && c->acl[1] == NULL))
 		return;
 	for (base = 0; base < n; base += SL_CLS_CHUNK) {
-		uint32_t end = n - base < SL_CLS_CHUNK ? n :
-							 base + SL_CLS_CHUNK;
+		uint32_t end = n - base < SL_CLS_CHUNK ? n
+						       : base + SL_CLS_CHUNK;
 		uint32_t n4 = 0, n6 = 0;
 
 		for (i = base; i < end; i++) {

@@ -23,8 +23,8 @@ enum { DEST_DROP = 1, DEST_INST, DEST_PORT };
 #define DEST_ID(d) ((uint16_t)(d))
 
 int
-sl_dispatch_init(struct sl_dispatch *d, struct sl_shm *shm,
-		 uint16_t self_owner, struct sl_ctx_stats *fwd, uint64_t *drops,
+sl_dispatch_init(struct sl_dispatch *d, struct sl_shm *shm, uint16_t self_owner,
+		 struct sl_ctx_stats *fwd, uint64_t *drops,
 		 sl_port_out_fn port_out, void *port_arg)
 {
 	memset(d, 0, sizeof(*d));
@@ -110,7 +110,8 @@ pick_pinned(struct sl_dispatch *d, uint16_t s, const struct rte_mbuf *m,
 			if ((v >> 16) != s)
 				continue;
 			if (inst_running(shm, (uint16_t)v, s)) {
-				*sticky = 1; /* the flow's pin: its next packets' too */
+				*sticky =
+					1; /* the flow's pin: its next packets' too */
 				return (uint16_t)v;
 			}
 			slot = &pin[k]; /* its instance left: re-pin */
@@ -758,7 +759,8 @@ sl_dispatch(struct sl_dispatch *d, struct rte_mbuf **pkts, uint16_t n)
 			;
 		switch (DEST_KIND(dest[i])) {
 		case DEST_DROP:
-			if (DEST_ID(dest[i]) == SL_DROP_GRAPH && d->edge != NULL)
+			if (DEST_ID(dest[i]) == SL_DROP_GRAPH &&
+			    d->edge != NULL)
 				count_edge(d, SL_EDGE_DROP(d->shm), &pkts[i],
 					   (uint16_t)(j - i));
 			undo_tx(d, (enum sl_drop_reason)DEST_ID(dest[i]),
@@ -794,7 +796,8 @@ sl_dispatch(struct sl_dispatch *d, struct rte_mbuf **pkts, uint16_t n)
 
 uint16_t
 sl_dispatch_alike(struct sl_dispatch *d, struct rte_mbuf **pkts, uint16_t n,
-		  const struct sl_pkt_meta *pre, int rss, struct sl_ctx_stats *in)
+		  const struct sl_pkt_meta *pre, int rss,
+		  struct sl_ctx_stats *in)
 {
 	struct sl_pkt_meta post = *pre, kept;
 	uint64_t dest = 0, bytes = 0;
@@ -824,7 +827,10 @@ sl_dispatch_alike(struct sl_dispatch *d, struct rte_mbuf **pkts, uint16_t n,
 	post.flags = (uint16_t)(post.flags + SL_META_HOP);
 	for (uint16_t i = 0; i < n; i++) {
 		sl_meta_enter(sl_meta(pkts[i], d->meta_off),
-			      one ? &post : port ? &kept : pre, pkts[i], rss);
+			      one    ? &post
+			      : port ? &kept
+				     : pre,
+			      pkts[i], rss);
 		bytes += rte_pktmbuf_pkt_len(pkts[i]);
 	}
 	if (in != NULL) {
@@ -871,7 +877,8 @@ sl_dispatch_retry(struct sl_dispatch *d, uint64_t now)
 		return 0;
 	d->pending_since = since; /* the wait counts from the first try */
 	if (now - since > d->bp_cycles)
-		sl_dispatch_drop_pending(d, (enum sl_drop_reason)d->pending_reason);
+		sl_dispatch_drop_pending(d, (enum sl_drop_reason)
+						    d->pending_reason);
 	return d->n_pending;
 }
 
@@ -896,8 +903,8 @@ sl_ring_unstick(struct rte_ring *r, const struct sl_ring_prod *then)
 	    now.tail != then->tail)
 		return 0;
 	if (!__atomic_compare_exchange_n((uint32_t *)(uintptr_t)&r->prod.head,
-					 &head, then->tail, 0,
-					 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+					 &head, then->tail, 0, __ATOMIC_ACQ_REL,
+					 __ATOMIC_RELAXED))
 		return 0;
 	return then->head - then->tail;
 }

@@ -98,8 +98,7 @@ void sl_dispatch_fini(struct sl_dispatch *d);
  * its current graph node (meta->service, SL_SERVICE_NONE at ingress).
  * Returns the number of packets left pending.
  */
-uint16_t sl_dispatch(struct sl_dispatch *d, struct rte_mbuf **pkts,
-		     uint16_t n);
+uint16_t sl_dispatch(struct sl_dispatch *d, struct rte_mbuf **pkts, uint16_t n);
 
 /*
  * A packet's meta as it enters from a port: *pre, with the port's RSS hash
@@ -258,7 +257,8 @@ sl_flow_key4_parts(const struct sl_5tuple *t, uint32_t *lo, uint32_t *hi)
 	 * one byte swap each, in registers. */
 	uint32_t na = rte_be_to_cpu_32(a), nb = rte_be_to_cpu_32(b);
 
-	if (na > nb || (na == nb && rte_be_to_cpu_16(pa) > rte_be_to_cpu_16(pb))) {
+	if (na > nb ||
+	    (na == nb && rte_be_to_cpu_16(pa) > rte_be_to_cpu_16(pb))) {
 		uint32_t x = a;
 		uint16_t px = pa;
 
@@ -314,8 +314,9 @@ static inline uint32_t
 sl_flow_key_hash_v4(uint64_t head, uint32_t lo, uint32_t hi)
 {
 	return rte_hash_crc_4byte(
-		hi, rte_hash_crc_4byte(
-			    lo, rte_hash_crc_8byte(head, SL_FLOW_HASH_SEED)));
+		hi,
+		rte_hash_crc_4byte(lo, rte_hash_crc_8byte(head,
+							  SL_FLOW_HASH_SEED)));
 }
 
 /*

@@ -134,12 +134,13 @@ find_cycle(const struct sl_graph_spec *s, uint16_t root, uint8_t *color,
 			for (int w = u; w != v && w >= 0; w = parent[w])
 				path[np++] = w;
 			path[np++] = v;
-			off += (size_t)snprintf(err, errlen, "graph '%s': cycle ",
-						s->name);
+			off += (size_t)snprintf(err, errlen,
+						"graph '%s': cycle ", s->name);
 			for (int k = np - 1; k >= 0 && off < errlen; k--)
-				off += (size_t)snprintf(
-					err + off, errlen - off, "%s -> ",
-					s->nodes[path[k]].service);
+				off += (size_t)
+					snprintf(err + off, errlen - off,
+						 "%s -> ",
+						 s->nodes[path[k]].service);
 			if (off < errlen)
 				snprintf(err + off, errlen - off,
 					 "%s; a graph must be acyclic: "
@@ -155,8 +156,8 @@ find_cycle(const struct sl_graph_spec *s, uint16_t root, uint8_t *color,
 }
 
 int
-sl_graph_check(const struct sl_graph_spec *s,
-	       const struct sl_chain_resolver *r, char *err, size_t errlen)
+sl_graph_check(const struct sl_graph_spec *s, const struct sl_chain_resolver *r,
+	       char *err, size_t errlen)
 {
 	const char *name = s->name;
 	int entry, rc = 0;

@@ -34,8 +34,8 @@ struct sl_graph_spec {
 };
 
 /* Bytes an sl_graph with these counts needs (arrays included). */
-size_t sl_graph_size(uint16_t max_services, uint16_t n_nodes,
-		     uint32_t n_edges, uint16_t n_hops);
+size_t sl_graph_size(uint16_t max_services, uint16_t n_nodes, uint32_t n_edges,
+		     uint16_t n_hops);
 
 /* Points the arrays of g (allocated with sl_graph_size bytes, zeroed) at
  * the memory that follows it. */
@@ -51,8 +51,7 @@ uint32_t sl_graph_spec_edges(const struct sl_graph_spec *s);
  * called, so a rejected graph creates no service. 0 or -EINVAL + err.
  */
 int sl_graph_check(const struct sl_graph_spec *s,
-		   const struct sl_chain_resolver *r, char *err,
-		   size_t errlen);
+		   const struct sl_chain_resolver *r, char *err, size_t errlen);
 
 /*
  * Checks and compiles s into g (laid out by sl_graph_layout). Services are

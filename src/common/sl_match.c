@@ -37,8 +37,8 @@ static const struct {
 
 #define SL_MATCH_N_PROTOS (sizeof(sl_match_protos) / sizeof(sl_match_protos[0]))
 
-static int
-sl_match_err(char *err, size_t errlen, const char *key, const char *fmt, ...)
+static int sl_match_err(char *err, size_t errlen, const char *key,
+			const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
 /* "'key': <message>", or just the message if key is NULL. */
@@ -187,8 +187,7 @@ sl_match_get_prefix(const char *key, const json_t *v, struct sl_match *m,
 		return sl_match_err(err, errlen, key,
 				    "%s is not a valid prefix",
 				    sl_json_describe(v, d, sizeof(d)));
-	rc = sl_match_parse_prefix(json_string_value(v), &fam, addr, mask,
-				   len);
+	rc = sl_match_parse_prefix(json_string_value(v), &fam, addr, mask, len);
 	if (rc == -2) {
 		uint32_t net[4];
 		unsigned i;
@@ -337,8 +336,8 @@ sl_match_from_json(const json_t *obj, struct sl_match *m, char *err,
 		return sl_match_err(err, errlen, NULL,
 				    "expected a mapping of match fields "
 				    "(proto, src, dst, sport, dport), got %s",
-				    obj ? sl_json_describe(obj, d, sizeof(d)) :
-					  "nothing");
+				    obj ? sl_json_describe(obj, d, sizeof(d))
+					: "nothing");
 	if ((v = json_object_get(obj, "proto")) != NULL)
 		rc = sl_match_get_proto(v, m, err, errlen);
 	if (rc == 0 && (v = json_object_get(obj, "src")) != NULL)
@@ -357,8 +356,8 @@ sl_match_from_json(const json_t *obj, struct sl_match *m, char *err,
 	    (json_object_get(obj, "sport") != NULL ||
 	     json_object_get(obj, "dport") != NULL))
 		rc = sl_match_err(err, errlen,
-				  json_object_get(obj, "sport") ? "sport" :
-								  "dport",
+				  json_object_get(obj, "sport") ? "sport"
+								: "dport",
 				  "ports need proto tcp, udp, sctp or any");
 	if (rc != 0)
 		sl_match_init(m);
@@ -366,8 +365,7 @@ sl_match_from_json(const json_t *obj, struct sl_match *m, char *err,
 }
 
 int
-sl_match_parse(const char *text, struct sl_match *m, char *err,
-	       size_t errlen)
+sl_match_parse(const char *text, struct sl_match *m, char *err, size_t errlen)
 {
 	json_t *obj, *in_port = NULL;
 	const char *p = text ? text : "";
@@ -513,8 +511,8 @@ sl_match_prefix_str(const struct sl_match *m, int is_src, char *buf,
 {
 	char a[INET6_ADDRSTRLEN];
 
-	inet_ntop(m->family == 4 ? AF_INET : AF_INET6,
-		  is_src ? m->src : m->dst, a, sizeof(a));
+	inet_ntop(m->family == 4 ? AF_INET : AF_INET6, is_src ? m->src : m->dst,
+		  a, sizeof(a));
 	snprintf(buf, size, "%s/%u", a, is_src ? m->src_len : m->dst_len);
 }
 
@@ -552,8 +550,7 @@ sl_match_fields(const struct sl_match *m, int with_in_port,
 			snprintf(v, sizeof(v), "%u", m->proto);
 		rc = put(arg, "proto", name ? name : v);
 	}
-	if (rc == 0 && m->family != 0 &&
-	    (m->src_len > 0 || m->dst_len == 0)) {
+	if (rc == 0 && m->family != 0 && (m->src_len > 0 || m->dst_len == 0)) {
 		/* A family without prefixes shows as src 0.0.0.0/0 or ::/0. */
 		sl_match_prefix_str(m, 1, v, sizeof(v));
 		rc = put(arg, "src", v);

@@ -73,11 +73,8 @@ _Static_assert(sizeof(struct rte_udp_hdr) == 8, "UDP");
 
 /* Minimum L4 header bytes that must be present, by IP protocol. */
 static const uint8_t sl_l4_min[256] = {
-	[IPPROTO_TCP] = 20,
-	[IPPROTO_UDP] = 8,
-	[IPPROTO_SCTP] = 12,
-	[IPPROTO_ICMP] = 4,
-	[IPPROTO_ICMPV6] = 4,
+	[IPPROTO_TCP] = 20, [IPPROTO_UDP] = 8,    [IPPROTO_SCTP] = 12,
+	[IPPROTO_ICMP] = 4, [IPPROTO_ICMPV6] = 4,
 };
 
 static inline uint16_t
@@ -156,9 +153,9 @@ sl_parse_ipv6(const uint8_t *p, uint32_t off, uint32_t len,
 		return -EINVAL;
 	/* Payload length 0 is a jumbogram (or a lie): trust the frame. */
 	plen = sl_rd16(ip + 4);
-	end = plen != 0 && plen < avail - SL_IPV6_HLEN ?
-		      off + SL_IPV6_HLEN + plen :
-		      len;
+	end = plen != 0 && plen < avail - SL_IPV6_HLEN
+		      ? off + SL_IPV6_HLEN + plen
+		      : len;
 	info->ip_version = 6;
 	nh = ip[6];
 	off += SL_IPV6_HLEN;
@@ -362,9 +359,9 @@ sl_5tuple_hash(const struct sl_5tuple *t)
 
 		memcpy(a, t->src.v6, 16);
 		memcpy(b, t->dst.v6, 16);
-		swap = a[0] != b[0] ? a[0] > b[0] :
-		       a[1] != b[1] ? a[1] > b[1] :
-				      pa > pb;
+		swap = a[0] != b[0]   ? a[0] > b[0]
+		       : a[1] != b[1] ? a[1] > b[1]
+				      : pa > pb;
 		if (swap) {
 			x = a[0], a[0] = b[0], b[0] = x;
 			x = a[1], a[1] = b[1], b[1] = x;

@@ -40,11 +40,11 @@ _Static_assert(SL_SHM_VERSION == SL_SHM_PINNED_VERSION,
 #if UINTPTR_MAX == UINT64_MAX && RTE_CACHE_LINE_SIZE == 64
 #define SL_PIN_SIZE(type, n)                                                   \
 	_Static_assert(sizeof(type) == (n),                                    \
-		       #type " changed size: bump SL_SHM_VERSION and update " \
-		       "the layout pins (see SL_SHM_PINNED_VERSION)")
+		       #type " changed size: bump SL_SHM_VERSION and update "  \
+			     "the layout pins (see SL_SHM_PINNED_VERSION)")
 #define SL_PIN_OFF(type, field, n)                                             \
-	_Static_assert(offsetof(type, field) == (n),                           \
-		       #type "." #field " moved: bump SL_SHM_VERSION and "     \
+	_Static_assert(offsetof(type, field) == (n), #type                     \
+		       "." #field " moved: bump SL_SHM_VERSION and "           \
 		       "update the layout pins (see SL_SHM_PINNED_VERSION)")
 #else
 #define SL_PIN_SIZE(type, n) _Static_assert(1, #type)
@@ -95,15 +95,15 @@ enum sl_drop_reason {
 	SL_DROP_PORT_DOWN,      /* OUT to a port that is not started */
 	SL_DROP_GRAPH,          /* the chain/graph sends it to "drop" */
 	SL_DROP_POLICY,         /* TO/OUT on an edge the graph does not allow */
-	SL_DROP_GRAPH_GONE,     /* its graph version was freed while it waited */
-	SL_DROP_HOP_LIMIT,      /* a port's packet made --max-hops NF visits */
+	SL_DROP_GRAPH_GONE, /* its graph version was freed while it waited */
+	SL_DROP_HOP_LIMIT,  /* a port's packet made --max-hops NF visits */
 	SL_DROP_MAX
 };
 
 #define SL_DROP_NAMES                                                          \
 	{                                                                      \
 		"nf_verdict", "ring_full", "no_instance", "invalid_dest",      \
-		"end_of_chain", "nf_lost", "tx_full", "port_down",             \
+			"end_of_chain", "nf_lost", "tx_full", "port_down",     \
 			"graph_drop", "policy_violation", "graph_gone",        \
 			"hop_limit"                                            \
 	}
@@ -141,9 +141,9 @@ enum sl_lb_mode {
 
 enum sl_nf_state {
 	SL_NF_FREE = 0,
-	SL_NF_RUNNING, /* registered; receives traffic */
+	SL_NF_RUNNING,  /* registered; receives traffic */
 	SL_NF_STOPPING, /* asked to stop or deregistering: no new traffic */
-	SL_NF_DEAD,    /* died; sluiced reclaims its packets */
+	SL_NF_DEAD,     /* died; sluiced reclaims its packets */
 };
 
 #define SL_CACHE_NONE UINT16_MAX
@@ -158,16 +158,16 @@ enum sl_nf_mode {
  * sluiced). Single writer: that context.
  */
 struct sl_ctx_stats {
-	uint64_t rx_pkts;   /* packets received (from rx ring or port) */
+	uint64_t rx_pkts; /* packets received (from rx ring or port) */
 	uint64_t rx_bytes;
-	uint64_t tx_pkts;   /* packets handed on to a next hop */
+	uint64_t tx_pkts; /* packets handed on to a next hop */
 	uint64_t tx_bytes;
 	uint64_t drop[SL_DROP_MAX];
-	uint64_t cycles;    /* TSC cycles spent in ops->process */
-	uint64_t bursts;    /* non-empty receive bursts */
-	uint64_t wakeups;   /* futex wake-ups sent to sleepers */
-	uint64_t sleeps;    /* times this context went to sleep */
-	uint64_t stalls;    /* loops that waited on a full next hop */
+	uint64_t cycles;  /* TSC cycles spent in ops->process */
+	uint64_t bursts;  /* non-empty receive bursts */
+	uint64_t wakeups; /* futex wake-ups sent to sleepers */
+	uint64_t sleeps;  /* times this context went to sleep */
+	uint64_t stalls;  /* loops that waited on a full next hop */
 	/* sluiced's row of an NF (slot->mgr) only: packets of the NF's tx
 	 * ring, counted in the NF's own tx, that sluiced then dropped (for
 	 * another reason than the NF's DROP): stats shows the NF's tx less
@@ -218,7 +218,8 @@ SL_PIN_SIZE(struct sl_edge_ctr, 16);
 #define SL_EDGE_PORT(shm, p) ((uint32_t)(shm)->max_services + (p))
 #define SL_EDGE_DROP(shm) ((uint32_t)(shm)->max_services + SL_MAX_PORTS)
 #define SL_EDGE_COLS(shm) ((uint32_t)(shm)->max_services + SL_MAX_PORTS + 1)
-#define SL_EDGE_ROWS(shm) (SL_MAX_IO_THREADS * SL_MAX_PORTS + 2u * (shm)->max_nfs)
+#define SL_EDGE_ROWS(shm)                                                      \
+	(SL_MAX_IO_THREADS * SL_MAX_PORTS + 2u * (shm)->max_nfs)
 
 /*
  * An NF's call into a port's driver (rte_eth_tx_burst on its own TX
@@ -243,7 +244,7 @@ SL_PIN_SIZE(struct sl_tx_call, 40);
 /* One NF instance. Index = instance id. */
 struct sl_nf_slot {
 	/* Written by sluiced's control thread. */
-	uint32_t state;  /* enum sl_nf_state, atomic */
+	uint32_t state; /* enum sl_nf_state, atomic */
 	uint16_t instance;
 	uint16_t service;
 	int32_t pid;
@@ -251,9 +252,9 @@ struct sl_nf_slot {
 	uint32_t access; /* SL_ACCESS_* */
 	uint32_t stop;   /* set to ask the NF to stop, atomic */
 	char prog[SL_NAME_LEN];
-	struct rte_ring *rx; /* MP/SC: producers are sluiced and other NFs */
-	struct rte_ring *tx; /* SP/SC: NF -> sluiced I/O thread */
-	uint64_t started_tsc;   /* registered */
+	struct rte_ring *rx;  /* MP/SC: producers are sluiced and other NFs */
+	struct rte_ring *tx;  /* SP/SC: NF -> sluiced I/O thread */
+	uint64_t started_tsc; /* registered */
 	uint64_t proc_start_tsc; /* the NF's main() began (its own TSC read) */
 	/* NF -> sluiced requests and sluiced -> NF messages (MP/SC each). */
 	struct rte_ring *inbox; /* struct sl_msg * for this NF */
@@ -273,7 +274,7 @@ struct sl_nf_slot {
 	 * SEQ_CST fences pair so that a sleeper never misses an enqueue.
 	 */
 	alignas(SL_CACHE_LINE) uint32_t sleeping; /* written by the NF */
-	uint32_t wake;                           /* futex word */
+	uint32_t wake;                            /* futex word */
 	uint64_t heartbeat; /* NF loop iterations, written by the NF */
 	/* 1 while the NF is inside a mempool put (a TX burst, whose driver
 	 * frees what it sent, or libsluice's drops): if it dies then, its
@@ -358,10 +359,10 @@ SL_PIN_OFF(struct sl_port, n_txq, 290);
 /* A service. Index = service id. */
 struct sl_service {
 	char name[SL_NAME_LEN];
-	uint8_t used;     /* written by control thread */
-	uint8_t lb_mode;  /* enum sl_lb_mode, atomic */
-	uint16_t n_live;  /* entries valid in live[], atomic release */
-	uint16_t *live;   /* instance ids of RUNNING instances [max_nfs] */
+	uint8_t used;    /* written by control thread */
+	uint8_t lb_mode; /* enum sl_lb_mode, atomic */
+	uint16_t n_live; /* entries valid in live[], atomic release */
+	uint16_t *live;  /* instance ids of RUNNING instances [max_nfs] */
 	/* flow-sticky: hash & (SL_LB_BUCKETS-1) -> instance id; each entry
 	 * updated atomically by the control thread */
 	uint16_t bucket[SL_LB_BUCKETS];
@@ -384,18 +385,18 @@ SL_PIN_OFF(struct sl_service, bucket, 48);
  * it sets defaults only, and TO/OUT may name any service or port.
  */
 struct sl_graph {
-	uint32_t version;  /* global apply counter */
-	uint16_t id;       /* logical graph id */
-	uint16_t slot;     /* index in shm->gtab */
-	uint8_t tag;       /* version & 0xff: meta->graph >> 8 */
-	uint8_t open;      /* 1: a chain; edges are not enforced */
+	uint32_t version; /* global apply counter */
+	uint16_t id;      /* logical graph id */
+	uint16_t slot;    /* index in shm->gtab */
+	uint8_t tag;      /* version & 0xff: meta->graph >> 8 */
+	uint8_t open;     /* 1: a chain; edges are not enforced */
 	uint16_t n_nodes;
-	uint16_t n_hops;   /* chains: hops as given */
+	uint16_t n_hops; /* chains: hops as given */
 	uint16_t pad;
 	uint32_t n_edges;
-	sl_hop_t first;    /* ingress hop */
+	sl_hop_t first; /* ingress hop */
 	char name[SL_NAME_LEN];
-	sl_hop_t *next;    /* [max_services]: default next hop per service,
+	sl_hop_t *next;     /* [max_services]: default next hop per service,
 			    * SL_HOP_NONE if the service is not a node */
 	uint32_t *edge_off; /* [max_services]: first edge of the node */
 	uint16_t *edge_n;   /* [max_services]: allowed next hops (0: no node) */
@@ -446,16 +447,16 @@ SL_PIN_SIZE(union sl_flow_ovr, 8);
  * sends the flow to a replicated service) and ovr[shm->flow.n_ovr].
  */
 struct sl_flow_entry {
-	uint16_t gen;      /* bumped when created (RX thread) */
-	uint16_t graph;    /* logical graph id (RX thread) */
-	uint8_t state;     /* enum sl_flow_state, atomic */
-	uint8_t n_ovr;     /* override slots in use (control thread) */
+	uint16_t gen;       /* bumped when created (RX thread) */
+	uint16_t graph;     /* logical graph id (RX thread) */
+	uint8_t state;      /* enum sl_flow_state, atomic */
+	uint8_t n_ovr;      /* override slots in use (control thread) */
 	uint16_t graph_inc; /* the graph id's incarnation when classified:
 			     * a removed graph's id may be given to another
 			     * graph, whose flows these are not (RX thread) */
-	uint32_t last_ms;  /* last packet, ms clock of the RX thread */
+	uint32_t last_ms;   /* last packet, ms clock of the RX thread */
 	uint32_t pad2;
-	uint64_t pkts;     /* ingress packets (RX thread) */
+	uint64_t pkts; /* ingress packets (RX thread) */
 	uint64_t bytes;
 };
 /* 32 bytes, so that with the default 4 pins and 2 overrides an entry is
@@ -524,21 +525,21 @@ SL_PIN_SIZE(struct sl_flow_stats, 128);
 struct sl_flow_table {
 	struct rte_hash *hash;  /* IPv4 keys (sl_flow_key4); NULL: off */
 	struct rte_hash *hash6; /* IPv6 keys (sl_flow_key) */
-	uint8_t *entries;      /* [capacity] entries of `stride` bytes */
+	uint8_t *entries;       /* [capacity] entries of `stride` bytes */
 	/* Entry index of a position: the IPv4 table's position p is entry
 	 * p, the IPv6 table's is base6 + p. */
 	uint32_t base6;
-	uint32_t capacity;     /* entries: both tables' max key id + 1 */
-	uint32_t max_flows;    /* --flow-capacity: live flows in all */
-	uint32_t max_flows6;   /* --flow-capacity-v6: of which IPv6 */
-	uint32_t n_live6;      /* live IPv6 entries (RX thread) */
+	uint32_t capacity;   /* entries: both tables' max key id + 1 */
+	uint32_t max_flows;  /* --flow-capacity: live flows in all */
+	uint32_t max_flows6; /* --flow-capacity-v6: of which IPv6 */
+	uint32_t n_live6;    /* live IPv6 entries (RX thread) */
 	uint32_t stride;
-	uint32_t ovr_off;      /* offset of ovr[] in an entry, 8-aligned */
+	uint32_t ovr_off; /* offset of ovr[] in an entry, 8-aligned */
 	uint16_t n_pins;
 	uint16_t n_ovr;
-	uint32_t lookup;       /* enum sl_flow_lookup */
+	uint32_t lookup; /* enum sl_flow_lookup */
 	uint32_t timeout_ms;
-	uint32_t n_live;       /* live entries (RX thread) */
+	uint32_t n_live; /* live entries (RX thread) */
 	struct sl_flow_stats st;
 };
 SL_PIN_SIZE(struct sl_flow_table, 256);
@@ -603,17 +604,17 @@ struct sl_msg {
 	uint32_t done;
 	/* SL_MSG_REQUEST / _MESSAGE / _REPLY. */
 	struct {
-		int64_t id;       /* chosen by the NF, echoed in the reply */
-		uint32_t kind;    /* enum sl_req_kind */
-		uint8_t exact;    /* 1: key is one flow; 0: wildcard text */
+		int64_t id;    /* chosen by the NF, echoed in the reply */
+		uint32_t kind; /* enum sl_req_kind */
+		uint8_t exact; /* 1: key is one flow; 0: wildcard text */
 		uint8_t pad[3];
 		uint16_t service; /* S */
 		uint16_t pad2;
-		sl_verdict_t to;  /* ChangeDefault's T */
+		sl_verdict_t to; /* ChangeDefault's T */
 		struct sl_flow_key key;
-		char match[160];  /* wildcard, "proto=tcp dst=10.0.0.0/8" */
-		char mkey[64];    /* Message key */
-		char value[256];  /* Message value */
+		char match[160]; /* wildcard, "proto=tcp dst=10.0.0.0/8" */
+		char mkey[64];   /* Message key */
+		char value[256]; /* Message value */
 	} req;
 };
 SL_PIN_SIZE(struct sl_msg, 816);
@@ -653,39 +654,40 @@ struct sl_shm {
 	uint32_t ring_size;
 	uint32_t burst;
 	uint32_t handoff; /* 0 = direct NF->NF enqueue, 1 = via I/O thread */
-	uint64_t backpressure_cycles; /* how long a full next hop is waited for */
-	uint64_t idle_sleep_cycles;   /* idle time before a shared NF sleeps */
+	uint64_t
+		backpressure_cycles; /* how long a full next hop is waited for */
+	uint64_t idle_sleep_cycles;  /* idle time before a shared NF sleeps */
 	uint64_t tsc_hz;
 	int dynfield_offset;
 
 	struct rte_mempool *pktmbuf_pool; /* pools[0]: NFs allocate here */
-	struct rte_ring *msg_ring;    /* NF -> sluiced, MP/SC */
-	struct rte_mempool *msg_pool; /* struct sl_msg */
+	struct rte_ring *msg_ring;        /* NF -> sluiced, MP/SC */
+	struct rte_mempool *msg_pool;     /* struct sl_msg */
 
 	/* Service graphs: the version table and, per logical graph, the slot
 	 * of its current version (SL_GRAPH_NONE: no such graph). Graph 0 is
 	 * the default chain. Written by the control thread (atomic). */
 	struct sl_graph *gtab[SL_GRAPH_SLOTS];
-	uint16_t *graph_cur;    /* [max_graphs] */
+	uint16_t *graph_cur; /* [max_graphs] */
 	uint16_t max_graphs;
-	uint16_t max_hops;      /* NF visits a port's packet may make */
+	uint16_t max_hops; /* NF visits a port's packet may make */
 	struct sl_flow_table flow;
 	uint64_t ms_hz;         /* TSC cycles per ms */
 	uint64_t ctl_heartbeat; /* control thread loops (it writes entries) */
 	uint32_t ctl_idle;      /* 1 while the control thread waits */
-	uint32_t rx_enabled;    /* ports are read once a complete chain is set */
-	uint16_t nf_hwm;        /* 1 + highest instance id ever used */
+	uint32_t rx_enabled; /* ports are read once a complete chain is set */
+	uint16_t nf_hwm;     /* 1 + highest instance id ever used */
 	uint16_t n_ports;
 
-	struct sl_edge_ctr *edges;    /* [SL_EDGE_ROWS][SL_EDGE_COLS] */
-	struct sl_nf_slot *nfs;       /* [max_nfs] */
-	struct sl_service *services;  /* [max_services] */
+	struct sl_edge_ctr *edges;   /* [SL_EDGE_ROWS][SL_EDGE_COLS] */
+	struct sl_nf_slot *nfs;      /* [max_nfs] */
+	struct sl_service *services; /* [max_services] */
 	struct sl_port ports[SL_MAX_PORTS];
 
 	/* I/O threads of sluiced. */
 	uint32_t n_io;
-	uint32_t io_sleeping[SL_MAX_IO_THREADS]; /* written by the thread */
-	uint32_t io_wake[SL_MAX_IO_THREADS];     /* futex words */
+	uint32_t io_sleeping[SL_MAX_IO_THREADS];  /* written by the thread */
+	uint32_t io_wake[SL_MAX_IO_THREADS];      /* futex words */
 	uint64_t io_heartbeat[SL_MAX_IO_THREADS]; /* loop count, by thread */
 	struct sl_ctx_stats io[SL_MAX_IO_THREADS];
 	struct sl_port_stats port_stats[SL_MAX_IO_THREADS][SL_MAX_PORTS];
@@ -705,7 +707,8 @@ _Static_assert(offsetof(struct sl_shm, magic) == 0 &&
 	       "magic and version must stay the first two words of sl_shm");
 _Static_assert(offsetof(struct sl_shm, io) % RTE_CACHE_LINE_SIZE == 0 &&
 		       offsetof(struct sl_shm, port_stats) %
-				       RTE_CACHE_LINE_SIZE == 0,
+				       RTE_CACHE_LINE_SIZE ==
+			       0,
 	       "I/O thread counters must start a cache line");
 SL_PIN_SIZE(struct sl_shm, 37632);
 SL_PIN_OFF(struct sl_shm, node, 8);
@@ -749,7 +752,7 @@ SL_PIN_OFF(struct sl_shm, pools, 37320);
 /* sl_pkt_meta.flags */
 #define SL_META_HASH 0x1u  /* flow_hash is valid */
 #define SL_META_GRAPH 0x2u /* graph is set */
-#define SL_META_PORT 0x4u /* verdict is a port resolved by a dispatch */
+#define SL_META_PORT 0x4u  /* verdict is a port resolved by a dispatch */
 /* Bits 4-15: NF visits so far (hand-offs to an instance), for the hop
  * limit; they wrap harmlessly for NF-made packets, which have none. */
 #define SL_META_HOPS_SHIFT 4
@@ -760,7 +763,8 @@ SL_PIN_OFF(struct sl_shm, pools, 37320);
 static inline struct sl_edge_ctr *
 sl_edge_row_port(const struct sl_shm *shm, uint32_t io, uint16_t port)
 {
-	return shm->edges + (size_t)(io * SL_MAX_PORTS + port) * SL_EDGE_COLS(shm);
+	return shm->edges +
+	       (size_t)(io * SL_MAX_PORTS + port) * SL_EDGE_COLS(shm);
 }
 
 /* The edge counter row of NF instance inst: side 0 is written by the NF,

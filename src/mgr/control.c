@@ -84,7 +84,8 @@ sl_control_init(struct sl_mgr *m, char *err, size_t errlen)
 	ctl->line_max = (size_t)m->o.ctl_line_kb * 1024;
 	ctl->conns = calloc(ctl->n_conns, sizeof(*ctl->conns));
 	if (ctl->conns == NULL) {
-		snprintf(err, errlen, "out of memory for %u control connections",
+		snprintf(err, errlen,
+			 "out of memory for %u control connections",
 			 ctl->n_conns);
 		return -1;
 	}
@@ -173,10 +174,10 @@ conn_flush(struct sl_ctl_state *ctl, struct sl_ctl_conn *c)
 		c->out_off = c->out_len = 0;
 	pending = c->out_len > 0;
 	if (pending != c->out_watched && !c->muted) {
-		struct epoll_event ev = {
-			.events = (c->held ? 0 : EPOLLIN) |
-				  (pending ? EPOLLOUT : 0),
-			.data.u64 = EP(TAG_CONN, c - ctl->conns)};
+		struct epoll_event ev = {.events = (c->held ? 0 : EPOLLIN) |
+						   (pending ? EPOLLOUT : 0),
+					 .data.u64 =
+						 EP(TAG_CONN, c - ctl->conns)};
 
 		epoll_ctl(ctl->epfd, EPOLL_CTL_MOD, c->fd, &ev);
 		c->out_watched = pending;
@@ -188,9 +189,9 @@ conn_flush(struct sl_ctl_state *ctl, struct sl_ctl_conn *c)
 static void
 conn_hold(struct sl_ctl_state *ctl, struct sl_ctl_conn *c, int held)
 {
-	struct epoll_event ev = {
-		.events = (held ? 0 : EPOLLIN) | (c->out_watched ? EPOLLOUT : 0),
-		.data.u64 = EP(TAG_CONN, c - ctl->conns)};
+	struct epoll_event ev = {.events = (held ? 0 : EPOLLIN) |
+					   (c->out_watched ? EPOLLOUT : 0),
+				 .data.u64 = EP(TAG_CONN, c - ctl->conns)};
 
 	ctl->n_waiting -= c->held == HELD_WAITING;
 	ctl->n_waiting += held == HELD_WAITING;
@@ -317,8 +318,7 @@ sl_control_json(const struct sl_mgr *m)
 	return json_pack("{s:i, s:i, s:i, s:i, s:I}", "connections", (int)n,
 			 "max_connections", (int)m->o.ctl_conns, "out_kb",
 			 (int)m->o.ctl_out_kb, "line_kb", (int)m->o.ctl_line_kb,
-			 "closed_unread",
-			 (json_int_t)ctl->closed_unread);
+			 "closed_unread", (json_int_t)ctl->closed_unread);
 }
 
 static void
@@ -326,7 +326,8 @@ accept_conn(struct sl_mgr *m)
 {
 	struct sl_ctl_state *ctl = &m->ctl;
 	struct epoll_event ev = {.events = EPOLLIN};
-	int fd = accept4(m->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	int fd =
+		accept4(m->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 	uint32_t i;
 
 	if (fd < 0)
@@ -342,8 +343,7 @@ accept_conn(struct sl_mgr *m)
 				 "raise --control-conns\"}}\n",
 				 ctl->n_conns);
 
-		if (send(fd, busy, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) <
-		    0)
+		if (send(fd, busy, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
 			sl_log("control: refused a connection (too many)");
 		close(fd);
 		return;
@@ -382,8 +382,9 @@ conn_lines(struct sl_mgr *m, struct sl_ctl_conn *c)
 			/* Rule changes go one at a time, in turn. */
 			int wait = sl_rules_busy(m->rules) ||
 				   (ctl->n_waiting > 0 && c != ctl->turn);
-			enum sl_rpc_state st = sl_rpc_handle_ctl(
-				m, start, len, wait, &sub, &resp);
+			enum sl_rpc_state st = sl_rpc_handle_ctl(m, start, len,
+								 wait, &sub,
+								 &resp);
 
 			if (st == SL_RPC_WAIT) {
 				conn_hold(ctl, c, HELD_WAITING);
@@ -414,11 +415,12 @@ conn_lines(struct sl_mgr *m, struct sl_ctl_conn *c)
 		char msg[160];
 		json_t *e;
 
-		snprintf(msg, sizeof(msg),
-			 "request line longer than %zu bytes (--control-line-kb "
-			 "%zu): send a smaller request or raise the option; "
-			 "closing",
-			 ctl->line_max, ctl->line_max / 1024);
+		snprintf(
+			msg, sizeof(msg),
+			"request line longer than %zu bytes (--control-line-kb "
+			"%zu): send a smaller request or raise the option; "
+			"closing",
+			ctl->line_max, ctl->line_max / 1024);
 		e = json_pack("{s:s, s:n, s:{s:i, s:s}}", "jsonrpc", "2.0",
 			      "id", "error", "code", -32600, "message", msg);
 		conn_send(ctl, c, e);
@@ -500,7 +502,8 @@ conn_read(struct sl_mgr *m, struct sl_ctl_conn *c)
 		c->cap = cap;
 	}
 	r = recv(c->fd, c->buf + c->len, c->cap - c->len, 0);
-	if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+	if (r < 0 &&
+	    (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
 		return;
 	if (r <= 0) {
 		conn_close(m, c);
@@ -520,7 +523,8 @@ sl_control_run(struct sl_mgr *m)
 
 	/* The rule builder's wake-ups (started just before). */
 	if (sl_rules_builder_fd(m->rules) >= 0)
-		epoll_ctl(m->epfd, EPOLL_CTL_ADD, sl_rules_builder_fd(m->rules), &bev);
+		epoll_ctl(m->epfd, EPOLL_CTL_ADD, sl_rules_builder_fd(m->rules),
+			  &bev);
 	while (!m->quit) {
 		int n;
 
@@ -550,16 +554,16 @@ sl_control_run(struct sl_mgr *m)
 						  NULL);
 					c->muted = 1;
 				} else if (!c->broken && !c->held &&
-					   (evs[i].events & (EPOLLIN | EPOLLHUP |
-							     EPOLLERR))) {
+					   (evs[i].events &
+					    (EPOLLIN | EPOLLHUP | EPOLLERR))) {
 					conn_read(m, c);
 				}
 			} else if (tag == TAG_PID) {
 				sl_nf_died(m, (uint16_t)idx);
 			} else if (tag == TAG_BUILD) {
 				uint64_t v;
-				ssize_t r = read(sl_rules_builder_fd(m->rules), &v,
-						 sizeof(v));
+				ssize_t r = read(sl_rules_builder_fd(m->rules),
+						 &v, sizeof(v));
 
 				(void)r; /* rules_turns() below commits */
 			}
@@ -583,8 +587,8 @@ sl_control_close(struct sl_mgr *m)
 		if (c->fd < 0)
 			continue;
 		/* The last replies (shutdown's, say): a second at most. */
-		for (int waited = 0; !c->broken && c->out_off < c->out_len &&
-				     waited < 1000;
+		for (int waited = 0;
+		     !c->broken && c->out_off < c->out_len && waited < 1000;
 		     waited += 10) {
 			struct pollfd pfd = {.fd = c->fd, .events = POLLOUT};
 

@@ -85,8 +85,9 @@ resolve_port(void *arg, const char *name)
 static struct sl_chain_resolver
 resolver(struct sl_mgr *m)
 {
-	return (struct sl_chain_resolver){
-		.service = resolve_service, .port = resolve_port, .arg = m};
+	return (struct sl_chain_resolver){.service = resolve_service,
+					  .port = resolve_port,
+					  .arg = m};
 }
 
 /* A slot for a new version: an empty one, or the oldest retired one whose
@@ -154,8 +155,7 @@ publish(struct sl_mgr *m, struct sl_graph *g, uint16_t id, char *err,
 	g->slot = (uint16_t)slot;
 	__atomic_store_n(&shm->gtab[slot], g, __ATOMIC_RELEASE);
 	old = shm->graph_cur[id];
-	__atomic_store_n(&shm->graph_cur[id], (uint16_t)slot,
-			 __ATOMIC_RELEASE);
+	__atomic_store_n(&shm->graph_cur[id], (uint16_t)slot, __ATOMIC_RELEASE);
 	slot_retire(m, old);
 	return 0;
 }
@@ -205,8 +205,8 @@ sl_chain_complete(const struct sl_mgr *m)
 }
 
 int
-sl_chain_apply(struct sl_mgr *m, const char *const *hops, uint16_t n,
-	       char *err, size_t errlen)
+sl_chain_apply(struct sl_mgr *m, const char *const *hops, uint16_t n, char *err,
+	       size_t errlen)
 {
 	struct sl_shm *shm = m->shm;
 	uint16_t ms = shm->max_services;
@@ -228,8 +228,7 @@ sl_chain_apply(struct sl_mgr *m, const char *const *hops, uint16_t n,
 	rc = created_begin(m, err, errlen);
 	if (rc != 0)
 		goto out;
-	rc = sl_chain_compile(hops, n, &r, ms, &first, next, list,
-			      err, errlen);
+	rc = sl_chain_compile(hops, n, &r, ms, &first, next, list, err, errlen);
 	if (rc != 0)
 		goto out;
 	sz = sl_graph_size(ms, n, ms, n);
@@ -275,9 +274,9 @@ sl_graph_idle_note(const struct sl_mgr *m, uint16_t id)
 		/* (names holds SHOWN names of SL_NAME_LEN and the tail: the
 		 * guard only keeps len in bounds if that ever changes) */
 		if (n++ < SHOWN && len < sizeof(names))
-			len += (size_t)snprintf(names + len, sizeof(names) - len,
-						"%s'%s'", n > 1 ? ", " : "",
-						s->name);
+			len += (size_t)snprintf(names + len,
+						sizeof(names) - len, "%s'%s'",
+						n > 1 ? ", " : "", s->name);
 	}
 	if (n == 0)
 		return NULL;
@@ -335,7 +334,8 @@ sl_graph_json(const struct sl_mgr *m, const struct sl_graph *g)
 
 		for (uint16_t k = 0; k < g->edge_n[s]; k++)
 			json_array_append_new(
-				e, sl_hop_json(shm, g->edges[g->edge_off[s] + k]));
+				e,
+				sl_hop_json(shm, g->edges[g->edge_off[s] + k]));
 		json_object_set_new(nodes, shm->services[s].name, e);
 	}
 	return json_pack("{s:s, s:i, s:i, s:o, s:o, s:b}", "name", g->name,
@@ -394,12 +394,15 @@ spec_from_json(json_t *p, struct sl_graph_spec *spec,
 	}
 	entry = json_object_get(p, "entry");
 	if (entry != NULL && !json_is_string(entry) && !json_is_null(entry)) {
-		snprintf(err, errlen, "graph '%s': \"entry\" must be a "
-			 "service name", spec->name);
+		snprintf(err, errlen,
+			 "graph '%s': \"entry\" must be a "
+			 "service name",
+			 spec->name);
 		return -EINVAL;
 	}
 	spec->entry = json_string_value(entry);
-	json_object_foreach(nodes, key, v) {
+	json_object_foreach(nodes, key, v)
+	{
 		if (!json_is_array(v)) {
 			snprintf(err, errlen,
 				 "graph '%s': node '%s': next hops must be a "
@@ -422,14 +425,16 @@ spec_from_json(json_t *p, struct sl_graph_spec *spec,
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	json_object_foreach(nodes, key, v) {
+	json_object_foreach(nodes, key, v)
+	{
 		size_t k;
 		json_t *x;
 
 		nodes_a[i].service = key;
 		nodes_a[i].hops = &hops[h];
 		nodes_a[i].n_hops = (uint16_t)json_array_size(v);
-		json_array_foreach(v, k, x) {
+		json_array_foreach(v, k, x)
+		{
 			if (!json_is_string(x)) {
 				snprintf(err, errlen,
 					 "graph '%s': node '%s': next hop %zu "
@@ -498,8 +503,8 @@ sl_graph_apply_json(struct sl_mgr *m, json_t *p, json_t **out, char *err,
 	sl_graph_layout(g, shm->max_services, spec.n_nodes, ne, 0);
 	rc = created_begin(m, err, errlen);
 	if (rc == 0)
-		rc = sl_graph_compile(&spec, &r, shm->max_services, g,
-				      err, errlen);
+		rc = sl_graph_compile(&spec, &r, shm->max_services, g, err,
+				      errlen);
 	if (rc == 0)
 		rc = publish(m, g, (uint16_t)id, err, errlen);
 	created_end(m, rc != 0);
@@ -524,9 +529,9 @@ sl_graph_apply_json(struct sl_mgr *m, json_t *p, json_t **out, char *err,
 		if (note != NULL)
 			json_object_set_new(*out, "note", note);
 	}
-	sl_event("graph.applied", json_pack("{s:s, s:i, s:i}", "name", g->name,
-					    "id", id, "version",
-					    (int)g->version));
+	sl_event("graph.applied",
+		 json_pack("{s:s, s:i, s:i}", "name", g->name, "id", id,
+			   "version", (int)g->version));
 out:
 	free(nodes);
 	free(hops);
@@ -534,8 +539,8 @@ out:
 }
 
 int
-sl_graph_remove(struct sl_mgr *m, const char *name, uint32_t *rules,
-		char *err, size_t errlen)
+sl_graph_remove(struct sl_mgr *m, const char *name, uint32_t *rules, char *err,
+		size_t errlen)
 {
 	int id = graph_id(m, name);
 	uint16_t old;
@@ -558,9 +563,9 @@ sl_graph_remove(struct sl_mgr *m, const char *name, uint32_t *rules,
 	__atomic_store_n(&m->shm->graph_cur[id], SL_GRAPH_NONE,
 			 __ATOMIC_RELEASE);
 	slot_retire(m, old);
-	sl_event("graph.removed", json_pack("{s:s, s:I}", "name", name,
-					    "rules_removed",
-					    (json_int_t)*rules));
+	sl_event("graph.removed",
+		 json_pack("{s:s, s:I}", "name", name, "rules_removed",
+			   (json_int_t)*rules));
 	return 0;
 }
 

@@ -31,9 +31,9 @@ static json_t *
 rpc_graph_get(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 {
 	char err[256];
-	json_t *r = sl_graphs_json(
-		m, json_string_value(json_object_get(p, "name")), err,
-		sizeof(err));
+	json_t *r =
+		sl_graphs_json(m, json_string_value(json_object_get(p, "name")),
+			       err, sizeof(err));
 
 	return r != NULL ? r : sl_rpc_fail(e, SL_RPC_E_FAILED, "%s", err);
 }

@@ -22,7 +22,7 @@
 #include "sluiced.h"
 
 #define TXBUF_CAP (2 * SL_BURST_MAX)
-#define SLEEP_PORTS_NS 200000ull   /* ports cannot wake us: poll them */
+#define SLEEP_PORTS_NS 200000ull /* ports cannot wake us: poll them */
 #define SLEEP_NOPORTS_NS 20000000ull
 
 struct io_txbuf {
@@ -42,7 +42,7 @@ struct io_ctx {
 	struct sl_dispatch ingress[SL_MAX_PORTS];
 	struct sl_dispatch *from_nf; /* [max_nfs]: NF tx rings */
 	struct sl_dispatch from_rx;  /* split mode: the RX->TX ring */
-	struct rte_ring *rx2tx;	     /* m->io.rx2tx */
+	struct rte_ring *rx2tx;      /* m->io.rx2tx */
 	struct io_txbuf txbuf[SL_MAX_PORTS];
 	/* The ports sluiced set up (before any I/O thread starts; none is
 	 * added later): the loops visit these, not all SL_MAX_PORTS ids. */
@@ -101,8 +101,8 @@ io_port_out(struct sl_dispatch *d, uint16_t port, struct rte_mbuf **pkts,
 
 /* RX thread in split mode: hand port-bound packets to the TX thread. */
 static uint16_t
-io_port_out_split(struct sl_dispatch *d, uint16_t port,
-		  struct rte_mbuf **pkts, uint16_t n)
+io_port_out_split(struct sl_dispatch *d, uint16_t port, struct rte_mbuf **pkts,
+		  uint16_t n)
 {
 	struct io_ctx *c = d->port_arg;
 	struct sl_shm *shm = d->shm;
@@ -278,11 +278,11 @@ io_idle(struct io_ctx *c, uint64_t now, uint64_t *idle_since)
 	w = __atomic_load_n(&shm->io_wake[c->idx], __ATOMIC_ACQUIRE);
 	__atomic_store_n(&shm->io_sleeping[c->idx], 1, __ATOMIC_RELAXED);
 	rte_atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (!has_input(c) && !__atomic_load_n(&shm->shutdown, __ATOMIC_ACQUIRE)) {
+	if (!has_input(c) &&
+	    !__atomic_load_n(&shm->shutdown, __ATOMIC_ACQUIRE)) {
 		shm->io[c->idx].sleeps++;
 		sl_futex_wait(&shm->io_wake[c->idx], w,
-			      c->do_rx && shm->n_ports > 0 &&
-					      shm->rx_enabled
+			      c->do_rx && shm->n_ports > 0 && shm->rx_enabled
 				      ? SLEEP_PORTS_NS
 				      : SLEEP_NOPORTS_NS);
 	}

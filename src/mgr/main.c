@@ -120,9 +120,8 @@ hugetlbfs_mounted(void)
 static unsigned long long
 memory_need(const struct sl_mgr_opts *o)
 {
-	return (unsigned long long)o->mbufs *
-		       (RTE_MBUF_DEFAULT_BUF_SIZE + sizeof(struct rte_mbuf) +
-			128) +
+	return (unsigned long long)o->mbufs * (RTE_MBUF_DEFAULT_BUF_SIZE +
+					       sizeof(struct rte_mbuf) + 128) +
 	       (unsigned long long)o->max_nfs * 2 * o->ring_size * 8 +
 	       (64ull << 20) + ((unsigned long long)o->nf_mem_mb << 20) +
 	       (o->flow_lookup == SL_LOOKUP_OFF
@@ -178,8 +177,7 @@ precheck(const struct sl_mgr_opts *o)
 	/* The control socket: in use by a live sluiced, or stale. */
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", o->socket_path);
 	fd = socket(AF_UNIX, SOCK_STREAM, 0);
-	if (fd >= 0 &&
-	    connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
 		close(fd);
 		fprintf(stderr,
 			"sluiced: control socket %s is in use by a running "
@@ -293,26 +291,25 @@ shm_init(struct sl_mgr *m)
 
 	off = rte_mbuf_dynfield_register(&meta_desc);
 	if (off < 0) {
-		fprintf(stderr,
-			"sluiced: cannot register mbuf field %s: %s\n",
+		fprintf(stderr, "sluiced: cannot register mbuf field %s: %s\n",
 			SL_DYNFIELD_NAME, rte_strerror(rte_errno));
 		return -1;
 	}
 	shm->dynfield_offset = off;
 
-	shm->pktmbuf_pool = sl_pool_for_socket(m, (int)rte_socket_id(), err,
-					       sizeof(err));
+	shm->pktmbuf_pool =
+		sl_pool_for_socket(m, (int)rte_socket_id(), err, sizeof(err));
 	if (shm->pktmbuf_pool == NULL) {
 		fprintf(stderr, "sluiced: %s\n", err);
 		return -1;
 	}
 
 	snprintf(name, sizeof(name), SL_MZ_MSG_RING, o->name);
-	shm->msg_ring = rte_ring_create(name, 1024, rte_socket_id(),
-					RING_F_SC_DEQ);
+	shm->msg_ring =
+		rte_ring_create(name, 1024, rte_socket_id(), RING_F_SC_DEQ);
 	snprintf(name, sizeof(name), SL_MZ_MSG_POOL, o->name);
-	shm->msg_pool = rte_mempool_create(name, 1023, sizeof(struct sl_msg),
-					   0, 0, NULL, NULL, NULL, NULL,
+	shm->msg_pool = rte_mempool_create(name, 1023, sizeof(struct sl_msg), 0,
+					   0, NULL, NULL, NULL, NULL,
 					   rte_socket_id(), 0);
 	if (shm->msg_ring == NULL || shm->msg_pool == NULL) {
 		fprintf(stderr, "sluiced: cannot create the message ring: %s\n",
@@ -320,8 +317,8 @@ shm_init(struct sl_mgr *m)
 		return -1;
 	}
 	shm->edges = rte_zmalloc("sl_edges",
-				 sizeof(struct sl_edge_ctr) * SL_EDGE_ROWS(shm) *
-					 SL_EDGE_COLS(shm),
+				 sizeof(struct sl_edge_ctr) *
+					 SL_EDGE_ROWS(shm) * SL_EDGE_COLS(shm),
 				 RTE_CACHE_LINE_SIZE);
 	m->edge_retired = calloc((size_t)o->max_services * SL_EDGE_COLS(shm),
 				 sizeof(*m->edge_retired));
@@ -333,8 +330,8 @@ shm_init(struct sl_mgr *m)
 	shm->ms_hz = shm->tsc_hz / 1000;
 	shm->max_graphs = o->max_graphs;
 	shm->max_hops = o->max_hops;
-	shm->graph_cur = rte_malloc("sl_graph_cur",
-				    sizeof(uint16_t) * o->max_graphs, 0);
+	shm->graph_cur =
+		rte_malloc("sl_graph_cur", sizeof(uint16_t) * o->max_graphs, 0);
 	if (shm->graph_cur == NULL) {
 		fprintf(stderr, "sluiced: out of memory for the graph table\n");
 		return -1;
@@ -447,8 +444,7 @@ eal_file_prefix(int argc, char **argv, char *prefix, size_t len)
 	for (int i = 1; i < argc; i++) {
 		if (strncmp(argv[i], "--file-prefix=", 14) == 0)
 			snprintf(prefix, len, "%s", argv[i] + 14);
-		else if (strcmp(argv[i], "--file-prefix") == 0 &&
-			 i + 1 < argc)
+		else if (strcmp(argv[i], "--file-prefix") == 0 && i + 1 < argc)
 			snprintf(prefix, len, "%s", argv[++i]);
 	}
 }
@@ -500,8 +496,8 @@ read_options(struct sl_mgr_opts *o, int argc, char **argv, int sep)
 			return 1;
 		}
 		if (sl_mgr_opts_parse(o, sep < argc ? argc - sep : 1,
-				      sep < argc ? argv + sep : argv, &ask,
-				      err, sizeof(err)) != 0) {
+				      sep < argc ? argv + sep : argv, &ask, err,
+				      sizeof(err)) != 0) {
 			fprintf(stderr, "sluiced: %s\n", err);
 			return 1;
 		}
@@ -629,8 +625,10 @@ apply_default_chain(struct sl_mgr *m)
 	if (m->o.chain == NULL)
 		return 0;
 	if (strlen(m->o.chain) >= sizeof(text)) {
-		fprintf(stderr, "sluiced: --chain is longer than %zu "
-			"characters\n", sizeof(text) - 1);
+		fprintf(stderr,
+			"sluiced: --chain is longer than %zu "
+			"characters\n",
+			sizeof(text) - 1);
 		return -1;
 	}
 	strcpy(text, m->o.chain);

@@ -27,11 +27,11 @@
 
 /* A number option: --NAME ARG in LO..HI, default DEF, into field F. */
 #define NUM(n, a, f, lo, hi, d, h)                                             \
-	.name = n, .arg = a, .type = MGR_OPT_NUM, FIELD(f), .min = lo,          \
+	.name = n, .arg = a, .type = MGR_OPT_NUM, FIELD(f), .min = lo,         \
 	.max = hi, .def = d, .help = h
 
 #define CHOICE(n, f, w, d, h)                                                  \
-	.name = n, .type = MGR_OPT_CHOICE, FIELD(f), .words = w, .def = d,      \
+	.name = n, .type = MGR_OPT_CHOICE, FIELD(f), .words = w, .def = d,     \
 	.help = h
 
 static const char *const mode_words[] = {"shared", "poll", NULL};
@@ -52,13 +52,26 @@ static int check_pow2(const struct sl_mgr_opt *d, struct sl_mgr_opts *o,
 /* In --help order. The word index of a choice is its enum value
  * (enum sl_nf_mode, o->handoff, enum sl_flow_lookup). */
 const struct sl_mgr_opt sl_mgr_opt_table[] = {
-	{.name = "name", .arg = "NAME", .type = MGR_OPT_TEXT, FIELD(name),
-	 .def_str = "sluice", .pre = "default ",
-	 .help = "node name: socket, file prefix", .set = set_name},
-	{.name = "port", .arg = "NAME=DEVICE", .type = MGR_OPT_TEXT,
-	 FIELD(ports), .pre = "repeat", .repeat = 1,
-	 .help = "a port, e.g. in=net_pcap0,rx_pcap=a.pcap", .set = set_port},
-	{.name = "chain", .arg = "HOPS", .type = MGR_OPT_TEXT, FIELD(chain),
+	{.name = "name",
+	 .arg = "NAME",
+	 .type = MGR_OPT_TEXT,
+	 FIELD(name),
+	 .def_str = "sluice",
+	 .pre = "default ",
+	 .help = "node name: socket, file prefix",
+	 .set = set_name},
+	{.name = "port",
+	 .arg = "NAME=DEVICE",
+	 .type = MGR_OPT_TEXT,
+	 FIELD(ports),
+	 .pre = "repeat",
+	 .repeat = 1,
+	 .help = "a port, e.g. in=net_pcap0,rx_pcap=a.pcap",
+	 .set = set_port},
+	{.name = "chain",
+	 .arg = "HOPS",
+	 .type = MGR_OPT_TEXT,
+	 FIELD(chain),
 	 .help = "default chain, e.g. firewall,monitor,port:out",
 	 .set = set_chain},
 	{CHOICE("mode", mode, mode_words, SL_MODE_SHARED,
@@ -66,20 +79,25 @@ const struct sl_mgr_opt sl_mgr_opt_table[] = {
 	{CHOICE("handoff", handoff, handoff_words, 0,
 		"NF->NF: enqueue straight into the next NF, or via the I/O "
 		"thread")},
-	{.name = "socket", .arg = "PATH", .type = MGR_OPT_TEXT,
-	 FIELD(socket_path), .def_text = "/var/run/sluice/NAME.sock",
-	 .help = "control socket", .set = set_socket},
+	{.name = "socket",
+	 .arg = "PATH",
+	 .type = MGR_OPT_TEXT,
+	 FIELD(socket_path),
+	 .def_text = "/var/run/sluice/NAME.sock",
+	 .help = "control socket",
+	 .set = set_socket},
 	{NUM("max-nfs", "N", max_nfs, 1, 4096, 128, "NF instances")},
 	{NUM("max-services", "N", max_services, 1, 4096, 64, "services")},
 	{NUM("ring-size", "N", ring_size, 64, 1u << 20, 4096,
-	     "NF rx/tx ring entries, power of 2"), .set = check_pow2},
+	     "NF rx/tx ring entries, power of 2"),
+	 .set = check_pow2},
 	{NUM("mbufs", "N", mbufs, 1024, 1u << 24, 65535,
 	     "packet buffers per pool")},
 	{NUM("mbuf-cache", "N", mbuf_cache, 0, 512, 256,
 	     "per-lcore pool cache")},
 	{NUM("burst", "N", burst, 1, SL_BURST_MAX, 32,
-	     "packets per burst taken from a ring and handed on, <= "
-	     STR(SL_BURST_MAX))},
+	     "packets per burst taken from a ring and handed on, <= " STR(
+		     SL_BURST_MAX))},
 	/* Port reads: one call for up to 64 amortizes the poll (the driver
 	 * call, the first hop's ring head and tail lines, the wake check)
 	 * over twice the packets; NF rings stay at --burst, where 64 does
@@ -126,9 +144,10 @@ const struct sl_mgr_opt sl_mgr_opt_table[] = {
 	/* 0 until the options are read, then derived (finish) */
 	{NUM("flow-capacity-v6", "N", flow_capacity6, 64, 1u << 26, 0,
 	     "of which IPv6 flows"),
-	 .pre = "their own table; ", .def_text = "a quarter of --flow-capacity"},
-	{NUM("flow-timeout", "MS", flow_timeout_ms, 1, 24u * 3600 * 1000,
-	     30000, "idle flows age out after MS")},
+	 .pre = "their own table; ",
+	 .def_text = "a quarter of --flow-capacity"},
+	{NUM("flow-timeout", "MS", flow_timeout_ms, 1, 24u * 3600 * 1000, 30000,
+	     "idle flows age out after MS")},
 	{NUM("flow-pins", "N", flow_pins, 0, 64, 4,
 	     "pinned instances per flow")},
 	{NUM("flow-overrides", "N", flow_ovr, 0, 64, 2,
@@ -286,8 +305,8 @@ check_pow2(const struct sl_mgr_opt *d, struct sl_mgr_opts *o, const char *v,
 /* ---- generic parsing -------------------------------------------------- */
 
 static int
-parse_num(const struct sl_mgr_opt *d, const char *v, uint32_t *out,
-	  char *err, size_t errlen)
+parse_num(const struct sl_mgr_opt *d, const char *v, uint32_t *out, char *err,
+	  size_t errlen)
 {
 	char *end;
 	unsigned long x;
@@ -313,9 +332,9 @@ words_text(const struct sl_mgr_opt *d, char *buf, size_t len)
 	buf[0] = '\0';
 	for (uint32_t i = 0; d->words[i] != NULL && n < len; i++)
 		n += (size_t)snprintf(buf + n, len - n, "%s%s",
-				      i == 0			  ? ""
+				      i == 0                    ? ""
 				      : d->words[i + 1] == NULL ? " or "
-								  : ", ",
+								: ", ",
 				      d->words[i]);
 }
 
@@ -534,7 +553,8 @@ opt_json(const struct sl_mgr_opt *d)
 	else if (d->type == MGR_OPT_CHOICE)
 		def = json_string(d->words[d->def]);
 	else
-		def = d->def_str != NULL ? json_string(d->def_str) : json_null();
+		def = d->def_str != NULL ? json_string(d->def_str)
+					 : json_null();
 	snprintf(name, sizeof(name), "--%s", d->name);
 	json_object_set_new(j, "name", json_string(name));
 	json_object_set_new(j, "type", json_string(type_names[d->type]));

@@ -56,7 +56,7 @@ struct sl_mgr_opt {
 	/* --help prints it on the line of the option before it, as
 	 * "--rxd N / --txd N"; the help is the one before's */
 	int same_line;
-	int repeat; /* each time given adds one (--port) */
+	int repeat;            /* each time given adds one (--port) */
 	sl_mgr_opt_set_fn set; /* may be NULL for NUM and CHOICE */
 };
 

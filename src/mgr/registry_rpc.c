@@ -19,9 +19,8 @@ ring_json(const struct rte_ring *r)
 {
 	if (r == NULL)
 		return json_pack("{s:i, s:i}", "count", 0, "size", 0);
-	return json_pack("{s:I, s:I}", "count",
-			 (json_int_t)rte_ring_count(r), "size",
-			 (json_int_t)rte_ring_get_capacity(r));
+	return json_pack("{s:I, s:I}", "count", (json_int_t)rte_ring_count(r),
+			 "size", (json_int_t)rte_ring_get_capacity(r));
 }
 
 /* Free buffers an NF's cache holds now, over every pool (a racy read). */
@@ -60,8 +59,8 @@ rpc_nf_list(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 				  "access", s->access, "rx_ring",
 				  ring_json(s->rx), "tx_ring",
 				  ring_json(s->tx)));
-		uint64_t fp = __atomic_load_n(&s->first_pkt_tsc,
-					      __ATOMIC_ACQUIRE);
+		uint64_t fp =
+			__atomic_load_n(&s->first_pkt_tsc, __ATOMIC_ACQUIRE);
 
 		json_object_set_new(
 			json_array_get(a, json_array_size(a) - 1),
@@ -70,21 +69,21 @@ rpc_nf_list(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 				? json_null()
 				: json_real((double)(fp - s->proc_start_tsc) *
 					    1e3 / (double)shm->tsc_hz));
-		json_object_set_new(
-			json_array_get(a, json_array_size(a) - 1),
-			"start_to_register_ms",
-			json_real((double)(s->started_tsc - s->proc_start_tsc) *
-				  1e3 / (double)shm->tsc_hz));
+		json_object_set_new(json_array_get(a, json_array_size(a) - 1),
+				    "start_to_register_ms",
+				    json_real((double)(s->started_tsc -
+						       s->proc_start_tsc) *
+					      1e3 / (double)shm->tsc_hz));
 		/* Its own mempool cache: the lcore id and how many free
 		 * buffers it holds now (a racy read: a gauge). */
 		json_object_set_new(
-			json_array_get(a, json_array_size(a) - 1),
-			"mbuf_cache",
+			json_array_get(a, json_array_size(a) - 1), "mbuf_cache",
 			s->cache_lcore == SL_CACHE_NONE
 				? json_null()
 				: json_pack("{s:i, s:i}", "lcore",
 					    (int)s->cache_lcore, "len",
-					    (int)cache_len(shm, s->cache_lcore)));
+					    (int)cache_len(shm,
+							   s->cache_lcore)));
 	}
 	return a;
 }
@@ -101,9 +100,10 @@ rpc_nf_stop(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 	i = json_integer_value(v);
 	if (i < 0 || i >= m->shm->max_nfs ||
 	    m->shm->nfs[i].state != SL_NF_RUNNING)
-		return sl_rpc_fail(e, SL_RPC_E_FAILED,
-				   "no running NF instance %lld; nf.list shows them",
-				   (long long)i);
+		return sl_rpc_fail(
+			e, SL_RPC_E_FAILED,
+			"no running NF instance %lld; nf.list shows them",
+			(long long)i);
 	__atomic_store_n(&m->shm->nfs[i].stop, 1, __ATOMIC_RELEASE);
 	return json_pack("{s:I, s:s}", "instance", i, "state", "stopping");
 }
@@ -118,10 +118,11 @@ rpc_nf_scale(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 	if (s < 0)
 		return NULL;
 	if (!json_is_integer(r) || json_integer_value(r) < 0)
-		return sl_rpc_fail(e, SL_RPC_E_PARAMS,
-				   "param 'replicas' (integer >= 0) is missing");
-	if (sl_scale(m, (uint16_t)s, (uint32_t)json_integer_value(r), &out,
-		     err, sizeof(err)) != 0)
+		return sl_rpc_fail(
+			e, SL_RPC_E_PARAMS,
+			"param 'replicas' (integer >= 0) is missing");
+	if (sl_scale(m, (uint16_t)s, (uint32_t)json_integer_value(r), &out, err,
+		     sizeof(err)) != 0)
 		return sl_rpc_fail(e, SL_RPC_E_FAILED, "%s", err);
 	return out;
 }
@@ -152,10 +153,10 @@ rpc_service_list(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 		}
 		for (uint16_t k = 0; k < svc->n_live; k++)
 			json_array_append_new(inst, json_integer(svc->live[k]));
-		json_array_append_new(
-			a, json_pack("{s:i, s:s, s:s, s:o}", "id", s, "name",
-				     svc->name, "lb", lb_names[svc->lb_mode],
-				     "instances", inst));
+		json_array_append_new(a, json_pack("{s:i, s:s, s:s, s:o}", "id",
+						   s, "name", svc->name, "lb",
+						   lb_names[svc->lb_mode],
+						   "instances", inst));
 	}
 	return a;
 }
@@ -179,9 +180,10 @@ rpc_chain_set(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 	size_t i, n;
 
 	if (!json_is_array(hops))
-		return sl_rpc_fail(e, SL_RPC_E_PARAMS,
-				   "param 'hops' (array of strings) is missing, e.g. "
-				   "{\"hops\": [\"firewall\", \"port:out\"]}");
+		return sl_rpc_fail(
+			e, SL_RPC_E_PARAMS,
+			"param 'hops' (array of strings) is missing, e.g. "
+			"{\"hops\": [\"firewall\", \"port:out\"]}");
 	n = json_array_size(hops);
 	if (n > RTE_DIM(h))
 		return sl_rpc_fail(e, SL_RPC_E_PARAMS,
@@ -192,7 +194,8 @@ rpc_chain_set(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 
 		if (!json_is_string(v))
 			return sl_rpc_fail(e, SL_RPC_E_PARAMS,
-					   "param 'hops'[%zu] is not a string", i);
+					   "param 'hops'[%zu] is not a string",
+					   i);
 		h[i] = json_string_value(v);
 	}
 	if (sl_chain_apply(m, h, (uint16_t)n, err, sizeof(err)) != 0)
@@ -213,14 +216,16 @@ rpc_lb_set(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 	int s, md = -1;
 
 	if (mode == NULL)
-		return sl_rpc_fail(e, SL_RPC_E_PARAMS,
-				   "param 'mode' is missing: use flow, queue or rr");
+		return sl_rpc_fail(
+			e, SL_RPC_E_PARAMS,
+			"param 'mode' is missing: use flow, queue or rr");
 	for (int i = 0; i < SL_LB_MAX; i++)
 		if (strcmp(mode, lb_names[i]) == 0)
 			md = i;
 	if (md < 0)
 		return sl_rpc_fail(e, SL_RPC_E_PARAMS,
-				   "param 'mode' '%s': use flow, queue or rr", mode);
+				   "param 'mode' '%s': use flow, queue or rr",
+				   mode);
 	s = sl_rpc_param_service(m, p, "service", e);
 	if (s < 0)
 		return NULL;
@@ -231,12 +236,9 @@ rpc_lb_set(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 
 
 const struct sl_rpc_method sl_registry_methods[] = {
-	{"nf.list", rpc_nf_list, 0},
-	{"nf.stop", rpc_nf_stop, 0},
-	{"nf.scale", rpc_nf_scale, 0},
-	{"port.list", rpc_port_list, 0},
-	{"service.list", rpc_service_list, 0},
-	{NULL, NULL, 0},
+	{"nf.list", rpc_nf_list, 0},           {"nf.stop", rpc_nf_stop, 0},
+	{"nf.scale", rpc_nf_scale, 0},         {"port.list", rpc_port_list, 0},
+	{"service.list", rpc_service_list, 0}, {NULL, NULL, 0},
 };
 
 const struct sl_rpc_method sl_chain_methods[] = {

@@ -90,8 +90,7 @@ sl_rpc_param_service(struct sl_mgr *m, json_t *params, const char *key,
 			return s;
 	} else {
 		sl_rpc_fail(e, SL_RPC_E_PARAMS,
-			    "param '%s' (service name or id) is missing",
-			    key);
+			    "param '%s' (service name or id) is missing", key);
 		return -1;
 	}
 	sl_rpc_fail(e, SL_RPC_E_FAILED,
@@ -124,18 +123,19 @@ sl_rpc_param_match(struct sl_mgr *m, json_t *p, const char *const *extra,
 	char err[256];
 
 	*has = 0;
-	json_object_foreach(p, k, v) {
+	json_object_foreach(p, k, v)
+	{
 		if (is_key(k, match_keys, RTE_DIM(match_keys))) {
 			*has = 1;
 			continue;
 		}
-		if (strcmp(k, "in_port") == 0 ||
-		    is_key(k, extra, n_extra))
+		if (strcmp(k, "in_port") == 0 || is_key(k, extra, n_extra))
 			continue;
-		sl_rpc_fail(e, SL_RPC_E_PARAMS,
-			    "unknown param '%s': use proto, src, dst, sport, dport, "
-			    "in_port%s",
-			    k, n_extra ? " and the method's own" : "");
+		sl_rpc_fail(
+			e, SL_RPC_E_PARAMS,
+			"unknown param '%s': use proto, src, dst, sport, dport, "
+			"in_port%s",
+			k, n_extra ? " and the method's own" : "");
 		return -1;
 	}
 	if (sl_match_from_json(p, mt, err, sizeof(err)) != 0) {
@@ -149,10 +149,11 @@ sl_rpc_param_match(struct sl_mgr *m, json_t *p, const char *const *extra,
 				   : -1;
 
 		if (port < 0) {
-			sl_rpc_fail(e, SL_RPC_E_PARAMS,
-				    "param 'in_port': no port named '%s'; use a name "
-				    "from port.list",
-				    json_is_string(v) ? json_string_value(v) : "?");
+			sl_rpc_fail(
+				e, SL_RPC_E_PARAMS,
+				"param 'in_port': no port named '%s'; use a name "
+				"from port.list",
+				json_is_string(v) ? json_string_value(v) : "?");
 			return -1;
 		}
 		mt->in_port_lo = mt->in_port_hi = (uint16_t)port;
@@ -175,7 +176,8 @@ sl_rpc_param_graph(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 	id = sl_graph_lookup(m, g);
 	if (id < 0)
 		sl_rpc_fail(e, SL_RPC_E_FAILED,
-			    "no graph named '%s': apply it first (graph.apply)", g);
+			    "no graph named '%s': apply it first (graph.apply)",
+			    g);
 	return id;
 }
 
@@ -190,10 +192,11 @@ sl_rpc_fits_out(struct sl_mgr *m, json_t *r, const char *what,
 	if (len + 256 <= (size_t)m->o.ctl_out_kb * 1024)
 		return r;
 	json_decref(r);
-	return sl_rpc_fail(e, SL_RPC_E_FAILED,
-			   "the reply would be %zu KiB, more than --control-out-kb "
-			   "%u: %s",
-			   (len + 1023) / 1024, m->o.ctl_out_kb, what);
+	return sl_rpc_fail(
+		e, SL_RPC_E_FAILED,
+		"the reply would be %zu KiB, more than --control-out-kb "
+		"%u: %s",
+		(len + 1023) / 1024, m->o.ctl_out_kb, what);
 }
 
 /* ---- lookup and framing --------------------------------------------- */
@@ -202,8 +205,8 @@ sl_rpc_fits_out(struct sl_mgr *m, json_t *r, const char *what,
  * show that list as it comes). */
 static const struct sl_rpc_method *const tables[] = {
 	sl_node_status_methods, sl_registry_methods, sl_stats_methods,
-	sl_chain_methods,	sl_graph_methods,    sl_rules_methods,
-	sl_flow_methods,	sl_requests_methods, sl_node_methods,
+	sl_chain_methods,       sl_graph_methods,    sl_rules_methods,
+	sl_flow_methods,        sl_requests_methods, sl_node_methods,
 };
 
 /* The method named name, or NULL. */
@@ -283,9 +286,10 @@ handle(struct sl_mgr *m, const char *line, size_t len, int *subscribe,
 				  "'id' must be a string, an integer or null");
 	}
 	if (!json_is_string(json_object_get(req, "jsonrpc")) ||
-	    strcmp(json_string_value(json_object_get(req, "jsonrpc")),
-		   "2.0") != 0) {
-		resp = error_resp(id, SL_RPC_E_REQUEST, "'jsonrpc' must be \"2.0\"");
+	    strcmp(json_string_value(json_object_get(req, "jsonrpc")), "2.0") !=
+		    0) {
+		resp = error_resp(id, SL_RPC_E_REQUEST,
+				  "'jsonrpc' must be \"2.0\"");
 		json_decref(req);
 		return resp;
 	}
@@ -320,9 +324,10 @@ handle(struct sl_mgr *m, const char *line, size_t len, int *subscribe,
 	}
 	if (def == NULL) {
 		e.code = SL_RPC_E_METHOD;
-		snprintf(e.msg, sizeof(e.msg),
-			 "method '%.200s' not found; 'status' lists the methods",
-			 method);
+		snprintf(
+			e.msg, sizeof(e.msg),
+			"method '%.200s' not found; 'status' lists the methods",
+			method);
 	} else if (def->flags & SL_RPC_SUBSCRIBE) {
 		*subscribe = 1;
 		result = json_pack("{s:b}", "subscribed", 1);

@@ -146,8 +146,8 @@ spawn_child(int exe_fd, char **argv, const char *cwd, const cpu_set_t *cpus,
 /* Starts a copy of instance `model`; `log` gets where its stderr goes.
  * Returns the child's pid, once it has exec'd the program, or -errno. */
 static int
-spawn_like(const struct sl_nf_slot *model, char *log, size_t loglen,
-	   char *err, size_t errlen)
+spawn_like(const struct sl_nf_slot *model, char *log, size_t loglen, char *err,
+	   size_t errlen)
 {
 	static char buf[MAX_CMDLINE];
 	char *argv[MAX_ARGV], exe[PATH_MAX], cwd[PATH_MAX], path[64];
@@ -344,7 +344,8 @@ pending_poll(struct sl_mgr *m, int force)
 			       svc, p->pid, p->model,
 			       ms_text(reg, sizeof(reg),
 				       m->o.scale_register_ms),
-			       ms_text(grace, sizeof(grace), m->o.scale_kill_ms),
+			       ms_text(grace, sizeof(grace),
+				       m->o.scale_kill_ms),
 			       p->log[0] != '\0' ? p->log : "(no log)");
 			failed_event(m, p, "timeout");
 			pidfd_signal(p->pidfd, SIGTERM);
@@ -355,7 +356,8 @@ pending_poll(struct sl_mgr *m, int force)
 			sl_log("nf.scale %s: replica pid %d did not stop within "
 			       "%s of SIGTERM: killed it (SIGKILL)",
 			       svc, p->pid,
-			       ms_text(grace, sizeof(grace), m->o.scale_kill_ms));
+			       ms_text(grace, sizeof(grace),
+				       m->o.scale_kill_ms));
 			pidfd_signal(p->pidfd, SIGKILL);
 		} else {
 			keep = 1;
@@ -414,8 +416,8 @@ scale_out(struct sl_mgr *m, uint16_t service, const struct sl_nf_slot *model,
 		p->service = service;
 		p->model = model->instance;
 		p->given_up = 0;
-		p->until_tsc = rte_rdtsc() + m->o.scale_register_ms *
-						 rte_get_tsc_hz() / 1000;
+		p->until_tsc = rte_rdtsc() +
+			       m->o.scale_register_ms * rte_get_tsc_hz() / 1000;
 		m->n_scale_pending++;
 		json_array_append_new(started, json_integer(pid));
 		sl_log("nf.scale %s: started pid %d (copy of instance %u)",
@@ -472,9 +474,8 @@ sl_scale(struct sl_mgr *m, uint16_t service, uint32_t replicas, json_t **out,
 		json_decref(started);
 		json_decref(stopping);
 		json_decref(cancelled);
-		snprintf(err, errlen,
-			 "%u replicas is more than --max-nfs %u", replicas,
-			 shm->max_nfs);
+		snprintf(err, errlen, "%u replicas is more than --max-nfs %u",
+			 replicas, shm->max_nfs);
 		return -ENOSPC;
 	}
 	rc = scale_out(m, service, model,

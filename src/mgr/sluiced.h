@@ -61,7 +61,7 @@ struct sl_mgr_opts {
 	uint32_t scale_kill_ms;
 	uint32_t tx_retry_us;
 	uint32_t nf_mem_mb;
-	uint32_t nf_txq; /* TX queues per port for NFs to transmit directly */
+	uint32_t nf_txq;   /* TX queues per port for NFs to transmit directly */
 	uint32_t nf_cache; /* give each NF a mempool cache of its own (1) */
 	uint16_t rxd;
 	uint16_t txd;
@@ -116,7 +116,7 @@ struct sl_mgr;
 struct sl_qs_action {
 	struct sl_qs_action *next;
 	enum sl_qs_kind kind;
-	void *ptr;         /* object, or the deregistration message */
+	void *ptr; /* object, or the deregistration message */
 	int (*fn)(struct sl_mgr *m, void *ptr);
 	uint16_t instance; /* for DEREGISTER / RECLAIM */
 	struct sl_grace grace;
@@ -140,9 +140,9 @@ struct sl_mgr {
 	_Atomic int quit;
 	/* The registry's own state (registry/registry.h; sl_registry_init) */
 	struct sl_registry_state *registry;
-	uint64_t mbufs_leaked; /* dead NFs' caches not trusted (pool_op) */
+	uint64_t mbufs_leaked;   /* dead NFs' caches not trusted (pool_op) */
 	uint64_t mbufs_in_doubt; /* dead inside a driver's transmit call */
-	uint64_t nfs_hung;  /* NFs killed as hung */
+	uint64_t nfs_hung;       /* NFs killed as hung */
 	struct sl_ports_state ports; /* ports/ */
 	/* Graph versions (graph.c; control thread only) */
 	struct sl_graphs_state {
@@ -167,11 +167,11 @@ struct sl_mgr {
 	} cleanup;
 	/* Reservations of NFs killed inside an enqueue, rolled back */
 	uint64_t rings_unstuck;
-	uint64_t msgs_reclaimed; /* answers dead processes never returned */
-	uint64_t msgs_refused;   /* NF messages refused as malformed */
+	uint64_t msgs_reclaimed;   /* answers dead processes never returned */
+	uint64_t msgs_refused;     /* NF messages refused as malformed */
 	uint64_t msgs_undelivered; /* Message copies an inbox had no room for */
 	uint64_t port_tx_retired[SL_MAX_PORTS][2]; /* NFs gone: pkts, bytes */
-	struct sl_ctx_stats *svc_retired; /* [max_services] */
+	struct sl_ctx_stats *svc_retired;          /* [max_services] */
 	/* Edge counters of NFs gone, per source service:
 	 * [max_services][SL_EDGE_COLS] */
 	struct sl_edge_ctr *edge_retired;
@@ -182,13 +182,13 @@ struct sl_mgr {
 	struct sl_ctl_state {
 		struct sl_ctl_conn *conns; /* [n_conns] (--control-conns) */
 		uint32_t n_conns;
-		size_t out_max;		/* bytes (--control-out-kb) */
-		size_t line_max;	/* bytes (--control-line-kb) */
+		size_t out_max;         /* bytes (--control-out-kb) */
+		size_t line_max;        /* bytes (--control-line-kb) */
 		uint64_t closed_unread; /* closed for not reading */
-		int epfd;		/* m->epfd, for functions with no m */
+		int epfd;               /* m->epfd, for functions with no m */
 		int parked; /* the connection of the parked request, or -1 */
-		uint64_t turns;	    /* HELD_WAITING turns given */
-		uint32_t n_waiting; /* connections HELD_WAITING */
+		uint64_t turns;           /* HELD_WAITING turns given */
+		uint32_t n_waiting;       /* connections HELD_WAITING */
 		struct sl_ctl_conn *turn; /* the waiting one whose turn it is */
 	} ctl;
 	int listen_fd;
@@ -199,10 +199,10 @@ struct sl_mgr {
 		int pid;
 		int pidfd; /* signals go here, never to a reused pid */
 		uint16_t service;
-		uint16_t model;	  /* the instance it is a copy of */
-		int given_up;	  /* did not register in time: being stopped */
+		uint16_t model; /* the instance it is a copy of */
+		int given_up;   /* did not register in time: being stopped */
 		uint64_t until_tsc; /* then: SIGKILL if still there */
-		char log[160];	  /* where its output goes (the model's) */
+		char log[160];      /* where its output goes (the model's) */
 	} scale_pending[SL_SCALE_PENDING_MAX];
 	uint16_t n_scale_pending;
 	unsigned int io_lcores[SL_MAX_IO_THREADS];
@@ -352,14 +352,14 @@ struct sl_rpc_method {
 
 /* The tables, in the order status lists the methods. */
 extern const struct sl_rpc_method sl_node_status_methods[]; /* ctl/node.c */
-extern const struct sl_rpc_method sl_registry_methods[]; /* registry_rpc.c */
-extern const struct sl_rpc_method sl_stats_methods[];    /* stats/rpc.c */
-extern const struct sl_rpc_method sl_chain_methods[];    /* registry_rpc.c */
-extern const struct sl_rpc_method sl_graph_methods[];    /* graph_rpc.c */
-extern const struct sl_rpc_method sl_rules_methods[];    /* rules/rpc.c */
-extern const struct sl_rpc_method sl_flow_methods[];     /* flow/rpc.c */
-extern const struct sl_rpc_method sl_requests_methods[]; /* requests/rpc.c */
-extern const struct sl_rpc_method sl_node_methods[];     /* ctl/node.c */
+extern const struct sl_rpc_method sl_registry_methods[];    /* registry_rpc.c */
+extern const struct sl_rpc_method sl_stats_methods[];       /* stats/rpc.c */
+extern const struct sl_rpc_method sl_chain_methods[];       /* registry_rpc.c */
+extern const struct sl_rpc_method sl_graph_methods[];       /* graph_rpc.c */
+extern const struct sl_rpc_method sl_rules_methods[];       /* rules/rpc.c */
+extern const struct sl_rpc_method sl_flow_methods[];        /* flow/rpc.c */
+extern const struct sl_rpc_method sl_requests_methods[];    /* requests/rpc.c */
+extern const struct sl_rpc_method sl_node_methods[];        /* ctl/node.c */
 
 /* Sets e and returns NULL: `return sl_rpc_fail(e, ...)` in a method. */
 json_t *sl_rpc_fail(struct sl_rpc_err *e, int code, const char *fmt, ...)
@@ -393,8 +393,7 @@ json_t *sl_rpc_park(const struct sl_rpc_park *pk);
 int sl_rpc_param_service(struct sl_mgr *m, json_t *params, const char *key,
 			 struct sl_rpc_err *e);
 /* The graph named by params.graph: its id. */
-int sl_rpc_param_graph(struct sl_mgr *m, json_t *params,
-		       struct sl_rpc_err *e);
+int sl_rpc_param_graph(struct sl_mgr *m, json_t *params, struct sl_rpc_err *e);
 /* The match fields (and in_port) of params into mt, *has 1 when any is
  * given; keys besides those must be in extra. 0 or -1. */
 int sl_rpc_param_match(struct sl_mgr *m, json_t *params,
@@ -415,8 +414,8 @@ enum sl_rpc_state {
 /* The control thread's: a request that may start a rule build; with
  * rules_wait (others wait their turn), a rule change is SL_RPC_WAIT. */
 enum sl_rpc_state sl_rpc_handle_ctl(struct sl_mgr *m, const char *line,
-				    size_t len, int rules_wait,
-				    int *subscribe, json_t **resp);
+				    size_t len, int rules_wait, int *subscribe,
+				    json_t **resp);
 /* 1 when the parked request's build finished and was committed or
  * refused, with *resp its reply (NULL for a notification); 0 otherwise. */
 int sl_rpc_poll(struct sl_mgr *m, json_t **resp);

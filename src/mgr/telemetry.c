@@ -152,8 +152,9 @@ add_field(struct rte_tel_data *d, const struct sl_ctr *c, const void *row,
 			snprintf(name, sizeof(name), "n_%s", c->name);
 			rte_tel_data_add_dict_u64(
 				d, name,
-				((const struct sl_ctr_ids *)(const void *)((
-					 const char *)row + c->off))
+				((const struct sl_ctr_ids
+					  *)(const void *)((const char *)row +
+							   c->off))
 					->n);
 		} else {
 			add_ids(d, c, row);
@@ -256,12 +257,12 @@ add_entry(struct rte_tel_data *d, const char *id, const struct sl_ctr_table *t,
 
 /* What each list command lists, and how its rows are named. */
 struct tel_list {
-	const char *cmd;  /* the one-row command */
+	const char *cmd; /* the one-row command */
 	const struct sl_ctr_table *t;
-	const char *id;    /* the row's id field; NULL: its index */
-	const char *named; /* the row's name field, or NULL */
-	const char *what;  /* for messages */
-	const char *list;  /* the list command */
+	const char *id;     /* the row's id field; NULL: its index */
+	const char *named;  /* the row's name field, or NULL */
+	const char *what;   /* for messages */
+	const char *list;   /* the list command */
 	const char *plural; /* for the note of a reply too long */
 	const char *each;   /* where to read them then */
 };
@@ -317,7 +318,8 @@ walk_row(void *arg, const void *row)
 	if (!w->full) {
 		id_text(w->l, row, w->i, id, sizeof(id));
 		w->used += row_len(id, w->l->t, row);
-		if (w->used > REPLY_MAX || w->i + 1 >= RTE_TEL_MAX_DICT_ENTRIES ||
+		if (w->used > REPLY_MAX ||
+		    w->i + 1 >= RTE_TEL_MAX_DICT_ENTRIES ||
 		    add_entry(w->d, id, w->l->t, row) != 0)
 			w->full = 1;
 		else
@@ -575,8 +577,8 @@ sl_telemetry_close(void)
 	/* Callbacks that start now answer with an error; wait (up to 1 s)
 	 * for those already reading. */
 	__atomic_store_n(&g_live, 0, __ATOMIC_SEQ_CST);
-	for (int i = 0; i < 1000 && __atomic_load_n(&g_inflight,
-						    __ATOMIC_SEQ_CST) != 0;
+	for (int i = 0;
+	     i < 1000 && __atomic_load_n(&g_inflight, __ATOMIC_SEQ_CST) != 0;
 	     i++)
 		usleep(1000);
 }

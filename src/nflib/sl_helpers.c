@@ -107,8 +107,7 @@ sl_nf_table_create(struct sl_nf *nf, const struct sl_nf_table_spec *spec,
 }
 
 int
-sl_parse_number(const char *s, double min, double max, int frac,
-		double *out)
+sl_parse_number(const char *s, double min, double max, int frac, double *out)
 {
 	const char *c = s[0] == '-' ? s + 1 : s;
 	int dots = 0, digits = 0;
@@ -129,8 +128,8 @@ sl_parse_number(const char *s, double min, double max, int frac,
 		return -EINVAL;
 	errno = 0;
 	v = strtod(s, &end);
-	if (*end != '\0' || errno != 0 || !isfinite(v) ||
-	    v < min || v > max || (!frac && v != (double)(uint64_t)v))
+	if (*end != '\0' || errno != 0 || !isfinite(v) || v < min || v > max ||
+	    (!frac && v != (double)(uint64_t)v))
 		return -EINVAL;
 	*out = v;
 	return 0;

@@ -88,8 +88,9 @@ sl_service_id_wait(const struct sl_nf *nf, const char *name,
 
 	if (s >= 0 || timeout_ms == 0)
 		return s;
-	fprintf(stderr, "%s: service '%s' is not known to sluiced yet: waiting "
-			"up to %u ms for an NF of it to register\n",
+	fprintf(stderr,
+		"%s: service '%s' is not known to sluiced yet: waiting "
+		"up to %u ms for an NF of it to register\n",
 		nf->prog, name, timeout_ms);
 	deadline = rte_rdtsc() + rte_get_tsc_hz() / 1000 * timeout_ms;
 	while ((s = sl_service_id(nf, name)) < 0 && rte_rdtsc() < deadline &&

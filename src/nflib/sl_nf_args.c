@@ -142,13 +142,13 @@ lib_opt(struct nf_args *a, int *ip, int argc, char **argv)
 		if (r < 0)
 			return -1;
 		a->node = v;
-	} else if ((r = take_value(ip, argc, argv, "--service", "-s",
-				   &v)) != 0) {
+	} else if ((r = take_value(ip, argc, argv, "--service", "-s", &v)) !=
+		   0) {
 		if (r < 0)
 			return -1;
 		a->service = v;
-	} else if ((r = take_value(ip, argc, argv, "--instance",
-				   NULL, &v)) != 0) {
+	} else if ((r = take_value(ip, argc, argv, "--instance", NULL, &v)) !=
+		   0) {
 		char *end;
 
 		if (r < 0)
@@ -162,8 +162,7 @@ lib_opt(struct nf_args *a, int *ip, int argc, char **argv)
 				argv[0], v);
 			return -1;
 		}
-	} else if ((r = take_value(ip, argc, argv, "--mode", NULL,
-				   &v)) != 0) {
+	} else if ((r = take_value(ip, argc, argv, "--mode", NULL, &v)) != 0) {
 		if (r < 0)
 			return -1;
 		if (strcmp(v, "shared") == 0) {
@@ -171,13 +170,11 @@ lib_opt(struct nf_args *a, int *ip, int argc, char **argv)
 		} else if (strcmp(v, "poll") == 0) {
 			a->mode = SL_MODE_POLL;
 		} else {
-			fprintf(stderr,
-				"%s: --mode '%s': use shared or poll\n",
+			fprintf(stderr, "%s: --mode '%s': use shared or poll\n",
 				argv[0], v);
 			return -1;
 		}
-	} else if ((r = take_value(ip, argc, argv, "--core", NULL,
-				   &v)) != 0) {
+	} else if ((r = take_value(ip, argc, argv, "--core", NULL, &v)) != 0) {
 		char *end, cpus[128];
 		long c;
 
@@ -185,8 +182,7 @@ lib_opt(struct nf_args *a, int *ip, int argc, char **argv)
 			return -1;
 		c = strtol(v, &end, 10);
 		if (*end != '\0' || c < 0 || c >= CPU_SETSIZE) {
-			fprintf(stderr,
-				"%s: --core '%s' is not a CPU number\n",
+			fprintf(stderr, "%s: --core '%s' is not a CPU number\n",
 				argv[0], v);
 			return -1;
 		}

@@ -232,15 +232,18 @@ nfi_eal_attach(struct sl_nf *nf, struct nf_args *a)
 		 * so that it stays reachable once EAL lets it go. */
 		static FILE *eal_log;
 
-		eal_log = fopencookie(NULL, "w", (cookie_io_functions_t){
-							 .write = eal_log_write});
+		eal_log = fopencookie(NULL, "w",
+				      (cookie_io_functions_t){
+					      .write = eal_log_write});
 		if (eal_log != NULL)
 			rte_openlog_stream(eal_log);
 	}
 	lock_fd = attach_lock(nf->prog, nf->config);
 	if (lock_fd == -2) {
-		fprintf(stderr, "%s: stopped by a signal while waiting to "
-				"attach\n", nf->prog);
+		fprintf(stderr,
+			"%s: stopped by a signal while waiting to "
+			"attach\n",
+			nf->prog);
 		return 1;
 	}
 	rc = rte_eal_init(a->eal_argc, a->eal_argv);

@@ -43,9 +43,9 @@ struct sl_nf {
 	char node[SL_NAME_LEN];
 	char service_name[SL_NAME_LEN];
 	int stop;
-	int mgr_dead; /* sluiced was killed: nobody to deregister with */
-	char config[256]; /* /var/run/dpdk/sluice_NODE/config, see mgr_gone */
-	int64_t req_id; /* last cross-layer request id */
+	int mgr_dead;       /* sluiced was killed: nobody to deregister with */
+	char config[256];   /* /var/run/dpdk/sluice_NODE/config, see mgr_gone */
+	int64_t req_id;     /* last cross-layer request id */
 	uint64_t start_tsc; /* when main() began: start-to-first-packet */
 	int meta_off; /* of struct sl_pkt_meta in an mbuf, set by nfi_attach */
 #ifdef SL_NF_TEST_HOOKS

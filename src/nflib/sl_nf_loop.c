@@ -37,7 +37,7 @@ nf_passes_on(const struct sl_nf *nf, uint16_t port, const struct rte_mbuf *m)
  */
 uint16_t
 nfi_port_out(struct sl_dispatch *d, uint16_t port, struct rte_mbuf **pkts,
-	    uint16_t n)
+	     uint16_t n)
 {
 	struct sl_nf *nf = d->port_arg;
 	struct sl_shm *shm = nf->shm;

@@ -31,9 +31,9 @@ msg_post(struct sl_nf *nf, struct sl_msg *m, unsigned int timeout_ms)
 {
 	struct rte_ring *r = nf->shm->msg_ring;
 	uint64_t hz = rte_get_tsc_hz();
-	uint64_t deadline = rte_rdtsc() + (timeout_ms > 0
-						   ? hz / 1000 * timeout_ms
-						   : hz / 100000);
+	uint64_t deadline =
+		rte_rdtsc() +
+		(timeout_ms > 0 ? hz / 1000 * timeout_ms : hz / 100000);
 
 	for (;;) {
 		if (!sl_ring_prod_busy(r) && rte_ring_mp_enqueue(r, m) == 0)
@@ -57,8 +57,9 @@ ask_sluiced(struct sl_nf *nf, struct sl_msg *m, unsigned int timeout_ms,
 	struct rte_mbuf *pkts[SL_BURST_MAX];
 
 	if (msg_post(nf, m, timeout_ms) != 0) {
-		fprintf(stderr, "%s: sluiced '%s' message ring stayed full "
-				"for %u ms\n",
+		fprintf(stderr,
+			"%s: sluiced '%s' message ring stayed full "
+			"for %u ms\n",
 			nf->prog, nf->node, timeout_ms);
 		return -1;
 	}
@@ -134,8 +135,7 @@ nfi_register(struct sl_nf *nf, const struct nf_args *a)
 				"killed while this NF registered; start "
 				"sluiced again (sluiced -- --name %s, or "
 				"sluice up), then this NF\n",
-				nf->prog, nf->node, nf->shm->mgr_pid,
-				nf->node);
+				nf->prog, nf->node, nf->shm->mgr_pid, nf->node);
 			return -1;
 		}
 		fprintf(stderr,
@@ -256,8 +256,7 @@ sl_skip_me(struct sl_nf *nf, const struct sl_flow_match *f, uint16_t service)
 }
 
 int64_t
-sl_request_me(struct sl_nf *nf, const struct sl_flow_match *f,
-	      uint16_t service)
+sl_request_me(struct sl_nf *nf, const struct sl_flow_match *f, uint16_t service)
 {
 	return f == NULL ? -EINVAL
 			 : nf_request(nf, SL_REQ_REQUEST_ME, f, service, 0,
@@ -269,11 +268,12 @@ sl_change_default(struct sl_nf *nf, const struct sl_flow_match *f,
 		  uint16_t service, sl_verdict_t to)
 {
 	return f == NULL ? -EINVAL
-			 : nf_request(nf, SL_REQ_CHANGE_DEFAULT, f, service,
-				      to, NULL, NULL);
+			 : nf_request(nf, SL_REQ_CHANGE_DEFAULT, f, service, to,
+				      NULL, NULL);
 }
 
-_Static_assert(sizeof(((struct sl_msg *)0)->req.mkey) == SL_MESSAGE_KEY_MAX + 1 &&
+_Static_assert(sizeof(((struct sl_msg *)0)->req.mkey) ==
+			       SL_MESSAGE_KEY_MAX + 1 &&
 		       sizeof(((struct sl_msg *)0)->req.value) ==
 			       SL_MESSAGE_VALUE_MAX + 1,
 	       "SL_MESSAGE_*_MAX must match struct sl_msg");
@@ -358,7 +358,8 @@ nfi_inbox_poll(struct sl_nf *nf)
 			m->error[sizeof(m->error) - 1] = '\0';
 			if (m->result != 0)
 				reply_log_rejected(nf, m);
-			else if (m->error[0] != '\0') /* a Message, not to all */
+			else if (m->error[0] !=
+				 '\0') /* a Message, not to all */
 				fprintf(stderr,
 					"%s: request %" PRId64 " (message): "
 					"%s\n",

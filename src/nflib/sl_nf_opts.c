@@ -114,9 +114,8 @@ nfo_check(const struct sl_nf_ops *ops, const char *prog)
 		const char *why = opt_bad(o, ops->priv_size);
 
 		if (why != NULL) {
-			fprintf(stderr,
-				"%s: bad sl_nf_ops: option --%s: %s\n", prog,
-				o->name, why);
+			fprintf(stderr, "%s: bad sl_nf_ops: option --%s: %s\n",
+				prog, o->name, why);
 			return -1;
 		}
 	}
@@ -140,12 +139,12 @@ nfo_usage(const struct sl_nf_ops *ops)
 		const char *h = o->help != NULL ? o->help : "";
 		int len;
 
-		len = printf("  --%s", o->name); /* letters: aliases, unlisted */
+		len = printf("  --%s",
+			     o->name); /* letters: aliases, unlisted */
 		if (o->arg != NULL && nfo_takes_value(o))
 			len += printf(" %s", o->arg);
 		printf("%*s", (size_t)len + 2 > col ? 2 : (int)col - len, "");
-		for (const char *nl; (nl = strchr(h, '\n')) != NULL;
-		     h = nl + 1)
+		for (const char *nl; (nl = strchr(h, '\n')) != NULL; h = nl + 1)
 			printf("%.*s\n%*s", (int)(nl - h), h, (int)col, "");
 		printf("%s\n", h);
 	}
@@ -170,7 +169,9 @@ store_number(const char *prog, const struct sl_nf_opt *o, const char *v,
 		fmt_bound(hi, sizeof(hi), o->max);
 		fprintf(stderr, "%s: --%s: '%s' is not a %s from %s to %s\n",
 			prog, o->name, v,
-			o->what ? o->what : o->frac ? "number" : "whole number",
+			o->what   ? o->what
+			: o->frac ? "number"
+				  : "whole number",
 			lo, hi);
 		return EINVAL;
 	}
@@ -216,8 +217,8 @@ store_choice(const char *prog, const struct sl_nf_opt *o, const char *v,
 /* Checks value v of option o and stores it in priv (or hands it to
  * o->parse). 0 or a positive errno after saying what was wrong. */
 static int
-store(struct sl_nf *nf, const struct sl_nf_ops *ops,
-      const struct sl_nf_opt *o, const char *v)
+store(struct sl_nf *nf, const struct sl_nf_ops *ops, const struct sl_nf_opt *o,
+      const char *v)
 {
 	char *priv = sl_nf_priv(nf);
 	void *at = o->parse != NULL ? NULL : priv + o->offset;
@@ -334,8 +335,7 @@ one_opt(struct sl_nf *nf, const struct sl_nf_ops *ops, int *i, int argc,
 }
 
 int
-nfo_parse(struct sl_nf *nf, const struct sl_nf_ops *ops, int argc,
-	  char **argv)
+nfo_parse(struct sl_nf *nf, const struct sl_nf_ops *ops, int argc, char **argv)
 {
 	int rc = defaults(nf, ops);
 

@@ -17,9 +17,8 @@
  * prefix fits several). *value is VALUE when the argument holds it, else
  * NULL.
  */
-const struct sl_nf_opt *nfo_find(const struct sl_nf_opt *opts,
-				 const char *arg, const char **value,
-				 int *ambiguous);
+const struct sl_nf_opt *nfo_find(const struct sl_nf_opt *opts, const char *arg,
+				 const char **value, int *ambiguous);
 
 /* 1 if the option takes a value (the next argument, unless inline). */
 int nfo_takes_value(const struct sl_nf_opt *o);

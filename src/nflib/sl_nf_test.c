@@ -24,8 +24,9 @@ void
 nfi_test_kill_count(struct sl_nf *nf)
 {
 	if (--nf->kill_left == 0) {
-		fprintf(stderr, "%s: SLUICE_TEST_KILL_AT reached: killing "
-				"myself\n",
+		fprintf(stderr,
+			"%s: SLUICE_TEST_KILL_AT reached: killing "
+			"myself\n",
 			nf->prog);
 		raise(SIGKILL);
 	}
@@ -58,8 +59,9 @@ nfi_test_kill_at(struct sl_nf *nf)
 		v = "";
 	n = strtoull(v, &end, 10);
 	if (*v == '\0' || *end != '\0' || n == 0) {
-		fprintf(stderr, "%s: SLUICE_TEST_KILL_AT='%s' ignored: use "
-				"handoff:N, take:N, tx:N or sent:N, N >= 1\n",
+		fprintf(stderr,
+			"%s: SLUICE_TEST_KILL_AT='%s' ignored: use "
+			"handoff:N, take:N, tx:N or sent:N, N >= 1\n",
 			nf->prog, getenv("SLUICE_TEST_KILL_AT"));
 		nf->kill_take = 0;
 		nf->kill_tx = 0;

@@ -66,8 +66,8 @@ mk(sl_verdict_t v, uint16_t service, uint32_t hash, uint16_t len)
 }
 
 void
-check_meta(struct rte_mbuf *m, sl_verdict_t v, uint16_t service,
-	   uint16_t owner, uint32_t hash)
+check_meta(struct rte_mbuf *m, sl_verdict_t v, uint16_t service, uint16_t owner,
+	   uint32_t hash)
 {
 	struct sl_pkt_meta *mt = meta(m);
 
@@ -214,9 +214,18 @@ group_setup(void **state)
 	cpu_set_t cpus;
 	int cpu = 0;
 	char *argv[] = {
-		"test_dispatch", "--no-huge", "-m", "128", "--no-pci",
-		"--no-shconf", "--no-telemetry", "--log-level=*:error", "-l",
-		lcore, prefix, NULL,
+		"test_dispatch",
+		"--no-huge",
+		"-m",
+		"128",
+		"--no-pci",
+		"--no-shconf",
+		"--no-telemetry",
+		"--log-level=*:error",
+		"-l",
+		lcore,
+		prefix,
+		NULL,
 	};
 
 	(void)state;

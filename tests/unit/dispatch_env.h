@@ -42,7 +42,8 @@
 #define SELF_OWNER 1
 #define BP_CYCLES 1000000u
 #define IN_PORT 7
-#define FLAGS (SL_META_HASH | 0x8u) /* a given (valid) hash and a spare flag bit */
+#define FLAGS                                                                  \
+	(SL_META_HASH | 0x8u) /* a given (valid) hash and a spare flag bit */
 
 extern struct rte_mempool *g_pool;
 extern int g_off;

@@ -96,9 +96,18 @@ env_eal_setup(const char *name)
 	cpu_set_t cpus;
 	int cpu = 0;
 	char *argv[] = {
-		(char *)name, "--no-huge", "-m", "256", "--no-pci",
-		"--no-shconf", "--no-telemetry", "--log-level=*:error", "-l",
-		lcore, prefix, NULL,
+		(char *)name,
+		"--no-huge",
+		"-m",
+		"256",
+		"--no-pci",
+		"--no-shconf",
+		"--no-telemetry",
+		"--log-level=*:error",
+		"-l",
+		lcore,
+		prefix,
+		NULL,
 	};
 
 	if (sched_getaffinity(0, sizeof(cpus), &cpus) == 0)

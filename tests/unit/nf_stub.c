@@ -167,9 +167,18 @@ stub_eal_init(void)
 	static int rc;
 	char prefix[64];
 	char *argv[] = {
-		"unit-test", "--no-huge", "--no-pci", "--no-shconf",
-		"--no-telemetry", "-l", "0", "-m", "128",
-		"--log-level=error", prefix, NULL,
+		"unit-test",
+		"--no-huge",
+		"--no-pci",
+		"--no-shconf",
+		"--no-telemetry",
+		"-l",
+		"0",
+		"-m",
+		"128",
+		"--log-level=error",
+		prefix,
+		NULL,
 	};
 
 	if (done)
@@ -223,9 +232,9 @@ stub_teardown(void **state)
 struct rte_mbuf *
 stub_mbuf(const void *frame, uint32_t len)
 {
-	struct rte_mbuf *m = aligned_alloc(RTE_CACHE_LINE_SIZE,
-					   RTE_ALIGN(sizeof(*m),
-						     RTE_CACHE_LINE_SIZE));
+	struct rte_mbuf *m =
+		aligned_alloc(RTE_CACHE_LINE_SIZE,
+			      RTE_ALIGN(sizeof(*m), RTE_CACHE_LINE_SIZE));
 	uint8_t *data = malloc(len); /* malloc(0): ASan flags any read */
 
 	if (m == NULL || data == NULL) {
@@ -259,7 +268,7 @@ stub_init(const char *arg, ...)
 	int argc = 0;
 	va_list ap;
 
-	argv[argc++] = (char *)(uintptr_t)"prog";
+	argv[argc++] = (char *)(uintptr_t) "prog";
 	va_start(ap, arg);
 	while (arg != NULL && argc < STUB_MAX_ARGS) {
 		argv[argc++] = (char *)(uintptr_t)arg;
@@ -322,8 +331,7 @@ stub_init_output(int *rc, const char *prog, ...)
 
 	c.argv[c.argc++] = (char *)(uintptr_t)prog;
 	va_start(ap, prog);
-	while ((a = va_arg(ap, const char *)) != NULL &&
-	       c.argc < STUB_MAX_ARGS)
+	while ((a = va_arg(ap, const char *)) != NULL && c.argc < STUB_MAX_ARGS)
 		c.argv[c.argc++] = (char *)(uintptr_t)a;
 	va_end(ap);
 	c.argv[c.argc] = NULL;

@@ -80,8 +80,9 @@ struct compiled {
 static void
 compile(struct compiled *c, const char *const *hops, uint16_t n)
 {
-	struct sl_chain_resolver r = {
-		.service = fake_service, .port = fake_port, .arg = &c->f};
+	struct sl_chain_resolver r = {.service = fake_service,
+				      .port = fake_port,
+				      .arg = &c->f};
 
 	memset(c, 0, sizeof(*c));
 	c->first = GARBAGE;
@@ -214,9 +215,9 @@ split_empty_hop(void **state)
 			 "chain '%s' has an empty hop; write hops separated "
 			 "by single commas, e.g. firewall,monitor,port:out",
 			 bad[i]);
-		assert_int_equal(
-			sl_chain_split(text, hops, 8, err, sizeof(err)),
-			-EINVAL);
+		assert_int_equal(sl_chain_split(text, hops, 8, err,
+						sizeof(err)),
+				 -EINVAL);
 		assert_string_equal(err, want);
 	}
 }
@@ -281,8 +282,7 @@ static void
 compile_new_services(void **state)
 {
 	/* Unknown names are created by the resolver: ids 3, 4. */
-	static const char *const hops[] = {"nat", "firewall", "ids",
-					   "port:in"};
+	static const char *const hops[] = {"nat", "firewall", "ids", "port:in"};
 	static const sl_hop_t list[] = {SL_HOP_SERVICE(3), SL_HOP_SERVICE(0),
 					SL_HOP_SERVICE(4), SL_HOP_PORT(0)};
 	struct compiled c;
@@ -444,15 +444,17 @@ reject_port_not_last(void **state)
 	static const char *const drop_mid[] = {"firewall", "drop", "monitor"};
 
 	(void)state;
-	check_rejected_early(port_first, 2,
-		       "chain hop 1 'port:out' ends the chain but 1 hop(s) "
-		       "follow it; a port or drop must be the last hop");
-	check_rejected_early(port_mid, 4,
-		       "chain hop 2 'port:out' ends the chain but 2 hop(s) "
-		       "follow it; a port or drop must be the last hop");
+	check_rejected_early(
+		port_first, 2,
+		"chain hop 1 'port:out' ends the chain but 1 hop(s) "
+		"follow it; a port or drop must be the last hop");
+	check_rejected_early(
+		port_mid, 4,
+		"chain hop 2 'port:out' ends the chain but 2 hop(s) "
+		"follow it; a port or drop must be the last hop");
 	check_rejected_early(drop_mid, 3,
-		       "chain hop 2 'drop' ends the chain but 1 hop(s) "
-		       "follow it; a port or drop must be the last hop");
+			     "chain hop 2 'drop' ends the chain but 1 hop(s) "
+			     "follow it; a port or drop must be the last hop");
 }
 
 static void
@@ -463,16 +465,19 @@ reject_unknown_port(void **state)
 	static const char *const new_then_bad[] = {"nat", "ids", "port:nope"};
 
 	(void)state;
-	check_rejected_early(hops, 2,
-		       "chain hop 2 'port:nope': no port named 'nope'; use a "
-		       "name from port.list");
+	check_rejected_early(
+		hops, 2,
+		"chain hop 2 'port:nope': no port named 'nope'; use a "
+		"name from port.list");
 	/* "nat" and "ids" would be new services: none is created. */
-	check_rejected_early(new_then_bad, 3,
-		       "chain hop 3 'port:nope': no port named 'nope'; use a "
-		       "name from port.list");
-	check_rejected_early(empty, 1,
-		       "chain hop 1 'port:': no port named ''; use a name "
-		       "from port.list");
+	check_rejected_early(
+		new_then_bad, 3,
+		"chain hop 3 'port:nope': no port named 'nope'; use a "
+		"name from port.list");
+	check_rejected_early(
+		empty, 1,
+		"chain hop 1 'port:': no port named ''; use a name "
+		"from port.list");
 }
 
 static void
@@ -487,22 +492,26 @@ reject_duplicate_service(void **state)
 						"port:out"};
 
 	(void)state;
-	check_rejected_early(aab, 3,
-		       "chain: service 'firewall' appears twice (hops 1 and "
-		       "2); only the last hop may repeat an earlier service, "
-		       "to close a loop");
-	check_rejected_early(abac, 4,
-		       "chain: service 'firewall' appears twice (hops 1 and "
-		       "3); only the last hop may repeat an earlier service, "
-		       "to close a loop");
-	check_rejected_early(new_dup, 3,
-		       "chain: service 'nat' appears twice (hops 1 and 2); "
-		       "only the last hop may repeat an earlier service, to "
-		       "close a loop");
-	check_rejected_early(abca_port, 5,
-		       "chain: service 'monitor' appears twice (hops 2 and "
-		       "4); only the last hop may repeat an earlier service, "
-		       "to close a loop");
+	check_rejected_early(
+		aab, 3,
+		"chain: service 'firewall' appears twice (hops 1 and "
+		"2); only the last hop may repeat an earlier service, "
+		"to close a loop");
+	check_rejected_early(
+		abac, 4,
+		"chain: service 'firewall' appears twice (hops 1 and "
+		"3); only the last hop may repeat an earlier service, "
+		"to close a loop");
+	check_rejected_early(
+		new_dup, 3,
+		"chain: service 'nat' appears twice (hops 1 and 2); "
+		"only the last hop may repeat an earlier service, to "
+		"close a loop");
+	check_rejected_early(
+		abca_port, 5,
+		"chain: service 'monitor' appears twice (hops 2 and "
+		"4); only the last hop may repeat an earlier service, "
+		"to close a loop");
 }
 
 static void
@@ -515,18 +524,20 @@ reject_invalid_name(void **state)
 		"01234567890123456789012345678901"};
 
 	(void)state;
-	check_rejected_early(bang, 2,
-		       "chain hop 2 'fw!' is not a valid service name (1-31 "
-		       "characters of A-Z a-z 0-9 _ - .), 'port:NAME' or "
-		       "'drop'");
+	check_rejected_early(
+		bang, 2,
+		"chain hop 2 'fw!' is not a valid service name (1-31 "
+		"characters of A-Z a-z 0-9 _ - .), 'port:NAME' or "
+		"'drop'");
 	check_rejected_early(empty, 1,
-		       "chain hop 1 '' is not a valid service name (1-31 "
-		       "characters of A-Z a-z 0-9 _ - .), 'port:NAME' or "
-		       "'drop'");
-	check_rejected_early(too_long, 1,
-		       "chain hop 1 '01234567890123456789012345678901' is not "
-		       "a valid service name (1-31 characters of A-Z a-z 0-9 "
-		       "_ - .), 'port:NAME' or 'drop'");
+			     "chain hop 1 '' is not a valid service name (1-31 "
+			     "characters of A-Z a-z 0-9 _ - .), 'port:NAME' or "
+			     "'drop'");
+	check_rejected_early(
+		too_long, 1,
+		"chain hop 1 '01234567890123456789012345678901' is not "
+		"a valid service name (1-31 characters of A-Z a-z 0-9 "
+		"_ - .), 'port:NAME' or 'drop'");
 	/* "port" without a colon is a (valid) service name, not a port. */
 	{
 		struct compiled c;

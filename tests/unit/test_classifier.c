@@ -68,8 +68,8 @@ tuple(struct sl_5tuple *t, uint8_t proto, const char *src, uint16_t sp,
 static void
 check_lookup(const struct sl_classifier *c, const struct sl_match *const *r,
 	     const int32_t *prio, uint32_t n_rules,
-	     const struct sl_5tuple *const *t, const uint16_t *port,
-	     uint32_t n, const char *what)
+	     const struct sl_5tuple *const *t, const uint16_t *port, uint32_t n,
+	     const char *what)
 {
 	uint32_t *res = calloc(n ? n : 1, sizeof(*res));
 	uint32_t i, done, k;
@@ -140,11 +140,11 @@ static void
 test_basic(void **state)
 {
 	static const char *const text[] = {
-		"proto=tcp dst=10.0.0.0/8 dport=80",      /* 1 */
-		"src=2001:db8::/32 in_port=1",           /* 2 */
-		"proto=udp dport=53 in_port=2-3",        /* 3 */
-		"dst=10.1.0.0/16",                       /* 4 */
-		"",                                      /* 5 */
+		"proto=tcp dst=10.0.0.0/8 dport=80", /* 1 */
+		"src=2001:db8::/32 in_port=1",       /* 2 */
+		"proto=udp dport=53 in_port=2-3",    /* 3 */
+		"dst=10.1.0.0/16",                   /* 4 */
+		"",                                  /* 5 */
 	};
 	static const int32_t prio[] = {10, 10, 10, 20, -5};
 	struct sl_match m[5];
@@ -350,8 +350,8 @@ rand_range(char *buf, size_t size, uint16_t max)
 static void
 rand_match(struct sl_match *m)
 {
-	static const char *const protos[] = {"", "tcp", "udp", "icmp",
-					     "47", "icmp6"};
+	static const char *const protos[] = {"",     "tcp", "udp",
+					     "icmp", "47",  "icmp6"};
 	char text[256], tmp[80];
 	size_t off = 0;
 	unsigned family = (unsigned)(rng() % 10), p = (unsigned)(rng() % 6);
@@ -394,8 +394,8 @@ rand_match(struct sl_match *m)
 static void
 rand_tuple(struct sl_5tuple *t)
 {
-	static const uint8_t protos[] = {IPPROTO_TCP, IPPROTO_UDP,
-					 IPPROTO_ICMP, 47, IPPROTO_ICMPV6};
+	static const uint8_t protos[] = {IPPROTO_TCP, IPPROTO_UDP, IPPROTO_ICMP,
+					 47, IPPROTO_ICMPV6};
 	unsigned family = rng() % 10 < 6 ? 4 : 6;
 
 	memset(t, 0, sizeof(*t));
@@ -411,8 +411,7 @@ rand_tuple(struct sl_5tuple *t)
 
 /* Random rules and tuples: the classifier must equal the reference. */
 static void
-check_random(unsigned seed, uint32_t n_rules, uint32_t n_tuples,
-	     int with_prio)
+check_random(unsigned seed, uint32_t n_rules, uint32_t n_tuples, int with_prio)
 {
 	struct sl_match *m = calloc(n_rules ? n_rules : 1, sizeof(*m));
 	const struct sl_match **r = calloc(n_rules ? n_rules : 1, sizeof(*r));
@@ -446,11 +445,11 @@ check_random(unsigned seed, uint32_t n_rules, uint32_t n_tuples,
 		fail_msg("seed %u: %s", seed, err);
 	snprintf(what, sizeof(what), "seed %u, %u rules%s", seed, n_rules,
 		 with_prio ? ", priorities" : "");
-	check_lookup(c, r, with_prio ? prio : NULL, n_rules, tp, port,
-		     n_tuples, what);
+	check_lookup(c, r, with_prio ? prio : NULL, n_rules, tp, port, n_tuples,
+		     what);
 	/* Without ports: port 0 for all. */
-	check_lookup(c, r, with_prio ? prio : NULL, n_rules, tp, NULL,
-		     n_tuples, what);
+	check_lookup(c, r, with_prio ? prio : NULL, n_rules, tp, NULL, n_tuples,
+		     what);
 	/* The test means something: some tuples match, some do not. */
 	if (n_rules >= 20 && (hits == 0 || hits == n_tuples))
 		fail_msg("%s: %u of %u tuples match", what, hits, n_tuples);
@@ -482,16 +481,24 @@ setup(void **state)
 {
 	char prefix[64];
 	char *argv[] = {
-		"test_classifier", "--no-huge", "--no-pci", "--no-shconf",
-		"--no-telemetry", "-l", "0", "-m", "128",
-		"--log-level=error", prefix, NULL,
+		"test_classifier",
+		"--no-huge",
+		"--no-pci",
+		"--no-shconf",
+		"--no-telemetry",
+		"-l",
+		"0",
+		"-m",
+		"128",
+		"--log-level=error",
+		prefix,
+		NULL,
 	};
 
 	(void)state;
 	snprintf(prefix, sizeof(prefix), "--file-prefix=sl_cls_test_%d",
 		 (int)getpid());
-	if (rte_eal_init((int)(sizeof(argv) / sizeof(argv[0])) - 1, argv) <
-	    0) {
+	if (rte_eal_init((int)(sizeof(argv) / sizeof(argv[0])) - 1, argv) < 0) {
 		fprintf(stderr, "EAL init failed: %s\n",
 			rte_strerror(rte_errno));
 		return -1;
@@ -515,10 +522,8 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_zero_rules),
-		cmocka_unit_test(test_basic),
-		cmocka_unit_test(test_ties),
-		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_zero_rules), cmocka_unit_test(test_basic),
+		cmocka_unit_test(test_ties),       cmocka_unit_test(test_names),
 		cmocka_unit_test(test_random),
 	};
 

@@ -175,8 +175,8 @@ test_window_and_rearm(void **state)
 	(void)state;
 	reset(10 * NS);
 	out = init_with(&rc, "--threshold", "6", "--window-ms", "500",
-			"--rearm-ms", "2000", "--alarm-to", "scrubber",
-			"--key", "ddos", "--stats-ms", "0", NULL);
+			"--rearm-ms", "2000", "--alarm-to", "scrubber", "--key",
+			"ddos", "--stats-ms", "0", NULL);
 	assert_int_equal(rc, 0);
 	assert_has(out, "alarm 'ddos' to scrubber at 6 in 500 ms, again "
 			"after 2000 ms;");
@@ -226,9 +226,9 @@ test_prefix_lengths_and_ipv6(void **state)
 {
 	static const uint8_t a1[16] = {0x20, 0x01, 0x0d, 0xb8, 0, 0x66, 0, 1,
 				       0,    0,    0,    0,    0, 0,    0, 1};
-	static const uint8_t a2[16] = {0x20, 0x01, 0x0d, 0xb8, 0, 0x66, 0xff,
-				       0xff, 1,    2,    3,    4,    5, 6,
-				       7,    8};
+	static const uint8_t a2[16] = {0x20, 0x01, 0x0d, 0xb8, 0, 0x66,
+				       0xff, 0xff, 1,    2,    3, 4,
+				       5,    6,    7,    8};
 	static const uint8_t b1[16] = {0x20, 0x01, 0x0d, 0xb8, 0, 0x67, 0, 1,
 				       0,    0,    0,    0,    0, 0,    0, 1};
 	struct frame f[3], v4[3];
@@ -256,12 +256,12 @@ test_prefix_lengths_and_ipv6(void **state)
 	free(out);
 	assert_msg(0, 0, "alarm", "2001:db8:66::/48");
 	/* IPv4 /16: 10.66.1.1 and 10.66.200.9 are one prefix. */
-	frame_ip4(&v4[0], IPPROTO_UDP, IP4(10, 66, 1, 1), 1, IP4(1, 1, 1, 1),
+	frame_ip4(&v4[0], IPPROTO_UDP, IP4(10, 66, 1, 1), 1, IP4(1, 1, 1, 1), 2,
+		  4);
+	frame_ip4(&v4[1], IPPROTO_ICMP, IP4(10, 67, 1, 1), 1, IP4(1, 1, 1, 1),
 		  2, 4);
-	frame_ip4(&v4[1], IPPROTO_ICMP, IP4(10, 67, 1, 1), 1,
-		  IP4(1, 1, 1, 1), 2, 4);
-	frame_ip4(&v4[2], IPPROTO_TCP, IP4(10, 66, 200, 9), 1,
-		  IP4(1, 1, 1, 1), 2, 4);
+	frame_ip4(&v4[2], IPPROTO_TCP, IP4(10, 66, 200, 9), 1, IP4(1, 1, 1, 1),
+		  2, 4);
 	send_quiet(1 * NS, v4, 3);
 	assert_int_equal(g_n_msg, 2);
 	assert_msg(1, 0, "alarm", "10.66.0.0/16");
@@ -277,12 +277,13 @@ test_protect_and_syn(void **state)
 
 	(void)state;
 	reset(1 * NS);
-	out = init_with(&rc, "--threshold", "2", "--count", "syn",
-			"--protect", "192.168.0.0/24", "--protect",
-			"2001:db8::/64", "--stats-ms", "0", NULL);
+	out = init_with(&rc, "--threshold", "2", "--count", "syn", "--protect",
+			"192.168.0.0/24", "--protect", "2001:db8::/64",
+			"--stats-ms", "0", NULL);
 	assert_int_equal(rc, 0);
-	assert_has(out, "sluice-ddos-detect: TCP SYNs per /24 (IPv4) and /64 "
-			"(IPv6) source prefix to 192.168.0.0/24,2001:db8::/64;");
+	assert_has(out,
+		   "sluice-ddos-detect: TCP SYNs per /24 (IPv4) and /64 "
+		   "(IPv6) source prefix to 192.168.0.0/24,2001:db8::/64;");
 	free(out);
 	/* A SYN to a protected address, a SYN elsewhere, an ACK, a UDP. */
 	frame_ip4(&f[0], IPPROTO_TCP, IP4(10, 66, 6, 1), 1000,
@@ -321,9 +322,8 @@ test_table_full_and_idle(void **state)
 
 	(void)state;
 	reset(1 * NS);
-	out = init_with(&rc, "--threshold", "3", "--prefixes", "2",
-			"--idle-ms", "2000", "--rearm-ms", "5000",
-			"--stats-ms", "0", NULL);
+	out = init_with(&rc, "--threshold", "3", "--prefixes", "2", "--idle-ms",
+			"2000", "--rearm-ms", "5000", "--stats-ms", "0", NULL);
 	assert_int_equal(rc, 0);
 	assert_has(out, "; up to 2 prefixes, idle after 2000 ms\n");
 	free(out);
@@ -511,15 +511,15 @@ test_args(void **state)
 	assert_has(out, " at 5 in 2000 ms (2.5 pps), again after 60000 ms; ");
 	free(out);
 	free(fini_output());
-	out = init_with(&rc, "--pps", "1000", "--window-ms", "1",
-			"--stats-ms", "0", NULL);
+	out = init_with(&rc, "--pps", "1000", "--window-ms", "1", "--stats-ms",
+			"0", NULL);
 	assert_int_equal(rc, 0);
 	assert_has(out, " at 1 in 1 ms (1000 pps), ");
 	assert_has(out, "idle after 10000 ms\n");
 	free(out);
 	free(fini_output());
-	out = init_with(&rc, "--pps", "0.5", "--window-ms", "100",
-			"--stats-ms", "0", NULL);
+	out = init_with(&rc, "--pps", "0.5", "--window-ms", "100", "--stats-ms",
+			"0", NULL);
 	assert_int_equal(rc, 0);
 	assert_has(out, " at 1 in 100 ms (0.5 pps), ");
 	free(out);
@@ -538,7 +538,8 @@ test_prefix_helpers(void **state)
 	char err[200], buf[DDOS_PREFIX_STRLEN];
 
 	(void)state;
-	assert_int_equal(ddos_prefix_parse("10.66.6.0/24", &p, err, sizeof(err)),
+	assert_int_equal(ddos_prefix_parse("10.66.6.0/24", &p, err,
+					   sizeof(err)),
 			 0);
 	assert_int_equal(p.family, 4);
 	assert_int_equal(p.len, 24);
@@ -549,8 +550,9 @@ test_prefix_helpers(void **state)
 	assert_int_equal(p.len, 32);
 	assert_int_equal(ddos_prefix_parse("0.0.0.0/0", &p, err, sizeof(err)),
 			 0);
-	assert_int_equal(
-		ddos_prefix_parse("2001:db8:66::/48", &p, err, sizeof(err)), 0);
+	assert_int_equal(ddos_prefix_parse("2001:db8:66::/48", &p, err,
+					   sizeof(err)),
+			 0);
 	assert_int_equal(p.family, 6);
 	ddos_prefix_format(&p, buf, sizeof(buf));
 	assert_string_equal(buf, "2001:db8:66::/48");
@@ -568,8 +570,7 @@ test_prefix_helpers(void **state)
 			 -EINVAL);
 	assert_string_equal(err, "'10.0.0.0/': the prefix length must be a "
 				 "number from 0 to 32 for an IPv4 address");
-	assert_int_equal(ddos_prefix_parse("10.0.0.0/-1", &p, err,
-					   sizeof(err)),
+	assert_int_equal(ddos_prefix_parse("10.0.0.0/-1", &p, err, sizeof(err)),
 			 -EINVAL);
 	assert_string_equal(err, "'10.0.0.0/-1': the prefix length must be a "
 				 "number from 0 to 32 for an IPv4 address");
@@ -588,7 +589,8 @@ test_prefix_helpers(void **state)
 	t.family = 4;
 	t.src.v4 = htonl(IP4(10, 66, 6, 200));
 	t.dst.v4 = htonl(IP4(192, 168, 0, 1));
-	assert_int_equal(ddos_prefix_parse("10.66.7.0/23", &p, err, sizeof(err)),
+	assert_int_equal(ddos_prefix_parse("10.66.7.0/23", &p, err,
+					   sizeof(err)),
 			 -EINVAL);
 	assert_int_equal(ddos_prefix_parse("10.66.6.128/25", &p, err,
 					   sizeof(err)),

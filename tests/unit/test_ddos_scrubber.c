@@ -55,7 +55,7 @@ struct req {
 
 static struct req g_req[MAX_REQ];
 static unsigned g_n_req;
-static int g_req_fail;   /* requests fail while set */
+static int g_req_fail;    /* requests fail while set */
 static int g_front_known; /* service "front" exists */
 
 /* As libsluice: the text must parse as an sl_match. */
@@ -88,8 +88,7 @@ record(int kind, const struct sl_flow_match *f, uint16_t service,
 }
 
 int64_t
-sl_request_me(struct sl_nf *nf, const struct sl_flow_match *f,
-	      uint16_t service)
+sl_request_me(struct sl_nf *nf, const struct sl_flow_match *f, uint16_t service)
 {
 	(void)nf;
 	return record(REQ_ME, f, service, 0);
@@ -159,8 +158,8 @@ static void
 test_requests_and_drops(void **state)
 {
 	static const uint8_t v6_atk[16] = {0x20, 0x01, 0x0d, 0xb8, 0, 0x66,
-					   0,	 9,    0,    0,	   0, 0,
-					   0,	 0,    0,    1};
+					   0,    9,    0,    0,    0, 0,
+					   0,    0,    0,    1};
 	struct frame atk, atk2, reply, normal, v6, v6_other, arp;
 	char *out;
 	int rc;
@@ -168,8 +167,8 @@ test_requests_and_drops(void **state)
 	(void)state;
 	reset(1 * NS);
 	out = init_with(&rc, "--prefix", "10.66.6.0/24", "--prefix",
-			"2001:db8:66::/48", "--at", "detect", "--stats-ms",
-			"0", NULL);
+			"2001:db8:66::/48", "--at", "detect", "--stats-ms", "0",
+			NULL);
 	assert_int_equal(rc, 0);
 	assert_string_equal(out, "sluice-scrubber: scrubs "
 				 "10.66.6.0/24,2001:db8:66::/48 (RequestMe; "
@@ -422,7 +421,7 @@ test_args(void **state)
 static int
 setup(void **state)
 {
-	char *argv[] = {(char *)(uintptr_t)"sluice-scrubber", NULL};
+	char *argv[] = {(char *)(uintptr_t) "sluice-scrubber", NULL};
 
 	(void)state;
 	assert_int_equal(sl_sc_main(1, argv), 0);
@@ -440,6 +439,5 @@ main(void)
 		cmocka_unit_test(test_args),
 	};
 
-	return cmocka_run_group_tests_name("ddos_scrubber", tests, setup,
-					   NULL);
+	return cmocka_run_group_tests_name("ddos_scrubber", tests, setup, NULL);
 }

@@ -67,16 +67,17 @@ next_flow_sticky_spreads(void **state)
 	n1 = take_rx(e, 1, got, BURST);
 	assert_int_equal(n1, want1);
 	for (unsigned i = 0; i < n1; i++) {
-		check_meta(got[i], SL_NEXT, 1, SELF_OWNER, meta(got[i])->flow_hash);
-		assert_int_equal(mon->bucket[meta(got[i])->flow_hash & 255],
-				 1);
+		check_meta(got[i], SL_NEXT, 1, SELF_OWNER,
+			   meta(got[i])->flow_hash);
+		assert_int_equal(mon->bucket[meta(got[i])->flow_hash & 255], 1);
 	}
 	rte_pktmbuf_free_bulk(got, n1);
 	n2 = take_rx(e, 2, got, BURST);
 	assert_int_equal(n1 + n2, BURST);
 	assert_true(n1 > 0 && n2 > 0);
 	for (unsigned i = 0; i < n2; i++)
-		check_meta(got[i], SL_NEXT, 1, SELF_OWNER, meta(got[i])->flow_hash);
+		check_meta(got[i], SL_NEXT, 1, SELF_OWNER,
+			   meta(got[i])->flow_hash);
 	rte_pktmbuf_free_bulk(got, n2);
 	assert_int_equal(e->stats.tx_pkts, BURST);
 	assert_int_equal(e->stats.tx_bytes, BURST * 64);
@@ -88,7 +89,7 @@ next_graph_drop_and_end(void **state)
 	struct env *e = *state;
 	struct rte_mbuf *p[4];
 
-	p[0] = mk(SL_NEXT, 2, 1, 64);       /* next[empty] = drop */
+	p[0] = mk(SL_NEXT, 2, 1, 64); /* next[empty] = drop */
 	p[1] = mk(SL_NEXT, 2, 2, 64);
 	p[2] = mk(SL_NEXT, 3, 3, 64);       /* next[3] = none */
 	p[3] = mk(SL_NEXT, MAX_SVC, 4, 64); /* a node beyond max_services */
@@ -240,8 +241,8 @@ take_exactly(struct env *e, uint16_t inst, struct rte_mbuf **p, unsigned n)
 {
 	struct rte_mbuf *got[SL_BURST_MAX];
 
-	assert_int_equal(rte_ring_dequeue_bulk(rx_of(e, inst), (void **)got,
-					       n, NULL),
+	assert_int_equal(rte_ring_dequeue_bulk(rx_of(e, inst), (void **)got, n,
+					       NULL),
 			 n);
 	for (unsigned i = 0; i < n; i++) {
 		assert_ptr_equal(got[i], p[i]);
@@ -350,15 +351,15 @@ to_leaving_instance_falls_back(void **state)
 				 rte_ring_count(rx_of(e, 3)),
 			 BURST);
 	for (int i = 0; i < n; i++)
-		check_meta(p[i], SL_NEXT, 1, SELF_OWNER,
-			   meta(p[i])->flow_hash);
+		check_meta(p[i], SL_NEXT, 1, SELF_OWNER, meta(p[i])->flow_hash);
 	for (uint16_t i = 2; i <= 3; i++) {
 		struct rte_mbuf *got[BURST];
 		unsigned k = take_rx(e, i, got, BURST);
 
 		/* live[h % n_live]: live = {3, 2} */
 		for (unsigned j = 0; j < k; j++)
-			assert_int_equal(meta(got[j])->flow_hash % 2 == 0 ? 3 : 2,
+			assert_int_equal(meta(got[j])->flow_hash % 2 == 0 ? 3
+									  : 2,
 					 i);
 		rte_pktmbuf_free_bulk(got, k);
 	}
@@ -388,8 +389,8 @@ out_ports(void **state)
 	p[0] = mk(SL_OUT(2), 0, 1, 64);            /* unused port */
 	p[1] = mk(SL_OUT(SL_MAX_PORTS), 0, 2, 64); /* beyond the table */
 	p[2] = mk(SL_OUT(0xffff), 0, 3, 64);
-	p[3] = mk(SL_OUT(1), 0, 4, 64);            /* not started */
-	p[4] = mk(SL_OUT(0), 0, 5, 64);            /* ok: one run of 3 */
+	p[3] = mk(SL_OUT(1), 0, 4, 64); /* not started */
+	p[4] = mk(SL_OUT(0), 0, 5, 64); /* ok: one run of 3 */
 	p[5] = mk(SL_OUT(0), 0, 6, 65);
 	p[6] = mk(SL_OUT(0), 0, 7, 66);
 	assert_int_equal(sl_dispatch(&e->d, p, 7), 0);
@@ -402,7 +403,8 @@ out_ports(void **state)
 	assert_int_equal(g_port.n_got, 3);
 	for (int i = 0; i < 3; i++) {
 		assert_ptr_equal(g_port.got[i], p[4 + i]);
-		check_meta(p[4 + i], SL_OUT(0), 0, SELF_OWNER, (uint32_t)(5 + i));
+		check_meta(p[4 + i], SL_OUT(0), 0, SELF_OWNER,
+			   (uint32_t)(5 + i));
 	}
 	for (int i = 0; i < 4; i++)
 		assert_int_equal(meta(p[i])->owner, 0);
@@ -593,8 +595,8 @@ flows_to_a_port_resolve_alike_overrides_still_count(void **state)
 	for (unsigned k = 1; k < 9; k++)
 		assert_ptr_equal(g_port.got[k], p[k < 3 ? k : k + 1]);
 	for (unsigned k = 0; k < 9; k++)
-		check_meta(g_port.got[k], SL_OUT(k == 0 ? 1 : 0), 1,
-			   SELF_OWNER, meta(g_port.got[k])->flow_hash);
+		check_meta(g_port.got[k], SL_OUT(k == 0 ? 1 : 0), 1, SELF_OWNER,
+			   meta(g_port.got[k])->flow_hash);
 	free_port_got();
 	e->shm->flow.entries = NULL;
 	e->shm->flow.capacity = 0;
@@ -723,9 +725,9 @@ alike_packets_resolve_alike_choices_stay_per_packet(void **state)
 		n = take_rx(e, inst, got, 16);
 		assert_int_equal(n, inst == 1 ? want1 : want2);
 		for (unsigned j = 0; j < n; j++)
-			assert_int_equal(
-				mon->bucket[meta(got[j])->flow_hash & 255],
-				inst);
+			assert_int_equal(mon->bucket[meta(got[j])->flow_hash &
+						     255],
+					 inst);
 		rte_pktmbuf_free_bulk(got, n);
 	}
 	assert_int_equal(e->stats.tx_pkts, 14);

@@ -290,8 +290,8 @@ all_out_sends_everything_unresolved(void **state)
 {
 	struct env *e = *state;
 	struct rte_mbuf *p[5];
-	static const sl_verdict_t v[5] = {SL_NEXT, SL_DROP, SL_TO(3),
-					  SL_OUT(1), SL_TO(0)};
+	static const sl_verdict_t v[5] = {SL_NEXT, SL_DROP, SL_TO(3), SL_OUT(1),
+					  SL_TO(0)};
 
 	e->d.all_out = 1;
 	for (int i = 0; i < 5; i++)
@@ -395,9 +395,9 @@ flow_hash_is_lazy(void **state)
 	 * it; a flow-sticky choice between two instances computes it once
 	 * (the symmetric 5-tuple hash), caches it and picks by it. */
 	static const uint8_t frame[42] = {
-		[12] = 0x08, [13] = 0x00,			/* IPv4 */
-		[14] = 0x45, [17] = 28, [22] = 64, [23] = 17,	/* UDP */
-		[26] = 10, [29] = 1, [30] = 192, [31] = 168, [33] = 7,
+		[12] = 0x08, [13] = 0x00,                         /* IPv4 */
+		[14] = 0x45, [17] = 28,   [22] = 64,   [23] = 17, /* UDP */
+		[26] = 10,   [29] = 1,    [30] = 192,  [31] = 168,  [33] = 7,
 		[34] = 0x04, [35] = 0xd2, [36] = 0x00, [37] = 0x35, [39] = 8,
 	};
 	struct env *e = *state;
@@ -474,9 +474,10 @@ flow_key_make_hash_matches(void **state)
 			struct sl_flow_key want;
 			uint32_t sa = rte_be_to_cpu_32(t.src.v4),
 				 da = rte_be_to_cpu_32(t.dst.v4);
-			int swap = sa > da ||
-				   (sa == da && rte_be_to_cpu_16(t.sport) >
-							rte_be_to_cpu_16(t.dport));
+			int swap =
+				sa > da ||
+				(sa == da && rte_be_to_cpu_16(t.sport) >
+						     rte_be_to_cpu_16(t.dport));
 
 			memset(&want, 0, sizeof(want));
 			want.family = 4;
@@ -617,8 +618,8 @@ alike_run(struct env *e, int fast, const struct sl_pkt_meta *pre, int rss,
 	if (room0 < RING_CAP)
 		leave_room(e, 0, room0);
 	if (fast) {
-		o->pending = sl_dispatch_alike(&e->d, p, ALIKE_N, pre, rss,
-					       &o->in);
+		o->pending =
+			sl_dispatch_alike(&e->d, p, ALIKE_N, pre, rss, &o->in);
 	} else {
 		for (int i = 0; i < ALIKE_N; i++) {
 			sl_meta_enter(meta(p[i]), pre, p[i], rss);
@@ -679,7 +680,8 @@ alike_same(struct env *e, const struct sl_pkt_meta *pre, int rss,
 	assert_memory_equal(&fast->stats, &slow.stats, sizeof(slow.stats));
 	assert_memory_equal(&fast->in, &slow.in, sizeof(slow.in));
 	assert_int_equal(fast->in.rx_pkts, ALIKE_N);
-	assert_int_equal(fast->in.rx_bytes, ALIKE_N * 60 + ALIKE_N * (ALIKE_N - 1) / 2);
+	assert_int_equal(fast->in.rx_bytes,
+			 ALIKE_N * 60 + ALIKE_N * (ALIKE_N - 1) / 2);
 }
 
 static const struct sl_pkt_meta g_pre = {

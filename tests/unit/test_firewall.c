@@ -160,8 +160,8 @@ check_basic(const char *matcher, int non_ip_deny)
 	int rc;
 
 	n = basic_frames(f, expect, non_ip_deny);
-	out = init_with(&rc, "--rules", path, "--matcher", matcher,
-			"--non-ip", non_ip_deny ? "deny" : "allow", NULL);
+	out = init_with(&rc, "--rules", path, "--matcher", matcher, "--non-ip",
+			non_ip_deny ? "deny" : "allow", NULL);
 	assert_int_equal(rc, 0);
 	snprintf(line, sizeof(line),
 		 "sluice-firewall: loaded 5 rules from %s, default allow, "
@@ -632,8 +632,7 @@ test_malformed(void **state)
 	/* Dropped by a rule once the headers are whole (54 and 62 bytes);
 	 * shorter ones are malformed, and --non-ip allow (the default) lets
 	 * them through. */
-	frame_ip4(&f, IPPROTO_TCP, IP4(10, 0, 1, 5), 1, IP4(1, 2, 3, 4), 2,
-		  8);
+	frame_ip4(&f, IPPROTO_TCP, IP4(10, 0, 1, 5), 1, IP4(1, 2, 3, 4), 2, 8);
 	assert_int_equal(f.len, 62);
 	for (len = 0; len <= f.len; len++) {
 		expect[n] = len >= 54 ? SL_DROP : SL_NEXT;
@@ -729,8 +728,8 @@ put_prefix(char *buf, size_t size, unsigned family)
 		x = htonl(rand_v4() & mask);
 		inet_ntop(AF_INET, &x, a, sizeof(a));
 	} else {
-		static const unsigned lens[] = {0, 32, 37, 48, 63, 64, 100,
-						127, 128};
+		static const unsigned lens[] = {0,  32,  37,  48, 63,
+						64, 100, 127, 128};
 		uint8_t x[16];
 		unsigned i;
 
@@ -751,8 +750,9 @@ put_prefix(char *buf, size_t size, unsigned family)
 static char *
 random_rules(unsigned n)
 {
-	static const char *const protos[] = {"\"any\"", "\"tcp\"", "\"udp\"",
-					     "\"icmp\"", "47", "\"icmp6\""};
+	static const char *const protos[] = {"\"any\"", "\"tcp\"",
+					     "\"udp\"", "\"icmp\"",
+					     "47",      "\"icmp6\""};
 	size_t size = 256 + (size_t)n * 256, off = 0;
 	char *text = malloc(size);
 	unsigned i;
@@ -788,20 +788,18 @@ random_rules(unsigned n)
 		if (p <= 2 && rng() % 2) {
 			uint16_t a = rand_port(), b = rand_port();
 
-			off += (size_t)snprintf(
-				text + off, size - off,
-				", \"sport\": \"%u-%u\"",
-				a < b ? a : b, a < b ? b : a);
+			off += (size_t)snprintf(text + off, size - off,
+						", \"sport\": \"%u-%u\"",
+						a < b ? a : b, a < b ? b : a);
 		}
 		if (p <= 2 && rng() % 2) {
 			uint16_t a = rand_port(), b = rand_port();
 
 			if (rng() % 2)
 				b = a;
-			off += (size_t)snprintf(
-				text + off, size - off,
-				", \"dport\": \"%u-%u\"",
-				a < b ? a : b, a < b ? b : a);
+			off += (size_t)snprintf(text + off, size - off,
+						", \"dport\": \"%u-%u\"",
+						a < b ? a : b, a < b ? b : a);
 		}
 		off += (size_t)snprintf(text + off, size - off, "}");
 		assert_true(off < size);
@@ -813,8 +811,8 @@ random_rules(unsigned n)
 static void
 random_frame(struct frame *f)
 {
-	static const uint8_t protos[] = {IPPROTO_TCP, IPPROTO_UDP,
-					 IPPROTO_ICMP, 47};
+	static const uint8_t protos[] = {IPPROTO_TCP, IPPROTO_UDP, IPPROTO_ICMP,
+					 47};
 	uint8_t proto = protos[rng() % 4];
 	uint32_t payload = (uint32_t)(rng() % 64);
 
@@ -895,8 +893,8 @@ check_random(unsigned seed, unsigned n_rules, unsigned n_pkts)
 				sl_5tuple_get(frames[i + j].b,
 					      frames[i + j].len, &t);
 				r = fw_rules_match(rs, &t);
-				deny = (r < 0 ? rs->default_action :
-						rs->rules[r].action) == FW_DENY;
+				deny = (r < 0 ? rs->default_action
+					      : rs->rules[r].action) == FW_DENY;
 				if (sl_pkt_verdict(m[j]) !=
 				    (deny ? SL_DROP : SL_NEXT))
 					fail_msg("seed %u %s packet %u: rule "

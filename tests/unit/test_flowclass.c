@@ -35,8 +35,7 @@
 
 int sl_fc_main(int argc, char **argv);
 
-#define init_with(rc, ...)                                                     \
-	stub_init_output(rc, "sluice-flowclass", __VA_ARGS__)
+#define init_with(rc, ...) stub_init_output(rc, "sluice-flowclass", __VA_ARGS__)
 #define NS 1000000000ull
 #define MS 1000000ull
 
@@ -52,8 +51,8 @@ struct req {
 
 static struct req g_req[MAX_REQ];
 static unsigned g_n_req;
-static int g_req_fail;     /* next sl_change_default calls fail */
-static int g_late_known;   /* service "late" exists */
+static int g_req_fail;   /* next sl_change_default calls fail */
+static int g_late_known; /* service "late" exists */
 
 int64_t
 sl_change_default(struct sl_nf *nf, const struct sl_flow_match *f,
@@ -513,8 +512,9 @@ test_args(void **state)
 	free(out);
 	out = init_with(&rc, "--flows", "0", NULL);
 	assert_int_equal(rc, EINVAL);
-	assert_string_equal(out, "sluice-flowclass: --flows: '0' is not a whole "
-				 "number from 1 to 16777216\n");
+	assert_string_equal(out,
+			    "sluice-flowclass: --flows: '0' is not a whole "
+			    "number from 1 to 16777216\n");
 	free(out);
 	out = init_with(&rc, "--confirm", "1.5", NULL);
 	assert_int_equal(rc, EINVAL);

@@ -47,8 +47,7 @@ yaml_err(const char *text, const char *expect)
 	char err[512];
 
 	assert_int_equal(fw_rules_parse(text, strlen(text), FW_FORMAT_YAML,
-					"fw-rules.yaml", &rs, err,
-					sizeof(err)),
+					"fw-rules.yaml", &rs, err, sizeof(err)),
 			 -EINVAL);
 	assert_null(rs);
 	assert_string_equal(err, expect);
@@ -452,8 +451,7 @@ test_load_files(void **state)
 			 -EINVAL);
 	assert_string_equal(err, "rules.txt: unknown rule file type (name it "
 				 ".yaml, .yml or .json)");
-	assert_int_equal(fw_rules_load("/tmp", &rs, err, sizeof(err)),
-			 -EINVAL);
+	assert_int_equal(fw_rules_load("/tmp", &rs, err, sizeof(err)), -EINVAL);
 	assert_string_equal(err, "/tmp: unknown rule file type (name it .yaml, "
 				 ".yml or .json)");
 

@@ -70,10 +70,13 @@ static void
 build(struct built *b, const char *name, const char *entry,
       const struct sl_graph_spec_node *nodes, uint16_t n)
 {
-	struct sl_graph_spec spec = {.name = name, .entry = entry,
-				     .nodes = nodes, .n_nodes = n};
+	struct sl_graph_spec spec = {.name = name,
+				     .entry = entry,
+				     .nodes = nodes,
+				     .n_nodes = n};
 	struct sl_chain_resolver r = {.service = fake_service,
-				      .port = fake_port, .arg = &b->f};
+				      .port = fake_port,
+				      .arg = &b->f};
 	uint32_t ne = sl_graph_spec_edges(&spec);
 
 	memset(&b->f, 0, sizeof(b->f));
@@ -159,15 +162,16 @@ static void
 test_rejections(void **state)
 {
 	(void)state;
-	const struct sl_graph_spec_node cyc[] = {
-		NODE("a", "b"), NODE("b", "c"), NODE("c", "a", "drop")};
+	const struct sl_graph_spec_node cyc[] = {NODE("a", "b"), NODE("b", "c"),
+						 NODE("c", "a", "drop")};
 	const struct sl_graph_spec_node unknown[] = {NODE("a", "x")};
 	const struct sl_graph_spec_node noport[] = {NODE("a", "port:nope")};
-	const struct sl_graph_spec_node unreach[] = {
-		NODE("a", "drop"), NODE("z", "drop")};
-	const struct sl_graph_spec_node twice[] = {
-		NODE("a", "drop"), NODE("a", "drop")};
-	const struct sl_graph_spec_node twice_hop[] = {NODE("a", "drop", "drop")};
+	const struct sl_graph_spec_node unreach[] = {NODE("a", "drop"),
+						     NODE("z", "drop")};
+	const struct sl_graph_spec_node twice[] = {NODE("a", "drop"),
+						   NODE("a", "drop")};
+	const struct sl_graph_spec_node twice_hop[] = {
+		NODE("a", "drop", "drop")};
 	const struct sl_graph_spec_node empty[] = {
 		{.service = "a", .hops = NULL, .n_hops = 0}};
 	const struct sl_graph_spec_node badname[] = {NODE("a b", "drop")};
@@ -179,9 +183,10 @@ test_rejections(void **state)
 	expect_error("g", NULL, self, 1,
 		     "graph 'g': cycle a -> a; a graph must be acyclic: "
 		     "remove one of these edges");
-	expect_error("g", NULL, unknown, 1,
-		     "graph 'g': node 'a': edge to 'x', which is not a node of "
-		     "this graph (add it under nodes, or use port:NAME or drop)");
+	expect_error(
+		"g", NULL, unknown, 1,
+		"graph 'g': node 'a': edge to 'x', which is not a node of "
+		"this graph (add it under nodes, or use port:NAME or drop)");
 	expect_error("g", NULL, noport, 1,
 		     "graph 'g': node 'a': no port named 'nope'; use a name "
 		     "from port.list");
@@ -221,7 +226,8 @@ test_long_graph(void **state)
 	static char names[N][12];
 	static const char *hops[N];
 	static struct sl_graph_spec_node nodes[N];
-	struct sl_graph_spec spec = {.name = "long", .nodes = nodes,
+	struct sl_graph_spec spec = {.name = "long",
+				     .nodes = nodes,
 				     .n_nodes = N};
 	char err[256];
 
@@ -229,8 +235,9 @@ test_long_graph(void **state)
 		snprintf(names[i], sizeof(names[i]), "s%d", i);
 	for (int i = 0; i < N; i++) {
 		hops[i] = i + 1 < N ? names[i + 1] : "drop";
-		nodes[i] = (struct sl_graph_spec_node){
-			.service = names[i], .hops = &hops[i], .n_hops = 1};
+		nodes[i] = (struct sl_graph_spec_node){.service = names[i],
+						       .hops = &hops[i],
+						       .n_hops = 1};
 	}
 	struct sl_chain_resolver r = {.port = fake_port};
 
@@ -257,7 +264,7 @@ test_from_chain(void **state)
 {
 	(void)state;
 	sl_hop_t next[MAX_SVC], hops[3] = {SL_HOP_SERVICE(2), SL_HOP_SERVICE(5),
-					  SL_HOP_PORT(1)};
+					   SL_HOP_PORT(1)};
 	struct sl_graph *g = calloc(1, sl_graph_size(MAX_SVC, 3, MAX_SVC, 3));
 
 	for (int s = 0; s < MAX_SVC; s++)

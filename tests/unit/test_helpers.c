@@ -59,7 +59,8 @@ create(struct create_call *c, const char *tag)
 static void
 test_tag_length(void **state)
 {
-	static const char *const bad[] = {"slmonitor1", "a-tag-of-27-characters-long", ""};
+	static const char *const bad[] = {"slmonitor1",
+					  "a-tag-of-27-characters-long", ""};
 	char longest[SL_NF_TABLE_TAG_MAX + 1];
 	struct create_call c;
 	char *err;
@@ -72,12 +73,13 @@ test_tag_length(void **state)
 		err = create(&c, bad[i]);
 		assert_int_equal(c.rc, EINVAL);
 		assert_null(c.h);
-		snprintf(want, sizeof(want),
-			 "sluice-test: the flow table's tag '%s' is not 1 to 9 "
-			 "characters: DPDK keeps 28 of the names rte_hash makes "
-			 "from it (HT_EXT_<tag><pid>_<instance>); use a shorter "
-			 "sl_nf_table_spec.tag\n",
-			 bad[i]);
+		snprintf(
+			want, sizeof(want),
+			"sluice-test: the flow table's tag '%s' is not 1 to 9 "
+			"characters: DPDK keeps 28 of the names rte_hash makes "
+			"from it (HT_EXT_<tag><pid>_<instance>); use a shorter "
+			"sl_nf_table_spec.tag\n",
+			bad[i]);
 		assert_string_equal(err, want);
 		free(err);
 	}

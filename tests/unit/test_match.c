@@ -65,8 +65,8 @@ text_ok(const char *text, struct sl_match *m)
 	char err[256];
 
 	if (sl_match_parse(text, m, err, sizeof(err)) != 0)
-		fail_msg("'%s': unexpected error: %s",
-			 text ? text : "(null)", err);
+		fail_msg("'%s': unexpected error: %s", text ? text : "(null)",
+			 err);
 }
 
 static void
@@ -582,15 +582,15 @@ test_round_trip_random(void **state)
 				  sizeof(a));
 			off += (size_t)snprintf(text + off, sizeof(text) - off,
 						"%s=%s/%u ",
-						(x >> 9) & 1 ? "src" : "dst",
-						a, len);
+						(x >> 9) & 1 ? "src" : "dst", a,
+						len);
 		}
 		if (p < 3 && (x >> 11) % 2)
 			off += (size_t)snprintf(text + off, sizeof(text) - off,
 						"dport=%u-%u ",
 						(unsigned)(x >> 30) % 100,
 						100 + (unsigned)(x >> 40) %
-							      100);
+								100);
 		if ((x >> 13) % 2)
 			off += (size_t)snprintf(text + off, sizeof(text) - off,
 						"in_port=%u",
@@ -605,9 +605,9 @@ test_round_trip_random(void **state)
 			text_ok(buf, &back);
 			assert_memory_equal(&m, &back, sizeof(m));
 			assert_int_equal(sl_match_to_json(&m, o), 0);
-			assert_int_equal(
-				sl_match_from_json(o, &back, buf, sizeof(buf)),
-				0);
+			assert_int_equal(sl_match_from_json(o, &back, buf,
+							    sizeof(buf)),
+					 0);
 			back.in_port_lo = m.in_port_lo;
 			back.in_port_hi = m.in_port_hi;
 			assert_memory_equal(&m, &back, sizeof(m));

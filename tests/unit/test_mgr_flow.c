@@ -70,8 +70,7 @@ test_insert_lookup(void **state)
 		assert_int_equal(env_meta(p[i])->graph,
 				 sl_graph_current(e->shm, 0));
 	}
-	assert_int_equal(
-		sl_flow_entry(e->shm, env_meta(p[0])->flow)->pkts, 3);
+	assert_int_equal(sl_flow_entry(e->shm, env_meta(p[0])->flow)->pkts, 3);
 
 	/* The control thread finds it by its 5-tuple (either direction). */
 	assert_int_equal(sl_pkt_flow_tuple(p[2], &t), 0);
@@ -83,9 +82,10 @@ test_insert_lookup(void **state)
 	p[0] = env_udp(A, 1001, B, 53);
 	sl_flow_ingress(e->m->flow, e->shm, p, 1);
 	assert_int_equal(ft->st.created, 2);
-	assert_int_equal(ft->st.hits, 3); /* 2 in the first burst: created by an earlier packet */
-	assert_int_equal(sl_flow_entry(e->shm, env_meta(p[0])->flow)->pkts,
-			 2);
+	assert_int_equal(
+		ft->st.hits,
+		3); /* 2 in the first burst: created by an earlier packet */
+	assert_int_equal(sl_flow_entry(e->shm, env_meta(p[0])->flow)->pkts, 2);
 	free_burst(p, 1);
 	env_free(e);
 }

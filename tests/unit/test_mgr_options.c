@@ -177,8 +177,8 @@ good_values_are_stored(void **state)
 	}
 	assert_int_equal(parse("--name", "A-z_0.9", "--socket", "/tmp/x.sock",
 			       "--chain", "firewall,port:out", "--port",
-			       "in=net_null0", "--port", "out=net_null1,no-rx=1",
-			       NULL),
+			       "in=net_null0", "--port",
+			       "out=net_null1,no-rx=1", NULL),
 			 0);
 	assert_string_equal(g_o.name, "A-z_0.9");
 	assert_string_equal(g_o.socket_path, "/tmp/x.sock");
@@ -204,8 +204,8 @@ good_values_are_stored(void **state)
 static void
 bad_numbers_are_refused(void **state)
 {
-	const char *junk[] = {"12x", "", " 5", "+5", "-1", "5 ",
-			      "99999999999999999999"};
+	const char *junk[] =
+		{"12x", "", " 5", "+5", "-1", "5 ", "99999999999999999999"};
 	char v[16], opt[64], msg[256];
 	int checked = 0;
 
@@ -278,8 +278,8 @@ bad_texts_are_refused(void **state)
 	memset(sock, 's', sizeof(sock));
 	sock[0] = '/';
 	sock[108] = '\0';
-	refused("--socket path is longer than 107 characters", "--socket",
-		sock, NULL);
+	refused("--socket path is longer than 107 characters", "--socket", sock,
+		NULL);
 	sock[107] = '\0';
 	assert_int_equal(parse("--socket", sock, NULL), 0);
 	refused("--port 'x' must be NAME=DEVICE, e.g. out=net_null0,no-rx=1",
@@ -347,8 +347,7 @@ other_arguments(void **state)
 	refused("unknown option '--max' (EAL options go before '--'; see "
 		"sluiced -- --help)",
 		"--max", "5", NULL);
-	refused("unexpected argument 'stray'", "--max-nfs", "5", "stray",
-		NULL);
+	refused("unexpected argument 'stray'", "--max-nfs", "5", "stray", NULL);
 	assert_int_equal(parse("--max-nfs", "5", "--help", "--max-nfs", "0",
 			       NULL),
 			 0);
@@ -417,11 +416,12 @@ defaults_json_has_every_option(void **state)
 
 		o = json_array_get(opts, i);
 		snprintf(name, sizeof(name), "--%s", d->name);
-		assert_string_equal(
-			json_string_value(json_object_get(o, "name")), name);
-		assert_string_equal(
-			json_string_value(json_object_get(o, "help")),
-			d->help);
+		assert_string_equal(json_string_value(
+					    json_object_get(o, "name")),
+				    name);
+		assert_string_equal(json_string_value(
+					    json_object_get(o, "help")),
+				    d->help);
 		if (d->type == MGR_OPT_NUM) {
 			assert_int_equal(json_integer_value(
 						 json_object_get(o, "min")),
@@ -430,10 +430,10 @@ defaults_json_has_every_option(void **state)
 						 json_object_get(o, "max")),
 					 d->max);
 			if (d->def_text == NULL)
-				assert_int_equal(json_integer_value(
-							 json_object_get(
-								 o, "default")),
-						 d->def);
+				assert_int_equal(
+					json_integer_value(
+						json_object_get(o, "default")),
+					d->def);
 			else
 				assert_true(json_is_null(
 					json_object_get(o, "default")));

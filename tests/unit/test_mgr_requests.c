@@ -151,8 +151,7 @@ test_wildcard(void **state)
 			 0);
 	assert_int_equal(again, 1); /* the same request: kept once */
 	assert_int_equal(e->m->flow->wild->n, 1);
-	assert_int_equal(sl_flow_request_remove(e->m, 1, err, sizeof(err)),
-			 0);
+	assert_int_equal(sl_flow_request_remove(e->m, 1, err, sizeof(err)), 0);
 	assert_int_equal(e->m->flow->wild->n, 0);
 	assert_non_null(e->m->qs); /* the old set, after a grace period */
 	later = new_flow(e, 6002);

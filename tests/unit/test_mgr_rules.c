@@ -84,8 +84,8 @@ test_add_publish(void **state)
 	assert_false(sl_rules_busy(e->m->rules));
 	assert_int_equal(json_array_size(out), 2);
 	/* Highest priority first; ids in the order given. */
-	assert_int_equal(json_integer_value(json_object_get(
-				 json_array_get(out, 0), "id")),
+	assert_int_equal(json_integer_value(
+				 json_object_get(json_array_get(out, 0), "id")),
 			 2);
 	json_decref(out);
 	rs = e->m->flow->rules;

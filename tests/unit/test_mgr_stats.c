@@ -71,8 +71,8 @@ static const struct sl_ctr fake_ctrs[] = {
 };
 #undef R
 
-static const struct sl_ctr_table fake_table = {
-	"fake", fake_ctrs, SL_CTR_N(fake_ctrs), each_fake};
+static const struct sl_ctr_table fake_table = {"fake", fake_ctrs,
+					       SL_CTR_N(fake_ctrs), each_fake};
 
 /* A one-row table over the same context: its first row's id. */
 struct head_row {
@@ -89,11 +89,10 @@ each_head(const void *ctx, sl_ctr_row_fn fn, void *arg)
 }
 
 static const struct sl_ctr head_ctrs[] = {
-	SL_CTR("n", struct head_row, n, SL_CTR_GAUGE, SL_CT_U64, "",
-	       "rows"),
+	SL_CTR("n", struct head_row, n, SL_CTR_GAUGE, SL_CT_U64, "", "rows"),
 };
-static const struct sl_ctr_table head_table = {
-	"head", head_ctrs, SL_CTR_N(head_ctrs), each_head};
+static const struct sl_ctr_table head_table = {"head", head_ctrs,
+					       SL_CTR_N(head_ctrs), each_head};
 
 static const struct sl_ctr root_ctrs[] = {
 	SL_CTR("n", struct head_row, n, SL_CTR_GAUGE, SL_CT_U64, "", "rows"),
@@ -101,8 +100,8 @@ static const struct sl_ctr root_ctrs[] = {
 	SL_CTR_SUB("head", SL_CTR_OBJECT, &head_table, "the head"),
 	SL_CTR_SUB("again", SL_CTR_LIST, &fake_table, "every row again"),
 };
-static const struct sl_ctr_table root_table = {
-	"root", root_ctrs, SL_CTR_N(root_ctrs), each_head};
+static const struct sl_ctr_table root_table = {"root", root_ctrs,
+					       SL_CTR_N(root_ctrs), each_head};
 
 static const uint16_t ids[] = {3, 7};
 
@@ -110,10 +109,15 @@ static void
 fill(struct fake_ctx *c)
 {
 	memset(c, 0, sizeof(*c));
-	c->rows[0] = (struct fake_row){
-		.id = 1, .name = "in", .pkts = 600, .live = 30, .rate = 1.5,
-		.mode = 3, .drops = {1, 2, 3}, .ring = {5, 4095},
-		.members = {ids, 2}};
+	c->rows[0] = (struct fake_row){.id = 1,
+				       .name = "in",
+				       .pkts = 600,
+				       .live = 30,
+				       .rate = 1.5,
+				       .mode = 3,
+				       .drops = {1, 2, 3},
+				       .ring = {5, 4095},
+				       .members = {ids, 2}};
 	c->rows[1] = (struct fake_row){.id = 2, .name = NULL};
 	c->n = 2;
 }
@@ -146,9 +150,10 @@ test_row_json(void **state)
 	/* a NULL string is "", no ids an empty array */
 	s = dump(sl_ctr_row_json(&fake_table, &c.rows[1], &c));
 	assert_string_equal(
-		s, "{\"id\":2,\"name\":\"\",\"pkts\":0,\"live\":0,\"rate\":0.0,"
-		   "\"mode\":\"off\",\"drops\":{\"full\":0,\"gone\":0,\"bad\":0},"
-		   "\"ring\":{\"count\":0,\"size\":0},\"members\":[]}");
+		s,
+		"{\"id\":2,\"name\":\"\",\"pkts\":0,\"live\":0,\"rate\":0.0,"
+		"\"mode\":\"off\",\"drops\":{\"full\":0,\"gone\":0,\"bad\":0},"
+		"\"ring\":{\"count\":0,\"size\":0},\"members\":[]}");
 	free(s);
 }
 
@@ -166,10 +171,12 @@ test_values(void **state)
 	assert_int_equal(sl_ctr_part(d, &c.rows[0], 2), 3);
 	assert_int_equal(sl_ctr_u64(sl_ctr_find(&fake_table, "id"), &c.rows[0]),
 			 1);
-	assert_int_equal(
-		sl_ctr_u64(sl_ctr_find(&fake_table, "live"), &c.rows[0]), 30);
-	assert_int_equal(
-		sl_ctr_u64(sl_ctr_find(&fake_table, "rate"), &c.rows[0]), 0);
+	assert_int_equal(sl_ctr_u64(sl_ctr_find(&fake_table, "live"),
+				    &c.rows[0]),
+			 30);
+	assert_int_equal(sl_ctr_u64(sl_ctr_find(&fake_table, "rate"),
+				    &c.rows[0]),
+			 0);
 	e = sl_ctr_find(&fake_table, "mode");
 	assert_string_equal(sl_ctr_str(e, &c.rows[0]), "on"); /* 3 % 2 */
 	assert_null(sl_ctr_str(d, &c.rows[0]));
@@ -187,20 +194,21 @@ test_tables(void **state)
 	c.rows[1].pkts = 9;
 	s = dump(sl_ctr_table_json(&root_table, SL_CTR_OBJECT, &c));
 	assert_string_equal(
-		s, "{\"n\":2,\"rows\":[{\"id\":1,\"name\":\"in\",\"pkts\":600,"
-		   "\"live\":30,\"rate\":1.5,\"mode\":\"on\",\"drops\":{"
-		   "\"full\":1,\"gone\":2,\"bad\":3},\"ring\":{\"count\":5,"
-		   "\"size\":4095},\"members\":[3,7]},{\"id\":2,\"name\":\"\","
-		   "\"pkts\":9,\"live\":0,\"rate\":0.0,\"mode\":\"off\","
-		   "\"drops\":{\"full\":0,\"gone\":0,\"bad\":0},\"ring\":{"
-		   "\"count\":0,\"size\":0},\"members\":[]}],\"head\":{\"n\":2},"
-		   "\"again\":[{\"id\":1,\"name\":\"in\",\"pkts\":600,"
-		   "\"live\":30,\"rate\":1.5,\"mode\":\"on\",\"drops\":{"
-		   "\"full\":1,\"gone\":2,\"bad\":3},\"ring\":{\"count\":5,"
-		   "\"size\":4095},\"members\":[3,7]},{\"id\":2,\"name\":\"\","
-		   "\"pkts\":9,\"live\":0,\"rate\":0.0,\"mode\":\"off\","
-		   "\"drops\":{\"full\":0,\"gone\":0,\"bad\":0},\"ring\":{"
-		   "\"count\":0,\"size\":0},\"members\":[]}]}");
+		s,
+		"{\"n\":2,\"rows\":[{\"id\":1,\"name\":\"in\",\"pkts\":600,"
+		"\"live\":30,\"rate\":1.5,\"mode\":\"on\",\"drops\":{"
+		"\"full\":1,\"gone\":2,\"bad\":3},\"ring\":{\"count\":5,"
+		"\"size\":4095},\"members\":[3,7]},{\"id\":2,\"name\":\"\","
+		"\"pkts\":9,\"live\":0,\"rate\":0.0,\"mode\":\"off\","
+		"\"drops\":{\"full\":0,\"gone\":0,\"bad\":0},\"ring\":{"
+		"\"count\":0,\"size\":0},\"members\":[]}],\"head\":{\"n\":2},"
+		"\"again\":[{\"id\":1,\"name\":\"in\",\"pkts\":600,"
+		"\"live\":30,\"rate\":1.5,\"mode\":\"on\",\"drops\":{"
+		"\"full\":1,\"gone\":2,\"bad\":3},\"ring\":{\"count\":5,"
+		"\"size\":4095},\"members\":[3,7]},{\"id\":2,\"name\":\"\","
+		"\"pkts\":9,\"live\":0,\"rate\":0.0,\"mode\":\"off\","
+		"\"drops\":{\"full\":0,\"gone\":0,\"bad\":0},\"ring\":{"
+		"\"count\":0,\"size\":0},\"members\":[]}]}");
 	free(s);
 	assert_int_equal(c.calls, 4);
 	/* no rows: an empty list; an object table's first row only */
@@ -231,8 +239,7 @@ test_schema(void **state)
 	assert_string_equal(json_string_value(json_object_get(sc, "root")),
 			    "root");
 	/* each table once, in the order it is first reached */
-	json_object_foreach(tables, k, v)
-		assert_string_equal(k, order[i++]);
+	json_object_foreach(tables, k, v) assert_string_equal(k, order[i++]);
 	assert_int_equal(i, 3);
 	s = json_dumps(json_object_get(tables, "root"), JSON_COMPACT);
 	assert_string_equal(

@@ -90,8 +90,8 @@ test_counts(void **state)
 	/* E: TCP/IPv6 x 2 and F: GRE: table full, untracked. */
 	frame_ip6(&f[n++], IPPROTO_TCP, v6_a, 1, v6_b, 2, 0);
 	frame_ip6(&f[n++], IPPROTO_TCP, v6_a, 1, v6_b, 2, 0);
-	frame_ip4(&f[n++], IPPROTO_ICMP, IP4(1, 1, 1, 1), 0, IP4(2, 2, 2, 2),
-		  0, 0);
+	frame_ip4(&f[n++], IPPROTO_ICMP, IP4(1, 1, 1, 1), 0, IP4(2, 2, 2, 2), 0,
+		  0);
 	f[n - 1].b[23] = 47;
 	/* Flow A again, after the table filled up: still tracked. */
 	frame_ip4(&f[n++], IPPROTO_TCP, IP4(10, 0, 0, 1), 1000,
@@ -118,8 +118,8 @@ test_counts(void **state)
 	snprintf(line, sizeof(line),
 		 "mon-proto: bytes tcp=%u udp=%u icmp=%u other_ipv4=%u "
 		 "other_ipv6=0 non_ip=42 malformed=30\n",
-		 4 * f[0].len + 2 * f[7].len, f[3].len + f[6].len,
-		 2 * f[4].len, f[9].len);
+		 4 * f[0].len + 2 * f[7].len, f[3].len + f[6].len, 2 * f[4].len,
+		 f[9].len);
 	assert_has(out, line);
 	snprintf(line, sizeof(line),
 		 "mon-top: rank=1 packets=4 bytes=%u flow=tcp 10.0.0.1:1000 > "
@@ -294,8 +294,9 @@ test_args(void **state)
 	free(out);
 	out = init_with(&rc, "--flows", "-5", NULL);
 	assert_int_equal(rc, EINVAL);
-	assert_string_equal(out, "sluice-monitor: --flows: '-5' is not a number "
-				 "from 1 to 16777216\n");
+	assert_string_equal(out,
+			    "sluice-monitor: --flows: '-5' is not a number "
+			    "from 1 to 16777216\n");
 	free(out);
 	out = init_with(&rc, "--top", "1001", NULL);
 	assert_int_equal(rc, EINVAL);

@@ -52,27 +52,68 @@ t_parse(struct sl_nf *nf, void *priv, const char *value)
 static const char *const t_modes[] = {"allow", "deny", "log", NULL};
 
 static const struct sl_nf_opt t_opts[] = {
-	{.name = "count", .type = SL_OPT_NUMBER, .arg = "N",
-	 .help = "how many", SL_OPT_AT(struct t_ctx, count), .min = 1,
-	 .max = 1000, .def = "128"},
-	{.name = "big", .type = SL_OPT_NUMBER, .arg = "N", .help = "a lot",
-	 SL_OPT_AT(struct t_ctx, big), .max = 1e12, .what = "number"},
-	{.name = "secs", .type = SL_OPT_NUMBER, .arg = "S",
-	 .help = "seconds\nsecond line", SL_OPT_AT(struct t_ctx, secs),
-	 .max = 86400, .frac = 1, .what = "number of seconds", .def = "0.5"},
-	{.name = "small", .letter = 'n', .type = SL_OPT_NUMBER, .arg = "N",
-	 .help = "a byte", SL_OPT_AT(struct t_ctx, small), .max = 255},
-	{.name = "flag", .type = SL_OPT_FLAG, .help = "a flag",
-	 SL_OPT_AT(struct t_ctx, flag), .access = SL_ACCESS_WRITE},
-	{.name = "file", .type = SL_OPT_FILE, .arg = "FILE",
-	 .help = "a file", SL_OPT_AT(struct t_ctx, file)},
-	{.name = "filter", .type = SL_OPT_STRING, .arg = "TEXT",
-	 .help = "a text", SL_OPT_AT(struct t_ctx, name)},
-	{.name = "mode", .type = SL_OPT_CHOICE, .arg = "MODE", .help = "mode",
-	 SL_OPT_AT(struct t_ctx, mode), .choices = t_modes, .def = "deny"},
-	{.name = "to", .type = SL_OPT_SERVICE, .arg = "SERVICE",
-	 .help = "where", SL_OPT_AT(struct t_ctx, svc)},
-	{.name = "each", .type = SL_OPT_STRING, .arg = "X", .help = "any",
+	{.name = "count",
+	 .type = SL_OPT_NUMBER,
+	 .arg = "N",
+	 .help = "how many",
+	 SL_OPT_AT(struct t_ctx, count),
+	 .min = 1,
+	 .max = 1000,
+	 .def = "128"},
+	{.name = "big",
+	 .type = SL_OPT_NUMBER,
+	 .arg = "N",
+	 .help = "a lot",
+	 SL_OPT_AT(struct t_ctx, big),
+	 .max = 1e12,
+	 .what = "number"},
+	{.name = "secs",
+	 .type = SL_OPT_NUMBER,
+	 .arg = "S",
+	 .help = "seconds\nsecond line",
+	 SL_OPT_AT(struct t_ctx, secs),
+	 .max = 86400,
+	 .frac = 1,
+	 .what = "number of seconds",
+	 .def = "0.5"},
+	{.name = "small",
+	 .letter = 'n',
+	 .type = SL_OPT_NUMBER,
+	 .arg = "N",
+	 .help = "a byte",
+	 SL_OPT_AT(struct t_ctx, small),
+	 .max = 255},
+	{.name = "flag",
+	 .type = SL_OPT_FLAG,
+	 .help = "a flag",
+	 SL_OPT_AT(struct t_ctx, flag),
+	 .access = SL_ACCESS_WRITE},
+	{.name = "file",
+	 .type = SL_OPT_FILE,
+	 .arg = "FILE",
+	 .help = "a file",
+	 SL_OPT_AT(struct t_ctx, file)},
+	{.name = "filter",
+	 .type = SL_OPT_STRING,
+	 .arg = "TEXT",
+	 .help = "a text",
+	 SL_OPT_AT(struct t_ctx, name)},
+	{.name = "mode",
+	 .type = SL_OPT_CHOICE,
+	 .arg = "MODE",
+	 .help = "mode",
+	 SL_OPT_AT(struct t_ctx, mode),
+	 .choices = t_modes,
+	 .def = "deny"},
+	{.name = "to",
+	 .type = SL_OPT_SERVICE,
+	 .arg = "SERVICE",
+	 .help = "where",
+	 SL_OPT_AT(struct t_ctx, svc)},
+	{.name = "each",
+	 .type = SL_OPT_STRING,
+	 .arg = "X",
+	 .help = "any",
 	 .parse = t_parse},
 	{.name = NULL},
 };
@@ -151,15 +192,19 @@ test_errors(void **state)
 	expect_error("t: --count: '0' is not a whole number from 1 to 1000\n",
 		     "--count", "0");
 	expect_error("t: --count: '1.5' is not a whole number from 1 to "
-		     "1000\n", "--count", "1.5");
+		     "1000\n",
+		     "--count", "1.5");
 	expect_error("t: --big: '-1' is not a number from 0 to "
-		     "1000000000000\n", "--big", "-1");
+		     "1000000000000\n",
+		     "--big", "-1");
 	expect_error("t: --secs: '1e3' is not a number of seconds from 0 to "
-		     "86400\n", "--secs", "1e3");
+		     "86400\n",
+		     "--secs", "1e3");
 	expect_error("t: --mode 'none': use allow, deny or log\n", "--mode",
 		     "none");
 	expect_error("t: --to 'x': no such service (sluice status lists "
-		     "them)\n", "--to", "x");
+		     "them)\n",
+		     "--to", "x");
 	expect_error("t: unrecognized option '--bogus'\nusage: t\n", "--bogus",
 		     NULL);
 	expect_error("t: option '--fi' is ambiguous\nusage: t\n", "--fi", "x");
@@ -192,12 +237,16 @@ static void
 test_check(void **state)
 {
 	static const struct sl_nf_opt bad_size[] = {
-		{.name = "n", .type = SL_OPT_NUMBER, .max = 70000,
+		{.name = "n",
+		 .type = SL_OPT_NUMBER,
+		 .max = 70000,
 		 SL_OPT_AT(struct t_ctx, small)},
 		{.name = NULL},
 	};
 	static const struct sl_nf_opt bad_letter[] = {
-		{.name = "x", .letter = 'h', .type = SL_OPT_FLAG,
+		{.name = "x",
+		 .letter = 'h',
+		 .type = SL_OPT_FLAG,
 		 SL_OPT_AT(struct t_ctx, flag)},
 		{.name = NULL},
 	};
@@ -234,18 +283,17 @@ test_usage(void **state)
 	n = (size_t)pread(fileno(tmp), buf, sizeof(buf) - 1, 0);
 	buf[n] = '\0';
 	fclose(tmp);
-	assert_string_equal(buf,
-			    "  --count N     how many\n"
-			    "  --big N       a lot\n"
-			    "  --secs S      seconds\n"
-			    "                second line\n"
-			    "  --small N     a byte\n"
-			    "  --flag        a flag\n"
-			    "  --file FILE   a file\n"
-			    "  --filter TEXT  a text\n"
-			    "  --mode MODE   mode\n"
-			    "  --to SERVICE  where\n"
-			    "  --each X      any\n");
+	assert_string_equal(buf, "  --count N     how many\n"
+				 "  --big N       a lot\n"
+				 "  --secs S      seconds\n"
+				 "                second line\n"
+				 "  --small N     a byte\n"
+				 "  --flag        a flag\n"
+				 "  --file FILE   a file\n"
+				 "  --filter TEXT  a text\n"
+				 "  --mode MODE   mode\n"
+				 "  --to SERVICE  where\n"
+				 "  --each X      any\n");
 }
 
 static int

@@ -121,8 +121,8 @@ check_truncations(const struct frame *f, const struct expect *e)
 			assert_int_equal(info.l4_len, 0);
 		else
 			assert_int_equal(info.l4_len,
-					 (len < e->dgram_end ? len :
-							       e->dgram_end) -
+					 (len < e->dgram_end ? len
+							     : e->dgram_end) -
 						 e->l4_off);
 		assert_int_equal(trc, 0);
 		assert_int_equal(t.family, e->ip_version);
@@ -162,19 +162,18 @@ test_tcp4_truncations(void **state)
 	struct sl_5tuple t;
 
 	/* What build_tcp4() must write: the truncations below cut this. */
-	static const uint8_t want[68] = {
-		/* Ethernet: dst, src, IPv4 */
-		0x02, 0x00, 0x00, 0x00, 0x00, 0x01, 0x02, 0x00, 0x00, 0x00,
-		0x00, 0x02, 0x08, 0x00,
-		/* IPv4: IHL 5, total 50, id 0x1234, TTL 64, TCP, csum 0 */
-		0x45, 0x00, 0x00, 0x32, 0x12, 0x34, 0x00, 0x00, 0x40, 0x06,
-		0x00, 0x00, 10, 0, 1, 2, 192, 168, 0, 10,
-		/* TCP: 40000 > 80, seq 1, ack 0, offset 5, PSH ACK */
-		0x9c, 0x40, 0x00, 0x50, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00,
-		0x00, 0x00, 0x50, 0x18, 0xff, 0xff, 0x00, 0x00, 0x00, 0x00,
-		/* payload "abcdefghij", then 4 bytes of Ethernet padding */
-		'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j',
-		0, 0, 0, 0};
+	static const uint8_t want[68] =
+		{/* Ethernet: dst, src, IPv4 */
+		 0x02, 0x00, 0x00, 0x00, 0x00, 0x01, 0x02, 0x00, 0x00, 0x00,
+		 0x00, 0x02, 0x08, 0x00,
+		 /* IPv4: IHL 5, total 50, id 0x1234, TTL 64, TCP, csum 0 */
+		 0x45, 0x00, 0x00, 0x32, 0x12, 0x34, 0x00, 0x00, 0x40, 0x06,
+		 0x00, 0x00, 10, 0, 1, 2, 192, 168, 0, 10,
+		 /* TCP: 40000 > 80, seq 1, ack 0, offset 5, PSH ACK */
+		 0x9c, 0x40, 0x00, 0x50, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00,
+		 0x00, 0x00, 0x50, 0x18, 0xff, 0xff, 0x00, 0x00, 0x00, 0x00,
+		 /* payload "abcdefghij", then 4 bytes of Ethernet padding */
+		 'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j', 0, 0, 0, 0};
 
 	(void)state;
 	build_tcp4(&f);
@@ -195,10 +194,10 @@ build_udp6_ext(struct frame *f)
 	memset(f, 0, sizeof(*f));
 	put_eth(f, SL_ETHER_TYPE_IPV6, 0, NULL);
 	put_ipv6(f, IPPROTO_HOPOPTS, v6_a, v6_b, 8 + 24 + 16 + 8 + 8);
-	put_ext(f, IPPROTO_ROUTING, 0);  /* 54..62 */
-	put_ext(f, IPPROTO_DSTOPTS, 2);  /* 62..86 */
-	put_ext(f, IPPROTO_UDP, 1);      /* 86..102 */
-	put_udp(f, 5353, 53, 8);         /* 102..118 */
+	put_ext(f, IPPROTO_ROUTING, 0); /* 54..62 */
+	put_ext(f, IPPROTO_DSTOPTS, 2); /* 62..86 */
+	put_ext(f, IPPROTO_UDP, 1);     /* 86..102 */
+	put_udp(f, 5353, 53, 8);        /* 102..118 */
 }
 
 static void
@@ -220,24 +219,24 @@ test_udp6_ext_truncations(void **state)
 	struct sl_5tuple t;
 
 	/* What build_udp6_ext() must write, header by header. */
-	static const uint8_t want[118] = {
-		/* Ethernet: dst, src, IPv6 */
-		0x02, 0x00, 0x00, 0x00, 0x00, 0x01, 0x02, 0x00, 0x00, 0x00,
-		0x00, 0x02, 0x86, 0xdd,
-		/* IPv6: payload 64, next hop-by-hop, hop limit 64 */
-		0x60, 0x00, 0x00, 0x00, 0x00, 0x40, 0x00, 0x40,
-		0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1,
-		0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2,
-		/* 54: hop-by-hop, 8 bytes, next routing */
-		43, 0, 0, 0, 0, 0, 0, 0,
-		/* 62: routing, 24 bytes, next destination options */
-		60, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-		0, 0, 0, 0,
-		/* 86: destination options, 16 bytes, next UDP */
-		17, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-		/* 102: UDP 5353 > 53, length 16, csum 0, payload 0..7 */
-		0x14, 0xe9, 0x00, 0x35, 0x00, 0x10, 0x00, 0x00,
-		0, 1, 2, 3, 4, 5, 6, 7};
+	static const uint8_t want[118] =
+		{/* Ethernet: dst, src, IPv6 */
+		 0x02, 0x00, 0x00, 0x00, 0x00, 0x01, 0x02, 0x00, 0x00, 0x00,
+		 0x00, 0x02, 0x86, 0xdd,
+		 /* IPv6: payload 64, next hop-by-hop, hop limit 64 */
+		 0x60, 0x00, 0x00, 0x00, 0x00, 0x40, 0x00, 0x40, 0x20, 0x01,
+		 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0x20, 0x01,
+		 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2,
+		 /* 54: hop-by-hop, 8 bytes, next routing */
+		 43, 0, 0, 0, 0, 0, 0, 0,
+		 /* 62: routing, 24 bytes, next destination options */
+		 60, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+		 0, 0, 0,
+		 /* 86: destination options, 16 bytes, next UDP */
+		 17, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+		 /* 102: UDP 5353 > 53, length 16, csum 0, payload 0..7 */
+		 0x14, 0xe9, 0x00, 0x35, 0x00, 0x10, 0x00, 0x00, 0, 1, 2, 3, 4,
+		 5, 6, 7};
 
 	(void)state;
 	build_udp6_ext(&f);
@@ -272,8 +271,7 @@ test_vlan_truncations(void **state)
 
 	(void)state;
 	put_eth(&f, SL_ETHER_TYPE_IPV4, 1, tags);
-	put_ipv4(&f, IPPROTO_UDP, IP4(10, 0, 0, 1), IP4(10, 0, 0, 2), 12, 0,
-		 0);
+	put_ipv4(&f, IPPROTO_UDP, IP4(10, 0, 0, 1), IP4(10, 0, 0, 2), 12, 0, 0);
 	put_udp(&f, 1024, 4789, 4);
 	check_truncations(&f, &e);
 }
@@ -301,8 +299,8 @@ test_qinq_truncations(void **state)
 
 	(void)state;
 	put_eth(&f, SL_ETHER_TYPE_IPV4, 2, tags);
-	put_ipv4(&f, IPPROTO_TCP, IP4(192, 168, 0, 1), IP4(10, 0, 0, 9), 20,
-		 0, 0);
+	put_ipv4(&f, IPPROTO_TCP, IP4(192, 168, 0, 1), IP4(10, 0, 0, 9), 20, 0,
+		 0);
 	put_tcp(&f, 443, 51000, 0);
 	check_truncations(&f, &e);
 }
@@ -655,8 +653,7 @@ test_icmp_and_others(void **state)
 
 	(void)state;
 	put_eth(&f, SL_ETHER_TYPE_IPV4, 0, NULL);
-	put_ipv4(&f, IPPROTO_ICMP, IP4(10, 0, 0, 1), IP4(10, 0, 0, 2), 8, 0,
-		 0);
+	put_ipv4(&f, IPPROTO_ICMP, IP4(10, 0, 0, 1), IP4(10, 0, 0, 2), 8, 0, 0);
 	put32(&f, 0x08000000);
 	put32(&f, 0x12340001);
 	assert_int_equal(parse_n(&f, f.len, &info), 0);
@@ -703,8 +700,8 @@ make_tuple4(struct sl_5tuple *t, uint8_t proto, uint32_t s, uint16_t sp,
 }
 
 static void
-make_tuple6(struct sl_5tuple *t, uint8_t proto, const uint8_t *s,
-	    uint16_t sp, const uint8_t *d, uint16_t dp)
+make_tuple6(struct sl_5tuple *t, uint8_t proto, const uint8_t *s, uint16_t sp,
+	    const uint8_t *d, uint16_t dp)
 {
 	memset(t, 0, sizeof(*t));
 	t->family = 6;
@@ -785,17 +782,17 @@ test_hash_symmetric(void **state)
 	free(h);
 
 	/* Same addresses and ports, only one thing differs each time. */
-	make_tuple4(&t, IPPROTO_TCP, IP4(10, 0, 0, 1), 1000,
-		    IP4(10, 0, 0, 2), 80);
-	make_tuple4(&r, IPPROTO_UDP, IP4(10, 0, 0, 1), 1000,
-		    IP4(10, 0, 0, 2), 80);
+	make_tuple4(&t, IPPROTO_TCP, IP4(10, 0, 0, 1), 1000, IP4(10, 0, 0, 2),
+		    80);
+	make_tuple4(&r, IPPROTO_UDP, IP4(10, 0, 0, 1), 1000, IP4(10, 0, 0, 2),
+		    80);
 	assert_int_not_equal(sl_5tuple_hash(&t), sl_5tuple_hash(&r));
-	make_tuple4(&r, IPPROTO_TCP, IP4(10, 0, 0, 1), 1001,
-		    IP4(10, 0, 0, 2), 80);
+	make_tuple4(&r, IPPROTO_TCP, IP4(10, 0, 0, 1), 1001, IP4(10, 0, 0, 2),
+		    80);
 	assert_int_not_equal(sl_5tuple_hash(&t), sl_5tuple_hash(&r));
 	/* Swapping only the ports is another flow. */
-	make_tuple4(&r, IPPROTO_TCP, IP4(10, 0, 0, 1), 80,
-		    IP4(10, 0, 0, 2), 1000);
+	make_tuple4(&r, IPPROTO_TCP, IP4(10, 0, 0, 1), 80, IP4(10, 0, 0, 2),
+		    1000);
 	assert_int_not_equal(sl_5tuple_hash(&t), sl_5tuple_hash(&r));
 	/* Equal endpoints (both ends the same address): still symmetric. */
 	make_tuple6(&t, IPPROTO_TCP, v6_a, 5, v6_a, 6);
@@ -888,8 +885,7 @@ test_format(void **state)
 			 strlen("udp [2001:db8::1]:5353 > [2001:db8::2]:53"));
 	assert_string_equal(buf, "udp [2001:db8::1]:5353 > [2001:db8::2]:53");
 
-	make_tuple4(&t, IPPROTO_ICMP, IP4(10, 0, 0, 1), 0, IP4(10, 0, 0, 2),
-		    0);
+	make_tuple4(&t, IPPROTO_ICMP, IP4(10, 0, 0, 1), 0, IP4(10, 0, 0, 2), 0);
 	sl_5tuple_format(&t, buf, sizeof(buf));
 	assert_string_equal(buf, "icmp 10.0.0.1 > 10.0.0.2");
 

@@ -82,7 +82,10 @@ struct hdr_expect {
 	struct hdr_at eth, vlan[3], ip4, ip6, tcp, udp;
 };
 
-#define HDR_NONE {-1, 0}
+#define HDR_NONE                                                               \
+	{                                                                      \
+		-1, 0                                                          \
+	}
 
 /* An mbuf whose single segment is an exact-size copy of f's first len
  * bytes. Free m->buf_addr. */
@@ -115,8 +118,9 @@ check_hdr(const char *what, uint32_t len, const void *got,
 	}
 	if (got != p + a.off)
 		fail_msg("%s: at length %u got offset %td, wanted %d", what,
-			 len, got == NULL ? (ptrdiff_t)-1 :
-				 (const uint8_t *)got - p, a.off);
+			 len,
+			 got == NULL ? (ptrdiff_t)-1 : (const uint8_t *)got - p,
+			 a.off);
 	/* Reads the whole header through the pointer. */
 	assert_memory_equal(got, f->b + a.off, size);
 }
@@ -133,8 +137,10 @@ check_hdrs_at(const struct frame *f, uint32_t len, const struct hdr_expect *e)
 	check_hdr("eth", len, sl_pkt_eth(&m), &m, f, e->eth,
 		  sizeof(struct rte_ether_hdr));
 	for (i = 0; i < 3; i++)
-		check_hdr(i == 0 ? "vlan0" : i == 1 ? "vlan1" : "vlan2", len,
-			  sl_pkt_vlan(&m, &info, i), &m, f, e->vlan[i],
+		check_hdr(i == 0   ? "vlan0"
+			  : i == 1 ? "vlan1"
+				   : "vlan2",
+			  len, sl_pkt_vlan(&m, &info, i), &m, f, e->vlan[i],
 			  sizeof(struct rte_vlan_hdr));
 	check_hdr("ipv4", len, sl_pkt_ipv4(&m, &info), &m, f, e->ip4,
 		  sizeof(struct rte_ipv4_hdr));
@@ -274,22 +280,20 @@ test_hdr_vlans(void **state)
 
 	(void)state;
 	put_eth(&f, SL_ETHER_TYPE_IPV4, 1, tag1);
-	put_ipv4(&f, IPPROTO_UDP, IP4(10, 0, 0, 1), IP4(10, 0, 0, 2), 12, 0,
-		 0);
+	put_ipv4(&f, IPPROTO_UDP, IP4(10, 0, 0, 1), IP4(10, 0, 0, 2), 12, 0, 0);
 	put_udp(&f, 1024, 4789, 4);
 	check_hdrs(&f, &e1);
 
 	memset(&f, 0, sizeof(f));
 	put_eth(&f, SL_ETHER_TYPE_IPV4, 2, tag2);
-	put_ipv4(&f, IPPROTO_TCP, IP4(192, 168, 0, 1), IP4(10, 0, 0, 9), 20,
-		 0, 0);
+	put_ipv4(&f, IPPROTO_TCP, IP4(192, 168, 0, 1), IP4(10, 0, 0, 9), 20, 0,
+		 0);
 	put_tcp(&f, 443, 51000, 0);
 	check_hdrs(&f, &e2);
 
 	mbuf_n(&m, &f, f.len);
 	assert_int_equal(sl_pkt_parse(&m, &info), 0);
-	assert_int_equal(sl_pkt_eth(&m)->ether_type,
-			 htons(SL_ETHER_TYPE_QINQ));
+	assert_int_equal(sl_pkt_eth(&m)->ether_type, htons(SL_ETHER_TYPE_QINQ));
 	v0 = sl_pkt_vlan(&m, &info, 0);
 	v1 = sl_pkt_vlan(&m, &info, 1);
 	assert_int_equal(v0->vlan_tci, htons(0x00c8));
@@ -674,8 +678,7 @@ check_info_sane(const struct sl_pkt_info *info, uint32_t len)
 		return;
 	assert_true(info->ip_version == 4 || info->ip_version == 6);
 	assert_true(info->l3_off >= 14 && info->l3_off <= 22);
-	assert_true(info->l3_off + (info->ip_version == 4 ? 20u : 40u) <=
-		    len);
+	assert_true(info->l3_off + (info->ip_version == 4 ? 20u : 40u) <= len);
 	if (info->l4_off == 0) {
 		assert_true(info->later_fragment);
 		assert_int_equal(info->l4_len, 0);
@@ -790,9 +793,9 @@ test_fuzz(void **state)
 	static const uint16_t vlan[] = {SL_ETHER_TYPE_VLAN, 5};
 	static const uint16_t qinq[] = {SL_ETHER_TYPE_QINQ, 6,
 					SL_ETHER_TYPE_VLAN, 7};
-	static const uint16_t types[] = {
-		SL_ETHER_TYPE_IPV4, SL_ETHER_TYPE_IPV6, SL_ETHER_TYPE_VLAN,
-		SL_ETHER_TYPE_QINQ};
+	static const uint16_t types[] = {SL_ETHER_TYPE_IPV4, SL_ETHER_TYPE_IPV6,
+					 SL_ETHER_TYPE_VLAN,
+					 SL_ETHER_TYPE_QINQ};
 	static const uint8_t nhs[] = {0, 43, 44, 60, 6, 17, 132, 1, 58, 59};
 	unsigned i, n_ok = 0;
 

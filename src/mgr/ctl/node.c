@@ -31,11 +31,11 @@ rpc_status(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 
 		pool_size += (int)mp->size;
 		in_use += (int)used;
-		json_array_append_new(
-			pools, json_pack("{s:s, s:i, s:i, s:i}", "name",
-					 mp->name, "socket", mp->socket_id,
-					 "size", (int)mp->size, "in_use",
-					 (int)used));
+		json_array_append_new(pools, json_pack("{s:s, s:i, s:i, s:i}",
+						       "name", mp->name,
+						       "socket", mp->socket_id,
+						       "size", (int)mp->size,
+						       "in_use", (int)used));
 	}
 	return json_pack(
 		"{s:s, s:s, s:i, s:s, s:s, s:f, s:b, s:i, s:i, s:i, s:i, s:i, "
@@ -48,10 +48,9 @@ rpc_status(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 		"rx_enabled", shm->rx_enabled, "max_nfs", shm->max_nfs,
 		"max_services", shm->max_services, "ring_size",
 		(int)shm->ring_size, "burst", (int)shm->burst, "rx_burst",
-		(int)m->o.rx_burst, "max_hops",
-		(int)shm->max_hops, "n_nfs", n_nfs,
-		"n_services", n_svc, "n_ports", shm->n_ports, "io_threads",
-		(int)shm->n_io, "methods", names, "mbufs", "size",
+		(int)m->o.rx_burst, "max_hops", (int)shm->max_hops, "n_nfs",
+		n_nfs, "n_services", n_svc, "n_ports", shm->n_ports,
+		"io_threads", (int)shm->n_io, "methods", names, "mbufs", "size",
 		pool_size, "in_use", in_use, "leaked",
 		(json_int_t)m->mbufs_leaked, "in_doubt",
 		(json_int_t)m->mbufs_in_doubt, "pools", pools, "rings_unstuck",
@@ -87,9 +86,10 @@ rpc_rx_resume(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 {
 	(void)p;
 	if (!sl_chain_complete(m))
-		return sl_rpc_fail(e, SL_RPC_E_FAILED,
-				   "the chain is not complete (a service on it has "
-				   "no NF): start the NFs or chain.set first");
+		return sl_rpc_fail(
+			e, SL_RPC_E_FAILED,
+			"the chain is not complete (a service on it has "
+			"no NF): start the NFs or chain.set first");
 	__atomic_store_n(&m->shm->rx_enabled, 1, __ATOMIC_RELEASE);
 	return json_pack("{s:b}", "rx_enabled", 1);
 }

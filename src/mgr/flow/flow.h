@@ -107,8 +107,8 @@ struct sl_flowdir_state {
 	 * entry). rte_hash_get_key_with_position() cannot be used: it
 	 * re-hashes the key with the table's hash function, and entries are
 	 * added with sluiced's symmetric hash (sl_flow_key_hash) instead. */
-	struct sl_flow_key *keys;   /* [capacity] */
-	struct sl_flow_side *side;  /* [capacity] */
+	struct sl_flow_key *keys;  /* [capacity] */
+	struct sl_flow_side *side; /* [capacity] */
 	/* Per graph id, bumped when that graph is removed (control thread;
 	 * RX reads it): an entry classified under an earlier incarnation of
 	 * its graph id belongs to a removed graph, even once another graph

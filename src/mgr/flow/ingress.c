@@ -57,7 +57,8 @@ classify(const struct sl_ruleset *rs, const struct sl_5tuple *const *t,
 		sl_classifier_lookup(rs->cls, &rp, &in_port[i], 1, &res[i]);
 	}
 	for (uint32_t i = 0; i < n; i++) {
-		const struct sl_rule *r = res[i] ? &rs->rules[res[i] - 1] : NULL;
+		const struct sl_rule *r = res[i] ? &rs->rules[res[i] - 1]
+						 : NULL;
 
 		graph[i] = r != NULL ? r->graph : 0;
 		rule[i] = r != NULL ? r->id : 0;
@@ -72,8 +73,8 @@ wild_request_me(struct sl_shm *shm, struct sl_flow_entry *e, uint16_t graph,
 		uint16_t s)
 {
 	uint16_t v = sl_graph_current(shm, graph);
-	const struct sl_graph *g =
-		v == SL_GRAPH_NONE ? NULL : sl_graph_of(shm, v);
+	const struct sl_graph *g = v == SL_GRAPH_NONE ? NULL
+						      : sl_graph_of(shm, v);
 	union sl_flow_ovr *o = sl_flow_ovrs(shm, e);
 
 	if (g == NULL || g->open)
@@ -98,11 +99,11 @@ wild_request_me(struct sl_shm *shm, struct sl_flow_entry *e, uint16_t graph,
 
 static void
 entry_create(struct sl_flowdir_state *fs, struct sl_shm *shm,
-	     struct sl_flow_entry *e, uint16_t graph,
-	     const struct sl_5tuple *t, uint16_t in_port, uint32_t len)
+	     struct sl_flow_entry *e, uint16_t graph, const struct sl_5tuple *t,
+	     uint16_t in_port, uint32_t len)
 {
-	const struct sl_wildset *ws = __atomic_load_n(&fs->wild,
-						      __ATOMIC_ACQUIRE);
+	const struct sl_wildset *ws =
+		__atomic_load_n(&fs->wild, __ATOMIC_ACQUIRE);
 	uint32_t *pin = sl_flow_pins(shm, e);
 	union sl_flow_ovr *o = sl_flow_ovrs(shm, e);
 
@@ -140,7 +141,8 @@ table_add(struct sl_flow_table *ft, const struct sl_flow_key *k,
 		return rte_hash_add_key_with_hash(ft->hash, k4, sig);
 	if (ft->n_live6 >= ft->max_flows6)
 		return -ENOSPC;
-	return sl_flow_entry6(ft, rte_hash_add_key_with_hash(ft->hash6, k, sig));
+	return sl_flow_entry6(ft,
+			      rte_hash_add_key_with_hash(ft->hash6, k, sig));
 }
 
 /* Bulk lookup of the keys of one family (idx: which of the burst's keys),
@@ -192,8 +194,8 @@ struct burst {
 
 /* Parses and hashes each packet; sets nk, n4, n6 and the keys. */
 INGRESS_INLINE void
-burst_keys(struct burst *b, struct sl_flow_table *ft,
-	   struct rte_mbuf **pkts, uint16_t n, int off)
+burst_keys(struct burst *b, struct sl_flow_table *ft, struct rte_mbuf **pkts,
+	   uint16_t n, int off)
 {
 	/* Counters in locals, stored once: b's address escapes. */
 	uint16_t nk = 0, n4 = 0, n6 = 0, last4 = NO_SAME;
@@ -218,7 +220,8 @@ burst_keys(struct burst *b, struct sl_flow_table *ft,
 		b->same[nk] = NO_SAME;
 		if (likely(b->tup[nk].family == 4)) {
 			uint32_t lo, hi;
-			uint64_t head = sl_flow_key4_parts(&b->tup[nk], &lo, &hi);
+			uint64_t head =
+				sl_flow_key4_parts(&b->tup[nk], &lo, &hi);
 
 			b->k4[nk].head = head;
 			b->k4[nk].addr_lo = lo;
@@ -311,12 +314,12 @@ burst_lookup(struct burst *b, struct sl_flowdir_state *fs, struct sl_shm *shm,
 /* New flows: classified all at once, then an entry each (or, the table
  * full, their rule's graph without one). */
 static void
-burst_new_flows(struct burst *b, struct sl_flowdir_state *fs, struct sl_shm *shm,
-		struct rte_mbuf **pkts, int off)
+burst_new_flows(struct burst *b, struct sl_flowdir_state *fs,
+		struct sl_shm *shm, struct rte_mbuf **pkts, int off)
 {
 	struct sl_flow_table *ft = &shm->flow;
-	const struct sl_ruleset *rs = __atomic_load_n(&fs->rules,
-						      __ATOMIC_ACQUIRE);
+	const struct sl_ruleset *rs =
+		__atomic_load_n(&fs->rules, __ATOMIC_ACQUIRE);
 	const struct sl_5tuple *tp[SL_BURST_MAX];
 	uint16_t inp[SL_BURST_MAX], graph[SL_BURST_MAX];
 	uint32_t rule[SL_BURST_MAX];
@@ -382,8 +385,8 @@ entry_reclassify(struct sl_flowdir_state *fs, struct sl_shm *shm,
 		 struct sl_flow_entry *e, const struct sl_5tuple *t,
 		 uint16_t in_port, uint32_t p)
 {
-	const struct sl_ruleset *rs = __atomic_load_n(&fs->rules,
-						      __ATOMIC_ACQUIRE);
+	const struct sl_ruleset *rs =
+		__atomic_load_n(&fs->rules, __ATOMIC_ACQUIRE);
 	uint16_t g, inc, gv;
 	uint32_t r;
 

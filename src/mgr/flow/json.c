@@ -17,9 +17,9 @@ sl_flow_match_json(const struct sl_shm *shm, const struct sl_match *mt,
 {
 	sl_match_to_json(mt, obj);
 	if (mt->in_port_lo == mt->in_port_hi && mt->in_port_lo < SL_MAX_PORTS)
-		json_object_set_new(
-			obj, "in_port",
-			json_string(shm->ports[mt->in_port_lo].name));
+		json_object_set_new(obj, "in_port",
+				    json_string(
+					    shm->ports[mt->in_port_lo].name));
 }
 
 static const char *
@@ -62,15 +62,15 @@ ovrs_json(const struct sl_shm *shm, struct sl_flow_entry *e)
 	json_t *ovr = json_array();
 
 	for (uint16_t k = 0; k < shm->flow.n_ovr; k++) {
-		union sl_flow_ovr v = {.u64 = __atomic_load_n(
-					       &o[k].u64, __ATOMIC_ACQUIRE)};
+		union sl_flow_ovr v = {
+			.u64 = __atomic_load_n(&o[k].u64, __ATOMIC_ACQUIRE)};
 
 		if (v.f.kind == SL_OVR_FREE || v.f.service >= shm->max_services)
 			continue;
-		json_t *x = json_pack("{s:s, s:s}", "service",
-				      shm->services[v.f.service].name, "type",
-				      v.f.kind == SL_OVR_SKIP ? "skip"
-							      : "default");
+		json_t *x =
+			json_pack("{s:s, s:s}", "service",
+				  shm->services[v.f.service].name, "type",
+				  v.f.kind == SL_OVR_SKIP ? "skip" : "default");
 		if (v.f.kind == SL_OVR_DEFAULT)
 			json_object_set_new(x, "to", sl_hop_json(shm, v.f.hop));
 		json_array_append_new(ovr, x);
@@ -101,16 +101,14 @@ sl_flow_json(const struct sl_mgr *m, uint32_t p)
 			? shm->ports[fs->side[p].in_port].name
 			: "?",
 		"graph", graph_name(shm, sl_flow_entry_graph(fs, shm, e)),
-		"pkts", (json_int_t)e->pkts,
-		"bytes", (json_int_t)e->bytes, "idle_ms",
-		(json_int_t)(uint32_t)(now_ms - e->last_ms), "pins",
+		"pkts", (json_int_t)e->pkts, "bytes", (json_int_t)e->bytes,
+		"idle_ms", (json_int_t)(uint32_t)(now_ms - e->last_ms), "pins",
 		pins_json(shm, e), "overrides", ovrs_json(shm, e), "state",
 		e->state == SL_FLOW_DELETE ? "deleting" : "live");
 }
 
 json_t *
-sl_flows_list(struct sl_mgr *m, const struct sl_flow_filter *f,
-	      uint32_t limit)
+sl_flows_list(struct sl_mgr *m, const struct sl_flow_filter *f, uint32_t limit)
 {
 	struct sl_shm *shm = m->shm;
 	json_t *a = json_array();

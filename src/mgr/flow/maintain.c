@@ -36,8 +36,8 @@ flow_retire(struct sl_flowdir_state *fs, struct sl_shm *shm, uint32_t p)
 		struct sl_flow_key4 k4;
 
 		sl_flow_key4_of(&fs->keys[p], &k4);
-		if (rte_hash_del_key_with_hash(ft->hash, &k4,
-					       fs->side[p].sig) < 0)
+		if (rte_hash_del_key_with_hash(ft->hash, &k4, fs->side[p].sig) <
+		    0)
 			return -ENOENT;
 	} else {
 		if (rte_hash_del_key_with_hash(ft->hash6, &fs->keys[p],
@@ -141,9 +141,8 @@ limbo_recycle(struct sl_flowdir_state *fs, struct sl_shm *shm, uint64_t now)
 		fs->n_closed--;
 	}
 	if (fs->n_closed < SL_FLOW_LIMBO_BATCHES) {
-		struct sl_flow_limbo *b =
-			&fs->limbo[(fs->head + fs->n_closed) %
-				   SL_FLOW_LIMBO_BATCHES];
+		struct sl_flow_limbo *b = &fs->limbo[(fs->head + fs->n_closed) %
+						     SL_FLOW_LIMBO_BATCHES];
 
 		if (b->n > 0 && now - fs->open_since > 10 * shm->ms_hz) {
 			(void)sl_grace_start(&b->grace, shm);
@@ -176,7 +175,8 @@ sl_flow_maintain(struct sl_flowdir_state *fs, struct sl_shm *shm, uint64_t now)
 		uint8_t st;
 
 		p = fs->cursor;
-		fs->cursor = fs->cursor + 1 == ft->capacity ? 0 : fs->cursor + 1;
+		fs->cursor = fs->cursor + 1 == ft->capacity ? 0
+							    : fs->cursor + 1;
 		e = sl_flow_entry(shm, p);
 		st = __atomic_load_n(&e->state, __ATOMIC_ACQUIRE);
 		if (st == SL_FLOW_FREE)

@@ -17,8 +17,8 @@ param_filter(struct sl_mgr *m, json_t *p, const char *const *extra,
 	f->graph = SL_GRAPH_NONE;
 	f->service = SL_SERVICE_NONE;
 	f->instance = SL_INSTANCE_NONE;
-	if (sl_rpc_param_match(m, p, extra, n_extra, &f->match,
-			       &f->has_match, e))
+	if (sl_rpc_param_match(m, p, extra, n_extra, &f->match, &f->has_match,
+			       e))
 		return -1;
 	if (json_object_get(p, "graph") != NULL) {
 		int g = sl_rpc_param_graph(m, p, e);
@@ -46,9 +46,10 @@ param_filter(struct sl_mgr *m, json_t *p, const char *const *extra,
 		if (f->service == SL_SERVICE_NONE) {
 			/* Pins are per service: an instance alone would match
 			 * nothing it says. */
-			sl_rpc_fail(e, SL_RPC_E_PARAMS,
-				    "param 'instance' needs 'service' "
-				    "(the service whose pinned instance it is)");
+			sl_rpc_fail(
+				e, SL_RPC_E_PARAMS,
+				"param 'instance' needs 'service' "
+				"(the service whose pinned instance it is)");
 			return -1;
 		}
 		f->instance = (uint16_t)json_integer_value(v);
@@ -64,18 +65,19 @@ rpc_flow_list(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 	struct sl_flow_filter f;
 	json_t *lim = json_object_get(p, "limit");
 
-	if (lim != NULL && (!json_is_integer(lim) ||
-			    json_integer_value(lim) < 0 ||
-			    json_integer_value(lim) > 100000))
-		return sl_rpc_fail(e, SL_RPC_E_PARAMS,
-				   "param 'limit' must be an integer in 0..100000");
+	if (lim != NULL &&
+	    (!json_is_integer(lim) || json_integer_value(lim) < 0 ||
+	     json_integer_value(lim) > 100000))
+		return sl_rpc_fail(
+			e, SL_RPC_E_PARAMS,
+			"param 'limit' must be an integer in 0..100000");
 	if (param_filter(m, p, extra, RTE_DIM(extra), &f, e) != 0)
 		return NULL;
-	return sl_rpc_fits_out(m,
-			       sl_flows_list(m, &f,
-				      lim ? (uint32_t)json_integer_value(lim)
-					  : 100),
-			       "ask for fewer flows (limit) or narrow the filters", e);
+	return sl_rpc_fits_out(
+		m,
+		sl_flows_list(m, &f,
+			      lim ? (uint32_t)json_integer_value(lim) : 100),
+		"ask for fewer flows (limit) or narrow the filters", e);
 }
 
 /* The flow named by params id or key: its position. */
@@ -87,16 +89,16 @@ param_flow(struct sl_mgr *m, json_t *p, uint32_t *pos, struct sl_rpc_err *e)
 	struct sl_5tuple t;
 
 	if (m->shm->flow.hash == NULL) {
-		sl_rpc_fail(e, SL_RPC_E_FAILED,
-			    "sluiced runs with --flow-lookup off: no flow table");
+		sl_rpc_fail(
+			e, SL_RPC_E_FAILED,
+			"sluiced runs with --flow-lookup off: no flow table");
 		return -1;
 	}
 	if (json_is_integer(id)) {
 		json_int_t v = json_integer_value(id);
 
 		if (v < 0 || v >= m->shm->flow.capacity ||
-		    sl_flow_entry(m->shm, (uint32_t)v)->state ==
-			    SL_FLOW_FREE) {
+		    sl_flow_entry(m->shm, (uint32_t)v)->state == SL_FLOW_FREE) {
 			sl_rpc_fail(e, SL_RPC_E_FAILED,
 				    "no flow with id %lld; see flow.list",
 				    (long long)v);
@@ -106,9 +108,10 @@ param_flow(struct sl_mgr *m, json_t *p, uint32_t *pos, struct sl_rpc_err *e)
 		return 0;
 	}
 	if (key == NULL) {
-		sl_rpc_fail(e, SL_RPC_E_PARAMS,
-			    "give the flow as 'id' or as 'key' (\"tcp 10.0.0.1:1234 "
-			    "> 10.0.0.2:80\")");
+		sl_rpc_fail(
+			e, SL_RPC_E_PARAMS,
+			"give the flow as 'id' or as 'key' (\"tcp 10.0.0.1:1234 "
+			"> 10.0.0.2:80\")");
 		return -1;
 	}
 	if (sl_5tuple_parse(key, &t) != 0) {
@@ -121,10 +124,11 @@ param_flow(struct sl_mgr *m, json_t *p, uint32_t *pos, struct sl_rpc_err *e)
 		return -1;
 	}
 	if (sl_flow_find(m, &t, pos) != 0) {
-		sl_rpc_fail(e, SL_RPC_E_FAILED,
-			    "no flow '%s' in the table (it may have aged out); see "
-			    "flow.list",
-			    key);
+		sl_rpc_fail(
+			e, SL_RPC_E_FAILED,
+			"no flow '%s' in the table (it may have aged out); see "
+			"flow.list",
+			key);
 		return -1;
 	}
 	return 0;
@@ -147,8 +151,8 @@ rpc_flow_get(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 static json_t *
 rpc_flow_delete(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 {
-	static const char *const extra[] = {"all", "graph", "service",
-					    "instance", "id", "key"};
+	static const char *const extra[] = {"all",      "graph", "service",
+					    "instance", "id",    "key"};
 	struct sl_flow_filter f;
 	uint32_t pos;
 

@@ -23,8 +23,8 @@ size_t
 sl_flow_entry_bytes(const struct sl_mgr_opts *o)
 {
 	size_t ovr_off = RTE_ALIGN_CEIL(sizeof(struct sl_flow_entry) +
-					       sizeof(uint32_t) * o->flow_pins,
-				       8);
+						sizeof(uint32_t) * o->flow_pins,
+					8);
 
 	/* Whole cache lines: an entry never shares a line with another
 	 * (they are written by different cores) nor straddles two more than
@@ -35,8 +35,8 @@ sl_flow_entry_bytes(const struct sl_mgr_opts *o)
 
 /* One of the two tables (IPv4 or IPv6 keys). NULL after printing why. */
 static struct rte_hash *
-table_create(const char *suffix, uint32_t key_len,
-	     uint32_t entries, const char *option)
+table_create(const char *suffix, uint32_t key_len, uint32_t entries,
+	     const char *option)
 {
 	char name[RTE_HASH_NAMESIZE];
 	struct rte_hash_parameters hp = {
@@ -91,8 +91,7 @@ tables_init(struct sl_mgr *m, struct sl_flowdir_state *fs)
 				m->o.flow_capacity, "--flow-capacity");
 	ft->hash6 = ft->hash == NULL
 			    ? NULL
-			    : table_create("flows6",
-					   sizeof(struct sl_flow_key),
+			    : table_create("flows6", sizeof(struct sl_flow_key),
 					   ft->max_flows6,
 					   "--flow-capacity-v6");
 	if (ft->hash == NULL || ft->hash6 == NULL)
@@ -138,9 +137,10 @@ sl_flow_init(struct sl_mgr *m)
 	ft->n_ovr = (uint16_t)m->o.flow_ovr;
 	ft->max_flows = m->o.flow_capacity;
 	ft->max_flows6 = m->o.flow_capacity6; /* <= flow_capacity (main.c) */
-	ft->ovr_off = (uint32_t)RTE_ALIGN_CEIL(
-		sizeof(struct sl_flow_entry) + sizeof(uint32_t) * ft->n_pins,
-		8);
+	ft->ovr_off =
+		(uint32_t)RTE_ALIGN_CEIL(sizeof(struct sl_flow_entry) +
+						 sizeof(uint32_t) * ft->n_pins,
+					 8);
 	ft->stride = (uint32_t)sl_flow_entry_bytes(&m->o);
 	/* Cache-line aligned: del_marked's line is the control thread's. */
 	fs = aligned_alloc(RTE_CACHE_LINE_SIZE, fs_sz);
@@ -150,8 +150,8 @@ sl_flow_init(struct sl_mgr *m)
 		fs->graph_inc = calloc(m->o.max_graphs, sizeof(*fs->graph_inc));
 	}
 	m->flow = fs;
-	if (fs == NULL || fs->graph_inc == NULL ||
-	    sl_rules_init(m) != 0 || sl_requests_init(m) != 0) {
+	if (fs == NULL || fs->graph_inc == NULL || sl_rules_init(m) != 0 ||
+	    sl_requests_init(m) != 0) {
 		fprintf(stderr, "sluiced: out of memory for the graph table\n");
 		return -1;
 	}
@@ -261,8 +261,7 @@ pinned_to(const struct sl_shm *shm, struct sl_flow_entry *e,
 	int found = 0;
 
 	for (uint16_t k = 0; k < shm->flow.n_pins; k++)
-		found |= pin[k] != UINT32_MAX &&
-			 (pin[k] >> 16) == f->service &&
+		found |= pin[k] != UINT32_MAX && (pin[k] >> 16) == f->service &&
 			 (f->instance == SL_INSTANCE_NONE ||
 			  (pin[k] & 0xffff) == f->instance);
 	return found;
@@ -319,8 +318,7 @@ sl_flow_find(const struct sl_mgr *m, const struct sl_5tuple *t, uint32_t *pos)
 }
 
 uint32_t
-sl_flows_delete(struct sl_mgr *m, const struct sl_flow_filter *f,
-		int64_t only)
+sl_flows_delete(struct sl_mgr *m, const struct sl_flow_filter *f, int64_t only)
 {
 	struct sl_flowdir_state *fs = m->flow;
 	struct sl_shm *shm = m->shm;

@@ -88,19 +88,21 @@ pcap_private(struct sl_port_state *ps, const char *pname, const char *device,
 					     (int)vlen, v);
 			else
 				w = snprintf(target, sizeof(target), "%s/%.*s",
-					     getcwd(cwd, sizeof(cwd)) ? cwd : ".",
+					     getcwd(cwd, sizeof(cwd)) ? cwd
+								      : ".",
 					     (int)vlen, v);
 			if (w < 0 || (size_t)w >= sizeof(target))
 				goto too_long;
 			/* Said here, with the user's path: the PMD's own
 			 * message names the private link. */
 			if (key == keys[0] && access(target, R_OK) != 0) {
-				snprintf(err, errlen,
-					 "port '%s': rx_pcap file '%s' cannot "
-					 "be read: %s; give an existing capture "
-					 "(a relative path starts at sluiced's "
-					 "working directory)",
-					 pname, target, strerror(errno));
+				snprintf(
+					err, errlen,
+					"port '%s': rx_pcap file '%s' cannot "
+					"be read: %s; give an existing capture "
+					"(a relative path starts at sluiced's "
+					"working directory)",
+					pname, target, strerror(errno));
 				return -1;
 			}
 			if (key == keys[1] && n < 64)
@@ -197,8 +199,8 @@ pcap_private_sweep(void)
 		char dir[PATH_MAX];
 		int pid, end = 0;
 
-		if (sscanf(e->d_name, "sl-%d-%*6[A-Za-z0-9]%n", &pid,
-			   &end) != 1 ||
+		if (sscanf(e->d_name, "sl-%d-%*6[A-Za-z0-9]%n", &pid, &end) !=
+			    1 ||
 		    end == 0 || e->d_name[end] != '\0' || pid <= 0 ||
 		    pid == (int)getpid())
 			continue;

@@ -116,8 +116,8 @@ port_setup(struct sl_mgr *m, const struct sl_port_state *ps, uint16_t pid,
 		return -1;
 	}
 	/* Ask only for what the device says it can do. */
-	if (info.flow_type_rss_offloads & (RTE_ETH_RSS_IP | RTE_ETH_RSS_TCP |
-					   RTE_ETH_RSS_UDP)) {
+	if (info.flow_type_rss_offloads &
+	    (RTE_ETH_RSS_IP | RTE_ETH_RSS_TCP | RTE_ETH_RSS_UDP)) {
 		conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
 		conf.rx_adv_conf.rss_conf.rss_hf =
 			info.flow_type_rss_offloads &
@@ -167,8 +167,8 @@ port_setup(struct sl_mgr *m, const struct sl_port_state *ps, uint16_t pid,
 		snprintf(err, errlen, "port '%s': %s", pname, why);
 		return -1;
 	}
-	rc = rte_eth_rx_queue_setup(pid, 0, m->o.rxd, rte_eth_dev_socket_id(pid),
-				    NULL, pool);
+	rc = rte_eth_rx_queue_setup(pid, 0, m->o.rxd,
+				    rte_eth_dev_socket_id(pid), NULL, pool);
 	for (uint16_t q = 0; rc == 0 && q < n_txq; q++)
 		rc = rte_eth_tx_queue_setup(pid, q, m->o.txd,
 					    rte_eth_dev_socket_id(pid), NULL);
@@ -309,13 +309,13 @@ sl_ports_json(const struct sl_mgr *m)
 		memset(&link, 0, sizeof(link));
 		rte_eth_link_get_nowait(pid, &link);
 		json_array_append_new(
-			a, json_pack("{s:i, s:s, s:s, s:b, s:b, s:i, s:i, s:i}",
-				     "id", pid, "name", p->name, "device",
-				     p->device, "started", p->started,
-				     "link_up",
-				     link.link_status == RTE_ETH_LINK_UP,
-				     "rx_queues", 1, "tx_queues", p->n_txq,
-				     "socket", rte_eth_dev_socket_id(pid)));
+			a,
+			json_pack("{s:i, s:s, s:s, s:b, s:b, s:i, s:i, s:i}",
+				  "id", pid, "name", p->name, "device",
+				  p->device, "started", p->started, "link_up",
+				  link.link_status == RTE_ETH_LINK_UP,
+				  "rx_queues", 1, "tx_queues", p->n_txq,
+				  "socket", rte_eth_dev_socket_id(pid)));
 	}
 	return a;
 }

@@ -149,7 +149,8 @@ uint32_t
 sl_reg_msgs_reclaim(struct sl_mgr *m, int32_t pid)
 {
 	struct rte_mempool *mp = m->shm->msg_pool;
-	struct answered a = {.pid = pid, .max = mp->size,
+	struct answered a = {.pid = pid,
+			     .max = mp->size,
 			     .msg = answered_room(m, 1)};
 	uint32_t n = 0;
 

@@ -57,8 +57,8 @@ sl_grace_fini(struct sl_grace *g)
 }
 
 int
-sl_grace_passed(const struct sl_grace *g, const struct sl_shm *shm,
-		int self_io, int self_ctl)
+sl_grace_passed(const struct sl_grace *g, const struct sl_shm *shm, int self_io,
+		int self_ctl)
 {
 	uint16_t hwm = __atomic_load_n(&shm->nf_hwm, __ATOMIC_ACQUIRE);
 
@@ -111,7 +111,6 @@ sl_qs_new(struct sl_mgr *m, enum sl_qs_kind kind)
 	*pp = a;
 	return a;
 }
-
 
 
 static int

@@ -75,8 +75,8 @@ tagged_one(struct rte_mempool *mp, void *arg, void *obj, unsigned int idx)
 static int
 ptr_cmp(const void *a, const void *b)
 {
-	uintptr_t x = (uintptr_t)*(void *const *)a;
-	uintptr_t y = (uintptr_t)*(void *const *)b;
+	uintptr_t x = (uintptr_t) * (void *const *)a;
+	uintptr_t y = (uintptr_t) * (void *const *)b;
 
 	return (x > y) - (x < y);
 }

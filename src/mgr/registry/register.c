@@ -72,8 +72,7 @@ pid_maps_node(int pid, char *err, size_t errlen)
 }
 /* ---- registration ------------------------------------------------- */
 
-static void
-reply(struct sl_msg *msg, int result, const char *fmt, ...)
+static void reply(struct sl_msg *msg, int result, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 static void
@@ -104,8 +103,8 @@ sl_reg_refused(struct sl_mgr *m, const struct sl_msg *msg)
 }
 
 void
-sl_reg_refuse(struct sl_mgr *m, struct sl_msg *msg, int result,
-	      const char *fmt, ...)
+sl_reg_refuse(struct sl_mgr *m, struct sl_msg *msg, int result, const char *fmt,
+	      ...)
 {
 	va_list ap;
 
@@ -158,8 +157,7 @@ slot_rings(struct sl_mgr *m, struct sl_nf_slot *s, uint16_t inst)
  * was refused (answered). err is a scratch buffer.
  */
 static int
-register_refused(struct sl_mgr *m, struct sl_msg *msg, char *err,
-		 size_t errlen)
+register_refused(struct sl_mgr *m, struct sl_msg *msg, char *err, size_t errlen)
 {
 	struct sl_shm *shm = m->shm;
 
@@ -171,39 +169,44 @@ register_refused(struct sl_mgr *m, struct sl_msg *msg, char *err,
 		return 1;
 	}
 	if (msg->mode > SL_MODE_POLL) {
-		sl_reg_refuse(m, msg, EINVAL,
-		       "bad registration: mode %u is neither 0 (shared) nor 1 "
-		       "(poll)",
-		       msg->mode);
+		sl_reg_refuse(
+			m, msg, EINVAL,
+			"bad registration: mode %u is neither 0 (shared) nor 1 "
+			"(poll)",
+			msg->mode);
 		return 1;
 	}
-	if (msg->access & ~(SL_ACCESS_READ | SL_ACCESS_WRITE |
-			    SL_ACCESS_ROUTE)) {
-		sl_reg_refuse(m, msg, EINVAL,
-		       "bad registration: access 0x%x has bits other than "
-		       "SL_ACCESS_READ, _WRITE and _ROUTE",
-		       msg->access);
+	if (msg->access &
+	    ~(SL_ACCESS_READ | SL_ACCESS_WRITE | SL_ACCESS_ROUTE)) {
+		sl_reg_refuse(
+			m, msg, EINVAL,
+			"bad registration: access 0x%x has bits other than "
+			"SL_ACCESS_READ, _WRITE and _ROUTE",
+			msg->access);
 		return 1;
 	}
 	if (!text_printable(msg->prog)) {
-		sl_reg_refuse(m, msg, EINVAL,
-		       "bad registration: the program name must be printable "
-		       "ASCII");
+		sl_reg_refuse(
+			m, msg, EINVAL,
+			"bad registration: the program name must be printable "
+			"ASCII");
 		return 1;
 	}
 	if (msg->pid == (int32_t)getpid()) {
 		sl_reg_refuse(m, msg, EPERM,
-		       "bad registration: pid %d is sluiced's own", msg->pid);
+			      "bad registration: pid %d is sluiced's own",
+			      msg->pid);
 		return 1;
 	}
 	for (uint16_t i = 0; i < shm->nf_hwm; i++)
 		if (shm->nfs[i].pid == msg->pid &&
 		    __atomic_load_n(&shm->nfs[i].state, __ATOMIC_ACQUIRE) ==
 			    SL_NF_RUNNING) {
-			sl_reg_refuse(m, msg, EBUSY,
-			       "pid %d is registered already, as instance "
-			       "%u: one registration per process",
-			       msg->pid, i);
+			sl_reg_refuse(
+				m, msg, EBUSY,
+				"pid %d is registered already, as instance "
+				"%u: one registration per process",
+				msg->pid, i);
 			return 1;
 		}
 	if (pid_maps_node(msg->pid, err, errlen) != 0) {
@@ -252,7 +255,8 @@ slot_fill(struct sl_mgr *m, struct sl_nf_slot *s, const struct sl_msg *msg,
 	__atomic_store_n(&s->heartbeat, 0, __ATOMIC_RELEASE);
 	m->registry->hb_tsc[inst] = 0;
 	s->started_tsc = rte_rdtsc();
-	s->proc_start_tsc = msg->start_tsc != 0 && msg->start_tsc < s->started_tsc
+	s->proc_start_tsc = msg->start_tsc != 0 &&
+					    msg->start_tsc < s->started_tsc
 				    ? msg->start_tsc
 				    : s->started_tsc;
 }
@@ -434,9 +438,9 @@ sl_registry_poll(struct sl_mgr *m)
 			break;
 		default:
 			sl_reg_refuse(m, msg, EINVAL,
-			       "unknown message type %u: register (1), "
-			       "deregister (2) or request (3)",
-			       msg->type);
+				      "unknown message type %u: register (1), "
+				      "deregister (2) or request (3)",
+				      msg->type);
 		}
 	}
 	sl_reg_answered_sweep(m);
@@ -470,8 +474,8 @@ sl_stop_all_nfs(struct sl_mgr *m, unsigned int timeout_ms)
 		sl_registry_poll(m); /* answer deregistrations */
 		for (uint16_t i = 0; i < shm->nf_hwm; i++) {
 			struct sl_nf_slot *s = &shm->nfs[i];
-			uint32_t st = __atomic_load_n(&s->state,
-						      __ATOMIC_ACQUIRE);
+			uint32_t st =
+				__atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
 
 			if (st != SL_NF_RUNNING && st != SL_NF_STOPPING)
 				continue;

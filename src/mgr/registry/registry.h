@@ -27,8 +27,8 @@ struct rte_ring;
  * struct sl_mgr.
  */
 struct sl_registry_state {
-	int *pidfd;            /* [max_nfs]: the instance's pidfd, -1: none */
-	uint16_t *txq_owner;   /* [1 + nf_txq]: instance + 1 using it, 0 */
+	int *pidfd;          /* [max_nfs]: the instance's pidfd, -1: none */
+	uint16_t *txq_owner; /* [1 + nf_txq]: instance + 1 using it, 0 */
 	/* [RTE_MAX_LCORE]: instance + 1 whose mempool cache that lcore id's
 	 * is, 0: none */
 	uint16_t *cache_owner;

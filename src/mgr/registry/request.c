@@ -45,10 +45,11 @@ static void
 refuse_unattributed(struct sl_mgr *m, struct sl_msg *msg)
 {
 	msg->type = SL_MSG_REPLY;
-	sl_reg_refuse(m, msg, EPERM,
-	       "request refused: instance %u is not a running NF of pid %d; "
-	       "send requests between registration and deregistration",
-	       msg->instance, msg->pid);
+	sl_reg_refuse(
+		m, msg, EPERM,
+		"request refused: instance %u is not a running NF of pid %d; "
+		"send requests between registration and deregistration",
+		msg->instance, msg->pid);
 }
 
 /*
@@ -116,9 +117,8 @@ sl_reg_handle_request(struct sl_mgr *m, struct sl_msg *msg)
 	char err[160] = "", fk[160];
 	uint32_t applied = 0, kept = 0;
 	int rc;
-	struct sl_nf_slot *s = msg->instance < shm->max_nfs
-				       ? &shm->nfs[msg->instance]
-				       : NULL;
+	struct sl_nf_slot *s =
+		msg->instance < shm->max_nfs ? &shm->nfs[msg->instance] : NULL;
 	json_t *ev;
 
 	if (s == NULL || s->pid != msg->pid || s->inbox == NULL ||

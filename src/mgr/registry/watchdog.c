@@ -72,10 +72,9 @@ sl_reg_watchdog(struct sl_mgr *m)
 			 json_pack("{s:i, s:s, s:i, s:i}", "instance", i,
 				   "service", shm->services[s->service].name,
 				   "pid", s->pid, "hang_ms", m->o.nf_hang_ms));
-		if ((r->pidfd[i] >= 0
-			     ? syscall(SYS_pidfd_send_signal, r->pidfd[i],
-				       SIGKILL, NULL, 0)
-			     : kill(s->pid, SIGKILL)) != 0)
+		if ((r->pidfd[i] >= 0 ? syscall(SYS_pidfd_send_signal,
+						r->pidfd[i], SIGKILL, NULL, 0)
+				      : kill(s->pid, SIGKILL)) != 0)
 			sl_log("cannot kill pid %d: %s", s->pid,
 			       strerror(errno));
 		m->nfs_hung++;

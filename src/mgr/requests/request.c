@@ -66,8 +66,8 @@ check_change_default(const struct sl_shm *shm, const struct sl_req *r,
 	/* A chain allows any hop: refuse one that leads back to the service
 	 * along the chain, which would send the flow round a loop for ever
 	 * (the hop limit would drop every packet). */
-	for (uint32_t steps = 0;
-	     g->open && sl_verdict_kind(h) == SL_VERDICT_TO; steps++) {
+	for (uint32_t steps = 0; g->open && sl_verdict_kind(h) == SL_VERDICT_TO;
+	     steps++) {
 		uint16_t t = sl_verdict_id(h);
 
 		if (t >= shm->max_services || steps > shm->max_services)
@@ -103,8 +103,7 @@ check_request_me(const struct sl_shm *shm, const struct sl_req *r,
 		return EINVAL;
 	}
 	for (uint16_t i = 0; i < g->n_nodes && *np < max; i++)
-		if (sl_graph_allows(g, g->nodes[i],
-				    SL_HOP_SERVICE(r->service)))
+		if (sl_graph_allows(g, g->nodes[i], SL_HOP_SERVICE(r->service)))
 			preds[(*np)++] = g->nodes[i];
 	if (*np == 0) {
 		snprintf(err, errlen,
@@ -131,7 +130,8 @@ put_request_me(const struct sl_shm *shm, const struct sl_req *r,
 	union sl_flow_ovr *o = sl_flow_ovrs(shm, e);
 
 	for (uint16_t k = 0; k < shm->flow.n_ovr; k++)
-		if (o[k].f.kind == SL_OVR_SKIP && o[k].f.service == r->service) {
+		if (o[k].f.kind == SL_OVR_SKIP &&
+		    o[k].f.service == r->service) {
 			__atomic_store_n(&o[k].u64, 0, __ATOMIC_RELEASE);
 			__atomic_store_n(&e->n_ovr, (uint8_t)(e->n_ovr - 1),
 					 __ATOMIC_RELEASE);
@@ -149,9 +149,8 @@ put_request_me(const struct sl_shm *shm, const struct sl_req *r,
 }
 
 int
-sl_req_apply(struct sl_mgr *m, const struct sl_req *r,
-	     const struct sl_graph *g, struct sl_flow_entry *e, char *err,
-	     size_t errlen)
+sl_req_apply(struct sl_mgr *m, const struct sl_req *r, const struct sl_graph *g,
+	     struct sl_flow_entry *e, char *err, size_t errlen)
 {
 	struct sl_shm *shm = m->shm;
 	const char *sname = shm->services[r->service].name;
@@ -221,8 +220,7 @@ note_undelivered(struct sl_mgr *m, const struct sl_req *r,
 		sl_log("message '%s' to service '%s': %u of its %u "
 		       "instances had a full inbox and did not get it "
 		       "(status messages.undelivered %" PRIu64 ")",
-		       r->mkey, svc->name, n - applied, n,
-		       m->msgs_undelivered);
+		       r->mkey, svc->name, n - applied, n, m->msgs_undelivered);
 }
 
 static int
@@ -315,7 +313,8 @@ sl_flow_request(struct sl_mgr *m, const struct sl_req *r, uint32_t *applied,
 
 	*applied = 0;
 	*kept = 0;
-	if (r->service >= shm->max_services || !shm->services[r->service].used) {
+	if (r->service >= shm->max_services ||
+	    !shm->services[r->service].used) {
 		snprintf(err, errlen, "no such service (id %u)", r->service);
 		return ENOENT;
 	}

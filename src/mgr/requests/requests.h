@@ -49,9 +49,8 @@ void sl_requests_close(struct sl_mgr *m);
  * instances) it reached; *kept: the id of the kept wildcard request (the
  * existing one for a duplicate), 0 for one flow or a message. 0 or a
  * positive errno with the reason in err. */
-int sl_flow_request(struct sl_mgr *m, const struct sl_req *r,
-		    uint32_t *applied, uint32_t *kept, char *err,
-		    size_t errlen);
+int sl_flow_request(struct sl_mgr *m, const struct sl_req *r, uint32_t *applied,
+		    uint32_t *kept, char *err, size_t errlen);
 json_t *sl_flow_requests_json(const struct sl_mgr *m);
 /* Forgets kept request `id`: flows created from now on no longer get it;
  * live flows keep the overrides it gave them. */
@@ -66,8 +65,7 @@ int sl_req_apply(struct sl_mgr *m, const struct sl_req *r,
 		 const struct sl_graph *g, struct sl_flow_entry *e, char *err,
 		 size_t errlen);
 /* The graph of id now, or NULL. */
-const struct sl_graph *sl_req_graph_now(const struct sl_shm *shm,
-					uint16_t id);
+const struct sl_graph *sl_req_graph_now(const struct sl_shm *shm, uint16_t id);
 /* A wildcard r (checked: valid in some graph): kept, applied to the live
  * flows it matches. */
 int sl_req_wild(struct sl_mgr *m, const struct sl_req *r, uint32_t *applied,

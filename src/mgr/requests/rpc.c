@@ -72,46 +72,51 @@ rpc_flow_request(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 					   "(strings)");
 		if (k[0] == '\0' || strlen(k) >= sizeof(r.mkey) ||
 		    strlen(v) >= sizeof(r.value))
-			return sl_rpc_fail(e, SL_RPC_E_PARAMS,
-					   "a message's key is 1 to %zu bytes and its "
-					   "value at most %zu (got %zu and %zu): "
-					   "shorten them",
-					   sizeof(r.mkey) - 1, sizeof(r.value) - 1,
-					   strlen(k), strlen(v));
+			return sl_rpc_fail(
+				e, SL_RPC_E_PARAMS,
+				"a message's key is 1 to %zu bytes and its "
+				"value at most %zu (got %zu and %zu): "
+				"shorten them",
+				sizeof(r.mkey) - 1, sizeof(r.value) - 1,
+				strlen(k), strlen(v));
 		snprintf(r.mkey, sizeof(r.mkey), "%s", k);
 		snprintf(r.value, sizeof(r.value), "%s", v);
 	} else {
-		const char *key = json_string_value(json_object_get(flow, "key"));
+		const char *key =
+			json_string_value(json_object_get(flow, "key"));
 		json_t *mt = json_object_get(flow, "match");
 		int has;
 
 		if (key != NULL) {
 			r.exact = 1;
 			if (sl_5tuple_parse(key, &r.tuple) != 0)
-				return sl_rpc_fail(e, SL_RPC_E_PARAMS,
-						   "flow key '%s' is not like \"tcp "
-						   "10.0.0.1:1234 > 10.0.0.2:80\" or "
-						   "\"udp [2001:db8::1]:53 > "
-						   "[2001:db8::2]:5353\" (IPv6 addresses "
-						   "in brackets)",
-						   key);
+				return sl_rpc_fail(
+					e, SL_RPC_E_PARAMS,
+					"flow key '%s' is not like \"tcp "
+					"10.0.0.1:1234 > 10.0.0.2:80\" or "
+					"\"udp [2001:db8::1]:53 > "
+					"[2001:db8::2]:5353\" (IPv6 addresses "
+					"in brackets)",
+					key);
 		} else if (json_is_object(mt)) {
 			if (sl_rpc_param_match(m, mt, NULL, 0, &r.match, &has,
 					       e))
 				return NULL;
 		} else {
-			return sl_rpc_fail(e, SL_RPC_E_PARAMS,
-					   "param 'flow' must be {\"key\": \"tcp "
-					   "a:p > b:q\"} or {\"match\": {...}}");
+			return sl_rpc_fail(
+				e, SL_RPC_E_PARAMS,
+				"param 'flow' must be {\"key\": \"tcp "
+				"a:p > b:q\"} or {\"match\": {...}}");
 		}
 		if (r.kind == SL_REQ_CHANGE_DEFAULT) {
 			const char *to =
 				json_string_value(json_object_get(p, "to"));
 
 			if (to == NULL)
-				return sl_rpc_fail(e, SL_RPC_E_PARAMS,
-						   "change_default needs 'to' (the "
-						   "new default next hop)");
+				return sl_rpc_fail(
+					e, SL_RPC_E_PARAMS,
+					"change_default needs 'to' (the "
+					"new default next hop)");
 			if (param_hop(m, to, &r.to, e) != 0)
 				return NULL;
 		}
@@ -122,29 +127,35 @@ rpc_flow_request(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 		const char *sn = m->shm->services[r.service].name;
 
 		if (r.kind == SL_REQ_MESSAGE) {
-			ev = json_pack("{s:s, s:s, s:s, s:s}", "from", "control",
-				       "service", sn, "key", r.mkey, "value", r.value);
+			ev = json_pack("{s:s, s:s, s:s, s:s}", "from",
+				       "control", "service", sn, "key", r.mkey,
+				       "value", r.value);
 		} else {
 			char fk[160];
-			const char *fl = json_string_value(json_object_get(flow, "key"));
+			const char *fl =
+				json_string_value(json_object_get(flow, "key"));
 
 			snprintf(fk, sizeof(fk), "%s", fl ? fl : "(match)");
-			ev = json_pack("{s:n, s:n, s:s, s:s, s:s, s:s, s:I}", "nf",
-				       "instance", "type", type, "flow", fk, "service", sn,
-				       "result", rc == 0 ? "applied" : "rejected",
+			ev = json_pack("{s:n, s:n, s:s, s:s, s:s, s:s, s:I}",
+				       "nf", "instance", "type", type, "flow",
+				       fk, "service", sn, "result",
+				       rc == 0 ? "applied" : "rejected",
 				       "applied", (json_int_t)applied);
 			if (r.kind == SL_REQ_CHANGE_DEFAULT)
-				json_object_set_new(ev, "to", sl_hop_json(m->shm, r.to));
+				json_object_set_new(ev, "to",
+						    sl_hop_json(m->shm, r.to));
 		}
 		if (rc != 0)
 			json_object_set_new(ev, "reason", json_string(err));
 		if (kept != 0)
 			json_object_set_new(ev, "kept", json_integer(kept));
-		sl_event(r.kind == SL_REQ_MESSAGE ? "nf.message" : "flow.request", ev);
+		sl_event(r.kind == SL_REQ_MESSAGE ? "nf.message"
+						  : "flow.request",
+			 ev);
 	}
 	if (rc != 0)
-		return sl_rpc_fail(e, SL_RPC_E_FAILED,
-				   "%s rejected: %s", type, err);
+		return sl_rpc_fail(e, SL_RPC_E_FAILED, "%s rejected: %s", type,
+				   err);
 	/* A wildcard request is kept for new flows: its id, for
 	 * flow.requests and flow.request.remove. */
 	if (kept != 0)
@@ -173,10 +184,11 @@ rpc_flow_request_remove(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 
 	if (!json_is_integer(id) || json_integer_value(id) < 1 ||
 	    json_integer_value(id) > UINT32_MAX)
-		return sl_rpc_fail(e, SL_RPC_E_PARAMS,
-				   "param 'id' (a kept request's id, from "
-				   "flow.requests) is missing or not a positive "
-				   "integer");
+		return sl_rpc_fail(
+			e, SL_RPC_E_PARAMS,
+			"param 'id' (a kept request's id, from "
+			"flow.requests) is missing or not a positive "
+			"integer");
 	if (sl_flow_request_remove(m, (uint32_t)json_integer_value(id), err,
 				   sizeof(err)) != 0)
 		return sl_rpc_fail(e, SL_RPC_E_FAILED, "%s", err);

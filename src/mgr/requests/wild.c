@@ -25,8 +25,7 @@ free_wildset(struct sl_mgr *m, void *p)
 
 /* Valid in at least one graph: 0, or a positive errno and err. */
 static int
-wild_check(struct sl_mgr *m, const struct sl_req *r, char *err,
-	   size_t errlen)
+wild_check(struct sl_mgr *m, const struct sl_req *r, char *err, size_t errlen)
 {
 	struct sl_shm *shm = m->shm;
 	int valid = 0;
@@ -38,7 +37,8 @@ wild_check(struct sl_mgr *m, const struct sl_req *r, char *err,
 		if (g == NULL)
 			continue;
 		if (sl_req_apply(m, r, g, NULL, first_err[0] ? err : first_err,
-				 first_err[0] ? errlen : sizeof(first_err)) == 0)
+				 first_err[0] ? errlen : sizeof(first_err)) ==
+		    0)
 			valid = 1;
 	}
 	if (!valid && first_err[0] == '\0') { /* not even a chain yet */
@@ -58,8 +58,8 @@ wild_check(struct sl_mgr *m, const struct sl_req *r, char *err,
 /* Keeps r for new flows (once: the same request again, an NF restarted
  * say, is the kept one): *kept its id. 0, or a positive errno and err. */
 static int
-wild_keep(struct sl_mgr *m, const struct sl_req *r, uint32_t *kept,
-	  char *err, size_t errlen)
+wild_keep(struct sl_mgr *m, const struct sl_req *r, uint32_t *kept, char *err,
+	  size_t errlen)
 {
 	struct sl_flowdir_state *fs = m->flow;
 	const struct sl_wildset *old = fs->wild;
@@ -69,8 +69,7 @@ wild_keep(struct sl_mgr *m, const struct sl_req *r, uint32_t *kept,
 			    .request_me = r->kind == SL_REQ_REQUEST_ME};
 
 	w.ovr.f.service = r->service;
-	w.ovr.f.kind = r->kind == SL_REQ_SKIP_ME ? SL_OVR_SKIP
-						 : SL_OVR_DEFAULT;
+	w.ovr.f.kind = r->kind == SL_REQ_SKIP_ME ? SL_OVR_SKIP : SL_OVR_DEFAULT;
 	w.ovr.f.hop = r->kind == SL_REQ_CHANGE_DEFAULT ? r->to : 0;
 	/* It would only use up --max-wildcards. */
 	for (uint32_t i = 0; i < n; i++)
@@ -140,17 +139,18 @@ static json_t *
 wild_json(const struct sl_shm *shm, const struct sl_wild *w)
 {
 	json_t *o = json_object(), *mt = json_object();
-	uint32_t kind = w->request_me		       ? SL_REQ_REQUEST_ME
+	uint32_t kind = w->request_me                  ? SL_REQ_REQUEST_ME
 			: w->ovr.f.kind == SL_OVR_SKIP ? SL_REQ_SKIP_ME
 						       : SL_REQ_CHANGE_DEFAULT;
 
 	json_object_set_new(o, "id", json_integer(w->id));
 	json_object_set_new(o, "type", json_string(sl_req_name(kind)));
-	json_object_set_new(
-		o, "service",
-		json_string(w->ovr.f.service < shm->max_services
-				    ? shm->services[w->ovr.f.service].name
-				    : "?"));
+	json_object_set_new(o, "service",
+			    json_string(
+				    w->ovr.f.service < shm->max_services
+					    ? shm->services[w->ovr.f.service]
+						      .name
+					    : "?"));
 	if (!w->request_me && w->ovr.f.kind == SL_OVR_DEFAULT)
 		json_object_set_new(o, "to", sl_hop_json(shm, w->ovr.f.hop));
 	sl_flow_match_json(shm, &w->match, mt);
@@ -170,8 +170,7 @@ sl_flow_requests_json(const struct sl_mgr *m)
 }
 
 int
-sl_flow_request_remove(struct sl_mgr *m, uint32_t id, char *err,
-		       size_t errlen)
+sl_flow_request_remove(struct sl_mgr *m, uint32_t id, char *err, size_t errlen)
 {
 	struct sl_flowdir_state *fs = m->flow;
 	const struct sl_wildset *old = fs->wild;

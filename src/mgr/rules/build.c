@@ -103,8 +103,8 @@ fail:
 void
 sl_ruleset_publish(struct sl_mgr *m, struct sl_ruleset *rs)
 {
-	struct sl_ruleset *old = __atomic_exchange_n(&m->flow->rules, rs,
-						     __ATOMIC_ACQ_REL);
+	struct sl_ruleset *old =
+		__atomic_exchange_n(&m->flow->rules, rs, __ATOMIC_ACQ_REL);
 
 	m->rules->builds++;
 	if (old != NULL)

@@ -124,8 +124,8 @@ sl_rules_busy(const struct sl_rules_state *rs)
 }
 
 int
-sl_rules_job_start(struct sl_rules_state *rs, struct sl_rules_job *j,
-		   char *err, size_t errlen)
+sl_rules_job_start(struct sl_rules_state *rs, struct sl_rules_job *j, char *err,
+		   size_t errlen)
 {
 	if (!rs->bld.started) {
 		snprintf(err, errlen,
@@ -176,8 +176,7 @@ commit_add(struct sl_mgr *m, struct sl_rules_job *j, json_t **out)
 }
 
 int
-sl_rules_poll(struct sl_mgr *m, int *rc, json_t **out, char *err,
-	      size_t errlen)
+sl_rules_poll(struct sl_mgr *m, int *rc, json_t **out, char *err, size_t errlen)
 {
 	struct sl_rules_state *rs = m->rules;
 	struct sl_rules_job *j = rs->job;
@@ -202,8 +201,9 @@ sl_rules_poll(struct sl_mgr *m, int *rc, json_t **out, char *err,
 	case SL_RULES_REMOVE:
 		sl_rules_job_commit(m, j);
 		for (uint32_t i = 0; i < j->n_ids; i++)
-			sl_event("rule.removed", json_pack("{s:I}", "id",
-							   (json_int_t)j->ids[i]));
+			sl_event("rule.removed",
+				 json_pack("{s:I}", "id",
+					   (json_int_t)j->ids[i]));
 		break;
 	case SL_RULES_REMOVE_GRAPH:
 		/* Committed by sl_rules_remove_graph, when graph.c removes

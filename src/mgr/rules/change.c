@@ -52,8 +52,8 @@ rules_fit(const struct sl_mgr *m, uint32_t n, char *err, size_t errlen)
 }
 
 int
-sl_rules_add_start(struct sl_mgr *m, const struct sl_rule_spec *r,
-		   uint32_t n, char *err, size_t errlen)
+sl_rules_add_start(struct sl_mgr *m, const struct sl_rule_spec *r, uint32_t n,
+		   char *err, size_t errlen)
 {
 	struct sl_rules_state *rs = m->rules;
 	struct sl_rules_job *j;
@@ -85,22 +85,25 @@ sl_rules_add_start(struct sl_mgr *m, const struct sl_rule_spec *r,
 	if (rs->n > 0)
 		memcpy(nl, rs->list, sizeof(*nl) * rs->n);
 	for (uint32_t i = 0; i < n; i++)
-		nl[rs->n + i] = (struct sl_rule){
-			.id = first_id + i, .graph = r[i].graph,
-			.priority = r[i].priority, .match = r[i].match};
+		nl[rs->n + i] = (struct sl_rule){.id = first_id + i,
+						 .graph = r[i].graph,
+						 .priority = r[i].priority,
+						 .match = r[i].match};
 	/* The list was in order and the new ids are the newest: a sort of
 	 * the whole list is O(N log N), once per batch. */
 	qsort(nl, (size_t)rs->n + n, sizeof(*nl), rule_order);
-	*j = (struct sl_rules_job){.kind = SL_RULES_ADD, .list = nl,
-				   .n = rs->n + n, .first_id = first_id,
+	*j = (struct sl_rules_job){.kind = SL_RULES_ADD,
+				   .list = nl,
+				   .n = rs->n + n,
+				   .first_id = first_id,
 				   .n_new = n};
 	return sl_rules_job_start(rs, j, err, errlen);
 }
 
 /* Names the first of ids[0..n) (in the order given) that is no rule. */
 static void
-name_unknown(const struct sl_rules_state *rs, const uint32_t *ids,
-	     uint32_t n, char *err, size_t errlen)
+name_unknown(const struct sl_rules_state *rs, const uint32_t *ids, uint32_t n,
+	     char *err, size_t errlen)
 {
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t k;
@@ -160,8 +163,11 @@ sl_rules_remove_start(struct sl_mgr *m, const uint32_t *ids, uint32_t n,
 	/* The events name the ids in the order given. */
 	if (n > 0)
 		memcpy(want, ids, sizeof(*want) * n);
-	*j = (struct sl_rules_job){.kind = SL_RULES_REMOVE, .list = nl,
-				   .n = j_n, .ids = want, .n_ids = n};
+	*j = (struct sl_rules_job){.kind = SL_RULES_REMOVE,
+				   .list = nl,
+				   .n = j_n,
+				   .ids = want,
+				   .n_ids = n};
 	return sl_rules_job_start(rs, j, err, errlen);
 fail:
 	free(want);
@@ -199,8 +205,10 @@ sl_rules_remove_graph_start(struct sl_mgr *m, uint16_t graph, char *err,
 	for (uint32_t i = 0; i < rs->n; i++)
 		if (rs->list[i].graph != graph)
 			nl[k++] = rs->list[i];
-	*j = (struct sl_rules_job){.kind = SL_RULES_REMOVE_GRAPH, .list = nl,
-				   .n = k, .graph = graph};
+	*j = (struct sl_rules_job){.kind = SL_RULES_REMOVE_GRAPH,
+				   .list = nl,
+				   .n = k,
+				   .graph = graph};
 	return sl_rules_job_start(rs, j, err, errlen) == 0 ? 1 : -ESHUTDOWN;
 }
 

@@ -11,11 +11,11 @@ sl_rule_json(const struct sl_mgr *m, const struct sl_rule *r, json_int_t flows)
 	uint16_t slot = m->shm->graph_cur[r->graph];
 
 	json_object_set_new(o, "id", json_integer(r->id));
-	json_object_set_new(
-		o, "graph",
-		json_string(slot != SL_GRAPH_NONE && m->shm->gtab[slot]
-				    ? m->shm->gtab[slot]->name
-				    : "?"));
+	json_object_set_new(o, "graph",
+			    json_string(slot != SL_GRAPH_NONE &&
+							m->shm->gtab[slot]
+						? m->shm->gtab[slot]->name
+						: "?"));
 	json_object_set_new(o, "priority", json_integer(r->priority));
 	sl_flow_match_json(m->shm, &r->match, o);
 	if (flows >= 0)
@@ -54,8 +54,8 @@ rule_flows(const struct sl_mgr *m)
 	for (uint32_t i = 0; i < rs->n; i++)
 		by_id[i] = (struct rule_pos){.id = rs->list[i].id, .i = i};
 	qsort(by_id, rs->n, sizeof(*by_id), rule_pos_cmp);
-	for (uint32_t p = 0; rs->n > 0 && shm->flow.hash != NULL &&
-			     p < shm->flow.capacity;
+	for (uint32_t p = 0;
+	     rs->n > 0 && shm->flow.hash != NULL && p < shm->flow.capacity;
 	     p++) {
 		const struct sl_flow_entry *e = sl_flow_entry(shm, p);
 		struct rule_pos k = {.id = m->flow->side[p].rule}, *f;
@@ -75,7 +75,7 @@ sl_rules_list(struct sl_mgr *m, uint32_t offset, uint32_t limit)
 {
 	const struct sl_rules_state *rs = m->rules;
 	json_t *a = json_array();
-	uint32_t end = offset >= rs->n ? offset
+	uint32_t end = offset >= rs->n          ? offset
 		       : limit > rs->n - offset ? rs->n
 						: offset + limit;
 	json_int_t *count = rule_flows(m);

@@ -24,15 +24,17 @@ param_rule(struct sl_mgr *m, json_t *p, struct sl_rule_spec *r,
 	if (!json_is_object(p)) {
 		sl_rpc_fail(e, SL_RPC_E_PARAMS,
 			    "%sa rule must be an object of graph, "
-			    "priority and match fields", where);
+			    "priority and match fields",
+			    where);
 		return -1;
 	}
-	if (pr != NULL && (!json_is_integer(pr) ||
-			   json_integer_value(pr) < -1000000 ||
-			   json_integer_value(pr) > 1000000)) {
+	if (pr != NULL &&
+	    (!json_is_integer(pr) || json_integer_value(pr) < -1000000 ||
+	     json_integer_value(pr) > 1000000)) {
 		sl_rpc_fail(e, SL_RPC_E_PARAMS,
 			    "%sparam 'priority' must be an integer in "
-			    "-1000000..1000000 (higher wins)", where);
+			    "-1000000..1000000 (higher wins)",
+			    where);
 		return -1;
 	}
 	if (sl_rpc_param_match(m, p, extra, RTE_DIM(extra), &r->match, &has,
@@ -53,8 +55,8 @@ param_rule(struct sl_mgr *m, json_t *p, struct sl_rule_spec *r,
 
 /* rule.add {graph, ...}'s reply: the rule added. */
 static json_t *
-rule_added(struct sl_mgr *m, const struct sl_rpc_park *pk, int rc,
-	   json_t *out, const char *err, struct sl_rpc_err *e)
+rule_added(struct sl_mgr *m, const struct sl_rpc_park *pk, int rc, json_t *out,
+	   const char *err, struct sl_rpc_err *e)
 {
 	(void)m;
 	(void)pk;
@@ -65,8 +67,8 @@ rule_added(struct sl_mgr *m, const struct sl_rpc_park *pk, int rc,
 
 /* rule.add {rules}'s reply from the added rules. */
 static json_t *
-rules_added(struct sl_mgr *m, const struct sl_rpc_park *pk, int rc,
-	    json_t *out, const char *err, struct sl_rpc_err *e)
+rules_added(struct sl_mgr *m, const struct sl_rpc_park *pk, int rc, json_t *out,
+	    const char *err, struct sl_rpc_err *e)
 {
 	/* The ids are consecutive, in the order given (the rules themselves
 	 * could be more than a client's --control-out-kb: rule.list pages). */
@@ -77,7 +79,8 @@ rules_added(struct sl_mgr *m, const struct sl_rpc_park *pk, int rc,
 	(void)m;
 	if (rc != 0)
 		return sl_rpc_fail(e, SL_RPC_E_FAILED, "%s", err);
-	json_array_foreach(out, i, x) {
+	json_array_foreach(out, i, x)
+	{
 		json_int_t id = json_integer_value(json_object_get(x, "id"));
 
 		if (id < first)
@@ -125,13 +128,15 @@ rpc_rule_add(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 				   "fields inside it");
 	n = json_array_size(list);
 	if (!json_is_array(list) || n == 0)
-		return sl_rpc_fail(e, SL_RPC_E_PARAMS,
-				   "param 'rules' must be a non-empty list of rules");
+		return sl_rpc_fail(
+			e, SL_RPC_E_PARAMS,
+			"param 'rules' must be a non-empty list of rules");
 	if (n > m->o.max_rules)
-		return sl_rpc_fail(e, SL_RPC_E_FAILED,
-				   "%zu rules, more than --max-rules %u: add fewer "
-				   "or raise --max-rules",
-				   n, m->o.max_rules);
+		return sl_rpc_fail(
+			e, SL_RPC_E_FAILED,
+			"%zu rules, more than --max-rules %u: add fewer "
+			"or raise --max-rules",
+			n, m->o.max_rules);
 	r = malloc(sizeof(*r) * n);
 	if (r == NULL)
 		return sl_rpc_fail(e, SL_RPC_E_FAILED, "out of memory");
@@ -157,31 +162,33 @@ rpc_rule_list(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 	const char *k;
 	json_t *v;
 
-	json_object_foreach(p, k, v) {
+	json_object_foreach(p, k, v)
+	{
 		if (strcmp(k, "offset") != 0 && strcmp(k, "limit") != 0)
-			return sl_rpc_fail(e, SL_RPC_E_PARAMS,
-					   "unknown param '%s': rule.list takes "
-					   "offset and limit",
-					   k);
+			return sl_rpc_fail(
+				e, SL_RPC_E_PARAMS,
+				"unknown param '%s': rule.list takes "
+				"offset and limit",
+				k);
 	}
-	if (off != NULL && (!json_is_integer(off) ||
-			    json_integer_value(off) < 0 ||
-			    json_integer_value(off) > UINT32_MAX))
-		return sl_rpc_fail(e, SL_RPC_E_PARAMS,
-				   "param 'offset' must be an integer from 0 (the "
-				   "rules to skip)");
-	if (lim != NULL && (!json_is_integer(lim) ||
-			    json_integer_value(lim) < 0 ||
-			    json_integer_value(lim) > 100000))
-		return sl_rpc_fail(e, SL_RPC_E_PARAMS,
-				   "param 'limit' must be an integer in 0..100000");
-	return sl_rpc_fits_out(m,
-			       sl_rules_list(m,
-				      off ? (uint32_t)json_integer_value(off)
-					  : 0,
-				      lim ? (uint32_t)json_integer_value(lim)
-					  : 10000),
-			       "ask for fewer rules (limit, then offset)", e);
+	if (off != NULL &&
+	    (!json_is_integer(off) || json_integer_value(off) < 0 ||
+	     json_integer_value(off) > UINT32_MAX))
+		return sl_rpc_fail(
+			e, SL_RPC_E_PARAMS,
+			"param 'offset' must be an integer from 0 (the "
+			"rules to skip)");
+	if (lim != NULL &&
+	    (!json_is_integer(lim) || json_integer_value(lim) < 0 ||
+	     json_integer_value(lim) > 100000))
+		return sl_rpc_fail(
+			e, SL_RPC_E_PARAMS,
+			"param 'limit' must be an integer in 0..100000");
+	return sl_rpc_fits_out(
+		m,
+		sl_rules_list(m, off ? (uint32_t)json_integer_value(off) : 0,
+			      lim ? (uint32_t)json_integer_value(lim) : 10000),
+		"ask for fewer rules (limit, then offset)", e);
 }
 
 static json_t *
@@ -202,14 +209,16 @@ rpc_rule_remove(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 
 		if (sl_rules_remove_start(m, &one, 1, err, sizeof(err)) != 0)
 			return sl_rpc_fail(e, SL_RPC_E_FAILED, "%s", err);
-		return sl_rpc_park(&(struct sl_rpc_park){
-			.done = rules_removed, .one = json_integer_value(id)});
+		return sl_rpc_park(
+			&(struct sl_rpc_park){.done = rules_removed,
+					      .one = json_integer_value(id)});
 	}
 	n = json_array_size(ids);
 	if (id != NULL || !json_is_array(ids) || n == 0)
-		return sl_rpc_fail(e, SL_RPC_E_PARAMS,
-				   "param 'ids' must be a non-empty list of rule ids, "
-				   "without 'id'");
+		return sl_rpc_fail(
+			e, SL_RPC_E_PARAMS,
+			"param 'ids' must be a non-empty list of rule ids, "
+			"without 'id'");
 	v = malloc(sizeof(*v) * n);
 	if (v == NULL)
 		return sl_rpc_fail(e, SL_RPC_E_FAILED, "out of memory");
@@ -219,9 +228,9 @@ rpc_rule_remove(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 		if (!json_is_integer(x) || json_integer_value(x) < 1 ||
 		    json_integer_value(x) > UINT32_MAX) {
 			free(v);
-			return sl_rpc_fail(e, SL_RPC_E_PARAMS,
-					   "ids[%zu] is not a rule id; see rule.list",
-					   i);
+			return sl_rpc_fail(
+				e, SL_RPC_E_PARAMS,
+				"ids[%zu] is not a rule id; see rule.list", i);
 		}
 		v[i] = (uint32_t)json_integer_value(x);
 	}

@@ -35,8 +35,8 @@ struct sl_rules_job;
 struct sl_rules_state {
 	struct sl_rule *list; /* the committed rules, in order, [n] */
 	uint32_t n;
-	uint32_t last_id; /* ids are never reused */
-	uint64_t builds;  /* rule sets built and published */
+	uint32_t last_id;              /* ids are never reused */
+	uint64_t builds;               /* rule sets built and published */
 	struct sl_rules_job *job;      /* handed out, not committed */
 	struct sl_rules_job *prepared; /* graph.remove's, for its removal */
 	struct {
@@ -76,8 +76,7 @@ struct sl_rule_spec {
 
 /* The builder thread, started before the control loop, stopped after it
  * (a build under way finishes first; an uncommitted change is dropped). */
-int sl_rules_builder_start(struct sl_rules_state *rs, char *err,
-			   size_t errlen);
+int sl_rules_builder_start(struct sl_rules_state *rs, char *err, size_t errlen);
 void sl_rules_builder_stop(struct sl_rules_state *rs);
 /* An eventfd, readable when a change is built: for the control loop. */
 int sl_rules_builder_fd(const struct sl_rules_state *rs);

@@ -87,9 +87,11 @@ value_json(const struct sl_ctr *c, const void *row, const void *ctx)
 	case SL_CT_PARTS:
 		v = json_object();
 		for (uint16_t i = 0; i < c->n_parts; i++)
-			json_object_set_new(
-				v, c->parts[i],
-				json_integer((json_int_t)sl_ctr_part(c, row, i)));
+			json_object_set_new(v, c->parts[i],
+					    json_integer((
+						    json_int_t)sl_ctr_part(c,
+									   row,
+									   i)));
 		return v;
 	case SL_CT_IDS:
 		ids = at(c, row);
@@ -105,8 +107,7 @@ value_json(const struct sl_ctr *c, const void *row, const void *ctx)
 }
 
 json_t *
-sl_ctr_row_json(const struct sl_ctr_table *t, const void *row,
-		const void *ctx)
+sl_ctr_row_json(const struct sl_ctr_table *t, const void *row, const void *ctx)
 {
 	json_t *o = json_object();
 
@@ -151,9 +152,10 @@ sl_ctr_table_json(const struct sl_ctr_table *t, int kind, const void *ctx)
 
 static const char *const kind_names[] = {"label", "counter", "gauge", "list",
 					 "object"};
-static const char *const type_names[] = {
-	"integer", "integer", "integer", "string", "number",
-	"string",  "object",  "object",  "array",  "table"};
+static const char *const type_names[] = {"integer", "integer", "integer",
+					 "string",  "number",  "string",
+					 "object",  "object",  "array",
+					 "table"};
 
 static void
 schema_add(json_t *tables, const struct sl_ctr_table *t)
@@ -177,8 +179,9 @@ schema_add(json_t *tables, const struct sl_ctr_table *t)
 			for (uint16_t j = 0; j < c->n_parts; j++)
 				json_array_append_new(k,
 						      json_string(c->parts[j]));
-			json_object_set_new(f, c->type == SL_CT_ENUM ? "values"
-								     : "keys",
+			json_object_set_new(f,
+					    c->type == SL_CT_ENUM ? "values"
+								  : "keys",
 					    k);
 		}
 		if (c->type == SL_CT_TABLE) {

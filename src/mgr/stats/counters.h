@@ -56,8 +56,8 @@ struct sl_ctr {
 	uint8_t kind;     /* enum sl_ctr_kind */
 	uint8_t type;     /* enum sl_ctr_type */
 	uint16_t n_parts;
-	size_t off; /* in the row struct */
-	const char *const *parts; /* ENUM, REASONS, PARTS: the names */
+	size_t off;                       /* in the row struct */
+	const char *const *parts;         /* ENUM, REASONS, PARTS: the names */
 	const struct sl_ctr_table *table; /* TABLE */
 };
 
@@ -72,14 +72,13 @@ struct sl_ctr_table {
 };
 
 /* A descriptor line: key k, field f of row struct st. */
-#define SL_CTR(k, st, f, kind_, type_, unit_, help_)                          \
+#define SL_CTR(k, st, f, kind_, type_, unit_, help_)                           \
 	{                                                                      \
 		.name = (k), .help = (help_), .unit = (unit_),                 \
-		.kind = (kind_), .type = (type_),                              \
-		.off = offsetof(st, f),                                        \
+		.kind = (kind_), .type = (type_), .off = offsetof(st, f),      \
 	}
 /* One with names (ENUM, REASONS, PARTS): names is an array. */
-#define SL_CTR_NAMED(k, st, f, kind_, type_, names, unit_, help_)             \
+#define SL_CTR_NAMED(k, st, f, kind_, type_, names, unit_, help_)              \
 	{                                                                      \
 		.name = (k), .help = (help_), .unit = (unit_),                 \
 		.kind = (kind_), .type = (type_),                              \
@@ -87,7 +86,7 @@ struct sl_ctr_table {
 		.off = offsetof(st, f), .parts = (names),                      \
 	}
 /* Another table's rows, as a list (SL_CTR_LIST) or an object. */
-#define SL_CTR_SUB(k, kind_, tab, help_)                                      \
+#define SL_CTR_SUB(k, kind_, tab, help_)                                       \
 	{                                                                      \
 		.name = (k), .help = (help_), .unit = "", .kind = (kind_),     \
 		.type = SL_CT_TABLE, .table = (tab),                           \

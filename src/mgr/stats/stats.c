@@ -109,9 +109,9 @@ nf_row(const struct sl_mgr *m, uint16_t i, struct sl_stats_nf *r)
 	r->rx_ring[0] = s->rx != NULL ? rte_ring_count(s->rx) : 0;
 	r->rx_ring[1] = s->rx != NULL ? rte_ring_get_capacity(s->rx) : 0;
 	r->cycles = s->nf.cycles;
-	r->cycles_per_pkt = s->nf.rx_pkts ? (double)s->nf.cycles /
-						    (double)s->nf.rx_pkts
-					  : 0.0;
+	r->cycles_per_pkt =
+		s->nf.rx_pkts ? (double)s->nf.cycles / (double)s->nf.rx_pkts
+			      : 0.0;
 	r->sleeps = s->nf.sleeps;
 	r->stalls = s->nf.stalls;
 	r->bursts = s->nf.bursts;
@@ -398,10 +398,12 @@ static const struct sl_ctr nf_ctrs[] = {
 		     drop_names, PKTS,
 		     "packets dropped by the NF and by sluiced on its behalf, "
 		     "by reason"),
-	SL_CTR_NAMED("rx_ring", struct sl_stats_nf, rx_ring, G, SL_CT_PARTS,
-		     ring_parts, PKTS,
-		     "packets waiting in its receive ring, and the ring's size"),
-	N(cycles, C, SL_CT_U64, "cycles", "TSC cycles spent in the NF's process"),
+	SL_CTR_NAMED(
+		"rx_ring", struct sl_stats_nf, rx_ring, G, SL_CT_PARTS,
+		ring_parts, PKTS,
+		"packets waiting in its receive ring, and the ring's size"),
+	N(cycles, C, SL_CT_U64, "cycles",
+	  "TSC cycles spent in the NF's process"),
 	N(cycles_per_pkt, G, SL_CT_REAL, "cycles",
 	  "cycles / rx_pkts (0 before the first packet)"),
 	N(sleeps, C, SL_CT_U64, "", "times the NF went to sleep"),
@@ -422,8 +424,8 @@ static const struct sl_ctr service_ctrs[] = {
 	S(tx_pkts, C, SL_CT_U64, PKTS,
 	  "packets it handed on to a service or a port (its edges)"),
 	S(tx_bytes, C, SL_CT_U64, BYTES, "bytes it handed on"),
-	SL_CTR_NAMED("drops", struct sl_stats_service, drops, C,
-		     SL_CT_REASONS, drop_names, PKTS,
+	SL_CTR_NAMED("drops", struct sl_stats_service, drops, C, SL_CT_REASONS,
+		     drop_names, PKTS,
 		     "packets its instances (and sluiced on their behalf) "
 		     "dropped, those gone included, by reason"),
 };
@@ -433,7 +435,8 @@ static const struct sl_ctr service_ctrs[] = {
 	SL_CTR(k, struct sl_flow_table, f, kind, type, unit, help)
 static const struct sl_ctr flow_ctrs[] = {
 	SL_CTR_NAMED("lookup", struct sl_flow_table, lookup, L, SL_CT_ENUM,
-		     lookup_names, "", "how ingress looks flows up (--flow-lookup)"),
+		     lookup_names, "",
+		     "how ingress looks flows up (--flow-lookup)"),
 	F("live", n_live, G, SL_CT_U32, "flows", "flows in the table"),
 	F("capacity", max_flows, G, SL_CT_U32, "flows",
 	  "most flows at once (--flow-capacity)"),
@@ -469,23 +472,26 @@ static const struct sl_ctr edge_ctrs[] = {
 };
 #undef E
 
-const struct sl_ctr_table sl_stats_port_table = {
-	"port", port_ctrs, SL_CTR_N(port_ctrs), each_port};
-const struct sl_ctr_table sl_stats_nf_table = {"nf", nf_ctrs,
-					       SL_CTR_N(nf_ctrs), each_nf};
-const struct sl_ctr_table sl_stats_service_table = {
-	"service", service_ctrs, SL_CTR_N(service_ctrs), each_service};
-const struct sl_ctr_table sl_stats_flow_table = {
-	"flows", flow_ctrs, SL_CTR_N(flow_ctrs), each_flow_table};
-const struct sl_ctr_table sl_stats_edge_table = {
-	"edge", edge_ctrs, SL_CTR_N(edge_ctrs), each_edge};
+const struct sl_ctr_table sl_stats_port_table = {"port", port_ctrs,
+						 SL_CTR_N(port_ctrs),
+						 each_port};
+const struct sl_ctr_table sl_stats_nf_table = {"nf", nf_ctrs, SL_CTR_N(nf_ctrs),
+					       each_nf};
+const struct sl_ctr_table sl_stats_service_table = {"service", service_ctrs,
+						    SL_CTR_N(service_ctrs),
+						    each_service};
+const struct sl_ctr_table sl_stats_flow_table = {"flows", flow_ctrs,
+						 SL_CTR_N(flow_ctrs),
+						 each_flow_table};
+const struct sl_ctr_table sl_stats_edge_table = {"edge", edge_ctrs,
+						 SL_CTR_N(edge_ctrs),
+						 each_edge};
 
 static const struct sl_ctr node_ctrs[] = {
 	SL_CTR("tsc_hz", struct sl_stats_node, tsc_hz, G, SL_CT_U64, "hz",
 	       "TSC ticks per second (cycles counters' clock)"),
 	SL_CTR_SUB("ports", SL_CTR_LIST, &sl_stats_port_table, "every port"),
-	SL_CTR_SUB("nfs", SL_CTR_LIST, &sl_stats_nf_table,
-		   "every NF instance"),
+	SL_CTR_SUB("nfs", SL_CTR_LIST, &sl_stats_nf_table, "every NF instance"),
 	SL_CTR_SUB("services", SL_CTR_LIST, &sl_stats_service_table,
 		   "every service"),
 	SL_CTR("drops_total", struct sl_stats_node, drops_total, C, SL_CT_U64,
@@ -498,8 +504,9 @@ static const struct sl_ctr node_ctrs[] = {
 		   "packets per edge that carried any"),
 };
 
-const struct sl_ctr_table sl_stats_node_table = {
-	"node", node_ctrs, SL_CTR_N(node_ctrs), each_node};
+const struct sl_ctr_table sl_stats_node_table = {"node", node_ctrs,
+						 SL_CTR_N(node_ctrs),
+						 each_node};
 
 json_t *
 sl_stats_json(const struct sl_mgr *m)

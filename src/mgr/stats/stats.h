@@ -81,11 +81,11 @@ struct sl_stats_node {
 };
 
 /* Rows of the tables below: ctx is the struct sl_mgr. */
-extern const struct sl_ctr_table sl_stats_node_table;  /* one row */
-extern const struct sl_ctr_table sl_stats_port_table;  /* struct sl_stats_port */
-extern const struct sl_ctr_table sl_stats_nf_table;    /* struct sl_stats_nf */
+extern const struct sl_ctr_table sl_stats_node_table; /* one row */
+extern const struct sl_ctr_table sl_stats_port_table; /* struct sl_stats_port */
+extern const struct sl_ctr_table sl_stats_nf_table;   /* struct sl_stats_nf */
 extern const struct sl_ctr_table sl_stats_service_table;
-extern const struct sl_ctr_table sl_stats_flow_table;  /* struct sl_flow_table */
+extern const struct sl_ctr_table sl_stats_flow_table; /* struct sl_flow_table */
 extern const struct sl_ctr_table sl_stats_edge_table;
 
 /* The `stats` reply (docs/control-socket.md). */
