@@ -38,6 +38,42 @@ param_hop(struct sl_mgr *m, const char *h, sl_hop_t *hop, struct sl_rpc_err *e)
 	return -1;
 }
 
+/* The event of a request made over the control socket, applied or not:
+ * an nf.message from "control", or a flow.request whose nf and instance
+ * are null (no NF made it). */
+static void
+request_event(struct sl_mgr *m, const struct sl_req *r, const char *type,
+	      json_t *flow, int rc, const char *err, uint32_t applied,
+	      uint32_t kept)
+{
+	json_t *ev;
+	const char *sn = m->shm->services[r->service].name;
+
+	if (r->kind == SL_REQ_MESSAGE) {
+		ev = json_pack("{s:s, s:s, s:s, s:s}", "from", "control",
+			       "service", sn, "key", r->mkey, "value",
+			       r->value);
+	} else {
+		char fk[160];
+		const char *fl =
+			json_string_value(json_object_get(flow, "key"));
+
+		snprintf(fk, sizeof(fk), "%s", fl ? fl : "(match)");
+		ev = json_pack("{s:n, s:n, s:s, s:s, s:s, s:s, s:I}", "nf",
+			       "instance", "type", type, "flow", fk, "service",
+			       sn, "result", rc == 0 ? "applied" : "rejected",
+			       "applied", (json_int_t)applied);
+		if (r->kind == SL_REQ_CHANGE_DEFAULT)
+			json_object_set_new(ev, "to",
+					    sl_hop_json(m->shm, r->to));
+	}
+	if (rc != 0)
+		json_object_set_new(ev, "reason", json_string(err));
+	if (kept != 0)
+		json_object_set_new(ev, "kept", json_integer(kept));
+	sl_event(r->kind == SL_REQ_MESSAGE ? "nf.message" : "flow.request", ev);
+}
+
 static json_t *
 rpc_flow_request(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 {
@@ -122,37 +158,7 @@ rpc_flow_request(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 		}
 	}
 	rc = sl_flow_request(m, &r, &applied, &kept, err, sizeof(err));
-	{
-		json_t *ev;
-		const char *sn = m->shm->services[r.service].name;
-
-		if (r.kind == SL_REQ_MESSAGE) {
-			ev = json_pack("{s:s, s:s, s:s, s:s}", "from",
-				       "control", "service", sn, "key", r.mkey,
-				       "value", r.value);
-		} else {
-			char fk[160];
-			const char *fl =
-				json_string_value(json_object_get(flow, "key"));
-
-			snprintf(fk, sizeof(fk), "%s", fl ? fl : "(match)");
-			ev = json_pack("{s:n, s:n, s:s, s:s, s:s, s:s, s:I}",
-				       "nf", "instance", "type", type, "flow",
-				       fk, "service", sn, "result",
-				       rc == 0 ? "applied" : "rejected",
-				       "applied", (json_int_t)applied);
-			if (r.kind == SL_REQ_CHANGE_DEFAULT)
-				json_object_set_new(ev, "to",
-						    sl_hop_json(m->shm, r.to));
-		}
-		if (rc != 0)
-			json_object_set_new(ev, "reason", json_string(err));
-		if (kept != 0)
-			json_object_set_new(ev, "kept", json_integer(kept));
-		sl_event(r.kind == SL_REQ_MESSAGE ? "nf.message"
-						  : "flow.request",
-			 ev);
-	}
+	request_event(m, &r, type, flow, rc, err, applied, kept);
 	if (rc != 0)
 		return sl_rpc_fail(e, SL_RPC_E_FAILED, "%s rejected: %s", type,
 				   err);
