@@ -63,7 +63,6 @@ BASELINE: dict[str, set[str]] = {
     'tests/integration/test_hostile_packets.py': {'function test_hostile_frames_through_every_nf'},
     'tests/integration/test_many_nfs.py': {
         'function test_128_instances_of_64_services_in_a_64_hop_chain'},
-    'tests/python/test_orchestrator.py': {'lines'},
     'tests/unit/test_firewall.c': {'function test_reload'},
 }
 
