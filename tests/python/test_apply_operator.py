@@ -14,9 +14,9 @@ import re
 from pathlib import Path
 
 import pytest
+from orchestrator_fakes import BASE, dep_of, make
 from test_deploy import DEMO, errors_of, write
 from test_deploy import site as _site
-from test_orchestrator import BASE, dep_of, make
 
 from sluice.deploy import SLUICED_DEFAULTS
 from sluice.orchestrator import OrchestratorError

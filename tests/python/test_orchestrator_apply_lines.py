@@ -7,7 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_orchestrator import BASE, MSG, OCC, dep_of, make
+from orchestrator_fakes import BASE, dep_of, make
+from test_orchestrator import MSG, OCC
 
 from sluice.orchestrator import OrchestratorError
 
