@@ -735,6 +735,7 @@ stop_modules(struct sl_mgr *m)
 		sl_log("shutting down: asked over the control socket");
 	sl_telemetry_close();
 	sl_rules_builder_stop(m->rules); /* a build under way finishes first */
+	sl_scale_stop_pending(m, 2000);
 	sl_stop_all_nfs(m, 2000);
 	__atomic_store_n(&m->shm->shutdown, 1, __ATOMIC_RELEASE);
 	for (uint32_t i = 0; i < m->shm->n_io; i++)

@@ -376,6 +376,65 @@ sl_scale_poll(struct sl_mgr *m)
 	pending_poll(m, 0);
 }
 
+/* 1 once every pending replica has exited or registered (sl_stop_all_nfs
+ * stops those). */
+static int
+pending_all_gone(const struct sl_mgr *m)
+{
+	for (uint16_t k = 0; k < m->n_scale_pending; k++) {
+		const struct sl_scale_pending *p = &m->scale_pending[k];
+
+		if (!registered(m->shm, p->pid) && !pidfd_exited(p->pidfd))
+			return 0;
+	}
+	return 1;
+}
+
+/*
+ * A replica still attaching while sluiced cleans up would ask it for
+ * memory after the clean-up, and the hugepage files made for it would
+ * outlive both processes: every replica that has not registered is
+ * stopped and waited for before the NFs and EAL go. Registrations are
+ * answered meanwhile, so that one registering now is stopped as an NF.
+ */
+void
+sl_scale_stop_pending(struct sl_mgr *m, unsigned int timeout_ms)
+{
+	uint64_t hz = rte_get_tsc_hz();
+	uint64_t deadline = rte_rdtsc() + hz / 1000 * timeout_ms;
+	int killed = 0;
+
+	for (uint16_t k = 0; k < m->n_scale_pending; k++)
+		if (!registered(m->shm, m->scale_pending[k].pid))
+			pidfd_signal(m->scale_pending[k].pidfd, SIGTERM);
+	while (!pending_all_gone(m)) {
+		if (rte_rdtsc() >= deadline) {
+			if (killed)
+				break;
+			for (uint16_t k = 0; k < m->n_scale_pending; k++) {
+				struct sl_scale_pending *p =
+					&m->scale_pending[k];
+
+				if (registered(m->shm, p->pid) ||
+				    pidfd_exited(p->pidfd))
+					continue;
+				sl_log("shutting down: replica pid %d did not "
+				       "stop within %u ms of SIGTERM: killed it "
+				       "(SIGKILL)",
+				       p->pid, timeout_ms);
+				pidfd_signal(p->pidfd, SIGKILL);
+			}
+			killed = 1;
+			deadline = rte_rdtsc() + hz / 1000 * timeout_ms;
+		}
+		sl_registry_poll(m);
+		usleep(1000);
+	}
+	for (uint16_t k = 0; k < m->n_scale_pending; k++)
+		close(m->scale_pending[k].pidfd);
+	m->n_scale_pending = 0;
+}
+
 /* Starts n copies of model for service, their pids appended to started.
  * 0, or a negative errno with err filled (those started so far stay
  * pending). */

@@ -291,6 +291,9 @@ int sl_scale(struct sl_mgr *m, uint16_t service, uint32_t replicas,
 /* Replicas that exited before registering, or did not register within
  * --scale-register-ms (stopped), are logged and published (nf.scale.failed). */
 void sl_scale_poll(struct sl_mgr *m);
+/* At shutdown, before the NFs are stopped: replicas still starting get
+ * SIGTERM, then SIGKILL after timeout_ms, and are waited for. */
+void sl_scale_stop_pending(struct sl_mgr *m, unsigned int timeout_ms);
 
 /* io.c */
 /* Fills m->io (the RX->TX ring in split mode, the threads' arguments);
