@@ -25,49 +25,6 @@
 #include "sl_nf_int.h"
 
 /*
- * Process-wide, and so file-static rather than in struct sl_nf: a signal
- * is delivered to the process, and its handler has no NF handle (one NF
- * process runs one NF). Written only by on_signal(); read through the
- * functions below, from the loop, registration and start-up.
- */
-static volatile sig_atomic_t g_stop;   /* SIGINT, SIGTERM */
-static volatile sig_atomic_t g_reload; /* SIGHUP, until taken */
-
-static void
-on_signal(int sig)
-{
-	if (sig == SIGHUP)
-		g_reload = 1;
-	else
-		g_stop = 1;
-}
-
-/* 1 once a stop signal came (it stays set). */
-int
-nfi_stop_asked(void)
-{
-	return g_stop != 0;
-}
-
-/* 1 while a SIGHUP is waiting to be taken by nfi_reload_take(). */
-int
-nfi_reload_asked(void)
-{
-	return g_reload != 0;
-}
-
-/* 1 if a SIGHUP came since the last call, clearing it: one reload for any
- * number of SIGHUPs before it. */
-int
-nfi_reload_take(void)
-{
-	if (g_reload == 0)
-		return 0;
-	g_reload = 0;
-	return 1;
-}
-
-/*
  * EAL's messages while the NF attaches. For any failure to set up memory,
  * rte_eal_init() says only "Cannot allocate memory"; the reason (a file it
  * could not open or lock, an area it could not map) is in EAL's debug
@@ -222,10 +179,7 @@ nfi_eal_attach(struct sl_nf *nf, struct nf_args *a)
 	 * read-locked sections, we would leave a reader on the shared
 	 * memory-hotplug lock for good, and sluiced's rte_eal_cleanup() at
 	 * exit would spin on it for ever. We attach, then stop after. */
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
-	signal(SIGHUP, on_signal);
-	signal(SIGPIPE, SIG_IGN);
+	nfi_signals_install();
 	sched_getaffinity(0, sizeof(saved), &saved);
 	if (a->eal_capture) {
 		/* Never closed: an EAL thread may still hold it. Static,

@@ -91,9 +91,6 @@ int nfi_parse_args(struct nf_args *a, const struct sl_nf_ops *ops, int argc,
 		   char **argv);
 
 /* sl_nf_attach.c */
-int nfi_stop_asked(void);
-int nfi_reload_asked(void);
-int nfi_reload_take(void);
 int nfi_eal_attach(struct sl_nf *nf, struct nf_args *a);
 int nfi_attach(struct sl_nf *nf);
 
@@ -103,6 +100,9 @@ void nfi_deregister(struct sl_nf *nf);
 void nfi_inbox_poll(struct sl_nf *nf);
 
 /* sl_nf_loop.c */
+void nfi_signals_install(void);
+int nfi_stop_asked(void);
+int nfi_reload_asked(void);
 uint16_t nfi_port_out(struct sl_dispatch *d, uint16_t port,
 		      struct rte_mbuf **pkts, uint16_t n);
 void nfi_handle(struct sl_nf *nf, struct rte_mbuf **pkts, uint16_t n);
