@@ -54,8 +54,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core.deploy import container_program_problem, default_build_dir, did_you_mean, repo_root
 from .client import SluiceError
-from .deploy import container_program_problem, default_build_dir, did_you_mean, repo_root
 
 DEFAULT_IMAGE = "sluice-nfs:latest"
 IMAGE_BIN = "/usr/bin"  # where the NF programs are in the image
