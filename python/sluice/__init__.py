@@ -20,6 +20,6 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("runtime", ("runtime",)),
     # the REST API and the dashboard's static files it serves
     ("api", ("api", "web")),
-    # the command line
-    ("cli", ("cli", "top", "up", "__main__")),
+    # the command line; container is `python -m sluice.container`'s entry point
+    ("cli", ("cli", "top", "up", "container", "__main__")),
 ]
