@@ -165,3 +165,33 @@ def test_the_checker_reads_relative_imports() -> None:
     assert unit(["sluice", "placement", "io"]) == "placement"
     assert (["sluice", "placement", "cli"], True) in [
         (t, f) for t, f, _ in imports(PKG / "cli" / "main.py")]
+
+
+# What the core layer may not import: it opens no socket, starts no process
+# and runs no thread or event loop (DESIGN.md, "Code structure": sluice.core
+# is pure), so its decisions can be tested without a host.
+IO_MODULES = {"socket", "socketserver", "subprocess", "multiprocessing", "threading",
+              "asyncio", "selectors", "select", "signal", "http", "urllib", "ssl",
+              "httpx", "uvicorn", "fastapi", "websockets"}
+# core.sluiced_defaults runs the built sluiced once, lazily, for its option
+# table (`sluiced --defaults-json`): the one description of sluiced's options.
+IO_ALLOWED = {("core.sluiced_defaults", "subprocess")}
+
+
+def test_core_opens_no_socket_and_starts_no_process() -> None:
+    found = set()
+    for path, me in modules().items():
+        if not me.startswith("core"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                names = [node.module]
+            else:
+                continue
+            for n in names:
+                if n.split(".")[0] in IO_MODULES:
+                    found.add((me, n.split(".")[0]))
+    assert found - IO_ALLOWED == set(), "I/O in sluice.core: it belongs in sluice.runtime"
+    assert IO_ALLOWED - found == set(), "gone: delete these from IO_ALLOWED"
