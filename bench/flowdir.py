@@ -13,7 +13,7 @@ of bench/port.py) and a chain of --chain-nfs sluice-forward NFs
   naive   ``--flow-lookup naive``: every hop re-parses, re-hashes and looks
           the table up again
 
-at 64, 256 and 1024-byte UDP frames (python/sluice/traces.py fixed_size) and
+at 64, 256 and 1024-byte UDP frames (python/sluice/runtime/traces.py fixed_size) and
 1, 10,000 and 1,000,000 flows (one packet per flow; at least --min-packets).
 Throughput: the median of per-second rates of the out port's tx_pkts from
 sluiced ``stats`` after a warm-up; ratios cached/default and naive/default.
@@ -92,8 +92,8 @@ from harness import (
 )
 from ovs import capture_flows, ensure_installed, run_ovs
 from port import SINK_DEVICE, out_port, pcap_device, rates
-from sluice.client import SluiceError
-from sluice.traces import MAX_FRAME, MIN_FRAME, fixed_size, write_pcap
+from sluice.runtime.client import SluiceError
+from sluice.runtime.traces import MAX_FRAME, MIN_FRAME, fixed_size, write_pcap
 
 MODES = ("off", "cached", "naive")
 MODE_NAMES = {"off": "default chain", "cached": "cached lookup", "naive": "naive rehash"}
@@ -564,7 +564,7 @@ def main() -> int:
         "method": ("Mpps: median of per-second out-port tx_pkts rates (sluiced stats; OVS: "
                    "ovs-ofctl dump-ports) after the warm-up. Modes of a point alternate "
                    "within each run; ratio = median / median of off. Captures: "
-                   "sluice.traces.fixed_size(max(flows, min_packets), flows, size), one "
+                   "sluice.runtime.traces.fixed_size(max(flows, min_packets), flows, size), one "
                    "packet per flow, replayed from memory (net_pcap infinite_rx)."),
         "ablation": {},
     }

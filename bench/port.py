@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Port benchmark: net_pcap replay -> 1 sluice-forward NF -> net_null, against testpmd.
 
-Input: a capture of 64-byte UDP frames (python/sluice/traces.py fixed_size)
+Input: a capture of 64-byte UDP frames (python/sluice/runtime/traces.py fixed_size)
 replayed from memory forever (net_pcap0,...,infinite_rx=1); output: a pure
 sink (net_null0,no-rx=1). Two captures: 1 flow and 100,000 flows (one
 packet per flow; at least --min-packets packets in each capture).
@@ -96,8 +96,8 @@ from harness import (
     wait_for_near_cpus,
     write_json,
 )
-from sluice.client import SluiceError
-from sluice.traces import fixed_size, write_pcap
+from sluice.runtime.client import SluiceError
+from sluice.runtime.traces import fixed_size, write_pcap
 
 FLOW_COUNTS = (1, 100_000)
 # The packet pool, the same size for testpmd (--total-num-mbufs) and sluiced
@@ -634,7 +634,7 @@ def main() -> int:
                                 f"{host_note(x)}")
                 entry: dict[str, Any] = {
                     "flows": fl, "capture_packets": n, "pool_mbufs": args.pool[pcap.name],
-                    "capture": "python/sluice/traces.py fixed_size(packets, flows, 64), "
+                    "capture": "python/sluice/runtime/traces.py fixed_size(packets, flows, 64), "
                                "written to a temporary file",
                     "configs": {cfg: summarize(rs) | {"run_details": rs}
                                 for cfg, rs in runs.items()},

@@ -24,9 +24,9 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from .client import Client, SluiceError
-from .counters import rate as _rate
-from .counters import total
+from .core.counters import rate as _rate
+from .core.counters import total
+from .runtime.client import Client, SluiceError
 
 
 def _drops(x: dict[str, Any]) -> int | float:

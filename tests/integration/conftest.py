@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from sluice.launch import Launcher, hugetlbfs_mounts
+from sluice.runtime.launch import Launcher, hugetlbfs_mounts
 
 ROOT = Path(__file__).resolve().parents[2]
 _counter = itertools.count()

@@ -1,4 +1,4 @@
-"""sluice.counters: the model of `stats {"schema": true}` and its helpers, on the schema
+"""sluice.core.counters: the model of `stats {"schema": true}` and its helpers, on the schema
 of a real sluiced (tests/python/data/stats_schema.json; capture_stats_schema.py next to
 it made it)."""
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from sluice.counters import Field, Schema, SchemaError, builtin, counter_rates, rate, total
+from sluice.core.counters import Field, Schema, SchemaError, builtin, counter_rates, rate, total
 
 DATA = Path(__file__).resolve().parent / "data"
 RAW = json.loads((DATA / "stats_schema.json").read_text())

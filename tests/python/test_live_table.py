@@ -1,4 +1,4 @@
-"""The live table of `sluice up` (sluice.launch.stats_tables): packets/s from
+"""The live table of `sluice up` (sluice.runtime.launch.stats_tables): packets/s from
 two stats reads `dt` seconds apart, drops by reason, NF ring occupancy and
 cycles per packet, as a user sees them (rendered by rich, compared cell by
 cell). The stats format is docs/control-socket.md's."""
@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from sluice.launch import stats_tables
+from sluice.runtime.launch import stats_tables
 
 
 def _stats(k: int) -> dict[str, Any]:
@@ -146,7 +146,7 @@ def test_into_a_pipe_lines_and_rows_are_not_wrapped() -> None:
     import subprocess
     import sys
 
-    code = ("from sluice.launch import up_console, stats_tables\n"
+    code = ("from sluice.runtime.launch import up_console, stats_tables\n"
             "c = up_console()\n"
             "c.print('crashed: ' + 'x' * 150)\n"
             "c.print(stats_tables({'ports': [], 'nfs': [{'instance': 0, 'service': 'firewall', "

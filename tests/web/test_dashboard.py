@@ -13,7 +13,7 @@ from pathlib import Path
 from dashboard_helpers import ROOT, free_port, it
 
 from sluice.api import ApiServer, create_app
-from sluice.traces import generate
+from sluice.runtime.traces import generate
 
 TOKEN = "web-t0ken"
 CHAIN = [("port:in", "firewall"), ("firewall", "monitor"), ("monitor", "forward"),

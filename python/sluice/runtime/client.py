@@ -32,8 +32,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from . import paths
-from .errors import SluiceError as SluiceError  # the base of this module's errors
+from ..core import paths
+from ..core.errors import SluiceError as SluiceError  # the base of this module's errors
 
 SOCKET_DIR = paths.SOCKET_DIR  # a module global: tests point it at a folder of their own
 
