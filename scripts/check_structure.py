@@ -58,7 +58,6 @@ BASELINE: dict[str, set[str]] = {
     'tests/integration/test_hostile_packets.py': {'function test_hostile_frames_through_every_nf'},
     'tests/integration/test_many_nfs.py': {
         'function test_128_instances_of_64_services_in_a_64_hop_chain'},
-    'tests/unit/test_firewall.c': {'function test_reload'},
 }
 
 
