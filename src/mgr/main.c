@@ -741,7 +741,7 @@ stop_modules(struct sl_mgr *m)
 	for (uint32_t i = 0; i < m->shm->n_io; i++)
 		sl_futex_wake(&m->shm->io_wake[i]);
 	rte_eal_mp_wait_lcore();
-	sl_qs_drain_all(m);
+	sl_grace_drain(&m->qs, m);
 	sl_flow_close(m);
 	sl_graphs_close(m);
 	sl_control_close(m);

@@ -259,7 +259,7 @@ env_free(struct env *e)
 
 	sl_rules_builder_stop(e->m->rules);
 	env_grace_pass(e);
-	sl_qs_drain_all(e->m);
+	sl_grace_drain(&e->m->qs, e->m);
 	sl_flow_rx_fini(e->m->flow);
 	if (e->m->flow != NULL)
 		rte_ring_free(e->m->flow->del_ring);

@@ -201,5 +201,12 @@ void sl_flow_match_json(const struct sl_shm *shm, const struct sl_match *mt,
 typedef int sl_flow_free_fn(struct sl_mgr *m, void *p);
 /* Frees p with fn(m, p) once no reader can hold it (a grace period). */
 void sl_flow_defer(struct sl_mgr *m, sl_flow_free_fn *fn, void *p);
+/* What sl_flow_defer queues on m->qs, and its grace-queue function. */
+struct sl_flow_deferred {
+	struct sl_grace_action qa;
+	sl_flow_free_fn *fn;
+	void *p;
+};
+int sl_flow_deferred_run(void *ctx, struct sl_grace_action *qa, int draining);
 
 #endif /* SL_MGR_FLOW_H */

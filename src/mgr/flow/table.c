@@ -239,17 +239,36 @@ sl_flow_ovr_put(const struct sl_shm *shm, struct sl_flow_entry *e,
 	return 0;
 }
 
+int
+sl_flow_deferred_run(void *ctx, struct sl_grace_action *qa, int draining)
+{
+	struct sl_flow_deferred *d =
+		container_of(qa, struct sl_flow_deferred, qa);
+	int rc = d->fn(ctx, d->p);
+
+	/* At shutdown nothing reads it: a few more tries, then let go. */
+	for (int k = 1; draining && k < 3 && rc != 0; k++)
+		rc = d->fn(ctx, d->p);
+	if (rc == 0 || draining)
+		free(d);
+	return rc == 0 ? 0 : EAGAIN; /* retried at the next poll */
+}
+
 void
 sl_flow_defer(struct sl_mgr *m, sl_flow_free_fn *fn, void *p)
 {
-	struct sl_qs_action *a = sl_qs_new(m, SL_QS_CALL);
+	struct sl_flow_deferred *d = calloc(1, sizeof(*d));
 
-	if (a == NULL) { /* out of memory: leak rather than risk a reader */
+	if (d == NULL ||
+	    sl_grace_defer(&m->qs, &d->qa, sl_flow_deferred_run, m->shm) != 0) {
+		/* out of memory or queue full: leak rather than risk a
+		 * reader */
+		free(d);
 		sl_log("out of memory queueing a deferred free");
 		return;
 	}
-	a->fn = fn;
-	a->ptr = p;
+	d->fn = fn;
+	d->p = p;
 }
 
 /* Is any pin of entry e service f->service's (and f->instance's)? */
