@@ -152,13 +152,17 @@ class Schema:
         return sorted(set(out))
 
 
+def builtin_json() -> Any:
+    """``stats_schema.json`` as JSON (``stats {"schema": true}``'s reply)."""
+    return json.loads(resources.files(__package__).joinpath("stats_schema.json").read_text())
+
+
 @functools.cache
 def builtin() -> Schema:
     """The schema of the sluiced this package was made with (``stats_schema.json``, as
     tests/python/data/capture_stats_schema.py writes it): what a consumer uses until it
     has read sluiced's own, and for a ``stats`` result it has no sluiced for."""
-    return Schema.parse(json.loads(
-        resources.files(__package__).joinpath("stats_schema.json").read_text()))
+    return Schema.parse(builtin_json())
 
 
 def rate(now: Any, before: Any, dt: float) -> float | None:

@@ -26,6 +26,9 @@ _mod = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_mod)
 
 
+STATS_SCHEMA = json.loads((Path(__file__).resolve().parents[1] / "python" / "data" /
+                           "stats_schema.json").read_text())
+
 LINE_MAX = 1024 * 1024  # sluiced refuses a longer request line and closes (--control-line-kb)
 
 
@@ -332,8 +335,8 @@ class Sluiced:
             return ok(PORTS)
         if method == "service.list":
             return ok(self.services)
-        if method == "stats":
-            return ok(STATS)
+        if method == "stats":  # with schema: what a real sluiced described (captured)
+            return ok(STATS_SCHEMA if p.get("schema") is True else STATS)
         if method == "chain.get":
             return ok(self.chain)
         if method == "chain.set":
