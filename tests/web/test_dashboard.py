@@ -26,6 +26,9 @@ EDGES_JS = """[...document.querySelectorAll('#graph g.edge')].map(g => {
     const t = g.querySelector('text.rate');
     return {from: g.dataset.from, to: g.dataset.to, label: t ? t.textContent : null,
             pps: t ? Number(t.dataset.pps) : null}; })"""
+HEADS_JS = """Object.fromEntries(["ports", "nfs", "edges", "drops"].map(id => [id,
+    [...document.querySelectorAll(`#${id} thead th`)].map(th => [th.textContent,
+                                                                th.title])]))"""
 # the numbers the test reads twice: per-edge packets/s on the graph, packets of
 # each edge (edges table), packets/s into port in and out of port out
 READ_JS = """(() => {
@@ -81,6 +84,18 @@ def test_dashboard_shows_the_running_node(launch, node, browser, tmp_path):
                 '#graph g.edge[data-from="port:in"][data-to="firewall"] text.rate');
                 return t && Number(t.dataset.pps) > 0; })()""", 60,
                      "a rate on the edge port:in -> firewall")
+        # the tables' heads, from the stats schema: as they have always read, with
+        # each field's help as a tooltip
+        heads = browser.eval(HEADS_JS)
+        assert {t: [h for h, _ in hs] for t, hs in heads.items()} == {
+            "ports": ["port", "in/s", "out/s", "drop/s", "in/s, last minute",
+                      "out/s, last minute"],
+            "nfs": ["instance", "state", "in/s", "out/s", "drop/s", "ring", "cyc/pkt",
+                    "in/s, last minute"],
+            "edges": ["from", "to", "pkts/s", "bytes/s", "packets", "pkts/s, last minute"],
+            "drops": ["reason", "per s", "total", "where"]}, heads
+        assert heads["ports"][1][1] == "packets received from the port"
+        assert heads["edges"][3][1] == "bytes handed on along the edge"
         nodes = browser.eval(NODES_JS)
         roles = {(n["node"], n["role"]) for n in nodes}
         assert roles == {("port:in", "source"), ("firewall", "service"),
