@@ -111,14 +111,14 @@ def _by_service(stats: dict[str, Any]) -> list[dict[str, Any]]:
             a["cpp"].append(float(cpp))
     rows = []
     for s in stats.get("services", []):
-        a = inst.get(str(s.get("name")))
-        if a is None:
+        agg = inst.get(str(s.get("name")))
+        if agg is None:
             continue
         rows.append({**s, "service": s.get("name"),
-                     "rx_ring": {"count": a["count"], "size": a["size"]},
-                     "cycles_per_pkt": sum(a["cpp"]) / len(a["cpp"]) if a["cpp"] else None,
-                     "label": f"{s.get('name')} x{a['n']}"
-                              + (f" ({a['down']} not running)" if a["down"] else "")})
+                     "rx_ring": {"count": agg["count"], "size": agg["size"]},
+                     "cycles_per_pkt": sum(agg["cpp"]) / len(agg["cpp"]) if agg["cpp"] else None,
+                     "label": f"{s.get('name')} x{agg['n']}"
+                              + (f" ({agg['down']} not running)" if agg["down"] else "")})
     return rows
 
 

@@ -124,6 +124,15 @@ def test_dashboard_shows_the_running_node(launch, node, browser, tmp_path):
         for a, b in CHAIN:
             assert second["pkts"][f"{a}>{b}"] > first["pkts"][f"{a}>{b}"], (a, b, first, second)
         assert first["edges"] != second["edges"], (first, second)
+        # the edges table's packets/s are the graph's (one rate, drawn twice)
+        table_pps = browser.eval("""Object.fromEntries([...document.querySelectorAll(
+            '#edges tbody tr')].map(r => [r.dataset.from + '>' + r.dataset.to,
+                                           r.querySelector('td.pps').dataset.value]))""")
+        graph_pps = browser.eval("""Object.fromEntries([...document.querySelectorAll(
+            '#graph g.edge')].map(g => [g.dataset.from + '>' + g.dataset.to,
+            (g.querySelector('text.rate') || {dataset: {}}).dataset.pps]))""")
+        for a, b in CHAIN:
+            assert table_pps[f"{a}>{b}"] == graph_pps[f"{a}>{b}"], (table_pps, graph_pps)
 
         # a drop reason, and where
         browser.wait("document.querySelector('#drops tr[data-reason=\"nf_verdict\"]')", 30,

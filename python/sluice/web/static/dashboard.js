@@ -545,11 +545,11 @@
   }
 
   // a table's rows: name cells first (its columns that are not fields, or show "name"),
-  // then a cell of each field
+  // then a cell of each field; rates: the row's rates by field (rowRates)
   function rowsOf(tableId, list, rates, rateKey, attrs, names) {
     const cols = columnsOf(tableId);
     return list.map((x) => {
-      const r = rates.get(rateKey(x)) || {};
+      const r = rates(x) || {};
       const key = tableId + ":" + rateKey(x);
       const first = names(x);
       return el("tr", attrs(x), ...first,
@@ -558,13 +558,14 @@
   }
 
   function drawTables(stats, rates) {
-    fill("ports", rowsOf("ports", stats.ports || [], rates.ports, (p) => p.name,
+    fill("ports", rowsOf("ports", stats.ports || [], (p) => rates.ports.get(p.name), (p) => p.name,
       (p) => ({ "data-port": p.name }), (p) => [el("td", {}, p.name)]));
-    fill("nfs", rowsOf("nfs", stats.nfs || [], rates.nfs, (n) => n.instance,
+    fill("nfs", rowsOf("nfs", stats.nfs || [], (n) => rates.nfs.get(n.instance), (n) => n.instance,
       (n) => ({ "data-instance": String(n.instance), "data-service": n.service }),
       (n) => [el("td", {}, `${n.service}#${n.instance}`)]));
     const edgeRows = [...rates.edges.values()].sort((a, b) => (a.from + a.to < b.from + b.to ? -1 : 1));
-    fill("edges", rowsOf("edges", edgeRows.map((e) => e.row), rates.edges, edgeKey,
+    fill("edges", rowsOf("edges", edgeRows.map((e) => e.row),
+      (e) => (rates.edges.get(edgeKey(e)) || {}).rates, edgeKey,
       (e) => ({ "data-from": e.from, "data-to": e.to }), () => []));
     const note = document.getElementById("edges-note");
     note.hidden = Array.isArray(stats.edges);
