@@ -9,7 +9,8 @@ counter touches its struct and its descriptor only.
 ``Schema.parse`` reads the reply into frozen dataclasses; ``counters``,
 ``gauges``, ``labels``, ``rows`` and ``unknown`` pick fields and rows out of a ``stats``
 result; ``rate`` and ``counter_rates`` give per-second rates between two
-reads. Pure: no sockets (core layer).
+reads; ``column`` says how a view shows a field it lists (header from name, unit
+and kind; per second or as it is; bytes as bits). Pure: no sockets (core layer).
 """
 
 from __future__ import annotations

@@ -64,3 +64,27 @@ def test_the_script_heads_fields_as_sluice_counters_does() -> None:
              by_word(Field(**f))] for f in fields]
     assert got == want
     assert ["in", "in/s", "key"] in got and ["dropped", "drop/s", "reason"] in got
+
+
+def test_the_page_carries_the_packages_schema(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Heads before the node's schema is read (and without the token): the package's,
+    in the page, with nothing in a help able to end its <script>."""
+    from fastapi.testclient import TestClient
+
+    import sluice.web
+    from sluice.api import create_app
+    from sluice.counters import builtin_json
+
+    def carried() -> str:
+        page = TestClient(create_app("t", "/nonexistent/t.sock", token="s3cret")).get("/").text
+        m = re.search(r'<script id="stats-schema" type="application/json">(.*?)</script>',
+                      page, re.S)
+        assert m is not None, page
+        return m.group(1)
+
+    assert json.loads(carried()) == builtin_json()
+    odd = builtin_json()
+    odd["tables"]["port"][2]["help"] = "a </script><b>&amp; help"
+    monkeypatch.setattr(sluice.web, "builtin_json", lambda: odd)
+    text = carried()
+    assert "</" not in text and "<b>" not in text and json.loads(text) == odd
