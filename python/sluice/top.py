@@ -49,13 +49,15 @@ def rates(prev: dict[str, Any] | None, cur: dict[str, Any], dt: float,
     """Rates between two ``stats`` results taken ``dt`` seconds apart (prev
     None: counts only, rates None). Packets/s are ``*_pps``, bits/s ``*_bps``."""
     schema = schema or builtin()
+    pcols, ncols = _cols(schema, "port", PORT_RATES), _cols(schema, "nf", NF_RATES)
+    ecols = _cols(schema, "edge", EDGE_RATES)
     prev = prev or {}
     pp = {p.get("name"): p for p in prev.get("ports", [])}
     ports = []
     for p in cur.get("ports", []):
         b = pp.get(p.get("name"))
         ports.append({"name": p.get("name"),
-                      **{k: c.per_s(p, b, dt) for k, c in _cols(schema, "port", PORT_RATES)}})
+                      **{k: c.per_s(p, b, dt) for k, c in pcols}})
     np_ = {n.get("instance"): n for n in prev.get("nfs", [])}
     nfs = []
     for n in cur.get("nfs", []):
@@ -64,18 +66,18 @@ def rates(prev: dict[str, Any] | None, cur: dict[str, Any], dt: float,
         nfs.append({
             "instance": n.get("instance"), "service": n.get("service"),
             "state": n.get("state"),
-            **{k: c.per_s(n, b, dt) for k, c in _cols(schema, "nf", NF_RATES)},
+            **{k: c.per_s(n, b, dt) for k, c in ncols},
             "ring": int(ring.get("count", 0)), "ring_size": int(ring.get("size", 0)),
             "cycles_per_pkt": n.get("cycles_per_pkt"),
         })
     ep = {(e.get("from"), e.get("to")): e for e in prev.get("edges", [])}
     # an edge first listed now carried its packets since the last read
-    zero = {c.field.name: 0 for _, c in _cols(schema, "edge", EDGE_RATES)} if prev else None
+    zero = {c.field.name: 0 for _, c in ecols} if prev else None
     edges = []
     for e in cur.get("edges", []):
         b = ep.get((e.get("from"), e.get("to")), zero)
         edges.append({"from": e.get("from"), "to": e.get("to"), "pkts": e.get("pkts", 0),
-                      **{k: c.per_s(e, b, dt) for k, c in _cols(schema, "edge", EDGE_RATES)}})
+                      **{k: c.per_s(e, b, dt) for k, c in ecols}})
     edges.sort(key=lambda e: (str(e["from"]), str(e["to"])))
     # stats.drops counts every drop on the node once (instances gone and the
     # TX thread included); the ports' and live instances' say where.

@@ -214,7 +214,7 @@
   }
 
   // a row's value of a field, a by-key counter (drops by reason) as its total
-  function valueOf(f, row) {
+  function fieldValue(f, row) {
     const v = row ? row[f.name] : undefined;
     return f.type === "object" && f.kind === "counter" ? dropSum(v) : v;
   }
@@ -232,7 +232,7 @@
   function rowRates(table, now, before, dt) {
     const out = {};
     for (const f of (state.schema.tables || {})[table] || []) {
-      if (f.kind === "counter") out[f.name] = rate(valueOf(f, now), before && valueOf(f, before), dt);
+      if (f.kind === "counter") out[f.name] = rate(fieldValue(f, now), before && fieldValue(f, before), dt);
     }
     return out;
   }
