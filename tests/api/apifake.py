@@ -30,6 +30,9 @@ _mod = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_mod)
 
 
+STATS_SCHEMA = json.loads((Path(__file__).resolve().parents[1] / "python" / "data" /
+                           "stats_schema.json").read_text())
+
 LINE_MAX = 1024 * 1024  # sluiced refuses a longer request line and closes (--control-line-kb)
 
 
@@ -375,7 +378,8 @@ class Sluiced:
         return ok(self.services)
 
     def _stats(self, method: str, p: Any, ok: _Ok, err: _Err) -> Any:
-        return ok(STATS)
+        # with schema: what a real sluiced described (captured)
+        return ok(STATS_SCHEMA if p.get("schema") is True else STATS)
 
     def _chain_get(self, method: str, p: Any, ok: _Ok, err: _Err) -> Any:
         return ok(self.chain)

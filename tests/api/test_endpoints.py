@@ -361,7 +361,8 @@ def test_openapi_spec_has_typed_responses(api: TestClient) -> None:
     assert {p for p in paths if p.startswith("/api/") or p == "/metrics"} == {
         "/api/v1/status", "/api/v1/nfs", "/api/v1/nfs/{instance}/stop", "/api/v1/ports",
         "/api/v1/services", "/api/v1/services/{service}/lb",
-        "/api/v1/services/{service}/scale", "/api/v1/stats", "/api/v1/chain",
+        "/api/v1/services/{service}/scale", "/api/v1/stats", "/api/v1/stats/schema",
+        "/api/v1/chain",
         "/api/v1/rx/pause", "/api/v1/rx/resume", "/api/v1/events", "/api/v1/graphs",
         "/api/v1/graphs/{name}", "/api/v1/rules", "/api/v1/rule-batches",
         "/api/v1/rules/{rule_id}", "/api/v1/flows",

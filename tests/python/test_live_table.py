@@ -357,3 +357,17 @@ def test_rows_that_wrap_past_the_room_are_shown_per_service() -> None:
     assert names == ["port", "uplink-provider-a", "NF",
                      *(f"{SERVICES[i % 4]}#{i}" for i in range(20))]
     assert not any("one row per service" in ln for ln in lines)
+
+
+def test_columns_are_fields_of_the_schema(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The live table names schema fields; its headers and the order columns are
+    left out in come from them, and an unknown name is an error, not a blank column."""
+    import sluice.livetable as lt
+    from sluice.counters import SchemaError, builtin
+
+    assert lt.STATS_DROP_ORDER == ["cyc/pkt", "ring", "stalls/s", "stalls", "drops by reason",
+                                   "drop/s", "dropped", "out/s", "out", "in/s", "in"]
+    assert lt.drop_order(builtin()) == lt.STATS_DROP_ORDER
+    monkeypatch.setattr(lt, "NF_FIELDS", ("rx_pkts", "rx_pktz"))
+    with pytest.raises(SchemaError, match="table 'nf' has no field 'rx_pktz'"):
+        stats_tables(_stats(1))
