@@ -5,7 +5,7 @@ reads: per port and per NF instance packets/s in, out and dropped, ring
 occupancy, per-edge packets/s (``stats.edges``) and drops by reason. The
 web dashboard (``sluice.web``) shows the same numbers. Which fields each
 table shows is listed here (``PORT_RATES``, ...); their headers, units and
-kinds come from the stats schema (``sluice.counters.column``).
+kinds come from the stats schema (``sluice.core.counters.column``).
 
 ``rates(prev, cur, dt)`` computes them (pure, for tests); ``frame`` draws
 them with rich; ``run_top`` is the command.
@@ -32,7 +32,7 @@ from .runtime.client import Client, SluiceError
 
 # What each table shows: (key of the ``rates`` row, `sluice top --json`'s, schema
 # field). The choice is top's; headers, units and kinds are the schema's
-# (sluice.counters.column: a counter per second, bytes as bits).
+# (sluice.core.counters.column: a counter per second, bytes as bits).
 PORT_RATES = (("rx_pps", "rx_pkts"), ("tx_pps", "tx_pkts"), ("drop_pps", "drops"),
               ("rx_bps", "rx_bytes"), ("tx_bps", "tx_bytes"))
 NF_RATES = (("rx_pps", "rx_pkts"), ("tx_pps", "tx_pkts"), ("drop_pps", "drops"))

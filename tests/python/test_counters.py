@@ -1,4 +1,4 @@
-"""sluice.counters: the model of `stats {"schema": true}` and its helpers, on the schema
+"""sluice.core.counters: the model of `stats {"schema": true}` and its helpers, on the schema
 of a real sluiced (tests/python/data/stats_schema.json; capture_stats_schema.py next to
 it made it)."""
 

@@ -1,6 +1,6 @@
 """The dashboard's columns (python/sluice/web/static/): each <th data-field> names a
 field of the stats schema, and the page's script heads them by the same rules as
-sluice.counters.heading (its part between "heading-begin" and "heading-end", run in
+sluice.core.counters.heading (its part between "heading-begin" and "heading-end", run in
 node on every field of the schema)."""
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def test_the_script_heads_fields_as_sluice_counters_does() -> None:
                    "fs.map((f) => [heading(f, false), heading(f, true), byWord(f)])));\n")
     out = subprocess.run([node, "-e", code], capture_output=True, text=True, check=True)
     got = json.loads(out.stdout)
-    from sluice.counters import Field
+    from sluice.core.counters import Field
     want = [[heading(Field(**f), rate=False), heading(Field(**f), rate=True),
              by_word(Field(**f))] for f in fields]
     assert got == want
@@ -70,7 +70,7 @@ def test_the_page_carries_the_packages_schema(monkeypatch: pytest.MonkeyPatch) -
     """Heads before the node's schema is read (and without the token): the package's,
     in the page, with nothing in a help able to end its <script>."""
     from fastapi.testclient import TestClient
-    from sluice.counters import builtin_json
+    from sluice.core.counters import builtin_json
 
     import sluice.web
     from sluice.api import create_app

@@ -362,8 +362,8 @@ def test_rows_that_wrap_past_the_room_are_shown_per_service() -> None:
 def test_columns_are_fields_of_the_schema(monkeypatch: pytest.MonkeyPatch) -> None:
     """The live table names schema fields; its headers and the order columns are
     left out in come from them, and an unknown name is an error, not a blank column."""
-    import sluice.livetable as lt
-    from sluice.counters import SchemaError, builtin
+    import sluice.runtime.livetable as lt
+    from sluice.core.counters import SchemaError, builtin
 
     assert lt.STATS_DROP_ORDER == ["cyc/pkt", "ring", "stalls/s", "stalls", "drops by reason",
                                    "drop/s", "dropped", "out/s", "out", "in/s", "in"]

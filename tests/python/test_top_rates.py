@@ -102,7 +102,7 @@ def test_frame_without_edges_or_drops_says_so() -> None:
 def test_columns_are_fields_of_the_schema(monkeypatch) -> None:
     """top's tables name schema fields; an unknown one is an error, not a blank column."""
     import pytest
-    from sluice.counters import SchemaError, builtin, column
+    from sluice.core.counters import SchemaError, builtin, column
 
     import sluice.top
 

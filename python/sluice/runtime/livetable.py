@@ -2,7 +2,7 @@
 sluiced's ``stats`` (runtime layer: rendering only, with rich; the
 numbers come from the caller). The table's columns are fields of the stats
 schema (PORT_FIELDS, NF_FIELDS): their headers, rates and formats follow
-from each field's name, unit and kind (sluice.counters)."""
+from each field's name, unit and kind (sluice.core.counters)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from ..core.counters import Column, Field, Schema, builtin, by_word, column, tot
 # What the live table shows: schema fields of a port's and of an NF's row, after the
 # row's name; then the by-key counter BY_KEY listed ("drops by reason"). The choice
 # is the table's; headers, per second or counts, and how a value is written come
-# from the schema (sluice.counters.column; a counter per second once there is a
+# from the schema (sluice.core.counters.column; a counter per second once there is a
 # previous read, a gauge as it is, a gauge object as its keys' values "3/4096").
 PORT_FIELDS = ("rx_pkts", "tx_pkts", "drops", "rx_stalls")
 NF_FIELDS = ("rx_pkts", "tx_pkts", "drops", "rx_ring", "cycles_per_pkt")

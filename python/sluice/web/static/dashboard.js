@@ -142,7 +142,7 @@
   }
 
   // -- columns from the stats schema ------------------------------------------------------
-  // The rules of sluice.counters.heading (without units): tests/python/
+  // The rules of sluice.core.counters.heading (without units): tests/python/
   // test_dashboard_columns.py runs this part in node and checks the two agree.
   // heading-begin
   const DIRECTION = { rx: "in", tx: "out" };   // a leading rx_/tx_
