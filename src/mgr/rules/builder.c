@@ -132,7 +132,7 @@ sl_rules_job_start(struct sl_rules_state *rs, struct sl_rules_job *j, char *err,
 			 "the rule builder is not running (sluiced is "
 			 "stopping)");
 		sl_rules_job_free(j);
-		return -ESHUTDOWN;
+		return ESHUTDOWN;
 	}
 	rs->job = j;
 	pthread_mutex_lock(&rs->bld.mu);
