@@ -75,7 +75,8 @@ struct sl_rule_spec {
  */
 
 /* The builder thread, started before the control loop, stopped after it
- * (a build under way finishes first; an uncommitted change is dropped). */
+ * (a build under way finishes first; an uncommitted change is dropped).
+ * Start: 0, or the errno of eventfd or pthread_create with err set. */
 int sl_rules_builder_start(struct sl_rules_state *rs, char *err, size_t errlen);
 void sl_rules_builder_stop(struct sl_rules_state *rs);
 /* An eventfd, readable when a change is built: for the control loop. */
