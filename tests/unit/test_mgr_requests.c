@@ -157,7 +157,7 @@ test_wildcard(void **state)
 	later = new_flow(e, 6002);
 	assert_int_equal(ovr_of(e, later, 1, SL_OVR_SKIP), 0);
 	assert_int_equal(sl_flow_request_remove(e->m, 1, err, sizeof(err)),
-			 -ENOENT);
+			 ENOENT);
 	env_free(e);
 }
 

@@ -79,7 +79,7 @@ test_add_publish(void **state)
 	assert_int_equal(sl_rules_add_start(e->m, r, 2, err, sizeof(err)), 0);
 	assert_true(sl_rules_busy(e->m->rules));
 	assert_int_equal(sl_rules_add_start(e->m, r, 1, err, sizeof(err)),
-			 -EBUSY);
+			 EBUSY);
 	assert_int_equal(commit(e, &out), 0);
 	assert_false(sl_rules_busy(e->m->rules));
 	assert_int_equal(json_array_size(out), 2);
@@ -182,13 +182,13 @@ test_refusals(void **state)
 
 	(void)state;
 	assert_int_equal(sl_rules_remove_start(e->m, ids, 1, err, sizeof(err)),
-			 -ENOENT);
+			 ENOENT);
 	assert_string_equal(err, "no rule with id 7; see rule.list");
 	assert_int_equal(sl_rules_remove_start(e->m, ids, 2, err, sizeof(err)),
-			 -EINVAL);
+			 EINVAL);
 	e->m->o.max_rules = 0;
 	assert_int_equal(sl_rules_add_start(e->m, &r, 1, err, sizeof(err)),
-			 -ENOSPC);
+			 ENOSPC);
 	assert_false(sl_rules_busy(e->m->rules));
 	assert_int_equal(e->m->rules->n, 0);
 	env_free(e);

@@ -233,7 +233,7 @@ sl_flow_ovr_put(const struct sl_shm *shm, struct sl_flow_entry *e,
 		}
 	}
 	if (free_k < 0)
-		return -ENOSPC;
+		return ENOSPC;
 	__atomic_store_n(&o[free_k].u64, v.u64, __ATOMIC_RELEASE);
 	__atomic_store_n(&e->n_ovr, (uint8_t)(e->n_ovr + 1), __ATOMIC_RELEASE);
 	return 0;
@@ -321,7 +321,7 @@ sl_flow_find(const struct sl_mgr *m, const struct sl_5tuple *t, uint32_t *pos)
 	int32_t p;
 
 	if (ft->hash == NULL)
-		return -ENOENT;
+		return ENOENT;
 	sl_flow_key_make(t, &k);
 	/* Ingress adds every key under sl_flow_key_hash() (never the port's
 	 * RSS hash), so a key not found is not in the table: no scan. A key
@@ -331,7 +331,7 @@ sl_flow_find(const struct sl_mgr *m, const struct sl_5tuple *t, uint32_t *pos)
 	p = sl_flow_table_lookup(ft, &k, sl_flow_key_hash(&k));
 	if (p < 0 || __atomic_load_n(&sl_flow_entry(m->shm, (uint32_t)p)->state,
 				     __ATOMIC_ACQUIRE) == SL_FLOW_FREE)
-		return -ENOENT;
+		return ENOENT;
 	*pos = (uint32_t)p;
 	return 0;
 }
