@@ -71,6 +71,20 @@ mkdir_p(const char *path)
 	return mkdir(tmp, 0755) != 0 && errno != EEXIST ? -1 : 0;
 }
 
+/* The bus's pid watcher: an NF's pidfd joins the epoll set, and its
+ * exit is seen as TAG_PID (sl_nf_died). */
+static void
+watch_pid(void *ctx, uint16_t instance, int pidfd)
+{
+	const struct sl_mgr *m = ctx;
+	struct epoll_event ev = {.events = EPOLLIN,
+				 .data.u64 = EP(TAG_PID, instance)};
+
+	epoll_ctl(m->epfd, EPOLL_CTL_ADD, pidfd, &ev);
+}
+
+static void control_event(void *ctx, const char *kind, json_t *data);
+
 int
 sl_control_init(struct sl_mgr *m, char *err, size_t errlen)
 {
@@ -120,17 +134,16 @@ sl_control_init(struct sl_mgr *m, char *err, size_t errlen)
 		return -1;
 	}
 	ctl->epfd = m->epfd;
+	if (mgr_bus_subscribe(&m->bus, control_event, m) != 0) {
+		snprintf(err, errlen,
+			 "the event bus has no room for the "
+			 "control socket");
+		return -1;
+	}
+	mgr_bus_set_pid_watch(&m->bus, watch_pid, m);
 	return 0;
 }
 
-void
-sl_control_watch_pid(struct sl_mgr *m, uint16_t instance, int pidfd)
-{
-	struct epoll_event ev = {.events = EPOLLIN,
-				 .data.u64 = EP(TAG_PID, instance)};
-
-	epoll_ctl(m->epfd, EPOLL_CTL_ADD, pidfd, &ev);
-}
 
 static void
 conn_close(struct sl_mgr *m, struct sl_ctl_conn *c)
@@ -281,9 +294,12 @@ conn_send(struct sl_ctl_state *ctl, struct sl_ctl_conn *c, json_t *msg)
 	free(s);
 }
 
-void
-sl_control_event(struct sl_mgr *m, const char *kind, json_t *data)
+/* The bus's subscriber: an event (data borrowed, NULL for {}) as one
+ * line to every subscribed connection. */
+static void
+control_event(void *ctx, const char *kind, json_t *data)
 {
+	struct sl_mgr *m = ctx;
 	struct sl_ctl_state *ctl = &m->ctl;
 	struct timespec ts;
 	json_t *ev;
@@ -294,7 +310,7 @@ sl_control_event(struct sl_mgr *m, const char *kind, json_t *data)
 	ev = json_pack("{s:s, s:s, s:{s:s, s:f, s:o}}", "jsonrpc", "2.0",
 		       "method", "event", "params", "kind", kind, "ts",
 		       (double)ts.tv_sec + ts.tv_nsec / 1e9, "data",
-		       data != NULL ? data : json_object());
+		       data != NULL ? json_incref(data) : json_object());
 	if (ev == NULL)
 		return;
 	s = json_line(ev, &len);

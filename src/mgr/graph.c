@@ -248,8 +248,9 @@ sl_chain_apply(struct sl_mgr *m, const char *const *hops, uint16_t n, char *err,
 		goto out;
 	}
 	sl_maybe_enable_rx(m);
-	sl_event("chain.set", json_pack("{s:i, s:o}", "version", g->version,
-					"hops", sl_chain_json(m)));
+	sl_event(m, "chain.set",
+		 json_pack("{s:i, s:o}", "version", g->version, "hops",
+			   sl_chain_json(m)));
 out:
 	created_end(m, rc != 0);
 	free(next);
@@ -529,7 +530,7 @@ sl_graph_apply_json(struct sl_mgr *m, json_t *p, json_t **out, char *err,
 		if (note != NULL)
 			json_object_set_new(*out, "note", note);
 	}
-	sl_event("graph.applied",
+	sl_event(m, "graph.applied",
 		 json_pack("{s:s, s:i, s:i}", "name", g->name, "id", id,
 			   "version", (int)g->version));
 out:
@@ -563,7 +564,7 @@ sl_graph_remove(struct sl_mgr *m, const char *name, uint32_t *rules, char *err,
 	__atomic_store_n(&m->shm->graph_cur[id], SL_GRAPH_NONE,
 			 __ATOMIC_RELEASE);
 	slot_retire(m, old);
-	sl_event("graph.removed",
+	sl_event(m, "graph.removed",
 		 json_pack("{s:s, s:I}", "name", name, "rules_removed",
 			   (json_int_t)*rules));
 	return 0;

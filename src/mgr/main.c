@@ -35,9 +35,9 @@
 
 #define MAX_EAL_ARGS 128
 
-/* sluiced's state. Only main() and the three entry points below, which
- * have no struct sl_mgr to take (a signal handler; sl_log and sl_event,
- * called from every module), use the name. */
+/* sluiced's state. Only main() and the two entry points below, which
+ * have no struct sl_mgr to take (a signal handler; sl_log, called from
+ * every module), use the name. */
 static struct sl_mgr g_mgr;
 
 void
@@ -53,12 +53,6 @@ sl_log(const char *fmt, ...)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	fprintf(stderr, "sluiced[%s] %ld.%03ld: %s\n", g_mgr.o.name,
 		(long)ts.tv_sec, ts.tv_nsec / 1000000, buf);
-}
-
-void
-sl_event(const char *kind, json_t *data)
-{
-	sl_control_event(&g_mgr, kind, data);
 }
 
 /* A lock-free atomic is safe to store from a signal handler. */

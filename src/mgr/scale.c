@@ -276,7 +276,7 @@ static void
 failed_event(const struct sl_mgr *m, const struct sl_scale_pending *p,
 	     const char *reason)
 {
-	sl_event("nf.scale.failed",
+	sl_event(m, "nf.scale.failed",
 		 json_pack("{s:s, s:i, s:i, s:s, s:s}", "service",
 			   m->shm->services[p->service].name, "pid", p->pid,
 			   "model", (int)p->model, "reason", reason, "log",
@@ -586,6 +586,6 @@ sl_scale(struct sl_mgr *m, uint16_t service, uint32_t replicas, json_t **out,
 	*out = json_pack("{s:s, s:i, s:o, s:o, s:o}", "service", svc->name,
 			 "replicas", (int)replicas, "started_pids", started,
 			 "stopping", stopping, "cancelled_pids", cancelled);
-	sl_event("nf.scale", json_deep_copy(*out));
+	sl_event(m, "nf.scale", json_deep_copy(*out));
 	return 0;
 }

@@ -10,6 +10,7 @@
  *               watchdog (registry/registry.h)
  *   io.c        the I/O thread(s): RX from ports, NF tx rings, TX to ports
  *   control.c   control thread: socket, events, liveness
+ *   bus.c       the event bus: modules emit, the control socket subscribes
  *   rpc.c       JSON-RPC framing, method lookup; each module's methods
  *               are in its *_rpc.c or rpc.c (ctl/node.c: status, rx)
  *   flow/       flow table, ingress, aging, flow.list (flow/flow.h)
@@ -31,6 +32,7 @@
 #include "sl_match.h"
 #include "sl_shared.h"
 
+#include "bus.h"
 #include "ports/ports.h"
 
 #define SL_VERSION "0.1.0"
@@ -133,6 +135,7 @@ struct sl_qs_action {
 struct sl_mgr {
 	struct sl_mgr_opts o;
 	struct sl_shm *shm;
+	struct mgr_bus bus; /* events and the pidfd watch hook (bus.h) */
 	uint64_t start_tsc;
 	/* 0 while running; 1: the shutdown method (or an I/O thread that
 	 * cannot run); else the signal. Atomic: written by on_signal and by
@@ -226,9 +229,7 @@ struct sl_mgr {
 
 /* Logs a line "sluiced[node]: ..." on stderr (main.c). */
 void sl_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Logs an event and publishes it to subscribers (NF up/down, ...): main.c
- * hands it to sl_control_event with sluiced's state. */
-void sl_event(const char *kind, json_t *data);
+/* Events (NF up/down, ...): sl_event(m, kind, data) on m->bus, bus.h. */
 
 /* The packet pool of a NUMA socket (main.c), created on first use. */
 struct rte_mempool *sl_pool_for_socket(struct sl_mgr *m, int socket, char *err,
@@ -310,12 +311,8 @@ int sl_io_rx_settle(struct sl_shm *shm);
 int sl_control_init(struct sl_mgr *m, char *err, size_t errlen);
 void sl_control_run(struct sl_mgr *m);
 void sl_control_close(struct sl_mgr *m);
-void sl_control_watch_pid(struct sl_mgr *m, uint16_t instance, int pidfd);
 /* status.control: {connections, max_connections, out_kb, closed_unread} */
 json_t *sl_control_json(const struct sl_mgr *m);
-/* Sends an event (data: a reference it takes, NULL for {}) to every
- * subscribed connection (sl_event's body). */
-void sl_control_event(struct sl_mgr *m, const char *kind, json_t *data);
 
 /* rpc.c: JSON-RPC 2.0 framing, method lookup and dispatch, the parked
  * request. Each module registers its methods in a const table of struct

@@ -2,7 +2,7 @@
 /*
  * The environment of sluiced's unit tests (tests/unit/test_mgr_*.c),
  * which link the static library sluiced_mgr: what main.c gives the
- * library (g_mgr, sl_log, sl_event, sl_pool_for_socket), EAL started like the other
+ * library (g_mgr, sl_log, sl_pool_for_socket), EAL started like the other
  * unit tests (no hugepages, PCI, shared files or telemetry), a fake
  * struct sl_shm in heap memory, a struct sl_mgr with sluiced's defaults
  * for the flow module, and packets from a real pool with the registered
@@ -48,12 +48,6 @@
 /* ---- what main.c defines for the library ---------------------------- */
 
 struct sl_mgr g_mgr;
-
-void
-sl_event(const char *kind, json_t *data)
-{
-	sl_control_event(&g_mgr, kind, data);
-}
 
 void
 sl_log(const char *fmt, ...)

@@ -173,7 +173,8 @@ sl_reg_handle_request(struct sl_mgr *m, struct sl_msg *msg)
 		json_object_set_new(ev, "key", json_string(r.mkey));
 		json_object_set_new(ev, "value", json_string(r.value));
 	}
-	sl_event(r.kind == SL_REQ_MESSAGE ? "nf.message" : "flow.request", ev);
+	sl_event(m, r.kind == SL_REQ_MESSAGE ? "nf.message" : "flow.request",
+		 ev);
 	msg->type = SL_MSG_REPLY;
 	msg->result = rc;
 	/* A Message some instances missed is sent (0) with a reason too. */

@@ -71,7 +71,8 @@ request_event(struct sl_mgr *m, const struct sl_req *r, const char *type,
 		json_object_set_new(ev, "reason", json_string(err));
 	if (kept != 0)
 		json_object_set_new(ev, "kept", json_integer(kept));
-	sl_event(r->kind == SL_REQ_MESSAGE ? "nf.message" : "flow.request", ev);
+	sl_event(m, r->kind == SL_REQ_MESSAGE ? "nf.message" : "flow.request",
+		 ev);
 }
 
 static json_t *
