@@ -201,33 +201,32 @@ sl_rpc_fits_out(struct sl_mgr *m, json_t *r, const char *what,
 
 /* ---- lookup and framing --------------------------------------------- */
 
-/* Every module's table, in the order status lists their methods (clients
- * show that list as it comes). */
-static const struct sl_rpc_method *const tables[] = {
-	sl_node_status_methods, sl_registry_methods, sl_stats_methods,
-	sl_chain_methods,       sl_graph_methods,    sl_rules_methods,
-	sl_flow_methods,        sl_requests_methods, sl_node_methods,
-};
-
-/* The method named name, or NULL. */
+/* The method named name in the modules' tables (m->modules, in list
+ * order), or NULL. */
 static const struct sl_rpc_method *
-lookup(const char *name)
+lookup(const struct sl_mgr *m, const char *name)
 {
-	for (size_t t = 0; t < RTE_DIM(tables); t++)
-		for (const struct sl_rpc_method *r = tables[t]; r->name; r++)
+	for (size_t k = 0; k < m->n_modules; k++) {
+		const struct sl_rpc_method *r = m->modules[k]->methods;
+
+		for (; r != NULL && r->name != NULL; r++)
 			if (strcmp(r->name, name) == 0)
 				return r;
+	}
 	return NULL;
 }
 
 json_t *
-sl_rpc_names(void)
+sl_rpc_names(const struct sl_mgr *m)
 {
 	json_t *names = json_array();
 
-	for (size_t t = 0; t < RTE_DIM(tables); t++)
-		for (const struct sl_rpc_method *r = tables[t]; r->name; r++)
+	for (size_t k = 0; k < m->n_modules; k++) {
+		const struct sl_rpc_method *r = m->modules[k]->methods;
+
+		for (; r != NULL && r->name != NULL; r++)
 			json_array_append_new(names, json_string(r->name));
+	}
 	return names;
 }
 
@@ -313,9 +312,9 @@ handle(struct sl_mgr *m, const char *line, size_t len, int *subscribe,
 	else
 		json_incref(params);
 
-	def = lookup(method);
-	if (def != NULL && (def->flags & SL_RPC_RULES) && ctl != NULL &&
-	    (ctl->rules_wait || sl_rules_busy(m->rules))) {
+	def = lookup(m, method);
+	if (def != NULL && (def->flags & (SL_RPC_RULES | SL_RPC_PARKS)) &&
+	    ctl != NULL && (ctl->rules_wait || sl_rpc_busy(m))) {
 		/* Its turn comes when the build under way is committed. */
 		*state = SL_RPC_WAIT;
 		json_decref(params);
@@ -331,7 +330,8 @@ handle(struct sl_mgr *m, const char *line, size_t len, int *subscribe,
 	} else if (def->flags & SL_RPC_SUBSCRIBE) {
 		*subscribe = 1;
 		result = json_pack("{s:b}", "subscribed", 1);
-	} else if ((def->flags & SL_RPC_RULES) && ctl == NULL) {
+	} else if ((def->flags & (SL_RPC_RULES | SL_RPC_PARKS)) &&
+		   ctl == NULL) {
 		e.code = SL_RPC_E_FAILED;
 		snprintf(e.msg, sizeof(e.msg),
 			 "method '%s' changes rules: send it on the control "
@@ -377,7 +377,11 @@ sl_rpc_poll(struct sl_mgr *m, json_t **resp)
 	int rc;
 
 	*resp = NULL;
-	if (!g_park.active || !sl_rules_poll(m, &rc, &out, err, sizeof(err)))
+	if (!g_park.active)
+		return 0;
+	if (!(g_park.pk.ready != NULL
+		      ? g_park.pk.ready
+		      : sl_rules_poll)(m, &rc, &out, err, sizeof(err)))
 		return 0;
 	result = g_park.pk.done(m, &g_park.pk, rc, out, err, &e);
 	json_decref(out);
@@ -390,4 +394,10 @@ void
 sl_rpc_close(void)
 {
 	park_clear();
+}
+
+int
+sl_rpc_busy(const struct sl_mgr *m)
+{
+	return g_park.active || sl_rules_busy(m->rules);
 }

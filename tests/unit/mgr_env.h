@@ -265,6 +265,9 @@ env_new(uint32_t capacity, uint32_t timeout_ms)
 	for (uint16_t g = 0; g < MGR_GRAPHS; g++)
 		shm->graph_cur[g] = SL_GRAPH_NONE;
 	env_chain(e);
+	/* main.c's list order: rules, requests, then flow */
+	assert_int_equal(sl_rules_init(m), 0);
+	assert_int_equal(sl_requests_init(m), 0);
 	assert_int_equal(sl_flow_init(m), 0);
 	return e;
 }
@@ -290,6 +293,8 @@ env_free(struct env *e)
 	sl_flow_rx_fini(e->m->flow);
 	if (e->m->flow != NULL)
 		rte_ring_free(e->m->flow->del_ring);
+	sl_rules_close(e->m);
+	sl_requests_close(e->m);
 	sl_flow_close(e->m);
 	/* The tables go with EAL in sluiced; here each test makes its own. */
 	rte_hash_free(ft->hash);

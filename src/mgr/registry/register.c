@@ -445,7 +445,6 @@ sl_registry_poll(struct sl_mgr *m)
 		}
 	}
 	sl_reg_answered_sweep(m);
-	sl_scale_poll(m); /* after the registrations above */
 	sl_reg_watchdog(m);
 	sl_reg_qs_poll(m);
 }

@@ -202,9 +202,25 @@ rpc_flow_request_remove(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 	return json_pack("{s:I}", "removed", json_integer_value(id));
 }
 
-const struct sl_rpc_method sl_requests_methods[] = {
+static const struct sl_rpc_method sl_requests_methods[] = {
 	{"flow.request", rpc_flow_request, 0},
 	{"flow.requests", rpc_flow_requests, 0},
 	{"flow.request.remove", rpc_flow_request_remove, 0},
 	{NULL, NULL, 0},
+};
+
+static int
+requests_init(struct sl_mgr *m, char *err, size_t errlen)
+{
+	if (sl_requests_init(m) == 0)
+		return 0;
+	snprintf(err, errlen, "out of memory for the graph table");
+	return ENOMEM;
+}
+
+const struct mgr_module mgr_requests_module = {
+	.name = "requests",
+	.init = requests_init,
+	.close = sl_requests_close,
+	.methods = sl_requests_methods,
 };
