@@ -55,9 +55,12 @@ test-unit: build build-asan
 MYPY_CORE = $(BIN)/python -c 'import sluice; print(" ".join( \
 	f"python/sluice/{m}.py" for layer, ms in sluice.LAYERS if layer == "core" \
 	for m in ms if m != "placement"))'
-lint: format-check
+# check_calls reads the objects of the release build (sluiced's module
+# call graph must have no cycle).
+lint: format-check build
 	$(BIN)/ruff check python tests bench scripts
 	$(BIN)/python scripts/check_structure.py
+	$(BIN)/python scripts/check_calls.py
 	$(BIN)/mypy --strict $$($(MYPY_CORE)) python/sluice/placement
 
 # C files clang-format checks against .clang-format (clang-format 14; fix a

@@ -34,6 +34,37 @@ cache_len(const struct sl_shm *shm, uint16_t lcore)
 	return n;
 }
 
+/* Looks up a service given by name or id in params[key]. */
+int
+sl_rpc_param_service(struct sl_mgr *m, json_t *params, const char *key,
+		     struct sl_rpc_err *e)
+{
+	json_t *v = json_object_get(params, key);
+	int s;
+
+	if (json_is_integer(v)) {
+		s = (int)json_integer_value(v);
+		if (s >= 0 && s < m->shm->max_services &&
+		    m->shm->services[s].used)
+			return s;
+	} else if (json_is_string(v)) {
+		char dummy[8];
+
+		s = sl_service_get(m, json_string_value(v), 0, dummy,
+				   sizeof(dummy));
+		if (s >= 0)
+			return s;
+	} else {
+		sl_rpc_fail(e, SL_RPC_E_PARAMS,
+			    "param '%s' (service name or id) is missing", key);
+		return -1;
+	}
+	sl_rpc_fail(e, SL_RPC_E_FAILED,
+		    "no service %s; service.list shows the services",
+		    json_is_string(v) ? json_string_value(v) : "with that id");
+	return -1;
+}
+
 static json_t *
 rpc_nf_list(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 {

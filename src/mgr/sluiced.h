@@ -13,6 +13,8 @@
  *   bus.c       the event bus: modules emit, the control socket subscribes
  *   rpc.c       JSON-RPC framing, method lookup; each module's methods
  *               are in its *_rpc.c or rpc.c (ctl/node.c: status, rx)
+ *   base/       below every module: rpcutil.c (the methods' errors,
+ *               params, parking), view.c (hops, graphs, chain: read)
  *   flow/       flow table, ingress, aging, flow.list (flow/flow.h)
  *   rules/      rule sets, their builder thread, rule.list (rules/rules.h)
  *   requests/   cross-layer requests, wildcard requests
@@ -269,7 +271,6 @@ int sl_service_get(struct sl_mgr *m, const char *name, int create, char *err,
 void sl_service_release(struct sl_mgr *m, uint16_t id);
 int sl_chain_apply(struct sl_mgr *m, const char *const *hops, uint16_t n,
 		   char *err, size_t errlen);
-int sl_chain_complete(const struct sl_mgr *m);
 json_t *sl_chain_json(const struct sl_mgr *m);
 /* A note for the answer that applied graph id: the services of that graph
  * with no running instance, whose packets are dropped (no_instance) until
@@ -285,9 +286,15 @@ struct sl_qs_action *sl_qs_new(struct sl_mgr *m, enum sl_qs_kind kind);
 
 void sl_maybe_enable_rx(struct sl_mgr *m);
 
-/* graph.c */
+/* base/view.c: read-only views of the published graphs, below every
+ * module */
 json_t *sl_hop_json(const struct sl_shm *shm, sl_hop_t h);
+/* The current graph named name: its id, or -1. */
 int sl_graph_lookup(const struct sl_mgr *m, const char *name);
+/* 1 when the default chain (graph 0) has an instance of every service. */
+int sl_chain_complete(const struct sl_mgr *m);
+
+/* graph.c */
 uint32_t sl_chain_version(const struct sl_mgr *m);
 json_t *sl_graphs_json(const struct sl_mgr *m, const char *name, char *err,
 		       size_t errlen);
@@ -363,6 +370,7 @@ struct sl_rpc_method {
 	unsigned int flags; /* enum sl_rpc_flag */
 };
 
+/* base/rpcutil.c, below every module: */
 /* Sets e and returns NULL: `return sl_rpc_fail(e, ...)` in a method. */
 json_t *sl_rpc_fail(struct sl_rpc_err *e, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -393,11 +401,13 @@ struct sl_rpc_park {
 	char *graph;    /* malloc'd, or NULL */
 };
 json_t *sl_rpc_park(const struct sl_rpc_park *pk);
+/* rpc.c, after a method returned: 1 with *pk when it parked (cleared). */
+int sl_rpc_park_take(struct sl_rpc_park *pk);
 
 /* Params shared by several modules' methods: each returns the value or -1
  * with e set (E_PARAMS when missing or malformed, E_FAILED when it names
  * nothing). */
-/* A service by name or id in params[key]. */
+/* A service by name or id in params[key] (registry_rpc.c). */
 int sl_rpc_param_service(struct sl_mgr *m, json_t *params, const char *key,
 			 struct sl_rpc_err *e);
 /* The graph named by params.graph: its id. */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "sluiced.h"
+#include "registry/registry.h"
 #include "requests/requests.h"
 
 /* A hop named like a graph edge: service, port:NAME or drop. */
@@ -212,8 +213,11 @@ static const struct sl_rpc_method sl_requests_methods[] = {
 static int
 requests_init(struct sl_mgr *m, char *err, size_t errlen)
 {
-	if (sl_requests_init(m) == 0)
+	if (sl_requests_init(m) == 0) {
+		/* NFs' flow requests come in through the registry's ring. */
+		m->registry->flow_request = sl_flow_request;
 		return 0;
+	}
 	snprintf(err, errlen, "out of memory for the graph table");
 	return ENOMEM;
 }
