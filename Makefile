@@ -50,18 +50,19 @@ test-unit: build build-asan
 # Structure rules (scripts/check_structure.py: file and function sizes, no
 # extern mutable global in src/ headers, no file-scope state in src/mgr);
 # its BASELINE of today's offenders may only shrink. mypy: pyproject.toml's
-# [tool.mypy], strict, on the core layer (sluice.LAYERS) and the placement
-# package. clang-format: every C file against .clang-format (format-check).
+# [tool.mypy], strict, on the core layer (sluice.LAYERS: sluice/__init__.py,
+# the sluice.core package and the placement package). clang-format: every C
+# file against .clang-format (format-check).
 MYPY_CORE = $(BIN)/python -c 'import sluice; print(" ".join( \
-	f"python/sluice/{m}.py" for layer, ms in sluice.LAYERS if layer == "core" \
-	for m in ms if m != "placement"))'
+	"python/sluice/__init__.py" if m == "__init__" else f"python/sluice/{m}" \
+	for layer, ms in sluice.LAYERS if layer == "core" for m in ms))'
 # check_calls reads the objects of the release build (sluiced's module
 # call graph must have no cycle).
 lint: format-check build
 	$(BIN)/ruff check python tests bench scripts
 	$(BIN)/python scripts/check_structure.py
 	$(BIN)/python scripts/check_calls.py
-	$(BIN)/mypy --strict $$($(MYPY_CORE)) python/sluice/placement
+	$(BIN)/mypy --strict $$($(MYPY_CORE))
 
 # C files clang-format checks against .clang-format (clang-format 14; fix a
 # file with `clang-format -i FILE`).

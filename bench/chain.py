@@ -63,7 +63,7 @@ from harness import (
     unique_name,
     write_json,
 )
-from sluice.client import SluiceError
+from sluice.runtime.client import SluiceError
 
 CHAINS = (1, 2, 3, 4, 5)
 # Issue 2's targets (Mpps, best mode, CPUs 0-1) and OpenNetVM 21.10 on the same layout.

@@ -8,7 +8,7 @@ Each run starts a fresh sluiced (shared mode, CPUs 0-1) with a finite pcap
 in and a pcap out, sets the chain `forward -> port:out` *before* the NF
 exists (sluiced reads no port until the chain is complete, i.e. until the
 NF registers), then, at wall-clock time T0, starts
-`python/sluice/container.py`'s `wrap()` command (podman run ... sluice-forward).
+`python/sluice/runtime/container.py`'s `wrap()` command (podman run ... sluice-forward).
 The result is the time stamp of the first packet in the output capture
 (written by the NF's own `rte_eth_tx_burst`, stamped by DPDK's pcap driver
 from CLOCK_REALTIME) minus T0. Also recorded per run: when sluiced saw the
@@ -57,9 +57,9 @@ from harness import (  # noqa: E402
     unique_name,
     write_json,
 )
-from sluice import container  # noqa: E402
-from sluice.client import SluiceError  # noqa: E402
-from sluice.traces import fixed_size, write_pcap  # noqa: E402
+from sluice.runtime import container  # noqa: E402
+from sluice.runtime.client import SluiceError  # noqa: E402
+from sluice.runtime.traces import fixed_size, write_pcap  # noqa: E402
 
 OPENNETVM_S = 0.526
 TARGET_S = 0.3

@@ -39,9 +39,9 @@ from harness import (  # noqa: E402
     sigterm_as_interrupt,
     write_json,
 )
-from sluice.client import SluiceError  # noqa: E402
-from sluice.launch import Launcher, LaunchError  # noqa: E402
-from sluice.traces import fixed_size, write_pcap  # noqa: E402
+from sluice.runtime.client import SluiceError  # noqa: E402
+from sluice.runtime.launch import Launcher, LaunchError  # noqa: E402
+from sluice.runtime.traces import fixed_size, write_pcap  # noqa: E402
 
 
 def one_run(pcap: Path, node: str, logdir: Path) -> dict:

@@ -13,7 +13,7 @@ of bench/port.py) and a chain of --chain-nfs sluice-forward NFs
   naive   ``--flow-lookup naive``: every hop re-parses, re-hashes and looks
           the table up again
 
-at 64, 256 and 1024-byte UDP frames (python/sluice/traces.py fixed_size) and
+at 64, 256 and 1024-byte UDP frames (python/sluice/runtime/traces.py fixed_size) and
 1, 10,000 and 1,000,000 flows (one packet per flow; at least --min-packets).
 Throughput: the median of per-second rates of the out port's tx_pkts from
 sluiced ``stats`` after a warm-up; ratios cached/default and naive/default.
@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import os
 import shutil
@@ -92,8 +93,8 @@ from harness import (
 )
 from ovs import capture_flows, ensure_installed, run_ovs
 from port import SINK_DEVICE, out_port, pcap_device, rates
-from sluice.client import SluiceError
-from sluice.traces import MAX_FRAME, MIN_FRAME, fixed_size, write_pcap
+from sluice.runtime.client import SluiceError
+from sluice.runtime.traces import MAX_FRAME, MIN_FRAME, fixed_size, write_pcap
 
 MODES = ("off", "cached", "naive")
 MODE_NAMES = {"off": "default chain", "cached": "cached lookup", "naive": "naive rehash"}
@@ -415,6 +416,115 @@ def summary_line(report: dict[str, Any]) -> str:
 # -- main ---------------------------------------------------------------------------
 
 def main() -> int:
+    args = _parser().parse_args()
+    q = args.quick
+    args.runs = args.runs if args.runs is not None else (1 if q else 3)
+    args.duration = args.duration if args.duration is not None else (3 if q else 5)
+    args.warmup = args.warmup if args.warmup is not None else (1 if q else 2)
+    sizes = args.sizes if args.sizes is not None else ([64] if q else list(SIZES))
+    flows = args.flows if args.flows is not None else ([1_000_000] if q else list(FLOWS))
+    modes = [m for m in args.modes.split(",") if m]
+    ovs_flows = (args.ovs_flows if args.ovs_flows is not None
+                 else ([100_000] if q else list(OVS_FLOWS)))
+    ovs_rules = (args.ovs_rules if args.ovs_rules is not None
+                 else (["exact"] if q else ["exact", "wildcard"]))
+    latency = not (args.no_latency or q)
+    tag = "flowdir" + ("-dryrun" if args.dry_run else "-quick" if q else "")
+    args.out = args.out or RESULTS / f"{tag}.json"
+    args.plot = args.plot or RESULTS / f"{tag}.png"
+    try:
+        progs, hp_cmd, ovs_install = _prepare(args, sizes, flows, modes, ovs_flows, latency)
+    except (BenchError, ValueError, OSError) as e:
+        print(f"flowdir.py: {e}", file=sys.stderr)
+        return 2
+
+    chain = ",".join([*chain_services(args.chain_nfs), "port:out"])
+    command = bench_command()
+    report: dict[str, Any] = {
+        "benchmark": "flowdir",
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "command": command,
+        "argv": sys.argv,
+        "dry_run": args.dry_run,
+        "host": host_info(),
+        "hugepages_reserved_by": hp_cmd,
+        "params": {
+            "quick": q, "runs": args.runs, "warmup_s": args.warmup,
+            "duration_s": args.duration, "sizes": sizes, "flows": flows, "modes": modes,
+            "cpus": cpu_list(args.cpus), "chain": chain, "chain_nfs": args.chain_nfs,
+            "sluice_mode": args.sluice_mode, "handoff": args.handoff,
+            "flow_capacity": {str(f): capacity_for(f) for f in sorted(set(flows + ovs_flows))},
+            "mbufs": "max(262143, capture packets + 131071)",
+            "min_packets": args.min_packets,
+            "ovs_flows": ovs_flows, "ovs_rules": ovs_rules,
+            "ovs_sluice_chains": [",".join([*chain_services(k), "port:out"])
+                                  for k in args.ovs_sluice_nfs],
+        },
+        "core_layout": {
+            "sluiced": (f"control + 1 I/O thread floating on CPUs {cpu_list(args.cpus)}"
+                        if args.sluice_mode == "shared" else
+                        f"control on CPU {args.cpus[0]}, I/O thread busy-polling CPU "
+                        f"{args.cpus[1]}"),
+            "nfs": (f"{args.chain_nfs} sluice-forward, floating on CPUs "
+                    f"{cpu_list(args.cpus)} (shared mode: yield, then sleep when idle)"
+                    if args.sluice_mode == "shared" else
+                    f"{args.chain_nfs} sluice-forward, busy polling, f<i> pinned to CPU "
+                    f"(i-1) mod {len(args.cpus)}"),
+            "ovs-vswitchd": (f"1 PMD thread pinned to CPU {args.cpus[1]}; main, handler, "
+                             f"revalidator and other threads, and ovsdb-server, moved to CPU "
+                             f"{args.cpus[0]} once running (per run: 'threads')"),
+            "latency": (f"sluiced --mode {args.latency_mode}: control on CPU {args.cpus[0]}, "
+                        f"I/O thread busy-polling CPU {args.cpus[1]}; speedtest pinned to CPU "
+                        f"{args.cpus[0]}" if args.latency_mode == "poll" else
+                        f"sluiced and speedtest floating on CPUs {cpu_list(args.cpus)}"),
+        },
+        "method": ("Mpps: median of per-second out-port tx_pkts rates (sluiced stats; OVS: "
+                   "ovs-ofctl dump-ports) after the warm-up. Modes of a point alternate "
+                   "within each run; ratio = median / median of off. Captures: "
+                   "sluice.runtime.traces.fixed_size(max(flows, min_packets), flows, size), one "
+                   "packet per flow, replayed from memory (net_pcap infinite_rx)."),
+        "ablation": {},
+    }
+    if args.dry_run:
+        report["dry_run_note"] = ("sluiced without --flow-lookup: the option was left out, "
+                                  "all modes ran the same configuration")
+    cnt = _Count()
+    with tempfile.TemporaryDirectory(prefix="sluice-bench-flowdir-") as tmp, \
+            sigterm_as_interrupt():
+        tmpdir = Path(tmp)
+        logs = tmpdir / "logs"
+        try:
+            n_points = len(sizes) * len(flows)
+            log(f"ablation: {n_points} point(s) x {len(modes)} mode(s) x {args.runs} run(s)"
+                f"; chain {chain}; {args.sluice_mode} mode")
+            for size in sizes:
+                for fl in flows:
+                    label = f"{size}B {flows_label(fl)}"
+                    report["ablation"][label] = _ablation_point(
+                        args, progs, tmpdir, logs, size, fl, modes, cnt)
+            if latency:
+                _latency_runs(args, progs, logs, modes, cnt, report)
+            if ovs_flows:
+                report["ovs"] = {"install": ovs_install, "points": {},
+                                 "target_ratio_at_100k": OVS_TARGET}
+                for fl in ovs_flows:
+                    report["ovs"]["points"][flows_label(fl)] = _ovs_point(
+                        args, progs, tmpdir, logs, fl, ovs_rules, cnt)
+        except KeyboardInterrupt as e:
+            log(f"interrupted ({str(e) or 'Ctrl-C'}): writing what was measured")
+            report["interrupted"] = str(e) or "Ctrl-C"
+    _finish(args, report)
+    return 1 if cnt.failed or report.get("interrupted") else 0
+
+
+@dataclasses.dataclass
+class _Count:
+    """Runs so far: seq numbers each run (its log files), failed counts the failures."""
+    seq: int = 0
+    failed: int = 0
+
+
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
         epilog="Writes JSON (command, every run's command lines, core layout, git commit) to "
@@ -480,215 +590,164 @@ def main() -> int:
     ap.add_argument("--plot", type=Path, metavar="FILE",
                     help="plot (as --out, .png; a full run also copies it to "
                          "docs/perf/flowdir.png)")
-    args = ap.parse_args()
-    q = args.quick
-    args.runs = args.runs if args.runs is not None else (1 if q else 3)
-    args.duration = args.duration if args.duration is not None else (3 if q else 5)
-    args.warmup = args.warmup if args.warmup is not None else (1 if q else 2)
-    sizes = args.sizes if args.sizes is not None else ([64] if q else list(SIZES))
-    flows = args.flows if args.flows is not None else ([1_000_000] if q else list(FLOWS))
-    modes = [m for m in args.modes.split(",") if m]
-    ovs_flows = (args.ovs_flows if args.ovs_flows is not None
-                 else ([100_000] if q else list(OVS_FLOWS)))
-    ovs_rules = (args.ovs_rules if args.ovs_rules is not None
-                 else (["exact"] if q else ["exact", "wildcard"]))
-    latency = not (args.no_latency or q)
-    tag = "flowdir" + ("-dryrun" if args.dry_run else "-quick" if q else "")
-    args.out = args.out or RESULTS / f"{tag}.json"
-    args.plot = args.plot or RESULTS / f"{tag}.png"
-    try:
-        if any(m not in MODES for m in modes) or not modes:
-            raise BenchError(f"--modes {args.modes}: use off, cached, naive")
-        if "off" not in modes:
-            raise BenchError("--modes must include off: the ratios are against it")
-        if not sizes and not ovs_flows and not latency:
-            raise BenchError("--sizes '' and --ovs-flows '' (and no latency runs): nothing "
-                             "to measure; give sizes or OVS flow counts")
-        args.cpus = parse_cpus(args.cpus)
-        one_benchmark_at_a_time("flowdir.py")
-        progs = binaries(args.build)
-        has_lookup = "--flow-lookup" in sluiced_options(progs)
-        if not has_lookup and not args.dry_run:
-            raise BenchError(f"{progs['sluiced']} has no --flow-lookup option: build the "
-                             f"flow director (ninja -C {args.build}), or pass --dry-run")
-        need = max([hugepage_need_mib(max(f, args.min_packets), f)
-                    for f in flows + ovs_flows] or [hugepage_need_mib(args.min_packets, 1)])
-        hp_cmd = ensure_hugepages(need)
-        if hp_cmd:
-            log(f"reserved hugepages: {hp_cmd}")
-        ovs_install = ensure_installed() if ovs_flows else None
-    except (BenchError, ValueError, OSError) as e:
-        print(f"flowdir.py: {e}", file=sys.stderr)
-        return 2
+    return ap
 
-    chain = ",".join([*chain_services(args.chain_nfs), "port:out"])
-    command = bench_command()
-    report: dict[str, Any] = {
-        "benchmark": "flowdir",
-        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "command": command,
-        "argv": sys.argv,
-        "dry_run": args.dry_run,
-        "host": host_info(),
-        "hugepages_reserved_by": hp_cmd,
-        "params": {
-            "quick": q, "runs": args.runs, "warmup_s": args.warmup,
-            "duration_s": args.duration, "sizes": sizes, "flows": flows, "modes": modes,
-            "cpus": cpu_list(args.cpus), "chain": chain, "chain_nfs": args.chain_nfs,
-            "sluice_mode": args.sluice_mode, "handoff": args.handoff,
-            "flow_capacity": {str(f): capacity_for(f) for f in sorted(set(flows + ovs_flows))},
-            "mbufs": "max(262143, capture packets + 131071)",
-            "min_packets": args.min_packets,
-            "ovs_flows": ovs_flows, "ovs_rules": ovs_rules,
-            "ovs_sluice_chains": [",".join([*chain_services(k), "port:out"])
-                                  for k in args.ovs_sluice_nfs],
-        },
-        "core_layout": {
-            "sluiced": (f"control + 1 I/O thread floating on CPUs {cpu_list(args.cpus)}"
-                        if args.sluice_mode == "shared" else
-                        f"control on CPU {args.cpus[0]}, I/O thread busy-polling CPU "
-                        f"{args.cpus[1]}"),
-            "nfs": (f"{args.chain_nfs} sluice-forward, floating on CPUs "
-                    f"{cpu_list(args.cpus)} (shared mode: yield, then sleep when idle)"
-                    if args.sluice_mode == "shared" else
-                    f"{args.chain_nfs} sluice-forward, busy polling, f<i> pinned to CPU "
-                    f"(i-1) mod {len(args.cpus)}"),
-            "ovs-vswitchd": (f"1 PMD thread pinned to CPU {args.cpus[1]}; main, handler, "
-                             f"revalidator and other threads, and ovsdb-server, moved to CPU "
-                             f"{args.cpus[0]} once running (per run: 'threads')"),
-            "latency": (f"sluiced --mode {args.latency_mode}: control on CPU {args.cpus[0]}, "
-                        f"I/O thread busy-polling CPU {args.cpus[1]}; speedtest pinned to CPU "
-                        f"{args.cpus[0]}" if args.latency_mode == "poll" else
-                        f"sluiced and speedtest floating on CPUs {cpu_list(args.cpus)}"),
-        },
-        "method": ("Mpps: median of per-second out-port tx_pkts rates (sluiced stats; OVS: "
-                   "ovs-ofctl dump-ports) after the warm-up. Modes of a point alternate "
-                   "within each run; ratio = median / median of off. Captures: "
-                   "sluice.traces.fixed_size(max(flows, min_packets), flows, size), one "
-                   "packet per flow, replayed from memory (net_pcap infinite_rx)."),
-        "ablation": {},
+
+def _prepare(
+    args: argparse.Namespace, sizes: list[int], flows: list[int], modes: list[str],
+    ovs_flows: list[int], latency: bool,
+) -> tuple[dict[str, Path], str | None, Any]:
+    """Check the options and the binaries, take the one-benchmark lock, reserve
+    hugepages and install OVS if needed; sets args.cpus. Returns the binaries,
+    the command that reserved hugepages (or None) and what OVS's install did."""
+    if any(m not in MODES for m in modes) or not modes:
+        raise BenchError(f"--modes {args.modes}: use off, cached, naive")
+    if "off" not in modes:
+        raise BenchError("--modes must include off: the ratios are against it")
+    if not sizes and not ovs_flows and not latency:
+        raise BenchError("--sizes '' and --ovs-flows '' (and no latency runs): nothing "
+                         "to measure; give sizes or OVS flow counts")
+    args.cpus = parse_cpus(args.cpus)
+    one_benchmark_at_a_time("flowdir.py")
+    progs = binaries(args.build)
+    has_lookup = "--flow-lookup" in sluiced_options(progs)
+    if not has_lookup and not args.dry_run:
+        raise BenchError(f"{progs['sluiced']} has no --flow-lookup option: build the "
+                         f"flow director (ninja -C {args.build}), or pass --dry-run")
+    need = max([hugepage_need_mib(max(f, args.min_packets), f)
+                for f in flows + ovs_flows] or [hugepage_need_mib(args.min_packets, 1)])
+    hp_cmd = ensure_hugepages(need)
+    if hp_cmd:
+        log(f"reserved hugepages: {hp_cmd}")
+    ovs_install = ensure_installed() if ovs_flows else None
+    return progs, hp_cmd, ovs_install
+
+
+def _ablation_point(
+    args: argparse.Namespace, progs: dict[str, Path], tmpdir: Path, logs: Path, size: int,
+    fl: int, modes: list[str], cnt: _Count,
+) -> dict[str, Any]:
+    """Every run of every mode on a capture of fl flows of size-byte frames; the
+    report's point for them."""
+    label = f"{size}B {flows_label(fl)}"
+    with capture(tmpdir, fl, size, args.min_packets) as (pcap, n):
+        runs: dict[str, list[dict[str, Any]]] = {m: [] for m in modes}
+        for r in range(args.runs):
+            for m in modes:
+                cnt.seq += 1
+                x = run_sluice(args, progs, pcap, n, fl, m, cnt.seq, logs)
+                runs[m].append(x)
+                if x["error"]:
+                    cnt.failed += 1
+                    log(f"{label} {m} run {r + 1}: FAILED: {x['error']}")
+                else:
+                    log(f"{label} {m} run {r + 1}: {x['mpps']:.2f} Mpps")
+    point: dict[str, Any] = {
+        "size": size, "flows": fl, "capture_packets": n,
+        "mbufs": mbufs_for(n), "flow_capacity": capacity_for(fl),
+        "modes": {m: summarize(rs) | {"run_details": rs}
+                  for m, rs in runs.items()},
     }
-    if args.dry_run:
-        report["dry_run_note"] = ("sluiced without --flow-lookup: the option was left out, "
-                                  "all modes ran the same configuration")
-    failed = 0
-    seq = 0
-    with tempfile.TemporaryDirectory(prefix="sluice-bench-flowdir-") as tmp, \
-            sigterm_as_interrupt():
-        tmpdir = Path(tmp)
-        logs = tmpdir / "logs"
-        try:
-            n_points = len(sizes) * len(flows)
-            log(f"ablation: {n_points} point(s) x {len(modes)} mode(s) x {args.runs} run(s)"
-                f"; chain {chain}; {args.sluice_mode} mode")
-            for size in sizes:
-                for fl in flows:
-                    label = f"{size}B {flows_label(fl)}"
-                    with capture(tmpdir, fl, size, args.min_packets) as (pcap, n):
-                        runs: dict[str, list[dict[str, Any]]] = {m: [] for m in modes}
-                        for r in range(args.runs):
-                            for m in modes:
-                                seq += 1
-                                x = run_sluice(args, progs, pcap, n, fl, m, seq, logs)
-                                runs[m].append(x)
-                                if x["error"]:
-                                    failed += 1
-                                    log(f"{label} {m} run {r + 1}: FAILED: {x['error']}")
-                                else:
-                                    log(f"{label} {m} run {r + 1}: {x['mpps']:.2f} Mpps")
-                    point: dict[str, Any] = {
-                        "size": size, "flows": fl, "capture_packets": n,
-                        "mbufs": mbufs_for(n), "flow_capacity": capacity_for(fl),
-                        "modes": {m: summarize(rs) | {"run_details": rs}
-                                  for m, rs in runs.items()},
-                    }
-                    point["ratios"] = {f"{m}/default": ratio(point["modes"][m],
-                                                             point["modes"]["off"])
-                                       for m in modes if m != "off"}
-                    report["ablation"][label] = point
-                    log(f"{label}: " + " ".join(
-                        f"{k}={v:.2f}" for k, v in point["ratios"].items() if v is not None))
-            if latency:
-                report["latency"] = {}
-                lat_runs: dict[str, list[dict[str, Any]]] = {m: [] for m in modes}
-                for _r in range(args.runs):
-                    for m in modes:
-                        seq += 1
-                        x = run_latency(args, progs, m, seq, logs)
-                        lat_runs[m].append(x)
-                        if x["error"]:
-                            failed += 1
-                            log(f"latency {m}: FAILED: {x['error']}")
-                        else:
-                            log(f"latency {m}: {x['latency_ns']} ns, {x['mpps']:.2f} Mpps")
-                for m, rs in lat_runs.items():
-                    ok = [x for x in rs if x["error"] is None and x.get("latency_ns")]
-                    report["latency"][m] = {
-                        "avg_ns": stats_summary([x["latency_ns"]["avg"] for x in ok]),
-                        "min_ns": stats_summary([x["latency_ns"]["min"] for x in ok]),
-                        "loop_mpps": stats_summary([x["mpps"] for x in ok]),
-                        "run_details": rs,
-                    }
-                loop = ",".join(["speedtest", *(f"f{i}" for i in range(2, args.latency_nfs + 2)),
-                                 "speedtest"])
-                report["latency_method"] = (
-                    f"sluice-speedtest --packets {args.latency_packets} --flows "
-                    f"{args.latency_flows} --latency on the loop {loop}, sluiced --mode "
-                    f"{args.latency_mode} --handoff {args.latency_handoff} (each hop through "
-                    f"sluiced's I/O thread, as the paper's NF -> TX thread -> NF): time "
-                    f"around the loop (speedtest stamps a packet when it sends it and reads "
-                    f"the stamp when it comes back); min and avg over all packets of a run. "
-                    f"Packets made by an NF have no ingress lookup, so off and cached do "
-                    f"the same work here; naive parses, hashes and looks up at every hop.")
-            if ovs_flows:
-                report["ovs"] = {"install": ovs_install, "points": {},
-                                 "target_ratio_at_100k": OVS_TARGET}
-                for fl in ovs_flows:
-                    label = flows_label(fl)
-                    with capture(tmpdir, fl, 64, args.min_packets) as (pcap, n):
-                        tuples = capture_flows(pcap)
-                        cfgs: dict[str, list[dict[str, Any]]] = {f"ovs-{k}": []
-                                                                 for k in ovs_rules}
-                        for k in args.ovs_sluice_nfs:
-                            cfgs[f"sluice-cached-{k}nf"] = []
-                        for r in range(args.runs):
-                            for k in ovs_rules:
-                                seq += 1
-                                free_mib = free_hugepage_mib()
-                                x = run_ovs(pcap, k, args.cpus, args.ovs_warmup,
-                                            args.duration, logs, seq, tuples)
-                                x["free_hugepage_mib_before"] = free_mib
-                                cfgs[f"ovs-{k}"].append(x)
-                                if x["error"]:
-                                    failed += 1
-                                    log(f"ovs {label} {k} run {r + 1}: FAILED: {x['error']}")
-                                else:
-                                    log(f"ovs {label} {k} run {r + 1}: {x['mpps']:.2f} Mpps "
-                                        f"(warm-up {x['warmup_s']:.0f} s)")
-                            for k in args.ovs_sluice_nfs:
-                                seq += 1
-                                x = run_sluice(args, progs, pcap, n, fl, "cached", seq, logs,
-                                               nfs=k)
-                                cfgs[f"sluice-cached-{k}nf"].append(x)
-                                what = f"sluice {label} cached {x['chain']} run {r + 1}"
-                                if x["error"]:
-                                    failed += 1
-                                    log(f"{what}: FAILED: {x['error']}")
-                                else:
-                                    log(f"{what}: {x['mpps']:.2f} Mpps")
-                    pt: dict[str, Any] = {
-                        "flows": fl, "capture_packets": n, "size": 64,
-                        "configs": {c: summarize(rs) | {"run_details": rs}
-                                    for c, rs in cfgs.items()},
-                    }
-                    pc = pt["configs"]
-                    pt["ratios"] = {f"sluice-cached-{k}nf/ovs-{rule}": ratio(
-                        pc[f"sluice-cached-{k}nf"], pc[f"ovs-{rule}"])
-                        for k in args.ovs_sluice_nfs for rule in ovs_rules}
-                    report["ovs"]["points"][label] = pt
-        except KeyboardInterrupt as e:
-            log(f"interrupted ({str(e) or 'Ctrl-C'}): writing what was measured")
-            report["interrupted"] = str(e) or "Ctrl-C"
+    point["ratios"] = {f"{m}/default": ratio(point["modes"][m],
+                                             point["modes"]["off"])
+                       for m in modes if m != "off"}
+    log(f"{label}: " + " ".join(
+        f"{k}={v:.2f}" for k, v in point["ratios"].items() if v is not None))
+    return point
+
+
+def _latency_runs(
+    args: argparse.Namespace, progs: dict[str, Path], logs: Path, modes: list[str],
+    cnt: _Count, report: dict[str, Any],
+) -> None:
+    """The latency loop's runs per mode, into report["latency"] and its method."""
+    report["latency"] = {}
+    lat_runs: dict[str, list[dict[str, Any]]] = {m: [] for m in modes}
+    for _r in range(args.runs):
+        for m in modes:
+            cnt.seq += 1
+            x = run_latency(args, progs, m, cnt.seq, logs)
+            lat_runs[m].append(x)
+            if x["error"]:
+                cnt.failed += 1
+                log(f"latency {m}: FAILED: {x['error']}")
+            else:
+                log(f"latency {m}: {x['latency_ns']} ns, {x['mpps']:.2f} Mpps")
+    for m, rs in lat_runs.items():
+        ok = [x for x in rs if x["error"] is None and x.get("latency_ns")]
+        report["latency"][m] = {
+            "avg_ns": stats_summary([x["latency_ns"]["avg"] for x in ok]),
+            "min_ns": stats_summary([x["latency_ns"]["min"] for x in ok]),
+            "loop_mpps": stats_summary([x["mpps"] for x in ok]),
+            "run_details": rs,
+        }
+    loop = ",".join(["speedtest", *(f"f{i}" for i in range(2, args.latency_nfs + 2)),
+                     "speedtest"])
+    report["latency_method"] = (
+        f"sluice-speedtest --packets {args.latency_packets} --flows "
+        f"{args.latency_flows} --latency on the loop {loop}, sluiced --mode "
+        f"{args.latency_mode} --handoff {args.latency_handoff} (each hop through "
+        f"sluiced's I/O thread, as the paper's NF -> TX thread -> NF): time "
+        f"around the loop (speedtest stamps a packet when it sends it and reads "
+        f"the stamp when it comes back); min and avg over all packets of a run. "
+        f"Packets made by an NF have no ingress lookup, so off and cached do "
+        f"the same work here; naive parses, hashes and looks up at every hop.")
+
+
+def _ovs_point(
+    args: argparse.Namespace, progs: dict[str, Path], tmpdir: Path, logs: Path, fl: int,
+    ovs_rules: list[str], cnt: _Count,
+) -> dict[str, Any]:
+    """OVS (each rule kind) and Sluice (each chain length) on a capture of fl flows
+    of 64 B; the report's OVS point for them."""
+    label = flows_label(fl)
+    with capture(tmpdir, fl, 64, args.min_packets) as (pcap, n):
+        tuples = capture_flows(pcap)
+        cfgs: dict[str, list[dict[str, Any]]] = {f"ovs-{k}": []
+                                                 for k in ovs_rules}
+        for k in args.ovs_sluice_nfs:
+            cfgs[f"sluice-cached-{k}nf"] = []
+        for r in range(args.runs):
+            for k in ovs_rules:
+                cnt.seq += 1
+                free_mib = free_hugepage_mib()
+                x = run_ovs(pcap, k, args.cpus, args.ovs_warmup,
+                            args.duration, logs, cnt.seq, tuples)
+                x["free_hugepage_mib_before"] = free_mib
+                cfgs[f"ovs-{k}"].append(x)
+                if x["error"]:
+                    cnt.failed += 1
+                    log(f"ovs {label} {k} run {r + 1}: FAILED: {x['error']}")
+                else:
+                    log(f"ovs {label} {k} run {r + 1}: {x['mpps']:.2f} Mpps "
+                        f"(warm-up {x['warmup_s']:.0f} s)")
+            for k in args.ovs_sluice_nfs:
+                cnt.seq += 1
+                x = run_sluice(args, progs, pcap, n, fl, "cached", cnt.seq, logs,
+                               nfs=k)
+                cfgs[f"sluice-cached-{k}nf"].append(x)
+                what = f"sluice {label} cached {x['chain']} run {r + 1}"
+                if x["error"]:
+                    cnt.failed += 1
+                    log(f"{what}: FAILED: {x['error']}")
+                else:
+                    log(f"{what}: {x['mpps']:.2f} Mpps")
+    pt: dict[str, Any] = {
+        "flows": fl, "capture_packets": n, "size": 64,
+        "configs": {c: summarize(rs) | {"run_details": rs}
+                    for c, rs in cfgs.items()},
+    }
+    pc = pt["configs"]
+    pt["ratios"] = {f"sluice-cached-{k}nf/ovs-{rule}": ratio(
+        pc[f"sluice-cached-{k}nf"], pc[f"ovs-{rule}"])
+        for k in args.ovs_sluice_nfs for rule in ovs_rules}
+    return pt
+
+
+def _finish(args: argparse.Namespace, report: dict[str, Any]) -> None:
+    """Complete the report (OVS's 100k ratios, summary, end), write it and its
+    plot, and print it without run details, the summary last."""
+    q = args.quick
     p100 = report.get("ovs", {}).get("points", {}).get("100k")
     if p100:
         rs = {k: v for k, v in p100["ratios"].items() if k.endswith("/ovs-exact")}
@@ -718,8 +777,6 @@ def main() -> int:
         rs = " ".join(f"{k}={v:.1f}x" for k, v in p["ratios"].items() if v)
         print(f"ovs {label}: Mpps {cells}; {rs}")
     print(report["summary"])
-    return 1 if failed or report.get("interrupted") else 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

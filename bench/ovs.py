@@ -511,7 +511,7 @@ def plot(runs: list[dict[str, Any]], path: Path, title: str) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from sluice.traces import MAX_FRAME, MIN_FRAME
+    from sluice.runtime.traces import MAX_FRAME, MIN_FRAME
 
     ap = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
@@ -552,7 +552,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main() -> int:
-    from sluice.traces import fixed_size, write_pcap
+    from sluice.runtime.traces import fixed_size, write_pcap
 
     args = build_parser().parse_args()
     size = args.size

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Port benchmark: net_pcap replay -> 1 sluice-forward NF -> net_null, against testpmd.
 
-Input: a capture of 64-byte UDP frames (python/sluice/traces.py fixed_size)
+Input: a capture of 64-byte UDP frames (python/sluice/runtime/traces.py fixed_size)
 replayed from memory forever (net_pcap0,...,infinite_rx=1); output: a pure
 sink (net_null0,no-rx=1). Two captures: 1 flow and 100,000 flows (one
 packet per flow; at least --min-packets packets in each capture).
@@ -96,8 +96,8 @@ from harness import (
     wait_for_near_cpus,
     write_json,
 )
-from sluice.client import SluiceError
-from sluice.traces import fixed_size, write_pcap
+from sluice.runtime.client import SluiceError
+from sluice.runtime.traces import fixed_size, write_pcap
 
 FLOW_COUNTS = (1, 100_000)
 # The packet pool, the same size for testpmd (--total-num-mbufs) and sluiced
@@ -543,28 +543,7 @@ def main() -> int:
     flows, modes = args.flows, args.modes
     args.pool = {}  # capture file name -> pool size (testpmd and sluiced)
     try:
-        args.cpus = parse_cpus(args.cpus)
-        progs = binaries(args.build)
-        args.pingpong = pingpong_binary(args.build)
-        if PIPE in modes:
-            args.pipe = micro_binary(args.build, "sluice-pipe")
-        if not [m for m in modes if m not in REFERENCES]:
-            raise BenchError(f"--modes {','.join(modes)}: give at least one mode with an NF "
-                             f"(shared or poll, optionally +off) besides {' and '.join(REFERENCES)}"
-                             f": the ratio is theirs")
-        if not Path(TESTPMD).exists():
-            raise BenchError(f"{TESTPMD} not found: apt-get install dpdk-dev")
-        packets = [max(f, args.min_packets) for f in flows]
-        if max(pool_mbufs(p, args.spare_mbufs) for p in packets) > MAX_MBUFS:
-            raise BenchError(f"--min-packets {args.min_packets} / --spare-mbufs "
-                             f"{args.spare_mbufs}: the pool (capture + spare) may hold at "
-                             f"most {MAX_MBUFS} packet buffers")
-        need = max(need_hugepage_mib(p, args.spare_mbufs) for p in packets)
-        if free_hugepage_mib() < need:
-            raise BenchError(f"only {free_hugepage_mib():.0f} MiB of free hugepages; "
-                             f"this benchmark needs about {need:.0f} MiB "
-                             f"(scripts/hugepages.sh)")
-        one_benchmark_at_a_time("port.py")
+        progs = _prepare(args, flows, modes)
     except BenchError as e:
         print(f"port.py: {e}", file=sys.stderr)
         return 2
@@ -605,56 +584,115 @@ def main() -> int:
         tmpdir = Path(tmp)
         try:
             for fl in flows:
-                label = flow_label(fl)
-                pcap = tmpdir / f"udp64-{label}.pcap"
-                n = write_pcap(pcap, fixed_size(max(fl, args.min_packets), fl, 64))
-                args.pool[pcap.name] = pool_mbufs(n, args.spare_mbufs)
-                log(f"{label}: capture of {n} packets, 64 bytes, {fl} flow(s); pool of "
-                    f"{args.pool[pcap.name]} packet buffers")
-                runs: dict[str, list[dict[str, Any]]] = {"testpmd": []}
-                runs.update({config_key(m): [] for m in modes})
-                logs = tmpdir / "logs"
-                for r in range(args.runs):
-                    seq += 1
-                    runs["testpmd"].append(with_host_state(
-                        args, functools.partial(run_testpmd, args, pcap, seq, logs)))
-                    for m in modes:
-                        seq += 1
-                        one = (functools.partial(run_pipe, args, pcap, seq, logs) if m == PIPE
-                               else functools.partial(run_sluice, args, progs, pcap, m, seq,
-                                                      logs))
-                        runs[config_key(m)].append(with_host_state(args, one))
-                    for cfg, rs in runs.items():
-                        x = rs[-1]
-                        if x["error"]:
-                            failed += 1
-                            log(f"{label} {cfg} run {r + 1}: FAILED: {x['error']}")
-                        else:
-                            log(f"{label} {cfg} run {r + 1}: {x['mpps']:.2f} Mpps "
-                                f"{host_note(x)}")
-                entry: dict[str, Any] = {
-                    "flows": fl, "capture_packets": n, "pool_mbufs": args.pool[pcap.name],
-                    "capture": "python/sluice/traces.py fixed_size(packets, flows, 64), "
-                               "written to a temporary file",
-                    "configs": {cfg: summarize(rs) | {"run_details": rs}
-                                for cfg, rs in runs.items()},
-                }
-                tpm = entry["configs"]["testpmd"]["mpps"]
-                entry["best_mode"], entry["ratio"] = best_ratio(entry, modes, "mpps")
-                entry["best_mode_near"], entry["ratio_near"] = best_ratio(entry, modes,
-                                                                          "mpps_near")
-                am = entry["configs"].get(f"sluice-{ALONE}", {}).get("mpps")
-                entry["alone_ratio"] = am["median"] / tpm["median"] if am and tpm else None
-                pm = entry["configs"].get(PIPE, {}).get("mpps")
-                entry["pipe_ratio"] = pm["median"] / tpm["median"] if pm and tpm else None
-                # Sluice's best mode over the bare pipeline: what Sluice itself costs
-                entry["sluice_over_pipe"] = (
-                    entry["ratio"] * tpm["median"] / pm["median"]
-                    if pm and tpm and entry["ratio"] is not None else None)
-                report["flows"][label] = entry
+                entry, seq, bad = _measure_flows(args, progs, tmpdir, fl, modes, seq)
+                failed += bad
+                report["flows"][flow_label(fl)] = entry
         except KeyboardInterrupt:
             log("interrupted: writing what was measured")
             report["interrupted"] = True
+    summary = _summarize_report(report)
+    report["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    write_json(args.out, report)
+    try:
+        if report["flows"]:
+            plot(report, args.plot,
+                 f"net_pcap (64 B, from memory) -> 1 NF -> net_null; CPUs "
+                 f"{cpu_list(args.cpus)}; {args.runs} run(s) x {args.duration} s; "
+                 f"{report['started']}")
+    except Exception as e:  # the numbers matter more than the picture
+        log(f"plot failed: {e}")
+    _print_results(report, args, summary)
+    return 1 if failed or report.get("interrupted") else 0
+
+
+def _prepare(args: argparse.Namespace, flows: list[int], modes: list[str]) -> dict[str, Path]:
+    """Check the options, the binaries and the hugepages, and take the one-benchmark
+    lock; sets args.cpus, args.pingpong (and args.pipe) and returns the binaries.
+    BenchError says what is wrong."""
+    args.cpus = parse_cpus(args.cpus)
+    progs = binaries(args.build)
+    args.pingpong = pingpong_binary(args.build)
+    if PIPE in modes:
+        args.pipe = micro_binary(args.build, "sluice-pipe")
+    if not [m for m in modes if m not in REFERENCES]:
+        raise BenchError(f"--modes {','.join(modes)}: give at least one mode with an NF "
+                         f"(shared or poll, optionally +off) besides {' and '.join(REFERENCES)}"
+                         f": the ratio is theirs")
+    if not Path(TESTPMD).exists():
+        raise BenchError(f"{TESTPMD} not found: apt-get install dpdk-dev")
+    packets = [max(f, args.min_packets) for f in flows]
+    if max(pool_mbufs(p, args.spare_mbufs) for p in packets) > MAX_MBUFS:
+        raise BenchError(f"--min-packets {args.min_packets} / --spare-mbufs "
+                         f"{args.spare_mbufs}: the pool (capture + spare) may hold at "
+                         f"most {MAX_MBUFS} packet buffers")
+    need = max(need_hugepage_mib(p, args.spare_mbufs) for p in packets)
+    if free_hugepage_mib() < need:
+        raise BenchError(f"only {free_hugepage_mib():.0f} MiB of free hugepages; "
+                         f"this benchmark needs about {need:.0f} MiB "
+                         f"(scripts/hugepages.sh)")
+    one_benchmark_at_a_time("port.py")
+    return progs
+
+
+def _measure_flows(
+    args: argparse.Namespace, progs: dict[str, Path], tmpdir: Path, fl: int, modes: list[str],
+    seq: int,
+) -> tuple[dict[str, Any], int, int]:
+    """Every run of testpmd and of each mode on a capture of fl flows: the report's
+    entry for them, the last run sequence number and the number of failed runs."""
+    failed = 0
+    label = flow_label(fl)
+    pcap = tmpdir / f"udp64-{label}.pcap"
+    n = write_pcap(pcap, fixed_size(max(fl, args.min_packets), fl, 64))
+    args.pool[pcap.name] = pool_mbufs(n, args.spare_mbufs)
+    log(f"{label}: capture of {n} packets, 64 bytes, {fl} flow(s); pool of "
+        f"{args.pool[pcap.name]} packet buffers")
+    runs: dict[str, list[dict[str, Any]]] = {"testpmd": []}
+    runs.update({config_key(m): [] for m in modes})
+    logs = tmpdir / "logs"
+    for r in range(args.runs):
+        seq += 1
+        runs["testpmd"].append(with_host_state(
+            args, functools.partial(run_testpmd, args, pcap, seq, logs)))
+        for m in modes:
+            seq += 1
+            one = (functools.partial(run_pipe, args, pcap, seq, logs) if m == PIPE
+                   else functools.partial(run_sluice, args, progs, pcap, m, seq,
+                                          logs))
+            runs[config_key(m)].append(with_host_state(args, one))
+        for cfg, rs in runs.items():
+            x = rs[-1]
+            if x["error"]:
+                failed += 1
+                log(f"{label} {cfg} run {r + 1}: FAILED: {x['error']}")
+            else:
+                log(f"{label} {cfg} run {r + 1}: {x['mpps']:.2f} Mpps "
+                    f"{host_note(x)}")
+    entry: dict[str, Any] = {
+        "flows": fl, "capture_packets": n, "pool_mbufs": args.pool[pcap.name],
+        "capture": "python/sluice/runtime/traces.py fixed_size(packets, flows, 64), "
+                   "written to a temporary file",
+        "configs": {cfg: summarize(rs) | {"run_details": rs}
+                    for cfg, rs in runs.items()},
+    }
+    tpm = entry["configs"]["testpmd"]["mpps"]
+    entry["best_mode"], entry["ratio"] = best_ratio(entry, modes, "mpps")
+    entry["best_mode_near"], entry["ratio_near"] = best_ratio(entry, modes,
+                                                              "mpps_near")
+    am = entry["configs"].get(f"sluice-{ALONE}", {}).get("mpps")
+    entry["alone_ratio"] = am["median"] / tpm["median"] if am and tpm else None
+    pm = entry["configs"].get(PIPE, {}).get("mpps")
+    entry["pipe_ratio"] = pm["median"] / tpm["median"] if pm and tpm else None
+    # Sluice's best mode over the bare pipeline: what Sluice itself costs
+    entry["sluice_over_pipe"] = (
+        entry["ratio"] * tpm["median"] / pm["median"]
+        if pm and tpm and entry["ratio"] is not None else None)
+    return entry, seq, failed
+
+
+def _summarize_report(report: dict[str, Any]) -> str:
+    """Set the report's summary lines (summary_near, alone_summary, pipe_summary,
+    summary) from its flows; returns the summary."""
     parts, near_parts = [], []
     for label, e in report["flows"].items():
         # one decimal: a ratio of 74.8 % must not read as the target's 75 %
@@ -679,16 +717,12 @@ def main() -> int:
     if pipe:
         report["pipe_summary"] = "bare two-process pipeline / testpmd: " + " ".join(pipe)
     report["summary"] = summary
-    report["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    write_json(args.out, report)
-    try:
-        if report["flows"]:
-            plot(report, args.plot,
-                 f"net_pcap (64 B, from memory) -> 1 NF -> net_null; CPUs "
-                 f"{cpu_list(args.cpus)}; {args.runs} run(s) x {args.duration} s; "
-                 f"{report['started']}")
-    except Exception as e:  # the numbers matter more than the picture
-        log(f"plot failed: {e}")
+    return summary
+
+
+def _print_results(report: dict[str, Any], args: argparse.Namespace, summary: str) -> None:
+    """The report without run details as JSON, then one line per flow count and
+    the summaries, the ratio last."""
     brief = json.loads(json.dumps(report))
     for e in brief["flows"].values():
         for c in e["configs"].values():
@@ -705,7 +739,6 @@ def main() -> int:
         print(report["pipe_summary"])
     print(report["summary_near"])
     print(summary)
-    return 1 if failed or report.get("interrupted") else 0
 
 
 if __name__ == "__main__":

@@ -52,8 +52,8 @@ from harness import (
 from port import SINK_DEVICE, out_port, pcap_device
 
 sys.path.insert(0, str(ROOT / "python"))
-from sluice.client import SluiceError  # noqa: E402
-from sluice.traces import fixed_size, write_pcap  # noqa: E402
+from sluice.runtime.client import SluiceError  # noqa: E402
+from sluice.runtime.traces import fixed_size, write_pcap  # noqa: E402
 
 
 def wait(pred: Any, timeout: float, what: str) -> Any:

@@ -12,7 +12,7 @@ APT_PKGS=(
     # make format-check: clang-format 14, as Debian 12 ships it (.clang-format)
     clang-format
     # NFs in containers (docs/containers.md): podman with runc (crun fails
-    # here); python/sluice/container.py points podman at scripts/containers.conf
+    # here); python/sluice/runtime/container.py points podman at scripts/containers.conf
     # through CONTAINERS_CONF, so no system file is written.
     podman runc
 )

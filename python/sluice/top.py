@@ -3,7 +3,9 @@
 Reads ``stats`` every ``interval`` seconds and shows the rates between two
 reads: per port and per NF instance packets/s in, out and dropped, ring
 occupancy, per-edge packets/s (``stats.edges``) and drops by reason. The
-web dashboard (``sluice.web``) shows the same numbers.
+web dashboard (``sluice.web``) shows the same numbers. Which fields each
+table shows is listed here (``PORT_RATES``, ...); their headers, units and
+kinds come from the stats schema (``sluice.core.counters.column``).
 
 ``rates(prev, cur, dt)`` computes them (pure, for tests); ``frame`` draws
 them with rich; ``run_top`` is the command.
@@ -24,31 +26,38 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from .client import Client, SluiceError
-from .counters import rate as _rate
-from .counters import total
+from .core.counters import Column, Schema, builtin, by_word, column
+from .core.counters import rate as _rate
+from .runtime.client import Client, SluiceError
+
+# What each table shows: (key of the ``rates`` row, `sluice top --json`'s, schema
+# field). The choice is top's; headers, units and kinds are the schema's
+# (sluice.core.counters.column: a counter per second, bytes as bits).
+PORT_RATES = (("rx_pps", "rx_pkts"), ("tx_pps", "tx_pkts"), ("drop_pps", "drops"),
+              ("rx_bps", "rx_bytes"), ("tx_bps", "tx_bytes"))
+NF_RATES = (("rx_pps", "rx_pkts"), ("tx_pps", "tx_pkts"), ("drop_pps", "drops"))
+EDGE_RATES = (("pps", "pkts"), ("bps", "bytes"))
 
 
-def _drops(x: dict[str, Any]) -> int | float:
-    return total(x.get("drops"))
+def _cols(schema: Schema, table: str, keys: tuple[tuple[str, str], ...]) -> list[
+        tuple[str, Column]]:
+    return [(k, column(schema, table, f, rates=True, units=True)) for k, f in keys]
 
 
-def rates(prev: dict[str, Any] | None, cur: dict[str, Any], dt: float) -> dict[str, Any]:
+def rates(prev: dict[str, Any] | None, cur: dict[str, Any], dt: float,
+          schema: Schema | None = None) -> dict[str, Any]:
     """Rates between two ``stats`` results taken ``dt`` seconds apart (prev
     None: counts only, rates None). Packets/s are ``*_pps``, bits/s ``*_bps``."""
+    schema = schema or builtin()
+    pcols, ncols = _cols(schema, "port", PORT_RATES), _cols(schema, "nf", NF_RATES)
+    ecols = _cols(schema, "edge", EDGE_RATES)
     prev = prev or {}
     pp = {p.get("name"): p for p in prev.get("ports", [])}
     ports = []
     for p in cur.get("ports", []):
         b = pp.get(p.get("name"))
-        ports.append({
-            "name": p.get("name"),
-            "rx_pps": _rate(p.get("rx_pkts"), b and b.get("rx_pkts"), dt),
-            "tx_pps": _rate(p.get("tx_pkts"), b and b.get("tx_pkts"), dt),
-            "drop_pps": _rate(_drops(p), b and _drops(b), dt),
-            "rx_bps": _bits(_rate(p.get("rx_bytes"), b and b.get("rx_bytes"), dt)),
-            "tx_bps": _bits(_rate(p.get("tx_bytes"), b and b.get("tx_bytes"), dt)),
-        })
+        ports.append({"name": p.get("name"),
+                      **{k: c.per_s(p, b, dt) for k, c in pcols}})
     np_ = {n.get("instance"): n for n in prev.get("nfs", [])}
     nfs = []
     for n in cur.get("nfs", []):
@@ -57,23 +66,18 @@ def rates(prev: dict[str, Any] | None, cur: dict[str, Any], dt: float) -> dict[s
         nfs.append({
             "instance": n.get("instance"), "service": n.get("service"),
             "state": n.get("state"),
-            "rx_pps": _rate(n.get("rx_pkts"), b and b.get("rx_pkts"), dt),
-            "tx_pps": _rate(n.get("tx_pkts"), b and b.get("tx_pkts"), dt),
-            "drop_pps": _rate(_drops(n), b and _drops(b), dt),
+            **{k: c.per_s(n, b, dt) for k, c in ncols},
             "ring": int(ring.get("count", 0)), "ring_size": int(ring.get("size", 0)),
             "cycles_per_pkt": n.get("cycles_per_pkt"),
         })
     ep = {(e.get("from"), e.get("to")): e for e in prev.get("edges", [])}
+    # an edge first listed now carried its packets since the last read
+    zero = {c.field.name: 0 for _, c in ecols} if prev else None
     edges = []
     for e in cur.get("edges", []):
-        b = ep.get((e.get("from"), e.get("to")))
-        edges.append({
-            "from": e.get("from"), "to": e.get("to"), "pkts": e.get("pkts", 0),
-            # an edge first listed now carried its packets since the last read
-            "pps": _rate(e.get("pkts"), b.get("pkts") if b else (0 if prev else None), dt),
-            "bps": _bits(_rate(e.get("bytes"), b.get("bytes") if b else (0 if prev else None),
-                               dt)),
-        })
+        b = ep.get((e.get("from"), e.get("to")), zero)
+        edges.append({"from": e.get("from"), "to": e.get("to"), "pkts": e.get("pkts", 0),
+                      **{k: c.per_s(e, b, dt) for k, c in ecols}})
     edges.sort(key=lambda e: (str(e["from"]), str(e["to"])))
     # stats.drops counts every drop on the node once (instances gone and the
     # TX thread included); the ports' and live instances' say where.
@@ -107,10 +111,6 @@ def rates(prev: dict[str, Any] | None, cur: dict[str, Any], dt: float) -> dict[s
             "drops_total": cur.get("drops_total", 0)}
 
 
-def _bits(bytes_per_s: float | None) -> float | None:
-    return None if bytes_per_s is None else bytes_per_s * 8
-
-
 def si(v: float | None) -> str:
     """1234567 -> '1.23M'; None -> '-'."""
     if v is None:
@@ -122,37 +122,57 @@ def si(v: float | None) -> str:
     return f"{v:.0f}" if a >= 10 or v == 0 else f"{v:.1f}"
 
 
-def _table(*cols: str) -> Table:
+def _table(cols: list[str], left: set[str]) -> Table:
     t = Table(box=box.SIMPLE_HEAD, pad_edge=False, expand=False)
     for i, c in enumerate(cols):
         # on a narrow terminal the names (first column) fold, numbers never
         # lose digits to an ellipsis
         t.add_column(c, no_wrap=i > 0, overflow="fold",
-                     justify="left" if i == 0 or c in _LEFT else "right")
+                     justify="left" if i == 0 or c in left else "right")
     return t
 
 
-_LEFT = {"state", "to", "where"}
+def _heads(schema: Schema) -> tuple[dict[str, list[str]], set[str]]:
+    """Each table's headers: a row's name, then its columns from the schema (a
+    counter per second, in its unit); the drop reasons' table heads its rows by
+    what node.drops is by ("drop reason") and shows each reason's total. And the
+    headers of the columns of words (labels, "where"), left-justified."""
+    def rate_heads(table: str, keys: tuple[tuple[str, str], ...]) -> list[str]:
+        return [c.head for _, c in _cols(schema, table, keys)]
+    state = column(schema, "nf", "state")
+    ring = column(schema, "nf", "rx_ring")
+    frm, to = column(schema, "edge", "from"), column(schema, "edge", "to")
+    drops = column(schema, "node", "drops", rates=True)
+    return {
+        "port": ["port", *rate_heads("port", PORT_RATES)],
+        "nf": ["NF", state.head, *rate_heads("nf", NF_RATES), ring.head, f"{ring.head} %",
+               column(schema, "nf", "cycles_per_pkt").head],
+        "edge": [f"edge {frm.head}", to.head, *rate_heads("edge", EDGE_RATES),
+                 column(schema, "edge", "pkts").head],
+        "drops": [f"{drops.head.removesuffix('/s')} {by_word(drops.field)}", "per s",
+                  "total", "where"],
+    }, {state.head, to.head, "where"}
 
 
-def frame(r: dict[str, Any], title: str = "") -> Group:
+def frame(r: dict[str, Any], title: str = "", schema: Schema | None = None) -> Group:
     """The rich tables of one ``rates`` result."""
-    pt = _table("port", "in pkt/s", "out pkt/s", "drop/s", "in bit/s", "out bit/s")
+    heads, left = _heads(schema or builtin())
+    pt = _table(heads["port"], left)
     for p in r["ports"]:
-        pt.add_row(str(p["name"]), si(p["rx_pps"]), si(p["tx_pps"]), si(p["drop_pps"]),
-                   si(p["rx_bps"]), si(p["tx_bps"]))
-    nt = _table("NF", "state", "in pkt/s", "out pkt/s", "drop/s", "ring", "ring %", "cyc/pkt")
+        pt.add_row(str(p["name"]), *(si(p[k]) for k, _ in PORT_RATES))
+    nt = _table(heads["nf"], left)
     for n in r["nfs"]:
         pct = 100.0 * n["ring"] / n["ring_size"] if n["ring_size"] else 0.0
         cpp = n["cycles_per_pkt"]
-        nt.add_row(f"{n['service']}#{n['instance']}", str(n["state"]), si(n["rx_pps"]),
-                   si(n["tx_pps"]), si(n["drop_pps"]), f"{n['ring']}/{n['ring_size']}",
+        nt.add_row(f"{n['service']}#{n['instance']}", str(n["state"]),
+                   *(si(n[k]) for k, _ in NF_RATES), f"{n['ring']}/{n['ring_size']}",
                    f"{pct:.0f}", f"{cpp:.0f}" if isinstance(cpp, int | float) else "-",
                    style="red" if pct > 50 else None)
-    et = _table("edge from", "to", "pkt/s", "bit/s", "packets")
+    et = _table(heads["edge"], left)
     for e in r["edges"]:
-        et.add_row(str(e["from"]), str(e["to"]), si(e["pps"]), si(e["bps"]), si(e["pkts"]))
-    dt_ = _table("drop reason", "per s", "total", "where")
+        et.add_row(str(e["from"]), str(e["to"]), *(si(e[k]) for k, _ in EDGE_RATES),
+                   si(e["pkts"]))
+    dt_ = _table(heads["drops"], left)
     for d in r["drops"]:
         dt_.add_row(d["reason"], si(d["pps"]), si(d["total"]), ", ".join(d["where"]))
     parts: list[Any] = []

@@ -16,12 +16,12 @@ from rich.live import Live
 from rich.text import Text
 
 from .api import ApiServer, check_bind, create_app, parse_listen
-from .client import ConnectError, ConnectionLost, RpcTimeout
-from .deploy import load_deployment
-from .launch import Launcher
-from .livetable import _si, stats_tables, summary_text, totals, up_console
-from .orchestrator import Orchestrator
-from .procs import Interrupted, LaunchError, check_root
+from .core.deploy import load_deployment
+from .runtime.client import ConnectError, ConnectionLost, RpcTimeout
+from .runtime.launch import Launcher
+from .runtime.livetable import _si, stats_tables, summary_text, totals, up_console
+from .runtime.orchestrator import Orchestrator
+from .runtime.procs import Interrupted, LaunchError, check_root
 
 # -- `sluice up` --------------------------------------------------------------------------
 

@@ -123,7 +123,7 @@ rpc_graph_remove(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 	char err[256];
 	uint32_t rules = 0;
 
-	int id, rc;
+	int id, started;
 
 	if (name == NULL)
 		return sl_rpc_fail(e, SL_RPC_E_PARAMS,
@@ -132,11 +132,10 @@ rpc_graph_remove(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 	 * thread, and the graph is removed when it is committed. */
 	id = sl_graph_lookup(m, name);
 	if (id > 0) {
-		rc = sl_rules_remove_graph_start(m, (uint16_t)id, err,
-						 sizeof(err));
-		if (rc < 0)
+		if (sl_rules_remove_graph_start(m, (uint16_t)id, &started, err,
+						sizeof(err)) != 0)
 			return sl_rpc_fail(e, SL_RPC_E_FAILED, "%s", err);
-		if (rc == 1) {
+		if (started) {
 			struct sl_rpc_park pk = {.done = graph_removed,
 						 .graph = strdup(name)};
 

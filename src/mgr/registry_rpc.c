@@ -57,12 +57,12 @@ sl_rpc_param_service(struct sl_mgr *m, json_t *params, const char *key,
 	} else {
 		sl_rpc_fail(e, SL_RPC_E_PARAMS,
 			    "param '%s' (service name or id) is missing", key);
-		return -1;
+		return -1; /* none: e says why */
 	}
 	sl_rpc_fail(e, SL_RPC_E_FAILED,
 		    "no service %s; service.list shows the services",
 		    json_is_string(v) ? json_string_value(v) : "with that id");
-	return -1;
+	return -1; /* none: e says why */
 }
 
 static json_t *
@@ -223,7 +223,7 @@ registry_stop(struct sl_mgr *m)
 static void
 registry_close(struct sl_mgr *m)
 {
-	sl_qs_drain_all(m);
+	sl_grace_drain(&m->qs, m);
 }
 
 const struct mgr_module mgr_registry_module = {

@@ -30,6 +30,7 @@
 
 #include <jansson.h>
 
+#include "grace.h"
 #include "sl_dispatch.h"
 #include "sl_match.h"
 #include "sl_shared.h"
@@ -88,51 +89,6 @@ struct sl_mgr_opts {
 	uint16_t n_ports;
 };
 
-/*
- * A grace period: started when something is unpublished, passed once every
- * NF, I/O thread and the control thread has gone round its loop (or waits
- * idle) since: none can still hold what was unpublished.
- */
-struct sl_grace {
-	uint64_t t0;
-	uint64_t *nf_hb; /* [max_nfs] heartbeats at the start */
-	uint64_t io_hb[SL_MAX_IO_THREADS];
-	uint64_t ctl_hb;
-};
-
-/* Snapshots the heartbeats (allocates nf_hb on first use). 0 or -ENOMEM */
-int sl_grace_start(struct sl_grace *g, const struct sl_shm *shm);
-/* 1 once the grace period has passed; the caller's own thread (I/O thread
- * self_io, or the control thread if self_ctl) is not waited for. */
-int sl_grace_passed(const struct sl_grace *g, const struct sl_shm *shm,
-		    int self_io, int self_ctl);
-void sl_grace_fini(struct sl_grace *g);
-
-/* Something to do once every reader has passed a quiescent point. */
-enum sl_qs_kind {
-	SL_QS_FREE_CHAIN = 1, /* rte_free an unpublished object (ptr) */
-	SL_QS_DEREGISTER,     /* answer an NF's deregistration */
-	SL_QS_RECLAIM,        /* reclaim a dead (or gone) NF's packets */
-	SL_QS_CALL,           /* fn(m, ptr); 0 when done, else retried */
-};
-
-struct sl_mgr;
-
-struct sl_qs_action {
-	struct sl_qs_action *next;
-	enum sl_qs_kind kind;
-	void *ptr; /* object, or the deregistration message */
-	int (*fn)(struct sl_mgr *m, void *ptr);
-	uint16_t instance; /* for DEREGISTER / RECLAIM */
-	struct sl_grace grace;
-	/* RECLAIM, second pass: packets still tagged the dead instance's
-	 * that were in no ring a grace period ago (registry/reclaim.c). */
-	struct rte_mbuf **cand;
-	uint32_t n_cand;
-	uint32_t pass;
-	uint64_t lost; /* counted by the first pass */
-};
-
 #define SL_SCALE_PENDING_MAX 256
 
 struct sl_mgr {
@@ -184,7 +140,8 @@ struct sl_mgr {
 	/* Edge counters of NFs gone, per source service:
 	 * [max_services][SL_EDGE_COLS] */
 	struct sl_edge_ctr *edge_retired;
-	struct sl_qs_action *qs; /* pending quiescent-state actions */
+	/* Actions waiting for a grace period (grace.h; control thread) */
+	struct sl_grace_queue qs;
 	int rx_started; /* ports were enabled once (a complete chain) */
 	int epfd;
 	/* The control socket's connections (control.c; control thread only) */
@@ -280,9 +237,6 @@ json_t *sl_graph_idle_note(const struct sl_mgr *m, uint16_t id);
 int sl_lb_set(struct sl_mgr *m, uint16_t service, enum sl_lb_mode mode);
 void sl_stop_all_nfs(struct sl_mgr *m, unsigned int timeout_ms);
 const char *sl_nf_state_name(uint32_t state);
-void sl_qs_drain_all(struct sl_mgr *m);
-/* Queues an action (run by the control thread after a grace period). */
-struct sl_qs_action *sl_qs_new(struct sl_mgr *m, enum sl_qs_kind kind);
 
 void sl_maybe_enable_rx(struct sl_mgr *m);
 

@@ -122,15 +122,15 @@ sl_parse_number(const char *s, double min, double max, int frac, double *out)
 		else if (isdigit((unsigned char)*c))
 			digits++;
 		else
-			return -EINVAL;
+			return -EINVAL; /* NF API: -errno */
 	}
 	if (digits == 0 || dots > 1 || (!frac && dots != 0))
-		return -EINVAL;
+		return -EINVAL; /* NF API: -errno */
 	errno = 0;
 	v = strtod(s, &end);
 	if (*end != '\0' || errno != 0 || !isfinite(v) || v < min || v > max ||
 	    (!frac && v != (double)(uint64_t)v))
-		return -EINVAL;
+		return -EINVAL; /* NF API: -errno */
 	*out = v;
 	return 0;
 }

@@ -76,7 +76,7 @@ sl_service_id(const struct sl_nf *nf, const char *name)
 		    strcmp(svc->name, name) == 0)
 			return s;
 	}
-	return -1;
+	return -1; /* none (NF API) */
 }
 
 int
@@ -106,7 +106,7 @@ sl_port_id(const struct sl_nf *nf, const char *name)
 		if (nf->shm->ports[p].used &&
 		    strcmp(nf->shm->ports[p].name, name) == 0)
 			return p;
-	return -1;
+	return -1; /* none (NF API) */
 }
 
 uint16_t
@@ -169,7 +169,7 @@ sl_now_ns(void)
 
 /*
  * Sets up the hand-off once registered (dispatch, our mempool
- * cache if sluiced gave us one). 0, or 1 after saying what failed.
+ * cache if sluiced gave us one). 0, or ENOMEM after saying so.
  */
 static int
 nf_start(struct sl_nf *nf)
@@ -178,7 +178,7 @@ nf_start(struct sl_nf *nf)
 			     &nf->slot->nf, nf->slot->nf.drop, nfi_port_out,
 			     nf) != 0) {
 		fprintf(stderr, "%s: out of memory\n", nf->prog);
-		return 1;
+		return ENOMEM;
 	}
 	nf->disp.all_out = nf->shm->handoff != 0;
 	nfi_test_kill_at(nf);
@@ -245,7 +245,8 @@ nf_init(struct sl_nf *nf, struct nf_args *a)
 
 /*
  * Calls init, runs the loop until a stop, deregisters, serves what is left
- * and calls fini. 0, or 1 when init failed (said so; deregistered).
+ * and calls fini. 0, or init's positive errno when it failed (said so;
+ * deregistered).
  */
 static int
 nf_serve(struct sl_nf *nf, struct nf_args *a)
@@ -262,7 +263,7 @@ nf_serve(struct sl_nf *nf, struct nf_args *a)
 		fprintf(stderr, "%s: initialisation failed (%s)\n", nf->prog,
 			strerror(rc));
 		nfi_deregister(nf);
-		return 1;
+		return rc;
 	}
 	nfi_run(nf);
 	nfi_deregister(nf);
@@ -299,16 +300,20 @@ sl_nf_main(const struct sl_nf_ops *ops, int argc, char **argv)
 	}
 	if (nfo_check(ops, argv[0]) != 0)
 		return 1;
+	/* The internal calls answer 0 or a positive errno, ECANCELED when
+	 * nothing failed but nothing is to be done (the help was printed, a
+	 * signal stopped the attach): exit status 0 for that, 1 for an
+	 * error. */
 	rc = nfi_parse_args(&a, ops, argc, argv);
 	if (rc != 0)
-		return rc < 0 ? 1 : 0; /* 1: the help was printed */
+		return rc == ECANCELED ? 0 : 1;
 	snprintf(nf.node, sizeof(nf.node), "%s", a.node);
 	nf.mode = a.mode;
 	nf.core = a.core;
 
 	rc = nfi_eal_attach(&nf, &a);
 	if (rc != 0)
-		return rc < 0 ? 1 : 0; /* 1: stopped while waiting */
+		return rc == ECANCELED ? 0 : 1;
 	if (nfi_attach(&nf) != 0)
 		return 1;
 	if (nfi_stop_asked()) {
@@ -329,5 +334,5 @@ sl_nf_main(const struct sl_nf_ops *ops, int argc, char **argv)
 	 * with it, and sluiced removes the runtime files when it exits.
 	 */
 	fflush(NULL);
-	return rc;
+	return rc != 0;
 }

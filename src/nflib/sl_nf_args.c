@@ -3,6 +3,7 @@
  * libsluice's command line: EAL's arguments (before a --), libsluice's own
  * options and the NF's, and libsluice's --help.
  */
+#include <errno.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,28 +48,28 @@ usage(const char *prog, const struct sl_nf_ops *ops)
 }
 
 /* Matches OPT VALUE or OPT=VALUE at argv[*i] (and, if SHORT_OPT is not
- * NULL, SHORT_OPT VALUE); steps *i over the value. 1 if matched, 0 if not,
- * -1 (said why) if the value is missing. */
+ * NULL, SHORT_OPT VALUE); steps *i over the value. 0 with *out the value
+ * if matched, 0 with *out NULL if not, EINVAL (said why) if the value is
+ * missing. */
 static int
 take_value(int *i, int argc, char **argv, const char *opt,
 	   const char *short_opt, const char **out)
 {
 	size_t len = strlen(opt);
 
+	*out = NULL;
 	if (strcmp(argv[*i], opt) == 0 ||
 	    (short_opt != NULL && strcmp(argv[*i], short_opt) == 0)) {
 		if (*i + 1 >= argc) {
 			fprintf(stderr, "%s: option %s needs a value\n",
 				argv[0], argv[*i]);
-			return -1;
+			return EINVAL;
 		}
 		*out = argv[++*i];
-		return 1;
+		return 0;
 	}
-	if (strncmp(argv[*i], opt, len) == 0 && argv[*i][len] == '=') {
+	if (strncmp(argv[*i], opt, len) == 0 && argv[*i][len] == '=')
 		*out = argv[*i] + len + 1;
-		return 1;
-	}
 	return 0;
 }
 
@@ -130,77 +131,100 @@ cpu_allowed(int c, char *buf, size_t size)
 	return CPU_ISSET(c, &set) ? 1 : 0;
 }
 
-/* Takes libsluice's own option at argv[*i] (and its value) into a: 1 if
- * it is one, 0 if not, -1 after saying what was wrong with it. */
+/* --instance V into a: 0, or EINVAL after saying why. */
 static int
-lib_opt(struct nf_args *a, int *ip, int argc, char **argv)
+instance_opt(struct nf_args *a, const char *prog, const char *v)
+{
+	char *end;
+
+	a->instance = strtol(v, &end, 10);
+	if (*end != '\0' || a->instance < 0 ||
+	    a->instance >= SL_INSTANCE_NONE) {
+		fprintf(stderr,
+			"%s: --instance '%s' is not an "
+			"instance id (0..65534)\n",
+			prog, v);
+		return EINVAL;
+	}
+	return 0;
+}
+
+/* --mode V into a: 0, or EINVAL after saying why. */
+static int
+mode_opt(struct nf_args *a, const char *prog, const char *v)
+{
+	if (strcmp(v, "shared") == 0) {
+		a->mode = SL_MODE_SHARED;
+	} else if (strcmp(v, "poll") == 0) {
+		a->mode = SL_MODE_POLL;
+	} else {
+		fprintf(stderr, "%s: --mode '%s': use shared or poll\n", prog,
+			v);
+		return EINVAL;
+	}
+	return 0;
+}
+
+/* --core V into a: 0, or EINVAL after saying why. */
+static int
+core_opt(struct nf_args *a, const char *prog, const char *v)
+{
+	char *end, cpus[128];
+	long c;
+
+	c = strtol(v, &end, 10);
+	if (*end != '\0' || c < 0 || c >= CPU_SETSIZE) {
+		fprintf(stderr, "%s: --core '%s' is not a CPU number\n", prog,
+			v);
+		return EINVAL;
+	}
+	if (!cpu_allowed((int)c, cpus, sizeof(cpus))) {
+		/* EAL would print its whole usage and
+		 * fail; say which CPUs there are. */
+		fprintf(stderr,
+			"%s: --core %ld: this process may not "
+			"run on CPU %ld; give one of the CPUs "
+			"it may run on: %s\n",
+			prog, c, c, cpus);
+		return EINVAL;
+	}
+	a->core = (int)c;
+	return 0;
+}
+
+/* Takes libsluice's own option at argv[*i] (and its value) into a: 0 with
+ * *taken 1 if it is one, 0 with *taken 0 if not, EINVAL after saying what
+ * was wrong with it. */
+static int
+lib_opt(struct nf_args *a, int *ip, int argc, char **argv, int *taken)
 {
 	const char *v;
-	int r;
+	int rc;
 
-	if ((r = take_value(ip, argc, argv, "--node", NULL, &v)) != 0) {
-		if (r < 0)
-			return -1;
-		a->node = v;
-	} else if ((r = take_value(ip, argc, argv, "--service", "-s", &v)) !=
-		   0) {
-		if (r < 0)
-			return -1;
-		a->service = v;
-	} else if ((r = take_value(ip, argc, argv, "--instance", NULL, &v)) !=
-		   0) {
-		char *end;
-
-		if (r < 0)
-			return -1;
-		a->instance = strtol(v, &end, 10);
-		if (*end != '\0' || a->instance < 0 ||
-		    a->instance >= SL_INSTANCE_NONE) {
-			fprintf(stderr,
-				"%s: --instance '%s' is not an "
-				"instance id (0..65534)\n",
-				argv[0], v);
-			return -1;
-		}
-	} else if ((r = take_value(ip, argc, argv, "--mode", NULL, &v)) != 0) {
-		if (r < 0)
-			return -1;
-		if (strcmp(v, "shared") == 0) {
-			a->mode = SL_MODE_SHARED;
-		} else if (strcmp(v, "poll") == 0) {
-			a->mode = SL_MODE_POLL;
-		} else {
-			fprintf(stderr, "%s: --mode '%s': use shared or poll\n",
-				argv[0], v);
-			return -1;
-		}
-	} else if ((r = take_value(ip, argc, argv, "--core", NULL, &v)) != 0) {
-		char *end, cpus[128];
-		long c;
-
-		if (r < 0)
-			return -1;
-		c = strtol(v, &end, 10);
-		if (*end != '\0' || c < 0 || c >= CPU_SETSIZE) {
-			fprintf(stderr, "%s: --core '%s' is not a CPU number\n",
-				argv[0], v);
-			return -1;
-		}
-		if (!cpu_allowed((int)c, cpus, sizeof(cpus))) {
-			/* EAL would print its whole usage and
-			 * fail; say which CPUs there are. */
-			fprintf(stderr,
-				"%s: --core %ld: this process may not "
-				"run on CPU %ld; give one of the CPUs "
-				"it may run on: %s\n",
-				argv[0], c, c, cpus);
-			return -1;
-		}
-		a->core = (int)c;
-	} else {
-		return 0;
+	*taken = 1;
+	rc = take_value(ip, argc, argv, "--node", NULL, &v);
+	if (rc != 0 || v != NULL) {
+		if (v != NULL)
+			a->node = v;
+		return rc;
 	}
-	return 1;
+	rc = take_value(ip, argc, argv, "--service", "-s", &v);
+	if (rc != 0 || v != NULL) {
+		if (v != NULL)
+			a->service = v;
+		return rc;
+	}
+	rc = take_value(ip, argc, argv, "--instance", NULL, &v);
+	if (rc != 0 || v != NULL)
+		return rc != 0 ? rc : instance_opt(a, argv[0], v);
+	rc = take_value(ip, argc, argv, "--mode", NULL, &v);
+	if (rc != 0 || v != NULL)
+		return rc != 0 ? rc : mode_opt(a, argv[0], v);
+	rc = take_value(ip, argc, argv, "--core", NULL, &v);
+	if (rc != 0 || v != NULL)
+		return rc != 0 ? rc : core_opt(a, argv[0], v);
+	*taken = 0;
+	return 0;
 }
 
 /* EAL arguments libsluice adds unless given. */
@@ -243,8 +267,9 @@ eal_defaults(struct nf_args *a)
 
 /*
  * Splits argv into EAL's arguments (before a --), libsluice's and the
- * NF's. 0, or -1 after saying what was wrong, or 1 after printing the
- * usage for -h/--help (nothing else done: no EAL, no sluiced needed).
+ * NF's. 0, or a positive errno after saying what was wrong (E2BIG, EINVAL),
+ * or ECANCELED after printing the usage for -h/--help (nothing else done:
+ * no EAL, no sluiced needed).
  * -h and --help are the help only where an option may stand: the value of
  * an option that takes one (libsluice's --service NAME, or the NF's, see
  * nf_opt_value) is that value, whatever it reads.
@@ -264,7 +289,7 @@ nfi_parse_args(struct nf_args *a, const struct sl_nf_ops *ops, int argc,
 	a->access = ops->access;
 	if (argc + 8 > MAX_ARGS) {
 		fprintf(stderr, "%s: too many arguments (%d)\n", argv[0], argc);
-		return -1;
+		return E2BIG;
 	}
 	for (i = 1; i < argc; i++)
 		if (strcmp(argv[i], "--") == 0) {
@@ -277,17 +302,17 @@ nfi_parse_args(struct nf_args *a, const struct sl_nf_ops *ops, int argc,
 
 	a->nf_argv[a->nf_argc++] = argv[0];
 	for (i = sep > 0 ? sep + 1 : 1; i < argc; i++) {
-		int r;
+		int rc, taken;
 
 		if (strcmp(argv[i], "-h") == 0 ||
 		    strcmp(argv[i], "--help") == 0) {
 			usage(argv[0], ops);
-			return 1;
+			return ECANCELED;
 		}
-		if ((r = lib_opt(a, &i, argc, argv)) != 0) {
-			if (r < 0)
-				return -1;
-		} else {
+		rc = lib_opt(a, &i, argc, argv, &taken);
+		if (rc != 0)
+			return rc;
+		if (!taken) {
 			a->nf_argv[a->nf_argc++] = argv[i];
 			/* Its value goes with it, even a -h (a file so
 			 * named, say): the NF's parsing takes it so too. */
@@ -305,7 +330,7 @@ nfi_parse_args(struct nf_args *a, const struct sl_nf_ops *ops, int argc,
 			"--service (-s), --instance, --mode and --core "
 			"(--help)\n",
 			argv[0], a->nf_argv[1]);
-		return -1;
+		return EINVAL;
 	}
 
 	if (a->service == NULL || !sl_name_valid(a->service)) {
@@ -313,12 +338,12 @@ nfi_parse_args(struct nf_args *a, const struct sl_nf_ops *ops, int argc,
 			"%s: service name '%s' is not valid (1-%d characters "
 			"of A-Z a-z 0-9 _ - .); pass --service (-s) NAME\n",
 			argv[0], a->service ? a->service : "", SL_NAME_LEN - 1);
-		return -1;
+		return EINVAL;
 	}
 	if (!sl_name_valid(a->node) || strlen(a->node) > SL_NODE_NAME_MAX) {
 		fprintf(stderr, "%s: node name '%s' is not valid\n", argv[0],
 			a->node);
-		return -1;
+		return EINVAL;
 	}
 
 	eal_defaults(a);

@@ -25,49 +25,6 @@
 #include "sl_nf_int.h"
 
 /*
- * Process-wide, and so file-static rather than in struct sl_nf: a signal
- * is delivered to the process, and its handler has no NF handle (one NF
- * process runs one NF). Written only by on_signal(); read through the
- * functions below, from the loop, registration and start-up.
- */
-static volatile sig_atomic_t g_stop;   /* SIGINT, SIGTERM */
-static volatile sig_atomic_t g_reload; /* SIGHUP, until taken */
-
-static void
-on_signal(int sig)
-{
-	if (sig == SIGHUP)
-		g_reload = 1;
-	else
-		g_stop = 1;
-}
-
-/* 1 once a stop signal came (it stays set). */
-int
-nfi_stop_asked(void)
-{
-	return g_stop != 0;
-}
-
-/* 1 while a SIGHUP is waiting to be taken by nfi_reload_take(). */
-int
-nfi_reload_asked(void)
-{
-	return g_reload != 0;
-}
-
-/* 1 if a SIGHUP came since the last call, clearing it: one reload for any
- * number of SIGHUPs before it. */
-int
-nfi_reload_take(void)
-{
-	if (g_reload == 0)
-		return 0;
-	g_reload = 0;
-	return 1;
-}
-
-/*
  * EAL's messages while the NF attaches. For any failure to set up memory,
  * rte_eal_init() says only "Cannot allocate memory"; the reason (a file it
  * could not open or lock, an area it could not map) is in EAL's debug
@@ -120,14 +77,14 @@ eal_kept_print(const char *prog)
  * it to a peer finishing its attach: its own lock then fails ("couldn't
  * lock ...: Resource temporarily unavailable"), and rte_eal_init() with
  * "Cannot allocate memory" (3 in 10 starts of 128 NFs at once, and twice
- * in CI). Returns the fd holding the folder's attach lock (flock: gone
- * with us if we die), -1 after saying why there is none, or -2 if a stop
- * signal came while waiting for it.
+ * in CI). 0 with *fd the fd holding the folder's attach lock (flock: gone
+ * with us if we die) or -1 after saying why there is none (the attach goes
+ * on without it), or ECANCELED if a stop signal came while waiting for it.
  */
 #define ATTACH_WAIT_S 60
 
 static int
-attach_lock(const char *prog, const char *config)
+attach_lock(const char *prog, const char *config, int *lock_fd)
 {
 	const char *slash = strrchr(config, '/');
 	char path[300];
@@ -136,12 +93,13 @@ attach_lock(const char *prog, const char *config)
 	snprintf(path, sizeof(path), "%.*s/sluice_attach.lock",
 		 slash != NULL ? (int)(slash - config) : 0, config);
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	*lock_fd = fd;
 	if (fd < 0) {
 		fprintf(stderr,
 			"%s: cannot open %s (%s): attaching without waiting for "
 			"other NFs to finish theirs\n",
 			prog, path, strerror(errno));
-		return -1;
+		return 0;
 	}
 	for (unsigned int ms = 0; flock(fd, LOCK_EX | LOCK_NB) != 0; ms++) {
 		if (errno != EWOULDBLOCK && errno != EINTR) {
@@ -153,7 +111,8 @@ attach_lock(const char *prog, const char *config)
 		}
 		if (nfi_stop_asked()) { /* nothing attached yet: stop here */
 			close(fd);
-			return -2;
+			*lock_fd = -1;
+			return ECANCELED;
 		}
 		if (ms == ATTACH_WAIT_S * 1000u) {
 			fprintf(stderr,
@@ -164,15 +123,15 @@ attach_lock(const char *prog, const char *config)
 		}
 		usleep(1000);
 	}
-	return fd;
+	return 0;
 }
 
 /*
  * The sluiced named by --node must be running: its DPDK config file is
  * there and locked (sluiced, the DPDK primary, holds a lock on it while
  * it runs; without it the folder is what a killed sluiced left, and
- * attaching would only end in EAL errors and a timeout). 0, or -1 after
- * saying why not.
+ * attaching would only end in EAL errors and a timeout). 0, or ENOENT (no
+ * config file) or ESRCH (a killed sluiced's) after saying why not.
  */
 static int
 node_running(struct sl_nf *nf, const char *node)
@@ -187,7 +146,7 @@ node_running(struct sl_nf *nf, const char *node)
 			"start it first (sluiced -- --name %s), or pass "
 			"--node NAME\n",
 			nf->prog, node, nf->config, node);
-		return -1;
+		return ENOENT;
 	}
 	if (!rte_eal_primary_proc_alive(nf->config)) {
 		fprintf(stderr,
@@ -197,7 +156,7 @@ node_running(struct sl_nf *nf, const char *node)
 			"which replaces it, or remove it with "
 			"scripts/cleanup.sh %s\n",
 			nf->prog, node, node, node, node);
-		return -1;
+		return ESRCH;
 	}
 	return 0;
 }
@@ -205,8 +164,8 @@ node_running(struct sl_nf *nf, const char *node)
 /*
  * rte_eal_init() as a secondary of the sluiced of a->node, with our signal
  * handlers set and the CPU affinity we had (or --core) restored after.
- * 0; 1 after a stop signal while waiting to attach (said so); -1 after
- * saying what failed.
+ * 0; ECANCELED after a stop signal while waiting to attach (said so);
+ * another positive errno after saying what failed.
  */
 int
 nfi_eal_attach(struct sl_nf *nf, struct nf_args *a)
@@ -214,18 +173,16 @@ nfi_eal_attach(struct sl_nf *nf, struct nf_args *a)
 	cpu_set_t saved;
 	int rc, lock_fd;
 
-	if (node_running(nf, a->node) != 0)
-		return -1;
+	rc = node_running(nf, a->node);
+	if (rc != 0)
+		return rc;
 	/* Our handlers before rte_eal_init: a SIGTERM (nf.scale cancelling a
 	 * replica that is starting, a launcher stopping) or Ctrl-C while EAL
 	 * attaches must not end us there. Killed inside EAL's shared
 	 * read-locked sections, we would leave a reader on the shared
 	 * memory-hotplug lock for good, and sluiced's rte_eal_cleanup() at
 	 * exit would spin on it for ever. We attach, then stop after. */
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
-	signal(SIGHUP, on_signal);
-	signal(SIGPIPE, SIG_IGN);
+	nfi_signals_install();
 	sched_getaffinity(0, sizeof(saved), &saved);
 	if (a->eal_capture) {
 		/* Never closed: an EAL thread may still hold it. Static,
@@ -238,14 +195,14 @@ nfi_eal_attach(struct sl_nf *nf, struct nf_args *a)
 		if (eal_log != NULL)
 			rte_openlog_stream(eal_log);
 	}
-	lock_fd = attach_lock(nf->prog, nf->config);
-	if (lock_fd == -2) {
+	if (attach_lock(nf->prog, nf->config, &lock_fd) != 0) {
 		fprintf(stderr,
 			"%s: stopped by a signal while waiting to "
 			"attach\n",
 			nf->prog);
-		return 1;
+		return ECANCELED;
 	}
+	/* rte_eal_init: -1 with rte_errno, turned into a positive errno */
 	rc = rte_eal_init(a->eal_argc, a->eal_argv);
 	if (lock_fd >= 0)
 		close(lock_fd);
@@ -264,7 +221,7 @@ nfi_eal_attach(struct sl_nf *nf, struct nf_args *a)
 				 : "see the EAL messages above (is this "
 				   "NF built from the same tree?)");
 		eal_kept_print(nf->prog);
-		return -1;
+		return err != 0 ? err : EIO;
 	}
 	/* No per-lcore mempool cache until sluiced gives us an lcore id of
 	 * our own at registration: several NF processes may share an EAL
@@ -291,7 +248,7 @@ nfi_attach(struct sl_nf *nf)
 			"%s: sluiced '%s' has no shared state (memzone %s); "
 			"is it a sluiced of this version?\n",
 			nf->prog, nf->node, name);
-		return -1;
+		return ENOENT;
 	}
 	nf->shm = mz->addr;
 	if (nf->shm->magic != SL_SHM_MAGIC ||
@@ -301,13 +258,13 @@ nfi_attach(struct sl_nf *nf)
 			"NF was built for %u: rebuild the NF and sluiced from "
 			"the same tree\n",
 			nf->prog, nf->node, nf->shm->version, SL_SHM_VERSION);
-		return -1;
+		return EPROTO;
 	}
 	nf->meta_off = rte_mbuf_dynfield_lookup(SL_DYNFIELD_NAME, NULL);
 	if (nf->meta_off < 0 || nf->meta_off != nf->shm->dynfield_offset) {
 		fprintf(stderr, "%s: packet metadata field '%s' not found\n",
 			nf->prog, SL_DYNFIELD_NAME);
-		return -1;
+		return ENOENT;
 	}
 	nfi_set_pkt_meta_off(nf->meta_off);
 	nf->burst = nf->shm->burst;

@@ -8,7 +8,7 @@
  *   sl_nf_attach.c  EAL attach as a secondary, the shared state
  *   sl_nf_msg.c     messages to sluiced: registration, requests, inbox
  *   sl_nf_loop.c    the receive / dispatch / transmit loop
- *   sl_nf_test.c    fault injection for tests (meson -Dnf_test_hooks)
+ *   sl_nf_test.c    fault injection for tests (libsluice_test)
  */
 #ifndef SL_NF_INT_H
 #define SL_NF_INT_H
@@ -91,9 +91,6 @@ int nfi_parse_args(struct nf_args *a, const struct sl_nf_ops *ops, int argc,
 		   char **argv);
 
 /* sl_nf_attach.c */
-int nfi_stop_asked(void);
-int nfi_reload_asked(void);
-int nfi_reload_take(void);
 int nfi_eal_attach(struct sl_nf *nf, struct nf_args *a);
 int nfi_attach(struct sl_nf *nf);
 
@@ -103,6 +100,9 @@ void nfi_deregister(struct sl_nf *nf);
 void nfi_inbox_poll(struct sl_nf *nf);
 
 /* sl_nf_loop.c */
+void nfi_signals_install(void);
+int nfi_stop_asked(void);
+int nfi_reload_asked(void);
 uint16_t nfi_port_out(struct sl_dispatch *d, uint16_t port,
 		      struct rte_mbuf **pkts, uint16_t n);
 void nfi_handle(struct sl_nf *nf, struct rte_mbuf **pkts, uint16_t n);
@@ -113,9 +113,9 @@ void nfi_drain(struct sl_nf *nf);
 
 /*
  * Fault injection, for tests only (tests/integration/test_failure.py):
- * built with meson -Dnf_test_hooks=true (the default, so that build/ runs
- * the whole suite); without it the hooks are empty and struct sl_nf has
- * no counters for them.
+ * built into libsluice_test (the NFs the tests kill link it) and, with
+ * meson -Dnf_test_hooks=true, into libsluice; without SL_NF_TEST_HOOKS the
+ * hooks are empty and struct sl_nf has no counters for them.
  */
 #ifdef SL_NF_TEST_HOOKS
 void nfi_test_kill_at(struct sl_nf *nf);

@@ -21,6 +21,62 @@
 #include "sluice/flow.h"
 #include "sluice/pkt.h"
 
+/* ---- signals ------------------------------------------------------ */
+
+/*
+ * Process-wide, and so file-static rather than in struct sl_nf: a signal
+ * is delivered to the process, and its handler has no NF handle (one NF
+ * process runs one NF). Written only by on_signal(). They live beside the
+ * loop so that its per-burst checks are plain loads, not calls into
+ * another file; the rest of libsluice reads them through the functions
+ * below.
+ */
+static volatile sig_atomic_t g_stop;   /* SIGINT, SIGTERM */
+static volatile sig_atomic_t g_reload; /* SIGHUP, until taken */
+
+static void
+on_signal(int sig)
+{
+	if (sig == SIGHUP)
+		g_reload = 1;
+	else
+		g_stop = 1;
+}
+
+void
+nfi_signals_install(void)
+{
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGHUP, on_signal);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+/* 1 once a stop signal came (it stays set). */
+int
+nfi_stop_asked(void)
+{
+	return g_stop != 0;
+}
+
+/* 1 while a SIGHUP is waiting to be taken by reload_take(). */
+int
+nfi_reload_asked(void)
+{
+	return g_reload != 0;
+}
+
+/* 1 if a SIGHUP came since the last call, clearing it: one reload for any
+ * number of SIGHUPs before it. */
+static inline int
+reload_take(void)
+{
+	if (g_reload == 0)
+		return 0;
+	g_reload = 0;
+	return 1;
+}
+
 /* A packet handed to port (SL_PORT_NONE: to sluiced, unresolved) that
  * the NF passes on, i.e. did not mark DROP. */
 static inline int
@@ -144,9 +200,11 @@ sl_nf_send(struct sl_nf *nf, struct rte_mbuf **pkts, uint16_t n)
 
 /* ---- the loop ----------------------------------------------------- */
 
-/* Processes one received burst and hands it on. */
-void
-nfi_handle(struct sl_nf *nf, struct rte_mbuf **pkts, uint16_t n)
+/* Processes one received burst and hands it on. Inlined into the loop
+ * (nfi_handle() is the same for the other files): a chain of one NF is
+ * this loop and little else, and the call costs there. */
+static __rte_always_inline void
+handle(struct sl_nf *nf, struct rte_mbuf **pkts, uint16_t n)
 {
 	struct sl_ctx_stats *st = &nf->slot->nf;
 	const struct sl_nf_ops *ops = nf->ops;
@@ -179,8 +237,8 @@ nfi_handle(struct sl_nf *nf, struct rte_mbuf **pkts, uint16_t n)
  * hand is cleared only after. So if we are killed in between, sluiced
  * finds the burst in hand (or still in the ring) and reclaims it.
  */
-unsigned int
-nfi_rx_burst(struct sl_nf *nf, struct rte_mbuf **pkts)
+static __rte_always_inline unsigned int
+rx_burst(struct sl_nf *nf, struct rte_mbuf **pkts)
 {
 	struct sl_nf_slot *slot = nf->slot;
 	uint16_t self = (uint16_t)(nf->instance + 1);
@@ -208,6 +266,18 @@ nfi_rx_burst(struct sl_nf *nf, struct rte_mbuf **pkts)
 	return n;
 }
 
+void
+nfi_handle(struct sl_nf *nf, struct rte_mbuf **pkts, uint16_t n)
+{
+	handle(nf, pkts, n);
+}
+
+unsigned int
+nfi_rx_burst(struct sl_nf *nf, struct rte_mbuf **pkts)
+{
+	return rx_burst(nf, pkts);
+}
+
 static void
 idle(struct sl_nf *nf, uint64_t now, uint64_t *idle_since)
 {
@@ -229,8 +299,7 @@ idle(struct sl_nf *nf, uint64_t now, uint64_t *idle_since)
 	__atomic_store_n(&slot->sleeping, 1, __ATOMIC_RELAXED);
 	/* Pairs with the producer's fence in wake_if_sleeping(). */
 	rte_atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (rte_ring_count(slot->rx) == 0 && !nfi_stop_asked() &&
-	    !nfi_reload_asked()) {
+	if (rte_ring_count(slot->rx) == 0 && !g_stop && !g_reload) {
 		slot->nf.sleeps++;
 		sl_futex_wait(&slot->wake, w, SLEEP_TIMEOUT_NS);
 	}
@@ -253,7 +322,7 @@ nfi_mgr_gone(const struct sl_nf *nf)
 static int
 must_stop(const struct sl_nf *nf)
 {
-	return nfi_stop_asked() || nf->stop ||
+	return g_stop || nf->stop ||
 	       __atomic_load_n(&nf->slot->stop, __ATOMIC_ACQUIRE) ||
 	       __atomic_load_n(&nf->shm->shutdown, __ATOMIC_ACQUIRE);
 }
@@ -301,7 +370,7 @@ nfi_run(struct sl_nf *nf)
 		}
 		__atomic_store_n(&slot->heartbeat, slot->heartbeat + 1,
 				 __ATOMIC_RELEASE);
-		if (nfi_reload_take()) {
+		if (reload_take()) {
 			if (ops->reload != NULL)
 				ops->reload(nf);
 		}
@@ -315,13 +384,13 @@ nfi_run(struct sl_nf *nf)
 			idle(nf, now, &idle_since);
 			continue;
 		}
-		n = nfi_rx_burst(nf, pkts);
+		n = rx_burst(nf, pkts);
 		if (n == 0) {
 			idle(nf, now, &idle_since);
 			continue;
 		}
 		idle_since = 0;
-		nfi_handle(nf, pkts, (uint16_t)n);
+		handle(nf, pkts, (uint16_t)n);
 	}
 }
 

@@ -20,7 +20,7 @@
 #include "sluice/flow.h"
 
 /*
- * Posts a message on sluiced's message ring (0, or -1 if the ring stays
+ * Posts a message on sluiced's message ring (0, or ENOBUFS if the ring stays
  * full or busy for timeout_ms; 0 ms: for 10 us, without sleeping, as the
  * data path posts requests). Another NF inside a post, or killed in one,
  * is waited for here, never inside rte_ring (sl_ring_prod_busy); sluiced
@@ -40,7 +40,7 @@ msg_post(struct sl_nf *nf, struct sl_msg *m, unsigned int timeout_ms)
 			return 0;
 		if (rte_rdtsc() > deadline ||
 		    (timeout_ms > 0 && nfi_mgr_gone(nf)))
-			return -1;
+			return ENOBUFS;
 		if (timeout_ms > 0)
 			usleep(50);
 		else
@@ -48,7 +48,10 @@ msg_post(struct sl_nf *nf, struct sl_msg *m, unsigned int timeout_ms)
 	}
 }
 
-/* Sends a message to sluiced and waits for the answer. */
+/* Sends a message to sluiced and waits for the answer: 0, or ENOBUFS (the
+ * ring stayed full, said so), ETIMEDOUT (no answer by timeout_ms), ESRCH
+ * (sluiced stops or is gone) or ECANCELED (a stop signal, unless
+ * keep_running). */
 static int
 ask_sluiced(struct sl_nf *nf, struct sl_msg *m, unsigned int timeout_ms,
 	    int keep_running)
@@ -61,16 +64,19 @@ ask_sluiced(struct sl_nf *nf, struct sl_msg *m, unsigned int timeout_ms,
 			"%s: sluiced '%s' message ring stayed full "
 			"for %u ms\n",
 			nf->prog, nf->node, timeout_ms);
-		return -1;
+		return ENOBUFS;
 	}
 	while (!__atomic_load_n(&m->done, __ATOMIC_ACQUIRE)) {
 		/* Asked to stop while registering (a replica cancelled by
 		 * nf.scale): give up; if sluiced did register us, it sees us
 		 * exit like any dead NF. */
-		if (rte_rdtsc() > deadline ||
-		    __atomic_load_n(&nf->shm->shutdown, __ATOMIC_ACQUIRE) ||
-		    nfi_mgr_gone(nf) || (!keep_running && nfi_stop_asked()))
-			return -1;
+		if (rte_rdtsc() > deadline)
+			return ETIMEDOUT;
+		if (__atomic_load_n(&nf->shm->shutdown, __ATOMIC_ACQUIRE) ||
+		    nfi_mgr_gone(nf))
+			return ESRCH;
+		if (!keep_running && nfi_stop_asked())
+			return ECANCELED;
 		if (keep_running && nf->slot != NULL) {
 			/* Deregistering: keep serving what is queued. */
 			unsigned int n;
@@ -104,12 +110,12 @@ nfi_register(struct sl_nf *nf, const struct nf_args *a)
 {
 	struct sl_msg *m;
 	void *obj;
-	int rc = 0;
+	int rc;
 
 	if (rte_mempool_get(nf->shm->msg_pool, &obj) != 0) {
 		fprintf(stderr, "%s: sluiced '%s' has no free message\n",
 			nf->prog, nf->node);
-		return -1;
+		return ENOBUFS;
 	}
 	m = obj;
 	msg_init(m, SL_MSG_REGISTER);
@@ -121,12 +127,13 @@ nfi_register(struct sl_nf *nf, const struct nf_args *a)
 				      : (uint16_t)a->instance;
 	snprintf(m->service_name, sizeof(m->service_name), "%s", a->service);
 	snprintf(m->prog, sizeof(m->prog), "%s", nf->ops->name);
-	if (ask_sluiced(nf, m, REGISTER_TIMEOUT_MS, 0) != 0) {
+	rc = ask_sluiced(nf, m, REGISTER_TIMEOUT_MS, 0);
+	if (rc != 0) {
 		if (nfi_stop_asked()) {
 			fprintf(stderr,
 				"%s: stopped by a signal while registering\n",
 				nf->prog);
-			return -1;
+			return ECANCELED;
 		}
 		if (nfi_mgr_gone(nf) ||
 		    __atomic_load_n(&nf->shm->shutdown, __ATOMIC_ACQUIRE)) {
@@ -136,18 +143,18 @@ nfi_register(struct sl_nf *nf, const struct nf_args *a)
 				"sluiced again (sluiced -- --name %s, or "
 				"sluice up), then this NF\n",
 				nf->prog, nf->node, nf->shm->mgr_pid, nf->node);
-			return -1;
+			return ESRCH;
 		}
 		fprintf(stderr,
 			"%s: sluiced '%s' did not answer the registration "
 			"within %d ms; is it running and not overloaded?\n",
 			nf->prog, nf->node, REGISTER_TIMEOUT_MS);
-		return -1; /* the message is left to sluiced */
+		return rc; /* the message is left to sluiced */
 	}
 	if (m->result != 0) {
 		fprintf(stderr, "%s: sluiced refused the registration: %s\n",
 			nf->prog, m->error);
-		rc = -1;
+		rc = EPERM;
 	} else {
 		nf->instance = m->instance;
 		nf->service = m->service;
@@ -199,10 +206,10 @@ sl_flow_match_parse(const char *text, struct sl_flow_match *f, char *err,
 	if (text == NULL || strlen(text) >= sizeof(f->text)) {
 		snprintf(err, errlen, "a wildcard holds at most %zu characters",
 			 sizeof(f->text) - 1);
-		return -EINVAL;
+		return -EINVAL; /* NF API: -errno */
 	}
 	if (sl_match_parse(text, &mt, err, errlen) != 0)
-		return -EINVAL;
+		return -EINVAL; /* NF API: -errno */
 	snprintf(f->text, sizeof(f->text), "%s", text);
 	return 0;
 }
@@ -217,11 +224,11 @@ nf_request(struct sl_nf *nf, uint32_t kind, const struct sl_flow_match *f,
 	void *obj;
 
 	if (nf == NULL || nf->slot == NULL)
-		return -EINVAL;
+		return -EINVAL; /* NF API: -errno */
 	if (service >= nf->shm->max_services)
-		return -EINVAL;
+		return -EINVAL; /* NF API: -errno */
 	if (rte_mempool_get(nf->shm->msg_pool, &obj) != 0)
-		return -ENOBUFS;
+		return -ENOBUFS; /* NF API: -errno */
 	m = obj;
 	msg_init(m, SL_MSG_REQUEST);
 	m->pid = getpid();
@@ -242,7 +249,7 @@ nf_request(struct sl_nf *nf, uint32_t kind, const struct sl_flow_match *f,
 		snprintf(m->req.value, sizeof(m->req.value), "%s", value);
 	if (msg_post(nf, m, 0) != 0) {
 		sl_msg_put(nf->shm, m);
-		return -ENOBUFS;
+		return -ENOBUFS; /* NF API: -errno */
 	}
 	return m->req.id;
 }
@@ -283,10 +290,10 @@ sl_message(struct sl_nf *nf, uint16_t service, const char *key,
 	   const char *value)
 {
 	if (key == NULL || value == NULL || key[0] == '\0')
-		return -EINVAL;
+		return -EINVAL; /* NF API: -errno */
 	if (strlen(key) > SL_MESSAGE_KEY_MAX ||
 	    strlen(value) > SL_MESSAGE_VALUE_MAX)
-		return -E2BIG;
+		return -E2BIG; /* NF API: -errno */
 	return nf_request(nf, SL_REQ_MESSAGE, NULL, service, 0, key, value);
 }
 

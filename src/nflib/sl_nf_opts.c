@@ -116,7 +116,7 @@ nfo_check(const struct sl_nf_ops *ops, const char *prog)
 		if (why != NULL) {
 			fprintf(stderr, "%s: bad sl_nf_ops: option --%s: %s\n",
 				prog, o->name, why);
-			return -1;
+			return EINVAL;
 		}
 	}
 	return 0;

@@ -24,7 +24,7 @@ const struct sl_nf_opt *nfo_find(const struct sl_nf_opt *opts, const char *arg,
 int nfo_takes_value(const struct sl_nf_opt *o);
 
 /* 0 if ops->opts is a table libsluice can use with ops->priv_size, else
- * -1 after saying what is wrong with it ("PROG: bad sl_nf_ops: ..."). */
+ * EINVAL after saying what is wrong with it ("PROG: bad sl_nf_ops: ..."). */
 int nfo_check(const struct sl_nf_ops *ops, const char *prog);
 
 /* The --help lines of the table, to stdout. */

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * libsluice's fault injection, built only with meson -Dnf_test_hooks=true.
+ * libsluice's fault injection: in libsluice_test, which only the test
+ * builds of NFs link (nfs/forward/hooks), and in libsluice only with meson
+ * -Dnf_test_hooks=true.
  */
 #include <signal.h>
 #include <stdio.h>

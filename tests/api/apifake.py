@@ -16,8 +16,12 @@ import ipaddress
 import json
 import re
 import socket
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+_Ok = Callable[[Any], dict[str, Any]]
+_Err = Callable[[int, str], dict[str, Any]]
 
 _spec = importlib.util.spec_from_file_location(
     "_sluice_fake_server", Path(__file__).resolve().parents[1] / "python" / "test_client.py")
@@ -25,6 +29,9 @@ assert _spec is not None and _spec.loader is not None
 _mod = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_mod)
 
+
+STATS_SCHEMA = json.loads((Path(__file__).resolve().parents[1] / "python" / "data" /
+                           "stats_schema.json").read_text())
 
 LINE_MAX = 1024 * 1024  # sluiced refuses a longer request line and closes (--control-line-kb)
 
@@ -309,6 +316,35 @@ class Sluiced:
             return {"jsonrpc": "2.0", "id": req.get("id"),
                     "error": {"code": -32602, "message": f"bad params ({e})"}}
 
+    # method -> its handler, called as handler(self, method, params, ok, err)
+    METHODS: dict[str, str] = {
+        "status": "_status",
+        "nf.list": "_nf_list",
+        "port.list": "_port_list",
+        "service.list": "_service_list",
+        "stats": "_stats",
+        "chain.get": "_chain_get",
+        "chain.set": "_chain_set",
+        "nf.stop": "_nf_stop",
+        "lb.set": "_lb_set",
+        "rx.pause": "_rx_pause",
+        "rx.resume": "_rx_resume",
+        "nf.scale": "_nf_scale",
+        "graph.get": "_graph_get",
+        "graph.apply": "_graph_apply",
+        "graph.remove": "_graph_remove",
+        "rule.add": "_rule_add",
+        "rule.list": "_rule_list",
+        "rule.remove": "_rule_remove",
+        "flow.list": "_flows",
+        "flow.delete": "_flows",
+        "flow.get": "_flows",
+        "flow.request": "_flow_request",
+        "flow.requests": "_flow_requests",
+        "flow.request.remove": "_flow_request_remove",
+        "subscribe": "_subscribe",
+    }
+
     def _handle(self, req: Any) -> Any:
         if not isinstance(req, dict):
             return {"jsonrpc": "2.0", "id": None,
@@ -324,246 +360,277 @@ class Sluiced:
         if method in self.fail:
             f = self.fail[method]
             return err(*f) if isinstance(f, tuple) else f
-        if method == "status":
-            return ok({**STATUS, "rx_enabled": self.rx_enabled})
-        if method == "nf.list":
-            return ok(NFS)
-        if method == "port.list":
-            return ok(PORTS)
-        if method == "service.list":
-            return ok(self.services)
-        if method == "stats":
-            return ok(STATS)
-        if method == "chain.get":
-            return ok(self.chain)
-        if method == "chain.set":
-            hops = p.get("hops")
-            if not isinstance(hops, list):
-                return err(-32602, "param 'hops' (array of strings) is missing")
-            # as sluiced: a service it does not know is made (its NFs may come
-            # later) and named in a note; a port it does not have is refused
-            for i, h in enumerate(hops):
-                if h.startswith("port:") and h not in ("port:in", "port:out"):
-                    return err(-32000, f"chain hop {i + 1} '{h}': no port named '{h[5:]}'; "
-                                       f"use a name from port.list")
-            live = {s["name"] for s in self.services if s.get("instances")}
-            idle = [h for h in hops if h != "drop" and not h.startswith("port:")
-                    and h not in live]
-            self.chain = {"version": self.chain["version"] + 1, "hops": hops}
-            res: dict[str, Any] = {"version": self.chain["version"]}
-            if len(idle) == 1:
-                res["note"] = (f"service '{idle[0]}' has no running instance: packets sent "
-                               "to it are dropped (no_instance) until one registers; see "
-                               "nf.list")
-            return ok(res)
-        if method == "nf.stop":
-            i = p.get("instance")
-            if not isinstance(i, int):
-                return err(-32602, "param 'instance' (integer) is missing")
-            if i not in (0, 1):
-                return err(-32000, f"no running NF instance {i}; nf.list shows them")
-            return ok({"instance": i, "state": "stopping"})
-        if method == "lb.set":
-            mode = p.get("mode")
-            if mode not in ("flow", "queue", "rr"):
-                return err(-32602, f"param 'mode' '{mode}': use flow, queue or rr")
-            svc = next((s for s in self.services if s["name"] == p.get("service")), None)
-            if svc is None:
-                return err(-32000, f"no service {p.get('service')}; service.list shows "
-                                   f"the services")
-            svc["lb"] = mode
-            return ok({"service": svc["name"], "mode": mode})
-        if method == "rx.pause":
-            self.rx_enabled = False
-            return ok({"rx_enabled": False})
-        if method == "rx.resume":
-            self.rx_enabled = True
-            return ok({"rx_enabled": True})
-        if method == "nf.scale":
-            svc = next((s for s in self.services if s["name"] == p.get("service")), None)
-            if svc is None:
-                return err(-32000, f"no service {p.get('service')}; service.list shows "
-                                   f"the services")
-            n = p.get("replicas")
-            if not isinstance(n, int) or n < 0:
-                return err(-32602, "param 'replicas' (integer >= 0) is missing")
-            if n > 64:
-                return err(-32000, f"{n} replicas is more than --max-nfs 64")
-            have = len(svc["instances"])
-            return ok({"service": svc["name"], "replicas": n,
-                       "started_pids": list(range(5000, 5000 + max(0, n - have))),
-                       "stopping": svc["instances"][n:][::-1]})
-        if method == "graph.get":
-            if "name" not in p:
-                return ok({"graphs": [self.graph("default")] + list(self.graphs.values())})
-            g = self.graph(p["name"])
-            if g is None:
-                return err(-32000, f"no graph named '{p['name']}'; see graph.get")
-            return ok(g)
-        if method == "graph.apply":
-            r = self.graph_apply(p)
-            return err(-32602, r) if isinstance(r, str) else ok(r)
-        if method == "graph.remove":
-            name = p.get("name")
-            if not isinstance(name, str):
-                return err(-32602, "param 'name' (graph name) is missing")
-            if name == "default":
-                return err(-32000, "graph 'default' is the default chain and cannot be "
-                                   "removed; replace it with chain.set or graph.apply")
-            if name not in self.graphs:
-                return err(-32000, f"no graph named '{name}'; see graph.get")
-            del self.graphs[name]
-            n = len([r for r in self.rules if r["graph"] == name])
-            self.rules = [r for r in self.rules if r["graph"] != name]
-            return ok({"removed": name, "rules_removed": n})
-        if method == "rule.add" and "rules" in p:  # a batch: all or none
-            saved, first = (list(self.rules), self.rule_id), self.rule_id + 1
-            for i, one in enumerate(p["rules"]):
-                r = self._handle({"jsonrpc": "2.0", "id": 0, "method": "rule.add",
-                                 "params": one})
-                if "error" in r:
-                    self.rules, self.rule_id = saved
-                    return err(r["error"]["code"], f"rules[{i}]: {r['error']['message']}")
-            return ok({"added": len(p["rules"]), "first_id": first, "last_id": self.rule_id})
-        if method == "rule.add":
-            pr = p.get("priority", 0)
-            if not isinstance(pr, int) or not -1000000 <= pr <= 1000000:
-                return err(-32602, "param 'priority' must be an integer in -1000000..1000000 "
-                                   "(higher wins)")
-            for k in p:
-                if k not in ("graph", "priority", "proto", "src", "dst", "sport", "dport",
-                             "in_port"):
-                    return err(-32602, f"unknown param '{k}': use proto, src, dst, sport, "
-                                       f"dport, in_port and the method's own")
-            e = _match_error(p)
-            if e:
-                return err(-32602, e)
-            if "in_port" in p and p["in_port"] not in ("in", "out"):
-                return err(-32602, f"param 'in_port': no port named '{p['in_port']}'; use a "
-                                   f"name from port.list")
-            g = p.get("graph")
-            if not isinstance(g, str):
-                return err(-32602, "param 'graph' (graph name) is missing")
-            if self.graph(g) is None:
-                return err(-32000, f"no graph named '{g}': apply it first (graph.apply)")
-            self.rule_id += 1
-            rule = {"id": self.rule_id, "graph": g, "priority": pr}
-            for k in ("proto", "src", "dst", "sport", "dport", "in_port"):
-                if k in p and p[k] != "any":
-                    rule[k] = str(p[k]).lower()
-            self.rules.append(rule)
-            self.rules.sort(key=lambda r: -r["priority"])
-            return ok(rule)
-        if method == "rule.list":
-            off, lim = p.get("offset", 0), p.get("limit", 10000)
-            return ok({"rules": [{**r, "flows": 0} for r in self.rules[off:off + lim]],
-                       "total": len(self.rules), "truncated": off + lim < len(self.rules),
-                       "builds": self.rule_id})
-        if method == "rule.remove":
-            rule = p.get("id")
-            if not isinstance(rule, int):
-                return err(-32602, "param 'id' (rule id) is missing")
-            if not any(r["id"] == rule for r in self.rules):
-                return err(-32000, f"no rule with id {rule}; see rule.list")
-            self.rules = [r for r in self.rules if r["id"] != rule]
-            return ok({"removed": rule})
-        if method in ("flow.list", "flow.delete", "flow.get"):
-            if method != "flow.list" and ("id" in p or "key" in p):
-                if "id" in p:
-                    f = next((f for f in self.flows if f["id"] == p["id"]), None)
-                    if f is None:
-                        return err(-32000, f"no flow with id {p['id']}; see flow.list")
-                else:
-                    key = p["key"]
-                    if not re.fullmatch(r"(tcp|udp|sctp) \S+:\d+ > \S+:\d+", key):
-                        return err(-32602, f"param 'key' '{key}' is not a flow key like "
-                                           f"\"tcp 10.0.0.1:1234 > 10.0.0.2:80\" or \"udp "
-                                           f"[2001:db8::1]:53 > [2001:db8::2]:5353\" (IPv6 "
-                                           f"addresses in brackets)")
-                    f = next((f for f in self.flows if f["key"] == key), None)
-                    if f is None:
-                        return err(-32000, f"no flow '{key}' in the table (it may have aged "
-                                               f"out); see flow.list")
-                if method == "flow.get":
-                    return ok(f)
-                self.flows.remove(f)
-                return ok({"deleted": 1})
+        name = self.METHODS.get(method) if isinstance(method, str) else None
+        if name is None:
+            return err(-32601, f"method '{method}' not found; 'status' lists the methods")
+        return getattr(self, name)(method, p, ok, err)
+
+    def _status(self, method: str, p: Any, ok: _Ok, err: _Err) -> Any:
+        return ok({**STATUS, "rx_enabled": self.rx_enabled})
+
+    def _nf_list(self, method: str, p: Any, ok: _Ok, err: _Err) -> Any:
+        return ok(NFS)
+
+    def _port_list(self, method: str, p: Any, ok: _Ok, err: _Err) -> Any:
+        return ok(PORTS)
+
+    def _service_list(self, method: str, p: Any, ok: _Ok, err: _Err) -> Any:
+        return ok(self.services)
+
+    def _stats(self, method: str, p: Any, ok: _Ok, err: _Err) -> Any:
+        # with schema: what a real sluiced described (captured)
+        return ok(STATS_SCHEMA if p.get("schema") is True else STATS)
+
+    def _chain_get(self, method: str, p: Any, ok: _Ok, err: _Err) -> Any:
+        return ok(self.chain)
+
+    def _chain_set(self, method: str, p: Any, ok: _Ok, err: _Err) -> Any:
+        hops = p.get("hops")
+        if not isinstance(hops, list):
+            return err(-32602, "param 'hops' (array of strings) is missing")
+        # as sluiced: a service it does not know is made (its NFs may come
+        # later) and named in a note; a port it does not have is refused
+        for i, h in enumerate(hops):
+            if h.startswith("port:") and h not in ("port:in", "port:out"):
+                return err(-32000, f"chain hop {i + 1} '{h}': no port named '{h[5:]}'; "
+                                   f"use a name from port.list")
+        live = {s["name"] for s in self.services if s.get("instances")}
+        idle = [h for h in hops if h != "drop" and not h.startswith("port:")
+                and h not in live]
+        self.chain = {"version": self.chain["version"] + 1, "hops": hops}
+        res: dict[str, Any] = {"version": self.chain["version"]}
+        if len(idle) == 1:
+            res["note"] = (f"service '{idle[0]}' has no running instance: packets sent "
+                           "to it are dropped (no_instance) until one registers; see "
+                           "nf.list")
+        return ok(res)
+
+    def _nf_stop(self, method: str, p: Any, ok: _Ok, err: _Err) -> Any:
+        i = p.get("instance")
+        if not isinstance(i, int):
+            return err(-32602, "param 'instance' (integer) is missing")
+        if i not in (0, 1):
+            return err(-32000, f"no running NF instance {i}; nf.list shows them")
+        return ok({"instance": i, "state": "stopping"})
+
+    def _lb_set(self, method: str, p: Any, ok: _Ok, err: _Err) -> Any:
+        mode = p.get("mode")
+        if mode not in ("flow", "queue", "rr"):
+            return err(-32602, f"param 'mode' '{mode}': use flow, queue or rr")
+        svc = next((s for s in self.services if s["name"] == p.get("service")), None)
+        if svc is None:
+            return err(-32000, f"no service {p.get('service')}; service.list shows "
+                               f"the services")
+        svc["lb"] = mode
+        return ok({"service": svc["name"], "mode": mode})
+
+    def _rx_pause(self, method: str, p: Any, ok: _Ok, err: _Err) -> Any:
+        self.rx_enabled = False
+        return ok({"rx_enabled": False})
+
+    def _rx_resume(self, method: str, p: Any, ok: _Ok, err: _Err) -> Any:
+        self.rx_enabled = True
+        return ok({"rx_enabled": True})
+
+    def _nf_scale(self, method: str, p: Any, ok: _Ok, err: _Err) -> Any:
+        svc = next((s for s in self.services if s["name"] == p.get("service")), None)
+        if svc is None:
+            return err(-32000, f"no service {p.get('service')}; service.list shows "
+                               f"the services")
+        n = p.get("replicas")
+        if not isinstance(n, int) or n < 0:
+            return err(-32602, "param 'replicas' (integer >= 0) is missing")
+        if n > 64:
+            return err(-32000, f"{n} replicas is more than --max-nfs 64")
+        have = len(svc["instances"])
+        return ok({"service": svc["name"], "replicas": n,
+                   "started_pids": list(range(5000, 5000 + max(0, n - have))),
+                   "stopping": svc["instances"][n:][::-1]})
+
+    def _graph_get(self, method: str, p: Any, ok: _Ok, err: _Err) -> Any:
+        if "name" not in p:
+            return ok({"graphs": [self.graph("default")] + list(self.graphs.values())})
+        g = self.graph(p["name"])
+        if g is None:
+            return err(-32000, f"no graph named '{p['name']}'; see graph.get")
+        return ok(g)
+
+    def _graph_apply(self, method: str, p: Any, ok: _Ok, err: _Err) -> Any:
+        r = self.graph_apply(p)
+        return err(-32602, r) if isinstance(r, str) else ok(r)
+
+    def _graph_remove(self, method: str, p: Any, ok: _Ok, err: _Err) -> Any:
+        name = p.get("name")
+        if not isinstance(name, str):
+            return err(-32602, "param 'name' (graph name) is missing")
+        if name == "default":
+            return err(-32000, "graph 'default' is the default chain and cannot be "
+                               "removed; replace it with chain.set or graph.apply")
+        if name not in self.graphs:
+            return err(-32000, f"no graph named '{name}'; see graph.get")
+        del self.graphs[name]
+        n = len([r for r in self.rules if r["graph"] == name])
+        self.rules = [r for r in self.rules if r["graph"] != name]
+        return ok({"removed": name, "rules_removed": n})
+
+    def _rule_add_batch(self, method: str, p: Any, ok: _Ok, err: _Err) -> Any:
+        """rule.add of a list of rules: all or none."""
+        saved, first = (list(self.rules), self.rule_id), self.rule_id + 1
+        for i, one in enumerate(p["rules"]):
+            r = self._handle({"jsonrpc": "2.0", "id": 0, "method": "rule.add",
+                             "params": one})
+            if "error" in r:
+                self.rules, self.rule_id = saved
+                return err(r["error"]["code"], f"rules[{i}]: {r['error']['message']}")
+        return ok({"added": len(p["rules"]), "first_id": first, "last_id": self.rule_id})
+
+    def _rule_add(self, method: str, p: Any, ok: _Ok, err: _Err) -> Any:
+        if "rules" in p:
+            return self._rule_add_batch(method, p, ok, err)
+        pr = p.get("priority", 0)
+        if not isinstance(pr, int) or not -1000000 <= pr <= 1000000:
+            return err(-32602, "param 'priority' must be an integer in -1000000..1000000 "
+                               "(higher wins)")
+        for k in p:
+            if k not in ("graph", "priority", "proto", "src", "dst", "sport", "dport",
+                         "in_port"):
+                return err(-32602, f"unknown param '{k}': use proto, src, dst, sport, "
+                                   f"dport, in_port and the method's own")
+        e = _match_error(p)
+        if e:
+            return err(-32602, e)
+        if "in_port" in p and p["in_port"] not in ("in", "out"):
+            return err(-32602, f"param 'in_port': no port named '{p['in_port']}'; use a "
+                               f"name from port.list")
+        g = p.get("graph")
+        if not isinstance(g, str):
+            return err(-32602, "param 'graph' (graph name) is missing")
+        if self.graph(g) is None:
+            return err(-32000, f"no graph named '{g}': apply it first (graph.apply)")
+        self.rule_id += 1
+        rule = {"id": self.rule_id, "graph": g, "priority": pr}
+        for k in ("proto", "src", "dst", "sport", "dport", "in_port"):
+            if k in p and p[k] != "any":
+                rule[k] = str(p[k]).lower()
+        self.rules.append(rule)
+        self.rules.sort(key=lambda r: -r["priority"])
+        return ok(rule)
+
+    def _rule_list(self, method: str, p: Any, ok: _Ok, err: _Err) -> Any:
+        off, lim = p.get("offset", 0), p.get("limit", 10000)
+        return ok({"rules": [{**r, "flows": 0} for r in self.rules[off:off + lim]],
+                   "total": len(self.rules), "truncated": off + lim < len(self.rules),
+                   "builds": self.rule_id})
+
+    def _rule_remove(self, method: str, p: Any, ok: _Ok, err: _Err) -> Any:
+        rule = p.get("id")
+        if not isinstance(rule, int):
+            return err(-32602, "param 'id' (rule id) is missing")
+        if not any(r["id"] == rule for r in self.rules):
+            return err(-32000, f"no rule with id {rule}; see rule.list")
+        self.rules = [r for r in self.rules if r["id"] != rule]
+        return ok({"removed": rule})
+
+    def _flows(self, method: str, p: Any, ok: _Ok, err: _Err) -> Any:
+        if method != "flow.list" and ("id" in p or "key" in p):
+            if "id" in p:
+                f = next((f for f in self.flows if f["id"] == p["id"]), None)
+                if f is None:
+                    return err(-32000, f"no flow with id {p['id']}; see flow.list")
+            else:
+                key = p["key"]
+                if not re.fullmatch(r"(tcp|udp|sctp) \S+:\d+ > \S+:\d+", key):
+                    return err(-32602, f"param 'key' '{key}' is not a flow key like "
+                                       f"\"tcp 10.0.0.1:1234 > 10.0.0.2:80\" or \"udp "
+                                       f"[2001:db8::1]:53 > [2001:db8::2]:5353\" (IPv6 "
+                                       f"addresses in brackets)")
+                f = next((f for f in self.flows if f["key"] == key), None)
+                if f is None:
+                    return err(-32000, f"no flow '{key}' in the table (it may have aged "
+                                           f"out); see flow.list")
             if method == "flow.get":
-                return err(-32602, "give the flow as 'id' or as 'key' (\"tcp "
-                                   "10.0.0.1:1234 > 10.0.0.2:80\")")
-            e = _match_error(p)
-            if e:
-                return err(-32602, e)
-            if "graph" in p and self.graph(p["graph"]) is None:
-                return err(-32000, f"no graph named '{p['graph']}': apply it first "
-                                   f"(graph.apply)")
-            if "service" in p and p["service"] not in {s["name"] for s in self.services}:
-                return err(-32000, f"no service {p['service']}; service.list shows the "
-                                   f"services")
-            sel = [f for f in self.flows
-                   if p.get("graph", f["graph"]) == f["graph"]
-                   and ("service" not in p or p["service"] in f["pins"])
-                   and p.get("in_port", f["in_port"]) == f["in_port"]]
-            if method == "flow.delete":
-                if not p.get("all") and not (set(p) & {"graph", "service", "proto", "src",
-                                                       "dst", "sport", "dport", "in_port"}):
-                    return err(-32602, "flow.delete needs 'id', 'key', filters, or "
-                                       "\"all\": true")
-                self.flows = [f for f in self.flows if f not in sel]
-                return ok({"deleted": len(sel)})
-            limit = p.get("limit", 100)
-            return ok({"total": len(self.flows), "matched": len(sel), "flows": sel[:limit],
-                       "truncated": len(sel) > limit})
-        if method == "flow.request":
-            kind = p.get("type")
-            if kind not in ("skip_me", "request_me", "change_default", "message"):
-                return err(-32602, "param 'type' must be skip_me, request_me, "
-                                   "change_default or message")
-            if p.get("service") not in {s["name"] for s in self.services}:
-                return err(-32000, f"no service {p.get('service')}; service.list shows the "
-                                   f"services")
-            if kind == "message":
-                return ok({"applied": 1})
-            flow = p.get("flow") or {}
-            if "key" in flow:
-                if not any(f["key"] == flow["key"] for f in self.flows):
-                    return err(-32000, f"{kind} rejected: no such flow in the table (it may "
-                                       f"have aged out)")
-                return ok({"applied": 1})
-            e = _match_error(flow.get("match") or {})
-            if e:
-                return err(-32602, e)
-            if kind == "change_default" and p.get("to") not in ("port:out", "drop"):
-                return err(-32000, f"{kind} rejected: graph 'default' has no edge from "
-                                   f"'{p['service']}' to '{p.get('to')}': "
-                                   f"ChangeDefault may only pick one of the node's allowed "
-                                   f"next hops")
-            req = {"type": kind, "service": p["service"],
-                   **({"to": p["to"]} if kind == "change_default" else {}),
-                   "match": {k: str(v).lower() for k, v in (flow.get("match") or {}).items()
-                             if v != "any"}}
-            same = next((k for k in self.kept if {**k, "id": 0} == {**req, "id": 0}), None)
-            if same is None:
-                self.kept_id += 1
-                same = {"id": self.kept_id, **req}
-                self.kept.append(same)
-            return ok({"applied": len(self.flows), "id": same["id"]})
-        if method == "flow.requests":
-            return ok({"requests": self.kept})
-        if method == "flow.request.remove":
-            kid = p.get("id")
-            if not isinstance(kid, int) or kid < 1:
-                return err(-32602, "param 'id' (a kept request's id, from flow.requests) is "
-                                   "missing or not a positive integer")
-            if not any(k["id"] == kid for k in self.kept):
-                return err(-32000, f"no kept wildcard request with id {kid}; see "
-                                   f"flow.requests")
-            self.kept = [k for k in self.kept if k["id"] != kid]
-            return ok({"removed": kid})
-        if method == "subscribe":
-            return [ok({"subscribed": True})] + [
-                {"jsonrpc": "2.0", "method": "event", "params": e} for e in EVENTS] + ["close"]
-        return err(-32601, f"method '{method}' not found; 'status' lists the methods")
+                return ok(f)
+            self.flows.remove(f)
+            return ok({"deleted": 1})
+        if method == "flow.get":
+            return err(-32602, "give the flow as 'id' or as 'key' (\"tcp "
+                               "10.0.0.1:1234 > 10.0.0.2:80\")")
+        e = _match_error(p)
+        if e:
+            return err(-32602, e)
+        if "graph" in p and self.graph(p["graph"]) is None:
+            return err(-32000, f"no graph named '{p['graph']}': apply it first "
+                               f"(graph.apply)")
+        if "service" in p and p["service"] not in {s["name"] for s in self.services}:
+            return err(-32000, f"no service {p['service']}; service.list shows the "
+                               f"services")
+        sel = [f for f in self.flows
+               if p.get("graph", f["graph"]) == f["graph"]
+               and ("service" not in p or p["service"] in f["pins"])
+               and p.get("in_port", f["in_port"]) == f["in_port"]]
+        if method == "flow.delete":
+            if not p.get("all") and not (set(p) & {"graph", "service", "proto", "src",
+                                                   "dst", "sport", "dport", "in_port"}):
+                return err(-32602, "flow.delete needs 'id', 'key', filters, or "
+                                   "\"all\": true")
+            self.flows = [f for f in self.flows if f not in sel]
+            return ok({"deleted": len(sel)})
+        limit = p.get("limit", 100)
+        return ok({"total": len(self.flows), "matched": len(sel), "flows": sel[:limit],
+                   "truncated": len(sel) > limit})
+
+    def _flow_request(self, method: str, p: Any, ok: _Ok, err: _Err) -> Any:
+        kind = p.get("type")
+        if kind not in ("skip_me", "request_me", "change_default", "message"):
+            return err(-32602, "param 'type' must be skip_me, request_me, "
+                               "change_default or message")
+        if p.get("service") not in {s["name"] for s in self.services}:
+            return err(-32000, f"no service {p.get('service')}; service.list shows the "
+                               f"services")
+        if kind == "message":
+            return ok({"applied": 1})
+        flow = p.get("flow") or {}
+        if "key" in flow:
+            if not any(f["key"] == flow["key"] for f in self.flows):
+                return err(-32000, f"{kind} rejected: no such flow in the table (it may "
+                                   f"have aged out)")
+            return ok({"applied": 1})
+        e = _match_error(flow.get("match") or {})
+        if e:
+            return err(-32602, e)
+        if kind == "change_default" and p.get("to") not in ("port:out", "drop"):
+            return err(-32000, f"{kind} rejected: graph 'default' has no edge from "
+                               f"'{p['service']}' to '{p.get('to')}': "
+                               f"ChangeDefault may only pick one of the node's allowed "
+                               f"next hops")
+        req = {"type": kind, "service": p["service"],
+               **({"to": p["to"]} if kind == "change_default" else {}),
+               "match": {k: str(v).lower() for k, v in (flow.get("match") or {}).items()
+                         if v != "any"}}
+        same = next((k for k in self.kept if {**k, "id": 0} == {**req, "id": 0}), None)
+        if same is None:
+            self.kept_id += 1
+            same = {"id": self.kept_id, **req}
+            self.kept.append(same)
+        return ok({"applied": len(self.flows), "id": same["id"]})
+
+    def _flow_requests(self, method: str, p: Any, ok: _Ok, err: _Err) -> Any:
+        return ok({"requests": self.kept})
+
+    def _flow_request_remove(self, method: str, p: Any, ok: _Ok, err: _Err) -> Any:
+        kid = p.get("id")
+        if not isinstance(kid, int) or kid < 1:
+            return err(-32602, "param 'id' (a kept request's id, from flow.requests) is "
+                               "missing or not a positive integer")
+        if not any(k["id"] == kid for k in self.kept):
+            return err(-32000, f"no kept wildcard request with id {kid}; see "
+                               f"flow.requests")
+        self.kept = [k for k in self.kept if k["id"] != kid]
+        return ok({"removed": kid})
+
+    def _subscribe(self, method: str, p: Any, ok: _Ok, err: _Err) -> Any:
+        return [ok({"subscribed": True})] + [
+            {"jsonrpc": "2.0", "method": "event", "params": e} for e in EVENTS] + ["close"]
 
 
 

@@ -47,6 +47,14 @@ def test_graphs_rules_flows_and_requests(real_sluiced: None, launch: Any, node: 
     methods = api.get("/api/v1/status").json()["methods"]
     assert set(methods) - {"shutdown"} == set(SOCKET_METHODS)
 
+    _check_graphs(api)
+    _check_flows(api, conns, udp)
+    rule, in_udp = _check_rule(api, conns, udp)
+    _check_flow_requests(api, udp, in_udp)
+    _check_graph_removal(api, conns, rule)
+
+
+def _check_graphs(api: TestClient) -> None:
     # -- graphs: applied over REST, read back exactly
     nodes = {"b": ["port:out", "drop"]}
     r = api.put("/api/v1/graphs/udp", json={"nodes": nodes})
@@ -76,6 +84,8 @@ def test_graphs_rules_flows_and_requests(real_sluiced: None, launch: Any, node: 
                   "with `PUT /api/v1/chain` or `PUT /api/v1/graphs/{name}`"})
     assert "bad" not in {g["name"] for g in api.get("/api/v1/graphs").json()["graphs"]}
 
+
+def _check_flows(api: TestClient, conns: set[Any], udp: set[Any]) -> None:
     # -- flows while traffic runs: one per connection, all in the chain
     st = wait_until(lambda: (s := api.get("/api/v1/stats").json())["flows"]["live"] ==
                     len(conns) and s, 30, f"{len(conns)} flows")
@@ -108,6 +118,8 @@ def test_graphs_rules_flows_and_requests(real_sluiced: None, launch: Any, node: 
         "detail": "no graph named 'nope': apply it first (`PUT /api/v1/graphs/{name}`)"})
     assert _flows(api, proto="udp")["matched"] == len(udp)
 
+
+def _check_rule(api: TestClient, conns: set[Any], udp: set[Any]) -> tuple[Any, Any]:
     # -- a rule: new UDP flows go to graph 'udp'
     r = api.post("/api/v1/rules", json={"graph": "udp", "proto": "udp", "priority": 7})
     assert r.status_code == 201, r.text
@@ -144,7 +156,10 @@ def test_graphs_rules_flows_and_requests(real_sluiced: None, launch: Any, node: 
     b_inst = in_udp["flows"][0]["pins"]["b"]
     assert _flows(api, service="b", instance=b_inst)["matched"] == len(udp)
     assert _flows(api, service="b", instance=b_inst + 1)["matched"] == 0
+    return rule, in_udp
 
+
+def _check_flow_requests(api: TestClient, udp: set[Any], in_udp: Any) -> None:
     # -- flow requests, as service b's NF would make them
     r = api.post("/api/v1/flow-requests", json={
         "type": "change_default", "service": "b", "to": "port:out",
@@ -167,6 +182,8 @@ def test_graphs_rules_flows_and_requests(real_sluiced: None, launch: Any, node: 
     assert (r.status_code, r.json()) == (404, {
         "detail": "no service zz; `GET /api/v1/services` shows the services"})
 
+
+def _check_graph_removal(api: TestClient, conns: set[Any], rule: Any) -> None:
     # -- removing the graph takes its rule; a deleted flow comes back
     tcp = _flows(api, proto="tcp")["flows"][0]
     assert api.delete(f"/api/v1/flows/{tcp['id']}").json() == {"deleted": 1}

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from sluice.api import ApiServer, create_app, is_loopback, parse_listen
 from sluice.cli import app
-from sluice.client import SluiceError
+from sluice.runtime.client import SluiceError
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.7", "::", "example.com"])

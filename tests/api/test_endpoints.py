@@ -361,7 +361,8 @@ def test_openapi_spec_has_typed_responses(api: TestClient) -> None:
     assert {p for p in paths if p.startswith("/api/") or p == "/metrics"} == {
         "/api/v1/status", "/api/v1/nfs", "/api/v1/nfs/{instance}/stop", "/api/v1/ports",
         "/api/v1/services", "/api/v1/services/{service}/lb",
-        "/api/v1/services/{service}/scale", "/api/v1/stats", "/api/v1/chain",
+        "/api/v1/services/{service}/scale", "/api/v1/stats", "/api/v1/stats/schema",
+        "/api/v1/chain",
         "/api/v1/rx/pause", "/api/v1/rx/resume", "/api/v1/events", "/api/v1/graphs",
         "/api/v1/graphs/{name}", "/api/v1/rules", "/api/v1/rule-batches",
         "/api/v1/rules/{rule_id}", "/api/v1/flows",
@@ -425,6 +426,76 @@ def test_graphs(api: TestClient, fake: Any) -> None:
         "detail": "no graph named 'g1'; see `GET /api/v1/graphs`"})
 
 
+# Bodies POST /api/v1/rule-batches refuses (422) with the detail given.
+_BAD_BATCHES: list[tuple[Any, str]] = [
+    ({"rules": []}, 'rules: is empty: give an array of rules, e.g. [{"graph": "web", '
+                    '"proto": "tcp", "dport": 80}]'),
+    ({"rules": [{"graph": "web"}], "x": 1},
+     "x: unknown field: leave it out (this object takes rules)"),
+    ({"rules": [5]}, 'rules.0: expected a rule, e.g. {"graph": "web", "proto": "tcp", '
+                     '"dport": 80}, got a number (5)'),
+    ({"rules": [{"graph": "web", "dprt": 5}]},
+     "rules.0.dprt: unknown field: leave it out (this object takes proto, src, dst, "
+     "sport, dport, in_port, graph, priority); did you mean 'dport'?"),
+    ([{"graph": "web"}], "the body is an array, not a JSON object: POST "
+                         "/api/v1/rule-batches takes a JSON object with rules (/docs "
+                         "describes it)")
+]
+
+
+# Rules POST /api/v1/rules refuses (422) with the detail given, before sluiced.
+_BAD_RULES: list[tuple[dict[str, Any], str]] = [
+    ({"graph": "web", "proto": "tcpx"},
+     "proto: 'tcpx' is not a protocol sluiced knows: use tcp, udp, icmp, icmp6, "
+     "icmpv6, sctp, gre, esp, ah, any or a number 0-255; did you mean 'tcp'?"),
+    ({"graph": "web", "proto": 256},
+     "proto: 256 is not an IP protocol number: use 0 to 255"),
+    ({"graph": "web", "proto": "300"},
+     "proto: 300 is not an IP protocol number: use 0 to 255"),
+    ({"graph": "web", "dport": 70000},
+     "dport: 70000 is not a port: ports go from 0 to 65535"),
+    ({"graph": "web", "dport": "1-2-3"},
+     "dport: '1-2-3' is not a port 0-65535 or a range N-M such as 1024-65535"),
+    ({"graph": "web", "sport": "2000-1000"},
+     "sport: '2000-1000' is an empty range: write 1000-2000"),
+    ({"graph": "web", "sport": "1-70000"},
+     "sport: '1-70000': 70000 is not a port: ports go from 0 to 65535"),
+    ({"graph": "web", "src": "10.0.0.1/8"},
+     "src: '10.0.0.1/8' has bits set after the prefix length: write 10.0.0.0/8 (or "
+     "the address alone for one host)"),
+    ({"graph": "web", "dst": "10.0.0"},
+     "dst: '10.0.0' is not an IPv4 or IPv6 address or prefix: write e.g. 10.0.0.0/8, "
+     "10.0.0.1 or 2001:db8::/32"),
+    ({"graph": "web", "src": 10},
+     "src: expected an address or prefix such as 10.0.0.0/8 or 2001:db8::/32, got a "
+     "number (10)"),
+    ({"graph": "web", "src": "10.0.0.0/8", "dst": "2001:db8::/32"},
+     "dst: src is IPv4 and dst is IPv6: a flow has one address family; make them the "
+     "same"),
+    ({"graph": "web", "proto": "icmp", "dport": 53},
+     "dport: dport needs proto tcp, udp or sctp (or no proto): icmp packets have no "
+     "ports"),
+    ({"graph": "web", "in_port": "port:in"},
+     "in_port: 'port:in' is not a port name: give the port's name alone, "
+     '"in_port": "in"'),
+    ({"graph": "web", "priority": 2000000},
+     "priority: 2000000 is out of range: use -1000000 to 1000000 (higher wins)"),
+    ({"graph": "web", "priority": "5"},
+     "priority: expected an integer from -1000000 to 1000000, got a string ('5')"),
+    ({"graph": "web", "color": "red"},
+     "color: unknown field: leave it out (this object takes proto, src, dst, sport, "
+     "dport, in_port, graph, priority)"),
+    ({"graph": "web", "inport": "in"},
+     "inport: unknown field: leave it out (this object takes proto, src, dst, sport, "
+     "dport, in_port, graph, priority); did you mean 'in_port'?"),
+    ({"graph": 5}, 'graph: expected the name of a graph as a string, e.g. "web" '
+                   '(`GET /api/v1/graphs` lists them), got a number (5)'),
+    ({"proto": "tcp"}, 'graph: missing: this field is required; give the name of a '
+                       'graph as a string, e.g. "web" (`GET /api/v1/graphs` lists '
+                       'them)')
+]
+
+
 def test_rules(api: TestClient, fake: Any) -> None:
     api.put("/api/v1/graphs/web", json={"nodes": {"fw": ["port:out"]}})
     r = api.post("/api/v1/rules", json={"graph": "web", "priority": 5, "proto": "tcp",
@@ -461,74 +532,14 @@ def test_rules(api: TestClient, fake: Any) -> None:
     assert (r.status_code, r.json()) == (404, {
         "detail": "rules[1]: no graph named 'nope': apply it first (`PUT /api/v1/graphs/{name}`)"})
     assert api.get("/api/v1/rules").json()["total"] == 4
-    for body, detail in [
-            ({"rules": []}, 'rules: is empty: give an array of rules, e.g. [{"graph": "web", '
-                            '"proto": "tcp", "dport": 80}]'),
-            ({"rules": [{"graph": "web"}], "x": 1},
-             "x: unknown field: leave it out (this object takes rules)"),
-            ({"rules": [5]}, 'rules.0: expected a rule, e.g. {"graph": "web", "proto": "tcp", '
-                             '"dport": 80}, got a number (5)'),
-            ({"rules": [{"graph": "web", "dprt": 5}]},
-             "rules.0.dprt: unknown field: leave it out (this object takes proto, src, dst, "
-             "sport, dport, in_port, graph, priority); did you mean 'dport'?"),
-            ([{"graph": "web"}], "the body is an array, not a JSON object: POST "
-                                 "/api/v1/rule-batches takes a JSON object with rules (/docs "
-                                 "describes it)")]:
+    for body, detail in _BAD_BATCHES:
         r = api.post("/api/v1/rule-batches", json=body)
         assert (r.status_code, r.json()) == (422, {"detail": detail}), body
     r = api.post("/api/v1/rules", json={"graph": "nope"})
     assert (r.status_code, r.json()) == (404, {
         "detail": "no graph named 'nope': apply it first (`PUT /api/v1/graphs/{name}`)"})
     n = len(fake[1].requests)
-    for bad, detail in [
-            ({"graph": "web", "proto": "tcpx"},
-             "proto: 'tcpx' is not a protocol sluiced knows: use tcp, udp, icmp, icmp6, "
-             "icmpv6, sctp, gre, esp, ah, any or a number 0-255; did you mean 'tcp'?"),
-            ({"graph": "web", "proto": 256},
-             "proto: 256 is not an IP protocol number: use 0 to 255"),
-            ({"graph": "web", "proto": "300"},
-             "proto: 300 is not an IP protocol number: use 0 to 255"),
-            ({"graph": "web", "dport": 70000},
-             "dport: 70000 is not a port: ports go from 0 to 65535"),
-            ({"graph": "web", "dport": "1-2-3"},
-             "dport: '1-2-3' is not a port 0-65535 or a range N-M such as 1024-65535"),
-            ({"graph": "web", "sport": "2000-1000"},
-             "sport: '2000-1000' is an empty range: write 1000-2000"),
-            ({"graph": "web", "sport": "1-70000"},
-             "sport: '1-70000': 70000 is not a port: ports go from 0 to 65535"),
-            ({"graph": "web", "src": "10.0.0.1/8"},
-             "src: '10.0.0.1/8' has bits set after the prefix length: write 10.0.0.0/8 (or "
-             "the address alone for one host)"),
-            ({"graph": "web", "dst": "10.0.0"},
-             "dst: '10.0.0' is not an IPv4 or IPv6 address or prefix: write e.g. 10.0.0.0/8, "
-             "10.0.0.1 or 2001:db8::/32"),
-            ({"graph": "web", "src": 10},
-             "src: expected an address or prefix such as 10.0.0.0/8 or 2001:db8::/32, got a "
-             "number (10)"),
-            ({"graph": "web", "src": "10.0.0.0/8", "dst": "2001:db8::/32"},
-             "dst: src is IPv4 and dst is IPv6: a flow has one address family; make them the "
-             "same"),
-            ({"graph": "web", "proto": "icmp", "dport": 53},
-             "dport: dport needs proto tcp, udp or sctp (or no proto): icmp packets have no "
-             "ports"),
-            ({"graph": "web", "in_port": "port:in"},
-             "in_port: 'port:in' is not a port name: give the port's name alone, "
-             '"in_port": "in"'),
-            ({"graph": "web", "priority": 2000000},
-             "priority: 2000000 is out of range: use -1000000 to 1000000 (higher wins)"),
-            ({"graph": "web", "priority": "5"},
-             "priority: expected an integer from -1000000 to 1000000, got a string ('5')"),
-            ({"graph": "web", "color": "red"},
-             "color: unknown field: leave it out (this object takes proto, src, dst, sport, "
-             "dport, in_port, graph, priority)"),
-            ({"graph": "web", "inport": "in"},
-             "inport: unknown field: leave it out (this object takes proto, src, dst, sport, "
-             "dport, in_port, graph, priority); did you mean 'in_port'?"),
-            ({"graph": 5}, 'graph: expected the name of a graph as a string, e.g. "web" '
-                           '(`GET /api/v1/graphs` lists them), got a number (5)'),
-            ({"proto": "tcp"}, 'graph: missing: this field is required; give the name of a '
-                               'graph as a string, e.g. "web" (`GET /api/v1/graphs` lists '
-                               'them)')]:
+    for bad, detail in _BAD_RULES:
         r = api.post("/api/v1/rules", json=bad)
         assert (r.status_code, r.json()) == (422, {"detail": detail}), bad
     # the same words in a batch, under the rule's index

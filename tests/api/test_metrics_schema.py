@@ -17,7 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from sluice.api.metrics import StatsCollector, metric_name, stats_metrics
 from sluice.api.sluiced import Sluiced
-from sluice.counters import Schema, builtin
+from sluice.core.counters import Schema, builtin
 
 RAW = json.loads((Path(__file__).resolve().parents[1] / "python" / "data" /
                   "stats_schema.json").read_text())

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from sluice.launch import Launcher, hugetlbfs_mounts
+from sluice.runtime.launch import Launcher, hugetlbfs_mounts
 
 ROOT = Path(__file__).resolve().parents[2]
 _counter = itertools.count()
@@ -35,9 +35,12 @@ needs_asan = pytest.mark.skipif(
     reason="no build-asan (make build-asan); make test always builds it")
 
 
-def prog(name: str, build: Path | None = None) -> str:
-    """Absolute path of a built NF program, e.g. prog('forward')."""
-    return str((build or build_dir()) / "nfs" / name / f"sluice-{name}")
+def prog(name: str, build: Path | None = None, hooks: bool = False) -> str:
+    """Absolute path of a built NF program, e.g. prog('forward'). hooks: its
+    build with libsluice's fault injection (SLUICE_TEST_KILL_AT), made for
+    the tests only (nfs/forward/hooks); the program users run has none."""
+    nf_dir = (build or build_dir()) / "nfs" / name
+    return str((nf_dir / "hooks" if hooks else nf_dir) / f"sluice-{name}")
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -31,7 +31,7 @@ from conftest import (
 )
 from packets import mixed, write
 
-from sluice.client import RpcError
+from sluice.runtime.client import RpcError
 
 REPLAY = 1000  # packets in the replayed capture (held by the pcap PMD)
 SERVICES = ["s1", "s2", "s3"]

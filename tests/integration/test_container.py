@@ -23,11 +23,11 @@ import pytest
 from conftest import build_dir, deployment, port, prog, service, wait_until
 from packets import mixed, read, write
 
-from sluice import container
-from sluice.client import Client, SluiceError
-from sluice.container import ContainerError
-from sluice.deploy import Deployment, load_deployment
-from sluice.launch import Launcher, cleanup_node
+from sluice.core.deploy import Deployment, load_deployment
+from sluice.runtime import container
+from sluice.runtime.client import Client, SluiceError
+from sluice.runtime.container import ContainerError
+from sluice.runtime.launch import Launcher, cleanup_node
 
 IMAGE = container.DEFAULT_IMAGE
 N = 2000
@@ -361,7 +361,7 @@ def test_a_container_nf_killed_by_sigkill_is_reported_as_killed(nf_image, node, 
     """kill -9 of a container NF's host pid: `podman run` exits with 137
     (128 + 9); the orchestrator says, as for a host NF, that the NF was
     killed by SIGKILL (not 'exited with status 137'), and restarts it."""
-    from sluice.orchestrator import Orchestrator
+    from sluice.runtime.orchestrator import Orchestrator
 
     frames = mixed(200, flows=8, seed=9)
     src = write(tmp_path / "in.pcap", frames)

@@ -217,7 +217,7 @@ def test_socket_in_use_and_a_second_instance(launch, node, tmp_path):
     assert other.client.call("status")["node"] == node + "b"
     assert run.client.call("status")["n_nfs"] == 1
     other.stop()
-    from sluice.launch import hugetlbfs_mounts
+    from sluice.runtime.launch import hugetlbfs_mounts
     assert not [p for d in hugetlbfs_mounts() for p in d.glob(f"sluice_{node}bmap_*")]
 
 
@@ -404,7 +404,7 @@ def test_split_rx_and_tx_threads(node, tmp_path):
         stderr=subprocess.PIPE, text=True)
     nf = None
     try:
-        from sluice.client import Client
+        from sluice.runtime.client import Client
         c = Client(node)
         c.wait_ready(15)
         assert c.call("status")["io_threads"] == 2

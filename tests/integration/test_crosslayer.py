@@ -31,7 +31,7 @@ from conftest import ROOT, build_dir, deployment, port, prog, service, wait_unti
 from packets import read
 from scapy.all import IP, UDP, Ether, Raw
 
-from sluice.client import Client, RpcError
+from sluice.runtime.client import Client, RpcError
 
 _ifs = itertools.count()
 PAD = 64  # UDP payload bytes: the marker, then dots

@@ -3,7 +3,7 @@ PREFIX), a scrubber NF is started for the prefix, and its one RequestMe
 (which sluiced keeps for the flows that start later; no --at, so no
 ChangeDefault) pulls the prefix's flows through it; it drops them.
 
-The traffic is ``sluice.traces.ddos_mix``: normal traffic from 200 sources,
+The traffic is ``sluice.runtime.traces.ddos_mix``: normal traffic from 200 sources,
 each alone in its /24, to servers in 192.168.0.0/24, and from 30 % of the
 capture on an attack from 10.66.6.0/24. The test writes it into the host
 side of sluiced's TAP port in two phases, paced so that no frame is lost in
@@ -54,9 +54,9 @@ import yaml
 from conftest import build_dir, deployment, port, prog, service, wait_drained, wait_until
 from packets import read
 
-from sluice.client import Client
-from sluice.deploy import load_deployment
-from sluice.traces import DDOS_ATTACK_PREFIX, ddos_mix, in_prefix
+from sluice.core.deploy import load_deployment
+from sluice.runtime.client import Client
+from sluice.runtime.traces import DDOS_ATTACK_PREFIX, ddos_mix, in_prefix
 
 _ifs = itertools.count()
 PREFIX = DDOS_ATTACK_PREFIX  # 10.66.6.0/24

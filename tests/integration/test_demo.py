@@ -22,8 +22,8 @@ from typing import Any
 import yaml
 from conftest import ROOT, build_dir
 
-from sluice.launch import prefix_users
-from sluice.traces import read_pcap
+from sluice.runtime.launch import prefix_users
+from sluice.runtime.traces import read_pcap
 
 EXAMPLES = ROOT / "examples"
 TRACE = EXAMPLES / "traces" / "http-mix.pcap"

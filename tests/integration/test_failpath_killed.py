@@ -14,8 +14,8 @@ from pathlib import Path
 
 from conftest import ROOT, build_dir, deployment, prog, wait_until
 
-from sluice.client import Client
-from sluice.hostclean import cleanup_node, hugetlbfs_mounts, primary_alive
+from sluice.runtime.client import Client
+from sluice.runtime.hostclean import cleanup_node, hugetlbfs_mounts, primary_alive
 
 CLEANUP = ROOT / "scripts" / "cleanup.sh"
 

@@ -172,7 +172,7 @@ def _killed_at(launch, node, tmp_path, at: str, chain: list[str], extra=()):
     wait_until(lambda: _out(run) > 20_000, 20, "traffic")
     run.client.call("lb.set", service="a", mode="rr")
     victim = subprocess.Popen(
-        run.nf_argv(run.dep.nfs[0], prog("forward")),
+        run.nf_argv(run.dep.nfs[0], prog("forward", hooks=True)),
         env={**os.environ, "SLUICE_TEST_KILL_AT": at},
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
@@ -180,7 +180,7 @@ def _killed_at(launch, node, tmp_path, at: str, chain: list[str], extra=()):
     finally:
         victim.kill()
     assert victim.returncode == -signal.SIGKILL, err
-    assert err.splitlines()[-1] == (f"{prog('forward')}: SLUICE_TEST_KILL_AT reached: "
+    assert err.splitlines()[-1] == (f"{prog('forward', hooks=True)}: SLUICE_TEST_KILL_AT reached: "
                                     "killing myself"), err
     wait_until(lambda: len(run.client.call("nf.list")) == len(chain) - 1, 5,
                "the dead replica to be reclaimed")

@@ -17,8 +17,8 @@ from conftest import deployment, port, prog, service, wait_until
 from packets import flow_of, mixed, read, write
 from scapy.all import ARP, IP, TCP, UDP, Ether, IPv6, Raw
 
-from sluice.client import Client, RpcError
-from sluice.traces import fixed_size, write_pcap
+from sluice.runtime.client import Client, RpcError
+from sluice.runtime.traces import fixed_size, write_pcap
 
 N = 3000
 
@@ -242,7 +242,7 @@ def test_graph_apply_tells_a_bad_graph_from_no_room(launch, node):
     """A graph that is wrong is invalid params (-32602, REST 422); a good
     graph beyond --max-graphs is a failure to do it now (-32000, REST 409),
     and fits once another graph is removed."""
-    from sluice.client import RpcError
+    from sluice.runtime.client import RpcError
 
     run = launch(deployment(node, ports=[], nfs=[_fwd("a", "a")], chain=["a", "drop"],
                             sluiced_args=["--max-graphs", "2"]))
@@ -264,7 +264,7 @@ def test_a_refused_graph_or_chain_leaves_no_service_behind(launch, node):
     """Services a graph or chain names are created as it is applied; one
     refused half-way (no room for all its services) releases those it had
     created, so that the room is still there for the next."""
-    from sluice.client import RpcError
+    from sluice.runtime.client import RpcError
 
     run = launch(deployment(node, ports=[], nfs=[_fwd("a", "a")], chain=["a", "drop"],
                             sluiced_args=["--max-services", "4"]))

@@ -399,17 +399,12 @@ VARIANTS = {
 PROTECT = ipaddress.ip_network("10.0.0.0/8")
 
 
-@pytest.mark.parametrize("lookup", list(VARIANTS))
-def test_hostile_frames_through_every_nf(launch, node, tmp_path, lookup):
-    v = VARIANTS[lookup]
-    frames = hostile_frames()
-    assert len(frames) > 3000
-    src = write(tmp_path / "in.pcap", frames)
-    dst = tmp_path / "out.pcap"
-    rules = tmp_path / "fw.yaml"
-    rules.write_text(FW_RULES)
-    chain = ["firewall", "monitor", "flowclass", "ddos-detect", "scrubber", "forward"]
-    args = {
+CHAIN = ["firewall", "monitor", "flowclass", "ddos-detect", "scrubber", "forward"]
+
+
+def _nf_args(v: dict, rules: Path) -> dict[str, list[str]]:
+    """Each NF's arguments for variant v, the firewall's rules file at rules."""
+    return {
         "firewall": ["--rules", str(rules), "--non-ip", v["non_ip"], "--matcher", v["matcher"]],
         "monitor": ["--interval", "0", "--flows", str(v["mon_flows"])],
         "flowclass": ["--stats-ms", "0", "--flows", str(v["fc_flows"])],
@@ -419,6 +414,19 @@ def test_hostile_frames_through_every_nf(launch, node, tmp_path, lookup):
         "scrubber": ["--prefix", str(SCRUB), "--stats-ms", "0"],
         "forward": ["--instance", str(v["tag"]), "--tag-src-mac"] if v["tag"] is not None else [],
     }
+
+
+@pytest.mark.parametrize("lookup", list(VARIANTS))
+def test_hostile_frames_through_every_nf(launch, node, tmp_path, lookup):
+    v = VARIANTS[lookup]
+    frames = hostile_frames()
+    assert len(frames) > 3000
+    src = write(tmp_path / "in.pcap", frames)
+    dst = tmp_path / "out.pcap"
+    rules = tmp_path / "fw.yaml"
+    rules.write_text(FW_RULES)
+    chain = CHAIN
+    args = _nf_args(v, rules)
     run = launch(deployment(
         node,
         ports=[{"name": "in", "device": f"net_pcap0,rx_pcap={src}"},
@@ -445,13 +453,37 @@ def test_hostile_frames_through_every_nf(launch, node, tmp_path, lookup):
     after_fw = [i for i, r in enumerate(fw) if not fw_deny(r, v["non_ip"])]
     passed = [i for i in after_fw if not scrubbed(kinds[i])]
 
+    _check_output(read(dst), frames, passed, v["tag"])
+    _check_counters(st, frames, after_fw, passed)
+
+    # sluiced's flow director: non_ip counts the frames with no 5-tuple.
+    no_tuple = sum(isinstance(k, str) for k in kinds)
+    assert st["flows"]["lookup"] == lookup
+    assert st["flows"]["non_ip"] == no_tuple
+
+    # Each NF's own counters, printed at exit.
+    logs = _logs(tmp_path / "run0")
+    _check_nf_logs(logs, v, fw, [kinds[i] for i in after_fw], len(passed),
+                   len(after_fw) - len(passed))
+
+    # No sanitizer report, and every process ended cleanly.
+    by_label = {p.label: p for p in procs}
+    text = "".join(logs.values())
+    assert_no_sanitizer_report(text)
+    codes = {lbl: p.exited() for lbl, p in by_label.items()}
+    assert len(codes) == 1 + len(chain) and set(codes.values()) == {0}, codes
+
+
+def _check_output(out: list[bytes], frames: list[bytes], passed: list[int],
+                  tag: int | None) -> None:
+    """The output pcap holds exactly the passed frames, in order, cut to the
+    pcap PMD's snap length and tagged by forward when tag is set."""
     def tagged(f: bytes) -> bytes:
         f = f[:PCAP_TX_SNAPLEN]
-        if v["tag"] is None or len(f) < 14:
+        if tag is None or len(f) < 14:
             return f  # README: shorter than an Ethernet header: left alone
-        return f[:11] + bytes([v["tag"]]) + f[12:]
+        return f[:11] + bytes([tag]) + f[12:]
 
-    out = read(dst)
     want = [tagged(frames[i]) for i in passed]
     assert len(out) == len(want)
     for j, (a, b) in enumerate(zip(out, want, strict=True)):
@@ -461,6 +493,12 @@ def test_hostile_frames_through_every_nf(launch, node, tmp_path, lookup):
             pytest.fail(f"output frame {j} (input frame {passed[j]}, {len(b)} bytes expected) "
                         f"has {len(a)} bytes, first difference at byte {at}; "
                         f"expected frame starts {b[:64].hex()}")
+
+
+def _check_counters(st: dict, frames: list[bytes], after_fw: list[int],
+                    passed: list[int]) -> None:
+    """sluiced's drop, service, NF and port counters agree with what the
+    firewall and the scrubber were expected to drop."""
     fw_dropped = len(frames) - len(after_fw)
     sc_dropped = len(after_fw) - len(passed)
     assert st["drops"] == {**{k: 0 for k in st["drops"]}, "nf_verdict": fw_dropped + sc_dropped}
@@ -468,7 +506,7 @@ def test_hostile_frames_through_every_nf(launch, node, tmp_path, lookup):
     seen = {"firewall": len(frames), "monitor": len(after_fw), "flowclass": len(after_fw),
             "ddos-detect": len(after_fw), "scrubber": len(after_fw), "forward": len(passed)}
     dropped = {"firewall": fw_dropped, "scrubber": sc_dropped}
-    for s in chain:
+    for s in CHAIN:
         sv = service(st, s)
         assert (sv["rx_pkts"], sv["tx_pkts"], sum(sv["drops"].values())) == (
             seen[s], seen[s] - dropped.get(s, 0), dropped.get(s, 0)), s
@@ -477,14 +515,12 @@ def test_hostile_frames_through_every_nf(launch, node, tmp_path, lookup):
     assert port(st, "out")["tx_pkts"] == len(passed)
     assert port(st, "out")["tx_bytes"] == sum(len(frames[i]) for i in passed)
 
-    # sluiced's flow director: non_ip counts the frames with no 5-tuple.
-    no_tuple = sum(isinstance(k, str) for k in kinds)
-    assert st["flows"]["lookup"] == lookup
-    assert st["flows"]["non_ip"] == no_tuple
 
-    # Each NF's own counters, printed at exit.
-    logs = _logs(tmp_path / "run0")
-    by_label = {p.label: p for p in procs}
+def _check_nf_logs(logs: dict[str, str], v: dict, fw: list, seen_kinds: list,
+                   n_passed: int, sc_dropped: int) -> None:
+    """The counters each NF prints at exit match the expectation: fw the
+    firewall rule of every input frame, seen_kinds the kind of every frame
+    past the firewall."""
     fwlog = logs[next(lbl for lbl in logs if lbl.startswith("firewall"))]
     got = {}
     for ln in fwlog.splitlines():
@@ -494,7 +530,6 @@ def test_hostile_frames_through_every_nf(launch, node, tmp_path, lookup):
             got[key] = int(kv["packets"])
     names = ["web", "dns", "bad4", "bad6", "default", "non-ip", "malformed"]
     assert got == {k: fw.count(k) for k in names}
-    seen_kinds = [kinds[i] for i in after_fw]
     seen_tuples = [k for k in seen_kinds if isinstance(k, Tuple5)]
     mon = _kv(_last(logs[next(lbl for lbl in logs if lbl.startswith("monitor"))],
                     "mon-proto: packets"))
@@ -522,13 +557,7 @@ def test_hostile_frames_through_every_nf(launch, node, tmp_path, lookup):
     for label, prefix in (("flowclass", "flowclass-stats:"), ("ddos-detect", "ddos-stats:"),
                           ("scrubber", "scrubber-stats:")):
         kv = _kv(_last(logs[next(lbl for lbl in logs if lbl.startswith(label))], prefix))
-        assert (int(kv["packets"]), int(kv["non_ip"])) == (len(after_fw), seen_no_tuple), label
+        assert (int(kv["packets"]), int(kv["non_ip"])) == (len(seen_kinds), seen_no_tuple), label
     sc = _kv(_last(logs[next(lbl for lbl in logs if lbl.startswith("scrubber"))],
                    "scrubber-stats:"))
-    assert (int(sc["passed"]), int(sc["dropped_prefix"])) == (len(passed), sc_dropped)
-
-    # No sanitizer report, and every process ended cleanly.
-    text = "".join(logs.values())
-    assert_no_sanitizer_report(text)
-    codes = {lbl: p.exited() for lbl, p in by_label.items()}
-    assert len(codes) == 1 + len(chain) and set(codes.values()) == {0}, codes
+    assert (int(sc["passed"]), int(sc["dropped_prefix"])) == (n_passed, sc_dropped)

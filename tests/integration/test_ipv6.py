@@ -40,7 +40,7 @@ from scapy.all import (
     Raw,
 )
 
-from sluice.client import RpcError
+from sluice.runtime.client import RpcError
 
 MAC = {"src": "02:00:00:00:00:01", "dst": "02:00:00:00:00:02"}
 

@@ -36,8 +36,8 @@ from conftest import build_dir, prog, wait_until
 from packets import mixed, write
 from test_demo import sluice_cmd
 
-from sluice.client import SOCKET_DIR, Client, SluiceError
-from sluice.launch import cleanup_node, hugetlbfs_mounts, prefix_users
+from sluice.runtime.client import SOCKET_DIR, Client, SluiceError
+from sluice.runtime.launch import cleanup_node, hugetlbfs_mounts, prefix_users
 
 CHAIN = ["s1", "s2", "s3", "port:out"]
 STOP_S = 15.0  # the stop must take less than this

@@ -18,7 +18,7 @@ import pytest
 from conftest import deployment, port, prog, service, wait_drained, wait_until
 from packets import mixed, write
 
-from sluice.client import RpcError
+from sluice.runtime.client import RpcError
 
 
 def _fwd(name: str, *args: str) -> dict:

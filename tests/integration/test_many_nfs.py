@@ -153,19 +153,7 @@ def test_128_instances_of_64_services_in_a_64_hop_chain(launch, node, tmp_path):
     assert all(len(s["instances"]) == REPLICAS for s in svcs.values())
     register_ms = max(n["start_to_register_ms"] for n in nfs)
 
-    # Packet-buffer caches: an lcore id each, from the top down, while
-    # ids are left; the rest none, each said in the log with what to do.
-    caches = sorted((n["mbuf_cache"]["lcore"] for n in nfs if n["mbuf_cache"]), reverse=True)
-    ids = RTE_MAX_LCORE - SLUICED_LCORES
-    assert caches == list(range(RTE_MAX_LCORE - 1, RTE_MAX_LCORE - 1 - ids, -1))
-    without = sorted(n["instance"] for n in nfs if n["mbuf_cache"] is None)
-    assert len(without) == len(nfs) - ids
-    said = [ln for ln in _lines(run) if "packet-buffer cache" in ln]
-    assert said == [
-        f"instance {i} gets no packet-buffer cache: all {ids} lcore ids for them are "
-        "taken (nf.list mbuf_cache null); it frees straight to the pool, which is slower: "
-        "run fewer instances, or --nf-mbuf-cache 0 for none at all" for i in without
-    ], said
+    _check_mbuf_caches(run, nfs)
 
     # -- part 1: traffic through all 128, then paused and drained ---------------
     out = lambda: port(run.client.call("stats"), "out")["tx_pkts"]  # noqa: E731
@@ -213,6 +201,52 @@ def test_128_instances_of_64_services_in_a_64_hop_chain(launch, node, tmp_path):
     assert run.sluiced.exited() is None
     lost = {v["service"]: service(st2, v["service"])["drops"]["nf_lost"] for v in victims}
     drops2 = _check_counters(st2, names, lost)
+    flows2 = _check_deaths(run, victims, lost)
+    fpkts2 = {_parse_key(f["key"]): f["pkts"] for f in flows2}
+    assert sum(fpkts2.values()) == port(st2, "in")["rx_pkts"]
+
+    # -- a clean stop, nothing left ---------------------------------------------
+    t1 = time.monotonic()
+    run.stop()
+    t_stop = time.monotonic() - t1
+    assert run.sluiced.exited() == 0, run.sluiced.tail()
+    codes = Counter(p.exited() for p in run.nfs)
+    assert codes == {0: len(nfs) - VICTIMS, -signal.SIGKILL: VICTIMS}, codes
+    assert not [p for p in Path("/dev/hugepages").glob(f"sluice_{node}map_*")]
+    assert not Path(f"/var/run/dpdk/sluice_{node}").exists()
+    for p in run.processes():  # under SLUICE_BUILD_DIR=build-asan: none of them
+        assert_no_sanitizer_report(p.log.read_text(errors="replace"), str(p.log))
+
+    _check_flow_order(pattern, read(dst), fpkts2, st2)
+
+    elapsed = time.monotonic() - t_begin
+    print(f"\n128 NFs: start {t_started:.1f} s (the slowest registration {register_ms:.0f} ms "
+          f"after its process started), stop {t_stop:.1f} s, test {elapsed:.1f} s; RSS per NF "
+          f"{min(rss.values())}-{max(rss.values())} kB, total {sum(rss.values()) // 1024} MB, "
+          f"sluiced {rss_sluiced // 1024} MB; replies {reply_kb}; drops before the kills "
+          f"{drops1}, after {drops2}")
+    assert elapsed < 120, f"the test took {elapsed:.0f} s"
+
+
+def _check_mbuf_caches(run, nfs: list[dict]) -> None:
+    # Packet-buffer caches: an lcore id each, from the top down, while
+    # ids are left; the rest none, each said in the log with what to do.
+    caches = sorted((n["mbuf_cache"]["lcore"] for n in nfs if n["mbuf_cache"]), reverse=True)
+    ids = RTE_MAX_LCORE - SLUICED_LCORES
+    assert caches == list(range(RTE_MAX_LCORE - 1, RTE_MAX_LCORE - 1 - ids, -1))
+    without = sorted(n["instance"] for n in nfs if n["mbuf_cache"] is None)
+    assert len(without) == len(nfs) - ids
+    said = [ln for ln in _lines(run) if "packet-buffer cache" in ln]
+    assert said == [
+        f"instance {i} gets no packet-buffer cache: all {ids} lcore ids for them are "
+        "taken (nf.list mbuf_cache null); it frees straight to the pool, which is slower: "
+        "run fewer instances, or --nf-mbuf-cache 0 for none at all" for i in without
+    ], said
+
+
+def _check_deaths(run, victims: list[dict], lost: dict[str, int]) -> list[dict]:
+    """Each victim's death and lost packets logged, its flows moved to the
+    survivor, nobody else taken for dead or hung; the flows after it."""
     lines = _lines(run)
     for v in victims:
         assert (f"NF died: instance {v['instance']}, service {v['service']}, pid {v['pid']}; "
@@ -231,26 +265,16 @@ def test_128_instances_of_64_services_in_a_64_hop_chain(launch, node, tmp_path):
     assert sum(ln.startswith("NF died:") for ln in lines) == VICTIMS
     assert not [ln for ln in lines if ln.startswith("NF hung:")]
     assert run.client.call("status")["nfs_hung"] == 0
-    fpkts2 = {_parse_key(f["key"]): f["pkts"] for f in flows2}
-    assert sum(fpkts2.values()) == port(st2, "in")["rx_pkts"]
+    return flows2
 
-    # -- a clean stop, nothing left ---------------------------------------------
-    t1 = time.monotonic()
-    run.stop()
-    t_stop = time.monotonic() - t1
-    assert run.sluiced.exited() == 0, run.sluiced.tail()
-    codes = Counter(p.exited() for p in run.nfs)
-    assert codes == {0: len(nfs) - VICTIMS, -signal.SIGKILL: VICTIMS}, codes
-    assert not [p for p in Path("/dev/hugepages").glob(f"sluice_{node}map_*")]
-    assert not Path(f"/var/run/dpdk/sluice_{node}").exists()
-    for p in run.processes():  # under SLUICE_BUILD_DIR=build-asan: none of them
-        assert_no_sanitizer_report(p.log.read_text(errors="replace"), str(p.log))
 
+def _check_flow_order(pattern: dict[tuple, list[bytes]], out: list[bytes],
+                      fpkts2: dict[tuple, int], st2: dict) -> None:
     # Every flow's packets out in the order they came in: the capture's
     # frames of that flow, replayed round and round, byte for byte; a flow
     # that lost none is exactly its ingress count long.
     got: dict[tuple, list[bytes]] = defaultdict(list)
-    for f in read(dst):
+    for f in out:
         got[_key(f)].append(f)
     assert sum(map(len, got.values())) == port(st2, "out")["tx_pkts"]
     missing = 0
@@ -267,11 +291,3 @@ def test_128_instances_of_64_services_in_a_64_hop_chain(launch, node, tmp_path):
         if fpkts2[k] == len(seq):
             assert j == len(seq)
     assert missing == st2["drops_total"]
-
-    elapsed = time.monotonic() - t_begin
-    print(f"\n128 NFs: start {t_started:.1f} s (the slowest registration {register_ms:.0f} ms "
-          f"after its process started), stop {t_stop:.1f} s, test {elapsed:.1f} s; RSS per NF "
-          f"{min(rss.values())}-{max(rss.values())} kB, total {sum(rss.values()) // 1024} MB, "
-          f"sluiced {rss_sluiced // 1024} MB; replies {reply_kb}; drops before the kills "
-          f"{drops1}, after {drops2}")
-    assert elapsed < 120, f"the test took {elapsed:.0f} s"

@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from sluice.api import create_app
-from sluice.traces import generate
+from sluice.runtime.traces import generate
 
 
 def _firewalls(run) -> list[dict]:

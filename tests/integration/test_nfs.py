@@ -29,7 +29,7 @@ from scapy.all import (
     Raw,
 )
 
-from sluice.launch import Launcher
+from sluice.runtime.launch import Launcher
 
 RULES = """\
 default: allow

@@ -13,7 +13,7 @@ from conftest import deployment, port, prog, wait_drained
 from packets import read, write
 from scapy.all import IP, UDP, Ether, IPv6
 
-from sluice.launch import hugetlbfs_mounts
+from sluice.runtime.launch import hugetlbfs_mounts
 
 
 def test_a_sixteen_character_node_runs_a_chain_with_its_flow_table(launch, node, tmp_path):

@@ -20,9 +20,9 @@ import yaml
 from conftest import ROOT, build_dir, deployment, port, prog, service, wait_drained, wait_until
 from packets import mixed, write
 
-from sluice.deploy import load_deployment
-from sluice.launch import Launcher
-from sluice.orchestrator import Orchestrator, OrchestratorError, request
+from sluice.core.deploy import load_deployment
+from sluice.runtime.launch import Launcher
+from sluice.runtime.orchestrator import Orchestrator, OrchestratorError, request
 
 REPLAY = 1000
 SLUICE = str(Path(sys.executable).parent / "sluice")

@@ -15,7 +15,7 @@ from conftest import deployment, prog, wait_until
 from packets import write
 from test_crosslayer import rpc_error
 
-from sluice.traces import fixed_size
+from sluice.runtime.traces import fixed_size
 
 
 def _run(launch, node, *args: str, ports=None):

@@ -28,7 +28,7 @@ from test_crosslayer import (
 )
 from test_flowdir import _done, _fwd
 
-from sluice.traces import fixed_size, write_pcap
+from sluice.runtime.traces import fixed_size, write_pcap
 
 H = ("10.77.0.2", "10.77.0.5", 2000, 1002)  # on g, then left to age out
 H_KEY = "udp 10.77.0.2:2000 > 10.77.0.5:1002"

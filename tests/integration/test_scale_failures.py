@@ -29,7 +29,7 @@ import pytest
 from conftest import deployment, prog, wait_until
 from packets import mixed, write
 
-from sluice.client import RpcError
+from sluice.runtime.client import RpcError
 
 
 class Events:

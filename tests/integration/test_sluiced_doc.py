@@ -23,9 +23,9 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, build_dir
 
-from sluice import sluiced_defaults
-from sluice.client import Client
-from sluice.deploy import SLUICED_DEFAULTS
+from sluice.core import sluiced_defaults
+from sluice.core.deploy import SLUICED_DEFAULTS
+from sluice.runtime.client import Client
 
 DOC = ROOT / "docs" / "sluiced.md"
 STRAY = "stray-argument"

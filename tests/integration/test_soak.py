@@ -38,8 +38,8 @@ from conftest import (
 )
 from packets import mixed, write
 
-from sluice.client import RpcError
-from sluice.launch import hugetlbfs_mounts
+from sluice.runtime.client import RpcError
+from sluice.runtime.launch import hugetlbfs_mounts
 
 pytestmark = needs_asan
 

@@ -16,7 +16,7 @@ import pytest
 from conftest import deployment, port, prog, service, wait_drained
 from packets import flow_of, mixed, write
 
-from sluice.client import RpcError
+from sluice.runtime.client import RpcError
 
 TELEMETRY_PY = "/usr/bin/dpdk-telemetry.py"  # Debian's dpdk-dev (scripts/setup.sh)
 # Counters that move while nothing flows (idle loops), so not compared exactly.

@@ -16,7 +16,7 @@ import time
 
 from conftest import deployment, prog
 
-from sluice.traces import generate
+from sluice.runtime.traces import generate
 
 UNITS = {"": 1, "k": 1e3, "M": 1e6, "G": 1e9}
 

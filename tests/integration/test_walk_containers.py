@@ -15,11 +15,11 @@ import pytest
 import yaml
 from conftest import build_dir, deployment, prog
 
-from sluice import container
-from sluice.client import SluiceError
-from sluice.container import ContainerError
-from sluice.deploy import load_deployment
-from sluice.launch import Launcher
+from sluice.core.deploy import load_deployment
+from sluice.runtime import container
+from sluice.runtime.client import SluiceError
+from sluice.runtime.container import ContainerError
+from sluice.runtime.launch import Launcher
 
 IMAGE = container.DEFAULT_IMAGE
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from conftest import deployment, prog
 
-from sluice.client import RpcError
+from sluice.runtime.client import RpcError
 
 
 def _nf(name: str) -> dict:

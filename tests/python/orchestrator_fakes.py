@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sluice.client import Client, ConnectionLost, RpcError
-from sluice.deploy import Deployment
-from sluice.graph import to_rpc
-from sluice.orchestrator import Orchestrator
+from sluice.core.deploy import Deployment
+from sluice.core.graph import to_rpc
+from sluice.runtime.client import Client, ConnectionLost, RpcError
+from sluice.runtime.orchestrator import Orchestrator
 
 
 class Clock:

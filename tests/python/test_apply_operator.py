@@ -18,8 +18,8 @@ from orchestrator_fakes import BASE, dep_of, make
 from test_deploy import DEMO, errors_of, write
 from test_deploy import site as _site
 
-from sluice.deploy import SLUICED_DEFAULTS
-from sluice.orchestrator import OrchestratorError
+from sluice.core.deploy import SLUICED_DEFAULTS
+from sluice.runtime.orchestrator import OrchestratorError
 
 
 def _give_up(orch, runner, clock, label: str) -> None:  # type: ignore[no-untyped-def]

@@ -94,6 +94,29 @@ def test_extern_and_file_scope_state(cs: ModuleType, tmp_path: Path) -> None:
     assert set(found["src/mgr/m.c"]) == {"mutable g_count", "mutable rx", "mutable t_bare"}
 
 
+def test_negative_error_returns(cs: ModuleType, tmp_path: Path) -> None:
+    write(tmp_path, "src/mgr/a.c",
+          "int f(int x)\n{\n"
+          "\tif (x == 1)\n\t\treturn -1;\n"
+          "\tif (x == 2)\n\t\treturn -EINVAL;\n"
+          "\tif (x == 3)\n\t\treturn EINVAL;\n"
+          "\tif (x == 4)\n\t\treturn -1; /* none */\n"
+          "\tif (x == 5)\n\t\treturn -ENOSPC; /* index or -errno, as rte_hash */\n"
+          "\t/* a comment saying return -1; is no code */\n"
+          "\treturn x - 1;\n}\n")
+    write(tmp_path, "src/nflib/b.c",
+          "long g(void)\n{\n\treturn -EINVAL; /* NF API: -errno */\n}\n"
+          "int h(void)\n{\n\treturn -E2BIG;\n}\n")
+    write(tmp_path, "src/common/c.c", "int k(void)\n{\n\treturn -EINVAL;\n}\n")
+    write(tmp_path, "nfs/x/x.c", "int m(void)\n{\n\treturn -1;\n}\n")
+    found = cs.offences(tmp_path)
+    assert set(found) == {"src/mgr/a.c", "src/nflib/b.c"}
+    assert set(found["src/mgr/a.c"]) == {"errors"}
+    assert found["src/mgr/a.c"]["errors"].startswith(
+        "2 return(s) of -1 or -EXXX (lines 4, 6);")
+    assert found["src/nflib/b.c"]["errors"].startswith("1 return(s) of -1 or -EXXX (lines 7);")
+
+
 def test_baseline_fixed_entry_and_new_offence_fail(cs: ModuleType, tmp_path: Path) -> None:
     write(tmp_path, "src/common/a.c", c_function("long_one", 130))
     baseline = {"src/common/a.c": {"function long_one"}, "src/mgr/gone.c": {"lines"}}

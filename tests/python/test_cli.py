@@ -26,8 +26,8 @@ from test_client import FakeSluiced, default_handler
 from typer.testing import CliRunner
 
 from sluice.cli import app
-from sluice.deploy import Deployment
-from sluice.launch import Launcher, LaunchError, summary_text, totals
+from sluice.core.deploy import Deployment
+from sluice.runtime.launch import Launcher, LaunchError, summary_text, totals
 
 runner = CliRunner()
 
@@ -610,9 +610,9 @@ def test_chain_and_nf_list(sock: tuple[FakeSluiced, str]) -> None:
 def test_commands_without_sluiced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # no node runs (test_cli_walkthrough.py: with others running, and without --node)
     import sluice.cli.common
-    import sluice.client
+    import sluice.runtime.client
 
-    for mod in (sluice.cli.common, sluice.client):
+    for mod in (sluice.cli.common, sluice.runtime.client):
         monkeypatch.setattr(mod, "SOCKET_DIR", tmp_path)
     for args in (["status"], ["stats"], ["chain", "get"], ["nf", "list"]):
         r = runner.invoke(app, [*args, "--node", "nosuchnode"])

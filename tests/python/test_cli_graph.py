@@ -19,7 +19,7 @@ from test_client import FakeSluiced as _FakeSluiced
 from typer.testing import CliRunner
 
 from sluice.cli import app, event_line
-from sluice.client import Client, ConnectionLost
+from sluice.runtime.client import Client, ConnectionLost
 
 runner = CliRunner()
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "graphs"

@@ -24,9 +24,9 @@ from typer.testing import CliRunner
 import sluice.cli
 import sluice.cli.common
 from sluice.cli import app
-from sluice.client import command_text
-from sluice.deploy import load_deployment
-from sluice.launch import Launcher
+from sluice.core.deploy import load_deployment
+from sluice.runtime.client import command_text
+from sluice.runtime.launch import Launcher
 
 runner = CliRunner()
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "graphs"
@@ -38,7 +38,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "graphs"
 def sockdir(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """An empty SOCKET_DIR (short: sun_path has 108 bytes), no $SLUICE_NODE."""
     d = Path(tempfile.mkdtemp(prefix="sld", dir="/tmp"))
-    monkeypatch.setattr(sluice.client, "SOCKET_DIR", d)
+    monkeypatch.setattr(sluice.runtime.client, "SOCKET_DIR", d)
     monkeypatch.setattr(sluice.cli.common, "SOCKET_DIR", d)
     monkeypatch.delenv("SLUICE_NODE", raising=False)
     yield d

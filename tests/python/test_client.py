@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from sluice.client import (
+from sluice.runtime.client import (
     Client,
     ConnectError,
     ConnectionLost,

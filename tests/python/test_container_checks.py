@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from sluice import container
 from sluice.cli import app
-from sluice.container import ContainerError
-from sluice.deploy import Deployment, DeploymentError, container_program_problem
+from sluice.core.deploy import Deployment, DeploymentError, container_program_problem
+from sluice.runtime import container
+from sluice.runtime.container import ContainerError
 
 runner = CliRunner()
 
@@ -114,14 +114,14 @@ class _Exited:
 ])
 def test_a_container_nf_killed_by_a_signal_is_reported_as_killed(run: str, rc: int,
                                                                  status: int) -> None:
-    from sluice.deploy import NFSpec
-    from sluice.launch import Proc, _status_text
+    from sluice.core.deploy import NFSpec
+    from sluice.runtime.launch import Proc, _status_text
 
     nf = NFSpec(name="fwd", program="sluice-forward", service="forward", run=run)
     p = Proc("fwd", ["podman"], Path("/nonexistent"), popen=_Exited(rc), nf=nf)  # type: ignore[arg-type]
     assert p.exited() == status
     if (run, rc) == ("container", 137):
-        from sluice import orchestrator
+        from sluice.runtime import orchestrator
 
         # the launcher's and the orchestrator's words, as for a host NF's -9
         assert _status_text(p.exited()) == _status_text(-9) == "was killed by SIGKILL"

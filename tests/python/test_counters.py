@@ -1,4 +1,4 @@
-"""sluice.counters: the model of `stats {"schema": true}` and its helpers, on the schema
+"""sluice.core.counters: the model of `stats {"schema": true}` and its helpers, on the schema
 of a real sluiced (tests/python/data/stats_schema.json; capture_stats_schema.py next to
 it made it)."""
 
@@ -10,7 +10,18 @@ from typing import Any
 
 import pytest
 
-from sluice.counters import Field, Schema, SchemaError, builtin, counter_rates, rate, total
+from sluice.core.counters import (
+    Field,
+    Schema,
+    SchemaError,
+    builtin,
+    by_word,
+    column,
+    columns,
+    counter_rates,
+    rate,
+    total,
+)
 
 DATA = Path(__file__).resolve().parent / "data"
 RAW = json.loads((DATA / "stats_schema.json").read_text())
@@ -130,3 +141,48 @@ def test_builtin_is_the_captured_schema() -> None:
     """The package's schema is the one captured from sluiced (capture_stats_schema.py
     writes both)."""
     assert builtin() == Schema.parse(RAW)
+
+
+def test_headings_from_name_unit_and_kind(schema: Schema) -> None:
+    """A field's header follows from the schema: a counter per second in a view of
+    rates, the unit spelled with units (bytes as bits), a noun as itself."""
+    def heads(table: str, **kw: bool) -> list[str]:
+        return [c.head for c in columns(schema, table, [f.name for f in schema.fields(table)
+                                                        if f.kind != "label"], **kw)]
+    assert heads("port") == ["in", "in", "out", "out", "stalls", "dropped"]
+    assert heads("port", rates=True) == ["in/s", "in/s", "out/s", "out/s", "stalls/s",
+                                         "drop/s"]
+    assert heads("port", rates=True, units=True) == [
+        "in pkt/s", "in bit/s", "out pkt/s", "out bit/s", "stalls/s", "drop/s"]
+    assert heads("edge") == ["packets", "bytes"]
+    assert heads("edge", rates=True) == ["pkts/s", "bytes/s"]
+    assert heads("edge", rates=True, units=True) == ["pkt/s", "bit/s"]
+    # gauges are values in any view
+    assert [column(schema, "nf", n, rates=True).head for n in
+            ("state", "rx_ring", "cycles_per_pkt")] == ["state", "ring", "cyc/pkt"]
+    assert column(schema, "flows", "table_full", rates=True).head == "table full/s"
+    assert by_word(schema.field("node", "drops")) == "reason"
+
+
+def test_a_column_takes_text_unit_and_kind_from_the_schema(schema: Schema) -> None:
+    rx = column(schema, "port", "rx_bytes", rates=True, units=True)
+    assert (rx.rate, rx.scale, rx.help) == (True, 8, "bytes received from the port")
+    assert rx.per_s({"rx_bytes": 300}, {"rx_bytes": 100}, 2.0) == 800.0
+    assert rx.per_s({"rx_bytes": 300}, None, 2.0) is None
+    drops = column(schema, "port", "drops", rates=True)
+    assert drops.per_s({"drops": {"a": 5, "b": 5}}, {"drops": {"a": 2}}, 1.0) == 8.0
+    assert drops.per_s({"drops": {"a": 5}}, {}, 1.0) == 5.0
+    ring = column(schema, "nf", "rx_ring", rates=True)
+    assert (ring.rate, ring.scale) == (False, 1)
+    # a counter added to sluiced is headed with no change here
+    raw = json.loads(json.dumps(RAW))
+    raw["tables"]["edge"].append({"name": "tx_bytes", "kind": "counter", "type": "integer",
+                                  "unit": "bytes", "help": "bytes sent"})
+    raw["tables"]["nf"].append({"name": "wakeups", "kind": "counter", "type": "integer",
+                                "unit": "", "help": "futex wake-ups"})
+    newer = Schema.parse(raw)
+    assert column(newer, "edge", "tx_bytes", rates=True, units=True).head == "out bit/s"
+    assert column(newer, "nf", "wakeups", rates=True).head == "wakeups/s"
+    assert column(newer, "nf", "wakeups").head == "wakeups"
+    with pytest.raises(SchemaError, match="table 'port' has no field 'rx_pktz'"):
+        columns(schema, "port", ["rx_pkts", "rx_pktz"])

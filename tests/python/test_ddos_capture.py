@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from sluice import traces
 from sluice.cli import app
-from sluice.deploy import DeploymentError, load_deployment
+from sluice.core.deploy import DeploymentError, load_deployment
+from sluice.runtime import traces
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "ddos.yaml"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from sluice.deploy import load_deployment
+from sluice.core.deploy import load_deployment
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -37,7 +37,7 @@ def test_example_threshold_alarms_the_attack_and_no_client_at_any_usual_rate() -
     10000 the busiest clients alarmed from 3.2 Mpps, which a two-core VM reached."""
     from collections import Counter
 
-    from sluice import traces
+    from sluice.runtime import traces
 
     dep = load_deployment(REPO / "examples" / "ddos.yaml", check_env=False)
     args = dep.nfs[0].args

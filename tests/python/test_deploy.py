@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sluice.deploy import Deployment, DeploymentError, device_syntax_error, load_deployment
+from sluice.core.deploy import Deployment, DeploymentError, device_syntax_error, load_deployment
 
 DEMO = """\
 node: {name: demo, mode: shared, cores: [0]}

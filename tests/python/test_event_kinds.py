@@ -11,7 +11,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from sluice.cli import app
-from sluice.client import EVENT_FAMILIES, EVENT_KINDS
+from sluice.runtime.client import EVENT_FAMILIES, EVENT_KINDS
 
 REPO = Path(__file__).resolve().parents[2]
 runner = CliRunner()

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from sluice.deploy import Deployment, DeploymentError, load_deployment, load_graphs
-from sluice.graph import (
+from sluice.core.deploy import Deployment, DeploymentError, load_deployment, load_graphs
+from sluice.core.graph import (
     GraphError,
     GraphSpec,
     RuleSpec,

@@ -1,5 +1,5 @@
-"""Property-based fuzzing of the input files: deployment files (sluice.deploy),
-graph files (sluice.graph) and placement inputs (sluice.placement.io).
+"""Property-based fuzzing of the input files: deployment files (sluice.core.deploy),
+graph files (sluice.core.graph) and placement inputs (sluice.placement.io).
 
 The strategies start from the valid files in examples/ and break them
 structurally (keys deleted, unknown keys, values of other YAML types,
@@ -32,8 +32,8 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from sluice.cli import app
-from sluice.deploy import Deployment, DeploymentError, load_deployment, load_graphs
-from sluice.graph import GraphError, GraphSet, parse_graphs, to_rpc
+from sluice.core.deploy import Deployment, DeploymentError, load_deployment, load_graphs
+from sluice.core.graph import GraphError, GraphSet, parse_graphs, to_rpc
 from sluice.placement.cli import place
 from sluice.placement.io import InputError, problem_from_dicts, read_data
 

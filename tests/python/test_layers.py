@@ -1,7 +1,8 @@
-"""The package's imports go one way (issue 28): every module is in
-sluice.LAYERS, imports only from its own layer or a lower one, the import
-graph between modules has no cycle, and no function imports a sluice
-module (a function-local import is how a cycle hides).
+"""The package's imports go one way (issue 28): every module has a layer in
+sluice.LAYERS (a module of sluice.core or sluice.runtime that of its
+package), imports only from its own layer or a lower one, the import graph
+between modules has no cycle, and no function imports a sluice module (a
+function-local import is how a cycle hides).
 
 Modules are parsed with ast, not imported: an import inside ``if
 TYPE_CHECKING:`` at module level counts like any other."""
@@ -35,9 +36,24 @@ def dotted(path: Path) -> list[str]:
     return parts[:-1] if parts[-1] == "__init__" else parts
 
 
+# Packages whose modules are each a node of the import graph, in the layer
+# named like the package: sluice.core.graph is "core.graph", layer "core".
+LAYER_PACKAGES = ("core", "runtime")
+
+
 def unit(name: list[str]) -> str:
-    """The LAYERS name of a module: the top-level module or package."""
-    return "__init__" if len(name) == 1 else name[1]
+    """A node of the import graph: a module of a layer package (the package's
+    __init__ is "core" itself), else the top-level module or package."""
+    if len(name) == 1:
+        return "__init__"
+    if name[1] in LAYER_PACKAGES and len(name) > 2:
+        return f"{name[1]}.{name[2]}"
+    return name[1]
+
+
+def top(u: str) -> str:
+    """The LAYERS name a node is listed under: its package, for a layer package."""
+    return u.split(".")[0]
 
 
 def is_module(name: list[str]) -> bool:
@@ -91,9 +107,17 @@ def layer_of() -> dict[str, int]:
 def test_every_module_is_in_one_layer() -> None:
     names = [m for _, mods in sluice.LAYERS for m in mods]
     assert len(names) == len(set(names)), "a module is in two layers"
-    found = set(modules().values())
+    found = {top(u) for u in modules().values()}
     assert found - set(names) == set(), "modules missing from sluice.LAYERS"
     assert set(names) - found == set(), "sluice.LAYERS names modules that do not exist"
+
+
+def test_a_layer_package_is_in_the_layer_of_its_name() -> None:
+    # sluice.core's modules are the core layer, sluice.runtime's the runtime one
+    for pkg in LAYER_PACKAGES:
+        assert (PKG / pkg / "__init__.py").is_file(), f"sluice.{pkg} is not a package"
+        (layer,) = [name for name, mods in sluice.LAYERS if pkg in mods]
+        assert layer == pkg
 
 
 def test_imports_go_down_and_form_no_cycle() -> None:
@@ -107,10 +131,11 @@ def test_imports_go_down_and_form_no_cycle() -> None:
             if other == me:
                 continue
             graph.add_edge(me, other)
-            if layer[other] > layer[me]:
+            mine, theirs = layer[top(me)], layer[top(other)]
+            if theirs > mine:
                 upward.append(f"{path.relative_to(PKG)}:{line}: {me} "
-                              f"({sluice.LAYERS[layer[me]][0]}) imports {other} "
-                              f"({sluice.LAYERS[layer[other]][0]})")
+                              f"({sluice.LAYERS[mine][0]}) imports {other} "
+                              f"({sluice.LAYERS[theirs][0]})")
     assert upward == []
     assert list(nx.simple_cycles(graph)) == []
 
@@ -130,9 +155,43 @@ def test_no_function_local_import_of_a_sluice_module() -> None:
 
 
 def test_the_checker_reads_relative_imports() -> None:
-    # `from . import container` at module top, `from ..deploy import` one level down
-    assert (["sluice", "container"], False) in [(t, f) for t, f, _ in imports(PKG / "procs.py")]
-    assert (["sluice", "deploy"], False) in [
+    # `from . import container` at module top, `from ..core.deploy import` one level down
+    assert (["sluice", "runtime", "container"], False) in [
+        (t, f) for t, f, _ in imports(PKG / "runtime" / "procs.py")]
+    assert (["sluice", "core", "deploy"], False) in [
         (t, f) for t, f, _ in imports(PKG / "placement" / "io.py")]
+    assert unit(["sluice", "core", "deploy"]) == "core.deploy"
+    assert unit(["sluice", "core"]) == "core"
+    assert unit(["sluice", "placement", "io"]) == "placement"
     assert (["sluice", "placement", "cli"], True) in [
         (t, f) for t, f, _ in imports(PKG / "cli" / "main.py")]
+
+
+# What the core layer may not import: it opens no socket, starts no process
+# and runs no thread or event loop (DESIGN.md, "Code structure": sluice.core
+# is pure), so its decisions can be tested without a host.
+IO_MODULES = {"socket", "socketserver", "subprocess", "multiprocessing", "threading",
+              "asyncio", "selectors", "select", "signal", "http", "urllib", "ssl",
+              "httpx", "uvicorn", "fastapi", "websockets"}
+# core.sluiced_defaults runs the built sluiced once, lazily, for its option
+# table (`sluiced --defaults-json`): the one description of sluiced's options.
+IO_ALLOWED = {("core.sluiced_defaults", "subprocess")}
+
+
+def test_core_opens_no_socket_and_starts_no_process() -> None:
+    found = set()
+    for path, me in modules().items():
+        if not me.startswith("core"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                names = [node.module]
+            else:
+                continue
+            for n in names:
+                if n.split(".")[0] in IO_MODULES:
+                    found.add((me, n.split(".")[0]))
+    assert found - IO_ALLOWED == set(), "I/O in sluice.core: it belongs in sluice.runtime"
+    assert IO_ALLOWED - found == set(), "gone: delete these from IO_ALLOWED"

@@ -1,4 +1,4 @@
-"""The live table of `sluice up` (sluice.launch.stats_tables): packets/s from
+"""The live table of `sluice up` (sluice.runtime.launch.stats_tables): packets/s from
 two stats reads `dt` seconds apart, drops by reason, NF ring occupancy and
 cycles per packet, as a user sees them (rendered by rich, compared cell by
 cell). The stats format is docs/control-socket.md's."""
@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from sluice.launch import stats_tables
+from sluice.runtime.launch import stats_tables
 
 
 def _stats(k: int) -> dict[str, Any]:
@@ -146,7 +146,7 @@ def test_into_a_pipe_lines_and_rows_are_not_wrapped() -> None:
     import subprocess
     import sys
 
-    code = ("from sluice.launch import up_console, stats_tables\n"
+    code = ("from sluice.runtime.launch import up_console, stats_tables\n"
             "c = up_console()\n"
             "c.print('crashed: ' + 'x' * 150)\n"
             "c.print(stats_tables({'ports': [], 'nfs': [{'instance': 0, 'service': 'firewall', "
@@ -357,3 +357,17 @@ def test_rows_that_wrap_past_the_room_are_shown_per_service() -> None:
     assert names == ["port", "uplink-provider-a", "NF",
                      *(f"{SERVICES[i % 4]}#{i}" for i in range(20))]
     assert not any("one row per service" in ln for ln in lines)
+
+
+def test_columns_are_fields_of_the_schema(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The live table names schema fields; its headers and the order columns are
+    left out in come from them, and an unknown name is an error, not a blank column."""
+    import sluice.runtime.livetable as lt
+    from sluice.core.counters import SchemaError, builtin
+
+    assert lt.STATS_DROP_ORDER == ["cyc/pkt", "ring", "stalls/s", "stalls", "drops by reason",
+                                   "drop/s", "dropped", "out/s", "out", "in/s", "in"]
+    assert lt.drop_order(builtin()) == lt.STATS_DROP_ORDER
+    monkeypatch.setattr(lt, "NF_FIELDS", ("rx_pkts", "rx_pktz"))
+    with pytest.raises(SchemaError, match="table 'nf' has no field 'rx_pktz'"):
+        stats_tables(_stats(1))

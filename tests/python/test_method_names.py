@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 
 from sluice.api import ENDPOINTS, PREFIX, SOCKET_METHODS, create_app, rest_text
 from sluice.cli import app
-from sluice.client import COMMANDS, METHODS, command_text
+from sluice.runtime.client import COMMANDS, METHODS, command_text
 
 ROOT = Path(__file__).resolve().parents[2]
 MGR = ROOT / "src" / "mgr"

@@ -10,8 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 from sluice.cli import app
-from sluice.deploy import load_graphs
-from sluice.graph import GraphError
+from sluice.core.deploy import load_graphs
+from sluice.core.graph import GraphError
 
 DEMO = Path(__file__).resolve().parents[2] / "examples" / "demo.yaml"
 

@@ -18,8 +18,14 @@ from orchestrator_fakes import (
     make,
 )
 
-from sluice.deploy import Deployment, RestartSpec
-from sluice.orchestrator import Backoff, Orchestrator, OrchestratorError, request, substitute
+from sluice.core.deploy import Deployment, RestartSpec
+from sluice.runtime.orchestrator import (
+    Backoff,
+    Orchestrator,
+    OrchestratorError,
+    request,
+    substitute,
+)
 
 # -- backoff ------------------------------------------------------------------------------
 
@@ -246,7 +252,7 @@ def test_socket_apply_and_status(tmp_path: Path) -> None:
 
 
 def test_sighup_reload_reads_the_running_file_again(tmp_path: Path) -> None:
-    from sluice.deploy import load_deployment
+    from sluice.core.deploy import load_deployment
 
     f = tmp_path / "d.yaml"
     text = ("node: {name: t}\n"
@@ -277,8 +283,8 @@ def test_sighup_reload_reads_the_running_file_again(tmp_path: Path) -> None:
 
 def test_container_nf_command_line_is_wrapped(tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    import sluice.container
-    from sluice.launch import Launcher
+    import sluice.runtime.container
+    from sluice.runtime.launch import Launcher
 
     seen: list[tuple[list[str], dict[str, Any]]] = []
 
@@ -286,7 +292,7 @@ def test_container_nf_command_line_is_wrapped(tmp_path: Path,
         seen.append((argv, kw))
         return ["podman", "run", kw["image"], *argv]
 
-    monkeypatch.setattr(sluice.container, "wrap", wrap)
+    monkeypatch.setattr(sluice.runtime.container, "wrap", wrap)
     dep = Deployment.from_dict({**BASE, "nfs": [
         {"name": "fwd", "program": "sluice-forward", "service": "fwd", "run": "container",
          "image": "nfs:1", "args": ["--tag-src-mac"]}]}, base_dir=tmp_path, check_env=False)
@@ -457,7 +463,7 @@ def test_status_says_whether_the_event_subscription_is_live(tmp_path: Path) -> N
 def test_one_way_to_say_how_a_process_ended() -> None:
     """The orchestrator's lines (crashed: ...) and the launcher's errors say
     an exit with the same function, so they cannot drift apart."""
-    from sluice import launch, orchestrator
+    from sluice.runtime import launch, orchestrator
 
     assert orchestrator._status_text is launch._status_text
     assert [launch._status_text(rc) for rc in (-signal.SIGKILL, -200, 0, 3)] == [

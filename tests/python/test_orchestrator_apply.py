@@ -16,9 +16,9 @@ from orchestrator_fakes import (
     make,
 )
 
-from sluice.client import rule_build_seconds
-from sluice.deploy import Deployment
-from sluice.orchestrator import Orchestrator, OrchestratorError
+from sluice.core.deploy import Deployment
+from sluice.runtime.client import rule_build_seconds
+from sluice.runtime.orchestrator import Orchestrator, OrchestratorError
 
 GRAPH = {"name": "g", "nodes": {"fwd": ["port:out"]}, "match": [{"proto": "udp"}]}
 

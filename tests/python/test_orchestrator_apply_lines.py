@@ -10,7 +10,7 @@ import pytest
 from orchestrator_fakes import BASE, dep_of, make
 from test_orchestrator import MSG, OCC
 
-from sluice.orchestrator import OrchestratorError
+from sluice.runtime.orchestrator import OrchestratorError
 
 
 def test_a_restart_change_alone_says_what_changed(tmp_path: Path) -> None:

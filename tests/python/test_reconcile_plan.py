@@ -1,10 +1,10 @@
-"""The orchestrator's decisions (sluice.reconcile), without a process, a
+"""The orchestrator's decisions (sluice.core.reconcile), without a process, a
 socket or a clock: a state in, a list of actions out."""
 
 from __future__ import annotations
 
-from sluice.deploy import NFSpec, OccupancyPolicy, RestartSpec
-from sluice.reconcile import (
+from sluice.core.deploy import NFSpec, OccupancyPolicy, RestartSpec
+from sluice.core.reconcile import (
     Backoff,
     Drop,
     Restart,

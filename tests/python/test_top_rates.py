@@ -97,3 +97,19 @@ def test_frame_without_edges_or_drops_says_so() -> None:
     lines = _text(rates(st, st, 1.0))
     assert "(this sluiced reports no per-edge counters: stats has no 'edges')" in lines
     assert "no packet dropped" in lines
+
+
+def test_columns_are_fields_of_the_schema(monkeypatch) -> None:
+    """top's tables name schema fields; an unknown one is an error, not a blank column."""
+    import pytest
+    from sluice.core.counters import SchemaError, builtin, column
+
+    import sluice.top
+
+    for table, keys in (("port", sluice.top.PORT_RATES), ("nf", sluice.top.NF_RATES),
+                        ("edge", sluice.top.EDGE_RATES)):
+        for _, name in keys:
+            assert column(builtin(), table, name).field.kind == "counter", (table, name)
+    monkeypatch.setattr(sluice.top, "PORT_RATES", (("rx_pps", "rx_pktz"),))
+    with pytest.raises(SchemaError, match="table 'port' has no field 'rx_pktz'"):
+        rates(_stats(1), _stats(2), 1.0)

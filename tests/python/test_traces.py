@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from sluice import traces
+from sluice.runtime import traces
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def ones_sum(data: bytes) -> int:
-    """Independent of sluice.traces: plain RFC 1071 over big-endian words."""
+    """Independent of sluice.runtime.traces: plain RFC 1071 over big-endian words."""
     if len(data) % 2:
         data += b"\0"
     s = sum((data[i] << 8) | data[i + 1] for i in range(0, len(data), 2))

@@ -1,4 +1,4 @@
-"""The DDoS scenario capture (sluice.traces.ddos_mix): who sends what, when."""
+"""The DDoS scenario capture (sluice.runtime.traces.ddos_mix): who sends what, when."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ from collections import Counter
 
 import pytest
 
-from sluice import traces
+from sluice.runtime import traces
 
 
 def ones_sum(data: bytes) -> int:
-    """Plain RFC 1071 over big-endian words (independent of sluice.traces)."""
+    """Plain RFC 1071 over big-endian words (independent of sluice.runtime.traces)."""
     if len(data) % 2:
         data += b"\0"
     s = sum((data[i] << 8) | data[i + 1] for i in range(0, len(data), 2))

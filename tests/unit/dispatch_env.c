@@ -19,6 +19,7 @@
  * The dispatching context is instance 0 (owner tag 1).
  */
 #include "dispatch_env.h"
+#include "eal_env.h"
 
 struct rte_mempool *g_pool;
 int g_off = -1;
@@ -192,61 +193,18 @@ free_port_got(void)
 
 /* ---- fixtures ------------------------------------------------------- */
 
-/*
- * EAL as a primary with no hugepages, no PCI, no shared config files and
- * no telemetry. Not --in-memory: in DPDK 22.11 --no-huge turns on legacy
- * memory mode, which --in-memory refuses ("Option --legacy-mem is not
- * compatible with --in-memory"), so rte_eal_init() fails with EINVAL.
- * --no-shconf writes no files and opens no IPC socket, but EAL still
- * creates an empty runtime directory; group_teardown removes it.
- */
+/* EAL as eal_env.h starts it; group_teardown removes the runtime
+ * directory EAL creates. */
 char g_runtime_dir[PATH_MAX];
 
 int
 group_setup(void **state)
 {
-	static const struct rte_mbuf_dynfield desc = {
-		.name = SL_DYNFIELD_NAME,
-		.size = sizeof(struct sl_pkt_meta),
-		.align = __alignof__(struct sl_pkt_meta),
-	};
-	char lcore[16], prefix[64];
-	cpu_set_t cpus;
-	int cpu = 0;
-	char *argv[] = {
-		"test_dispatch",
-		"--no-huge",
-		"-m",
-		"128",
-		"--no-pci",
-		"--no-shconf",
-		"--no-telemetry",
-		"--log-level=*:error",
-		"-l",
-		lcore,
-		prefix,
-		NULL,
-	};
-
 	(void)state;
-	/* One lcore, one we may run on. */
-	if (sched_getaffinity(0, sizeof(cpus), &cpus) == 0)
-		while (cpu < CPU_SETSIZE - 1 && !CPU_ISSET(cpu, &cpus))
-			cpu++;
-	snprintf(lcore, sizeof(lcore), "%d", cpu);
-	snprintf(prefix, sizeof(prefix), "--file-prefix=sl_ut_dispatch_%d",
-		 (int)getpid());
-	if (rte_eal_init((int)RTE_DIM(argv) - 1, argv) < 0) {
-		fprintf(stderr, "rte_eal_init: %s\n", rte_strerror(rte_errno));
+	g_off = eal_env_start("test_dispatch", "dispatch", "128", g_runtime_dir,
+			      sizeof(g_runtime_dir));
+	if (g_off < 0)
 		return -1;
-	}
-	snprintf(g_runtime_dir, sizeof(g_runtime_dir), "%s",
-		 rte_eal_get_runtime_dir());
-	g_off = rte_mbuf_dynfield_register(&desc);
-	if (g_off < 0) {
-		fprintf(stderr, "dynfield: %s\n", rte_strerror(rte_errno));
-		return -1;
-	}
 	/* No per-lcore cache: rte_mempool_avail_count() is exact. */
 	g_pool = rte_pktmbuf_pool_create("sl_ut_pkts", POOL_SIZE, 0, 0,
 					 RTE_MBUF_DEFAULT_BUF_SIZE,

@@ -38,6 +38,7 @@
 #include <rte_mbuf_dyn.h>
 #include <rte_ring.h>
 
+#include "eal_env.h"
 #include "sluiced.h"
 
 #define MGR_NFS 4
@@ -76,53 +77,19 @@ static struct rte_mempool *g_env_pool;
 static int g_env_off = -1;
 static char g_env_runtime_dir[PATH_MAX];
 
-/* EAL as the other unit tests start it (test_dispatch.c says why not
- * --in-memory: with --no-huge, DPDK 22.11 refuses it). */
+/* EAL as eal_env.h starts it, with a packet pool for the tests. */
 static int
 env_eal_setup(const char *name)
 {
-	static const struct rte_mbuf_dynfield desc = {
-		.name = SL_DYNFIELD_NAME,
-		.size = sizeof(struct sl_pkt_meta),
-		.align = __alignof__(struct sl_pkt_meta),
-	};
-	char lcore[16], prefix[64];
-	cpu_set_t cpus;
-	int cpu = 0;
-	char *argv[] = {
-		(char *)name,
-		"--no-huge",
-		"-m",
-		"256",
-		"--no-pci",
-		"--no-shconf",
-		"--no-telemetry",
-		"--log-level=*:error",
-		"-l",
-		lcore,
-		prefix,
-		NULL,
-	};
-
-	if (sched_getaffinity(0, sizeof(cpus), &cpus) == 0)
-		while (cpu < CPU_SETSIZE - 1 && !CPU_ISSET(cpu, &cpus))
-			cpu++;
-	snprintf(lcore, sizeof(lcore), "%d", cpu);
-	snprintf(prefix, sizeof(prefix), "--file-prefix=sl_ut_%s_%d", name,
-		 (int)getpid());
-	if (rte_eal_init((int)RTE_DIM(argv) - 1, argv) < 0) {
-		fprintf(stderr, "rte_eal_init: %s\n", rte_strerror(rte_errno));
+	g_env_off = eal_env_start(name, name, "256", g_env_runtime_dir,
+				  sizeof(g_env_runtime_dir));
+	if (g_env_off < 0)
 		return -1;
-	}
-	snprintf(g_env_runtime_dir, sizeof(g_env_runtime_dir), "%s",
-		 rte_eal_get_runtime_dir());
-	g_env_off = rte_mbuf_dynfield_register(&desc);
 	g_env_pool = rte_pktmbuf_pool_create("sl_ut_pkts", MGR_POOL, 0, 0,
 					     RTE_MBUF_DEFAULT_BUF_SIZE,
 					     SOCKET_ID_ANY);
-	if (g_env_off < 0 || g_env_pool == NULL) {
-		fprintf(stderr, "dynfield or pool: %s\n",
-			rte_strerror(rte_errno));
+	if (g_env_pool == NULL) {
+		fprintf(stderr, "pool: %s\n", rte_strerror(rte_errno));
 		return -1;
 	}
 	return 0;
@@ -289,7 +256,7 @@ env_free(struct env *e)
 
 	sl_rules_builder_stop(e->m->rules);
 	env_grace_pass(e);
-	sl_qs_drain_all(e->m);
+	sl_grace_drain(&e->m->qs, e->m);
 	sl_flow_rx_fini(e->m->flow);
 	if (e->m->flow != NULL)
 		rte_ring_free(e->m->flow->del_ring);

@@ -381,29 +381,10 @@ do_burst(void *arg)
 }
 
 static void
-test_reload(void **state)
+reload_bad_file(char *path, struct frame *f)
 {
-	char *path = write_file(".json",
-				"{\"rules\": [{\"action\": \"deny\", "
-				"\"proto\": \"tcp\", \"dport\": 22}]}");
-	struct burst_call c;
-	struct frame f[2];
 	sl_verdict_t v[2];
 	char *out, line[1024];
-	unsigned k;
-	int rc;
-
-	(void)state;
-	frame_ip4(&f[0], IPPROTO_TCP, IP4(10, 0, 0, 1), 5000,
-		  IP4(192, 168, 0, 1), 22, 0);
-	frame_ip4(&f[1], IPPROTO_TCP, IP4(10, 0, 0, 1), 5000,
-		  IP4(192, 168, 0, 1), 80, 0);
-	out = init_with(&rc, "--rules", path, NULL);
-	assert_int_equal(rc, 0);
-	free(out);
-	run_frames(f, 2, v);
-	assert_int_equal(v[0], SL_DROP);
-	assert_int_equal(v[1], SL_NEXT);
 
 	/* A bad file: the reload starts in the background, then the
 	 * counters are printed, the error named, the old rules kept. */
@@ -427,6 +408,17 @@ test_reload(void **state)
 	run_frames(f, 2, v);
 	assert_int_equal(v[0], SL_DROP);
 	assert_int_equal(v[1], SL_NEXT);
+}
+
+/* A reload from a FIFO that a SIGHUP interrupts: the old rules judge
+ * until the swap, which prints their counters, and another reload
+ * starts. The new rules: default deny, allow tcp dport 22. */
+static void
+reload_from_fifo(char *path, struct frame *f)
+{
+	sl_verdict_t v[2];
+	char *out, line[1024];
+	unsigned k;
 
 	/* A good file that the reload thread waits for: packets go on
 	 * through the old rules meanwhile, and a tick takes nothing. */
@@ -475,6 +467,17 @@ test_reload(void **state)
 		fail_msg("expected:\n%s\nat the start of:\n%s", line, out);
 	expect_started(out + strlen(line), path, 1);
 	free(out);
+}
+
+/* The reload SIGHUP asked for during the last one: the burst that finds
+ * its build done is judged by its rules (deny tcp dport 22). */
+static void
+reload_swap_in_burst(char *path, struct frame *f)
+{
+	struct burst_call c;
+	sl_verdict_t v[2];
+	char *out, line[1024];
+	unsigned k;
 
 	/* The second reload waits for its file too: the new rules judge. */
 	run_frames(f, 2, v);
@@ -513,6 +516,34 @@ test_reload(void **state)
 		 path);
 	assert_has(out, line);
 	free(out);
+}
+
+static void
+test_reload(void **state)
+{
+	char *path = write_file(".json",
+				"{\"rules\": [{\"action\": \"deny\", "
+				"\"proto\": \"tcp\", \"dport\": 22}]}");
+	struct frame f[2];
+	sl_verdict_t v[2];
+	char *out;
+	int rc;
+
+	(void)state;
+	frame_ip4(&f[0], IPPROTO_TCP, IP4(10, 0, 0, 1), 5000,
+		  IP4(192, 168, 0, 1), 22, 0);
+	frame_ip4(&f[1], IPPROTO_TCP, IP4(10, 0, 0, 1), 5000,
+		  IP4(192, 168, 0, 1), 80, 0);
+	out = init_with(&rc, "--rules", path, NULL);
+	assert_int_equal(rc, 0);
+	free(out);
+	run_frames(f, 2, v);
+	assert_int_equal(v[0], SL_DROP);
+	assert_int_equal(v[1], SL_NEXT);
+
+	reload_bad_file(path, f);
+	reload_from_fifo(path, f);
+	reload_swap_in_burst(path, f);
 
 	out = fini_output();
 	assert_has(out, "fw-counter: rule=1 name=ssh-off action=deny packets=1 "

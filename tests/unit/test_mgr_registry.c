@@ -237,13 +237,13 @@ test_register_die_reclaim(void **state)
 	assert_int_equal(s->state, SL_NF_DEAD);
 	assert_int_equal(shm->services[svc].n_live, 0);
 	assert_int_equal(e->m->registry->pidfd[inst], -1);
-	assert_non_null(e->m->qs);
+	assert_non_null(e->m->qs.head);
 	for (k = 0; k < 20 && s->state != SL_NF_FREE; k++) {
 		env_grace_pass(e);
 		sl_registry_poll(e->m);
 	}
 	assert_int_equal(s->state, SL_NF_FREE);
-	assert_null(e->m->qs);
+	assert_null(e->m->qs.head);
 	assert_int_equal(s->mgr.drop[SL_DROP_NF_LOST],
 			 RX_PKTS + LOOSE_PKTS + 1);
 	assert_int_equal(rte_ring_count(s->rx), 0);

@@ -79,7 +79,7 @@ test_add_publish(void **state)
 	assert_int_equal(sl_rules_add_start(e->m, r, 2, err, sizeof(err)), 0);
 	assert_true(sl_rules_busy(e->m->rules));
 	assert_int_equal(sl_rules_add_start(e->m, r, 1, err, sizeof(err)),
-			 -EBUSY);
+			 EBUSY);
 	assert_int_equal(commit(e, &out), 0);
 	assert_false(sl_rules_busy(e->m->rules));
 	assert_int_equal(json_array_size(out), 2);
@@ -136,6 +136,7 @@ test_reclaim_after_grace(void **state)
 	struct env *e = rules_env();
 	struct sl_rule_spec r = spec(0, 10, "proto=udp");
 	struct sl_ruleset *first;
+	const struct sl_flow_deferred *d;
 	json_t *out = NULL;
 	char err[256];
 	uint32_t id = 1;
@@ -145,7 +146,7 @@ test_reclaim_after_grace(void **state)
 	assert_int_equal(commit(e, &out), 0);
 	json_decref(out);
 	first = e->m->flow->rules;
-	assert_null(e->m->qs); /* nothing was replaced */
+	assert_null(e->m->qs.head); /* nothing was replaced */
 	assert_int_equal(sl_rules_remove_start(e->m, &id, 1, err, sizeof(err)),
 			 0);
 	assert_int_equal(commit(e, &out), 0);
@@ -153,17 +154,20 @@ test_reclaim_after_grace(void **state)
 	assert_int_equal(e->m->flow->rules->n, 0);
 	assert_int_equal(e->m->rules->builds, 2);
 	/* The old set waits for a grace period. */
-	assert_non_null(e->m->qs);
-	assert_int_equal(e->m->qs->kind, SL_QS_CALL);
-	assert_ptr_equal(e->m->qs->ptr, first);
-	assert_ptr_equal(e->m->qs->fn, sl_ruleset_free);
-	assert_null(e->m->qs->next);
+	assert_non_null(e->m->qs.head);
+	assert_int_equal(e->m->qs.n, 1);
+	assert_ptr_equal(e->m->qs.head->fn, sl_flow_deferred_run);
+	d = container_of(e->m->qs.head, struct sl_flow_deferred, qa);
+	assert_ptr_equal(d->p, first);
+	assert_ptr_equal(d->fn, sl_ruleset_free);
+	assert_null(e->m->qs.head->next);
 	rte_delay_us_sleep(1500);
-	assert_false(sl_grace_passed(&e->m->qs->grace, e->shm, -1, 1));
+	assert_false(sl_grace_passed(&e->m->qs.head->grace, e->shm, -1, 1));
 	env_grace_pass(e);
-	assert_true(sl_grace_passed(&e->m->qs->grace, e->shm, -1, 1));
-	sl_qs_drain_all(e->m); /* frees it (ASan: once) */
-	assert_null(e->m->qs);
+	assert_true(sl_grace_passed(&e->m->qs.head->grace, e->shm, -1, 1));
+	sl_grace_drain(&e->m->qs, e->m); /* frees it (ASan: once) */
+	assert_null(e->m->qs.head);
+	assert_int_equal(e->m->qs.n, 0);
 	env_free(e);
 }
 
@@ -178,13 +182,13 @@ test_refusals(void **state)
 
 	(void)state;
 	assert_int_equal(sl_rules_remove_start(e->m, ids, 1, err, sizeof(err)),
-			 -ENOENT);
+			 ENOENT);
 	assert_string_equal(err, "no rule with id 7; see rule.list");
 	assert_int_equal(sl_rules_remove_start(e->m, ids, 2, err, sizeof(err)),
-			 -EINVAL);
+			 EINVAL);
 	e->m->o.max_rules = 0;
 	assert_int_equal(sl_rules_add_start(e->m, &r, 1, err, sizeof(err)),
-			 -ENOSPC);
+			 ENOSPC);
 	assert_false(sl_rules_busy(e->m->rules));
 	assert_int_equal(e->m->rules->n, 0);
 	env_free(e);

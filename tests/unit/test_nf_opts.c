@@ -255,12 +255,12 @@ test_check(void **state)
 	(void)state;
 	assert_int_equal(nfo_check(&t_ops, "t"), 0);
 	ops.opts = bad_size;
-	assert_int_equal(nfo_check(&ops, "t"), -1);
+	assert_int_equal(nfo_check(&ops, "t"), EINVAL);
 	ops.opts = bad_letter;
-	assert_int_equal(nfo_check(&ops, "t"), -1);
+	assert_int_equal(nfo_check(&ops, "t"), EINVAL);
 	ops.opts = t_opts;
 	ops.priv_size = 4;
-	assert_int_equal(nfo_check(&ops, "t"), -1);
+	assert_int_equal(nfo_check(&ops, "t"), EINVAL);
 }
 
 static void

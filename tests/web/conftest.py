@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from dashboard_helpers import CHROMIUM, HERE, Browser, it
 
-from sluice.launch import hugetlbfs_mounts
+from sluice.runtime.launch import hugetlbfs_mounts
 
 # fixtures of tests/integration (launch uses the `node` below)
 _environment = it._environment

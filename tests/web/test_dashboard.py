@@ -13,7 +13,7 @@ from pathlib import Path
 from dashboard_helpers import ROOT, free_port, it
 
 from sluice.api import ApiServer, create_app
-from sluice.traces import generate
+from sluice.runtime.traces import generate
 
 TOKEN = "web-t0ken"
 CHAIN = [("port:in", "firewall"), ("firewall", "monitor"), ("monitor", "forward"),
@@ -26,6 +26,9 @@ EDGES_JS = """[...document.querySelectorAll('#graph g.edge')].map(g => {
     const t = g.querySelector('text.rate');
     return {from: g.dataset.from, to: g.dataset.to, label: t ? t.textContent : null,
             pps: t ? Number(t.dataset.pps) : null}; })"""
+HEADS_JS = """Object.fromEntries(["ports", "nfs", "edges", "drops"].map(id => [id,
+    [...document.querySelectorAll(`#${id} thead th`)].map(th => [th.textContent,
+                                                                th.title])]))"""
 # the numbers the test reads twice: per-edge packets/s on the graph, packets of
 # each edge (edges table), packets/s into port in and out of port out
 READ_JS = """(() => {
@@ -81,6 +84,18 @@ def test_dashboard_shows_the_running_node(launch, node, browser, tmp_path):
                 '#graph g.edge[data-from="port:in"][data-to="firewall"] text.rate');
                 return t && Number(t.dataset.pps) > 0; })()""", 60,
                      "a rate on the edge port:in -> firewall")
+        # the tables' heads, from the stats schema: as they have always read, with
+        # each field's help as a tooltip
+        heads = browser.eval(HEADS_JS)
+        assert {t: [h for h, _ in hs] for t, hs in heads.items()} == {
+            "ports": ["port", "in/s", "out/s", "drop/s", "in/s, last minute",
+                      "out/s, last minute"],
+            "nfs": ["instance", "state", "in/s", "out/s", "drop/s", "ring", "cyc/pkt",
+                    "in/s, last minute"],
+            "edges": ["from", "to", "pkts/s", "bytes/s", "packets", "pkts/s, last minute"],
+            "drops": ["reason", "per s", "total", "where"]}, heads
+        assert heads["ports"][1][1] == "packets received from the port"
+        assert heads["edges"][3][1] == "bytes handed on along the edge"
         nodes = browser.eval(NODES_JS)
         roles = {(n["node"], n["role"]) for n in nodes}
         assert roles == {("port:in", "source"), ("firewall", "service"),
@@ -109,6 +124,15 @@ def test_dashboard_shows_the_running_node(launch, node, browser, tmp_path):
         for a, b in CHAIN:
             assert second["pkts"][f"{a}>{b}"] > first["pkts"][f"{a}>{b}"], (a, b, first, second)
         assert first["edges"] != second["edges"], (first, second)
+        # the edges table's packets/s are the graph's (one rate, drawn twice)
+        table_pps = browser.eval("""Object.fromEntries([...document.querySelectorAll(
+            '#edges tbody tr')].map(r => [r.dataset.from + '>' + r.dataset.to,
+                                           r.querySelector('td.pps').dataset.value]))""")
+        graph_pps = browser.eval("""Object.fromEntries([...document.querySelectorAll(
+            '#graph g.edge')].map(g => [g.dataset.from + '>' + g.dataset.to,
+            (g.querySelector('text.rate') || {dataset: {}}).dataset.pps]))""")
+        for a, b in CHAIN:
+            assert table_pps[f"{a}>{b}"] == graph_pps[f"{a}>{b}"], (table_pps, graph_pps)
 
         # a drop reason, and where
         browser.wait("document.querySelector('#drops tr[data-reason=\"nf_verdict\"]')", 30,

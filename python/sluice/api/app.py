@@ -12,7 +12,7 @@ from fastapi import FastAPI
 from prometheus_client import CollectorRegistry
 
 from .. import __version__
-from ..client import socket_path_for
+from ..runtime.client import socket_path_for
 from .auth import TokenAuth, _document_token
 from .bodies import MAX_BODY, BodyLimit, _PassThrough
 from .handlers import install_handlers

@@ -10,7 +10,7 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 
-from ..client import SluiceError
+from ..runtime.client import SluiceError
 
 # -- auth ---------------------------------------------------------------------------------
 

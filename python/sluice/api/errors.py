@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..client import (
+from ..runtime.client import (
     METHODS,
     ConnectError,
     ConnectionLost,

@@ -13,7 +13,7 @@ from typing import Any
 from fastapi import Request, WebSocket
 from starlette.websockets import WebSocketDisconnect
 
-from ..client import RpcError
+from ..runtime.client import RpcError
 from .errors import ApiError, http_error
 from .server import Closing
 

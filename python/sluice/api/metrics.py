@@ -1,7 +1,7 @@
 """Prometheus metrics from one ``stats`` call per scrape, named by the stats schema.
 
 The families are not listed here: every counter and gauge field of an exported
-table (``sluice.counters``; sluiced's ``stats {"schema": true}``) becomes one,
+table (``sluice.core.counters``; sluiced's ``stats {"schema": true}``) becomes one,
 ``sluice_<prefix>_<field>`` with ``pkts`` spelled ``packets``, its type from the
 field's kind and its HELP from the field's help (capitalised, with a full
 stop); a by-reason counter gets a
@@ -24,7 +24,7 @@ from typing import Any
 from fastapi import HTTPException
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from ..counters import Field, Schema, SchemaError, builtin
+from ..core.counters import Field, Schema, SchemaError, builtin
 from .sluiced import Sluiced
 
 METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -136,7 +136,7 @@ def _derived(ex: Export, rows: list[dict[str, Any]]) -> list[Metric]:
 
 def stats_metrics(st: dict[str, Any], schema: Schema | None = None) -> list[Metric]:
     """The metric families of one ``stats`` result (docs/api.md lists them), by
-    ``schema`` (the package's, ``sluice.counters.builtin()``, if None). A table the
+    ``schema`` (the package's, ``sluice.core.counters.builtin()``, if None). A table the
     result does not have (no ``flows`` from a sluiced older than the flow table) has no
     families rather than zeros that would look like real counts."""
     schema = schema or builtin()

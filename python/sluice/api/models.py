@@ -18,9 +18,9 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from .. import graph as schema
-from ..deploy import show_value
-from ..graph import match_params
+from ..core import graph as schema
+from ..core.deploy import show_value
+from ..core.graph import match_params
 
 # -- models (the result shapes of docs/control-socket.md, and the bodies) ----------------
 

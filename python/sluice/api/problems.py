@@ -8,8 +8,8 @@ from typing import Annotated, Any, get_args, get_origin
 
 from pydantic import BaseModel
 
-from ..deploy import kind_of, show_value
-from ..graph import did_you_mean
+from ..core.deploy import kind_of, show_value
+from ..core.graph import did_you_mean
 from .models import _FLOW_TAGS, REQUEST_TYPES
 
 # What pydantic adds to an error's loc for a member of a union, not a field.

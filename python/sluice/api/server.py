@@ -12,7 +12,7 @@ from typing import Any
 import uvicorn
 from fastapi import FastAPI
 
-from ..client import SluiceError
+from ..runtime.client import SluiceError
 
 # Seconds uvicorn lets requests finish once it stops; then it cancels them. Event
 # streams end at once (Closing); this bounds anything else (a slow sluiced call).

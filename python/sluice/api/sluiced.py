@@ -9,7 +9,7 @@ from typing import Annotated, Any
 from fastapi import Depends
 from starlette.requests import HTTPConnection
 
-from ..client import Client, RpcError, SluiceError
+from ..runtime.client import Client, RpcError, SluiceError
 from .errors import ApiError, http_error
 
 

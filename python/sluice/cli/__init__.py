@@ -12,7 +12,7 @@ modules are imported here in the order `sluice --help` lists the commands.
 
 from __future__ import annotations
 
-from ..client import COMMANDS, SOCKET_DIR
+from ..runtime.client import COMMANDS, SOCKET_DIR
 from . import chain, flow, graph, lb, nf, node, request, rule, rx, trace  # noqa: F401
 from .apps import app
 from .common import _duration, errors, fail, print_table, user_error

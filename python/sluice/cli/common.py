@@ -21,10 +21,18 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from ..client import COMMANDS, SOCKET_DIR, Client, ConnectError, RpcError, SluiceError, command_text
-from ..graph import did_you_mean, match_params
-from ..launch import words_width
-from ..traces import TraceError
+from ..core.graph import did_you_mean, match_params
+from ..runtime.client import (
+    COMMANDS,
+    SOCKET_DIR,
+    Client,
+    ConnectError,
+    RpcError,
+    SluiceError,
+    command_text,
+)
+from ..runtime.launch import words_width
+from ..runtime.traces import TraceError
 from .apps import app
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -8,9 +8,9 @@ from typing import Any
 
 import typer
 
-from ..client import Client, RpcError, SluiceError, command_text, rule_build_seconds
-from ..deploy import load_graphs
-from ..graph import batch_refusal, format_match, same_rule, to_rpc
+from ..core.deploy import load_graphs
+from ..core.graph import batch_refusal, format_match, same_rule, to_rpc
+from ..runtime.client import Client, RpcError, SluiceError, command_text, rule_build_seconds
 from .apps import graph_app
 from .common import (
     _call,

@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from .. import __version__
-from ..client import SluiceError
+from ..runtime.client import SluiceError
 from . import common
 from .apps import app
 from .common import fail

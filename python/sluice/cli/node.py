@@ -9,10 +9,10 @@ from typing import Any
 
 import typer
 
-from ..client import EVENT_FAMILIES, EVENT_KINDS, SluiceError
-from ..deploy import load_deployment
-from ..launch import stats_tables, summary_text, up_console
-from ..orchestrator import request
+from ..core.deploy import load_deployment
+from ..runtime.client import EVENT_FAMILIES, EVENT_KINDS, SluiceError
+from ..runtime.launch import stats_tables, summary_text, up_console
+from ..runtime.orchestrator import request
 from ..top import run_top
 from . import common
 from .apps import app

@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from ..graph import format_match
+from ..core.graph import format_match
 from .apps import request_app
 from .common import (
     DportOpt,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from ..graph import format_match
+from ..core.graph import format_match
 from .apps import rule_app
 from .common import (
     DportOpt,

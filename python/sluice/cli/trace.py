@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from ..traces import TraceError, generate
+from ..runtime.traces import TraceError, generate
 from .apps import trace_app
 from .common import errors, fail
 

@@ -16,7 +16,7 @@ import shlex
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 from rich.console import Console
@@ -85,49 +85,20 @@ def place(
 ) -> None:
     """Place NF instances on nodes and route flows through their service chains."""
     from .io import InputError, load_problem
-    from .solve import solve
     from .validate import validate
 
     json_to_stdout = out is not None and str(out) == "-"
     console = Console(stderr=json_to_stdout, highlight=False)
     err = Console(stderr=True, highlight=False)
 
-    def fail(code: int, lines: list[str] | str) -> None:
-        for line in [lines] if isinstance(lines, str) else lines:
-            # escaped: messages hold brackets (links[0], [low, high]) that are not markup
-            err.print(f"[bold red]error:[/] {escape(line)}", markup=True, soft_wrap=True)
-        raise typer.Exit(code)
-
-    if algo not in ALGOS:
-        fail(2, f"unknown algorithm {algo!r}; choose one of: {', '.join(ALGOS)}")
-    if solver not in ("cbc", "highs"):
-        fail(2, f"unknown solver {solver!r}; choose cbc or highs")
-    if not 0 < time_limit < math.inf:
-        fail(2, f"--time-limit must be a positive number of seconds, got {time_limit:g}")
-    if not 0 <= mip_gap < 1:
-        fail(2, f"--mip-gap must be in [0, 1), got {mip_gap:g}")
-    if batch_size < 1:
-        fail(2, f"--batch-size must be at least 1, got {batch_size}")
-    if order not in ORDERS:
-        fail(2, f"unknown order {order!r}; choose one of: {', '.join(ORDERS)}")
-
-    if plot is not None and Path(plot).suffix.lower() not in PLOT_FORMATS:
-        fail(2, f"--plot {plot}: cannot draw a {Path(plot).suffix or 'file without an extension'}"
-                f"{' file' if Path(plot).suffix else ''}: give a path ending in "
-                f"{', '.join(PLOT_FORMATS[:-1])} or {PLOT_FORMATS[-1]}")
-    # before the solve, which may take minutes: a file that cannot be written
-    for what, target in (("--out", out), ("--plot", plot)):
-        if target is not None and str(target) != "-" and not Path(target).parent.is_dir():
-            fail(4, f"cannot write {target}: the folder {Path(target).parent} does not "
-                    f"exist: create it or give {what} a path in an existing folder")
-
+    _check_options(err, algo, solver, time_limit, mip_gap, batch_size, order, out, plot)
     try:
         problem = load_problem(topology, flows, seed=seed)
     except InputError as e:
-        fail(1, e.issues + ["fix the file(s) above; docs/placement.md describes the formats"])
+        _fail(err, 1, e.issues + ["fix the file(s) above; docs/placement.md describes the formats"])
     if not problem.flows:
-        fail(1, [f"{flows}: no flows to place: list them under flows, or have some made with "
-                 f"generate (docs/placement.md, \"File formats\")"])
+        _fail(err, 1, [f"{flows}: no flows to place: list them under flows, or have some made "
+                       f"with generate (docs/placement.md, \"File formats\")"])
 
     console.print(
         f"[bold]{escape(str(problem.name))}[/]: "
@@ -137,50 +108,106 @@ def place(
         markup=True,
     )
     t0 = time.perf_counter()
-    if algo == "division":
-        with Progress(
-            TextColumn("[progress.description]{task.description}"),
-            BarColumn(),
-            TextColumn("{task.completed}/{task.total} flows, {task.fields[accepted]} accepted"),
-            TimeElapsedColumn(),
-            console=err,
-            transient=True,
-        ) as progress:
-            task = progress.add_task("division batches", total=len(problem.flows), accepted=0)
-
-            def report(done: int, total: int, accepted: int) -> None:
-                progress.update(task, completed=done, total=total, accepted=accepted)
-
-            plan = solve(
-                problem, algo, time_limit=time_limit, seed=seed, solver=solver,
-                mip_gap=mip_gap, batch_size=batch_size, order=order, progress=report,
-            )
-    else:
-        with err.status(f"running {algo}..."):
-            plan = solve(
-                problem, algo, time_limit=time_limit, seed=seed, solver=solver,
-                mip_gap=mip_gap, batch_size=batch_size, order=order,
-            )
+    plan = _run_solve(err, problem, algo, time_limit=time_limit, seed=seed, solver=solver,
+                      mip_gap=mip_gap, batch_size=batch_size, order=order)
     wall = time.perf_counter() - t0
 
     violations = validate(problem, plan)
     _summary(console, problem, plan, wall, len(violations))
     if violations:
-        fail(3, [f"plan violates {v}" for v in violations[:20]]
-             + ["this is a bug in the placement engine; please report it with the input files"])
+        _fail(err, 3, [f"plan violates {v}" for v in violations[:20]]
+              + ["this is a bug in the placement engine; please report it with the input files"])
+    _write_outputs(console, err, problem, plan, out, plot, seed)
 
+
+def _fail(err: Console, code: int, lines: list[str] | str) -> NoReturn:
+    """Print each line as an error and exit with code."""
+    for line in [lines] if isinstance(lines, str) else lines:
+        # escaped: messages hold brackets (links[0], [low, high]) that are not markup
+        err.print(f"[bold red]error:[/] {escape(line)}", markup=True, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def _check_options(
+    err: Console, algo: str, solver: str, time_limit: float, mip_gap: float, batch_size: int,
+    order: str, out: Path | None, plot: Path | None,
+) -> None:
+    """Exit 2 on a bad option, 4 on an output path that cannot be written, before any
+    input is read or solved."""
+    if algo not in ALGOS:
+        _fail(err, 2, f"unknown algorithm {algo!r}; choose one of: {', '.join(ALGOS)}")
+    if solver not in ("cbc", "highs"):
+        _fail(err, 2, f"unknown solver {solver!r}; choose cbc or highs")
+    if not 0 < time_limit < math.inf:
+        _fail(err, 2, f"--time-limit must be a positive number of seconds, got {time_limit:g}")
+    if not 0 <= mip_gap < 1:
+        _fail(err, 2, f"--mip-gap must be in [0, 1), got {mip_gap:g}")
+    if batch_size < 1:
+        _fail(err, 2, f"--batch-size must be at least 1, got {batch_size}")
+    if order not in ORDERS:
+        _fail(err, 2, f"unknown order {order!r}; choose one of: {', '.join(ORDERS)}")
+
+    if plot is not None and Path(plot).suffix.lower() not in PLOT_FORMATS:
+        _fail(err, 2,
+              f"--plot {plot}: cannot draw a {Path(plot).suffix or 'file without an extension'}"
+              f"{' file' if Path(plot).suffix else ''}: give a path ending in "
+              f"{', '.join(PLOT_FORMATS[:-1])} or {PLOT_FORMATS[-1]}")
+    # before the solve, which may take minutes: a file that cannot be written
+    for what, target in (("--out", out), ("--plot", plot)):
+        if target is not None and str(target) != "-" and not Path(target).parent.is_dir():
+            _fail(err, 4, f"cannot write {target}: the folder {Path(target).parent} does not "
+                          f"exist: create it or give {what} a path in an existing folder")
+
+
+def _run_solve(
+    err: Console, problem: Problem, algo: str, *, time_limit: float, seed: int, solver: str,
+    mip_gap: float, batch_size: int, order: str,
+) -> Plan:
+    """Solve, with a progress bar on stderr for division and a spinner otherwise."""
+    from .solve import solve
+
+    if algo != "division":
+        with err.status(f"running {algo}..."):
+            return solve(
+                problem, algo, time_limit=time_limit, seed=seed, solver=solver,
+                mip_gap=mip_gap, batch_size=batch_size, order=order,
+            )
+    with Progress(
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total} flows, {task.fields[accepted]} accepted"),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    ) as progress:
+        task = progress.add_task("division batches", total=len(problem.flows), accepted=0)
+
+        def report(done: int, total: int, accepted: int) -> None:
+            progress.update(task, completed=done, total=total, accepted=accepted)
+
+        return solve(
+            problem, algo, time_limit=time_limit, seed=seed, solver=solver,
+            mip_gap=mip_gap, batch_size=batch_size, order=order, progress=report,
+        )
+
+
+def _write_outputs(
+    console: Console, err: Console, problem: Problem, plan: Plan, out: Path | None,
+    plot: Path | None, seed: int,
+) -> None:
+    """Write the plan's JSON to out ('-': stdout) and draw it to plot, each if given."""
     if out is not None:
         data = plan.to_dict(problem)
         data["command"] = _command_line()
         text = json.dumps(data, indent=2, default=_json_default)
-        if json_to_stdout:
+        if str(out) == "-":
             sys.stdout.write(text + "\n")
         else:
             try:
                 Path(out).write_text(text + "\n")
             except OSError as e:
-                fail(4, f"cannot write {out}: {e.strerror or e}: give --out a path you may "
-                        f"write to")
+                _fail(err, 4, f"cannot write {out}: {e.strerror or e}: give --out a path you "
+                              f"may write to")
             console.print(f"plan written to {out}")
     if plot is not None:
         from .plot import draw
@@ -188,8 +215,8 @@ def place(
         try:
             draw(problem, plan, Path(plot), seed=seed)
         except OSError as e:
-            fail(4, f"cannot write {plot}: {e.strerror or e}: give --plot a path you may "
-                    f"write to")
+            _fail(err, 4, f"cannot write {plot}: {e.strerror or e}: give --plot a path you may "
+                          f"write to")
         console.print(f"placement drawn to {plot}")
 
 

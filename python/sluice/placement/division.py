@@ -16,10 +16,10 @@ offered as hosts, and links without room for a flow are not offered to it.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from .diagnose import Analyzer, capacity_reason
-from .milp import MilpOptions, solve_batch
+from .milp import BatchResult, MilpOptions, solve_batch
 from .model import Flow, Problem
 from .plan import C_TIME, Plan, Rejection, Route, usage
 from .state import Residual
@@ -84,15 +84,8 @@ def division(
     t0 = time.perf_counter()
     analyzer = Analyzer(problem)
     state = Residual(problem)
-    rejected: dict[str, Rejection] = {}
     routes: dict[str, Route] = {}
-    ok: list[Flow] = []
-    for f in problem.flows:
-        rej = analyzer.precheck(f)
-        if rej is None:
-            ok.append(f)
-        else:
-            rejected[f.id] = rej
+    ok, rejected = _prechecked(analyzer, problem.flows)
     ok = _order(analyzer, ok, order)
     batches = [ok[i : i + batch_size] for i in range(0, len(ok), batch_size)]
     core_cost = _demand_aware_costs(problem, analyzer, ok) if lookahead else None
@@ -105,13 +98,7 @@ def division(
     for b, batch in enumerate(batches):
         left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
         if left is not None and left <= 0:
-            for k, later in enumerate(batches[b:], start=b):
-                for f in later:
-                    rejected[f.id] = Rejection(
-                        f.id, C_TIME,
-                        f"the {time_limit:g} s time limit ran out before this flow's batch "
-                        f"(batch {k + 1} of {len(batches)}); raise the time limit",
-                    )
+            _reject_not_run(rejected, batches, b, time_limit)
             statuses["not-run"] = len(batches) - b
             break
         share = None if left is None else left / (len(batches) - b)
@@ -123,19 +110,7 @@ def division(
         statuses[res.status] = statuses.get(res.status, 0) + 1
         adm = str(res.size.get("admission", res.status))
         admission[adm] = admission.get(adm, 0) + 1
-        for f in batch:  # commit in batch order
-            if f.id in res.routes:
-                routes[f.id] = res.routes[f.id]
-                state.commit(f, res.routes[f.id])
-        for f in res.unplaced:
-            if res.status in ("optimal", "feasible"):
-                rejected[f.id] = capacity_reason(analyzer, f, state)
-            else:
-                rejected[f.id] = Rejection(
-                    f.id, C_TIME,
-                    f"the solver found no solution for this flow's batch (batch {b + 1}) "
-                    f"within {limit or 0:g} s; raise the time limit or use smaller batches",
-                )
+        _commit_batch(res, batch, b, limit, analyzer, state, routes, rejected)
         done += len(batch)
         if progress:
             progress(done, total, len(routes))
@@ -157,6 +132,58 @@ def division(
         },
     )
     return usage(problem, plan)
+
+
+def _prechecked(
+    analyzer: Analyzer, flows: Sequence[Flow]
+) -> tuple[list[Flow], dict[str, Rejection]]:
+    """The flows that pass the analyzer's precheck, in input order, and the
+    rejections of those that do not, by flow id."""
+    ok: list[Flow] = []
+    rejected: dict[str, Rejection] = {}
+    for f in flows:
+        rej = analyzer.precheck(f)
+        if rej is None:
+            ok.append(f)
+        else:
+            rejected[f.id] = rej
+    return ok, rejected
+
+
+def _reject_not_run(
+    rejected: dict[str, Rejection], batches: list[list[Flow]], first: int,
+    time_limit: float | None,
+) -> None:
+    """Reject every flow of batches[first:]: the time limit ran out before them."""
+    for k, later in enumerate(batches[first:], start=first):
+        for f in later:
+            rejected[f.id] = Rejection(
+                f.id, C_TIME,
+                f"the {time_limit:g} s time limit ran out before this flow's batch "
+                f"(batch {k + 1} of {len(batches)}); raise the time limit",
+            )
+
+
+def _commit_batch(
+    res: BatchResult, batch: list[Flow], b: int, limit: float | None, analyzer: Analyzer,
+    state: Residual, routes: dict[str, Route], rejected: dict[str, Rejection],
+) -> None:
+    """Commit batch b's routes to state in batch order (later batches build on
+    them) and reject its unplaced flows: for capacity when the solver finished,
+    for time when it found no solution within limit."""
+    for f in batch:
+        if f.id in res.routes:
+            routes[f.id] = res.routes[f.id]
+            state.commit(f, res.routes[f.id])
+    for f in res.unplaced:
+        if res.status in ("optimal", "feasible"):
+            rejected[f.id] = capacity_reason(analyzer, f, state)
+        else:
+            rejected[f.id] = Rejection(
+                f.id, C_TIME,
+                f"the solver found no solution for this flow's batch (batch {b + 1}) "
+                f"within {limit or 0:g} s; raise the time limit or use smaller batches",
+            )
 
 
 def _order(analyzer: Analyzer, flows: list[Flow], order: str) -> list[Flow]:

@@ -56,7 +56,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from ..deploy import UniqueKeyLoader, did_you_mean, kind_of, show_value
+from ..core.deploy import UniqueKeyLoader, did_you_mean, kind_of, show_value
 from .model import (
     Flow,
     Problem,

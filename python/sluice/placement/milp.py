@@ -53,7 +53,7 @@ from typing import Any
 
 import pulp
 
-from .diagnose import Analyzer, capacity_reason
+from .diagnose import Analyzer, Reach, capacity_reason
 from .model import Arc, Flow, Problem
 from .plan import C_INPUT, C_TIME, EPS, Plan, Rejection, Route, usage
 from .state import Residual
@@ -128,150 +128,15 @@ def solve_batch(
     t0 = time.perf_counter()
     p = problem
     lp = pulp.LpProblem("sdnfv_placement", pulp.LpMinimize)
-
-    def hostable(n: str, s: str) -> bool:
-        if layout is not None:
-            return layout.get((n, s), 0) > 0
-        return state.hostable(n, s)
-
-    reaches = {}
-    modelled: list[Flow] = []
-    unplaced: list[Flow] = []
-    for f in flows:
-        r = analyzer.reach(f, room=state.room, host_ok=hostable)
-        if any(not h for h in r.hosts) or r.best_delay > f.max_delay + EPS:
-            unplaced.append(f)  # cannot fit in what is left ("removes unused switches")
-            continue
-        reaches[f.id] = r
-        modelled.append(f)
-
+    reaches, modelled, unplaced = _modelled(flows, state, analyzer, layout)
     if opts.accept == "all" and unplaced:
         return BatchResult({}, list(flows), "infeasible", None, None, 0, 0.0)
     if not modelled:
         return BatchResult({}, unplaced, "optimal", 0.0, 0.0, 0, time.perf_counter() - t0)
 
-    u_base = _base_utilisation(p, state)
-    U = _var(lp, "U", u_base, 1.0)
-    a: dict[str, Any] = {}
-    x: dict[tuple[str, int, str], Any] = {}
-    v: dict[tuple[str, int, Arc], Any] = {}
-    node_idx = {n: i for i, n in enumerate(p.nodes)}
-    arc_idx = {arc: i for i, arc in enumerate(p.arcs)}
-
-    for k, f in enumerate(modelled):
-        a[f.id] = 1 if opts.accept == "all" else _var(lp, f"a_{k}", cat="Binary")
-        r = reaches[f.id]
-        for l_, hosts in enumerate(r.hosts):
-            for n in hosts:
-                x[f.id, l_, n] = _var(lp, f"x_{k}_{l_}_{node_idx[n]}", cat="Binary")
-        for s, arcs in enumerate(r.arcs):
-            for arc in arcs:
-                v[f.id, s, arc] = _var(lp, f"v_{k}_{s}_{arc_idx[arc]}", cat="Binary")
-
-    # instance variables for every (node, service) some x may use
-    pairs: dict[tuple[str, str], list[Any]] = defaultdict(list)
-    for f in modelled:
-        for l_, svc in enumerate(f.chain):
-            for n in reaches[f.id].hosts[l_]:
-                pairs[(n, svc)].append(x[f.id, l_, n])
-    M: dict[tuple[str, str], Any] = {}
-    for (n, svc) in sorted(pairs):
-        m0 = state.instances[(n, svc)]
-        hi = m0 + state.free_cores(n)
-        if layout is not None:
-            m0 = hi = layout[(n, svc)]
-        M[(n, svc)] = _var(lp, f"M_{node_idx[n]}_{svc_index(p, svc)}", m0, hi, "Integer")
-
-    # (3) one node per position, linked to admission; (2) only where an instance runs
-    for f in modelled:
-        for l_, hosts in enumerate(reaches[f.id].hosts):
-            lp += pulp.lpSum(x[f.id, l_, n] for n in hosts) == a[f.id], f"one_{f.id}_{l_}"
-            for n in hosts:
-                lp += x[f.id, l_, n] <= M[(n, f.chain[l_])]
-
-    # (4)/(5) flow conservation per segment
-    for f in modelled:
-        r = reaches[f.id]
-        length = len(f.chain)
-        out_arcs: dict[tuple[int, str], list[Any]] = defaultdict(list)
-        in_arcs: dict[tuple[int, str], list[Any]] = defaultdict(list)
-        for s, arcs in enumerate(r.arcs):
-            for arc in arcs:
-                out_arcs[s, arc[0]].append(v[f.id, s, arc])
-                in_arcs[s, arc[1]].append(v[f.id, s, arc])
-
-        def stage(st: int, n: str, f: Flow = f, length: int = length) -> Any:
-            if st == 0:
-                return a[f.id] if n == f.ingress else 0
-            if st == length + 1:
-                return a[f.id] if n == f.egress else 0
-            return x.get((f.id, st - 1, n), 0)
-
-        for s in range(length + 1):
-            for n in p.nodes:
-                lhs = pulp.lpSum(out_arcs.get((s, n), [])) - pulp.lpSum(in_arcs.get((s, n), []))
-                rhs = stage(s, n) - stage(s + 1, n)
-                if _is_zero(lhs) and _is_zero(rhs):
-                    continue
-                lp += lhs == rhs
-
-        # (6) delay bound
-        if not math.isinf(f.max_delay):
-            terms = [
-                p.delay(*arc) * v[f.id, s, arc] for s, arcs in enumerate(r.arcs) for arc in arcs
-            ]
-            if terms:
-                lp += pulp.lpSum(terms) <= f.max_delay
-
-    # (1) cores per node
-    by_node: dict[str, list[str]] = defaultdict(list)
-    for (n, svc) in M:
-        by_node[n].append(svc)
-    for n, svcs in by_node.items():
-        fixed = sum(m for (nn, s2), m in state.instances.items() if nn == n and s2 not in svcs)
-        lp += pulp.lpSum(M[(n, s)] for s in svcs) + fixed <= p.cores(n)
-
-    # (7) flows per core, (9) core utilisation
-    for n, svcs in by_node.items():
-        work = []
-        for svc in svcs:
-            pj = p.flows_per_core(n, svc)
-            served = pulp.lpSum(pairs[(n, svc)]) + state.flows[(n, svc)]
-            lp += served <= pj * M[(n, svc)]
-            work.append(served * (1.0 / pj))
-        for (nn, s2), cnt in state.flows.items():
-            if nn == n and s2 not in svcs and cnt:
-                work.append(cnt / p.flows_per_core(n, s2))
-        lp += pulp.lpSum(work) <= p.cores(n) * U
-
-    # Aggregate of (1)/(7) per service, with an integer total: valid for every
-    # integer solution and much tighter in the LP relaxation (the total number
-    # of cores running a service must be a whole number).
-    by_service: dict[str, list[str]] = defaultdict(list)
-    for (n, svc) in M:
-        by_service[svc].append(n)
-    total_vars: dict[str, Any] = {}
-    for svc, hosts in sorted(by_service.items()):
-        T = _var(lp, f"T_{svc_index(p, svc)}", 0, None, "Integer")
-        total_vars[svc] = T
-        lp += pulp.lpSum(M[(n, svc)] for n in hosts) == T
-        pmax = max(p.flows_per_core(n, svc) for n in hosts)
-        if all(p.flows_per_core(n, svc) == pmax for n in hosts):
-            served = pulp.lpSum(var for n in hosts for var in pairs[(n, svc)])
-            lp += served + sum(state.flows[(n, svc)] for n in hosts) <= pmax * T
-    hosting_nodes = sorted(by_node)
-    lp += pulp.lpSum(total_vars.values()) <= sum(
-        p.cores(n) - sum(m for (nn, s2), m in state.instances.items()
-                         if nn == n and s2 not in by_node[n])
-        for n in hosting_nodes
-    )
-
-    # (8) link utilisation
-    arc_terms: dict[Arc, list[Any]] = defaultdict(list)
-    for (fid, _s, arc), var in v.items():
-        arc_terms[arc].append(p.flow_by_id[fid].bandwidth * var)
-    for arc, terms in arc_terms.items():
-        lp += pulp.lpSum(terms) + state.link[arc] <= p.capacity(*arc) * U
+    U, a, x, v, M, pairs = _add_variables(lp, p, modelled, reaches, state, opts, layout)
+    _add_routing(lp, p, modelled, reaches, a, x, v, M)
+    by_node, total_vars = _add_capacity(lp, p, state, U, v, M, pairs)
 
     # objective terms
     cost = core_cost or {}
@@ -280,13 +145,7 @@ def solve_batch(
     hops = pulp.lpSum(v.values())
     hops_max = sum((len(f.chain) + 1) * len(p.nodes) for f in modelled) + 1
     admitted = pulp.lpSum(a[f.id] for f in modelled)
-    if opts.priority == "utilisation":
-        w_u, w_c = 0.5, 0.004 / free
-        w_h = 0.1 * w_c / hops_max
-    else:
-        w_c = 0.4 / free
-        w_u = 0.3 * w_c
-        w_h = 0.001 * w_u / hops_max
+    w_u, w_c, w_h = _weights(opts.priority, free, hops_max)
     size: dict[str, int | str] = {
         "flows": len(modelled),
         "variables": len(lp.variables()),
@@ -298,21 +157,9 @@ def solve_batch(
     snapshot: dict[str, float | None] | None = None
     n_adm = len(modelled)
 
-    ub = None
     if opts.accept == "max" and opts.relax_share > 0:
-        ub = _admission_bound(p, modelled, state, opts, _remaining(deadline, 1.0))
-        if ub is not None and ub < len(modelled):
-            lp += admitted <= ub, "core_count_bound"
-            phases["core_count_bound"] = str(ub)
-        if opts.relax_share > 0 and deadline is not None:
-            share = opts.relax_share * (deadline - time.perf_counter())
-            lifted = _relax_and_lift(
-                p, modelled, reaches, state, opts, share / 2, ub, restricted_time=share / 2,
-                initial=initial,
-            )
-            phases["relax_lift_start"] = f"{len(lifted)} flows"
-            if len(lifted) > len(initial or {}):
-                initial = lifted
+        initial = _bound_and_lift(lp, p, modelled, reaches, state, opts, admitted, deadline,
+                                  phases, initial)
     warm = False
     if initial and opts.accept == "max":
         warm = _set_start(p, modelled, initial, state, a, x, v, M, U, total_vars)
@@ -365,6 +212,32 @@ def solve_batch(
     else:
         status = "optimal" if phases["admission"] == st2 == "optimal" else "feasible"
 
+    routes = _admitted_routes(status, modelled, reaches, a, x, v, unplaced)
+    return BatchResult(
+        routes, unplaced, status, obj2, b2, accepted_bound,
+        time.perf_counter() - t0, {**size, **phases},
+    )
+
+
+def _weights(priority: str, free: int, hops_max: int) -> tuple[float, float, float]:
+    """Phase 2's weights of U, new cores and hops: the first two in the order
+    priority says, hops always last."""
+    if priority == "utilisation":
+        w_u, w_c = 0.5, 0.004 / free
+        w_h = 0.1 * w_c / hops_max
+    else:
+        w_c = 0.4 / free
+        w_u = 0.3 * w_c
+        w_h = 0.001 * w_u / hops_max
+    return w_u, w_c, w_h
+
+
+def _admitted_routes(
+    status: str, modelled: list[Flow], reaches: dict[str, Reach], a: dict[str, Any],
+    x: dict[tuple[str, int, str], Any], v: dict[tuple[str, int, Arc], Any],
+    unplaced: list[Flow],
+) -> dict[str, Route]:
+    """The admitted flows' routes from the solution; the others go to unplaced."""
     routes: dict[str, Route] = {}
     if status in ("optimal", "feasible"):
         for f in modelled:
@@ -374,10 +247,200 @@ def solve_batch(
                 unplaced.append(f)
     else:
         unplaced.extend(modelled)
-    return BatchResult(
-        routes, unplaced, status, obj2, b2, accepted_bound,
-        time.perf_counter() - t0, {**size, **phases},
+    return routes
+
+
+def _modelled(
+    flows: list[Flow], state: Residual, analyzer: Analyzer,
+    layout: dict[tuple[str, str], int] | None,
+) -> tuple[dict[str, Reach], list[Flow], list[Flow]]:
+    """The flows that can still fit (with their reaches) and those that cannot."""
+    def hostable(n: str, s: str) -> bool:
+        if layout is not None:
+            return layout.get((n, s), 0) > 0
+        return state.hostable(n, s)
+
+    reaches = {}
+    modelled: list[Flow] = []
+    unplaced: list[Flow] = []
+    for f in flows:
+        r = analyzer.reach(f, room=state.room, host_ok=hostable)
+        if any(not h for h in r.hosts) or r.best_delay > f.max_delay + EPS:
+            unplaced.append(f)  # cannot fit in what is left ("removes unused switches")
+            continue
+        reaches[f.id] = r
+        modelled.append(f)
+    return reaches, modelled, unplaced
+
+
+def _add_variables(
+    lp: Any, p: Problem, modelled: list[Flow], reaches: dict[str, Reach], state: Residual,
+    opts: MilpOptions, layout: dict[tuple[str, str], int] | None,
+) -> tuple[Any, dict[str, Any], dict[tuple[str, int, str], Any], dict[tuple[str, int, Arc], Any],
+           dict[tuple[str, str], Any], dict[tuple[str, str], list[Any]]]:
+    """U, a, x, v and M, and per (node, service) the x that may use it."""
+    u_base = _base_utilisation(p, state)
+    U = _var(lp, "U", u_base, 1.0)
+    a: dict[str, Any] = {}
+    x: dict[tuple[str, int, str], Any] = {}
+    v: dict[tuple[str, int, Arc], Any] = {}
+    node_idx = {n: i for i, n in enumerate(p.nodes)}
+    arc_idx = {arc: i for i, arc in enumerate(p.arcs)}
+
+    for k, f in enumerate(modelled):
+        a[f.id] = 1 if opts.accept == "all" else _var(lp, f"a_{k}", cat="Binary")
+        r = reaches[f.id]
+        for l_, hosts in enumerate(r.hosts):
+            for n in hosts:
+                x[f.id, l_, n] = _var(lp, f"x_{k}_{l_}_{node_idx[n]}", cat="Binary")
+        for s, arcs in enumerate(r.arcs):
+            for arc in arcs:
+                v[f.id, s, arc] = _var(lp, f"v_{k}_{s}_{arc_idx[arc]}", cat="Binary")
+
+    # instance variables for every (node, service) some x may use
+    pairs: dict[tuple[str, str], list[Any]] = defaultdict(list)
+    for f in modelled:
+        for l_, svc in enumerate(f.chain):
+            for n in reaches[f.id].hosts[l_]:
+                pairs[(n, svc)].append(x[f.id, l_, n])
+    M: dict[tuple[str, str], Any] = {}
+    for (n, svc) in sorted(pairs):
+        m0 = state.instances[(n, svc)]
+        hi = m0 + state.free_cores(n)
+        if layout is not None:
+            m0 = hi = layout[(n, svc)]
+        M[(n, svc)] = _var(lp, f"M_{node_idx[n]}_{svc_index(p, svc)}", m0, hi, "Integer")
+
+    return U, a, x, v, M, pairs
+
+
+def _add_routing(
+    lp: Any, p: Problem, modelled: list[Flow], reaches: dict[str, Reach], a: dict[str, Any],
+    x: dict[tuple[str, int, str], Any], v: dict[tuple[str, int, Arc], Any],
+    M: dict[tuple[str, str], Any],
+) -> None:
+    """Constraints (2)-(6): hosts, flow conservation and the delay bound."""
+    # (3) one node per position, linked to admission; (2) only where an instance runs
+    for f in modelled:
+        for l_, hosts in enumerate(reaches[f.id].hosts):
+            lp += pulp.lpSum(x[f.id, l_, n] for n in hosts) == a[f.id], f"one_{f.id}_{l_}"
+            for n in hosts:
+                lp += x[f.id, l_, n] <= M[(n, f.chain[l_])]
+
+    # (4)/(5) flow conservation per segment
+    for f in modelled:
+        r = reaches[f.id]
+        length = len(f.chain)
+        out_arcs: dict[tuple[int, str], list[Any]] = defaultdict(list)
+        in_arcs: dict[tuple[int, str], list[Any]] = defaultdict(list)
+        for s, arcs in enumerate(r.arcs):
+            for arc in arcs:
+                out_arcs[s, arc[0]].append(v[f.id, s, arc])
+                in_arcs[s, arc[1]].append(v[f.id, s, arc])
+
+        def stage(st: int, n: str, f: Flow = f, length: int = length) -> Any:
+            if st == 0:
+                return a[f.id] if n == f.ingress else 0
+            if st == length + 1:
+                return a[f.id] if n == f.egress else 0
+            return x.get((f.id, st - 1, n), 0)
+
+        for s in range(length + 1):
+            for n in p.nodes:
+                lhs = pulp.lpSum(out_arcs.get((s, n), [])) - pulp.lpSum(in_arcs.get((s, n), []))
+                rhs = stage(s, n) - stage(s + 1, n)
+                if _is_zero(lhs) and _is_zero(rhs):
+                    continue
+                lp += lhs == rhs
+
+        # (6) delay bound
+        if not math.isinf(f.max_delay):
+            terms = [
+                p.delay(*arc) * v[f.id, s, arc] for s, arcs in enumerate(r.arcs) for arc in arcs
+            ]
+            if terms:
+                lp += pulp.lpSum(terms) <= f.max_delay
+
+
+def _add_capacity(
+    lp: Any, p: Problem, state: Residual, U: Any, v: dict[tuple[str, int, Arc], Any],
+    M: dict[tuple[str, str], Any], pairs: dict[tuple[str, str], list[Any]],
+) -> tuple[dict[str, list[str]], dict[str, Any]]:
+    """Constraints (1), (7)-(9) and the per-service core totals; the services
+    per hosting node and the total variables."""
+    # (1) cores per node
+    by_node: dict[str, list[str]] = defaultdict(list)
+    for (n, svc) in M:
+        by_node[n].append(svc)
+    for n, svcs in by_node.items():
+        fixed = sum(m for (nn, s2), m in state.instances.items() if nn == n and s2 not in svcs)
+        lp += pulp.lpSum(M[(n, s)] for s in svcs) + fixed <= p.cores(n)
+
+    # (7) flows per core, (9) core utilisation
+    for n, svcs in by_node.items():
+        work = []
+        for svc in svcs:
+            pj = p.flows_per_core(n, svc)
+            served = pulp.lpSum(pairs[(n, svc)]) + state.flows[(n, svc)]
+            lp += served <= pj * M[(n, svc)]
+            work.append(served * (1.0 / pj))
+        for (nn, s2), cnt in state.flows.items():
+            if nn == n and s2 not in svcs and cnt:
+                work.append(cnt / p.flows_per_core(n, s2))
+        lp += pulp.lpSum(work) <= p.cores(n) * U
+
+    # Aggregate of (1)/(7) per service, with an integer total: valid for every
+    # integer solution and much tighter in the LP relaxation (the total number
+    # of cores running a service must be a whole number).
+    by_service: dict[str, list[str]] = defaultdict(list)
+    for (n, svc) in M:
+        by_service[svc].append(n)
+    total_vars: dict[str, Any] = {}
+    for svc, hosts in sorted(by_service.items()):
+        T = _var(lp, f"T_{svc_index(p, svc)}", 0, None, "Integer")
+        total_vars[svc] = T
+        lp += pulp.lpSum(M[(n, svc)] for n in hosts) == T
+        pmax = max(p.flows_per_core(n, svc) for n in hosts)
+        if all(p.flows_per_core(n, svc) == pmax for n in hosts):
+            served = pulp.lpSum(var for n in hosts for var in pairs[(n, svc)])
+            lp += served + sum(state.flows[(n, svc)] for n in hosts) <= pmax * T
+    hosting_nodes = sorted(by_node)
+    lp += pulp.lpSum(total_vars.values()) <= sum(
+        p.cores(n) - sum(m for (nn, s2), m in state.instances.items()
+                         if nn == n and s2 not in by_node[n])
+        for n in hosting_nodes
     )
+
+    # (8) link utilisation
+    arc_terms: dict[Arc, list[Any]] = defaultdict(list)
+    for (fid, _s, arc), var in v.items():
+        arc_terms[arc].append(p.flow_by_id[fid].bandwidth * var)
+    for arc, terms in arc_terms.items():
+        lp += pulp.lpSum(terms) + state.link[arc] <= p.capacity(*arc) * U
+    return by_node, total_vars
+
+
+def _bound_and_lift(
+    lp: Any, p: Problem, modelled: list[Flow], reaches: dict[str, Reach], state: Residual,
+    opts: MilpOptions, admitted: Any, deadline: float | None, phases: dict[str, str],
+    initial: dict[str, Route] | None,
+) -> dict[str, Route] | None:
+    """The core-counting cut, then the relax-and-lift start if it places more
+    flows than initial; returns the start to use."""
+    ub = _admission_bound(p, modelled, state, opts, _remaining(deadline, 1.0))
+    if ub is not None and ub < len(modelled):
+        lp += admitted <= ub, "core_count_bound"
+        phases["core_count_bound"] = str(ub)
+    if opts.relax_share > 0 and deadline is not None:
+        share = opts.relax_share * (deadline - time.perf_counter())
+        lifted = _relax_and_lift(
+            p, modelled, reaches, state, opts, share / 2, ub, restricted_time=share / 2,
+            initial=initial,
+        )
+        phases["relax_lift_start"] = f"{len(lifted)} flows"
+        if len(lifted) > len(initial or {}):
+            initial = lifted
+    return initial
 
 
 def _admission_bound(

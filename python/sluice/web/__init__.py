@@ -2,7 +2,9 @@
 
 ``install_dashboard(app, sluiced)`` adds to the REST API's FastAPI app:
 
-- ``GET /``: the dashboard page (``static/index.html``, with the node name),
+- ``GET /``: the dashboard page (``static/index.html``, with the node name and
+  the package's stats schema, which heads its tables until the page has read
+  the node's from ``/api/v1/stats/schema``),
 - ``/static/...``: its script and style sheet.
 
 The page is plain HTML, CSS and JavaScript with no outside resource: it
@@ -20,6 +22,7 @@ from the address bar).
 from __future__ import annotations
 
 import html
+import json
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +31,18 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.exceptions import HTTPException
 from starlette.staticfiles import StaticFiles
 
+from ..core.counters import builtin_json
+
 STATIC = Path(__file__).resolve().parent / "static"
 _NODE_MARK = "{{node}}"
+_SCHEMA_MARK = "{{stats_schema}}"
+
+
+def _schema_script() -> str:
+    """The package's stats schema as the text of a <script type="application/json">:
+    "<", ">" and "&" escaped, so that nothing in a help ends the element."""
+    return (json.dumps(builtin_json(), separators=(",", ":")).replace("<", "\\u003c")
+            .replace(">", "\\u003e").replace("&", "\\u0026"))
 
 
 _MISSING = ("the dashboard's files are not installed ({} is missing): reinstall the sluice "
@@ -44,6 +57,7 @@ def _page(node: str) -> Response:
     except FileNotFoundError:
         return JSONResponse({"detail": _MISSING.format(STATIC / "index.html")},
                             status_code=500)
+    page = page.replace(_SCHEMA_MARK, _schema_script())
     return HTMLResponse(page.replace(_NODE_MARK, html.escape(node, quote=True)),
                         headers=_NO_CACHE)
 

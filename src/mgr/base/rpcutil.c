@@ -89,11 +89,11 @@ sl_rpc_param_match(struct sl_mgr *m, json_t *p, const char *const *extra,
 			"unknown param '%s': use proto, src, dst, sport, dport, "
 			"in_port%s",
 			k, n_extra ? " and the method's own" : "");
-		return -1;
+		return -1; /* none: e says why */
 	}
 	if (sl_match_from_json(p, mt, err, sizeof(err)) != 0) {
 		sl_rpc_fail(e, SL_RPC_E_PARAMS, "%s", err);
-		return -1;
+		return -1; /* none: e says why */
 	}
 	v = json_object_get(p, "in_port");
 	if (v != NULL) {
@@ -107,7 +107,7 @@ sl_rpc_param_match(struct sl_mgr *m, json_t *p, const char *const *extra,
 				"param 'in_port': no port named '%s'; use a name "
 				"from port.list",
 				json_is_string(v) ? json_string_value(v) : "?");
-			return -1;
+			return -1; /* none: e says why */
 		}
 		mt->in_port_lo = mt->in_port_hi = (uint16_t)port;
 		*has = 1;
@@ -124,7 +124,7 @@ sl_rpc_param_graph(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 	if (g == NULL) {
 		sl_rpc_fail(e, SL_RPC_E_PARAMS,
 			    "param 'graph' (graph name) is missing");
-		return -1;
+		return -1; /* none: e says why */
 	}
 	id = sl_graph_lookup(m, g);
 	if (id < 0)

@@ -33,7 +33,7 @@ sl_graph_lookup(const struct sl_mgr *m, const char *name)
 		    strcmp(shm->gtab[slot]->name, name) == 0)
 			return id;
 	}
-	return -1;
+	return -1; /* none */
 }
 
 int

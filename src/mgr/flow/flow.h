@@ -162,7 +162,7 @@ void sl_flow_maintain(struct sl_flowdir_state *fs, struct sl_shm *shm,
 		      uint64_t now);
 void sl_flow_rx_fini(struct sl_flowdir_state *fs);
 /* Removes entry p if it is marked deleted (counted as deleted): 0, or
- * -EAGAIN if every limbo batch is waiting, -ENOENT if it is not marked. */
+ * EAGAIN if every limbo batch is waiting, ENOENT if it is not marked. */
 int sl_flow_retire_deleted(struct sl_flowdir_state *fs, struct sl_shm *shm,
 			   uint32_t p);
 
@@ -171,6 +171,7 @@ int sl_flow_retire_deleted(struct sl_flowdir_state *fs, struct sl_shm *shm,
 json_t *sl_flow_json(const struct sl_mgr *m, uint32_t pos);
 json_t *sl_flows_list(struct sl_mgr *m, const struct sl_flow_filter *f,
 		      uint32_t limit);
+/* 0 and the position of t's entry, or ENOENT (no table, no live entry) */
 int sl_flow_find(const struct sl_mgr *m, const struct sl_5tuple *t,
 		 uint32_t *pos);
 uint32_t sl_flows_delete(struct sl_mgr *m, const struct sl_flow_filter *f,
@@ -191,7 +192,7 @@ int sl_flow_filter_ok(const struct sl_flowdir_state *fs,
 int sl_flow_match_either(const struct sl_match *mt, const struct sl_5tuple *t,
 			 uint16_t in_port);
 /* Writes an override into a free slot (or the slot of the same service
- * and kind). -ENOSPC if none is left. Caller: the entry's one writer. */
+ * and kind): 0, or ENOSPC if none is left. Caller: the entry's one writer. */
 int sl_flow_ovr_put(const struct sl_shm *shm, struct sl_flow_entry *e,
 		    union sl_flow_ovr v);
 /* A match's fields into obj, its ingress port by name. */
@@ -201,5 +202,12 @@ void sl_flow_match_json(const struct sl_shm *shm, const struct sl_match *mt,
 typedef int sl_flow_free_fn(struct sl_mgr *m, void *p);
 /* Frees p with fn(m, p) once no reader can hold it (a grace period). */
 void sl_flow_defer(struct sl_mgr *m, sl_flow_free_fn *fn, void *p);
+/* What sl_flow_defer queues on m->qs, and its grace-queue function. */
+struct sl_flow_deferred {
+	struct sl_grace_action qa;
+	sl_flow_free_fn *fn;
+	void *p;
+};
+int sl_flow_deferred_run(void *ctx, struct sl_grace_action *qa, int draining);
 
 #endif /* SL_MGR_FLOW_H */

@@ -130,17 +130,18 @@ entry_create(struct sl_flowdir_state *fs, struct sl_shm *shm,
 }
 
 /* Adds a key to its family's table: its entry index, or a negative errno
- * (-ENOSPC: that family's share of the table is full). */
+ * (-ENOSPC: that family's share of the table is full), as
+ * rte_hash_add_key_with_hash() answers: an index, not an error return. */
 static int32_t
 table_add(struct sl_flow_table *ft, const struct sl_flow_key *k,
 	  const struct sl_flow_key4 *k4, uint32_t sig)
 {
 	if (ft->n_live >= ft->max_flows)
-		return -ENOSPC;
+		return -ENOSPC; /* index or -errno, as rte_hash */
 	if (k->family == 4)
 		return rte_hash_add_key_with_hash(ft->hash, k4, sig);
 	if (ft->n_live6 >= ft->max_flows6)
-		return -ENOSPC;
+		return -ENOSPC; /* index or -errno, as rte_hash */
 	return sl_flow_entry6(ft,
 			      rte_hash_add_key_with_hash(ft->hash6, k, sig));
 }

@@ -21,7 +21,8 @@
 #define DEL_WORK_US 50
 
 /* Retires a position: deleted from the hash now, recycled after a grace
- * period. -EAGAIN if every limbo batch is waiting (try again later). */
+ * period. 0, EAGAIN if every limbo batch is waiting (try again later),
+ * ENOENT if the hash has no such key (rte_hash_del_key_* < 0). */
 static int
 flow_retire(struct sl_flowdir_state *fs, struct sl_shm *shm, uint32_t p)
 {
@@ -31,18 +32,18 @@ flow_retire(struct sl_flowdir_state *fs, struct sl_shm *shm, uint32_t p)
 	struct sl_flow_limbo *b = &fs->limbo[open];
 
 	if (fs->n_closed == SL_FLOW_LIMBO_BATCHES)
-		return -EAGAIN;
+		return EAGAIN;
 	if (p < ft->base6) {
 		struct sl_flow_key4 k4;
 
 		sl_flow_key4_of(&fs->keys[p], &k4);
 		if (rte_hash_del_key_with_hash(ft->hash, &k4, fs->side[p].sig) <
 		    0)
-			return -ENOENT;
+			return ENOENT;
 	} else {
 		if (rte_hash_del_key_with_hash(ft->hash6, &fs->keys[p],
 					       fs->side[p].sig) < 0)
-			return -ENOENT;
+			return ENOENT;
 		ft->n_live6--;
 	}
 	__atomic_store_n(&e->state, SL_FLOW_FREE, __ATOMIC_RELEASE);
@@ -65,7 +66,7 @@ sl_flow_retire_deleted(struct sl_flowdir_state *fs, struct sl_shm *shm,
 	int rc;
 
 	if (__atomic_load_n(&e->state, __ATOMIC_ACQUIRE) != SL_FLOW_DELETE)
-		return -ENOENT;
+		return ENOENT;
 	rc = flow_retire(fs, shm, p);
 	if (rc != 0)
 		return rc;
@@ -85,7 +86,7 @@ delete_marked(struct sl_flowdir_state *fs, struct sl_shm *shm, uint64_t until)
 	unsigned int i = 0;
 
 	while (rte_ring_sc_dequeue_elem(fs->del_ring, &p, sizeof(p)) == 0) {
-		if (sl_flow_retire_deleted(fs, shm, p) == -EAGAIN) {
+		if (sl_flow_retire_deleted(fs, shm, p) == EAGAIN) {
 			/* Off the ring but still marked: the pass finds it. */
 			__atomic_fetch_add(&fs->del_missed, 1,
 					   __ATOMIC_RELEASE);
@@ -104,7 +105,7 @@ delete_marked(struct sl_flowdir_state *fs, struct sl_shm *shm, uint64_t until)
 	}
 	while (fs->pass < ft->capacity &&
 	       __atomic_load_n(&fs->del_marked, __ATOMIC_ACQUIRE) != 0) {
-		if (sl_flow_retire_deleted(fs, shm, fs->pass) == -EAGAIN)
+		if (sl_flow_retire_deleted(fs, shm, fs->pass) == EAGAIN)
 			return; /* again from here once a batch is recycled */
 		fs->pass++;
 		if ((++i & 255) == 0 && rte_rdtsc() > until)

@@ -8,7 +8,7 @@
 #include "sluiced.h"
 #include "flow/flow.h"
 
-/* Filters of flow.list / flow.delete. */
+/* Filters of flow.list / flow.delete: 0, or EINVAL with e filled. */
 static int
 param_filter(struct sl_mgr *m, json_t *p, const char *const *extra,
 	     size_t n_extra, struct sl_flow_filter *f, struct sl_rpc_err *e)
@@ -20,19 +20,19 @@ param_filter(struct sl_mgr *m, json_t *p, const char *const *extra,
 	f->instance = SL_INSTANCE_NONE;
 	if (sl_rpc_param_match(m, p, extra, n_extra, &f->match, &f->has_match,
 			       e))
-		return -1;
+		return EINVAL;
 	if (json_object_get(p, "graph") != NULL) {
 		int g = sl_rpc_param_graph(m, p, e);
 
 		if (g < 0)
-			return -1;
+			return EINVAL;
 		f->graph = (uint16_t)g;
 	}
 	if (json_object_get(p, "service") != NULL) {
 		int s = sl_rpc_param_service(m, p, "service", e);
 
 		if (s < 0)
-			return -1;
+			return EINVAL;
 		f->service = (uint16_t)s;
 	}
 	v = json_object_get(p, "instance");
@@ -42,7 +42,7 @@ param_filter(struct sl_mgr *m, json_t *p, const char *const *extra,
 			sl_rpc_fail(e, SL_RPC_E_PARAMS,
 				    "param 'instance' must be an "
 				    "instance id");
-			return -1;
+			return EINVAL;
 		}
 		if (f->service == SL_SERVICE_NONE) {
 			/* Pins are per service: an instance alone would match
@@ -51,7 +51,7 @@ param_filter(struct sl_mgr *m, json_t *p, const char *const *extra,
 				e, SL_RPC_E_PARAMS,
 				"param 'instance' needs 'service' "
 				"(the service whose pinned instance it is)");
-			return -1;
+			return EINVAL;
 		}
 		f->instance = (uint16_t)json_integer_value(v);
 	}
@@ -81,7 +81,8 @@ rpc_flow_list(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 		"ask for fewer flows (limit) or narrow the filters", e);
 }
 
-/* The flow named by params id or key: its position. */
+/* The flow named by params id or key: 0 and its position, or a positive
+ * errno with e filled (ENOTSUP: no table, EINVAL, ENOENT: no such flow). */
 static int
 param_flow(struct sl_mgr *m, json_t *p, uint32_t *pos, struct sl_rpc_err *e)
 {
@@ -93,7 +94,7 @@ param_flow(struct sl_mgr *m, json_t *p, uint32_t *pos, struct sl_rpc_err *e)
 		sl_rpc_fail(
 			e, SL_RPC_E_FAILED,
 			"sluiced runs with --flow-lookup off: no flow table");
-		return -1;
+		return ENOTSUP;
 	}
 	if (json_is_integer(id)) {
 		json_int_t v = json_integer_value(id);
@@ -103,7 +104,7 @@ param_flow(struct sl_mgr *m, json_t *p, uint32_t *pos, struct sl_rpc_err *e)
 			sl_rpc_fail(e, SL_RPC_E_FAILED,
 				    "no flow with id %lld; see flow.list",
 				    (long long)v);
-			return -1;
+			return ENOENT;
 		}
 		*pos = (uint32_t)v;
 		return 0;
@@ -113,7 +114,7 @@ param_flow(struct sl_mgr *m, json_t *p, uint32_t *pos, struct sl_rpc_err *e)
 			e, SL_RPC_E_PARAMS,
 			"give the flow as 'id' or as 'key' (\"tcp 10.0.0.1:1234 "
 			"> 10.0.0.2:80\")");
-		return -1;
+		return EINVAL;
 	}
 	if (sl_5tuple_parse(key, &t) != 0) {
 		sl_rpc_fail(e, SL_RPC_E_PARAMS,
@@ -122,7 +123,7 @@ param_flow(struct sl_mgr *m, json_t *p, uint32_t *pos, struct sl_rpc_err *e)
 			    "[2001:db8::1]:53 > [2001:db8::2]:5353\" (IPv6 "
 			    "addresses in brackets)",
 			    key);
-		return -1;
+		return EINVAL;
 	}
 	if (sl_flow_find(m, &t, pos) != 0) {
 		sl_rpc_fail(
@@ -130,7 +131,7 @@ param_flow(struct sl_mgr *m, json_t *p, uint32_t *pos, struct sl_rpc_err *e)
 			"no flow '%s' in the table (it may have aged out); see "
 			"flow.list",
 			key);
-		return -1;
+		return ENOENT;
 	}
 	return 0;
 }

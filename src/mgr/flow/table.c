@@ -230,23 +230,42 @@ sl_flow_ovr_put(const struct sl_shm *shm, struct sl_flow_entry *e,
 		}
 	}
 	if (free_k < 0)
-		return -ENOSPC;
+		return ENOSPC;
 	__atomic_store_n(&o[free_k].u64, v.u64, __ATOMIC_RELEASE);
 	__atomic_store_n(&e->n_ovr, (uint8_t)(e->n_ovr + 1), __ATOMIC_RELEASE);
 	return 0;
 }
 
+int
+sl_flow_deferred_run(void *ctx, struct sl_grace_action *qa, int draining)
+{
+	struct sl_flow_deferred *d =
+		container_of(qa, struct sl_flow_deferred, qa);
+	int rc = d->fn(ctx, d->p);
+
+	/* At shutdown nothing reads it: a few more tries, then let go. */
+	for (int k = 1; draining && k < 3 && rc != 0; k++)
+		rc = d->fn(ctx, d->p);
+	if (rc == 0 || draining)
+		free(d);
+	return rc == 0 ? 0 : EAGAIN; /* retried at the next poll */
+}
+
 void
 sl_flow_defer(struct sl_mgr *m, sl_flow_free_fn *fn, void *p)
 {
-	struct sl_qs_action *a = sl_qs_new(m, SL_QS_CALL);
+	struct sl_flow_deferred *d = calloc(1, sizeof(*d));
 
-	if (a == NULL) { /* out of memory: leak rather than risk a reader */
+	if (d == NULL ||
+	    sl_grace_defer(&m->qs, &d->qa, sl_flow_deferred_run, m->shm) != 0) {
+		/* out of memory or queue full: leak rather than risk a
+		 * reader */
+		free(d);
 		sl_log("out of memory queueing a deferred free");
 		return;
 	}
-	a->fn = fn;
-	a->ptr = p;
+	d->fn = fn;
+	d->p = p;
 }
 
 /* Is any pin of entry e service f->service's (and f->instance's)? */
@@ -299,7 +318,7 @@ sl_flow_find(const struct sl_mgr *m, const struct sl_5tuple *t, uint32_t *pos)
 	int32_t p;
 
 	if (ft->hash == NULL)
-		return -ENOENT;
+		return ENOENT;
 	sl_flow_key_make(t, &k);
 	/* Ingress adds every key under sl_flow_key_hash() (never the port's
 	 * RSS hash), so a key not found is not in the table: no scan. A key
@@ -309,7 +328,7 @@ sl_flow_find(const struct sl_mgr *m, const struct sl_5tuple *t, uint32_t *pos)
 	p = sl_flow_table_lookup(ft, &k, sl_flow_key_hash(&k));
 	if (p < 0 || __atomic_load_n(&sl_flow_entry(m->shm, (uint32_t)p)->state,
 				     __ATOMIC_ACQUIRE) == SL_FLOW_FREE)
-		return -ENOENT;
+		return ENOENT;
 	*pos = (uint32_t)p;
 	return 0;
 }

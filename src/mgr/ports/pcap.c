@@ -39,7 +39,7 @@
  *
  * The probe_args hook: rewrites device into out; ps->pcap_dir gets the
  * folder ("" if nothing was rewritten) and ps->pcap_tx_links a bit per
- * link that is a tx_pcap file. Returns 0, or -1 with err set.
+ * link that is a tx_pcap file. Returns 0, or a positive errno with err set.
  */
 #define PCAP_ARGS_MAX 63 /* ETH_PCAP_ARG_MAXLEN - 1 */
 
@@ -62,12 +62,14 @@ pcap_private(struct sl_port_state *ps, const char *pname, const char *device,
 		goto check;
 	snprintf(dir, dirlen, "/tmp/sl-%d-XXXXXX", (int)getpid());
 	if (mkdtemp(dir) == NULL) {
+		int e = errno;
+
 		snprintf(err, errlen,
 			 "port '%s': cannot create a private folder for its "
 			 "capture (%s): %s; check that /tmp is writable",
-			 pname, dir, strerror(errno));
+			 pname, dir, strerror(e));
 		dir[0] = '\0';
-		return -1;
+		return e;
 	}
 	while (*p != '\0') {
 		size_t seg = strcspn(p, ",");
@@ -103,7 +105,7 @@ pcap_private(struct sl_port_state *ps, const char *pname, const char *device,
 					"(a relative path starts at sluiced's "
 					"working directory)",
 					pname, target, strerror(errno));
-				return -1;
+				return ENOENT;
 			}
 			if (key == keys[1] && n < 64)
 				*tx_links |= UINT64_C(1) << n;
@@ -112,7 +114,7 @@ pcap_private(struct sl_port_state *ps, const char *pname, const char *device,
 				snprintf(err, errlen,
 					 "port '%s': cannot link %s to %s: %s",
 					 pname, link, target, strerror(errno));
-				return -1;
+				return EIO;
 			}
 			w = snprintf(out + o, outlen - o, "%s%s%s",
 				     o ? "," : "", key, link);
@@ -137,7 +139,7 @@ check:
 			 "DPDK's net_pcap keeps %d for the NFs' processes: "
 			 "use fewer files or arguments",
 			 pname, device, strlen(args + 1), PCAP_ARGS_MAX);
-		return -1;
+		return E2BIG;
 	}
 	if (device != out)
 		snprintf(out, outlen, "%s", device);
@@ -145,7 +147,7 @@ check:
 too_long:
 	snprintf(err, errlen, "port '%s': device string '%s' is too long",
 		 pname, device);
-	return -1;
+	return ENAMETOOLONG;
 }
 
 /* The started hook: sluiced has the port's files open, so its tx_pcap

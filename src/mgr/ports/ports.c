@@ -38,19 +38,22 @@ find_or_probe(struct sl_port_state *ps, const char *pname, const char *device,
 			 "port '%s': device '%s' has no driver name; write "
 			 "e.g. net_pcap0,rx_pcap=in.pcap or a PCI address",
 			 pname, device);
-		return -1;
+		return EINVAL;
 	}
 	memcpy(devname, device, len);
 	devname[len] = '\0';
 	if (rte_eth_dev_get_port_by_name(devname, port_id) == 0)
 		return 0; /* given in the EAL arguments */
 	if (ps->cls != NULL && ps->cls->probe_args != NULL) {
-		if (ps->cls->probe_args(ps, pname, device, probe_dev,
-					sizeof(probe_dev), err, errlen) != 0)
-			return -1;
+		rc = ps->cls->probe_args(ps, pname, device, probe_dev,
+					 sizeof(probe_dev), err, errlen);
+		if (rc != 0)
+			return rc;
 	} else {
 		snprintf(probe_dev, sizeof(probe_dev), "%s", device);
 	}
+	/* DPDK's calls here return a negative errno (or -1): the errors this
+	 * file returns are positive (-rc, or EIO for a bare -1). */
 	rc = rte_dev_probe(probe_dev);
 	if (rc == -EFAULT) {
 		/* rte_devargs_parse: no bus took the name, i.e. no driver
@@ -62,7 +65,7 @@ find_or_probe(struct sl_port_state *ps, const char *pname, const char *device,
 			 "net_null0, net_ring0, net_memif0) or give a PCI "
 			 "address",
 			 pname, devname);
-		return -1;
+		return ENXIO;
 	}
 	if (rc == -ENODEV) {
 		snprintf(err, errlen,
@@ -71,7 +74,7 @@ find_or_probe(struct sl_port_state *ps, const char *pname, const char *device,
 			 "--status) and the EAL arguments must not say "
 			 "--no-pci",
 			 pname, devname);
-		return -1;
+		return ENODEV;
 	}
 	if (rc < 0) {
 		/* Drivers mostly return -1, which is no errno worth
@@ -86,14 +89,14 @@ find_or_probe(struct sl_port_state *ps, const char *pname, const char *device,
 			 rc == -1 ? "the driver refused it (its reason is "
 				    "in the lines above)"
 				  : rte_strerror(-rc));
-		return -1;
+		return rc == -1 ? EIO : -rc;
 	}
 	if (rte_eth_dev_get_port_by_name(devname, port_id) != 0) {
 		snprintf(err, errlen,
 			 "port '%s': device '%s' was created but has no "
 			 "ethdev named '%s'",
 			 pname, device, devname);
-		return -1;
+		return ENODEV;
 	}
 	return 0;
 }
@@ -113,7 +116,7 @@ port_setup(struct sl_mgr *m, const struct sl_port_state *ps, uint16_t pid,
 	if (rc != 0) {
 		snprintf(err, errlen, "port '%s': cannot read device info: %s",
 			 pname, rte_strerror(-rc));
-		return -1;
+		return -rc;
 	}
 	/* Ask only for what the device says it can do. */
 	if (info.flow_type_rss_offloads &
@@ -157,7 +160,7 @@ port_setup(struct sl_mgr *m, const struct sl_port_state *ps, uint16_t pid,
 	if (rc != 0) {
 		snprintf(err, errlen, "port '%s': configure failed: %s", pname,
 			 rte_strerror(-rc));
-		return -1;
+		return -rc;
 	}
 	pool = sl_pool_for_socket(m, rte_eth_dev_socket_id(pid), err, errlen);
 	if (pool == NULL) {
@@ -165,7 +168,7 @@ port_setup(struct sl_mgr *m, const struct sl_port_state *ps, uint16_t pid,
 
 		snprintf(why, sizeof(why), "%s", err);
 		snprintf(err, errlen, "port '%s': %s", pname, why);
-		return -1;
+		return ENOMEM;
 	}
 	rc = rte_eth_rx_queue_setup(pid, 0, m->o.rxd,
 				    rte_eth_dev_socket_id(pid), NULL, pool);
@@ -175,7 +178,7 @@ port_setup(struct sl_mgr *m, const struct sl_port_state *ps, uint16_t pid,
 	if (rc != 0) {
 		snprintf(err, errlen, "port '%s': queue setup failed: %s",
 			 pname, rte_strerror(-rc));
-		return -1;
+		return -rc;
 	}
 	m->shm->ports[pid].n_txq = n_txq;
 	rte_eth_promiscuous_enable(pid); /* best effort: not all can */
@@ -183,7 +186,7 @@ port_setup(struct sl_mgr *m, const struct sl_port_state *ps, uint16_t pid,
 	if (rc != 0) {
 		snprintf(err, errlen, "port '%s': start failed: %s", pname,
 			 rte_strerror(-rc));
-		return -1;
+		return -rc;
 	}
 	return 0;
 }
@@ -196,27 +199,29 @@ port_init(struct sl_mgr *m, const struct sl_port_state *ps, uint16_t pid,
 {
 	struct sl_shm *shm = m->shm;
 	struct sl_port *p;
+	int rc;
 
 	if (pid >= SL_MAX_PORTS) {
 		snprintf(err, errlen,
 			 "port '%s': ethdev id %u is above the limit of %d "
 			 "ports",
 			 po->name, pid, SL_MAX_PORTS);
-		return -1;
+		return ERANGE;
 	}
 	p = &shm->ports[pid];
 	if (p->used) {
 		snprintf(err, errlen,
 			 "port '%s': device '%s' is already port '%s'",
 			 po->name, po->device, p->name);
-		return -1;
+		return EEXIST;
 	}
 	snprintf(p->name, sizeof(p->name), "%s", po->name);
 	snprintf(p->device, sizeof(p->device), "%s", po->device);
 	p->used = 1;
 	shm->n_ports++;
-	if (port_setup(m, ps, pid, po->name, rss_hf, err, errlen) != 0)
-		return -1;
+	rc = port_setup(m, ps, pid, po->name, rss_hf, err, errlen);
+	if (rc != 0)
+		return rc;
 	__atomic_store_n(&p->started, 1, __ATOMIC_RELEASE);
 	return 0;
 }
@@ -292,7 +297,7 @@ sl_port_by_name(const struct sl_mgr *m, const char *name)
 		if (m->shm->ports[pid].used &&
 		    strcmp(m->shm->ports[pid].name, name) == 0)
 			return pid;
-	return -ENOENT;
+	return -1; /* none */
 }
 
 json_t *

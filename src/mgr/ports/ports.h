@@ -61,7 +61,7 @@ struct sl_ports_state {
  * A port class: the special handling of one driver. Each hook is called
  * by the control thread, at the point it names; NULL means the class does
  * nothing there. A hook that fails fills err ("port 'NAME': ...") and
- * returns -1; sl_ports_close then undoes whatever was done.
+ * returns a positive errno; sl_ports_close then undoes whatever was done.
  */
 struct sl_port_class {
 	/* Driver names (and aliases), NULL-terminated: a device is the
@@ -106,6 +106,7 @@ const struct sl_port_class *sl_port_class_find(const char *device);
  * caller's sl_ports_close undoes it). */
 int sl_ports_init(struct sl_mgr *m, char *err, size_t errlen);
 void sl_ports_close(struct sl_mgr *m);
+/* The ethdev id of the port named name, -1 if there is none */
 int sl_port_by_name(const struct sl_mgr *m, const char *name);
 json_t *sl_ports_json(const struct sl_mgr *m);
 

@@ -113,12 +113,14 @@ pid_exited(int32_t pid)
 	return r > 0;
 }
 
-/* 1 if sluiced holds msg itself: a deregistration in a quiescent action. */
+/* 1 if sluiced holds msg itself: a deregistration waiting for its grace
+ * period. */
 static int
 held_by_qs(const struct sl_mgr *m, const struct sl_msg *msg)
 {
-	for (const struct sl_qs_action *a = m->qs; a != NULL; a = a->next)
-		if (a->kind == SL_QS_DEREGISTER && a->ptr == msg)
+	for (const struct sl_grace_action *a = m->qs.head; a != NULL;
+	     a = a->next)
+		if (sl_reg_dereg_holds(a, msg))
 			return 1;
 	return 0;
 }

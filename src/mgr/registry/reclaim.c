@@ -406,10 +406,11 @@ tx_call_settle(struct sl_mgr *m, struct sl_nf_slot *s, uint16_t inst)
  * just taken by a consumer that is retagging it. Pass 1 keeps those in no
  * ring; a grace period later every consumer has retagged what it took,
  * and pass 2 frees those still tagged: they were in its hands.
- * Returns 0 when done, -EAGAIN to be retried later.
+ * Returns 0 when done, SL_GRACE_AGAIN for pass 2, -EAGAIN to be retried
+ * at the next poll.
  */
 int
-sl_reg_reclaim(struct sl_mgr *m, struct sl_qs_action *a)
+sl_reg_reclaim(struct sl_mgr *m, struct sl_reg_reclaim *a)
 {
 	struct sl_shm *shm = m->shm;
 	uint16_t inst = a->instance;
@@ -446,10 +447,8 @@ sl_reg_reclaim(struct sl_mgr *m, struct sl_qs_action *a)
 		a->cand = t.v;
 		a->n_cand = not_in_rings(shm, t.v, t.n);
 		a->pass = 1;
-		if (a->n_cand > 0) {
-			(void)sl_grace_start(&a->grace, shm);
-			return -EAGAIN;
-		}
+		if (a->n_cand > 0)
+			return SL_GRACE_AGAIN;
 	}
 	for (uint32_t i = 0; i < a->n_cand; i++) {
 		struct sl_pkt_meta *meta =
@@ -484,5 +483,33 @@ sl_reg_reclaim(struct sl_mgr *m, struct sl_qs_action *a)
 		 json_pack("{s:i, s:s, s:I}", "instance", inst, "service",
 			   shm->services[s->service].name, "lost",
 			   (json_int_t)lost));
+	return 0;
+}
+
+int
+sl_reg_reclaim_run(void *ctx, struct sl_grace_action *qa, int draining)
+{
+	struct sl_mgr *m = ctx;
+	struct sl_reg_reclaim *a = container_of(qa, struct sl_reg_reclaim, qa);
+	struct sl_nf_slot *s = &m->shm->nfs[a->instance];
+	void *obj;
+	int rc;
+
+	if (!draining) {
+		rc = sl_reg_reclaim(m, a);
+		if (rc == 0)
+			free(a);
+		return rc;
+	}
+	/* At shutdown: tx rings are no longer drained: drop as lost */
+	while (s->tx != NULL && rte_ring_sc_dequeue(s->tx, &obj) == 0) {
+		rte_pktmbuf_free(obj);
+		s->mgr.drop[SL_DROP_NF_LOST]++;
+	}
+	/* Every reader has stopped: pass 2 needs no grace period now. */
+	for (int k = 0; k < 3 && sl_reg_reclaim(m, a) != 0; k++)
+		;
+	free(a->cand);
+	free(a);
 	return 0;
 }

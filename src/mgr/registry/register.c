@@ -342,12 +342,47 @@ handle_register(struct sl_mgr *m, struct sl_msg *msg)
 	sl_maybe_enable_rx(m);
 }
 
+/* A deregistration, answered once a grace period has passed: no reader
+ * can then still send to the instance. */
+struct reg_dereg {
+	struct sl_grace_action qa;
+	struct sl_msg *msg;
+	uint16_t instance;
+};
+
+static int
+dereg_run(void *ctx, struct sl_grace_action *qa, int draining)
+{
+	struct sl_mgr *m = ctx;
+	struct reg_dereg *d = container_of(qa, struct reg_dereg, qa);
+	struct sl_msg *msg = d->msg;
+
+	(void)draining; /* the same at shutdown */
+	if (m->shm->nfs[d->instance].pid != msg->pid ||
+	    m->shm->nfs[d->instance].state != SL_NF_STOPPING) {
+		/* It died while waiting: nobody reads the answer. */
+		sl_reg_msg_give_back(m, msg);
+	} else {
+		msg->result = 0;
+		__atomic_store_n(&msg->done, 1, __ATOMIC_RELEASE);
+	}
+	free(d);
+	return 0;
+}
+
+int
+sl_reg_dereg_holds(const struct sl_grace_action *a, const struct sl_msg *msg)
+{
+	return a->fn == dereg_run &&
+	       container_of(a, const struct reg_dereg, qa)->msg == msg;
+}
+
 static void
 handle_deregister(struct sl_mgr *m, struct sl_msg *msg)
 {
 	struct sl_shm *shm = m->shm;
 	struct sl_nf_slot *s;
-	struct sl_qs_action *a;
+	struct reg_dereg *d;
 
 	if (msg->instance >= shm->max_nfs ||
 	    shm->nfs[msg->instance].pid != msg->pid ||
@@ -359,13 +394,14 @@ handle_deregister(struct sl_mgr *m, struct sl_msg *msg)
 	s = &shm->nfs[msg->instance];
 	__atomic_store_n(&s->state, SL_NF_STOPPING, __ATOMIC_RELEASE);
 	sl_reg_live_remove(m, s->service, msg->instance);
-	a = sl_qs_new(m, SL_QS_DEREGISTER);
-	if (a == NULL) {
+	d = calloc(1, sizeof(*d));
+	if (d == NULL || sl_grace_defer(&m->qs, &d->qa, dereg_run, shm) != 0) {
+		free(d);
 		reply(msg, 0, NULL);
 		return;
 	}
-	a->ptr = msg;
-	a->instance = msg->instance;
+	d->msg = msg;
+	d->instance = msg->instance;
 	sl_log("NF stopping: instance %u, service %s", msg->instance,
 	       shm->services[s->service].name);
 }
@@ -376,7 +412,7 @@ sl_nf_died(struct sl_mgr *m, uint16_t inst)
 	struct sl_shm *shm = m->shm;
 	struct sl_nf_slot *s = &shm->nfs[inst];
 	uint32_t st = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
-	struct sl_qs_action *a;
+	struct sl_reg_reclaim *a;
 
 	if (st != SL_NF_RUNNING && st != SL_NF_STOPPING)
 		return;
@@ -387,8 +423,17 @@ sl_nf_died(struct sl_mgr *m, uint16_t inst)
 		close(m->registry->pidfd[inst]);
 		m->registry->pidfd[inst] = -1;
 	}
-	a = sl_qs_new(m, SL_QS_RECLAIM);
-	if (a != NULL) {
+	a = calloc(1, sizeof(*a));
+	if (a != NULL &&
+	    sl_grace_defer(&m->qs, &a->qa, sl_reg_reclaim_run, shm) != 0) {
+		free(a);
+		a = NULL;
+	}
+	if (a == NULL) {
+		sl_log("instance %u: no room to queue its reclaim: its slot "
+		       "stays dead",
+		       inst);
+	} else {
 		a->instance = inst;
 		/* Killed inside an enqueue? Seen and undone a grace period
 		 * later, in sl_reg_reclaim(). */
@@ -446,7 +491,7 @@ sl_registry_poll(struct sl_mgr *m)
 	}
 	sl_reg_answered_sweep(m);
 	sl_reg_watchdog(m);
-	sl_reg_qs_poll(m);
+	sl_grace_poll(&m->qs, m->shm, m, -1, 1);
 }
 
 /* 1 when the process has exited (a zombie counts as exited). */

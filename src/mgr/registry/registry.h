@@ -2,13 +2,12 @@
 /*
  * The registry's own functions, shared by its files (src/mgr/registry/);
  * sluiced.h's "registry" section is what the rest of sluiced calls. All
- * run on the control thread (sl_grace_* excepted, see sluiced.h).
+ * run on the control thread.
  *   services.c  services, their live instances and load-balancer tables
  *   register.c  NF messages: registration, deregistration, death; the poll
  *   request.c   cross-layer requests from NFs
  *   reclaim.c   a dead or departed instance's packets, caches, counters
  *   answered.c  answered messages their (exited) senders never returned
- *   qs.c        grace periods and quiescent-state actions
  *   watchdog.c  the hang watchdog
  */
 #ifndef SL_MGR_REGISTRY_H
@@ -23,8 +22,8 @@ struct rte_ring;
 /*
  * The registry's state of its own (m->registry), the control thread's
  * alone: what it allocates per instance and its timers. What other parts
- * read (counters, retired statistics, the quiescent-action list) stays in
- * struct sl_mgr.
+ * read (counters, retired statistics, the grace-period queue m->qs) stays
+ * in struct sl_mgr.
  */
 struct sl_registry_state {
 	int *pidfd;          /* [max_nfs]: the instance's pidfd, -1: none */
@@ -77,8 +76,23 @@ uint16_t sl_reg_cache_lcore_take(struct sl_mgr *m, uint16_t inst);
 /* The producer side of every ring a dead instance may have been enqueuing
  * into, for the reclaim to roll back; NULL if out of memory. */
 struct sl_ring_prod *sl_reg_rings_snapshot(struct sl_mgr *m, uint16_t dead);
-/* The SL_QS_RECLAIM action: 0 when done, -EAGAIN to be retried later. */
-int sl_reg_reclaim(struct sl_mgr *m, struct sl_qs_action *a);
+/* A dead (or gone) NF's reclaim, queued on m->qs by sl_nf_died. */
+struct sl_reg_reclaim {
+	struct sl_grace_action qa;
+	uint16_t instance;
+	void *ptr; /* sl_reg_rings_snapshot's, undone by the first pass */
+	/* Second pass: packets still tagged the dead instance's that were
+	 * in no ring a grace period ago. */
+	struct rte_mbuf **cand;
+	uint32_t n_cand;
+	uint32_t pass;
+	uint64_t lost; /* counted by the first pass */
+};
+/* Its work: 0 when done; SL_GRACE_AGAIN after the first pass (the second
+ * needs another grace period); -EAGAIN to be retried at the next poll. */
+int sl_reg_reclaim(struct sl_mgr *m, struct sl_reg_reclaim *a);
+/* Its grace-queue function (frees a once done). */
+int sl_reg_reclaim_run(void *ctx, struct sl_grace_action *qa, int draining);
 
 /* answered.c */
 /* Returns one message nobody will return, counted. */
@@ -88,8 +102,10 @@ uint32_t sl_reg_msgs_reclaim(struct sl_mgr *m, int32_t pid);
 /* Every SWEEP_MS: the same for every exited sender that is no slot's. */
 void sl_reg_answered_sweep(struct sl_mgr *m);
 
-/* qs.c: runs the actions whose grace period has passed. */
-void sl_reg_qs_poll(struct sl_mgr *m);
+/* register.c: 1 if a is a deregistration waiting for its grace period
+ * that holds msg (its answer, which sluiced gives once it passes). */
+int sl_reg_dereg_holds(const struct sl_grace_action *a,
+		       const struct sl_msg *msg);
 
 /* watchdog.c: kills NFs hung for --nf-hang-ms (checked every 10 ms). */
 void sl_reg_watchdog(struct sl_mgr *m);

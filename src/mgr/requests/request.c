@@ -122,7 +122,7 @@ check_request_me(const struct sl_shm *shm, const struct sl_req *r,
 }
 
 /* RequestMe on entry e: undo a SkipMe of the same service, then route
- * every predecessor to it. 0 or -ENOSPC. */
+ * every predecessor to it. 0 or ENOSPC. */
 static int
 put_request_me(const struct sl_shm *shm, const struct sl_req *r,
 	       struct sl_flow_entry *e, const uint16_t *preds, uint16_t np)
@@ -143,7 +143,7 @@ put_request_me(const struct sl_shm *shm, const struct sl_req *r,
 		d.f.kind = SL_OVR_DEFAULT;
 		d.f.hop = SL_HOP_SERVICE(r->service);
 		if (sl_flow_ovr_put(shm, e, d) != 0)
-			return -ENOSPC;
+			return ENOSPC;
 	}
 	return 0;
 }

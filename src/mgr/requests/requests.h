@@ -53,7 +53,8 @@ int sl_flow_request(struct sl_mgr *m, const struct sl_req *r, uint32_t *applied,
 		    uint32_t *kept, char *err, size_t errlen);
 json_t *sl_flow_requests_json(const struct sl_mgr *m);
 /* Forgets kept request `id`: flows created from now on no longer get it;
- * live flows keep the overrides it gave them. */
+ * live flows keep the overrides it gave them. 0, or ENOENT (no such id) or
+ * ENOMEM with the reason in err. */
 int sl_flow_request_remove(struct sl_mgr *m, uint32_t id, char *err,
 			   size_t errlen);
 

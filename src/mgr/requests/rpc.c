@@ -3,6 +3,7 @@
  * JSON-RPC methods of cross-layer requests from the control plane:
  * flow.request, flow.requests, flow.request.remove.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -10,7 +11,8 @@
 #include "registry/registry.h"
 #include "requests/requests.h"
 
-/* A hop named like a graph edge: service, port:NAME or drop. */
+/* A hop named like a graph edge: service, port:NAME or drop. 0, or
+ * EINVAL with e filled. */
 static int
 param_hop(struct sl_mgr *m, const char *h, sl_hop_t *hop, struct sl_rpc_err *e)
 {
@@ -36,7 +38,7 @@ param_hop(struct sl_mgr *m, const char *h, sl_hop_t *hop, struct sl_rpc_err *e)
 	}
 	sl_rpc_fail(e, SL_RPC_E_PARAMS,
 		    "param 'to' '%s': no such service or port", h);
-	return -1;
+	return EINVAL;
 }
 
 /* The event of a request made over the control socket, applied or not:

@@ -184,12 +184,12 @@ sl_flow_request_remove(struct sl_mgr *m, uint32_t id, char *err, size_t errlen)
 			 "no kept wildcard request with id %u; see "
 			 "flow.requests",
 			 id);
-		return -ENOENT;
+		return ENOENT;
 	}
 	ws = malloc(sizeof(*ws) + sizeof(ws->w[0]) * (n - 1));
 	if (ws == NULL) {
 		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
+		return ENOMEM;
 	}
 	for (i = 0; i < n; i++)
 		if (old->w[i].id != id)

@@ -65,7 +65,7 @@ sl_ruleset_build(const struct sl_rule *list, uint32_t n,
 	struct sl_ruleset *rs = calloc(1, sizeof(*rs));
 	const struct sl_match **mt = NULL;
 	int32_t *prio = NULL;
-	int rc = -ENOMEM;
+	int rc = ENOMEM;
 
 	if (rs == NULL)
 		goto fail;
@@ -83,8 +83,9 @@ sl_ruleset_build(const struct sl_rule *list, uint32_t n,
 	}
 	/* sl_classifier names each build's contexts from a process-wide
 	 * counter: two builds never share an rte_acl name. */
-	rc = sl_classifier_build(mt, prio, n, "sl_rules", &rs->cls, err,
-				 errlen);
+	/* The public classifier API answers a negative errno. */
+	rc = -sl_classifier_build(mt, prio, n, "sl_rules", &rs->cls, err,
+				  errlen);
 	if (rc != 0)
 		goto fail;
 	free(mt);
@@ -92,7 +93,7 @@ sl_ruleset_build(const struct sl_rule *list, uint32_t n,
 	*out = rs;
 	return 0;
 fail:
-	if (rc == -ENOMEM)
+	if (rc == ENOMEM)
 		snprintf(err, errlen, "out of memory building the rules");
 	free(mt);
 	free(prio);

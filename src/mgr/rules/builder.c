@@ -65,9 +65,10 @@ sl_rules_builder_start(struct sl_rules_state *rs, char *err, size_t errlen)
 
 	rs->bld.efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (rs->bld.efd < 0) {
+		rc = errno;
 		snprintf(err, errlen, "rule builder: eventfd: %s",
-			 strerror(errno));
-		return -1;
+			 strerror(rc));
+		return rc;
 	}
 	/* Signals (SIGINT, SIGTERM) stay the main thread's. */
 	sigfillset(&all);
@@ -79,7 +80,7 @@ sl_rules_builder_start(struct sl_rules_state *rs, char *err, size_t errlen)
 			 strerror(rc));
 		close(rs->bld.efd);
 		rs->bld.efd = -1;
-		return -1;
+		return rc;
 	}
 	rs->bld.started = 1;
 	return 0;
@@ -132,7 +133,7 @@ sl_rules_job_start(struct sl_rules_state *rs, struct sl_rules_job *j, char *err,
 			 "the rule builder is not running (sluiced is "
 			 "stopping)");
 		sl_rules_job_free(j);
-		return -ESHUTDOWN;
+		return ESHUTDOWN;
 	}
 	rs->job = j;
 	pthread_mutex_lock(&rs->bld.mu);

@@ -30,7 +30,7 @@ rule_order(const void *a, const void *b)
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
-/* Refuses n more rules if they do not fit: 0 or -ENOSPC and err. */
+/* Refuses n more rules if they do not fit: 0 or ENOSPC and err. */
 static int
 rules_fit(const struct sl_mgr *m, uint32_t n, char *err, size_t errlen)
 {
@@ -48,7 +48,7 @@ rules_fit(const struct sl_mgr *m, uint32_t n, char *err, size_t errlen)
 			 "%u rules would make %llu, more than --max-rules %u "
 			 "(%u in use): remove some or raise --max-rules",
 			 n, (unsigned long long)used + n, m->o.max_rules, used);
-	return -ENOSPC;
+	return ENOSPC;
 }
 
 int
@@ -62,17 +62,17 @@ sl_rules_add_start(struct sl_mgr *m, const struct sl_rule_spec *r, uint32_t n,
 
 	if (rs->job != NULL) {
 		snprintf(err, errlen, "another rule change is being built");
-		return -EBUSY;
+		return EBUSY;
 	}
 	if (m->o.flow_lookup == SL_LOOKUP_OFF) {
 		snprintf(err, errlen,
 			 "rules need the flow table, and sluiced runs with "
 			 "--flow-lookup off: restart it with --flow-lookup "
 			 "cached");
-		return -ENOTSUP;
+		return ENOTSUP;
 	}
 	if (rules_fit(m, n, err, errlen) != 0)
-		return -ENOSPC;
+		return ENOSPC;
 	/* A new list, so the committed one stays whole until it is built. */
 	j = calloc(1, sizeof(*j));
 	nl = malloc(sizeof(*nl) * ((size_t)rs->n + n + 1));
@@ -80,7 +80,7 @@ sl_rules_add_start(struct sl_mgr *m, const struct sl_rule_spec *r, uint32_t n,
 		free(j);
 		free(nl);
 		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
+		return ENOMEM;
 	}
 	if (rs->n > 0)
 		memcpy(nl, rs->list, sizeof(*nl) * rs->n);
@@ -127,11 +127,11 @@ sl_rules_remove_start(struct sl_mgr *m, const uint32_t *ids, uint32_t n,
 	struct sl_rules_job *j;
 	struct sl_rule *nl;
 	uint32_t *want, j_n = 0;
-	int rc = -ENOMEM;
+	int rc = ENOMEM;
 
 	if (rs->job != NULL) {
 		snprintf(err, errlen, "another rule change is being built");
-		return -EBUSY;
+		return EBUSY;
 	}
 	want = malloc(sizeof(*want) * ((size_t)n + 1));
 	nl = malloc(sizeof(*nl) * ((size_t)rs->n + 1));
@@ -143,7 +143,7 @@ sl_rules_remove_start(struct sl_mgr *m, const uint32_t *ids, uint32_t n,
 	if (n > 0)
 		memcpy(want, ids, sizeof(*want) * n);
 	qsort(want, n, sizeof(*want), sl_rules_u32_cmp);
-	rc = -EINVAL;
+	rc = EINVAL;
 	for (uint32_t i = 1; i < n; i++)
 		if (want[i] == want[i - 1]) {
 			snprintf(err, errlen,
@@ -157,7 +157,7 @@ sl_rules_remove_start(struct sl_mgr *m, const uint32_t *ids, uint32_t n,
 			nl[j_n++] = rs->list[i];
 	if (rs->n - j_n != n) {
 		name_unknown(rs, ids, n, err, errlen);
-		rc = -ENOENT;
+		rc = ENOENT;
 		goto fail;
 	}
 	/* The events name the ids in the order given. */
@@ -177,17 +177,19 @@ fail:
 }
 
 int
-sl_rules_remove_graph_start(struct sl_mgr *m, uint16_t graph, char *err,
-			    size_t errlen)
+sl_rules_remove_graph_start(struct sl_mgr *m, uint16_t graph, int *started,
+			    char *err, size_t errlen)
 {
 	struct sl_rules_state *rs = m->rules;
 	struct sl_rules_job *j;
 	struct sl_rule *nl;
 	uint32_t k = 0;
+	int rc;
 
+	*started = 0;
 	if (rs->job != NULL) {
 		snprintf(err, errlen, "another rule change is being built");
-		return -EBUSY;
+		return EBUSY;
 	}
 	for (uint32_t i = 0; i < rs->n; i++)
 		k += rs->list[i].graph != graph;
@@ -199,7 +201,7 @@ sl_rules_remove_graph_start(struct sl_mgr *m, uint16_t graph, char *err,
 		free(j);
 		free(nl);
 		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
+		return ENOMEM;
 	}
 	k = 0;
 	for (uint32_t i = 0; i < rs->n; i++)
@@ -209,7 +211,9 @@ sl_rules_remove_graph_start(struct sl_mgr *m, uint16_t graph, char *err,
 				   .list = nl,
 				   .n = k,
 				   .graph = graph};
-	return sl_rules_job_start(rs, j, err, errlen) == 0 ? 1 : -ESHUTDOWN;
+	rc = sl_rules_job_start(rs, j, err, errlen);
+	*started = rc == 0;
+	return rc;
 }
 
 uint32_t

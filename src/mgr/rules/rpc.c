@@ -12,7 +12,7 @@
 #include "sluiced.h"
 #include "rules/rules.h"
 
-/* One rule of rule.add (p: its params) into r; 0 or -1 with e set.
+/* One rule of rule.add (p: its params) into r; 0 or EINVAL with e set.
  * where: "" or "rules[N]: " for messages. */
 static int
 param_rule(struct sl_mgr *m, json_t *p, struct sl_rule_spec *r,
@@ -27,7 +27,7 @@ param_rule(struct sl_mgr *m, json_t *p, struct sl_rule_spec *r,
 			    "%sa rule must be an object of graph, "
 			    "priority and match fields",
 			    where);
-		return -1;
+		return EINVAL;
 	}
 	if (pr != NULL &&
 	    (!json_is_integer(pr) || json_integer_value(pr) < -1000000 ||
@@ -36,7 +36,7 @@ param_rule(struct sl_mgr *m, json_t *p, struct sl_rule_spec *r,
 			    "%sparam 'priority' must be an integer in "
 			    "-1000000..1000000 (higher wins)",
 			    where);
-		return -1;
+		return EINVAL;
 	}
 	if (sl_rpc_param_match(m, p, extra, RTE_DIM(extra), &r->match, &has,
 			       e) != 0 ||
@@ -47,7 +47,7 @@ param_rule(struct sl_mgr *m, json_t *p, struct sl_rule_spec *r,
 			snprintf(msg, sizeof(msg), "%s%s", where, e->msg);
 			snprintf(e->msg, sizeof(e->msg), "%s", msg);
 		}
-		return -1;
+		return EINVAL;
 	}
 	r->graph = (uint16_t)g;
 	r->priority = pr ? (int32_t)json_integer_value(pr) : 0;

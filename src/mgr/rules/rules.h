@@ -69,13 +69,14 @@ struct sl_rule_spec {
  * committed rules and hands the new list to the builder thread; the
  * control loop commits it with sl_rules_poll once it is built. One change
  * at a time: while one builds (sl_rules_busy) the starts refuse with
- * -EBUSY, and rpc.c holds back every rule change until it is committed.
+ * EBUSY, and rpc.c holds back every rule change until it is committed.
  * Readers (rule.list, flows naming their rule) see the committed rules.
  * All of these run on the control thread only.
  */
 
 /* The builder thread, started before the control loop, stopped after it
- * (a build under way finishes first; an uncommitted change is dropped). */
+ * (a build under way finishes first; an uncommitted change is dropped).
+ * Start: 0, or the errno of eventfd or pthread_create with err set. */
 int sl_rules_builder_start(struct sl_rules_state *rs, char *err, size_t errlen);
 void sl_rules_builder_stop(struct sl_rules_state *rs);
 /* An eventfd, readable when a change is built: for the control loop. */
@@ -87,7 +88,8 @@ int sl_rules_busy(const struct sl_rules_state *rs);
 /**
  * Starts adding rules r[0..n) with one classifier build: all of them or
  * none; their ids are the next n, in the order given.
- * @return 0 (started), or a negative errno and the reason in err.
+ * @return 0 (started), or a positive errno and the reason in err (EBUSY,
+ * ENOTSUP: --flow-lookup off, ENOSPC: over --max-rules, ENOMEM).
  */
 int sl_rules_add_start(struct sl_mgr *m, const struct sl_rule_spec *r,
 		       uint32_t n, char *err, size_t errlen);
@@ -95,18 +97,20 @@ int sl_rules_add_start(struct sl_mgr *m, const struct sl_rule_spec *r,
 /**
  * Starts removing the rules ids[0..n) with one classifier build: all of
  * them or none (an unknown or repeated id removes nothing).
+ * @return 0 (started), or a positive errno and err (EBUSY, EINVAL: an id
+ * given twice, ENOENT: an unknown id, ENOMEM).
  */
 int sl_rules_remove_start(struct sl_mgr *m, const uint32_t *ids, uint32_t n,
 			  char *err, size_t errlen);
 
 /**
- * Starts building the rules without graph's (graph.remove): 1 (started;
- * once sl_rules_poll has returned, sl_graph_remove commits it through
- * sl_rules_remove_graph, or sl_rules_prepared_drop drops it), 0 (the graph
- * has no rule: nothing to build) or a negative errno and err.
+ * Starts building the rules without graph's (graph.remove): 0 with
+ * *started 1 (once sl_rules_poll has returned, sl_graph_remove commits it
+ * through sl_rules_remove_graph, or sl_rules_prepared_drop drops it) or 0
+ * (the graph has no rule: nothing to build); or a positive errno and err.
  */
-int sl_rules_remove_graph_start(struct sl_mgr *m, uint16_t graph, char *err,
-				size_t errlen);
+int sl_rules_remove_graph_start(struct sl_mgr *m, uint16_t graph, int *started,
+				char *err, size_t errlen);
 void sl_rules_prepared_drop(struct sl_rules_state *rs);
 /* Removes every rule of a graph (graph.c, the graph's removal): commits
  * the prepared build if it is this graph's, else builds here. Returns how
@@ -133,7 +137,7 @@ json_t *sl_rules_json(struct sl_mgr *m); /* every rule */
 /* ---- inside rules/ ---------------------------------------------------- */
 
 /* Builds a rule set from list[0..n) (copied): touches no state, so the
- * builder thread may run it. 0 and *out, or a negative errno and err. */
+ * builder thread may run it. 0 and *out, or a positive errno and err. */
 int sl_ruleset_build(const struct sl_rule *list, uint32_t n,
 		     struct sl_ruleset **out, char *err, size_t errlen);
 /* Frees a rule set no reader holds (m unused: a deferred call's form). */
@@ -142,7 +146,7 @@ int sl_ruleset_free(struct sl_mgr *m, void *rs);
  * once no reader holds it. */
 void sl_ruleset_publish(struct sl_mgr *m, struct sl_ruleset *rs);
 /* Hands j (whose list is the new committed list) to the builder; frees j
- * and refuses with -ESHUTDOWN if the builder is not running. */
+ * and refuses with ESHUTDOWN if the builder is not running. */
 int sl_rules_job_start(struct sl_rules_state *rs, struct sl_rules_job *j,
 		       char *err, size_t errlen);
 /* Makes j's list the committed one and publishes its rule set. */

@@ -68,6 +68,7 @@ struct sl_ctr_table {
 	const char *name; /* in the schema */
 	const struct sl_ctr *c;
 	size_t n;
+	/* 0 (every row given), fn's non-zero, or ENOMEM (no row given) */
 	int (*each)(const void *ctx, sl_ctr_row_fn fn, void *arg);
 };
 

@@ -4,6 +4,7 @@
  * counter: a field in the row struct, its line in the table, and where the
  * row's fill sets it (docs/architecture.md, "Adding a counter").
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -212,7 +213,7 @@ each_service(const void *ctx, sl_ctr_row_fn fn, void *arg)
 	int rc = 0;
 
 	if (inst == NULL)
-		return -1;
+		return ENOMEM;
 	for (uint16_t sv = 0; sv < shm->max_services && rc == 0; sv++) {
 		if (!shm->services[sv].used)
 			continue;
@@ -289,7 +290,7 @@ each_edge(const void *ctx, sl_ctr_row_fn fn, void *arg)
 	int rc = 0;
 
 	if (sum == NULL)
-		return -1;
+		return ENOMEM;
 	for (uint16_t p = 0; p < SL_MAX_PORTS && rc == 0; p++) {
 		if (!shm->ports[p].used)
 			continue;

@@ -20,11 +20,11 @@ from pathlib import Path
 
 from conftest import build_dir, deployment, prog
 
-from sluice.launch import Launcher
+from sluice.runtime.launch import Launcher
 
 OUT = Path(__file__).resolve().parent / "stats_schema.json"
-# the package's copy (sluice.counters.builtin()); test_counters.py checks they are equal
-PACKAGE = Path(__file__).resolve().parents[3] / "python" / "sluice" / "stats_schema.json"
+# the package's copy (sluice.core.counters.builtin()); test_counters.py checks they are equal
+PACKAGE = Path(__file__).resolve().parents[3] / "python" / "sluice" / "core" / "stats_schema.json"
 
 
 def main() -> None:

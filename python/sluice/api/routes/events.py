@@ -12,7 +12,7 @@ from fastapi.responses import StreamingResponse
 from starlette.requests import HTTPConnection
 from starlette.websockets import WebSocketDisconnect, WebSocketState
 
-from ...client import Client, SluiceError
+from ...runtime.client import Client, SluiceError
 from ..errors import PREFIX, ApiError, http_error
 from ..events import _event_socket, _event_stream, _subscribe
 from ..models import _ERRORS

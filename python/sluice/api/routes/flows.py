@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import Path as PathParam
 from fastapi import Query
 
-from ...graph import match_params
+from ...core.graph import match_params
 from ..bodies import NAME_MAX
 from ..errors import PREFIX, ApiError, _short
 from ..models import (

@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import Path as PathParam
 from fastapi import Query
 
-from ...client import rule_build_seconds
+from ...runtime.client import rule_build_seconds
 from ..errors import PREFIX
 from ..models import (
     _ERRORS,

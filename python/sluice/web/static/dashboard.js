@@ -4,6 +4,12 @@
  * counters of /api/v1/stats, draws the service graph in SVG and follows
  * /api/v1/events. No library, no outside resource.
  *
+ * The tables' columns are stats fields, named in index.html (<th data-field=
+ * "TABLE.FIELD">): their headers, tooltips (the field's help), rates and
+ * formats come from the stats schema (/api/v1/stats/schema; the package's copy,
+ * in the page, until the node's is read): a counter is shown per second, a
+ * gauge as it is.
+ *
  * Query parameters: token=TOKEN (read once, kept in sessionStorage and sent
  * as "Authorization: Bearer TOKEN"), interval=SECONDS (stats poll, default 1).
  */
@@ -57,6 +63,8 @@
     topoAt: -Infinity,   // when the topology was last read (performance.now())
     graphsMissing: 0,    // time /graphs answered 404 (the API has no such endpoint)
     edgesSeen: false,    // stats carried "edges"
+    schema: JSON.parse(document.getElementById("stats-schema").textContent),
+    schemaRead: false,   // the node's schema replaced the package's
     lastError: "",
   };
 
@@ -133,6 +141,84 @@
     return n;
   }
 
+  // -- columns from the stats schema ------------------------------------------------------
+  // The rules of sluice.core.counters.heading (without units): tests/python/
+  // test_dashboard_columns.py runs this part in node and checks the two agree.
+  // heading-begin
+  const DIRECTION = { rx: "in", tx: "out" };   // a leading rx_/tx_
+  const SPELLED = { packets: "pkts", bytes: "bytes" };   // a unit as field names spell it
+  const ABBREV = { cycles: "cyc", pkts: "pkt", per: "/" };
+  const RATE_WORD = { drops: "drop" };
+  const COUNT_WORD = { drops: "dropped" };
+  const own = (o, k) => (Object.prototype.hasOwnProperty.call(o, k) ? o[k] : undefined);
+
+  function abbrev(name) {
+    let out = "";
+    for (const p of name.split("_")) {
+      const w = own(ABBREV, p) || p;
+      out += w === "/" || out.endsWith("/") || !out ? w : " " + w;
+    }
+    return out;
+  }
+
+  // a field's short header, per second with rate: "in/s", "drop/s", "pkts/s", "ring"
+  function heading(f, rate) {
+    const i = f.name.indexOf("_");
+    const dir = i > 0 && i < f.name.length - 1 ? own(DIRECTION, f.name.slice(0, i)) : undefined;
+    const rest = dir ? f.name.slice(i + 1) : f.name;
+    if (own(SPELLED, f.unit) && rest === SPELLED[f.unit]) {
+      if (!rate) return dir || f.unit;
+      return (dir || rest) + "/s";
+    }
+    if (rate) return (own(RATE_WORD, rest) || abbrev(rest)) + "/s";
+    if (f.kind === "counter") return own(COUNT_WORD, rest) || abbrev(rest);
+    return abbrev(rest);
+  }
+
+  // what a by-key field's keys are, from its help ("..., by reason": "reason")
+  function byWord(f) {
+    const w = f.help.split(/\s+/).filter(Boolean);
+    return w.length >= 2 && w[w.length - 2] === "by" ? w[w.length - 1].replace(/^\.+|\.+$/g, "") : "key";
+  }
+  // heading-end
+
+  function schemaField(table, name) {
+    return ((state.schema.tables || {})[table] || []).find((f) => f.name === name) || null;
+  }
+
+  // the columns of a table of the page: {field, show, cls} of each <th>; field null
+  // for a column that is not a stats field (a row's name)
+  function columnsOf(tableId) {
+    return [...document.querySelectorAll(`#${tableId} thead th`)].map((th) => {
+      const [table, name] = (th.dataset.field || "").split(".");
+      return { field: name ? schemaField(table, name) : null, name: th.dataset.field || "",
+        show: th.dataset.show || "", cls: th.dataset.class || "" };
+    });
+  }
+
+  // heads every <th data-field> from the schema: its header and, as a tooltip, its help
+  function applySchema() {
+    for (const th of document.querySelectorAll("th[data-field]")) {
+      const [table, name] = th.dataset.field.split(".");
+      const f = schemaField(table, name);
+      if (!f) {
+        console.error(`dashboard: the stats schema has no field ${th.dataset.field}`);
+        th.textContent = th.dataset.field;
+        continue;
+      }
+      const show = th.dataset.show || "";
+      th.textContent = show === "by" ? byWord(f) : show === "count" || show === "name"
+        ? heading(f, false) : heading(f, f.kind === "counter") + (show === "spark" ? ", last minute" : "");
+      th.title = f.help;
+    }
+  }
+
+  // a row's value of a field, a by-key counter (drops by reason) as its total
+  function fieldValue(f, row) {
+    const v = row ? row[f.name] : undefined;
+    return f.type === "object" && f.kind === "counter" ? dropSum(v) : v;
+  }
+
   // -- rates -------------------------------------------------------------------------------
   function rate(now, before, dt) {
     if (before === undefined || before === null || dt <= 0) return null;
@@ -142,34 +228,31 @@
 
   function edgeKey(e) { return e.from + "\u2192" + e.to; }
 
+  // per second, each counter of a row of the schema's ``table`` between two reads
+  function rowRates(table, now, before, dt) {
+    const out = {};
+    for (const f of (state.schema.tables || {})[table] || []) {
+      if (f.kind === "counter") out[f.name] = rate(fieldValue(f, now), before && fieldValue(f, before), dt);
+    }
+    return out;
+  }
+
   function computeRates(prev, cur, dt) {
     const r = { ports: new Map(), nfs: new Map(), services: new Map(), edges: new Map(),
       drops: new Map() };
     const pp = new Map((prev ? prev.ports || [] : []).map((p) => [p.name, p]));
-    for (const p of cur.ports || []) {
-      const b = pp.get(p.name);
-      r.ports.set(p.name, {
-        rx: rate(p.rx_pkts, b && b.rx_pkts, dt), tx: rate(p.tx_pkts, b && b.tx_pkts, dt),
-        drop: rate(dropSum(p.drops), b && dropSum(b.drops), dt) });
-    }
+    for (const p of cur.ports || []) r.ports.set(p.name, rowRates("port", p, pp.get(p.name), dt));
     const np = new Map((prev ? prev.nfs || [] : []).map((n) => [n.instance, n]));
-    for (const n of cur.nfs || []) {
-      const b = np.get(n.instance);
-      r.nfs.set(n.instance, {
-        rx: rate(n.rx_pkts, b && b.rx_pkts, dt), tx: rate(n.tx_pkts, b && b.tx_pkts, dt),
-        drop: rate(dropSum(n.drops), b && dropSum(b.drops), dt) });
-    }
+    for (const n of cur.nfs || []) r.nfs.set(n.instance, rowRates("nf", n, np.get(n.instance), dt));
     const sp = new Map((prev ? prev.services || [] : []).map((s) => [s.name, s]));
     for (const s of cur.services || []) {
-      const b = sp.get(s.name);
-      r.services.set(s.name, {
-        rx: rate(s.rx_pkts, b && b.rx_pkts, dt), tx: rate(s.tx_pkts, b && b.tx_pkts, dt) });
+      r.services.set(s.name, rowRates("service", s, sp.get(s.name), dt));
     }
     const ep = new Map((prev ? prev.edges || [] : []).map((e) => [edgeKey(e), e]));
     for (const e of cur.edges || []) {
-      const b = ep.get(edgeKey(e));
-      r.edges.set(edgeKey(e), { from: e.from, to: e.to, pkts: e.pkts, bytes: e.bytes,
-        pps: rate(e.pkts, b && b.pkts, dt), bps: rate(e.bytes, b && b.bytes, dt) });
+      const rr = rowRates("edge", e, ep.get(edgeKey(e)), dt);
+      r.edges.set(edgeKey(e), { from: e.from, to: e.to, row: e, rates: rr, pkts: e.pkts,
+        bytes: e.bytes, pps: rr.pkts, bps: rr.bytes });
     }
     // drops by reason, over ports and NF instances
     const where = (list, name) => {
@@ -398,7 +481,7 @@
         line2 = inst.length ? inst.map((i) => "#" + i + (nfState.get(i) && nfState.get(i) !== "running"
           ? " " + nfState.get(i) : "")).join(" ") : "no instance";
         const r = rates && rates.services.get(n.id);
-        line3 = r && r.rx !== null ? `in ${si(r.rx)}/s · out ${si(r.tx)}/s` : "";
+        line3 = r && r.rx_pkts !== null ? `in ${si(r.rx_pkts)}/s · out ${si(r.tx_pkts)}/s` : "";
         if (r) r.drop = serviceDrops(rates, n.id);
         g.appendChild(svg("text", { x: 10, y: 19, class: "name" }, n.label));
         const t2 = svg("text", { x: 10, y: 36, class: "instances" }, line2);
@@ -408,8 +491,8 @@
         const r = rates && rates.ports.get(n.label);
         g.appendChild(svg("text", { x: 14, y: 19, class: "name" },
           n.kind === "drop" ? "drop" : (n.kind === "source" ? "in: " : "out: ") + "port:" + n.label));
-        if (n.kind === "source" && r) line3 = `rx ${si(r.rx)}/s`;
-        else if (n.kind === "sink" && r) line3 = `tx ${si(r.tx)}/s`;
+        if (n.kind === "source" && r) line3 = `rx ${si(r.rx_pkts)}/s`;
+        else if (n.kind === "sink" && r) line3 = `tx ${si(r.tx_pkts)}/s`;
         else if (n.kind === "drop" && rates) {
           let t = 0;
           let any = false;
@@ -427,7 +510,7 @@
     let t = 0;
     for (const n of (state.prev && state.prev.stats.nfs) || []) {
       const r = n.service === name && rates.nfs.get(n.instance);
-      if (r && r.drop) t += r.drop;
+      if (r && r.drops) t += r.drops;
     }
     return t;
   }
@@ -439,36 +522,51 @@
     for (const r of rows) tb.appendChild(r);
   }
 
-  function drawTables(stats, rates) {
-    fill("ports", (stats.ports || []).map((p) => {
-      const r = rates.ports.get(p.name) || {};
-      const hin = push("port-rx:" + p.name, r.rx), hout = push("port-tx:" + p.name, r.tx);
-      return el("tr", { "data-port": p.name }, el("td", {}, p.name),
-        rateCell(r.rx, "rx"), rateCell(r.tx, "tx"), rateCell(r.drop, "drop"),
-        el("td", {}, sparkline(hin, "rx")), el("td", {}, sparkline(hout, "tx")));
-    }));
-    fill("nfs", (stats.nfs || []).map((n) => {
-      const r = rates.nfs.get(n.instance) || {};
-      const ring = n.rx_ring || { count: 0, size: 0 };
-      const pct = ring.size ? (100 * ring.count) / ring.size : 0;
-      const h = push("nf-rx:" + n.instance, r.rx);
-      const bar = el("div", { class: "ring", title: `${ring.count} of ${ring.size} packets waiting` },
+  // a cell of column c (columnsOf) for a row of stats and its rates by field; key
+  // names the row's sparkline series
+  function cell(c, row, r, key) {
+    const f = c.field;
+    if (!f) return el("td", {});
+    const v = row[f.name];
+    if (c.show === "spark") return el("td", {}, sparkline(push(key + ":" + f.name, r[f.name]), c.cls));
+    if (c.show === "count") {
+      return el("td", { class: "num " + c.cls, "data-value": String(v) }, si(v, 2));
+    }
+    if (f.kind === "counter") return rateCell(r[f.name], c.cls);
+    if (f.kind === "label") return el("td", c.cls ? { class: c.cls + " " + v } : {}, String(v));
+    if (f.keys && f.keys.length === 2) {   // a gauge of a count and its bound (a ring)
+      const [n, size] = f.keys.map((k) => Number((v || {})[k]) || 0);
+      const pct = size ? (100 * n) / size : 0;
+      const bar = el("div", { class: "ring", title: `${n} of ${size} ${f.unit} waiting` },
         el("div", { class: "fill" + (pct > 50 ? " high" : ""), style: `width:${Math.min(100, pct).toFixed(1)}%` }));
-      return el("tr", { "data-instance": String(n.instance), "data-service": n.service },
-        el("td", {}, `${n.service}#${n.instance}`), el("td", { class: "state " + n.state }, n.state),
-        rateCell(r.rx, "rx"), rateCell(r.tx, "tx"), rateCell(r.drop, "drop"),
-        el("td", { class: "ringcell", "data-value": String(ring.count) }, bar, ` ${ring.count}/${ring.size}`),
-        el("td", { class: "num" }, typeof n.cycles_per_pkt === "number" ? n.cycles_per_pkt.toFixed(0) : "–"),
-        el("td", {}, sparkline(h, "rx")));
-    }));
+      return el("td", { class: c.cls, "data-value": String(n) }, bar, ` ${n}/${size}`);
+    }
+    return el("td", { class: "num" }, typeof v === "number" ? v.toFixed(0) : "–");
+  }
+
+  // a table's rows: name cells first (its columns that are not fields, or show "name"),
+  // then a cell of each field; rates: the row's rates by field (rowRates)
+  function rowsOf(tableId, list, rates, rateKey, attrs, names) {
+    const cols = columnsOf(tableId);
+    return list.map((x) => {
+      const r = rates(x) || {};
+      const key = tableId + ":" + rateKey(x);
+      const first = names(x);
+      return el("tr", attrs(x), ...first,
+        ...cols.slice(first.length).map((c) => cell(c, x, r, key)));
+    });
+  }
+
+  function drawTables(stats, rates) {
+    fill("ports", rowsOf("ports", stats.ports || [], (p) => rates.ports.get(p.name), (p) => p.name,
+      (p) => ({ "data-port": p.name }), (p) => [el("td", {}, p.name)]));
+    fill("nfs", rowsOf("nfs", stats.nfs || [], (n) => rates.nfs.get(n.instance), (n) => n.instance,
+      (n) => ({ "data-instance": String(n.instance), "data-service": n.service }),
+      (n) => [el("td", {}, `${n.service}#${n.instance}`)]));
     const edgeRows = [...rates.edges.values()].sort((a, b) => (a.from + a.to < b.from + b.to ? -1 : 1));
-    fill("edges", edgeRows.map((e) => {
-      const h = push("edge:" + edgeKey(e), e.pps);
-      return el("tr", { "data-from": e.from, "data-to": e.to }, el("td", {}, e.from), el("td", {}, e.to),
-        rateCell(e.pps, "pps"), rateCell(e.bps, "bps"),
-        el("td", { class: "num pkts", "data-value": String(e.pkts) }, si(e.pkts, 2)),
-        el("td", {}, sparkline(h, "rx")));
-    }));
+    fill("edges", rowsOf("edges", edgeRows.map((e) => e.row),
+      (e) => (rates.edges.get(edgeKey(e)) || {}).rates, edgeKey,
+      (e) => ({ "data-from": e.from, "data-to": e.to }), () => []));
     const note = document.getElementById("edges-note");
     note.hidden = Array.isArray(stats.edges);
     note.textContent = "this sluiced reports no per-edge counters (stats has no \"edges\"): " +
@@ -526,6 +624,11 @@
   async function tick() {
     try {
       if (performance.now() - state.topoAt > TOPOLOGY_EVERY_MS) await refreshTopology();
+      if (!state.schemaRead) {
+        state.schema = await get("/stats/schema");
+        state.schemaRead = true;
+        applySchema();
+      }
       const stats = await get("/stats");
       const t = performance.now() / 1000;
       const prev = state.prev;
@@ -619,6 +722,7 @@
     document.getElementById("links").textContent =
       "REST API at /docs, metrics at /metrics (with the token as a header) · ";
   }
+  applySchema();
   tick();
   followEvents();
 })();

@@ -11,10 +11,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ..core.deploy import Deployment
+from ..core.errors import SluiceError
+from ..core.graph import batch_culprit, format_match, to_rpc
 from .client import METHODS, Client, RpcError, command_text, rule_build_seconds
-from .deploy import Deployment
-from .errors import SluiceError
-from .graph import batch_culprit, format_match, to_rpc
 
 
 class OrchestratorError(SluiceError):

@@ -9,7 +9,8 @@ counter touches its struct and its descriptor only.
 ``Schema.parse`` reads the reply into frozen dataclasses; ``counters``,
 ``gauges``, ``labels``, ``rows`` and ``unknown`` pick fields and rows out of a ``stats``
 result; ``rate`` and ``counter_rates`` give per-second rates between two
-reads. Pure: no sockets (core layer).
+reads; ``column`` says how a view shows a field it lists (header from name, unit
+and kind; per second or as it is; bytes as bits). Pure: no sockets (core layer).
 """
 
 from __future__ import annotations
@@ -152,13 +153,17 @@ class Schema:
         return sorted(set(out))
 
 
+def builtin_json() -> Any:
+    """``stats_schema.json`` as JSON (``stats {"schema": true}``'s reply)."""
+    return json.loads(resources.files(__package__).joinpath("stats_schema.json").read_text())
+
+
 @functools.cache
 def builtin() -> Schema:
     """The schema of the sluiced this package was made with (``stats_schema.json``, as
     tests/python/data/capture_stats_schema.py writes it): what a consumer uses until it
     has read sluiced's own, and for a ``stats`` result it has no sluiced for."""
-    return Schema.parse(json.loads(
-        resources.files(__package__).joinpath("stats_schema.json").read_text()))
+    return Schema.parse(builtin_json())
 
 
 def rate(now: Any, before: Any, dt: float) -> float | None:
@@ -187,3 +192,112 @@ def counter_rates(schema: Schema, table: str, now: Mapping[str, Any],
         b = total(before.get(f.name)) if before is not None and f.name in before else None
         out[f.name] = rate(total(now.get(f.name)), b, dt) if f.name in now else None
     return out
+
+
+# -- columns: how a view heads and shows a field ---------------------------------------
+#
+# A view (`sluice top`, the live table of `sluice up`, the dashboard) chooses which
+# fields it shows; what their headers say, whether they are per second and in which
+# unit follows from the schema by the rules below, so a counter added to sluiced's
+# descriptor tables is headed in every view without a change here. The dashboard's
+# script applies the same rules (web/static/dashboard.js, "heading");
+# tests/python/test_counters.py checks the two agree.
+
+_DIRECTION = {"rx": "in", "tx": "out"}  # a leading rx_/tx_, as a header says it
+_SPELLED = {"packets": "pkts", "bytes": "bytes"}  # a unit as field names spell it
+_PER_S = {"packets": "pkt/s", "bytes": "bit/s"}  # with units: bytes are shown as bits
+_SCALE = {"bytes": 8}
+_ABBREV = {"cycles": "cyc", "pkts": "pkt", "per": "/"}
+# the English of a noun per second ("drop/s") and as a count ("dropped")
+_RATE_WORD = {"drops": "drop"}
+_COUNT_WORD = {"drops": "dropped"}
+
+
+def _split(name: str) -> tuple[str, str]:
+    """(the direction word, the rest of the name): rx_pkts ("in", "pkts"),
+    cycles_per_pkt ("", "cycles_per_pkt")."""
+    first, _, rest = name.partition("_")
+    return (_DIRECTION[first], rest) if rest and first in _DIRECTION else ("", name)
+
+
+def _abbrev(name: str) -> str:
+    """cycles_per_pkt: "cyc/pkt"; table_full: "table full"."""
+    out = ""
+    for p in name.split("_"):
+        w = _ABBREV.get(p, p)
+        out += w if w == "/" or out.endswith("/") or not out else " " + w
+    return out
+
+
+def by_word(f: Field) -> str:
+    """What a by-key field's keys are, from its help ("..., by reason": "reason")."""
+    words = f.help.split()
+    if len(words) >= 2 and words[-2] == "by":
+        return words[-1].strip(".")
+    return "key"
+
+
+def heading(f: Field, *, rate: bool = False, units: bool = False) -> str:
+    """The short header of field ``f``: its name as a header says it, per second
+    with ``rate``. A field named by its direction and unit (rx_pkts, tx_bytes) is
+    headed by the direction ("in/s", or with ``units`` "in pkt/s", "in bit/s"); one
+    named by its unit alone (an edge's pkts) by the unit ("pkts/s", "pkt/s"; as a count
+    "packets"); any other by its name abbreviated ("drop/s", "dropped", "stalls/s",
+    "ring", "cyc/pkt", "state")."""
+    direction, rest = _split(f.name)
+    if f.unit in _SPELLED and rest == _SPELLED[f.unit]:
+        if not rate:
+            return direction or f.unit
+        if units:
+            return f"{direction} {_PER_S[f.unit]}" if direction else _PER_S[f.unit]
+        return f"{direction or rest}/s"
+    if rate:
+        return f"{_RATE_WORD.get(rest, _abbrev(rest))}/s"
+    if f.kind == "counter":
+        return _COUNT_WORD.get(rest, _abbrev(rest))
+    return _abbrev(rest)
+
+
+@dataclass(frozen=True)
+class Column:
+    """A field as a view shows it: its header, whether per second (a counter in a view
+    of rates; a gauge or label always as it is), and the factor its value is shown
+    with (8: bytes as bits)."""
+
+    table: str
+    field: Field
+    head: str
+    rate: bool
+    scale: int = 1
+
+    @property
+    def help(self) -> str:
+        return self.field.help
+
+    def value(self, row: Mapping[str, Any]) -> Any:
+        """The field's value in ``row`` (None when the row lacks it), a by-key counter
+        as its total (0 when the row lacks it)."""
+        v = row.get(self.field.name)
+        return total(v) if self.field.by_key else v
+
+    def per_s(self, now: Mapping[str, Any], before: Mapping[str, Any] | None,
+              dt: float) -> float | None:
+        """Per second (times ``scale``) between two reads of a row (``rate``)."""
+        r = rate(self.value(now), None if before is None else self.value(before), dt)
+        return None if r is None else r * self.scale
+
+
+def column(schema: Schema, table: str, name: str, *, rates: bool = False,
+           units: bool = False) -> Column:
+    """Field ``name`` of ``table`` as a view shows it (``heading``): a counter per
+    second in a view of ``rates``. An unknown name is a SchemaError."""
+    f = schema.field(table, name)
+    rate_ = rates and f.kind == "counter"
+    return Column(table=table, field=f, head=heading(f, rate=rate_, units=units),
+                  rate=rate_, scale=_SCALE.get(f.unit, 1) if rate_ and units else 1)
+
+
+def columns(schema: Schema, table: str, names: tuple[str, ...] | list[str], *,
+            rates: bool = False, units: bool = False) -> list[Column]:
+    """``column`` of each name, in order."""
+    return [column(schema, table, n, rates=rates, units=units) for n in names]

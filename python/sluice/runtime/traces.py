@@ -34,7 +34,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .tracenames import (  # the names of the known captures, re-exported
+from ..core.tracenames import (  # the names of the known captures, re-exported
     DDOS_ATTACK_PREFIX,
     DDOS_CLIENTS,
     DDOS_GEN_COMMAND,  # noqa: F401

@@ -11,8 +11,8 @@ SOCKET_DIR = Path("/var/run/sluice")
 
 
 def repo_root() -> Path:
-    """The source tree this package runs from (python/sluice/ inside it)."""
-    return Path(__file__).resolve().parents[2]
+    """The source tree this package runs from (python/sluice/core/ inside it)."""
+    return Path(__file__).resolve().parents[3]
 
 
 def default_build_dir() -> Path:

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from ..core.deploy import NFSpec
+from ..core.errors import SluiceError
 from . import container
-from .deploy import NFSpec
-from .errors import SluiceError
 
 TAIL_LINES = 15
 
@@ -105,7 +105,7 @@ def status_text(rc: int) -> str:
 
 def container_argv(argv: list[str], *, name: str, image: str, node: str,
                    workdir: Path | None = None) -> list[str]:
-    """``argv`` run in a container (``run: container``), by sluice.container.wrap
+    """``argv`` run in a container (``run: container``), by sluice.runtime.container.wrap
     (``name``: the instance's label, e.g. fwd.2)."""
     try:
         return list(container.wrap(argv, name=name, image=image, node=node, workdir=workdir))

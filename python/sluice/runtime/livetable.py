@@ -1,6 +1,8 @@
 """The live table of `sluice up` and its summary at the stop, from
 sluiced's ``stats`` (runtime layer: rendering only, with rich; the
-numbers come from the caller)."""
+numbers come from the caller). The table's columns are fields of the stats
+schema (PORT_FIELDS, NF_FIELDS): their headers, rates and formats follow
+from each field's name, unit and kind (sluice.core.counters)."""
 
 from __future__ import annotations
 
@@ -14,12 +16,65 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from ..core.counters import Column, Field, Schema, builtin, by_word, column, total
+
 # -- the live table -------------------------------------------------------------------
 
-def _rate(now: dict[str, Any], prev: dict[str, Any] | None, key: str, dt: float) -> str:
+# What the live table shows: schema fields of a port's and of an NF's row, after the
+# row's name; then the by-key counter BY_KEY listed ("drops by reason"). The choice
+# is the table's; headers, per second or counts, and how a value is written come
+# from the schema (sluice.core.counters.column; a counter per second once there is a
+# previous read, a gauge as it is, a gauge object as its keys' values "3/4096").
+PORT_FIELDS = ("rx_pkts", "tx_pkts", "drops", "rx_stalls")
+NF_FIELDS = ("rx_pkts", "tx_pkts", "drops", "rx_ring", "cycles_per_pkt")
+BY_KEY = "drops"
+# The fields whose columns are left out first when the terminal is too narrow, in
+# this order, each with both its headers (per second and count); BY_KEY stands for
+# its listing ("drops by reason"), (BY_KEY, True) for its count or rate.
+_DROP_FIELDS: tuple[tuple[str, str, bool], ...] = (
+    ("nf", "cycles_per_pkt", True), ("nf", "rx_ring", True), ("port", "rx_stalls", True),
+    ("port", BY_KEY, False), ("port", "drops", True), ("port", "tx_pkts", True),
+    ("port", "rx_pkts", True))
+
+
+def _listing(f: Field) -> str:
+    """The header of a by-key counter listed key=count: "drops by reason"."""
+    return f"{f.name} by {by_word(f)}"
+
+
+def drop_order(schema: Schema) -> list[str]:
+    """The headers of _DROP_FIELDS, in order."""
+    out: list[str] = []
+    for table, name, as_column in _DROP_FIELDS:
+        heads = ([column(schema, table, name, rates=r).head for r in (True, False)]
+                 if as_column else [_listing(schema.field(table, name))])
+        out += [h for h in dict.fromkeys(heads) if h not in out]
+    return out
+
+
+def _value(c: Column, row: dict[str, Any]) -> Any:
+    return total(row.get(c.field.name)) if c.field.by_key else row.get(c.field.name, 0)
+
+
+def _rate(c: Column, now: dict[str, Any], prev: dict[str, Any] | None, dt: float) -> str:
+    """A counter per second between two reads; one that went back (a restarted
+    sluiced) is 0, not negative."""
     if prev is None or dt <= 0:
         return "-"
-    return _si(max(0, now.get(key, 0) - prev.get(key, 0)) / dt)
+    return _si(max(0, _value(c, now) - _value(c, prev)) / dt)
+
+
+def _cell(c: Column, now: dict[str, Any], prev: dict[str, Any] | None, dt: float) -> str:
+    """A column's cell: a counter per second (``c.rate``) or its count, a gauge
+    object as its keys' values ("3/4096"), a gauge number whole ("-" if none)."""
+    if c.rate:
+        return _rate(c, now, prev, dt)
+    if c.field.kind == "counter":
+        return _si(_value(c, now))
+    v = now.get(c.field.name)
+    if c.field.keys:
+        return "/".join(str((v or {}).get(k, 0)) for k in c.field.keys)
+    return f"{v:.0f}" if isinstance(v, int | float) else "-"
 
 
 def _si(v: float) -> str:
@@ -33,14 +88,6 @@ def _drops(d: dict[str, int] | None) -> str:
     if not d:
         return ""
     return " ".join(f"{k}={_si(v)}" for k, v in sorted(d.items()) if v)
-
-
-def _drop_rate(now: dict[str, Any], prev: dict[str, Any] | None, dt: float) -> str:
-    if prev is None or dt <= 0:
-        return "-"
-    a = sum((now.get("drops") or {}).values())
-    b = sum((prev.get("drops") or {}).values())
-    return _si(max(0, a - b) / dt)
 
 
 def _by_service(stats: dict[str, Any]) -> list[dict[str, Any]]:
@@ -64,21 +111,21 @@ def _by_service(stats: dict[str, Any]) -> list[dict[str, Any]]:
             a["cpp"].append(float(cpp))
     rows = []
     for s in stats.get("services", []):
-        a = inst.get(str(s.get("name")))
-        if a is None:
+        agg = inst.get(str(s.get("name")))
+        if agg is None:
             continue
         rows.append({**s, "service": s.get("name"),
-                     "rx_ring": {"count": a["count"], "size": a["size"]},
-                     "cycles_per_pkt": sum(a["cpp"]) / len(a["cpp"]) if a["cpp"] else None,
-                     "label": f"{s.get('name')} x{a['n']}"
-                              + (f" ({a['down']} not running)" if a["down"] else "")})
+                     "rx_ring": {"count": agg["count"], "size": agg["size"]},
+                     "cycles_per_pkt": sum(agg["cpp"]) / len(agg["cpp"]) if agg["cpp"] else None,
+                     "label": f"{s.get('name')} x{agg['n']}"
+                              + (f" ({agg['down']} not running)" if agg["down"] else "")})
     return rows
 
 
 # The live table's columns left out first when the terminal is too narrow,
-# in this order (a column neither table has is skipped).
-STATS_DROP_ORDER = ["cyc/pkt", "ring", "stalls/s", "stalls", "drops by reason",
-                    "drop/s", "dropped", "out/s", "out", "in/s", "in"]
+# in this order (a column neither table has is skipped): ["cyc/pkt", "ring",
+# "stalls/s", "stalls", "drops by reason", "drop/s", "dropped", "out/s", ...].
+STATS_DROP_ORDER = drop_order(builtin())
 
 
 def words_width(text: str) -> int:
@@ -236,29 +283,24 @@ def stats_tables(stats: dict[str, Any], prev: dict[str, Any] | None = None,
     else:
         nprev = {n.get("instance"): n for n in (prev or {}).get("nfs", [])}
 
-    def columns(first: str, extra: list[str]) -> list[tuple[str, str, str]]:
-        counts = ["in/s", "out/s", "drop/s"] if rates else ["in", "out", "dropped"]
-        return [(first, "left", "words"), *((c, "right", "") for c in [*counts, *extra]),
-                ("drops by reason", "left", "lines")]
+    schema = builtin()
+    pcols = [column(schema, "port", n, rates=rates) for n in PORT_FIELDS]
+    ncols = [column(schema, "nf", n, rates=rates) for n in NF_FIELDS]
 
-    def counts(now: dict[str, Any], before: dict[str, Any] | None) -> list[str]:
-        if rates:
-            return [_rate(now, before, "rx_pkts", dt), _rate(now, before, "tx_pkts", dt),
-                    _drop_rate(now, before, dt)]
-        return [_si(now.get("rx_pkts", 0)), _si(now.get("tx_pkts", 0)),
-                _si(sum((now.get("drops") or {}).values()))]
+    def heads(first: str, cols: list[Column]) -> list[tuple[str, str, str]]:
+        return [(first, "left", "words"), *((c.head, "right", "") for c in cols),
+                (_listing(schema.field(cols[0].table, BY_KEY)), "left", "lines")]
 
-    prows = []
-    for p in stats.get("ports", []):
-        pp = pprev.get(p.get("name"))
-        stalls = _rate(p, pp, "rx_stalls", dt) if rates else _si(p.get("rx_stalls", 0))
-        prows.append([str(p.get("name")), *counts(p, pp), stalls, _drops(p.get("drops"))])
-    pt = FitTable(columns("port", ["stalls/s" if rates else "stalls"]), prows)
+    def cells(cols: list[Column], now: dict[str, Any], before: dict[str, Any] | None
+              ) -> list[str]:
+        return [*(_cell(c, now, before, dt) for c in cols), _drops(now.get(BY_KEY))]
+
+    prows = [[str(p.get("name")), *cells(pcols, p, pprev.get(p.get("name")))]
+             for p in stats.get("ports", [])]
+    pt = FitTable(heads("port", pcols), prows)
 
     nrows = []
     for n in nfs:
-        ring = n.get("rx_ring") or {}
-        cpp = n.get("cycles_per_pkt")
         if grouped:
             name, before = n["label"], nprev.get(n["service"])
         else:
@@ -266,11 +308,8 @@ def stats_tables(stats: dict[str, Any], prev: dict[str, Any] | None = None,
                 n.get("instance"))
             if n.get("state", "running") != "running":
                 name += f" ({n.get('state')})"
-        nrows.append([name, *counts(n, before),
-                      f"{ring.get('count', 0)}/{ring.get('size', 0)}",
-                      f"{cpp:.0f}" if isinstance(cpp, int | float) else "-",
-                      _drops(n.get("drops"))])
-    nt = FitTable(columns("NF", ["ring", "cyc/pkt"]), nrows)
+        nrows.append([name, *cells(ncols, n, before)])
+    nt = FitTable(heads("NF", ncols), nrows)
     tail = ([Text(f"{len(stats.get('nfs', []))} NF instances of {len(nfs)} services: one "
                   f"row per service (sluice stats --node NAME lists every instance)")]
             if grouped else [])

@@ -755,7 +755,7 @@ def container_program_problem(program: str) -> str | None:
     """Why ``program`` cannot be an NF with ``run: container``, or None: the
     image holds only the Sluice NFs (``sluice-*``) of build/nfs/. The one
     check of this, used by the deployment's validation (``sluice check``,
-    ``sluice up``, ``sluice apply``) and by ``sluice.container.wrap``, so
+    ``sluice up``, ``sluice apply``) and by ``sluice.runtime.container.wrap``, so
     that they cannot disagree."""
     if Path(program).name.startswith("sluice-"):
         return None

@@ -33,6 +33,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..core.deploy import (
+    _PCI_RE,
+    Deployment,
+    NFSpec,
+    default_build_dir,
+    find_program,
+    program_not_found,
+)
+from ..core.graph import batch_refusal, format_match, to_rpc
 from .client import (
     Client,
     ConnectError,
@@ -43,15 +52,6 @@ from .client import (
     command_text,
     rule_build_seconds,
 )
-from .deploy import (
-    _PCI_RE,
-    Deployment,
-    NFSpec,
-    default_build_dir,
-    find_program,
-    program_not_found,
-)
-from .graph import batch_refusal, format_match, to_rpc
 from .hostclean import (  # noqa: F401 (the names tests and the CLI import from here)
     OWNER_ENV,
     _cmdline,
@@ -160,7 +160,7 @@ class Launcher:
     def nf_argv(self, nf: NFSpec, program: Path | str, extra: list[str] | None = None,
                 label: str | None = None) -> list[str]:
         """The command line of one instance of ``nf`` (``extra`` args appended);
-        for ``run: container``, wrapped by sluice.container.wrap."""
+        for ``run: container``, wrapped by sluice.runtime.container.wrap."""
         argv = [str(program), *nf.eal_args, "--", "--node", self.node,
                 "--service", nf.service, "--mode", nf.mode or self.dep.node.mode]
         if nf.core is not None:

@@ -57,16 +57,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
-from . import reconcile
-from .applying import ControlApply, ControlLog, OrchestratorError, undo_apply
-from .client import (
-    Client,
-    ConnectError,
-    ConnectionLost,
-    RpcTimeout,
-    SluiceError,
-)
-from .deploy import (
+from ..core import reconcile
+from ..core.deploy import (
     Deployment,
     DeploymentError,
     MessagePolicy,
@@ -74,8 +66,7 @@ from .deploy import (
     OccupancyPolicy,
     load_deployment,
 )
-from .procs import status_text as _status_text
-from .reconcile import (  # noqa: F401 (tests import Backoff and substitute from here)
+from ..core.reconcile import (  # noqa: F401 (tests import Backoff and substitute from here)
     Backoff,
     Group,
     GroupKey,
@@ -90,6 +81,15 @@ from .reconcile import (  # noqa: F401 (tests import Backoff and substitute from
     restart_change,
     substitute,
 )
+from .applying import ControlApply, ControlLog, OrchestratorError, undo_apply
+from .client import (
+    Client,
+    ConnectError,
+    ConnectionLost,
+    RpcTimeout,
+    SluiceError,
+)
+from .procs import status_text as _status_text
 
 SAMPLE_S = 0.2  # how often occupancy policies read sluiced's stats
 # How long an instance that exited with status 0 waits for sluiced's nf.down event

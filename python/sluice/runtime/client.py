@@ -32,8 +32,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from . import paths
-from .errors import SluiceError as SluiceError  # the base of this module's errors
+from ..core import paths
+from ..core.errors import SluiceError as SluiceError  # the base of this module's errors
 
 SOCKET_DIR = paths.SOCKET_DIR  # a module global: tests point it at a folder of their own
 
@@ -68,7 +68,7 @@ MAX_LINE = 64 * 1024 * 1024  # a response longer than this is not sluiced talkin
 # table against rpc.c, the CLI's commands and the API's routes.
 METHODS: dict[str, tuple[str | None, str | None]] = {
     "status": ("sluice status", "GET /status"),
-    "stats": ("sluice stats", "GET /stats"),
+    "stats": ("sluice stats", "GET /stats, GET /stats/schema"),
     "nf.list": ("sluice nf list", "GET /nfs"),
     "nf.stop": ("sluice nf stop", "POST /nfs/{instance}/stop"),
     "nf.scale": ("sluice nf scale", "POST /services/{service}/scale"),
