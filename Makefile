@@ -56,9 +56,12 @@ test-unit: build build-asan
 MYPY_CORE = $(BIN)/python -c 'import sluice; print(" ".join( \
 	"python/sluice/__init__.py" if m == "__init__" else f"python/sluice/{m}" \
 	for layer, ms in sluice.LAYERS if layer == "core" for m in ms))'
-lint: format-check
+# check_calls reads the objects of the release build (sluiced's module
+# call graph must have no cycle).
+lint: format-check build
 	$(BIN)/ruff check python tests bench scripts
 	$(BIN)/python scripts/check_structure.py
+	$(BIN)/python scripts/check_calls.py
 	$(BIN)/mypy --strict $$($(MYPY_CORE))
 
 # C files clang-format checks against .clang-format (clang-format 14; fix a

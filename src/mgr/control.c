@@ -71,8 +71,22 @@ mkdir_p(const char *path)
 	return mkdir(tmp, 0755) != 0 && errno != EEXIST ? -1 : 0;
 }
 
-int
-sl_control_init(struct sl_mgr *m, char *err, size_t errlen)
+/* The bus's pid watcher: an NF's pidfd joins the epoll set, and its
+ * exit is seen as TAG_PID (sl_nf_died). */
+static void
+watch_pid(void *ctx, uint16_t instance, int pidfd)
+{
+	const struct sl_mgr *m = ctx;
+	struct epoll_event ev = {.events = EPOLLIN,
+				 .data.u64 = EP(TAG_PID, instance)};
+
+	epoll_ctl(m->epfd, EPOLL_CTL_ADD, pidfd, &ev);
+}
+
+static void control_event(void *ctx, const char *kind, json_t *data);
+
+static int
+control_init(struct sl_mgr *m, char *err, size_t errlen)
 {
 	struct sl_ctl_state *ctl = &m->ctl;
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -87,7 +101,7 @@ sl_control_init(struct sl_mgr *m, char *err, size_t errlen)
 		snprintf(err, errlen,
 			 "out of memory for %u control connections",
 			 ctl->n_conns);
-		return -1;
+		return ENOMEM;
 	}
 	for (uint32_t i = 0; i < ctl->n_conns; i++)
 		ctl->conns[i].fd = -1;
@@ -98,7 +112,7 @@ sl_control_init(struct sl_mgr *m, char *err, size_t errlen)
 	if (mkdir_p(dirname(dir)) != 0) {
 		snprintf(err, errlen, "cannot create folder for %s: %s",
 			 m->o.socket_path, strerror(errno));
-		return -1;
+		return EIO;
 	}
 	unlink(m->o.socket_path); /* precheck() found it stale */
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", m->o.socket_path);
@@ -109,7 +123,7 @@ sl_control_init(struct sl_mgr *m, char *err, size_t errlen)
 		snprintf(err, errlen,
 			 "cannot listen on %s: %s; pass --socket PATH",
 			 m->o.socket_path, strerror(errno));
-		return -1;
+		return EIO;
 	}
 	chmod(m->o.socket_path, 0660);
 	m->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -117,20 +131,19 @@ sl_control_init(struct sl_mgr *m, char *err, size_t errlen)
 	if (m->epfd < 0 ||
 	    epoll_ctl(m->epfd, EPOLL_CTL_ADD, m->listen_fd, &ev) != 0) {
 		snprintf(err, errlen, "epoll: %s", strerror(errno));
-		return -1;
+		return EIO;
 	}
 	ctl->epfd = m->epfd;
+	if (mgr_bus_subscribe(&m->bus, control_event, m) != 0) {
+		snprintf(err, errlen,
+			 "the event bus has no room for the "
+			 "control socket");
+		return EIO;
+	}
+	mgr_bus_set_pid_watch(&m->bus, watch_pid, m);
 	return 0;
 }
 
-void
-sl_control_watch_pid(struct sl_mgr *m, uint16_t instance, int pidfd)
-{
-	struct epoll_event ev = {.events = EPOLLIN,
-				 .data.u64 = EP(TAG_PID, instance)};
-
-	epoll_ctl(m->epfd, EPOLL_CTL_ADD, pidfd, &ev);
-}
 
 static void
 conn_close(struct sl_mgr *m, struct sl_ctl_conn *c)
@@ -281,9 +294,12 @@ conn_send(struct sl_ctl_state *ctl, struct sl_ctl_conn *c, json_t *msg)
 	free(s);
 }
 
-void
-sl_control_event(struct sl_mgr *m, const char *kind, json_t *data)
+/* The bus's subscriber: an event (data borrowed, NULL for {}) as one
+ * line to every subscribed connection. */
+static void
+control_event(void *ctx, const char *kind, json_t *data)
 {
+	struct sl_mgr *m = ctx;
 	struct sl_ctl_state *ctl = &m->ctl;
 	struct timespec ts;
 	json_t *ev;
@@ -294,7 +310,7 @@ sl_control_event(struct sl_mgr *m, const char *kind, json_t *data)
 	ev = json_pack("{s:s, s:s, s:{s:s, s:f, s:o}}", "jsonrpc", "2.0",
 		       "method", "event", "params", "kind", kind, "ts",
 		       (double)ts.tv_sec + ts.tv_nsec / 1e9, "data",
-		       data != NULL ? data : json_object());
+		       data != NULL ? json_incref(data) : json_object());
 	if (ev == NULL)
 		return;
 	s = json_line(ev, &len);
@@ -380,7 +396,7 @@ conn_lines(struct sl_mgr *m, struct sl_ctl_conn *c)
 			len--;
 		if (len > 0) {
 			/* Rule changes go one at a time, in turn. */
-			int wait = sl_rules_busy(m->rules) ||
+			int wait = sl_rpc_busy(m) ||
 				   (ctl->n_waiting > 0 && c != ctl->turn);
 			enum sl_rpc_state st = sl_rpc_handle_ctl(m, start, len,
 								 wait, &sub,
@@ -457,7 +473,7 @@ rules_turns(struct sl_mgr *m)
 			conn_lines(m, c);
 	}
 	json_decref(resp);
-	while (!sl_rules_busy(m->rules) && !m->quit) {
+	while (!sl_rpc_busy(m) && !m->quit) {
 		struct sl_ctl_conn *next = NULL;
 
 		for (uint32_t i = 0; i < ctl->n_conns; i++) {
@@ -569,7 +585,9 @@ sl_control_run(struct sl_mgr *m)
 			}
 		}
 		rules_turns(m);
-		sl_registry_poll(m);
+		for (size_t k = 0; k < m->n_modules; k++)
+			if (m->modules[k]->poll != NULL)
+				m->modules[k]->poll(m);
 		/* Connections an event or a reply found failed or full. */
 		for (uint32_t i = 0; i < ctl->n_conns; i++)
 			if (ctl->conns[i].fd >= 0 && ctl->conns[i].broken)
@@ -577,8 +595,8 @@ sl_control_run(struct sl_mgr *m)
 	}
 }
 
-void
-sl_control_close(struct sl_mgr *m)
+static void
+control_close(struct sl_mgr *m)
 {
 	struct sl_ctl_state *ctl = &m->ctl;
 	for (uint32_t i = 0; i < ctl->n_conns; i++) {
@@ -609,3 +627,12 @@ sl_control_close(struct sl_mgr *m)
 	if (m->epfd >= 0)
 		close(m->epfd);
 }
+
+/* The control socket: last to close, so that the replies and events of
+ * the shutdown (the shutdown method's, NFs' nf.down) are flushed. Its
+ * loop is sl_control_run; it has no poll of its own. */
+const struct mgr_module mgr_control_module = {
+	.name = "control",
+	.init = control_init,
+	.close = control_close,
+};

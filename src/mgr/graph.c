@@ -163,22 +163,7 @@ publish(struct sl_mgr *m, struct sl_graph *g, uint16_t id, char *err,
 static int
 graph_id(const struct sl_mgr *m, const char *name)
 {
-	const struct sl_shm *shm = m->shm;
-
-	for (uint16_t id = 0; id < shm->max_graphs; id++) {
-		uint16_t slot = shm->graph_cur[id];
-
-		if (slot != SL_GRAPH_NONE &&
-		    strcmp(shm->gtab[slot]->name, name) == 0)
-			return id;
-	}
-	return -1;
-}
-
-int
-sl_graph_lookup(const struct sl_mgr *m, const char *name)
-{
-	return graph_id(m, name);
+	return sl_graph_lookup(m, name);
 }
 
 static const struct sl_graph *
@@ -190,19 +175,6 @@ current(const struct sl_mgr *m, uint16_t id)
 }
 
 /* ---- the default chain (graph 0) ---------------------------------- */
-
-int
-sl_chain_complete(const struct sl_mgr *m)
-{
-	const struct sl_graph *g = current(m, 0);
-
-	if (g == NULL)
-		return 0;
-	for (uint16_t i = 0; i < g->n_nodes; i++)
-		if (m->shm->services[g->nodes[i]].n_live == 0)
-			return 0;
-	return 1;
-}
 
 int
 sl_chain_apply(struct sl_mgr *m, const char *const *hops, uint16_t n, char *err,
@@ -248,8 +220,9 @@ sl_chain_apply(struct sl_mgr *m, const char *const *hops, uint16_t n, char *err,
 		goto out;
 	}
 	sl_maybe_enable_rx(m);
-	sl_event("chain.set", json_pack("{s:i, s:o}", "version", g->version,
-					"hops", sl_chain_json(m)));
+	sl_event(m, "chain.set",
+		 json_pack("{s:i, s:o}", "version", g->version, "hops",
+			   sl_chain_json(m)));
 out:
 	created_end(m, rc != 0);
 	free(next);
@@ -310,17 +283,6 @@ sl_chain_version(const struct sl_mgr *m)
 }
 
 /* ---- graphs ------------------------------------------------------- */
-
-json_t *
-sl_hop_json(const struct sl_shm *shm, sl_hop_t h)
-{
-	char buf[SL_NAME_LEN + 8];
-
-	if (sl_verdict_kind(h) == SL_VERDICT_NEXT)
-		return json_null();
-	sl_hop_format(shm, h, buf, sizeof(buf));
-	return json_string(buf);
-}
 
 json_t *
 sl_graph_json(const struct sl_mgr *m, const struct sl_graph *g)
@@ -529,7 +491,7 @@ sl_graph_apply_json(struct sl_mgr *m, json_t *p, json_t **out, char *err,
 		if (note != NULL)
 			json_object_set_new(*out, "note", note);
 	}
-	sl_event("graph.applied",
+	sl_event(m, "graph.applied",
 		 json_pack("{s:s, s:i, s:i}", "name", g->name, "id", id,
 			   "version", (int)g->version));
 out:
@@ -563,7 +525,7 @@ sl_graph_remove(struct sl_mgr *m, const char *name, uint32_t *rules, char *err,
 	__atomic_store_n(&m->shm->graph_cur[id], SL_GRAPH_NONE,
 			 __ATOMIC_RELEASE);
 	slot_retire(m, old);
-	sl_event("graph.removed",
+	sl_event(m, "graph.removed",
 		 json_pack("{s:s, s:I}", "name", name, "rules_removed",
 			   (json_int_t)*rules));
 	return 0;

@@ -1,14 +1,65 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * JSON-RPC methods of graphs (graph.c): graph.apply, graph.get,
- * graph.remove (a rule change: its rules are rebuilt without it first).
+ * The graph module (mgr_graph_module): the default chain of --chain at
+ * start-up, and the JSON-RPC methods of chains and graphs (graph.c):
+ * chain.get, chain.set, graph.apply, graph.get, graph.remove (a rule
+ * change: its rules are rebuilt without it first).
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "sl_chain.h"
 #include "sluiced.h"
 #include "rules/rules.h"
+
+static json_t *
+rpc_chain_get(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
+{
+	(void)p;
+	(void)e;
+	return json_pack("{s:i, s:o}", "version", (int)sl_chain_version(m),
+			 "hops", sl_chain_json(m));
+}
+
+static json_t *
+rpc_chain_set(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
+{
+	json_t *hops = json_object_get(p, "hops");
+	const char *h[1024];
+	json_t *out, *note;
+	char err[512];
+	size_t i, n;
+
+	if (!json_is_array(hops))
+		return sl_rpc_fail(
+			e, SL_RPC_E_PARAMS,
+			"param 'hops' (array of strings) is missing, e.g. "
+			"{\"hops\": [\"firewall\", \"port:out\"]}");
+	n = json_array_size(hops);
+	if (n > RTE_DIM(h))
+		return sl_rpc_fail(e, SL_RPC_E_PARAMS,
+				   "param 'hops': more than %zu hops",
+				   RTE_DIM(h));
+	for (i = 0; i < n; i++) {
+		json_t *v = json_array_get(hops, i);
+
+		if (!json_is_string(v))
+			return sl_rpc_fail(e, SL_RPC_E_PARAMS,
+					   "param 'hops'[%zu] is not a string",
+					   i);
+		h[i] = json_string_value(v);
+	}
+	if (sl_chain_apply(m, h, (uint16_t)n, err, sizeof(err)) != 0)
+		return sl_rpc_fail(e, SL_RPC_E_FAILED, "%s", err);
+	out = json_pack("{s:i}", "version", (int)sl_chain_version(m));
+	note = sl_graph_idle_note(m, 0);
+	if (out != NULL && note != NULL)
+		json_object_set_new(out, "note", note);
+	else
+		json_decref(note);
+	return out;
+}
 
 static json_t *
 rpc_graph_apply(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
@@ -100,9 +151,42 @@ rpc_graph_remove(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 			 (json_int_t)rules);
 }
 
-const struct sl_rpc_method sl_graph_methods[] = {
+static const struct sl_rpc_method sl_graph_methods[] = {
+	{"chain.get", rpc_chain_get, 0},
+	{"chain.set", rpc_chain_set, 0},
 	{"graph.apply", rpc_graph_apply, 0},
 	{"graph.get", rpc_graph_get, 0},
 	{"graph.remove", rpc_graph_remove, SL_RPC_RULES},
 	{NULL, NULL, 0},
+};
+
+/* The default chain of --chain, once the ports are up. */
+static int
+graph_init(struct sl_mgr *m, char *err, size_t errlen)
+{
+	char text[SL_CHAIN_MAX_TEXT], *hops[1024], why[512];
+	int n;
+
+	if (m->o.chain == NULL)
+		return 0;
+	if (strlen(m->o.chain) >= sizeof(text)) {
+		snprintf(err, errlen, "--chain is longer than %zu characters",
+			 sizeof(text) - 1);
+		return EINVAL;
+	}
+	strcpy(text, m->o.chain);
+	n = sl_chain_split(text, hops, 1024, why, sizeof(why));
+	if (n < 0 || sl_chain_apply(m, (const char *const *)hops, (uint16_t)n,
+				    why, sizeof(why)) != 0) {
+		snprintf(err, errlen, "--chain: %s", why);
+		return EINVAL;
+	}
+	return 0;
+}
+
+const struct mgr_module mgr_graph_module = {
+	.name = "graph",
+	.init = graph_init,
+	.close = sl_graphs_close,
+	.methods = sl_graph_methods,
 };

@@ -7,11 +7,13 @@
  */
 #include <errno.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <rte_cycles.h>
 #include <rte_ethdev.h>
+#include <rte_launch.h>
 #include <rte_lcore.h>
 #include <rte_malloc.h>
 #include <rte_prefetch.h>
@@ -351,8 +353,10 @@ io_ctx_fini(struct io_ctx *c)
 	sl_dispatch_fini(&c->from_rx);
 }
 
-int
-sl_io_init(struct sl_mgr *m)
+/* Fills m->io (the RX->TX ring in split mode, the threads' arguments)
+ * before the threads start. */
+static int
+io_init(struct sl_mgr *m, char *err, size_t errlen)
 {
 	char name[RTE_RING_NAMESIZE];
 
@@ -364,8 +368,38 @@ sl_io_init(struct sl_mgr *m)
 	snprintf(name, sizeof(name), "sl_%.16s_rx2tx", m->shm->node);
 	m->io.rx2tx = rte_ring_create(name, m->shm->ring_size, rte_socket_id(),
 				      RING_F_SP_ENQ | RING_F_SC_DEQ);
-	return m->io.rx2tx == NULL ? -1 : 0;
+	if (m->io.rx2tx != NULL)
+		return 0;
+	snprintf(err, errlen, "cannot create the RX->TX ring");
+	return ENOMEM;
 }
+
+static void
+io_start(struct sl_mgr *m)
+{
+	for (uint32_t i = 0; i < m->shm->n_io; i++)
+		rte_eal_remote_launch(sl_io_thread, &m->io.arg[i],
+				      m->io_lcores[i]);
+}
+
+/* After the NFs are gone: the I/O threads see shutdown and return. */
+static void
+io_stop(struct sl_mgr *m)
+{
+	__atomic_store_n(&m->shm->shutdown, 1, __ATOMIC_RELEASE);
+	for (uint32_t i = 0; i < m->shm->n_io; i++)
+		sl_futex_wake(&m->shm->io_wake[i]);
+	rte_eal_mp_wait_lcore();
+}
+
+/* The I/O threads. First in main.c's list after the node's methods, so
+ * that it stops last: after every NF has gone. */
+const struct mgr_module mgr_io_module = {
+	.name = "io",
+	.init = io_init,
+	.start = io_start,
+	.stop = io_stop,
+};
 
 int
 sl_io_rx_settle(struct sl_shm *shm)

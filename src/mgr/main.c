@@ -35,9 +35,9 @@
 
 #define MAX_EAL_ARGS 128
 
-/* sluiced's state. Only main() and the three entry points below, which
- * have no struct sl_mgr to take (a signal handler; sl_log and sl_event,
- * called from every module), use the name. */
+/* sluiced's state. Only main() and the two entry points below, which
+ * have no struct sl_mgr to take (a signal handler; sl_log, called from
+ * every module), use the name. */
 static struct sl_mgr g_mgr;
 
 void
@@ -53,12 +53,6 @@ sl_log(const char *fmt, ...)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	fprintf(stderr, "sluiced[%s] %ld.%03ld: %s\n", g_mgr.o.name,
 		(long)ts.tv_sec, ts.tv_nsec / 1000000, buf);
-}
-
-void
-sl_event(const char *kind, json_t *data)
-{
-	sl_control_event(&g_mgr, kind, data);
 }
 
 /* A lock-free atomic is safe to store from a signal handler. */
@@ -338,7 +332,7 @@ shm_init(struct sl_mgr *m)
 	}
 	for (uint16_t g = 0; g < o->max_graphs; g++)
 		shm->graph_cur[g] = SL_GRAPH_NONE;
-	return sl_flow_init(m);
+	return 0;
 }
 
 /* ---- clean-up of DPDK files ---------------------------------------- */
@@ -615,47 +609,43 @@ start_eal(struct sl_mgr *m, struct eal_args *ea, char **argv, int sep,
 	return -1;
 }
 
-/* The default chain of --chain, once the ports are up: 0 or -1. */
-static int
-apply_default_chain(struct sl_mgr *m)
-{
-	char text[SL_CHAIN_MAX_TEXT], *hops[1024], err[512];
-	int n;
-
-	if (m->o.chain == NULL)
-		return 0;
-	if (strlen(m->o.chain) >= sizeof(text)) {
-		fprintf(stderr,
-			"sluiced: --chain is longer than %zu "
-			"characters\n",
-			sizeof(text) - 1);
-		return -1;
-	}
-	strcpy(text, m->o.chain);
-	n = sl_chain_split(text, hops, 1024, err, sizeof(err));
-	if (n < 0 || sl_chain_apply(m, (const char *const *)hops, (uint16_t)n,
-				    err, sizeof(err)) != 0) {
-		fprintf(stderr, "sluiced: --chain: %s\n", err);
-		return -1;
-	}
-	return 0;
-}
-
-/* How far start_modules got: what teardown undoes. */
-enum start_stage {
-	STAGE_EAL,   /* failed before the ports: EAL only */
-	STAGE_PORTS, /* failed with ports maybe open */
-	STAGE_ALL,   /* every module started */
+/*
+ * sluiced's modules in start order (module.h says how each phase walks
+ * it). The order is what the modules need of each other:
+ *   node      no state; first, so that status leads the methods listed
+ *   io        the RX->TX ring; stops last (reverse order): after the NFs
+ *   registry  services, NFs; its poll answers registrations, then scale's
+ *             poll sees them; stops NFs after scale stopped the replicas;
+ *             closes first (the quiescent-state actions left)
+ *   scale     replicas nf.scale started
+ *   rules     before flow: its close reads the flow state
+ *   requests  likewise
+ *   flow      the flow table
+ *   ports     after the registry; released last
+ *   graph     the default chain of --chain, once the ports are up
+ *   control   the socket, once there is something to serve; closes last
+ *   stats     counters (methods only)
+ *   telemetry started last, stopped first
+ */
+static const struct mgr_module *const modules[] = {
+	&mgr_node_module,    &mgr_io_module,    &mgr_registry_module,
+	&mgr_scale_module,   &mgr_rules_module, &mgr_requests_module,
+	&mgr_flow_module,    &mgr_ports_module, &mgr_graph_module,
+	&mgr_control_module, &mgr_stats_module, &mgr_telemetry_module,
 };
 
-/* sluiced's modules, in start order. Each failure is said on stderr. */
-static enum start_stage
-start_modules(struct sl_mgr *m)
+/* Signals, the I/O lcores, shared memory, then each module's init in list
+ * order: 0 when every one succeeded, else -1 having said why on stderr.
+ * *inited: how many of the list had their init called (what
+ * release_modules undoes). */
+static int
+start_modules(struct sl_mgr *m, size_t *inited)
 {
 	char err[512];
 	unsigned int lc;
 	int n_io = 0;
 
+	*inited = 0;
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGPIPE, SIG_IGN);
@@ -673,46 +663,38 @@ start_modules(struct sl_mgr *m)
 			"sluiced: needs at least 2 lcores (control + I/O): "
 			"pass e.g. -l 0,1 or --lcores=0@(0,1),1@(0,1) before "
 			"'--'\n");
-		return STAGE_EAL;
+		return -1;
 	}
 	if (shm_init(m) != 0)
-		return STAGE_EAL;
+		return -1;
 	m->shm->n_io = (uint32_t)n_io;
-	if (sl_registry_init(m) != 0)
-		return STAGE_EAL;
-	if (sl_ports_init(m, err, sizeof(err)) != 0) {
-		fprintf(stderr, "sluiced: %s\n", err);
-		return STAGE_PORTS; /* the ports made so far, their folders */
+	m->modules = modules;
+	m->n_modules = RTE_DIM(modules);
+	for (size_t k = 0; k < m->n_modules; k++) {
+		const struct mgr_module *mod = m->modules[k];
+
+		if (mod->init == NULL)
+			continue;
+		*inited = k + 1;
+		err[0] = '\0';
+		if (mod->init(m, err, sizeof(err)) != 0) {
+			if (err[0] != '\0')
+				fprintf(stderr, "sluiced: %s\n", err);
+			return -1;
+		}
 	}
-	if (apply_default_chain(m) != 0)
-		return STAGE_PORTS;
-	if (sl_control_init(m, err, sizeof(err)) != 0) {
-		fprintf(stderr, "sluiced: %s\n", err);
-		return STAGE_PORTS;
-	}
-	if (sl_io_init(m) != 0) {
-		fprintf(stderr, "sluiced: cannot create the RX->TX ring\n");
-		return STAGE_PORTS;
-	}
-	return STAGE_ALL;
+	*inited = m->n_modules;
+	return 0;
 }
 
-/* The I/O threads, telemetry and the rule builder, then the control loop
- * until SIGINT/SIGTERM or the shutdown method. */
+/* Every module's start (the I/O threads, the rule builder, telemetry),
+ * then the control loop until SIGINT/SIGTERM or the shutdown method. */
 static void
 run(struct sl_mgr *m)
 {
-	char err[512];
-
-	for (uint32_t i = 0; i < m->shm->n_io; i++)
-		rte_eal_remote_launch(sl_io_thread, &m->io.arg[i],
-				      m->io_lcores[i]);
-	/* Telemetry is optional: a command that cannot be registered is
-	 * logged and sluiced runs on. */
-	(void)sl_telemetry_init(m);
-	/* Rule changes are built off the control thread (rules.h). */
-	if (sl_rules_builder_start(m->rules, err, sizeof(err)) != 0)
-		sl_log("%s: rule changes will be refused", err);
+	for (size_t k = 0; k < m->n_modules; k++)
+		if (m->modules[k]->start != NULL)
+			m->modules[k]->start(m);
 	sl_log("ready: %u port(s), %u I/O thread(s), %s mode, %s hand-off, "
 	       "socket %s",
 	       m->o.n_ports, m->shm->n_io,
@@ -722,7 +704,8 @@ run(struct sl_mgr *m)
 	sl_control_run(m);
 }
 
-/* Undoes start_modules' STAGE_ALL but the ports, NFs first. */
+/* After a complete start: every module's stop in reverse list order, then
+ * every close in list order (module.h). */
 static void
 stop_modules(struct sl_mgr *m)
 {
@@ -733,18 +716,22 @@ stop_modules(struct sl_mgr *m)
 		       why == SIGINT ? "SIGINT" : "SIGTERM");
 	else
 		sl_log("shutting down: asked over the control socket");
-	sl_telemetry_close();
-	sl_rules_builder_stop(m->rules); /* a build under way finishes first */
-	sl_scale_stop_pending(m, 2000);
-	sl_stop_all_nfs(m, 2000);
-	__atomic_store_n(&m->shm->shutdown, 1, __ATOMIC_RELEASE);
-	for (uint32_t i = 0; i < m->shm->n_io; i++)
-		sl_futex_wake(&m->shm->io_wake[i]);
-	rte_eal_mp_wait_lcore();
-	sl_grace_drain(&m->qs, m);
-	sl_flow_close(m);
-	sl_graphs_close(m);
-	sl_control_close(m);
+	for (size_t k = m->n_modules; k-- > 0;)
+		if (m->modules[k]->stop != NULL)
+			m->modules[k]->stop(m);
+	for (size_t k = 0; k < m->n_modules; k++)
+		if (m->modules[k]->close != NULL)
+			m->modules[k]->close(m);
+}
+
+/* Last, after a complete or a failed start: the release of every module
+ * whose init was called (the first `inited` of the list). */
+static void
+release_modules(struct sl_mgr *m, size_t inited)
+{
+	for (size_t k = 0; k < inited; k++)
+		if (m->modules[k]->release != NULL)
+			m->modules[k]->release(m);
 }
 
 /* options -> EAL -> modules in order -> control loop -> teardown */
@@ -755,7 +742,7 @@ main(int argc, char **argv)
 	struct eal_args ea;
 	char prefix[64];
 	int sep = find_sep(argc, argv), rc;
-	enum start_stage stage;
+	size_t inited;
 
 	rc = read_options(&m->o, argc, argv, sep);
 	if (rc != RUN)
@@ -763,14 +750,12 @@ main(int argc, char **argv)
 	if (start_eal(m, &ea, argv, sep, prefix, sizeof(prefix)) != 0)
 		return 1;
 	rc = 1;
-	stage = start_modules(m);
-	if (stage == STAGE_ALL) {
+	if (start_modules(m, &inited) == 0) {
 		run(m);
 		stop_modules(m);
 		rc = 0;
 	}
-	if (stage >= STAGE_PORTS)
-		sl_ports_close(m);
+	release_modules(m, inited);
 	eal_cleanup(m, prefix, rc);
 	remove_dpdk_files(prefix);
 	return rc;

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * JSON-RPC methods of services, NF instances, ports and chains
- * (registry.c, scale.c, ports.c): nf.*, port.list, service.list,
- * chain.get, chain.set, lb.set.
+ * The registry module (mgr_registry_module) and its JSON-RPC methods:
+ * nf.list, nf.stop, port.list, service.list, lb.set.
  */
+#include <errno.h>
 #include <string.h>
 
 #include <rte_mempool.h>
@@ -32,6 +32,37 @@ cache_len(const struct sl_shm *shm, uint16_t lcore)
 	for (uint32_t i = 0; i < shm->n_pools; i++)
 		n += rte_mempool_default_cache(shm->pools[i], lcore)->len;
 	return n;
+}
+
+/* Looks up a service given by name or id in params[key]. */
+int
+sl_rpc_param_service(struct sl_mgr *m, json_t *params, const char *key,
+		     struct sl_rpc_err *e)
+{
+	json_t *v = json_object_get(params, key);
+	int s;
+
+	if (json_is_integer(v)) {
+		s = (int)json_integer_value(v);
+		if (s >= 0 && s < m->shm->max_services &&
+		    m->shm->services[s].used)
+			return s;
+	} else if (json_is_string(v)) {
+		char dummy[8];
+
+		s = sl_service_get(m, json_string_value(v), 0, dummy,
+				   sizeof(dummy));
+		if (s >= 0)
+			return s;
+	} else {
+		sl_rpc_fail(e, SL_RPC_E_PARAMS,
+			    "param '%s' (service name or id) is missing", key);
+		return -1; /* none: e says why */
+	}
+	sl_rpc_fail(e, SL_RPC_E_FAILED,
+		    "no service %s; service.list shows the services",
+		    json_is_string(v) ? json_string_value(v) : "with that id");
+	return -1; /* none: e says why */
 }
 
 static json_t *
@@ -109,25 +140,6 @@ rpc_nf_stop(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 }
 
 static json_t *
-rpc_nf_scale(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
-{
-	json_t *r = json_object_get(p, "replicas"), *out = NULL;
-	char err[512];
-	int s = sl_rpc_param_service(m, p, "service", e);
-
-	if (s < 0)
-		return NULL;
-	if (!json_is_integer(r) || json_integer_value(r) < 0)
-		return sl_rpc_fail(
-			e, SL_RPC_E_PARAMS,
-			"param 'replicas' (integer >= 0) is missing");
-	if (sl_scale(m, (uint16_t)s, (uint32_t)json_integer_value(r), &out, err,
-		     sizeof(err)) != 0)
-		return sl_rpc_fail(e, SL_RPC_E_FAILED, "%s", err);
-	return out;
-}
-
-static json_t *
 rpc_port_list(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 {
 	(void)p;
@@ -162,54 +174,6 @@ rpc_service_list(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 }
 
 static json_t *
-rpc_chain_get(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
-{
-	(void)p;
-	(void)e;
-	return json_pack("{s:i, s:o}", "version", (int)sl_chain_version(m),
-			 "hops", sl_chain_json(m));
-}
-
-static json_t *
-rpc_chain_set(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
-{
-	json_t *hops = json_object_get(p, "hops");
-	const char *h[1024];
-	json_t *out, *note;
-	char err[512];
-	size_t i, n;
-
-	if (!json_is_array(hops))
-		return sl_rpc_fail(
-			e, SL_RPC_E_PARAMS,
-			"param 'hops' (array of strings) is missing, e.g. "
-			"{\"hops\": [\"firewall\", \"port:out\"]}");
-	n = json_array_size(hops);
-	if (n > RTE_DIM(h))
-		return sl_rpc_fail(e, SL_RPC_E_PARAMS,
-				   "param 'hops': more than %zu hops",
-				   RTE_DIM(h));
-	for (i = 0; i < n; i++) {
-		json_t *v = json_array_get(hops, i);
-
-		if (!json_is_string(v))
-			return sl_rpc_fail(e, SL_RPC_E_PARAMS,
-					   "param 'hops'[%zu] is not a string",
-					   i);
-		h[i] = json_string_value(v);
-	}
-	if (sl_chain_apply(m, h, (uint16_t)n, err, sizeof(err)) != 0)
-		return sl_rpc_fail(e, SL_RPC_E_FAILED, "%s", err);
-	out = json_pack("{s:i}", "version", (int)sl_chain_version(m));
-	note = sl_graph_idle_note(m, 0);
-	if (out != NULL && note != NULL)
-		json_object_set_new(out, "note", note);
-	else
-		json_decref(note);
-	return out;
-}
-
-static json_t *
 rpc_lb_set(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 {
 	const char *mode = json_string_value(json_object_get(p, "mode"));
@@ -234,16 +198,39 @@ rpc_lb_set(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 			 "mode", mode);
 }
 
-
-const struct sl_rpc_method sl_registry_methods[] = {
-	{"nf.list", rpc_nf_list, 0},           {"nf.stop", rpc_nf_stop, 0},
-	{"nf.scale", rpc_nf_scale, 0},         {"port.list", rpc_port_list, 0},
-	{"service.list", rpc_service_list, 0}, {NULL, NULL, 0},
+static const struct sl_rpc_method sl_registry_methods[] = {
+	{"nf.list", rpc_nf_list, 0},     {"nf.stop", rpc_nf_stop, 0},
+	{"port.list", rpc_port_list, 0}, {"service.list", rpc_service_list, 0},
+	{"lb.set", rpc_lb_set, 0},       {NULL, NULL, 0},
 };
 
-const struct sl_rpc_method sl_chain_methods[] = {
-	{"chain.get", rpc_chain_get, 0},
-	{"chain.set", rpc_chain_set, 0},
-	{"lb.set", rpc_lb_set, 0},
-	{NULL, NULL, 0},
+static int
+registry_init(struct sl_mgr *m, char *err, size_t errlen)
+{
+	(void)errlen;
+	err[0] = '\0'; /* sl_registry_init says why */
+	return sl_registry_init(m) != 0 ? ENOMEM : 0;
+}
+
+/* NFs asked to stop (2 s, then SIGKILL) before the I/O threads end. */
+static void
+registry_stop(struct sl_mgr *m)
+{
+	sl_stop_all_nfs(m, 2000);
+}
+
+/* Every reader has stopped: the quiescent-state actions left run now. */
+static void
+registry_close(struct sl_mgr *m)
+{
+	sl_grace_drain(&m->qs, m);
+}
+
+const struct mgr_module mgr_registry_module = {
+	.name = "registry",
+	.init = registry_init,
+	.poll = sl_registry_poll,
+	.stop = registry_stop,
+	.close = registry_close,
+	.methods = sl_registry_methods,
 };

@@ -2,8 +2,9 @@
 /*
  * JSON-RPC 2.0 on the control socket (docs/control-socket.md): framing
  * (parse, -32600/-32601/-32602 errors, replies), the lookup of a method in
- * the modules' tables (struct sl_rpc_method, sluiced.h), dispatch, the
- * parked rule change, and the params several modules' methods share.
+ * the modules' tables (struct sl_rpc_method, sluiced.h), dispatch and the
+ * parked request. The helpers the methods use (errors, params, parking)
+ * are base/rpcutil.c's, below every module.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -15,24 +16,12 @@
 #include "sluiced.h"
 #include "rules/rules.h"
 
-json_t *
-sl_rpc_fail(struct sl_rpc_err *e, int code, const char *fmt, ...)
-{
-	va_list ap;
-
-	e->code = code;
-	va_start(ap, fmt);
-	vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
-	va_end(ap);
-	return NULL;
-}
-
 /*
  * Rule changes (rule.add, rule.remove, graph.remove) are built off the
  * control thread (rules.h): the request that starts a build is parked, and
  * its reply made by sl_rpc_poll once the build is committed. Only the
- * control thread handles them (t_ctl is set on it alone: a telemetry
- * thread can neither start a build nor see one half done).
+ * control thread handles them (a struct rpc_ctl is given on it alone: a
+ * telemetry thread can neither start a build nor see one half done).
  */
 struct rpc_ctl {
 	int rules_wait; /* rule changes must wait (one builds, or others
@@ -40,24 +29,14 @@ struct rpc_ctl {
 	int parked;     /* the method started a build: no reply yet */
 };
 
-static __thread struct rpc_ctl *t_ctl;
-
 /* The parked request: the control thread's, the one thread that parks
- * (t_ctl), polls the build and closes the socket (main.c runs them all on
- * the main lcore). */
+ * (ctl given), polls the build and closes the socket (main.c runs them all
+ * on the main lcore). */
 static __thread struct {
 	int active;
 	json_t *id; /* its id; NULL: a notification (no reply) */
 	struct sl_rpc_park pk;
 } g_park;
-
-json_t *
-sl_rpc_park(const struct sl_rpc_park *pk)
-{
-	t_ctl->parked = 1;
-	g_park.pk = *pk;
-	return NULL;
-}
 
 static void
 park_clear(void)
@@ -68,166 +47,34 @@ park_clear(void)
 	memset(&g_park, 0, sizeof(g_park));
 }
 
-/* Looks up a service given by name or id in params[key]. */
-int
-sl_rpc_param_service(struct sl_mgr *m, json_t *params, const char *key,
-		     struct sl_rpc_err *e)
-{
-	json_t *v = json_object_get(params, key);
-	int s;
-
-	if (json_is_integer(v)) {
-		s = (int)json_integer_value(v);
-		if (s >= 0 && s < m->shm->max_services &&
-		    m->shm->services[s].used)
-			return s;
-	} else if (json_is_string(v)) {
-		char dummy[8];
-
-		s = sl_service_get(m, json_string_value(v), 0, dummy,
-				   sizeof(dummy));
-		if (s >= 0)
-			return s;
-	} else {
-		sl_rpc_fail(e, SL_RPC_E_PARAMS,
-			    "param '%s' (service name or id) is missing", key);
-		return -1;
-	}
-	sl_rpc_fail(e, SL_RPC_E_FAILED,
-		    "no service %s; service.list shows the services",
-		    json_is_string(v) ? json_string_value(v) : "with that id");
-	return -1;
-}
-
-/* Rule and filter fields besides the match ones. */
-static const char *const match_keys[] = {"proto", "src", "dst", "sport",
-					 "dport"};
-
-static int
-is_key(const char *k, const char *const *keys, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (strcmp(k, keys[i]) == 0)
-			return 1;
-	return 0;
-}
-
-/* Reads the match fields (and in_port) of params into mt. */
-int
-sl_rpc_param_match(struct sl_mgr *m, json_t *p, const char *const *extra,
-		   size_t n_extra, struct sl_match *mt, int *has,
-		   struct sl_rpc_err *e)
-{
-	const char *k;
-	json_t *v;
-	char err[256];
-
-	*has = 0;
-	json_object_foreach(p, k, v)
-	{
-		if (is_key(k, match_keys, RTE_DIM(match_keys))) {
-			*has = 1;
-			continue;
-		}
-		if (strcmp(k, "in_port") == 0 || is_key(k, extra, n_extra))
-			continue;
-		sl_rpc_fail(
-			e, SL_RPC_E_PARAMS,
-			"unknown param '%s': use proto, src, dst, sport, dport, "
-			"in_port%s",
-			k, n_extra ? " and the method's own" : "");
-		return -1;
-	}
-	if (sl_match_from_json(p, mt, err, sizeof(err)) != 0) {
-		sl_rpc_fail(e, SL_RPC_E_PARAMS, "%s", err);
-		return -1;
-	}
-	v = json_object_get(p, "in_port");
-	if (v != NULL) {
-		int port = json_is_string(v)
-				   ? sl_port_by_name(m, json_string_value(v))
-				   : -1;
-
-		if (port < 0) {
-			sl_rpc_fail(
-				e, SL_RPC_E_PARAMS,
-				"param 'in_port': no port named '%s'; use a name "
-				"from port.list",
-				json_is_string(v) ? json_string_value(v) : "?");
-			return -1;
-		}
-		mt->in_port_lo = mt->in_port_hi = (uint16_t)port;
-		*has = 1;
-	}
-	return 0;
-}
-
-int
-sl_rpc_param_graph(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
-{
-	const char *g = json_string_value(json_object_get(p, "graph"));
-	int id;
-
-	if (g == NULL) {
-		sl_rpc_fail(e, SL_RPC_E_PARAMS,
-			    "param 'graph' (graph name) is missing");
-		return -1;
-	}
-	id = sl_graph_lookup(m, g);
-	if (id < 0)
-		sl_rpc_fail(e, SL_RPC_E_FAILED,
-			    "no graph named '%s': apply it first (graph.apply)",
-			    g);
-	return id;
-}
-
-/* A list result that would not fit a client's --control-out-kb is
- * refused (it would close the connection unanswered): NULL and the error. */
-json_t *
-sl_rpc_fits_out(struct sl_mgr *m, json_t *r, const char *what,
-		struct sl_rpc_err *e)
-{
-	size_t len = json_dumpb(r, NULL, 0, JSON_COMPACT);
-
-	if (len + 256 <= (size_t)m->o.ctl_out_kb * 1024)
-		return r;
-	json_decref(r);
-	return sl_rpc_fail(
-		e, SL_RPC_E_FAILED,
-		"the reply would be %zu KiB, more than --control-out-kb "
-		"%u: %s",
-		(len + 1023) / 1024, m->o.ctl_out_kb, what);
-}
-
 /* ---- lookup and framing --------------------------------------------- */
 
-/* Every module's table, in the order status lists their methods (clients
- * show that list as it comes). */
-static const struct sl_rpc_method *const tables[] = {
-	sl_node_status_methods, sl_registry_methods, sl_stats_methods,
-	sl_chain_methods,       sl_graph_methods,    sl_rules_methods,
-	sl_flow_methods,        sl_requests_methods, sl_node_methods,
-};
-
-/* The method named name, or NULL. */
+/* The method named name in the modules' tables (m->modules, in list
+ * order), or NULL. */
 static const struct sl_rpc_method *
-lookup(const char *name)
+lookup(const struct sl_mgr *m, const char *name)
 {
-	for (size_t t = 0; t < RTE_DIM(tables); t++)
-		for (const struct sl_rpc_method *r = tables[t]; r->name; r++)
+	for (size_t k = 0; k < m->n_modules; k++) {
+		const struct sl_rpc_method *r = m->modules[k]->methods;
+
+		for (; r != NULL && r->name != NULL; r++)
 			if (strcmp(r->name, name) == 0)
 				return r;
+	}
 	return NULL;
 }
 
 json_t *
-sl_rpc_names(void)
+sl_rpc_names(const struct sl_mgr *m)
 {
 	json_t *names = json_array();
 
-	for (size_t t = 0; t < RTE_DIM(tables); t++)
-		for (const struct sl_rpc_method *r = tables[t]; r->name; r++)
+	for (size_t k = 0; k < m->n_modules; k++) {
+		const struct sl_rpc_method *r = m->modules[k]->methods;
+
+		for (; r != NULL && r->name != NULL; r++)
 			json_array_append_new(names, json_string(r->name));
+	}
 	return names;
 }
 
@@ -313,9 +160,9 @@ handle(struct sl_mgr *m, const char *line, size_t len, int *subscribe,
 	else
 		json_incref(params);
 
-	def = lookup(method);
-	if (def != NULL && (def->flags & SL_RPC_RULES) && ctl != NULL &&
-	    (ctl->rules_wait || sl_rules_busy(m->rules))) {
+	def = lookup(m, method);
+	if (def != NULL && (def->flags & (SL_RPC_RULES | SL_RPC_PARKS)) &&
+	    ctl != NULL && (ctl->rules_wait || sl_rpc_busy(m))) {
 		/* Its turn comes when the build under way is committed. */
 		*state = SL_RPC_WAIT;
 		json_decref(params);
@@ -331,16 +178,26 @@ handle(struct sl_mgr *m, const char *line, size_t len, int *subscribe,
 	} else if (def->flags & SL_RPC_SUBSCRIBE) {
 		*subscribe = 1;
 		result = json_pack("{s:b}", "subscribed", 1);
-	} else if ((def->flags & SL_RPC_RULES) && ctl == NULL) {
+	} else if ((def->flags & (SL_RPC_RULES | SL_RPC_PARKS)) &&
+		   ctl == NULL) {
 		e.code = SL_RPC_E_FAILED;
 		snprintf(e.msg, sizeof(e.msg),
 			 "method '%s' changes rules: send it on the control "
 			 "socket",
 			 method);
 	} else {
-		t_ctl = ctl;
+		struct sl_rpc_park pk;
+
 		result = def->fn(m, params, &e);
-		t_ctl = NULL;
+		if (sl_rpc_park_take(&pk)) {
+			if (ctl != NULL) {
+				ctl->parked = 1;
+				g_park.pk = pk;
+			} else { /* only the control thread parks */
+				json_decref(pk.ids);
+				free(pk.graph);
+			}
+		}
 	}
 	json_decref(params);
 	if (ctl != NULL && ctl->parked) {
@@ -377,7 +234,11 @@ sl_rpc_poll(struct sl_mgr *m, json_t **resp)
 	int rc;
 
 	*resp = NULL;
-	if (!g_park.active || !sl_rules_poll(m, &rc, &out, err, sizeof(err)))
+	if (!g_park.active)
+		return 0;
+	if (!(g_park.pk.ready != NULL
+		      ? g_park.pk.ready
+		      : sl_rules_poll)(m, &rc, &out, err, sizeof(err)))
 		return 0;
 	result = g_park.pk.done(m, &g_park.pk, rc, out, err, &e);
 	json_decref(out);
@@ -390,4 +251,10 @@ void
 sl_rpc_close(void)
 {
 	park_clear();
+}
+
+int
+sl_rpc_busy(const struct sl_mgr *m)
+{
+	return g_park.active || sl_rules_busy(m->rules);
 }

@@ -276,7 +276,7 @@ static void
 failed_event(const struct sl_mgr *m, const struct sl_scale_pending *p,
 	     const char *reason)
 {
-	sl_event("nf.scale.failed",
+	sl_event(m, "nf.scale.failed",
 		 json_pack("{s:s, s:i, s:i, s:s, s:s}", "service",
 			   m->shm->services[p->service].name, "pid", p->pid,
 			   "model", (int)p->model, "reason", reason, "log",
@@ -370,11 +370,6 @@ pending_poll(struct sl_mgr *m, int force)
 	m->n_scale_pending = j;
 }
 
-void
-sl_scale_poll(struct sl_mgr *m)
-{
-	pending_poll(m, 0);
-}
 
 /* 1 once every pending replica has exited or registered (sl_stop_all_nfs
  * stops those). */
@@ -397,8 +392,8 @@ pending_all_gone(const struct sl_mgr *m)
  * stopped and waited for before the NFs and EAL go. Registrations are
  * answered meanwhile, so that one registering now is stopped as an NF.
  */
-void
-sl_scale_stop_pending(struct sl_mgr *m, unsigned int timeout_ms)
+static void
+stop_pending(struct sl_mgr *m, unsigned int timeout_ms)
 {
 	uint64_t hz = rte_get_tsc_hz();
 	uint64_t deadline = rte_rdtsc() + hz / 1000 * timeout_ms;
@@ -428,6 +423,7 @@ sl_scale_stop_pending(struct sl_mgr *m, unsigned int timeout_ms)
 			deadline = rte_rdtsc() + hz / 1000 * timeout_ms;
 		}
 		sl_registry_poll(m);
+		pending_poll(m, 0);
 		usleep(1000);
 	}
 	for (uint16_t k = 0; k < m->n_scale_pending; k++)
@@ -435,69 +431,174 @@ sl_scale_stop_pending(struct sl_mgr *m, unsigned int timeout_ms)
 	m->n_scale_pending = 0;
 }
 
-/* Starts n copies of model for service, their pids appended to started.
- * 0, or a negative errno with err filled (those started so far stay
- * pending). */
+/* Starts one copy of instance j->model for j->service, its pid appended
+ * to j->started. 0, or a negative errno with err filled (those started
+ * so far stay pending). */
 static int
-scale_out(struct sl_mgr *m, uint16_t service, const struct sl_nf_slot *model,
-	  uint32_t n, json_t *started, char *err, size_t errlen)
+scale_out_one(struct sl_mgr *m, struct sl_scale_job *j, char *err,
+	      size_t errlen)
 {
-	const struct sl_service *svc = &m->shm->services[service];
+	const struct sl_service *svc = &m->shm->services[j->service];
+	const struct sl_nf_slot *model = &m->shm->nfs[j->model];
+	struct sl_scale_pending *p;
+	int pid;
 
-	for (uint32_t k = 0; k < n; k++) {
-		struct sl_scale_pending *p;
-		int pid;
-
-		if (m->n_scale_pending == SL_SCALE_PENDING_MAX) {
-			snprintf(err, errlen,
-				 "%u replicas are still starting: wait until "
-				 "they register (nf.list)",
-				 (unsigned int)m->n_scale_pending);
-			return -EBUSY;
-		}
-		p = &m->scale_pending[m->n_scale_pending];
-		pid = spawn_like(model, p->log, sizeof(p->log), err, errlen);
-		if (pid < 0) {
-			sl_log("nf.scale %s: %s", svc->name, err);
-			return pid;
-		}
-		/* It has exec'd (not exited: nothing reaped it yet, as its
-		 * end is first seen by a later look). */
-		p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-		if (p->pidfd < 0) {
-			snprintf(err, errlen,
-				 "started pid %d but cannot watch it: %s", pid,
-				 strerror(errno));
-			sl_log("nf.scale %s: %s", svc->name, err);
-			return -EMFILE;
-		}
-		p->pid = pid;
-		p->service = service;
-		p->model = model->instance;
-		p->given_up = 0;
-		p->until_tsc = rte_rdtsc() +
-			       m->o.scale_register_ms * rte_get_tsc_hz() / 1000;
-		m->n_scale_pending++;
-		json_array_append_new(started, json_integer(pid));
-		sl_log("nf.scale %s: started pid %d (copy of instance %u)",
-		       svc->name, pid, model->instance);
-		/* Answer the replicas already waiting to register: a fork
-		 * takes 30-80 ms here, so 70 of them kept this thread from
-		 * the message ring for longer than an NF waits for its
-		 * answer (5 s), and the first ones gave up and exited. */
-		sl_registry_poll(m);
+	if (m->n_scale_pending == SL_SCALE_PENDING_MAX) {
+		snprintf(err, errlen,
+			 "%u replicas are still starting: wait until "
+			 "they register (nf.list)",
+			 (unsigned int)m->n_scale_pending);
+		return -EBUSY;
 	}
+	p = &m->scale_pending[m->n_scale_pending];
+	pid = spawn_like(model, p->log, sizeof(p->log), err, errlen);
+	if (pid < 0) {
+		sl_log("nf.scale %s: %s", svc->name, err);
+		return pid;
+	}
+	/* It has exec'd (not exited: nothing reaped it yet, as its end is
+	 * first seen by a later look). */
+	p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (p->pidfd < 0) {
+		snprintf(err, errlen, "started pid %d but cannot watch it: %s",
+			 pid, strerror(errno));
+		sl_log("nf.scale %s: %s", svc->name, err);
+		return -EMFILE;
+	}
+	p->pid = pid;
+	p->service = j->service;
+	p->model = model->instance;
+	p->given_up = 0;
+	p->until_tsc =
+		rte_rdtsc() + m->o.scale_register_ms * rte_get_tsc_hz() / 1000;
+	m->n_scale_pending++;
+	json_array_append_new(j->started, json_integer(pid));
+	sl_log("nf.scale %s: started pid %d (copy of instance %u)", svc->name,
+	       pid, model->instance);
 	return 0;
 }
 
-int
-sl_scale(struct sl_mgr *m, uint16_t service, uint32_t replicas, json_t **out,
-	 char *err, size_t errlen)
+/* The job's replicas are started: scales in if asked to, and makes the
+ * reply (published as nf.scale too). */
+static json_t *
+scale_finish(struct sl_mgr *m, struct sl_scale_job *j)
+{
+	struct sl_shm *shm = m->shm;
+	const struct sl_service *svc = &shm->services[j->service];
+	json_t *stopping = json_array(), *cancelled = json_array(), *out;
+	uint32_t running = j->running, starting = j->starting;
+
+	/* Scale in: replicas still starting go first (newest first), as
+	 * they hold no traffic yet; then running instances. */
+	for (int k = (int)m->n_scale_pending - 1;
+	     k >= 0 && running + starting > j->replicas && starting > 0; k--) {
+		struct sl_scale_pending *p = &m->scale_pending[k];
+
+		if (p->service != j->service || p->given_up)
+			continue;
+		pidfd_signal(p->pidfd, SIGTERM);
+		close(p->pidfd);
+		json_array_append_new(cancelled, json_integer(p->pid));
+		sl_log("nf.scale %s: stopped pid %d before it registered",
+		       svc->name, p->pid);
+		*p = m->scale_pending[--m->n_scale_pending];
+		starting--;
+	}
+	/* Scale in: the newest first. */
+	while (running > j->replicas) {
+		struct sl_nf_slot *newest = NULL;
+
+		for (uint16_t i = 0; i < shm->nf_hwm; i++) {
+			struct sl_nf_slot *s = &shm->nfs[i];
+
+			if (s->service == j->service &&
+			    s->state == SL_NF_RUNNING && !s->stop &&
+			    (newest == NULL ||
+			     s->started_tsc > newest->started_tsc))
+				newest = s;
+		}
+		if (newest == NULL)
+			break;
+		__atomic_store_n(&newest->stop, 1, __ATOMIC_RELEASE);
+		json_array_append_new(stopping, json_integer(newest->instance));
+		running--;
+	}
+	out = json_pack("{s:s, s:i, s:o, s:o, s:o}", "service", svc->name,
+			"replicas", (int)j->replicas, "started_pids",
+			j->started, "stopping", stopping, "cancelled_pids",
+			cancelled);
+	j->started = NULL;
+	sl_event(m, "nf.scale", json_deep_copy(out));
+	return out;
+}
+
+/*
+ * A parked nf.scale, one step per control-loop turn, after the registry's
+ * poll: the next replica is started, or, all started, the scale-in and the
+ * reply are made. Between two forks (30-80 ms each) the control loop
+ * turns, so the replicas already waiting to register are answered: 70 of
+ * them started in one go would otherwise wait longer than an NF waits for
+ * its answer (5 s), and the first ones would give up and exit.
+ */
+static void
+job_step(struct sl_mgr *m)
+{
+	struct sl_scale_job *j = &m->scale_job;
+
+	if (!j->active || j->done)
+		return;
+	if (j->left > 0) {
+		j->rc = scale_out_one(m, j, j->err, sizeof(j->err));
+		j->left--;
+		if (j->rc == 0)
+			return;
+		json_decref(j->started);
+		j->started = NULL;
+		j->done = 1;
+		return;
+	}
+	j->out = scale_finish(m, j);
+	j->done = 1;
+}
+
+/* The park's ready: 1 once the job is done, its reply in rc, out (a
+ * reference passed on) or err. */
+static int
+job_ready(struct sl_mgr *m, int *rc, json_t **out, char *err, size_t errlen)
+{
+	struct sl_scale_job *j = &m->scale_job;
+
+	if (!j->active || !j->done)
+		return 0;
+	*rc = j->rc;
+	*out = j->out;
+	snprintf(err, errlen, "%s", j->err);
+	memset(j, 0, sizeof(*j));
+	return 1;
+}
+
+static json_t *
+job_done(struct sl_mgr *m, const struct sl_rpc_park *pk, int rc, json_t *out,
+	 const char *err, struct sl_rpc_err *e)
+{
+	(void)m;
+	(void)pk;
+	if (rc != 0)
+		return sl_rpc_fail(e, SL_RPC_E_FAILED, "%s", err);
+	return json_incref(out);
+}
+
+/* Starts (or plans) nf.scale of service to replicas: 0 with *out the
+ * reply when nothing is to start, 1 when replicas are to start (the first
+ * started, the rest by job_step: the request parks), or a negative errno
+ * with err filled. */
+static int
+scale(struct sl_mgr *m, uint16_t service, uint32_t replicas, json_t **out,
+      char *err, size_t errlen)
 {
 	struct sl_shm *shm = m->shm;
 	const struct sl_service *svc = &shm->services[service];
-	json_t *started = json_array(), *stopping = json_array();
-	json_t *cancelled = json_array();
+	struct sl_scale_job *j = &m->scale_job;
 	const struct sl_nf_slot *model = NULL;
 	uint32_t running = 0, starting = 0;
 	int rc;
@@ -519,9 +620,6 @@ sl_scale(struct sl_mgr *m, uint16_t service, uint32_t replicas, json_t **out,
 			model = s;
 	}
 	if (replicas > running + starting && model == NULL) {
-		json_decref(started);
-		json_decref(stopping);
-		json_decref(cancelled);
 		snprintf(err, errlen,
 			 "service '%s' has no running instance to copy: start "
 			 "one first (sluice apply DEPLOYMENT.yaml starts the "
@@ -530,62 +628,87 @@ sl_scale(struct sl_mgr *m, uint16_t service, uint32_t replicas, json_t **out,
 		return -ENOENT;
 	}
 	if (replicas > shm->max_nfs) {
-		json_decref(started);
-		json_decref(stopping);
-		json_decref(cancelled);
 		snprintf(err, errlen, "%u replicas is more than --max-nfs %u",
 			 replicas, shm->max_nfs);
 		return -ENOSPC;
 	}
-	rc = scale_out(m, service, model,
-		       replicas > running + starting
-			       ? replicas - (running + starting)
-			       : 0,
-		       started, err, errlen);
+	memset(j, 0, sizeof(*j));
+	j->service = service;
+	j->replicas = replicas;
+	j->running = running;
+	j->starting = starting;
+	j->started = json_array();
+	if (replicas <= running + starting) {
+		*out = scale_finish(m, j);
+		return 0;
+	}
+	j->model = (uint16_t)(model - shm->nfs);
+	j->left = replicas - (running + starting);
+	rc = scale_out_one(m, j, err, errlen);
 	if (rc != 0) {
-		json_decref(started);
-		json_decref(stopping);
-		json_decref(cancelled);
+		json_decref(j->started);
+		j->started = NULL;
 		return rc;
 	}
-	/* Scale in: replicas still starting go first (newest first), as
-	 * they hold no traffic yet; then running instances. */
-	for (int k = (int)m->n_scale_pending - 1;
-	     k >= 0 && running + starting > replicas && starting > 0; k--) {
-		struct sl_scale_pending *p = &m->scale_pending[k];
-
-		if (p->service != service || p->given_up)
-			continue;
-		pidfd_signal(p->pidfd, SIGTERM);
-		close(p->pidfd);
-		json_array_append_new(cancelled, json_integer(p->pid));
-		sl_log("nf.scale %s: stopped pid %d before it registered",
-		       svc->name, p->pid);
-		*p = m->scale_pending[--m->n_scale_pending];
-		starting--;
-	}
-	/* Scale in: the newest first. */
-	while (running > replicas) {
-		struct sl_nf_slot *newest = NULL;
-
-		for (uint16_t i = 0; i < shm->nf_hwm; i++) {
-			struct sl_nf_slot *s = &shm->nfs[i];
-
-			if (s->service == service &&
-			    s->state == SL_NF_RUNNING && !s->stop &&
-			    (newest == NULL ||
-			     s->started_tsc > newest->started_tsc))
-				newest = s;
-		}
-		if (newest == NULL)
-			break;
-		__atomic_store_n(&newest->stop, 1, __ATOMIC_RELEASE);
-		json_array_append_new(stopping, json_integer(newest->instance));
-		running--;
-	}
-	*out = json_pack("{s:s, s:i, s:o, s:o, s:o}", "service", svc->name,
-			 "replicas", (int)replicas, "started_pids", started,
-			 "stopping", stopping, "cancelled_pids", cancelled);
-	sl_event("nf.scale", json_deep_copy(*out));
-	return 0;
+	j->left--;
+	j->active = 1;
+	return 1;
 }
+
+static json_t *
+rpc_nf_scale(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
+{
+	json_t *r = json_object_get(p, "replicas"), *out = NULL;
+	char err[512];
+	int s = sl_rpc_param_service(m, p, "service", e), rc;
+
+	if (s < 0)
+		return NULL;
+	if (!json_is_integer(r) || json_integer_value(r) < 0)
+		return sl_rpc_fail(
+			e, SL_RPC_E_PARAMS,
+			"param 'replicas' (integer >= 0) is missing");
+	rc = scale(m, (uint16_t)s, (uint32_t)json_integer_value(r), &out, err,
+		   sizeof(err));
+	if (rc < 0)
+		return sl_rpc_fail(e, SL_RPC_E_FAILED, "%s", err);
+	if (rc > 0) /* replicas to start: answered once job_step is done */
+		return sl_rpc_park(&(struct sl_rpc_park){.done = job_done,
+							 .ready = job_ready});
+	return out;
+}
+
+/* After the registry's poll (main.c's list): registrations handled. */
+static void
+scale_poll(struct sl_mgr *m)
+{
+	pending_poll(m, 0);
+	job_step(m);
+}
+
+/* Before the NFs are stopped: replicas still starting get SIGTERM, then
+ * SIGKILL after 2 s, and are waited for. */
+static void
+scale_stop(struct sl_mgr *m)
+{
+	struct sl_scale_job *j = &m->scale_job;
+
+	/* A parked nf.scale: its reply is dropped (rpc.c), its replicas
+	 * stopped below with the others still starting. */
+	json_decref(j->started);
+	json_decref(j->out);
+	memset(j, 0, sizeof(*j));
+	stop_pending(m, 2000);
+}
+
+static const struct sl_rpc_method sl_scale_methods[] = {
+	{"nf.scale", rpc_nf_scale, SL_RPC_PARKS},
+	{NULL, NULL, 0},
+};
+
+const struct mgr_module mgr_scale_module = {
+	.name = "scale",
+	.poll = scale_poll,
+	.stop = scale_stop,
+	.methods = sl_scale_methods,
+};

@@ -10,8 +10,11 @@
  *               watchdog (registry/registry.h)
  *   io.c        the I/O thread(s): RX from ports, NF tx rings, TX to ports
  *   control.c   control thread: socket, events, liveness
+ *   bus.c       the event bus: modules emit, the control socket subscribes
  *   rpc.c       JSON-RPC framing, method lookup; each module's methods
  *               are in its *_rpc.c or rpc.c (ctl/node.c: status, rx)
+ *   base/       below every module: rpcutil.c (the methods' errors,
+ *               params, parking), view.c (hops, graphs, chain: read)
  *   flow/       flow table, ingress, aging, flow.list (flow/flow.h)
  *   rules/      rule sets, their builder thread, rule.list (rules/rules.h)
  *   requests/   cross-layer requests, wildcard requests
@@ -32,6 +35,8 @@
 #include "sl_match.h"
 #include "sl_shared.h"
 
+#include "bus.h"
+#include "module.h"
 #include "ports/ports.h"
 
 #define SL_VERSION "0.1.0"
@@ -89,6 +94,10 @@ struct sl_mgr_opts {
 struct sl_mgr {
 	struct sl_mgr_opts o;
 	struct sl_shm *shm;
+	struct mgr_bus bus; /* events and the pidfd watch hook (bus.h) */
+	/* The modules in start order (module.h; main.c sets them) */
+	const struct mgr_module *const *modules;
+	size_t n_modules;
 	uint64_t start_tsc;
 	/* 0 while running; 1: the shutdown method (or an I/O thread that
 	 * cannot run); else the signal. Atomic: written by on_signal and by
@@ -162,6 +171,20 @@ struct sl_mgr {
 		char log[160];      /* where its output goes (the model's) */
 	} scale_pending[SL_SCALE_PENDING_MAX];
 	uint16_t n_scale_pending;
+	/* The nf.scale request parked while its replicas start, one per
+	 * control-loop turn (scale.c; control thread only) */
+	struct sl_scale_job {
+		int active; /* parked: replicas left to start */
+		int done;   /* rc, out or err is its reply */
+		int rc;
+		uint16_t service;
+		uint16_t model; /* the slot of the instance copied */
+		uint32_t replicas, running, starting; /* as counted first */
+		uint32_t left;   /* replicas still to start */
+		json_t *started; /* their pids so far */
+		json_t *out;     /* the reply, once done with rc 0 */
+		char err[512];   /* why not, rc != 0 */
+	} scale_job;
 	unsigned int io_lcores[SL_MAX_IO_THREADS];
 	/* The I/O threads' (io.c; set by sl_io_init, read-only once they
 	 * run) */
@@ -183,9 +206,7 @@ struct sl_mgr {
 
 /* Logs a line "sluiced[node]: ..." on stderr (main.c). */
 void sl_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Logs an event and publishes it to subscribers (NF up/down, ...): main.c
- * hands it to sl_control_event with sluiced's state. */
-void sl_event(const char *kind, json_t *data);
+/* Events (NF up/down, ...): sl_event(m, kind, data) on m->bus, bus.h. */
 
 /* The packet pool of a NUMA socket (main.c), created on first use. */
 struct rte_mempool *sl_pool_for_socket(struct sl_mgr *m, int socket, char *err,
@@ -207,7 +228,6 @@ int sl_service_get(struct sl_mgr *m, const char *name, int create, char *err,
 void sl_service_release(struct sl_mgr *m, uint16_t id);
 int sl_chain_apply(struct sl_mgr *m, const char *const *hops, uint16_t n,
 		   char *err, size_t errlen);
-int sl_chain_complete(const struct sl_mgr *m);
 json_t *sl_chain_json(const struct sl_mgr *m);
 /* A note for the answer that applied graph id: the services of that graph
  * with no running instance, whose packets are dropped (no_instance) until
@@ -220,9 +240,15 @@ const char *sl_nf_state_name(uint32_t state);
 
 void sl_maybe_enable_rx(struct sl_mgr *m);
 
-/* graph.c */
+/* base/view.c: read-only views of the published graphs, below every
+ * module */
 json_t *sl_hop_json(const struct sl_shm *shm, sl_hop_t h);
+/* The current graph named name: its id, or -1. */
 int sl_graph_lookup(const struct sl_mgr *m, const char *name);
+/* 1 when the default chain (graph 0) has an instance of every service. */
+int sl_chain_complete(const struct sl_mgr *m);
+
+/* graph.c */
 uint32_t sl_chain_version(const struct sl_mgr *m);
 json_t *sl_graphs_json(const struct sl_mgr *m, const char *name, char *err,
 		       size_t errlen);
@@ -239,20 +265,10 @@ void sl_graphs_close(struct sl_mgr *m);
 #include "requests/requests.h"
 #include "rules/rules.h"
 
-/* scale.c */
-int sl_scale(struct sl_mgr *m, uint16_t service, uint32_t replicas,
-	     json_t **out, char *err, size_t errlen);
-/* Replicas that exited before registering, or did not register within
- * --scale-register-ms (stopped), are logged and published (nf.scale.failed). */
-void sl_scale_poll(struct sl_mgr *m);
-/* At shutdown, before the NFs are stopped: replicas still starting get
- * SIGTERM, then SIGKILL after timeout_ms, and are waited for. */
-void sl_scale_stop_pending(struct sl_mgr *m, unsigned int timeout_ms);
+/* scale.c: nf.scale, and the replicas it started (mgr_scale_module) */
 
-/* io.c */
-/* Fills m->io (the RX->TX ring in split mode, the threads' arguments);
- * before the threads start. 0 or -1. */
-int sl_io_init(struct sl_mgr *m);
+/* io.c (mgr_io_module: the RX->TX ring, the threads' arguments, their
+ * launch and their end) */
 /* An I/O thread's main; arg is &m->io.arg[its index]. */
 int sl_io_thread(void *arg);
 /* After rx_enabled was set to 0: waits (at most 100 ms, then -ETIMEDOUT)
@@ -260,21 +276,18 @@ int sl_io_thread(void *arg);
  * on what it read before. */
 int sl_io_rx_settle(struct sl_shm *shm);
 
-/* control.c */
-int sl_control_init(struct sl_mgr *m, char *err, size_t errlen);
+/* control.c (mgr_control_module: the socket) */
+/* The control loop, until m->quit: socket events, NF deaths, then every
+ * module's poll in list order. */
 void sl_control_run(struct sl_mgr *m);
-void sl_control_close(struct sl_mgr *m);
-void sl_control_watch_pid(struct sl_mgr *m, uint16_t instance, int pidfd);
 /* status.control: {connections, max_connections, out_kb, closed_unread} */
 json_t *sl_control_json(const struct sl_mgr *m);
-/* Sends an event (data: a reference it takes, NULL for {}) to every
- * subscribed connection (sl_event's body). */
-void sl_control_event(struct sl_mgr *m, const char *kind, json_t *data);
 
 /* rpc.c: JSON-RPC 2.0 framing, method lookup and dispatch, the parked
- * request. Each module registers its methods in a const table of struct
- * sl_rpc_method ended by {NULL}; rpc.c lists the tables (docs/
- * architecture.md "Adding an RPC method"). */
+ * request. Each module serves its methods from a const table of struct
+ * sl_rpc_method ended by {NULL}, its module's `methods` (module.h); rpc.c
+ * looks them up in m->modules (docs/architecture.md "Adding an RPC
+ * method"). */
 #define SL_RPC_E_PARSE -32700
 #define SL_RPC_E_REQUEST -32600
 #define SL_RPC_E_METHOD -32601
@@ -299,6 +312,10 @@ enum sl_rpc_flag {
 	SL_RPC_RULES = 1u << 0,
 	/* fn is NULL: rpc.c subscribes the connection to events. */
 	SL_RPC_SUBSCRIBE = 1u << 1,
+	/* May park (sl_rpc_park) for work that takes control-loop turns
+	 * (nf.scale): the control socket's thread alone runs it, and it
+	 * waits, like a rule change, while another request is parked. */
+	SL_RPC_PARKS = 1u << 2,
 };
 
 struct sl_rpc_method {
@@ -307,28 +324,19 @@ struct sl_rpc_method {
 	unsigned int flags; /* enum sl_rpc_flag */
 };
 
-/* The tables, in the order status lists the methods. */
-extern const struct sl_rpc_method sl_node_status_methods[]; /* ctl/node.c */
-extern const struct sl_rpc_method sl_registry_methods[];    /* registry_rpc.c */
-extern const struct sl_rpc_method sl_stats_methods[];       /* stats/rpc.c */
-extern const struct sl_rpc_method sl_chain_methods[];       /* registry_rpc.c */
-extern const struct sl_rpc_method sl_graph_methods[];       /* graph_rpc.c */
-extern const struct sl_rpc_method sl_rules_methods[];       /* rules/rpc.c */
-extern const struct sl_rpc_method sl_flow_methods[];        /* flow/rpc.c */
-extern const struct sl_rpc_method sl_requests_methods[];    /* requests/rpc.c */
-extern const struct sl_rpc_method sl_node_methods[];        /* ctl/node.c */
-
+/* base/rpcutil.c, below every module: */
 /* Sets e and returns NULL: `return sl_rpc_fail(e, ...)` in a method. */
 json_t *sl_rpc_fail(struct sl_rpc_err *e, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-/* Every method's name, in table order (status.methods). */
-json_t *sl_rpc_names(void);
+/* Every method's name, in module then table order (status.methods). */
+json_t *sl_rpc_names(const struct sl_mgr *m);
 
 /* A rule change that started a build (sl_rules_*_start) returns
- * sl_rpc_park(&pk): its reply is made by pk.done once sl_rules_poll reports
- * the build (rc 0: committed, with out; else refused, with err). The
- * control thread alone parks (SL_RPC_RULES methods); rpc.c takes pk's ids
- * and graph and releases them after done. */
+ * sl_rpc_park(&pk): its reply is made by pk.done once pk.ready (NULL:
+ * sl_rules_poll) reports the work done (rc 0: committed, with out; else
+ * refused, with err). The control thread alone parks (SL_RPC_RULES and
+ * SL_RPC_PARKS methods), one request at a time; rpc.c takes pk's ids and
+ * graph and releases them after done. */
 struct sl_rpc_park;
 typedef json_t *(*sl_rpc_done_fn)(struct sl_mgr *m,
 				  const struct sl_rpc_park *pk, int rc,
@@ -336,17 +344,24 @@ typedef json_t *(*sl_rpc_done_fn)(struct sl_mgr *m,
 				  struct sl_rpc_err *e);
 struct sl_rpc_park {
 	sl_rpc_done_fn done;
+	/* Polled by the control loop each turn (sl_rpc_poll): 1 once the
+	 * work is done, with rc, out (a reference passed to done) and err;
+	 * NULL: the rule build's sl_rules_poll. */
+	int (*ready)(struct sl_mgr *m, int *rc, json_t **out, char *err,
+		     size_t errlen);
 	json_t *ids;    /* a reference, or NULL */
 	json_int_t one; /* a number to reply with */
 	size_t n;       /* a count to reply with */
 	char *graph;    /* malloc'd, or NULL */
 };
 json_t *sl_rpc_park(const struct sl_rpc_park *pk);
+/* rpc.c, after a method returned: 1 with *pk when it parked (cleared). */
+int sl_rpc_park_take(struct sl_rpc_park *pk);
 
 /* Params shared by several modules' methods: each returns the value or -1
  * with e set (E_PARAMS when missing or malformed, E_FAILED when it names
  * nothing). */
-/* A service by name or id in params[key]. */
+/* A service by name or id in params[key] (registry_rpc.c). */
 int sl_rpc_param_service(struct sl_mgr *m, json_t *params, const char *key,
 			 struct sl_rpc_err *e);
 /* The graph named by params.graph: its id. */
@@ -378,10 +393,11 @@ enum sl_rpc_state sl_rpc_handle_ctl(struct sl_mgr *m, const char *line,
 int sl_rpc_poll(struct sl_mgr *m, json_t **resp);
 /* Drops a parked request (shutdown). */
 void sl_rpc_close(void);
+/* 1 while a request is parked or a rule build is under way: a request
+ * that may park (SL_RPC_RULES, SL_RPC_PARKS) must wait. */
+int sl_rpc_busy(const struct sl_mgr *m);
 
-/* telemetry.c: DPDK telemetry commands /sluice/... (after the ports and
- * the control socket are up; closed first at shutdown) */
-int sl_telemetry_init(struct sl_mgr *m);
-void sl_telemetry_close(void);
+/* telemetry.c: DPDK telemetry commands /sluice/... (mgr_telemetry_module:
+ * started after every module's init, stopped first at shutdown) */
 
 #endif /* SLUICED_H */

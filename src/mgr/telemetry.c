@@ -36,7 +36,7 @@
 #include "stats/stats.h"
 
 /* File scope because DPDK 22.11's telemetry_cb has no context argument:
- * the one sluiced a callback reads, set once by sl_telemetry_init. */
+ * the one sluiced a callback reads, set once by telemetry_start. */
 static struct sl_mgr *g_m;
 static uint32_t g_live;     /* 1 while the callbacks may read sluiced */
 static uint32_t g_inflight; /* callbacks reading now */
@@ -551,11 +551,11 @@ static const struct {
 	 "Packets and bytes per edge (from, to). No parameters"},
 };
 
-int
-sl_telemetry_init(struct sl_mgr *m)
+/* Optional: a command that cannot be registered is logged and sluiced
+ * runs on. */
+static void
+telemetry_start(struct sl_mgr *m)
 {
-	int rc = 0;
-
 	g_m = m;
 	__atomic_store_n(&g_live, 1, __ATOMIC_SEQ_CST);
 	for (size_t i = 0; i < RTE_DIM(cmds); i++) {
@@ -565,15 +565,14 @@ sl_telemetry_init(struct sl_mgr *m)
 		if (r != 0) {
 			sl_log("telemetry: cannot register %s: %s", cmds[i].cmd,
 			       strerror(-r));
-			rc = r;
 		}
 	}
-	return rc;
 }
 
-void
-sl_telemetry_close(void)
+static void
+telemetry_stop(struct sl_mgr *m)
 {
+	(void)m;
 	/* Callbacks that start now answer with an error; wait (up to 1 s)
 	 * for those already reading. */
 	__atomic_store_n(&g_live, 0, __ATOMIC_SEQ_CST);
@@ -582,3 +581,11 @@ sl_telemetry_close(void)
 	     i++)
 		usleep(1000);
 }
+
+/* Last in main.c's list: started once the ports and the control socket
+ * are up, stopped first. */
+const struct mgr_module mgr_telemetry_module = {
+	.name = "telemetry",
+	.start = telemetry_start,
+	.stop = telemetry_stop,
+};

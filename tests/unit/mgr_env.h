@@ -2,7 +2,7 @@
 /*
  * The environment of sluiced's unit tests (tests/unit/test_mgr_*.c),
  * which link the static library sluiced_mgr: what main.c gives the
- * library (g_mgr, sl_log, sl_event, sl_pool_for_socket), EAL started like the other
+ * library (g_mgr, sl_log, sl_pool_for_socket), EAL started like the other
  * unit tests (no hugepages, PCI, shared files or telemetry), a fake
  * struct sl_shm in heap memory, a struct sl_mgr with sluiced's defaults
  * for the flow module, and packets from a real pool with the registered
@@ -49,12 +49,6 @@
 /* ---- what main.c defines for the library ---------------------------- */
 
 struct sl_mgr g_mgr;
-
-void
-sl_event(const char *kind, json_t *data)
-{
-	sl_control_event(&g_mgr, kind, data);
-}
 
 void
 sl_log(const char *fmt, ...)
@@ -238,6 +232,9 @@ env_new(uint32_t capacity, uint32_t timeout_ms)
 	for (uint16_t g = 0; g < MGR_GRAPHS; g++)
 		shm->graph_cur[g] = SL_GRAPH_NONE;
 	env_chain(e);
+	/* main.c's list order: rules, requests, then flow */
+	assert_int_equal(sl_rules_init(m), 0);
+	assert_int_equal(sl_requests_init(m), 0);
 	assert_int_equal(sl_flow_init(m), 0);
 	return e;
 }
@@ -263,6 +260,8 @@ env_free(struct env *e)
 	sl_flow_rx_fini(e->m->flow);
 	if (e->m->flow != NULL)
 		rte_ring_free(e->m->flow->del_ring);
+	sl_rules_close(e->m);
+	sl_requests_close(e->m);
 	sl_flow_close(e->m);
 	/* The tables go with EAL in sluiced; here each test makes its own. */
 	rte_hash_free(ft->hash);

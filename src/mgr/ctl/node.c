@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * JSON-RPC methods of the node itself: status, rx.pause, rx.resume,
- * subscribe (done by rpc.c), shutdown. status comes first and the others
- * last in the list status gives (two tables, rpc.c orders them).
+ * subscribe (done by rpc.c), shutdown: mgr_node_module, first in main.c's
+ * list, so status comes first in the methods status lists.
  */
 #include <unistd.h>
 
@@ -16,7 +16,7 @@ static json_t *
 rpc_status(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 {
 	struct sl_shm *shm = m->shm;
-	json_t *names = sl_rpc_names(), *pools = json_array();
+	json_t *names = sl_rpc_names(m), *pools = json_array();
 	int n_nfs = 0, n_svc = 0, pool_size = 0, in_use = 0;
 
 	(void)p;
@@ -103,15 +103,14 @@ rpc_shutdown(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 	return json_object();
 }
 
-const struct sl_rpc_method sl_node_status_methods[] = {
-	{"status", rpc_status, 0},
-	{NULL, NULL, 0},
+static const struct sl_rpc_method sl_node_methods[] = {
+	{"status", rpc_status, 0},       {"rx.pause", rpc_rx_pause, 0},
+	{"rx.resume", rpc_rx_resume, 0}, {"subscribe", NULL, SL_RPC_SUBSCRIBE},
+	{"shutdown", rpc_shutdown, 0},   {NULL, NULL, 0},
 };
 
-const struct sl_rpc_method sl_node_methods[] = {
-	{"rx.pause", rpc_rx_pause, 0},
-	{"rx.resume", rpc_rx_resume, 0},
-	{"subscribe", NULL, SL_RPC_SUBSCRIBE},
-	{"shutdown", rpc_shutdown, 0},
-	{NULL, NULL, 0},
+/* The node's own methods: status, rx.*, subscribe, shutdown. */
+const struct mgr_module mgr_node_module = {
+	.name = "node",
+	.methods = sl_node_methods,
 };

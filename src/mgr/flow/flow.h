@@ -144,7 +144,7 @@ struct sl_flow_filter {
 /* ---- start and stop (table.c) -------------------------------------- */
 
 size_t sl_flow_entry_bytes(const struct sl_mgr_opts *o);
-/* The flow module: m->flow, then the rules' and requests' states (and,
+/* The flow module: m->flow (after rules and requests made theirs; and,
  * unless --flow-lookup off, the tables). 0 or -1 after printing why. */
 int sl_flow_init(struct sl_mgr *m);
 /* Frees the states sl_flow_init made (the tables go with EAL); after

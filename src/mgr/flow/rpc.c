@@ -176,9 +176,26 @@ rpc_flow_delete(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 			 (json_int_t)sl_flows_delete(m, &f, -1));
 }
 
-const struct sl_rpc_method sl_flow_methods[] = {
+static const struct sl_rpc_method sl_flow_methods[] = {
 	{"flow.list", rpc_flow_list, 0},
 	{"flow.get", rpc_flow_get, 0},
 	{"flow.delete", rpc_flow_delete, 0},
 	{NULL, NULL, 0},
+};
+
+static int
+flow_init(struct sl_mgr *m, char *err, size_t errlen)
+{
+	(void)errlen;
+	err[0] = '\0'; /* sl_flow_init says why */
+	return sl_flow_init(m) != 0 ? ENOMEM : 0;
+}
+
+/* The flow table (after rules and requests in main.c's list: their init
+ * comes first and their close, which reads m->flow, too). */
+const struct mgr_module mgr_flow_module = {
+	.name = "flow",
+	.init = flow_init,
+	.close = sl_flow_close,
+	.methods = sl_flow_methods,
 };

@@ -150,8 +150,7 @@ sl_flow_init(struct sl_mgr *m)
 		fs->graph_inc = calloc(m->o.max_graphs, sizeof(*fs->graph_inc));
 	}
 	m->flow = fs;
-	if (fs == NULL || fs->graph_inc == NULL || sl_rules_init(m) != 0 ||
-	    sl_requests_init(m) != 0) {
+	if (fs == NULL || fs->graph_inc == NULL) {
 		fprintf(stderr, "sluiced: out of memory for the graph table\n");
 		return -1;
 	}
@@ -165,8 +164,6 @@ sl_flow_close(struct sl_mgr *m)
 {
 	struct sl_flowdir_state *fs = m->flow;
 
-	sl_rules_close(m);
-	sl_requests_close(m);
 	if (fs == NULL)
 		return;
 	free(fs->keys);

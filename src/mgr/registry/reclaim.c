@@ -479,7 +479,7 @@ sl_reg_reclaim(struct sl_mgr *m, struct sl_reg_reclaim *a)
 	if (s->txq != 0)
 		m->registry->txq_owner[s->txq] = 0;
 	__atomic_store_n(&s->state, SL_NF_FREE, __ATOMIC_RELEASE);
-	sl_event("nf.freed",
+	sl_event(m, "nf.freed",
 		 json_pack("{s:i, s:s, s:I}", "instance", inst, "service",
 			   shm->services[s->service].name, "lost",
 			   (json_int_t)lost));

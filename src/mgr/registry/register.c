@@ -328,16 +328,17 @@ handle_register(struct sl_mgr *m, struct sl_msg *msg)
 				 __ATOMIC_RELEASE);
 	sl_reg_live_add(m, (uint16_t)svc, (uint16_t)inst);
 	m->registry->pidfd[inst] = pidfd;
-	sl_control_watch_pid(m, (uint16_t)inst, pidfd);
+	mgr_bus_watch_pid(&m->bus, (uint16_t)inst, pidfd);
 
 	msg->instance = (uint16_t)inst;
 	msg->service = (uint16_t)svc;
 	reply(msg, 0, NULL);
 	sl_log("NF up: instance %d, service %s (%d), pid %d, %s", inst,
 	       msg->service_name, svc, msg->pid, msg->prog);
-	sl_event("nf.up", json_pack("{s:i, s:s, s:i, s:s}", "instance", inst,
-				    "service", msg->service_name, "pid",
-				    msg->pid, "prog", msg->prog));
+	sl_event(m, "nf.up",
+		 json_pack("{s:i, s:s, s:i, s:s}", "instance", inst, "service",
+			   msg->service_name, "pid", msg->pid, "prog",
+			   msg->prog));
 	sl_maybe_enable_rx(m);
 }
 
@@ -446,7 +447,7 @@ sl_nf_died(struct sl_mgr *m, uint16_t inst)
 	else
 		sl_log("NF exited: instance %u, service %s, pid %d", inst,
 		       shm->services[s->service].name, s->pid);
-	sl_event("nf.down",
+	sl_event(m, "nf.down",
 		 json_pack("{s:i, s:s, s:i, s:s}", "instance", inst, "service",
 			   shm->services[s->service].name, "pid", s->pid,
 			   "reason", st == SL_NF_RUNNING ? "died" : "stopped"));
@@ -489,7 +490,6 @@ sl_registry_poll(struct sl_mgr *m)
 		}
 	}
 	sl_reg_answered_sweep(m);
-	sl_scale_poll(m); /* after the registrations above */
 	sl_reg_watchdog(m);
 	sl_grace_poll(&m->qs, m->shm, m, -1, 1);
 }

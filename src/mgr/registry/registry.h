@@ -42,6 +42,12 @@ struct sl_registry_state {
 	uint64_t sweep_next;
 	struct sl_msg **answered[2];
 	int32_t *pids;
+	/* Applies a flow request an NF sent (request.c): the requests
+	 * module's sl_flow_request, set by its init (the registry, below it,
+	 * does not call it by name); NULL: refused. */
+	int (*flow_request)(struct sl_mgr *m, const struct sl_req *r,
+			    uint32_t *applied, uint32_t *kept, char *err,
+			    size_t errlen);
 };
 
 /* services.c: adds or removes inst from service s's live instances and

@@ -152,8 +152,13 @@ sl_reg_handle_request(struct sl_mgr *m, struct sl_msg *msg)
 	} else {
 		fk[0] = '\0';
 	}
-	if (rc == 0)
-		rc = sl_flow_request(m, &r, &applied, &kept, err, sizeof(err));
+	if (rc == 0 && m->registry->flow_request == NULL) {
+		snprintf(err, sizeof(err), "flow requests are not served");
+		rc = ENOTSUP;
+	} else if (rc == 0) {
+		rc = m->registry->flow_request(m, &r, &applied, &kept, err,
+					       sizeof(err));
+	}
 	ev = json_pack("{s:s, s:i, s:s, s:s, s:s, s:s, s:I}", "nf",
 		       shm->services[s->service].name, "instance",
 		       (int)msg->instance, "type", sl_req_name(r.kind), "flow",
@@ -173,7 +178,8 @@ sl_reg_handle_request(struct sl_mgr *m, struct sl_msg *msg)
 		json_object_set_new(ev, "key", json_string(r.mkey));
 		json_object_set_new(ev, "value", json_string(r.value));
 	}
-	sl_event(r.kind == SL_REQ_MESSAGE ? "nf.message" : "flow.request", ev);
+	sl_event(m, r.kind == SL_REQ_MESSAGE ? "nf.message" : "flow.request",
+		 ev);
 	msg->type = SL_MSG_REPLY;
 	msg->result = rc;
 	/* A Message some instances missed is sent (0) with a reason too. */

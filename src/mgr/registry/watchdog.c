@@ -68,7 +68,7 @@ sl_reg_watchdog(struct sl_mgr *m)
 		       "--nf-hang-ms; 0 never does)",
 		       i, shm->services[s->service].name, s->pid,
 		       m->o.nf_hang_ms);
-		sl_event("nf.hung",
+		sl_event(m, "nf.hung",
 			 json_pack("{s:i, s:s, s:i, s:i}", "instance", i,
 				   "service", shm->services[s->service].name,
 				   "pid", s->pid, "hang_ms", m->o.nf_hang_ms));

@@ -40,7 +40,7 @@ struct sl_requests_state {
 	uint32_t wild_id; /* the last kept request's id (never reused) */
 };
 
-/* m->requests (sl_flow_init); 0 or -ENOMEM. */
+/* m->requests (mgr_requests_module's init); 0 or -ENOMEM. */
 int sl_requests_init(struct sl_mgr *m);
 /* Frees the kept requests (no reader is left). */
 void sl_requests_close(struct sl_mgr *m);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "sluiced.h"
+#include "registry/registry.h"
 #include "requests/requests.h"
 
 /* A hop named like a graph edge: service, port:NAME or drop. 0, or
@@ -73,7 +74,8 @@ request_event(struct sl_mgr *m, const struct sl_req *r, const char *type,
 		json_object_set_new(ev, "reason", json_string(err));
 	if (kept != 0)
 		json_object_set_new(ev, "kept", json_integer(kept));
-	sl_event(r->kind == SL_REQ_MESSAGE ? "nf.message" : "flow.request", ev);
+	sl_event(m, r->kind == SL_REQ_MESSAGE ? "nf.message" : "flow.request",
+		 ev);
 }
 
 static json_t *
@@ -203,9 +205,28 @@ rpc_flow_request_remove(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 	return json_pack("{s:I}", "removed", json_integer_value(id));
 }
 
-const struct sl_rpc_method sl_requests_methods[] = {
+static const struct sl_rpc_method sl_requests_methods[] = {
 	{"flow.request", rpc_flow_request, 0},
 	{"flow.requests", rpc_flow_requests, 0},
 	{"flow.request.remove", rpc_flow_request_remove, 0},
 	{NULL, NULL, 0},
+};
+
+static int
+requests_init(struct sl_mgr *m, char *err, size_t errlen)
+{
+	if (sl_requests_init(m) == 0) {
+		/* NFs' flow requests come in through the registry's ring. */
+		m->registry->flow_request = sl_flow_request;
+		return 0;
+	}
+	snprintf(err, errlen, "out of memory for the graph table");
+	return ENOMEM;
+}
+
+const struct mgr_module mgr_requests_module = {
+	.name = "requests",
+	.init = requests_init,
+	.close = sl_requests_close,
+	.methods = sl_requests_methods,
 };

@@ -197,7 +197,7 @@ sl_flow_request_remove(struct sl_mgr *m, uint32_t id, char *err, size_t errlen)
 	ws->n = j;
 	__atomic_store_n(&fs->wild, ws, __ATOMIC_RELEASE);
 	sl_flow_defer(m, free_wildset, (void *)(uintptr_t)old);
-	sl_event("flow.request.removed",
+	sl_event(m, "flow.request.removed",
 		 json_pack("{s:I}", "id", (json_int_t)id));
 	return 0;
 }

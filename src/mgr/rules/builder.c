@@ -170,7 +170,7 @@ commit_add(struct sl_mgr *m, struct sl_rules_job *j, json_t **out)
 			continue;
 		json_t *x = sl_rule_json(m, &rs->list[i], -1);
 
-		sl_event("rule.added", json_deep_copy(x));
+		sl_event(m, "rule.added", json_deep_copy(x));
 		json_array_append_new(a, x);
 	}
 	*out = a;
@@ -202,7 +202,7 @@ sl_rules_poll(struct sl_mgr *m, int *rc, json_t **out, char *err, size_t errlen)
 	case SL_RULES_REMOVE:
 		sl_rules_job_commit(m, j);
 		for (uint32_t i = 0; i < j->n_ids; i++)
-			sl_event("rule.removed",
+			sl_event(m, "rule.removed",
 				 json_pack("{s:I}", "id",
 					   (json_int_t)j->ids[i]));
 		break;

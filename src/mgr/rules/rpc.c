@@ -243,9 +243,44 @@ rpc_rule_remove(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 						 .ids = json_incref(ids)});
 }
 
-const struct sl_rpc_method sl_rules_methods[] = {
+static const struct sl_rpc_method sl_rules_methods[] = {
 	{"rule.add", rpc_rule_add, SL_RPC_RULES},
 	{"rule.list", rpc_rule_list, 0},
 	{"rule.remove", rpc_rule_remove, SL_RPC_RULES},
 	{NULL, NULL, 0},
+};
+
+static int
+rules_init(struct sl_mgr *m, char *err, size_t errlen)
+{
+	if (sl_rules_init(m) == 0)
+		return 0;
+	snprintf(err, errlen, "out of memory for the graph table");
+	return ENOMEM;
+}
+
+/* Rule changes are built off the control thread (rules.h). */
+static void
+rules_start(struct sl_mgr *m)
+{
+	char err[512];
+
+	if (sl_rules_builder_start(m->rules, err, sizeof(err)) != 0)
+		sl_log("%s: rule changes will be refused", err);
+}
+
+/* A build under way finishes first. */
+static void
+rules_stop(struct sl_mgr *m)
+{
+	sl_rules_builder_stop(m->rules);
+}
+
+const struct mgr_module mgr_rules_module = {
+	.name = "rules",
+	.init = rules_init,
+	.start = rules_start,
+	.stop = rules_stop,
+	.close = sl_rules_close,
+	.methods = sl_rules_methods,
 };

@@ -51,7 +51,7 @@ struct sl_rules_state {
 	} bld;
 };
 
-/* m->rules, empty (sl_flow_init); 0 or -ENOMEM. */
+/* m->rules, empty (mgr_rules_module's init); 0 or -ENOMEM. */
 int sl_rules_init(struct sl_mgr *m);
 /* Frees the committed list and rule set (no reader is left). */
 void sl_rules_close(struct sl_mgr *m);

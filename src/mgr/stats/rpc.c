@@ -19,7 +19,12 @@ rpc_stats(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 	return sl_stats_json(m);
 }
 
-const struct sl_rpc_method sl_stats_methods[] = {
+static const struct sl_rpc_method sl_stats_methods[] = {
 	{"stats", rpc_stats, 0},
 	{NULL, NULL, 0},
+};
+
+const struct mgr_module mgr_stats_module = {
+	.name = "stats",
+	.methods = sl_stats_methods,
 };
