@@ -94,6 +94,18 @@ def test_extern_and_file_scope_state(cs: ModuleType, tmp_path: Path) -> None:
     assert set(found["src/mgr/m.c"]) == {"mutable g_count", "mutable rx", "mutable t_bare"}
 
 
+def test_state_a_context_free_callback_reaches(cs: ModuleType, tmp_path: Path) -> None:
+    write(tmp_path, "src/mgr/m.c",
+          "/* The flag on_signal stores into.\n"
+          " * check_structure: no-context (a signal handler has no argument) */\n"
+          "static volatile int g_quit;\n"
+          "/* the node, for the logger */\n"
+          "static const char *g_name;\n"
+          "static int g_after; /* check_structure: no-context, on its line only */\n")
+    found = cs.offences(tmp_path)
+    assert set(found["src/mgr/m.c"]) == {"mutable g_name", "mutable g_after"}
+
+
 def test_negative_error_returns(cs: ModuleType, tmp_path: Path) -> None:
     write(tmp_path, "src/mgr/a.c",
           "int f(int x)\n{\n"
