@@ -306,16 +306,15 @@ static void
 pending_poll(struct sl_mgr *m, int force)
 {
 	char reg[24], grace[24];
-	static uint64_t next_tsc;
 	const struct sl_shm *shm = m->shm;
 	uint64_t now = rte_rdtsc(), hz = rte_get_tsc_hz();
-	int look = force || now >= next_tsc;
+	int look = force || now >= m->scale_next_tsc;
 	uint16_t j = 0;
 
 	if (m->n_scale_pending == 0)
 		return;
 	if (look)
-		next_tsc = now + hz / 20;
+		m->scale_next_tsc = now + hz / 20;
 	for (uint16_t k = 0; k < m->n_scale_pending; k++) {
 		struct sl_scale_pending *p = &m->scale_pending[k];
 		const char *svc = shm->services[p->service].name;

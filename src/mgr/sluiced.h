@@ -171,6 +171,7 @@ struct sl_mgr {
 		char log[160];      /* where its output goes (the model's) */
 	} scale_pending[SL_SCALE_PENDING_MAX];
 	uint16_t n_scale_pending;
+	uint64_t scale_next_tsc; /* when scale's poll next looks at them */
 	/* The nf.scale request parked while its replicas start, one per
 	 * control-loop turn (scale.c; control thread only) */
 	struct sl_scale_job {
