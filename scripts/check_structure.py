@@ -64,7 +64,6 @@ BASELINE: dict[str, set[str]] = {
 # functions are being converted by the module table's work: the *_init
 # paths, the control loop, the registry). Shrink it as they are; never add.
 ERRORS_BASELINE: set[str] = {
-    'src/mgr/control.c',
     'src/mgr/flow/table.c',
     'src/mgr/graph.c',
     'src/mgr/io.c',
