@@ -16,7 +16,7 @@ sl_grace_start(struct sl_grace *g, const struct sl_shm *shm)
 	if (g->nf_hb == NULL) {
 		g->nf_hb = malloc(sizeof(uint64_t) * shm->max_nfs);
 		if (g->nf_hb == NULL)
-			return -ENOMEM;
+			return ENOMEM;
 	}
 	g->t0 = rte_rdtsc();
 	for (uint16_t i = 0; i < shm->max_nfs; i++)

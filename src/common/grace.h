@@ -38,7 +38,7 @@ struct sl_grace {
 	uint64_t ctl_hb;
 };
 
-/* Snapshots the heartbeats (allocates nf_hb on first use). 0 or -ENOMEM.
+/* Snapshots the heartbeats (allocates nf_hb on first use). 0 or ENOMEM.
  * Any thread; g is the caller's own. */
 int sl_grace_start(struct sl_grace *g, const struct sl_shm *shm);
 /* 1 once the grace period has passed; the caller's own thread (I/O thread
