@@ -68,7 +68,6 @@ BASELINE: dict[str, set[str]] = {
 # functions are being converted by the module table's work: the *_init
 # paths, the control loop, the registry). Shrink it as they are; never add.
 ERRORS_BASELINE: set[str] = {
-    'src/mgr/control.c',
     'src/mgr/flow/table.c',
     'src/mgr/graph.c',
     'src/mgr/io.c',
@@ -78,7 +77,6 @@ ERRORS_BASELINE: set[str] = {
     'src/mgr/registry/register.c',
     'src/mgr/registry/services.c',
     'src/mgr/rules/build.c',
-    'src/mgr/scale.c',
     'src/mgr/telemetry.c',
 }
 for _rel in ERRORS_BASELINE:

@@ -54,6 +54,7 @@ struct sl_ctl_conn {
 
 enum { HELD_NONE, HELD_PARKED, HELD_WAITING };
 
+/* 0, or the errno of the mkdir that failed (errno is left as it set it). */
 static int
 mkdir_p(const char *path)
 {
@@ -65,10 +66,10 @@ mkdir_p(const char *path)
 			continue;
 		*p = '\0';
 		if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
-			return -1;
+			return errno;
 		*p = '/';
 	}
-	return mkdir(tmp, 0755) != 0 && errno != EEXIST ? -1 : 0;
+	return mkdir(tmp, 0755) != 0 && errno != EEXIST ? errno : 0;
 }
 
 /* The bus's pid watcher: an NF's pidfd joins the epoll set, and its
@@ -164,7 +165,8 @@ conn_close(struct sl_mgr *m, struct sl_ctl_conn *c)
 }
 
 /* Sends what waits in c->out, as much as the socket takes, and asks for
- * EPOLLOUT while something is left; 0, or -1 when the connection failed. */
+ * EPOLLOUT while something is left; 0, or a positive errno when the
+ * connection failed. */
 static int
 conn_flush(struct sl_ctl_state *ctl, struct sl_ctl_conn *c)
 {
@@ -180,7 +182,7 @@ conn_flush(struct sl_ctl_state *ctl, struct sl_ctl_conn *c)
 		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 			break;
 		if (w <= 0)
-			return -1;
+			return w < 0 ? errno : EPIPE;
 		c->out_off += (size_t)w;
 	}
 	if (c->out_off == c->out_len)

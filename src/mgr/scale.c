@@ -41,9 +41,10 @@
 
 extern char **environ;
 
-/* Reads /proc/PID/cmdline into argv (pointers into buf). */
+/* Reads /proc/PID/cmdline into argv (pointers into buf), *argc of them:
+ * 0, or a positive errno. */
 static int
-read_cmdline(int pid, char *buf, size_t size, char **argv, int max)
+read_cmdline(int pid, char *buf, size_t size, char **argv, int max, int *argcp)
 {
 	char path[64];
 	ssize_t n;
@@ -52,18 +53,19 @@ read_cmdline(int pid, char *buf, size_t size, char **argv, int max)
 	snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return -errno;
+		return errno;
 	n = read(fd, buf, size - 1);
 	close(fd);
 	if (n <= 0)
-		return -EIO;
+		return EIO;
 	buf[n] = '\0';
 	for (ssize_t i = 0; i < n && argc < max - 1;) {
 		argv[argc++] = &buf[i];
 		i += (ssize_t)strlen(&buf[i]) + 1;
 	}
 	argv[argc] = NULL;
-	return argc;
+	*argcp = argc;
+	return 0;
 }
 
 /* Drops "--instance N" / "--instance=N" (after the "--" of EAL args). */
@@ -144,21 +146,25 @@ spawn_child(int exe_fd, char **argv, const char *cwd, const cpu_set_t *cpus,
 }
 
 /* Starts a copy of instance `model`; `log` gets where its stderr goes.
- * Returns the child's pid, once it has exec'd the program, or -errno. */
+ * 0 with *pidp the child's pid, once it has exec'd the program, or a
+ * positive errno with err filled. */
 static int
-spawn_like(const struct sl_nf_slot *model, char *log, size_t loglen, char *err,
-	   size_t errlen)
+spawn_like(const struct sl_nf_slot *model, char *log, size_t loglen, int *pidp,
+	   char *err, size_t errlen)
 {
 	static char buf[MAX_CMDLINE];
 	char *argv[MAX_ARGV], exe[PATH_MAX], cwd[PATH_MAX], path[64];
 	cpu_set_t cpus;
 	sigset_t all, old;
-	int argc, out_fd = -1, err_fd = -1, exe_fd, has_cpus, status[2];
+	int argc = 0, out_fd = -1, err_fd = -1, exe_fd, has_cpus, status[2];
+	int rc = 0;
 	int report[2] = {0, 0}; /* from the child: {step, errno} */
 	ssize_t n;
 	pid_t pid;
 
-	argc = read_cmdline(model->pid, buf, sizeof(buf), argv, MAX_ARGV);
+	if (read_cmdline(model->pid, buf, sizeof(buf), argv, MAX_ARGV, &argc) !=
+	    0)
+		argc = 0;
 	snprintf(path, sizeof(path), "/proc/%d/exe", model->pid);
 	n = readlink(path, exe, sizeof(exe) - 1);
 	/* The model's program itself, exec'd by descriptor: the same one
@@ -172,7 +178,7 @@ spawn_like(const struct sl_nf_slot *model, char *log, size_t loglen, char *err,
 			 "cannot read the command line of instance %u (pid "
 			 "%d) to copy it",
 			 model->instance, model->pid);
-		return -EIO;
+		return EIO;
 	}
 	exe[n] = '\0';
 	if (strip_deleted(exe))
@@ -195,8 +201,8 @@ spawn_like(const struct sl_nf_slot *model, char *log, size_t loglen, char *err,
 	has_cpus = sched_getaffinity(model->pid, sizeof(cpus), &cpus) == 0;
 	/* The child reports here why it could not exec; exec closes it. */
 	if (pipe2(status, O_CLOEXEC) != 0) {
-		snprintf(err, errlen, "pipe: %s", strerror(errno));
-		status[0] = -errno;
+		rc = errno;
+		snprintf(err, errlen, "pipe: %s", strerror(rc));
 		goto out;
 	}
 
@@ -213,9 +219,9 @@ spawn_like(const struct sl_nf_slot *model, char *log, size_t loglen, char *err,
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	close(status[1]);
 	if (pid < 0) {
-		snprintf(err, errlen, "fork: %s", strerror(errno));
+		rc = errno;
+		snprintf(err, errlen, "fork: %s", strerror(rc));
 		close(status[0]);
-		status[0] = -errno;
 		goto out;
 	}
 	/* Until it has exec'd (the pipe closes) or said why not. */
@@ -223,7 +229,7 @@ spawn_like(const struct sl_nf_slot *model, char *log, size_t loglen, char *err,
 		n = read(status[0], report, sizeof(report));
 	while (n < 0 && errno == EINTR);
 	close(status[0]);
-	status[0] = pid;
+	*pidp = pid;
 	if (n == (ssize_t)sizeof(report)) {
 		if (report[0] == 1)
 			snprintf(err, errlen,
@@ -236,7 +242,7 @@ spawn_like(const struct sl_nf_slot *model, char *log, size_t loglen, char *err,
 				 "cannot start a copy of instance %u: exec %s: "
 				 "%s",
 				 model->instance, exe, strerror(report[1]));
-		status[0] = report[1] > 0 ? -report[1] : -EIO;
+		rc = report[1] > 0 ? report[1] : EIO;
 	}
 out:
 	close(exe_fd);
@@ -244,7 +250,7 @@ out:
 		close(out_fd);
 	if (err_fd >= 0)
 		close(err_fd);
-	return status[0];
+	return rc;
 }
 
 static int
@@ -306,16 +312,15 @@ static void
 pending_poll(struct sl_mgr *m, int force)
 {
 	char reg[24], grace[24];
-	static uint64_t next_tsc;
 	const struct sl_shm *shm = m->shm;
 	uint64_t now = rte_rdtsc(), hz = rte_get_tsc_hz();
-	int look = force || now >= next_tsc;
+	int look = force || now >= m->scale_next_tsc;
 	uint16_t j = 0;
 
 	if (m->n_scale_pending == 0)
 		return;
 	if (look)
-		next_tsc = now + hz / 20;
+		m->scale_next_tsc = now + hz / 20;
 	for (uint16_t k = 0; k < m->n_scale_pending; k++) {
 		struct sl_scale_pending *p = &m->scale_pending[k];
 		const char *svc = shm->services[p->service].name;
@@ -432,7 +437,7 @@ stop_pending(struct sl_mgr *m, unsigned int timeout_ms)
 }
 
 /* Starts one copy of instance j->model for j->service, its pid appended
- * to j->started. 0, or a negative errno with err filled (those started
+ * to j->started. 0, or a positive errno with err filled (those started
  * so far stay pending). */
 static int
 scale_out_one(struct sl_mgr *m, struct sl_scale_job *j, char *err,
@@ -441,20 +446,20 @@ scale_out_one(struct sl_mgr *m, struct sl_scale_job *j, char *err,
 	const struct sl_service *svc = &m->shm->services[j->service];
 	const struct sl_nf_slot *model = &m->shm->nfs[j->model];
 	struct sl_scale_pending *p;
-	int pid;
+	int pid = -1, rc;
 
 	if (m->n_scale_pending == SL_SCALE_PENDING_MAX) {
 		snprintf(err, errlen,
 			 "%u replicas are still starting: wait until "
 			 "they register (nf.list)",
 			 (unsigned int)m->n_scale_pending);
-		return -EBUSY;
+		return EBUSY;
 	}
 	p = &m->scale_pending[m->n_scale_pending];
-	pid = spawn_like(model, p->log, sizeof(p->log), err, errlen);
-	if (pid < 0) {
+	rc = spawn_like(model, p->log, sizeof(p->log), &pid, err, errlen);
+	if (rc != 0) {
 		sl_log("nf.scale %s: %s", svc->name, err);
-		return pid;
+		return rc;
 	}
 	/* It has exec'd (not exited: nothing reaped it yet, as its end is
 	 * first seen by a later look). */
@@ -463,7 +468,7 @@ scale_out_one(struct sl_mgr *m, struct sl_scale_job *j, char *err,
 		snprintf(err, errlen, "started pid %d but cannot watch it: %s",
 			 pid, strerror(errno));
 		sl_log("nf.scale %s: %s", svc->name, err);
-		return -EMFILE;
+		return EMFILE;
 	}
 	p->pid = pid;
 	p->service = j->service;
@@ -589,12 +594,12 @@ job_done(struct sl_mgr *m, const struct sl_rpc_park *pk, int rc, json_t *out,
 }
 
 /* Starts (or plans) nf.scale of service to replicas: 0 with *out the
- * reply when nothing is to start, 1 when replicas are to start (the first
- * started, the rest by job_step: the request parks), or a negative errno
- * with err filled. */
+ * reply when nothing is to start, or with *parked 1 when replicas are to
+ * start (the first started, the rest by job_step: the request parks); or
+ * a positive errno with err filled. */
 static int
 scale(struct sl_mgr *m, uint16_t service, uint32_t replicas, json_t **out,
-      char *err, size_t errlen)
+      int *parked, char *err, size_t errlen)
 {
 	struct sl_shm *shm = m->shm;
 	const struct sl_service *svc = &shm->services[service];
@@ -625,12 +630,12 @@ scale(struct sl_mgr *m, uint16_t service, uint32_t replicas, json_t **out,
 			 "one first (sluice apply DEPLOYMENT.yaml starts the "
 			 "file's replicas; or run its program)",
 			 svc->name);
-		return -ENOENT;
+		return ENOENT;
 	}
 	if (replicas > shm->max_nfs) {
 		snprintf(err, errlen, "%u replicas is more than --max-nfs %u",
 			 replicas, shm->max_nfs);
-		return -ENOSPC;
+		return ENOSPC;
 	}
 	memset(j, 0, sizeof(*j));
 	j->service = service;
@@ -652,7 +657,8 @@ scale(struct sl_mgr *m, uint16_t service, uint32_t replicas, json_t **out,
 	}
 	j->left--;
 	j->active = 1;
-	return 1;
+	*parked = 1;
+	return 0;
 }
 
 static json_t *
@@ -660,7 +666,7 @@ rpc_nf_scale(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 {
 	json_t *r = json_object_get(p, "replicas"), *out = NULL;
 	char err[512];
-	int s = sl_rpc_param_service(m, p, "service", e), rc;
+	int s = sl_rpc_param_service(m, p, "service", e), rc, parked = 0;
 
 	if (s < 0)
 		return NULL;
@@ -668,11 +674,11 @@ rpc_nf_scale(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 		return sl_rpc_fail(
 			e, SL_RPC_E_PARAMS,
 			"param 'replicas' (integer >= 0) is missing");
-	rc = scale(m, (uint16_t)s, (uint32_t)json_integer_value(r), &out, err,
-		   sizeof(err));
-	if (rc < 0)
+	rc = scale(m, (uint16_t)s, (uint32_t)json_integer_value(r), &out,
+		   &parked, err, sizeof(err));
+	if (rc != 0)
 		return sl_rpc_fail(e, SL_RPC_E_FAILED, "%s", err);
-	if (rc > 0) /* replicas to start: answered once job_step is done */
+	if (parked) /* replicas to start: answered once job_step is done */
 		return sl_rpc_park(&(struct sl_rpc_park){.done = job_done,
 							 .ready = job_ready});
 	return out;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * sluiced internals: the node manager's state, shared by its files.
- *   main.c      start-up order, checks, EAL and shared memory, shutdown
+ *   main.c      the module list, checks, EAL and shared memory; the
+ *               phases walk the list (module.h: struct mgr_module)
  *   options.c   the option table: parsing, --help, --defaults-json
  *   ports/      ports: probe, configure, start, close; port classes
  *               for drivers with needs of their own (ports/ports.h)
@@ -19,6 +20,8 @@
  *   rules/      rule sets, their builder thread, rule.list (rules/rules.h)
  *   requests/   cross-layer requests, wildcard requests
  *               (requests/requests.h)
+ *   scale.c     nf.scale: replicas started, watched until they register
+ *   graph.c     graphs and the default chain (graph_rpc.c: their methods)
  *   telemetry.c DPDK telemetry commands (stats/stats.h's tables)
  *   stats/      counter rows and their descriptor tables: `stats`
  */
@@ -171,6 +174,7 @@ struct sl_mgr {
 		char log[160];      /* where its output goes (the model's) */
 	} scale_pending[SL_SCALE_PENDING_MAX];
 	uint16_t n_scale_pending;
+	uint64_t scale_next_tsc; /* when scale's poll next looks at them */
 	/* The nf.scale request parked while its replicas start, one per
 	 * control-loop turn (scale.c; control thread only) */
 	struct sl_scale_job {

@@ -19,14 +19,15 @@ runner = CliRunner()
 
 def published_kinds() -> set[str]:
     """The kinds named by the sl_event() calls of src/mgr: the string
-    literals of each call's first argument (one call names two, with ?:)."""
+    literals of each call's kind argument, after sluiced's state m (one call
+    names two, with ?:)."""
     kinds: set[str] = set()
     calls = 0
     for src in sorted((REPO / "src" / "mgr").rglob("*.c")):  # modules in folders too
         text = src.read_text()
-        for m in re.finditer(r"\bsl_event\(([^,;]*),", text):
+        for m in re.finditer(r"\bsl_event\((?:m, )?([^,;]*),", text):
             arg = m.group(1)
-            if arg.startswith("const char"):  # its definition
+            if arg.startswith("const "):  # its definition
                 continue
             names = re.findall(r'"([^"]*)"', arg)
             assert names, f"{src.name}: sl_event({arg}, ...): a kind the test cannot read: " \
