@@ -70,10 +70,10 @@ def test_the_page_carries_the_packages_schema(monkeypatch: pytest.MonkeyPatch) -
     """Heads before the node's schema is read (and without the token): the package's,
     in the page, with nothing in a help able to end its <script>."""
     from fastapi.testclient import TestClient
-    from sluice.core.counters import builtin_json
 
     import sluice.web
     from sluice.api import create_app
+    from sluice.core.counters import builtin_json
 
     def carried() -> str:
         page = TestClient(create_app("t", "/nonexistent/t.sock", token="s3cret")).get("/").text

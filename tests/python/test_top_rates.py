@@ -102,9 +102,9 @@ def test_frame_without_edges_or_drops_says_so() -> None:
 def test_columns_are_fields_of_the_schema(monkeypatch) -> None:
     """top's tables name schema fields; an unknown one is an error, not a blank column."""
     import pytest
-    from sluice.core.counters import SchemaError, builtin, column
 
     import sluice.top
+    from sluice.core.counters import SchemaError, builtin, column
 
     for table, keys in (("port", sluice.top.PORT_RATES), ("nf", sluice.top.NF_RATES),
                         ("edge", sluice.top.EDGE_RATES)):
