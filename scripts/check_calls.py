@@ -9,8 +9,12 @@ symbols it uses (nm: U) and defines (T, D, B, R) give an edge "module A
 calls or reads module B". It prints the modules, every group of modules
 that reach each other (a strongly connected component: a cycle), and for
 each edge inside such a group the symbols that make it, so the cycle can be
-cut where it is cheapest. Exit status 1 when a cycle exists (issue 28:
-"calls between sluiced's modules form no cycle"); `make lint` runs it.
+cut where it is cheapest. It also lists every external symbol the objects
+define with the prefix `sl_`, which names libsluice's public API and the
+code sluiced shares with NFs (src/common): sluiced's own are `mgr_` or
+static. Exit status 1 when a cycle exists (issue 28: "calls between
+sluiced's modules form no cycle") or such a symbol does; `make lint` runs
+it.
 base/ (the methods' helpers and read-only views) is a module like the
 others, and must stay below them.
 """
@@ -35,7 +39,8 @@ def module(obj: Path) -> str:
     return name.removesuffix("_rpc")
 
 
-def call_graph(objdir: Path) -> nx.DiGraph[str]:
+def call_graph(objdir: Path) -> tuple[nx.DiGraph[str], dict[str, str]]:
+    """The module call graph, and every defined symbol -> its module."""
     defs: dict[str, str] = {}
     uses: dict[str, set[str]] = collections.defaultdict(set)
     for obj in sorted(objdir.glob("*.o")):
@@ -55,7 +60,7 @@ def call_graph(objdir: Path) -> nx.DiGraph[str]:
                 if not g.has_edge(m, defs[s]):
                     g.add_edge(m, defs[s], syms=[])
                 g[m][defs[s]]["syms"].append(s)
-    return g
+    return g, defs
 
 
 def main() -> int:
@@ -63,8 +68,12 @@ def main() -> int:
     if not objdir.is_dir():
         print(f"check_calls: {objdir} not found: build first (make build)", file=sys.stderr)
         return 2
-    g = call_graph(objdir)
+    g, defs = call_graph(objdir)
     print("modules:", " ".join(sorted(g.nodes)))
+    public = sorted(s for s in defs if s.startswith("sl_"))
+    for s in public:
+        print(f"check_calls: {defs[s]} defines {s}: sl_ is libsluice's public prefix; "
+              f"name it mgr_{s[3:]} or make it static")
     groups = [sorted(c) for c in nx.strongly_connected_components(g) if len(c) > 1]
     for group in groups:
         print("cycle among:", " ".join(group))
@@ -75,7 +84,7 @@ def main() -> int:
                     print(f"  {a} -> {b}: {', '.join(syms[:5])}{' ...' if len(syms) > 5 else ''}")
     if not groups:
         print("check_calls: no cycle")
-    return 1 if groups else 0
+    return 1 if groups or public else 0
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ mgr_bus_watch_pid(const struct mgr_bus *b, uint16_t instance, int pidfd)
 }
 
 void
-sl_event(const struct sl_mgr *m, const char *kind, json_t *data)
+mgr_event(const struct sl_mgr *m, const char *kind, json_t *data)
 {
 	const struct mgr_bus *b = &m->bus;
 

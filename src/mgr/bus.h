@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * sluiced's event bus. Modules emit events (sl_event: "nf.up", "rule.added",
+ * sluiced's event bus. Modules emit events (mgr_event: "nf.up", "rule.added",
  * ...); whoever publishes them (the control socket, to its subscribed
  * connections) subscribes with a callback and a context at its init. The
  * bus also carries the one hook the registry needs from above it: who
@@ -27,7 +27,7 @@ struct sl_mgr;
  * the call: a subscriber that keeps it takes a reference. */
 typedef void (*mgr_bus_fn)(void *ctx, const char *kind, json_t *data);
 /* A registered NF's pidfd, readable once the process exits: the watcher
- * reports that as sl_nf_died(m, instance). */
+ * reports that as mgr_nf_died(m, instance). */
 typedef void (*mgr_bus_pid_fn)(void *ctx, uint16_t instance, int pidfd);
 
 struct mgr_bus {
@@ -49,6 +49,6 @@ void mgr_bus_watch_pid(const struct mgr_bus *b, uint16_t instance, int pidfd);
 
 /* Logs nothing; publishes event kind with data (a reference it takes,
  * NULL for {}) to every subscriber, in subscription order. */
-void sl_event(const struct sl_mgr *m, const char *kind, json_t *data);
+void mgr_event(const struct sl_mgr *m, const char *kind, json_t *data);
 
 #endif /* SL_MGR_BUS_H */

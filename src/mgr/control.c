@@ -73,7 +73,7 @@ mkdir_p(const char *path)
 }
 
 /* The bus's pid watcher: an NF's pidfd joins the epoll set, and its
- * exit is seen as TAG_PID (sl_nf_died). */
+ * exit is seen as TAG_PID (mgr_nf_died). */
 static void
 watch_pid(void *ctx, uint16_t instance, int pidfd)
 {
@@ -229,14 +229,16 @@ conn_write(struct sl_ctl_state *ctl, struct sl_ctl_conn *c, const char *s,
 	   size_t len)
 {
 	size_t pending = c->out_len - c->out_off;
+	const struct sl_mgr *m = container_of(ctl, struct sl_mgr, ctl);
 
 	if (c->broken)
 		return;
 	if (pending + len > ctl->out_max) {
-		sl_log("control: closing a connection that left %zu bytes of "
-		       "replies and events unread (--control-out-kb %zu): a "
-		       "client must read what it asked or subscribed to",
-		       pending + len, ctl->out_max / 1024);
+		mgr_log(m,
+			"control: closing a connection that left %zu bytes of "
+			"replies and events unread (--control-out-kb %zu): a "
+			"client must read what it asked or subscribed to",
+			pending + len, ctl->out_max / 1024);
 		ctl->closed_unread++;
 		c->broken = 1;
 		return;
@@ -254,8 +256,9 @@ conn_write(struct sl_ctl_state *ctl, struct sl_ctl_conn *c, const char *s,
 			cap *= 2;
 		p = realloc(c->out, cap);
 		if (p == NULL) {
-			sl_log("control: out of memory for a reply; closing "
-			       "that connection");
+			mgr_log(m,
+				"control: out of memory for a reply; closing "
+				"that connection");
 			c->broken = 1;
 			return;
 		}
@@ -326,7 +329,7 @@ control_event(void *ctx, const char *kind, json_t *data)
 }
 
 json_t *
-sl_control_json(const struct sl_mgr *m)
+mgr_control_json(const struct sl_mgr *m)
 {
 	const struct sl_ctl_state *ctl = &m->ctl;
 	uint32_t n = 0;
@@ -362,7 +365,7 @@ accept_conn(struct sl_mgr *m)
 				 ctl->n_conns);
 
 		if (send(fd, busy, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
-			sl_log("control: refused a connection (too many)");
+			mgr_log(m, "control: refused a connection (too many)");
 		close(fd);
 		return;
 	}
@@ -398,11 +401,11 @@ conn_lines(struct sl_mgr *m, struct sl_ctl_conn *c)
 			len--;
 		if (len > 0) {
 			/* Rule changes go one at a time, in turn. */
-			int wait = sl_rpc_busy(m) ||
+			int wait = mgr_rpc_busy(m) ||
 				   (ctl->n_waiting > 0 && c != ctl->turn);
-			enum sl_rpc_state st = sl_rpc_handle_ctl(m, start, len,
-								 wait, &sub,
-								 &resp);
+			enum sl_rpc_state st = mgr_rpc_handle_ctl(m, start, len,
+								  wait, &sub,
+								  &resp);
 
 			if (st == SL_RPC_WAIT) {
 				conn_hold(ctl, c, HELD_WAITING);
@@ -460,7 +463,7 @@ rules_turns(struct sl_mgr *m)
 	struct sl_ctl_state *ctl = &m->ctl;
 	json_t *resp;
 
-	if (!sl_rpc_poll(m, &resp))
+	if (!mgr_rpc_poll(m, &resp))
 		return;
 	if (ctl->parked >= 0) {
 		struct sl_ctl_conn *c = &ctl->conns[ctl->parked];
@@ -475,7 +478,7 @@ rules_turns(struct sl_mgr *m)
 			conn_lines(m, c);
 	}
 	json_decref(resp);
-	while (!sl_rpc_busy(m) && !m->quit) {
+	while (!mgr_rpc_busy(m) && !m->quit) {
 		struct sl_ctl_conn *next = NULL;
 
 		for (uint32_t i = 0; i < ctl->n_conns; i++) {
@@ -510,9 +513,10 @@ conn_read(struct sl_mgr *m, struct sl_ctl_conn *c)
 		char *p = realloc(c->buf, cap);
 
 		if (p == NULL) {
-			sl_log("control: out of memory for a %zu-byte request "
-			       "line; closing the connection",
-			       cap);
+			mgr_log(m,
+				"control: out of memory for a %zu-byte request "
+				"line; closing the connection",
+				cap);
 			conn_close(m, c);
 			return;
 		}
@@ -532,7 +536,7 @@ conn_read(struct sl_mgr *m, struct sl_ctl_conn *c)
 }
 
 void
-sl_control_run(struct sl_mgr *m)
+mgr_control_run(struct sl_mgr *m)
 {
 	struct sl_ctl_state *ctl = &m->ctl;
 	struct epoll_event evs[32];
@@ -540,9 +544,9 @@ sl_control_run(struct sl_mgr *m)
 				  .data.u64 = EP(TAG_BUILD, 0)};
 
 	/* The rule builder's wake-ups (started just before). */
-	if (sl_rules_builder_fd(m->rules) >= 0)
-		epoll_ctl(m->epfd, EPOLL_CTL_ADD, sl_rules_builder_fd(m->rules),
-			  &bev);
+	if (mgr_rules_builder_fd(m->rules) >= 0)
+		epoll_ctl(m->epfd, EPOLL_CTL_ADD,
+			  mgr_rules_builder_fd(m->rules), &bev);
 	while (!m->quit) {
 		int n;
 
@@ -577,10 +581,10 @@ sl_control_run(struct sl_mgr *m)
 					conn_read(m, c);
 				}
 			} else if (tag == TAG_PID) {
-				sl_nf_died(m, (uint16_t)idx);
+				mgr_nf_died(m, (uint16_t)idx);
 			} else if (tag == TAG_BUILD) {
 				uint64_t v;
-				ssize_t r = read(sl_rules_builder_fd(m->rules),
+				ssize_t r = read(mgr_rules_builder_fd(m->rules),
 						 &v, sizeof(v));
 
 				(void)r; /* rules_turns() below commits */
@@ -618,7 +622,7 @@ control_close(struct sl_mgr *m)
 		conn_close(m, c);
 	}
 	ctl->parked = -1;
-	sl_rpc_close(); /* a parked request's reply: dropped */
+	mgr_rpc_close(); /* a parked request's reply: dropped */
 	free(ctl->conns);
 	ctl->conns = NULL;
 	ctl->n_conns = 0;
@@ -632,7 +636,7 @@ control_close(struct sl_mgr *m)
 
 /* The control socket: last to close, so that the replies and events of
  * the shutdown (the shutdown method's, NFs' nf.down) are flushed. Its
- * loop is sl_control_run; it has no poll of its own. */
+ * loop is mgr_control_run; it has no poll of its own. */
 const struct mgr_module mgr_control_module = {
 	.name = "control",
 	.init = control_init,

@@ -39,11 +39,11 @@ resolve_service(void *arg, const char *name, char *err, size_t errlen)
 {
 	struct sl_mgr *m = arg;
 	struct sl_graphs_state *gs = &m->graphs;
-	int id = sl_service_get(m, name, 0, err, errlen);
+	int id = mgr_service_get(m, name, 0, err, errlen);
 
 	if (id != -ENOENT)
 		return id;
-	id = sl_service_get(m, name, 1, err, errlen);
+	id = mgr_service_get(m, name, 1, err, errlen);
 	if (id >= 0 && gs->created != NULL)
 		gs->created[gs->n_created++] = (uint16_t)id;
 	return id;
@@ -69,7 +69,7 @@ created_end(struct sl_mgr *m, int failed)
 	struct sl_graphs_state *gs = &m->graphs;
 
 	for (uint16_t i = 0; failed && i < gs->n_created; i++)
-		sl_service_release(m, gs->created[i]);
+		mgr_service_release(m, gs->created[i]);
 	free(gs->created);
 	gs->created = NULL;
 	gs->n_created = 0;
@@ -78,7 +78,7 @@ created_end(struct sl_mgr *m, int failed)
 static int
 resolve_port(void *arg, const char *name)
 {
-	return sl_port_by_name(arg, name);
+	return mgr_port_by_name(arg, name);
 }
 
 /* Names of a graph or chain being applied to m's services and ports */
@@ -163,7 +163,7 @@ publish(struct sl_mgr *m, struct sl_graph *g, uint16_t id, char *err,
 static int
 graph_id(const struct sl_mgr *m, const char *name)
 {
-	return sl_graph_lookup(m, name);
+	return mgr_graph_lookup(m, name);
 }
 
 static const struct sl_graph *
@@ -177,8 +177,8 @@ current(const struct sl_mgr *m, uint16_t id)
 /* ---- the default chain (graph 0) ---------------------------------- */
 
 int
-sl_chain_apply(struct sl_mgr *m, const char *const *hops, uint16_t n, char *err,
-	       size_t errlen)
+mgr_chain_apply(struct sl_mgr *m, const char *const *hops, uint16_t n,
+		char *err, size_t errlen)
 {
 	struct sl_shm *shm = m->shm;
 	uint16_t ms = shm->max_services;
@@ -219,10 +219,10 @@ sl_chain_apply(struct sl_mgr *m, const char *const *hops, uint16_t n, char *err,
 		rte_free(g);
 		goto out;
 	}
-	sl_maybe_enable_rx(m);
-	sl_event(m, "chain.set",
-		 json_pack("{s:i, s:o}", "version", g->version, "hops",
-			   sl_chain_json(m)));
+	mgr_maybe_enable_rx(m);
+	mgr_event(m, "chain.set",
+		  json_pack("{s:i, s:o}", "version", g->version, "hops",
+			    mgr_chain_json(m)));
 out:
 	created_end(m, rc != 0);
 	free(next);
@@ -231,7 +231,7 @@ out:
 }
 
 json_t *
-sl_graph_idle_note(const struct sl_mgr *m, uint16_t id)
+mgr_graph_idle_note(const struct sl_mgr *m, uint16_t id)
 {
 	enum { SHOWN = 8 };
 	const struct sl_graph *g = current(m, id);
@@ -264,18 +264,18 @@ sl_graph_idle_note(const struct sl_mgr *m, uint16_t id)
 }
 
 json_t *
-sl_chain_json(const struct sl_mgr *m)
+mgr_chain_json(const struct sl_mgr *m)
 {
 	const struct sl_graph *g = current(m, 0);
 	json_t *a = json_array();
 
 	for (uint16_t i = 0; g != NULL && i < g->n_hops; i++)
-		json_array_append_new(a, sl_hop_json(m->shm, g->hops[i]));
+		json_array_append_new(a, mgr_hop_json(m->shm, g->hops[i]));
 	return a;
 }
 
 uint32_t
-sl_chain_version(const struct sl_mgr *m)
+mgr_chain_version(const struct sl_mgr *m)
 {
 	const struct sl_graph *g = current(m, 0);
 
@@ -285,7 +285,7 @@ sl_chain_version(const struct sl_mgr *m)
 /* ---- graphs ------------------------------------------------------- */
 
 json_t *
-sl_graph_json(const struct sl_mgr *m, const struct sl_graph *g)
+mgr_graph_json(const struct sl_mgr *m, const struct sl_graph *g)
 {
 	const struct sl_shm *shm = m->shm;
 	json_t *nodes = json_object();
@@ -296,19 +296,19 @@ sl_graph_json(const struct sl_mgr *m, const struct sl_graph *g)
 
 		for (uint16_t k = 0; k < g->edge_n[s]; k++)
 			json_array_append_new(
-				e,
-				sl_hop_json(shm, g->edges[g->edge_off[s] + k]));
+				e, mgr_hop_json(shm,
+						g->edges[g->edge_off[s] + k]));
 		json_object_set_new(nodes, shm->services[s].name, e);
 	}
 	return json_pack("{s:s, s:i, s:i, s:o, s:o, s:b}", "name", g->name,
 			 "id", g->id, "version", (int)g->version, "entry",
-			 sl_hop_json(shm, g->first), "nodes", nodes, "chain",
+			 mgr_hop_json(shm, g->first), "nodes", nodes, "chain",
 			 g->open);
 }
 
 json_t *
-sl_graphs_json(const struct sl_mgr *m, const char *name, char *err,
-	       size_t errlen)
+mgr_graphs_json(const struct sl_mgr *m, const char *name, char *err,
+		size_t errlen)
 {
 	json_t *a;
 
@@ -320,13 +320,14 @@ sl_graphs_json(const struct sl_mgr *m, const char *name, char *err,
 				 "no graph named '%s'; see graph.get", name);
 			return NULL;
 		}
-		return sl_graph_json(m, current(m, (uint16_t)id));
+		return mgr_graph_json(m, current(m, (uint16_t)id));
 	}
 	a = json_array();
 	for (uint16_t id = 0; id < m->shm->max_graphs; id++)
 		if (current(m, id) != NULL)
 			json_array_append_new(a,
-					      sl_graph_json(m, current(m, id)));
+					      mgr_graph_json(m,
+							     current(m, id)));
 	return json_pack("{s:o}", "graphs", a);
 }
 
@@ -418,8 +419,8 @@ spec_from_json(json_t *p, struct sl_graph_spec *spec,
 }
 
 int
-sl_graph_apply_json(struct sl_mgr *m, json_t *p, json_t **out, char *err,
-		    size_t errlen)
+mgr_graph_apply_json(struct sl_mgr *m, json_t *p, json_t **out, char *err,
+		     size_t errlen)
 {
 	struct sl_shm *shm = m->shm;
 	const struct sl_chain_resolver r = resolver(m);
@@ -475,25 +476,26 @@ sl_graph_apply_json(struct sl_mgr *m, json_t *p, json_t **out, char *err,
 		goto out;
 	}
 	if (id == 0)
-		sl_maybe_enable_rx(m);
+		mgr_maybe_enable_rx(m);
 	if (shm->flow.hash != NULL && spec.n_nodes > shm->flow.n_pins)
-		sl_log("graph '%s' has %u services but a flow is pinned to an "
-		       "instance at %u at most (--flow-pins): past that, its "
-		       "instance follows the hash buckets, which move when a "
-		       "replica joins; raise --flow-pins for sticky flows "
-		       "there",
-		       g->name, spec.n_nodes, shm->flow.n_pins);
+		mgr_log(m,
+			"graph '%s' has %u services but a flow is pinned to an "
+			"instance at %u at most (--flow-pins): past that, its "
+			"instance follows the hash buckets, which move when a "
+			"replica joins; raise --flow-pins for sticky flows "
+			"there",
+			g->name, spec.n_nodes, shm->flow.n_pins);
 	*out = json_pack("{s:s, s:i, s:i}", "name", g->name, "id", id,
 			 "version", (int)g->version);
 	if (*out != NULL) {
-		json_t *note = sl_graph_idle_note(m, (uint16_t)id);
+		json_t *note = mgr_graph_idle_note(m, (uint16_t)id);
 
 		if (note != NULL)
 			json_object_set_new(*out, "note", note);
 	}
-	sl_event(m, "graph.applied",
-		 json_pack("{s:s, s:i, s:i}", "name", g->name, "id", id,
-			   "version", (int)g->version));
+	mgr_event(m, "graph.applied",
+		  json_pack("{s:s, s:i, s:i}", "name", g->name, "id", id,
+			    "version", (int)g->version));
 out:
 	free(nodes);
 	free(hops);
@@ -501,8 +503,8 @@ out:
 }
 
 int
-sl_graph_remove(struct sl_mgr *m, const char *name, uint32_t *rules, char *err,
-		size_t errlen)
+mgr_graph_remove(struct sl_mgr *m, const char *name, uint32_t *rules, char *err,
+		 size_t errlen)
 {
 	int id = graph_id(m, name);
 	uint16_t old;
@@ -518,21 +520,21 @@ sl_graph_remove(struct sl_mgr *m, const char *name, uint32_t *rules, char *err,
 			 "removed; replace it with chain.set or graph.apply");
 		return -EINVAL;
 	}
-	*rules = sl_rules_remove_graph(m, (uint16_t)id);
+	*rules = mgr_rules_remove_graph(m, (uint16_t)id);
 	/* Before the id is free for another graph (release below). */
-	sl_flow_graph_removed(m->flow, (uint16_t)id);
+	mgr_flow_graph_removed(m->flow, (uint16_t)id);
 	old = m->shm->graph_cur[id];
 	__atomic_store_n(&m->shm->graph_cur[id], SL_GRAPH_NONE,
 			 __ATOMIC_RELEASE);
 	slot_retire(m, old);
-	sl_event(m, "graph.removed",
-		 json_pack("{s:s, s:I}", "name", name, "rules_removed",
-			   (json_int_t)*rules));
+	mgr_event(m, "graph.removed",
+		  json_pack("{s:s, s:I}", "name", name, "rules_removed",
+			    (json_int_t)*rules));
 	return 0;
 }
 
 void
-sl_graphs_close(struct sl_mgr *m)
+mgr_graphs_close(struct sl_mgr *m)
 {
 	struct sl_graph_slot *gslot = m->graphs.slot;
 

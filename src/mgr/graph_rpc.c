@@ -18,8 +18,8 @@ rpc_chain_get(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 {
 	(void)p;
 	(void)e;
-	return json_pack("{s:i, s:o}", "version", (int)sl_chain_version(m),
-			 "hops", sl_chain_json(m));
+	return json_pack("{s:i, s:o}", "version", (int)mgr_chain_version(m),
+			 "hops", mgr_chain_json(m));
 }
 
 static json_t *
@@ -32,28 +32,28 @@ rpc_chain_set(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 	size_t i, n;
 
 	if (!json_is_array(hops))
-		return sl_rpc_fail(
+		return mgr_rpc_fail(
 			e, SL_RPC_E_PARAMS,
 			"param 'hops' (array of strings) is missing, e.g. "
 			"{\"hops\": [\"firewall\", \"port:out\"]}");
 	n = json_array_size(hops);
 	if (n > RTE_DIM(h))
-		return sl_rpc_fail(e, SL_RPC_E_PARAMS,
-				   "param 'hops': more than %zu hops",
-				   RTE_DIM(h));
+		return mgr_rpc_fail(e, SL_RPC_E_PARAMS,
+				    "param 'hops': more than %zu hops",
+				    RTE_DIM(h));
 	for (i = 0; i < n; i++) {
 		json_t *v = json_array_get(hops, i);
 
 		if (!json_is_string(v))
-			return sl_rpc_fail(e, SL_RPC_E_PARAMS,
-					   "param 'hops'[%zu] is not a string",
-					   i);
+			return mgr_rpc_fail(e, SL_RPC_E_PARAMS,
+					    "param 'hops'[%zu] is not a string",
+					    i);
 		h[i] = json_string_value(v);
 	}
-	if (sl_chain_apply(m, h, (uint16_t)n, err, sizeof(err)) != 0)
-		return sl_rpc_fail(e, SL_RPC_E_FAILED, "%s", err);
-	out = json_pack("{s:i}", "version", (int)sl_chain_version(m));
-	note = sl_graph_idle_note(m, 0);
+	if (mgr_chain_apply(m, h, (uint16_t)n, err, sizeof(err)) != 0)
+		return mgr_rpc_fail(e, SL_RPC_E_FAILED, "%s", err);
+	out = json_pack("{s:i}", "version", (int)mgr_chain_version(m));
+	note = mgr_graph_idle_note(m, 0);
 	if (out != NULL && note != NULL)
 		json_object_set_new(out, "note", note);
 	else
@@ -66,15 +66,15 @@ rpc_graph_apply(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 {
 	char err[512];
 	json_t *out = NULL;
-	int rc = sl_graph_apply_json(m, p, &out, err, sizeof(err));
+	int rc = mgr_graph_apply_json(m, p, &out, err, sizeof(err));
 
 	/* A bad graph is bad params; a good one sluiced has no room for now
 	 * (--max-graphs, versions still in flight, memory) is a failure. */
 	if (rc != 0)
-		return sl_rpc_fail(e,
-				   rc == -EINVAL ? SL_RPC_E_PARAMS
-						 : SL_RPC_E_FAILED,
-				   "%s", err);
+		return mgr_rpc_fail(e,
+				    rc == -EINVAL ? SL_RPC_E_PARAMS
+						  : SL_RPC_E_FAILED,
+				    "%s", err);
 	return out;
 }
 
@@ -83,10 +83,11 @@ rpc_graph_get(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 {
 	char err[256];
 	json_t *r =
-		sl_graphs_json(m, json_string_value(json_object_get(p, "name")),
-			       err, sizeof(err));
+		mgr_graphs_json(m,
+				json_string_value(json_object_get(p, "name")),
+				err, sizeof(err));
 
-	return r != NULL ? r : sl_rpc_fail(e, SL_RPC_E_FAILED, "%s", err);
+	return r != NULL ? r : mgr_rpc_fail(e, SL_RPC_E_FAILED, "%s", err);
 }
 
 /* graph.remove's reply once the rules without the graph are built: the
@@ -101,18 +102,18 @@ graph_removed(struct sl_mgr *m, const struct sl_rpc_park *pk, int rc,
 
 	(void)out;
 	if (rc != 0)
-		return sl_rpc_fail(e, SL_RPC_E_FAILED,
-				   "graph '%s' was not removed: its rules "
-				   "could not be rebuilt without it: %s",
-				   pk->graph ? pk->graph : "?", err);
+		return mgr_rpc_fail(e, SL_RPC_E_FAILED,
+				    "graph '%s' was not removed: its rules "
+				    "could not be rebuilt without it: %s",
+				    pk->graph ? pk->graph : "?", err);
 	if (pk->graph == NULL)
-		sl_rpc_fail(e, SL_RPC_E_FAILED, "out of memory");
-	else if (sl_graph_remove(m, pk->graph, &rules, msg, sizeof(msg)) != 0)
-		sl_rpc_fail(e, SL_RPC_E_FAILED, "%s", msg);
+		mgr_rpc_fail(e, SL_RPC_E_FAILED, "out of memory");
+	else if (mgr_graph_remove(m, pk->graph, &rules, msg, sizeof(msg)) != 0)
+		mgr_rpc_fail(e, SL_RPC_E_FAILED, "%s", msg);
 	else
 		result = json_pack("{s:s, s:I}", "removed", pk->graph,
 				   "rules_removed", (json_int_t)rules);
-	sl_rules_prepared_drop(m->rules); /* if not taken */
+	mgr_rules_prepared_drop(m->rules); /* if not taken */
 	return result;
 }
 
@@ -126,27 +127,27 @@ rpc_graph_remove(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 	int id, started;
 
 	if (name == NULL)
-		return sl_rpc_fail(e, SL_RPC_E_PARAMS,
-				   "param 'name' (graph name) is missing");
+		return mgr_rpc_fail(e, SL_RPC_E_PARAMS,
+				    "param 'name' (graph name) is missing");
 	/* Its rules go first: a rule set without them is built off this
 	 * thread, and the graph is removed when it is committed. */
-	id = sl_graph_lookup(m, name);
+	id = mgr_graph_lookup(m, name);
 	if (id > 0) {
-		if (sl_rules_remove_graph_start(m, (uint16_t)id, &started, err,
-						sizeof(err)) != 0)
-			return sl_rpc_fail(e, SL_RPC_E_FAILED, "%s", err);
+		if (mgr_rules_remove_graph_start(m, (uint16_t)id, &started, err,
+						 sizeof(err)) != 0)
+			return mgr_rpc_fail(e, SL_RPC_E_FAILED, "%s", err);
 		if (started) {
 			struct sl_rpc_park pk = {.done = graph_removed,
 						 .graph = strdup(name)};
 
 			if (pk.graph == NULL) /* the build runs anyway */
-				sl_log("out of memory for graph.remove %s",
-				       name);
-			return sl_rpc_park(&pk);
+				mgr_log(m, "out of memory for graph.remove %s",
+					name);
+			return mgr_rpc_park(&pk);
 		}
 	}
-	if (sl_graph_remove(m, name, &rules, err, sizeof(err)) != 0)
-		return sl_rpc_fail(e, SL_RPC_E_FAILED, "%s", err);
+	if (mgr_graph_remove(m, name, &rules, err, sizeof(err)) != 0)
+		return mgr_rpc_fail(e, SL_RPC_E_FAILED, "%s", err);
 	return json_pack("{s:s, s:I}", "removed", name, "rules_removed",
 			 (json_int_t)rules);
 }
@@ -176,8 +177,8 @@ graph_init(struct sl_mgr *m, char *err, size_t errlen)
 	}
 	strcpy(text, m->o.chain);
 	n = sl_chain_split(text, hops, 1024, why, sizeof(why));
-	if (n < 0 || sl_chain_apply(m, (const char *const *)hops, (uint16_t)n,
-				    why, sizeof(why)) != 0) {
+	if (n < 0 || mgr_chain_apply(m, (const char *const *)hops, (uint16_t)n,
+				     why, sizeof(why)) != 0) {
 		snprintf(err, errlen, "--chain: %s", why);
 		return EINVAL;
 	}
@@ -187,6 +188,6 @@ graph_init(struct sl_mgr *m, char *err, size_t errlen)
 const struct mgr_module mgr_graph_module = {
 	.name = "graph",
 	.init = graph_init,
-	.close = sl_graphs_close,
+	.close = mgr_graphs_close,
 	.methods = sl_graph_methods,
 };

@@ -179,7 +179,7 @@ do_rx(struct io_ctx *c, uint64_t now)
 		ps->rx_bytes += bytes;
 		/* The flow director: entry and graph, once per packet. */
 		t0 = rte_rdtsc();
-		sl_flow_ingress(c->m->flow, shm, pkts, n);
+		mgr_flow_ingress(c->m->flow, shm, pkts, n);
 		shm->flow.st.cycles += rte_rdtsc() - t0;
 		sl_dispatch(&c->ingress[p], pkts, n);
 	}
@@ -378,7 +378,7 @@ static void
 io_start(struct sl_mgr *m)
 {
 	for (uint32_t i = 0; i < m->shm->n_io; i++)
-		rte_eal_remote_launch(sl_io_thread, &m->io.arg[i],
+		rte_eal_remote_launch(mgr_io_thread, &m->io.arg[i],
 				      m->io_lcores[i]);
 }
 
@@ -402,7 +402,7 @@ const struct mgr_module mgr_io_module = {
 };
 
 int
-sl_io_rx_settle(struct sl_shm *shm)
+mgr_io_rx_settle(struct sl_shm *shm)
 {
 	/* The RX thread is I/O thread 0. Whatever it reads with rx_enabled
 	 * still 1 it has counted and handed on by the time it starts its
@@ -424,7 +424,7 @@ sl_io_rx_settle(struct sl_shm *shm)
 }
 
 int
-sl_io_thread(void *arg)
+mgr_io_thread(void *arg)
 {
 	const struct sl_io_arg *a = arg;
 	struct sl_mgr *m = a->m;
@@ -435,7 +435,7 @@ sl_io_thread(void *arg)
 
 	c = rte_zmalloc("sl_io_ctx", sizeof(*c), RTE_CACHE_LINE_SIZE);
 	if (c == NULL || io_ctx_init(c, m, idx) != 0) {
-		sl_log("I/O thread %u: out of memory; stopping", idx);
+		mgr_log(m, "I/O thread %u: out of memory; stopping", idx);
 		m->quit = 1;
 		return -1;
 	}
@@ -444,12 +444,12 @@ sl_io_thread(void *arg)
 		unsigned int work = 0;
 
 		/* A locked add, a full barrier: do_rx() reads rx_enabled
-		 * after it (sl_io_rx_settle()). */
+		 * after it (mgr_io_rx_settle()). */
 		__atomic_fetch_add(&shm->io_heartbeat[idx], 1,
 				   __ATOMIC_SEQ_CST);
 		if (c->do_rx) {
 			work += do_rx(c, now);
-			sl_flow_maintain(m->flow, shm, now);
+			mgr_flow_maintain(m->flow, shm, now);
 		}
 		if (c->do_tx)
 			work += do_tx(c, now);
@@ -461,7 +461,7 @@ sl_io_thread(void *arg)
 		}
 	}
 	if (c->do_rx)
-		sl_flow_rx_fini(m->flow);
+		mgr_flow_rx_fini(m->flow);
 	io_ctx_fini(c);
 	rte_free(c);
 	return 0;

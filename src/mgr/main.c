@@ -35,13 +35,8 @@
 
 #define MAX_EAL_ARGS 128
 
-/* sluiced's state. Only main() and the two entry points below, which
- * have no struct sl_mgr to take (a signal handler; sl_log, called from
- * every module), use the name. */
-static struct sl_mgr g_mgr;
-
 void
-sl_log(const char *fmt, ...)
+mgr_log(const struct sl_mgr *m, const char *fmt, ...)
 {
 	char buf[1024];
 	struct timespec ts;
@@ -51,19 +46,24 @@ sl_log(const char *fmt, ...)
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
 	clock_gettime(CLOCK_REALTIME, &ts);
-	fprintf(stderr, "sluiced[%s] %ld.%03ld: %s\n", g_mgr.o.name,
+	fprintf(stderr, "sluiced[%s] %ld.%03ld: %s\n", m->o.name,
 		(long)ts.tv_sec, ts.tv_nsec / 1000000, buf);
 }
 
 /* A lock-free atomic is safe to store from a signal handler. */
 _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "int atomics must be lock-free");
 
+/* Where on_signal stores: the m->quit of main's struct sl_mgr, set before
+ * the handlers are installed and never changed after.
+ * check_structure: no-context (a POSIX signal handler gets no argument) */
+static _Atomic int *g_quit;
+
 /* SIGINT, SIGTERM: only says so; the control loop sees m->quit and
  * returns, and main tears down (stop_modules). */
 static void
 on_signal(int sig)
 {
-	atomic_store_explicit(&g_mgr.quit, sig, memory_order_relaxed);
+	atomic_store_explicit(g_quit, sig, memory_order_relaxed);
 }
 
 /* ---- start-up checks: each says what is wrong and what to do ------- */
@@ -122,7 +122,7 @@ memory_need(const struct sl_mgr_opts *o)
 			? 0
 			: ((unsigned long long)o->flow_capacity +
 			   o->flow_capacity6) *
-				  (sl_flow_entry_bytes(o) + 200));
+				  (mgr_flow_entry_bytes(o) + 200));
 }
 
 static int
@@ -203,7 +203,7 @@ zero_meta(struct rte_mempool *mp, void *arg, void *obj, unsigned int idx)
  * attaches (shm_init, then the ports), so NFs see a complete list.
  */
 struct rte_mempool *
-sl_pool_for_socket(struct sl_mgr *m, int socket, char *err, size_t errlen)
+mgr_pool_for_socket(struct sl_mgr *m, int socket, char *err, size_t errlen)
 {
 	struct sl_shm *shm = m->shm;
 	char name[64]; /* at most 26 characters: fits RTE_MEMPOOL_NAMESIZE */
@@ -292,7 +292,7 @@ shm_init(struct sl_mgr *m)
 	shm->dynfield_offset = off;
 
 	shm->pktmbuf_pool =
-		sl_pool_for_socket(m, (int)rte_socket_id(), err, sizeof(err));
+		mgr_pool_for_socket(m, (int)rte_socket_id(), err, sizeof(err));
 	if (shm->pktmbuf_pool == NULL) {
 		fprintf(stderr, "sluiced: %s\n", err);
 		return -1;
@@ -396,11 +396,12 @@ cleanup_watchdog(void *arg)
 	const struct sl_mgr *m = arg;
 
 	sleep(CLEANUP_WAIT_S);
-	sl_log("DPDK's clean-up has not returned in %d s: a process killed "
-	       "inside its own DPDK start-up (an NF killed while it attached) "
-	       "left DPDK's shared memory lock held; removing the hugepage "
-	       "and runtime files and exiting without it",
-	       CLEANUP_WAIT_S);
+	mgr_log(m,
+		"DPDK's clean-up has not returned in %d s: a process killed "
+		"inside its own DPDK start-up (an NF killed while it attached) "
+		"left DPDK's shared memory lock held; removing the hugepage "
+		"and runtime files and exiting without it",
+		CLEANUP_WAIT_S);
 	remove_dpdk_files(m->cleanup.prefix);
 	_exit(m->cleanup.rc);
 	return NULL;
@@ -489,20 +490,20 @@ read_options(struct sl_mgr_opts *o, int argc, char **argv, int sep)
 			fprintf(stderr, "sluiced: too many EAL arguments\n");
 			return 1;
 		}
-		if (sl_mgr_opts_parse(o, sep < argc ? argc - sep : 1,
-				      sep < argc ? argv + sep : argv, &ask, err,
-				      sizeof(err)) != 0) {
+		if (mgr_mgr_opts_parse(o, sep < argc ? argc - sep : 1,
+				       sep < argc ? argv + sep : argv, &ask,
+				       err, sizeof(err)) != 0) {
 			fprintf(stderr, "sluiced: %s\n", err);
 			return 1;
 		}
 	}
 	/* On stdout: asked for, never printed on an error. */
 	if (ask == SL_ASK_HELP) {
-		sl_mgr_opts_usage(stdout);
+		mgr_mgr_opts_usage(stdout);
 		return 0;
 	}
 	if (ask == SL_ASK_DEFAULTS_JSON)
-		return sl_mgr_opts_json(stdout) == 0 ? 0 : 1;
+		return mgr_mgr_opts_json(stdout) == 0 ? 0 : 1;
 	return precheck(o) == 0 ? RUN : 1;
 }
 
@@ -646,6 +647,7 @@ start_modules(struct sl_mgr *m, size_t *inited)
 	int n_io = 0;
 
 	*inited = 0;
+	g_quit = &m->quit;
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGPIPE, SIG_IGN);
@@ -695,13 +697,14 @@ run(struct sl_mgr *m)
 	for (size_t k = 0; k < m->n_modules; k++)
 		if (m->modules[k]->start != NULL)
 			m->modules[k]->start(m);
-	sl_log("ready: %u port(s), %u I/O thread(s), %s mode, %s hand-off, "
-	       "socket %s",
-	       m->o.n_ports, m->shm->n_io,
-	       m->o.mode == SL_MODE_POLL ? "poll" : "shared",
-	       m->o.handoff ? "mgr" : "direct", m->o.socket_path);
+	mgr_log(m,
+		"ready: %u port(s), %u I/O thread(s), %s mode, %s hand-off, "
+		"socket %s",
+		m->o.n_ports, m->shm->n_io,
+		m->o.mode == SL_MODE_POLL ? "poll" : "shared",
+		m->o.handoff ? "mgr" : "direct", m->o.socket_path);
 
-	sl_control_run(m);
+	mgr_control_run(m);
 }
 
 /* After a complete start: every module's stop in reverse list order, then
@@ -712,10 +715,10 @@ stop_modules(struct sl_mgr *m)
 	int why = atomic_load(&m->quit);
 
 	if (why > 1)
-		sl_log("shutting down: %s",
-		       why == SIGINT ? "SIGINT" : "SIGTERM");
+		mgr_log(m, "shutting down: %s",
+			why == SIGINT ? "SIGINT" : "SIGTERM");
 	else
-		sl_log("shutting down: asked over the control socket");
+		mgr_log(m, "shutting down: asked over the control socket");
 	for (size_t k = m->n_modules; k-- > 0;)
 		if (m->modules[k]->stop != NULL)
 			m->modules[k]->stop(m);
@@ -738,7 +741,11 @@ release_modules(struct sl_mgr *m, size_t inited)
 int
 main(int argc, char **argv)
 {
-	struct sl_mgr *m = &g_mgr;
+	/* sluiced's one state, local to main (no other function names it):
+	 * static storage, so zeroed as every module's init expects and
+	 * reachable until exit, as what EAL and the modules still hold is. */
+	static struct sl_mgr mgr;
+	struct sl_mgr *m = &mgr;
 	struct eal_args ea;
 	char prefix[64];
 	int sep = find_sep(argc, argv), rc;

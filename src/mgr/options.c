@@ -51,7 +51,7 @@ static int check_pow2(const struct sl_mgr_opt *d, struct sl_mgr_opts *o,
 
 /* In --help order. The word index of a choice is its enum value
  * (enum sl_nf_mode, o->handoff, enum sl_flow_lookup). */
-const struct sl_mgr_opt sl_mgr_opt_table[] = {
+const struct sl_mgr_opt mgr_mgr_opt_table[] = {
 	{.name = "name",
 	 .arg = "NAME",
 	 .type = MGR_OPT_TEXT,
@@ -169,9 +169,9 @@ const struct sl_mgr_opt sl_mgr_opt_table[] = {
 	     "connection closed")},
 };
 
-#define N_OPTS (sizeof(sl_mgr_opt_table) / sizeof(sl_mgr_opt_table[0]))
+#define N_OPTS (sizeof(mgr_mgr_opt_table) / sizeof(mgr_mgr_opt_table[0]))
 
-const size_t sl_mgr_opt_count = N_OPTS;
+const size_t mgr_mgr_opt_count = N_OPTS;
 
 /* getopt_long values: 256 + the table index, then these. */
 #define OPT_BASE 256
@@ -369,11 +369,11 @@ set_one(const struct sl_mgr_opt *d, struct sl_mgr_opts *o, const char *v,
 }
 
 void
-sl_mgr_opts_defaults(struct sl_mgr_opts *o)
+mgr_mgr_opts_defaults(struct sl_mgr_opts *o)
 {
 	memset(o, 0, sizeof(*o));
-	for (size_t i = 0; i < sl_mgr_opt_count; i++) {
-		const struct sl_mgr_opt *d = &sl_mgr_opt_table[i];
+	for (size_t i = 0; i < mgr_mgr_opt_count; i++) {
+		const struct sl_mgr_opt *d = &mgr_mgr_opt_table[i];
 
 		if (d->type != MGR_OPT_TEXT)
 			store_u32(d, o, d->def);
@@ -416,15 +416,15 @@ finish(struct sl_mgr_opts *o, char *err, size_t errlen)
 }
 
 int
-sl_mgr_opts_parse(struct sl_mgr_opts *o, int argc, char **argv,
-		  enum sl_mgr_ask *ask, char *err, size_t errlen)
+mgr_mgr_opts_parse(struct sl_mgr_opts *o, int argc, char **argv,
+		   enum sl_mgr_ask *ask, char *err, size_t errlen)
 {
 	struct option lo[N_OPTS + 3]; /* + help, defaults-json, end */
 	size_t n = 0;
 	int c, rc;
 
 	for (; n < N_OPTS; n++)
-		lo[n] = (struct option){sl_mgr_opt_table[n].name,
+		lo[n] = (struct option){mgr_mgr_opt_table[n].name,
 					required_argument, NULL,
 					OPT_BASE + (int)n};
 	lo[n++] = (struct option){"help", no_argument, NULL, OPT_HELP};
@@ -433,7 +433,7 @@ sl_mgr_opts_parse(struct sl_mgr_opts *o, int argc, char **argv,
 	lo[n] = (struct option){NULL, 0, NULL, 0};
 
 	*ask = SL_ASK_RUN;
-	sl_mgr_opts_defaults(o);
+	mgr_mgr_opts_defaults(o);
 	optind = 0; /* GNU getopt: start afresh (argv[0] is skipped) */
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
@@ -445,12 +445,12 @@ sl_mgr_opts_parse(struct sl_mgr_opts *o, int argc, char **argv,
 			*ask = SL_ASK_DEFAULTS_JSON;
 			return 0;
 		}
-		if (c < OPT_BASE || c >= OPT_BASE + (int)sl_mgr_opt_count)
+		if (c < OPT_BASE || c >= OPT_BASE + (int)mgr_mgr_opt_count)
 			return fail(err, errlen,
 				    "unknown option '%s' (EAL options go "
 				    "before '--'; see sluiced -- --help)",
 				    argv[optind - 1]);
-		rc = set_one(&sl_mgr_opt_table[c - OPT_BASE], o, optarg, err,
+		rc = set_one(&mgr_mgr_opt_table[c - OPT_BASE], o, optarg, err,
 			     errlen);
 		if (rc != 0)
 			return rc;
@@ -497,7 +497,7 @@ name_arg(const struct sl_mgr_opt *d, char *buf, size_t len)
 }
 
 void
-sl_mgr_opts_usage(FILE *f)
+mgr_mgr_opts_usage(FILE *f)
 {
 	fputs("usage: sluiced [EAL args] -- [options]\n"
 	      "EAL args: DPDK's own (-l, --lcores, --vdev, --file-prefix, "
@@ -506,8 +506,8 @@ sl_mgr_opts_usage(FILE *f)
 	      "they are not given (docs/sluiced.md)\n"
 	      "options (-h, --help: this text):\n",
 	      f);
-	for (size_t i = 0; i < sl_mgr_opt_count; i++) {
-		const struct sl_mgr_opt *d = &sl_mgr_opt_table[i];
+	for (size_t i = 0; i < mgr_mgr_opt_count; i++) {
+		const struct sl_mgr_opt *d = &mgr_mgr_opt_table[i];
 		char left[96], num[16];
 		const char *def = default_text(d, num, sizeof(num));
 		size_t n;
@@ -515,12 +515,12 @@ sl_mgr_opts_usage(FILE *f)
 		if (d->same_line)
 			continue;
 		name_arg(d, left, sizeof(left));
-		if (i + 1 < sl_mgr_opt_count &&
-		    sl_mgr_opt_table[i + 1].same_line) {
+		if (i + 1 < mgr_mgr_opt_count &&
+		    mgr_mgr_opt_table[i + 1].same_line) {
 			n = strlen(left);
 			snprintf(left + n, sizeof(left) - n, " / ");
 			n = strlen(left);
-			name_arg(&sl_mgr_opt_table[i + 1], left + n,
+			name_arg(&mgr_mgr_opt_table[i + 1], left + n,
 				 sizeof(left) - n);
 		}
 		fprintf(f, "  %-21s  %s", left, d->help);
@@ -576,7 +576,7 @@ opt_json(const struct sl_mgr_opt *d)
 }
 
 int
-sl_mgr_opts_json(FILE *f)
+mgr_mgr_opts_json(FILE *f)
 {
 	json_t *all = json_object(), *opts = json_array();
 	int rc = ENOMEM;
@@ -586,9 +586,9 @@ sl_mgr_opts_json(FILE *f)
 	json_object_set_new(all, "program", json_string("sluiced"));
 	json_object_set_new(all, "version", json_string(SL_VERSION));
 	json_object_set(all, "options", opts);
-	for (size_t i = 0; i < sl_mgr_opt_count; i++)
+	for (size_t i = 0; i < mgr_mgr_opt_count; i++)
 		if (json_array_append_new(opts,
-					  opt_json(&sl_mgr_opt_table[i])) != 0)
+					  opt_json(&mgr_mgr_opt_table[i])) != 0)
 			goto out;
 	if (json_dumpf(all, f, JSON_INDENT(1)) == 0 && fputc('\n', f) != EOF)
 		rc = 0;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * sluiced's options, described once (sl_mgr_opt_table in options.c): the
+ * sluiced's options, described once (mgr_mgr_opt_table in options.c): the
  * table drives parsing (getopt_long), --help, --defaults-json and so the
  * checks of docs/sluiced.md and Python's copy of the defaults. Adding an
  * option is one table entry plus its field in struct sl_mgr_opts.
@@ -60,8 +60,8 @@ struct sl_mgr_opt {
 	sl_mgr_opt_set_fn set; /* may be NULL for NUM and CHOICE */
 };
 
-extern const struct sl_mgr_opt sl_mgr_opt_table[];
-extern const size_t sl_mgr_opt_count;
+extern const struct sl_mgr_opt mgr_mgr_opt_table[];
+extern const size_t mgr_mgr_opt_count;
 
 /* What a command line asks for besides running. */
 enum sl_mgr_ask {
@@ -71,7 +71,7 @@ enum sl_mgr_ask {
 };
 
 /* Every option's default into o (the rest of o zeroed). */
-void sl_mgr_opts_defaults(struct sl_mgr_opts *o);
+void mgr_mgr_opts_defaults(struct sl_mgr_opts *o);
 
 /*
  * sluiced's own options, argv[1..argc) (argv[0] is not read: it is the
@@ -80,14 +80,14 @@ void sl_mgr_opts_defaults(struct sl_mgr_opts *o);
  * that are checked against each other are checked once all are read.
  * o->chain points into argv.
  */
-int sl_mgr_opts_parse(struct sl_mgr_opts *o, int argc, char **argv,
-		      enum sl_mgr_ask *ask, char *err, size_t errlen);
+int mgr_mgr_opts_parse(struct sl_mgr_opts *o, int argc, char **argv,
+		       enum sl_mgr_ask *ask, char *err, size_t errlen);
 
 /* The --help text, generated from the table. */
-void sl_mgr_opts_usage(FILE *f);
+void mgr_mgr_opts_usage(FILE *f);
 
 /* Every option (name, type, default, range or values, help) as one JSON
  * object: what `sluiced --defaults-json` prints. 0 or ENOMEM. */
-int sl_mgr_opts_json(FILE *f);
+int mgr_mgr_opts_json(FILE *f);
 
 #endif

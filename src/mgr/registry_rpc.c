@@ -36,8 +36,8 @@ cache_len(const struct sl_shm *shm, uint16_t lcore)
 
 /* Looks up a service given by name or id in params[key]. */
 int
-sl_rpc_param_service(struct sl_mgr *m, json_t *params, const char *key,
-		     struct sl_rpc_err *e)
+mgr_rpc_param_service(struct sl_mgr *m, json_t *params, const char *key,
+		      struct sl_rpc_err *e)
 {
 	json_t *v = json_object_get(params, key);
 	int s;
@@ -50,18 +50,18 @@ sl_rpc_param_service(struct sl_mgr *m, json_t *params, const char *key,
 	} else if (json_is_string(v)) {
 		char dummy[8];
 
-		s = sl_service_get(m, json_string_value(v), 0, dummy,
-				   sizeof(dummy));
+		s = mgr_service_get(m, json_string_value(v), 0, dummy,
+				    sizeof(dummy));
 		if (s >= 0)
 			return s;
 	} else {
-		sl_rpc_fail(e, SL_RPC_E_PARAMS,
-			    "param '%s' (service name or id) is missing", key);
+		mgr_rpc_fail(e, SL_RPC_E_PARAMS,
+			     "param '%s' (service name or id) is missing", key);
 		return -1; /* none: e says why */
 	}
-	sl_rpc_fail(e, SL_RPC_E_FAILED,
-		    "no service %s; service.list shows the services",
-		    json_is_string(v) ? json_string_value(v) : "with that id");
+	mgr_rpc_fail(e, SL_RPC_E_FAILED,
+		     "no service %s; service.list shows the services",
+		     json_is_string(v) ? json_string_value(v) : "with that id");
 	return -1; /* none: e says why */
 }
 
@@ -85,7 +85,7 @@ rpc_nf_list(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 				  "instance", i, "service",
 				  shm->services[s->service].name, "service_id",
 				  s->service, "prog", s->prog, "pid", s->pid,
-				  "state", sl_nf_state_name(s->state), "mode",
+				  "state", mgr_nf_state_name(s->state), "mode",
 				  s->mode == SL_MODE_POLL ? "poll" : "shared",
 				  "access", s->access, "rx_ring",
 				  ring_json(s->rx), "tx_ring",
@@ -126,12 +126,12 @@ rpc_nf_stop(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 	json_int_t i;
 
 	if (!json_is_integer(v))
-		return sl_rpc_fail(e, SL_RPC_E_PARAMS,
-				   "param 'instance' (integer) is missing");
+		return mgr_rpc_fail(e, SL_RPC_E_PARAMS,
+				    "param 'instance' (integer) is missing");
 	i = json_integer_value(v);
 	if (i < 0 || i >= m->shm->max_nfs ||
 	    m->shm->nfs[i].state != SL_NF_RUNNING)
-		return sl_rpc_fail(
+		return mgr_rpc_fail(
 			e, SL_RPC_E_FAILED,
 			"no running NF instance %lld; nf.list shows them",
 			(long long)i);
@@ -144,7 +144,7 @@ rpc_port_list(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 {
 	(void)p;
 	(void)e;
-	return sl_ports_json(m);
+	return mgr_ports_json(m);
 }
 
 static json_t *
@@ -180,20 +180,20 @@ rpc_lb_set(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 	int s, md = -1;
 
 	if (mode == NULL)
-		return sl_rpc_fail(
+		return mgr_rpc_fail(
 			e, SL_RPC_E_PARAMS,
 			"param 'mode' is missing: use flow, queue or rr");
 	for (int i = 0; i < SL_LB_MAX; i++)
 		if (strcmp(mode, lb_names[i]) == 0)
 			md = i;
 	if (md < 0)
-		return sl_rpc_fail(e, SL_RPC_E_PARAMS,
-				   "param 'mode' '%s': use flow, queue or rr",
-				   mode);
-	s = sl_rpc_param_service(m, p, "service", e);
+		return mgr_rpc_fail(e, SL_RPC_E_PARAMS,
+				    "param 'mode' '%s': use flow, queue or rr",
+				    mode);
+	s = mgr_rpc_param_service(m, p, "service", e);
 	if (s < 0)
 		return NULL;
-	sl_lb_set(m, (uint16_t)s, (enum sl_lb_mode)md);
+	mgr_lb_set(m, (uint16_t)s, (enum sl_lb_mode)md);
 	return json_pack("{s:s, s:s}", "service", m->shm->services[s].name,
 			 "mode", mode);
 }
@@ -208,15 +208,15 @@ static int
 registry_init(struct sl_mgr *m, char *err, size_t errlen)
 {
 	(void)errlen;
-	err[0] = '\0'; /* sl_registry_init says why */
-	return sl_registry_init(m) != 0 ? ENOMEM : 0;
+	err[0] = '\0'; /* mgr_registry_init says why */
+	return mgr_registry_init(m) != 0 ? ENOMEM : 0;
 }
 
 /* NFs asked to stop (2 s, then SIGKILL) before the I/O threads end. */
 static void
 registry_stop(struct sl_mgr *m)
 {
-	sl_stop_all_nfs(m, 2000);
+	mgr_stop_all_nfs(m, 2000);
 }
 
 /* Every reader has stopped: the quiescent-state actions left run now. */
@@ -229,7 +229,7 @@ registry_close(struct sl_mgr *m)
 const struct mgr_module mgr_registry_module = {
 	.name = "registry",
 	.init = registry_init,
-	.poll = sl_registry_poll,
+	.poll = mgr_registry_poll,
 	.stop = registry_stop,
 	.close = registry_close,
 	.methods = sl_registry_methods,

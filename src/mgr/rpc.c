@@ -19,7 +19,7 @@
 /*
  * Rule changes (rule.add, rule.remove, graph.remove) are built off the
  * control thread (rules.h): the request that starts a build is parked, and
- * its reply made by sl_rpc_poll once the build is committed. Only the
+ * its reply made by mgr_rpc_poll once the build is committed. Only the
  * control thread handles them (a struct rpc_ctl is given on it alone: a
  * telemetry thread can neither start a build nor see one half done).
  */
@@ -65,7 +65,7 @@ lookup(const struct sl_mgr *m, const char *name)
 }
 
 json_t *
-sl_rpc_names(const struct sl_mgr *m)
+mgr_rpc_names(const struct sl_mgr *m)
 {
 	json_t *names = json_array();
 
@@ -162,7 +162,7 @@ handle(struct sl_mgr *m, const char *line, size_t len, int *subscribe,
 
 	def = lookup(m, method);
 	if (def != NULL && (def->flags & (SL_RPC_RULES | SL_RPC_PARKS)) &&
-	    ctl != NULL && (ctl->rules_wait || sl_rpc_busy(m))) {
+	    ctl != NULL && (ctl->rules_wait || mgr_rpc_busy(m))) {
 		/* Its turn comes when the build under way is committed. */
 		*state = SL_RPC_WAIT;
 		json_decref(params);
@@ -189,7 +189,7 @@ handle(struct sl_mgr *m, const char *line, size_t len, int *subscribe,
 		struct sl_rpc_park pk;
 
 		result = def->fn(m, params, &e);
-		if (sl_rpc_park_take(&pk)) {
+		if (mgr_rpc_park_take(&pk)) {
 			if (ctl != NULL) {
 				ctl->parked = 1;
 				g_park.pk = pk;
@@ -201,7 +201,7 @@ handle(struct sl_mgr *m, const char *line, size_t len, int *subscribe,
 	}
 	json_decref(params);
 	if (ctl != NULL && ctl->parked) {
-		/* The reply comes from sl_rpc_poll. */
+		/* The reply comes from mgr_rpc_poll. */
 		g_park.active = 1;
 		g_park.id = json_incref(id);
 		*state = SL_RPC_PARKED;
@@ -215,8 +215,8 @@ handle(struct sl_mgr *m, const char *line, size_t len, int *subscribe,
 }
 
 enum sl_rpc_state
-sl_rpc_handle_ctl(struct sl_mgr *m, const char *line, size_t len,
-		  int rules_wait, int *subscribe, json_t **resp)
+mgr_rpc_handle_ctl(struct sl_mgr *m, const char *line, size_t len,
+		   int rules_wait, int *subscribe, json_t **resp)
 {
 	struct rpc_ctl ctl = {.rules_wait = rules_wait};
 	enum sl_rpc_state state;
@@ -226,7 +226,7 @@ sl_rpc_handle_ctl(struct sl_mgr *m, const char *line, size_t len,
 }
 
 int
-sl_rpc_poll(struct sl_mgr *m, json_t **resp)
+mgr_rpc_poll(struct sl_mgr *m, json_t **resp)
 {
 	struct sl_rpc_err e = {0, ""};
 	json_t *out = NULL, *result;
@@ -238,7 +238,7 @@ sl_rpc_poll(struct sl_mgr *m, json_t **resp)
 		return 0;
 	if (!(g_park.pk.ready != NULL
 		      ? g_park.pk.ready
-		      : sl_rules_poll)(m, &rc, &out, err, sizeof(err)))
+		      : mgr_rules_poll)(m, &rc, &out, err, sizeof(err)))
 		return 0;
 	result = g_park.pk.done(m, &g_park.pk, rc, out, err, &e);
 	json_decref(out);
@@ -248,13 +248,13 @@ sl_rpc_poll(struct sl_mgr *m, json_t **resp)
 }
 
 void
-sl_rpc_close(void)
+mgr_rpc_close(void)
 {
 	park_clear();
 }
 
 int
-sl_rpc_busy(const struct sl_mgr *m)
+mgr_rpc_busy(const struct sl_mgr *m)
 {
-	return g_park.active || sl_rules_busy(m->rules);
+	return g_park.active || mgr_rules_busy(m->rules);
 }

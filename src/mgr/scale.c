@@ -149,8 +149,8 @@ spawn_child(int exe_fd, char **argv, const char *cwd, const cpu_set_t *cpus,
  * 0 with *pidp the child's pid, once it has exec'd the program, or a
  * positive errno with err filled. */
 static int
-spawn_like(const struct sl_nf_slot *model, char *log, size_t loglen, int *pidp,
-	   char *err, size_t errlen)
+spawn_like(const struct sl_mgr *m, const struct sl_nf_slot *model, char *log,
+	   size_t loglen, int *pidp, char *err, size_t errlen)
 {
 	static char buf[MAX_CMDLINE];
 	char *argv[MAX_ARGV], exe[PATH_MAX], cwd[PATH_MAX], path[64];
@@ -182,10 +182,11 @@ spawn_like(const struct sl_nf_slot *model, char *log, size_t loglen, int *pidp,
 	}
 	exe[n] = '\0';
 	if (strip_deleted(exe))
-		sl_log("nf.scale: %s was replaced or removed since instance %u "
-		       "started; its replicas run instance %u's program (restart "
-		       "the service to run the new one)",
-		       exe, model->instance, model->instance);
+		mgr_log(m,
+			"nf.scale: %s was replaced or removed since instance %u "
+			"started; its replicas run instance %u's program (restart "
+			"the service to run the new one)",
+			exe, model->instance, model->instance);
 	strip_instance(argv, argc);
 	snprintf(path, sizeof(path), "/proc/%d/cwd", model->pid);
 	n = readlink(path, cwd, sizeof(cwd) - 1);
@@ -282,11 +283,11 @@ static void
 failed_event(const struct sl_mgr *m, const struct sl_scale_pending *p,
 	     const char *reason)
 {
-	sl_event(m, "nf.scale.failed",
-		 json_pack("{s:s, s:i, s:i, s:s, s:s}", "service",
-			   m->shm->services[p->service].name, "pid", p->pid,
-			   "model", (int)p->model, "reason", reason, "log",
-			   p->log));
+	mgr_event(m, "nf.scale.failed",
+		  json_pack("{s:s, s:i, s:i, s:s, s:s}", "service",
+			    m->shm->services[p->service].name, "pid", p->pid,
+			    "model", (int)p->model, "reason", reason, "log",
+			    p->log));
 }
 
 /* A duration of milliseconds as a log line says it: "30 s", "1500 ms". */
@@ -332,37 +333,40 @@ pending_poll(struct sl_mgr *m, int force)
 			keep = 1;
 		} else if (pidfd_exited(p->pidfd)) {
 			if (!p->given_up) {
-				sl_log("nf.scale %s: replica pid %d (copy of "
-				       "instance %u) exited before it "
-				       "registered: why is in its log, %s",
-				       svc, p->pid, p->model,
-				       p->log[0] != '\0' ? p->log : "(none)");
+				mgr_log(m,
+					"nf.scale %s: replica pid %d (copy of "
+					"instance %u) exited before it "
+					"registered: why is in its log, %s",
+					svc, p->pid, p->model,
+					p->log[0] != '\0' ? p->log : "(none)");
 				failed_event(m, p, "exited");
 			}
 		} else if (!p->given_up && now > p->until_tsc) {
-			sl_log("nf.scale %s: replica pid %d (copy of instance "
-			       "%u) has not registered within %s: stopping "
-			       "it (SIGTERM, SIGKILL after %s). What it said "
-			       "is in %s; if this repeats, look where the next "
-			       "one waits: gdb -p PID -batch -ex 'thread apply "
-			       "all bt'",
-			       svc, p->pid, p->model,
-			       ms_text(reg, sizeof(reg),
-				       m->o.scale_register_ms),
-			       ms_text(grace, sizeof(grace),
-				       m->o.scale_kill_ms),
-			       p->log[0] != '\0' ? p->log : "(no log)");
+			mgr_log(m,
+				"nf.scale %s: replica pid %d (copy of instance "
+				"%u) has not registered within %s: stopping "
+				"it (SIGTERM, SIGKILL after %s). What it said "
+				"is in %s; if this repeats, look where the next "
+				"one waits: gdb -p PID -batch -ex 'thread apply "
+				"all bt'",
+				svc, p->pid, p->model,
+				ms_text(reg, sizeof(reg),
+					m->o.scale_register_ms),
+				ms_text(grace, sizeof(grace),
+					m->o.scale_kill_ms),
+				p->log[0] != '\0' ? p->log : "(no log)");
 			failed_event(m, p, "timeout");
 			pidfd_signal(p->pidfd, SIGTERM);
 			p->given_up = 1;
 			p->until_tsc = now + m->o.scale_kill_ms * hz / 1000;
 			keep = 1;
 		} else if (p->given_up && now > p->until_tsc) {
-			sl_log("nf.scale %s: replica pid %d did not stop within "
-			       "%s of SIGTERM: killed it (SIGKILL)",
-			       svc, p->pid,
-			       ms_text(grace, sizeof(grace),
-				       m->o.scale_kill_ms));
+			mgr_log(m,
+				"nf.scale %s: replica pid %d did not stop within "
+				"%s of SIGTERM: killed it (SIGKILL)",
+				svc, p->pid,
+				ms_text(grace, sizeof(grace),
+					m->o.scale_kill_ms));
 			pidfd_signal(p->pidfd, SIGKILL);
 		} else {
 			keep = 1;
@@ -376,7 +380,7 @@ pending_poll(struct sl_mgr *m, int force)
 }
 
 
-/* 1 once every pending replica has exited or registered (sl_stop_all_nfs
+/* 1 once every pending replica has exited or registered (mgr_stop_all_nfs
  * stops those). */
 static int
 pending_all_gone(const struct sl_mgr *m)
@@ -418,16 +422,17 @@ stop_pending(struct sl_mgr *m, unsigned int timeout_ms)
 				if (registered(m->shm, p->pid) ||
 				    pidfd_exited(p->pidfd))
 					continue;
-				sl_log("shutting down: replica pid %d did not "
-				       "stop within %u ms of SIGTERM: killed it "
-				       "(SIGKILL)",
-				       p->pid, timeout_ms);
+				mgr_log(m,
+					"shutting down: replica pid %d did not "
+					"stop within %u ms of SIGTERM: killed it "
+					"(SIGKILL)",
+					p->pid, timeout_ms);
 				pidfd_signal(p->pidfd, SIGKILL);
 			}
 			killed = 1;
 			deadline = rte_rdtsc() + hz / 1000 * timeout_ms;
 		}
-		sl_registry_poll(m);
+		mgr_registry_poll(m);
 		pending_poll(m, 0);
 		usleep(1000);
 	}
@@ -456,9 +461,9 @@ scale_out_one(struct sl_mgr *m, struct sl_scale_job *j, char *err,
 		return EBUSY;
 	}
 	p = &m->scale_pending[m->n_scale_pending];
-	rc = spawn_like(model, p->log, sizeof(p->log), &pid, err, errlen);
+	rc = spawn_like(m, model, p->log, sizeof(p->log), &pid, err, errlen);
 	if (rc != 0) {
-		sl_log("nf.scale %s: %s", svc->name, err);
+		mgr_log(m, "nf.scale %s: %s", svc->name, err);
 		return rc;
 	}
 	/* It has exec'd (not exited: nothing reaped it yet, as its end is
@@ -467,7 +472,7 @@ scale_out_one(struct sl_mgr *m, struct sl_scale_job *j, char *err,
 	if (p->pidfd < 0) {
 		snprintf(err, errlen, "started pid %d but cannot watch it: %s",
 			 pid, strerror(errno));
-		sl_log("nf.scale %s: %s", svc->name, err);
+		mgr_log(m, "nf.scale %s: %s", svc->name, err);
 		return EMFILE;
 	}
 	p->pid = pid;
@@ -478,8 +483,8 @@ scale_out_one(struct sl_mgr *m, struct sl_scale_job *j, char *err,
 		rte_rdtsc() + m->o.scale_register_ms * rte_get_tsc_hz() / 1000;
 	m->n_scale_pending++;
 	json_array_append_new(j->started, json_integer(pid));
-	sl_log("nf.scale %s: started pid %d (copy of instance %u)", svc->name,
-	       pid, model->instance);
+	mgr_log(m, "nf.scale %s: started pid %d (copy of instance %u)",
+		svc->name, pid, model->instance);
 	return 0;
 }
 
@@ -504,8 +509,8 @@ scale_finish(struct sl_mgr *m, struct sl_scale_job *j)
 		pidfd_signal(p->pidfd, SIGTERM);
 		close(p->pidfd);
 		json_array_append_new(cancelled, json_integer(p->pid));
-		sl_log("nf.scale %s: stopped pid %d before it registered",
-		       svc->name, p->pid);
+		mgr_log(m, "nf.scale %s: stopped pid %d before it registered",
+			svc->name, p->pid);
 		*p = m->scale_pending[--m->n_scale_pending];
 		starting--;
 	}
@@ -533,7 +538,7 @@ scale_finish(struct sl_mgr *m, struct sl_scale_job *j)
 			j->started, "stopping", stopping, "cancelled_pids",
 			cancelled);
 	j->started = NULL;
-	sl_event(m, "nf.scale", json_deep_copy(out));
+	mgr_event(m, "nf.scale", json_deep_copy(out));
 	return out;
 }
 
@@ -589,7 +594,7 @@ job_done(struct sl_mgr *m, const struct sl_rpc_park *pk, int rc, json_t *out,
 	(void)m;
 	(void)pk;
 	if (rc != 0)
-		return sl_rpc_fail(e, SL_RPC_E_FAILED, "%s", err);
+		return mgr_rpc_fail(e, SL_RPC_E_FAILED, "%s", err);
 	return json_incref(out);
 }
 
@@ -666,21 +671,21 @@ rpc_nf_scale(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 {
 	json_t *r = json_object_get(p, "replicas"), *out = NULL;
 	char err[512];
-	int s = sl_rpc_param_service(m, p, "service", e), rc, parked = 0;
+	int s = mgr_rpc_param_service(m, p, "service", e), rc, parked = 0;
 
 	if (s < 0)
 		return NULL;
 	if (!json_is_integer(r) || json_integer_value(r) < 0)
-		return sl_rpc_fail(
+		return mgr_rpc_fail(
 			e, SL_RPC_E_PARAMS,
 			"param 'replicas' (integer >= 0) is missing");
 	rc = scale(m, (uint16_t)s, (uint32_t)json_integer_value(r), &out,
 		   &parked, err, sizeof(err));
 	if (rc != 0)
-		return sl_rpc_fail(e, SL_RPC_E_FAILED, "%s", err);
+		return mgr_rpc_fail(e, SL_RPC_E_FAILED, "%s", err);
 	if (parked) /* replicas to start: answered once job_step is done */
-		return sl_rpc_park(&(struct sl_rpc_park){.done = job_done,
-							 .ready = job_ready});
+		return mgr_rpc_park(&(struct sl_rpc_park){.done = job_done,
+							  .ready = job_ready});
 	return out;
 }
 

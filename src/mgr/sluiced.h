@@ -106,7 +106,7 @@ struct sl_mgr {
 	 * cannot run); else the signal. Atomic: written by on_signal and by
 	 * other threads, read by the control loop, which then stops. */
 	_Atomic int quit;
-	/* The registry's own state (registry/registry.h; sl_registry_init) */
+	/* The registry's own state (registry/registry.h; mgr_registry_init) */
 	struct sl_registry_state *registry;
 	uint64_t mbufs_leaked;   /* dead NFs' caches not trusted (pool_op) */
 	uint64_t mbufs_in_doubt; /* dead inside a driver's transmit call */
@@ -202,65 +202,66 @@ struct sl_mgr {
 			unsigned int idx;
 		} arg[SL_MAX_IO_THREADS];
 	} io;
-	/* The flow module's states (sl_flow_init; flow/, rules/, requests/) */
+	/* The flow module's states (mgr_flow_init; flow/, rules/, requests/) */
 	struct sl_flowdir_state *flow;
 	struct sl_rules_state *rules;
 	struct sl_requests_state *requests;
 };
 
 /* Logs a line "sluiced[node]: ..." on stderr (main.c). */
-void sl_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Events (NF up/down, ...): sl_event(m, kind, data) on m->bus, bus.h. */
+void mgr_log(const struct sl_mgr *m, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Events (NF up/down, ...): mgr_event(m, kind, data) on m->bus, bus.h. */
 
 /* The packet pool of a NUMA socket (main.c), created on first use. */
-struct rte_mempool *sl_pool_for_socket(struct sl_mgr *m, int socket, char *err,
-				       size_t errlen);
+struct rte_mempool *mgr_pool_for_socket(struct sl_mgr *m, int socket, char *err,
+					size_t errlen);
 
 /* ports/: ports/ports.h, included above */
 
 /* registry/ */
 /* Allocates m->registry (after m->o and m->shm are set): 0 or -1. */
-int sl_registry_init(struct sl_mgr *m);
+int mgr_registry_init(struct sl_mgr *m);
 /* Frees m->registry (after every NF is gone). */
-void sl_registry_close(struct sl_mgr *m);
-void sl_registry_poll(struct sl_mgr *m); /* messages + quiescent actions */
-void sl_nf_died(struct sl_mgr *m, uint16_t instance);
-int sl_service_get(struct sl_mgr *m, const char *name, int create, char *err,
-		   size_t errlen);
+void mgr_registry_close(struct sl_mgr *m);
+void mgr_registry_poll(struct sl_mgr *m); /* messages + quiescent actions */
+void mgr_nf_died(struct sl_mgr *m, uint16_t instance);
+int mgr_service_get(struct sl_mgr *m, const char *name, int create, char *err,
+		    size_t errlen);
 /* Frees a service nothing has used: one a refused graph or chain created
  * (graph.c); no instance, graph, flow or request may name it. */
-void sl_service_release(struct sl_mgr *m, uint16_t id);
-int sl_chain_apply(struct sl_mgr *m, const char *const *hops, uint16_t n,
-		   char *err, size_t errlen);
-json_t *sl_chain_json(const struct sl_mgr *m);
+void mgr_service_release(struct sl_mgr *m, uint16_t id);
+int mgr_chain_apply(struct sl_mgr *m, const char *const *hops, uint16_t n,
+		    char *err, size_t errlen);
+json_t *mgr_chain_json(const struct sl_mgr *m);
 /* A note for the answer that applied graph id: the services of that graph
  * with no running instance, whose packets are dropped (no_instance) until
  * one registers (a typo in a name creates a service nobody runs); NULL if
  * every one has an instance. */
-json_t *sl_graph_idle_note(const struct sl_mgr *m, uint16_t id);
-int sl_lb_set(struct sl_mgr *m, uint16_t service, enum sl_lb_mode mode);
-void sl_stop_all_nfs(struct sl_mgr *m, unsigned int timeout_ms);
-const char *sl_nf_state_name(uint32_t state);
+json_t *mgr_graph_idle_note(const struct sl_mgr *m, uint16_t id);
+int mgr_lb_set(struct sl_mgr *m, uint16_t service, enum sl_lb_mode mode);
+void mgr_stop_all_nfs(struct sl_mgr *m, unsigned int timeout_ms);
+const char *mgr_nf_state_name(uint32_t state);
 
-void sl_maybe_enable_rx(struct sl_mgr *m);
+void mgr_maybe_enable_rx(struct sl_mgr *m);
 
 /* base/view.c: read-only views of the published graphs, below every
  * module */
-json_t *sl_hop_json(const struct sl_shm *shm, sl_hop_t h);
+json_t *mgr_hop_json(const struct sl_shm *shm, sl_hop_t h);
 /* The current graph named name: its id, or -1. */
-int sl_graph_lookup(const struct sl_mgr *m, const char *name);
+int mgr_graph_lookup(const struct sl_mgr *m, const char *name);
 /* 1 when the default chain (graph 0) has an instance of every service. */
-int sl_chain_complete(const struct sl_mgr *m);
+int mgr_chain_complete(const struct sl_mgr *m);
 
 /* graph.c */
-uint32_t sl_chain_version(const struct sl_mgr *m);
-json_t *sl_graphs_json(const struct sl_mgr *m, const char *name, char *err,
-		       size_t errlen);
-int sl_graph_apply_json(struct sl_mgr *m, json_t *p, json_t **out, char *err,
+uint32_t mgr_chain_version(const struct sl_mgr *m);
+json_t *mgr_graphs_json(const struct sl_mgr *m, const char *name, char *err,
 			size_t errlen);
-int sl_graph_remove(struct sl_mgr *m, const char *name, uint32_t *rules,
-		    char *err, size_t errlen);
-void sl_graphs_close(struct sl_mgr *m);
+int mgr_graph_apply_json(struct sl_mgr *m, json_t *p, json_t **out, char *err,
+			 size_t errlen);
+int mgr_graph_remove(struct sl_mgr *m, const char *name, uint32_t *rules,
+		     char *err, size_t errlen);
+void mgr_graphs_close(struct sl_mgr *m);
 
 /* The flow module: flow table and ingress (flow/), rules (rules/),
  * cross-layer requests (requests/); their states are m->flow, m->rules,
@@ -274,18 +275,18 @@ void sl_graphs_close(struct sl_mgr *m);
 /* io.c (mgr_io_module: the RX->TX ring, the threads' arguments, their
  * launch and their end) */
 /* An I/O thread's main; arg is &m->io.arg[its index]. */
-int sl_io_thread(void *arg);
+int mgr_io_thread(void *arg);
 /* After rx_enabled was set to 0: waits (at most 100 ms, then -ETIMEDOUT)
  * until the RX thread reads no port any more and has counted and handed
  * on what it read before. */
-int sl_io_rx_settle(struct sl_shm *shm);
+int mgr_io_rx_settle(struct sl_shm *shm);
 
 /* control.c (mgr_control_module: the socket) */
 /* The control loop, until m->quit: socket events, NF deaths, then every
  * module's poll in list order. */
-void sl_control_run(struct sl_mgr *m);
+void mgr_control_run(struct sl_mgr *m);
 /* status.control: {connections, max_connections, out_kb, closed_unread} */
-json_t *sl_control_json(const struct sl_mgr *m);
+json_t *mgr_control_json(const struct sl_mgr *m);
 
 /* rpc.c: JSON-RPC 2.0 framing, method lookup and dispatch, the parked
  * request. Each module serves its methods from a const table of struct
@@ -305,18 +306,18 @@ struct sl_rpc_err {
 };
 
 /* A method: its result (a new reference), or NULL with e set (or parked,
- * sl_rpc_park). params is always an object. */
+ * mgr_rpc_park). params is always an object. */
 typedef json_t *(*sl_rpc_fn)(struct sl_mgr *m, json_t *params,
 			     struct sl_rpc_err *e);
 
 enum sl_rpc_flag {
 	/* Changes rules: the control socket's thread alone runs it (the
 	 * telemetry thread can neither start a build nor see one half
-	 * done), one build at a time; it may park (sl_rpc_park). */
+	 * done), one build at a time; it may park (mgr_rpc_park). */
 	SL_RPC_RULES = 1u << 0,
 	/* fn is NULL: rpc.c subscribes the connection to events. */
 	SL_RPC_SUBSCRIBE = 1u << 1,
-	/* May park (sl_rpc_park) for work that takes control-loop turns
+	/* May park (mgr_rpc_park) for work that takes control-loop turns
 	 * (nf.scale): the control socket's thread alone runs it, and it
 	 * waits, like a rule change, while another request is parked. */
 	SL_RPC_PARKS = 1u << 2,
@@ -329,15 +330,15 @@ struct sl_rpc_method {
 };
 
 /* base/rpcutil.c, below every module: */
-/* Sets e and returns NULL: `return sl_rpc_fail(e, ...)` in a method. */
-json_t *sl_rpc_fail(struct sl_rpc_err *e, int code, const char *fmt, ...)
+/* Sets e and returns NULL: `return mgr_rpc_fail(e, ...)` in a method. */
+json_t *mgr_rpc_fail(struct sl_rpc_err *e, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* Every method's name, in module then table order (status.methods). */
-json_t *sl_rpc_names(const struct sl_mgr *m);
+json_t *mgr_rpc_names(const struct sl_mgr *m);
 
 /* A rule change that started a build (sl_rules_*_start) returns
- * sl_rpc_park(&pk): its reply is made by pk.done once pk.ready (NULL:
- * sl_rules_poll) reports the work done (rc 0: committed, with out; else
+ * mgr_rpc_park(&pk): its reply is made by pk.done once pk.ready (NULL:
+ * mgr_rules_poll) reports the work done (rc 0: committed, with out; else
  * refused, with err). The control thread alone parks (SL_RPC_RULES and
  * SL_RPC_PARKS methods), one request at a time; rpc.c takes pk's ids and
  * graph and releases them after done. */
@@ -348,9 +349,9 @@ typedef json_t *(*sl_rpc_done_fn)(struct sl_mgr *m,
 				  struct sl_rpc_err *e);
 struct sl_rpc_park {
 	sl_rpc_done_fn done;
-	/* Polled by the control loop each turn (sl_rpc_poll): 1 once the
+	/* Polled by the control loop each turn (mgr_rpc_poll): 1 once the
 	 * work is done, with rc, out (a reference passed to done) and err;
-	 * NULL: the rule build's sl_rules_poll. */
+	 * NULL: the rule build's mgr_rules_poll. */
 	int (*ready)(struct sl_mgr *m, int *rc, json_t **out, char *err,
 		     size_t errlen);
 	json_t *ids;    /* a reference, or NULL */
@@ -358,48 +359,48 @@ struct sl_rpc_park {
 	size_t n;       /* a count to reply with */
 	char *graph;    /* malloc'd, or NULL */
 };
-json_t *sl_rpc_park(const struct sl_rpc_park *pk);
+json_t *mgr_rpc_park(const struct sl_rpc_park *pk);
 /* rpc.c, after a method returned: 1 with *pk when it parked (cleared). */
-int sl_rpc_park_take(struct sl_rpc_park *pk);
+int mgr_rpc_park_take(struct sl_rpc_park *pk);
 
 /* Params shared by several modules' methods: each returns the value or -1
  * with e set (E_PARAMS when missing or malformed, E_FAILED when it names
  * nothing). */
 /* A service by name or id in params[key] (registry_rpc.c). */
-int sl_rpc_param_service(struct sl_mgr *m, json_t *params, const char *key,
-			 struct sl_rpc_err *e);
+int mgr_rpc_param_service(struct sl_mgr *m, json_t *params, const char *key,
+			  struct sl_rpc_err *e);
 /* The graph named by params.graph: its id. */
-int sl_rpc_param_graph(struct sl_mgr *m, json_t *params, struct sl_rpc_err *e);
+int mgr_rpc_param_graph(struct sl_mgr *m, json_t *params, struct sl_rpc_err *e);
 /* The match fields (and in_port) of params into mt, *has 1 when any is
  * given; keys besides those must be in extra. 0 or -1. */
-int sl_rpc_param_match(struct sl_mgr *m, json_t *params,
-		       const char *const *extra, size_t n_extra,
-		       struct sl_match *mt, int *has, struct sl_rpc_err *e);
+int mgr_rpc_param_match(struct sl_mgr *m, json_t *params,
+			const char *const *extra, size_t n_extra,
+			struct sl_match *mt, int *has, struct sl_rpc_err *e);
 /* r, or NULL with e set (r released) when it would not fit a client's
  * --control-out-kb (the reply would close the connection unanswered);
  * what: how to ask for less. */
-json_t *sl_rpc_fits_out(struct sl_mgr *m, json_t *r, const char *what,
-			struct sl_rpc_err *e);
+json_t *mgr_rpc_fits_out(struct sl_mgr *m, json_t *r, const char *what,
+			 struct sl_rpc_err *e);
 
 enum sl_rpc_state {
 	SL_RPC_REPLY,  /* *resp is the reply (NULL for a notification) */
-	SL_RPC_PARKED, /* a rule build started: sl_rpc_poll gives the reply */
+	SL_RPC_PARKED, /* a rule build started: mgr_rpc_poll gives the reply */
 	SL_RPC_WAIT,   /* a rule change while one builds: nothing was done;
-			* give the same line again once sl_rpc_poll answered */
+			* give the same line again once mgr_rpc_poll answered */
 };
 /* The control thread's: a request that may start a rule build; with
  * rules_wait (others wait their turn), a rule change is SL_RPC_WAIT. */
-enum sl_rpc_state sl_rpc_handle_ctl(struct sl_mgr *m, const char *line,
-				    size_t len, int rules_wait, int *subscribe,
-				    json_t **resp);
+enum sl_rpc_state mgr_rpc_handle_ctl(struct sl_mgr *m, const char *line,
+				     size_t len, int rules_wait, int *subscribe,
+				     json_t **resp);
 /* 1 when the parked request's build finished and was committed or
  * refused, with *resp its reply (NULL for a notification); 0 otherwise. */
-int sl_rpc_poll(struct sl_mgr *m, json_t **resp);
+int mgr_rpc_poll(struct sl_mgr *m, json_t **resp);
 /* Drops a parked request (shutdown). */
-void sl_rpc_close(void);
+void mgr_rpc_close(void);
 /* 1 while a request is parked or a rule build is under way: a request
  * that may park (SL_RPC_RULES, SL_RPC_PARKS) must wait. */
-int sl_rpc_busy(const struct sl_mgr *m);
+int mgr_rpc_busy(const struct sl_mgr *m);
 
 /* telemetry.c: DPDK telemetry commands /sluice/... (mgr_telemetry_module:
  * started after every module's init, stopped first at shutdown) */

@@ -35,26 +35,29 @@
 #include "sluiced.h"
 #include "stats/stats.h"
 
-/* File scope because DPDK 22.11's telemetry_cb has no context argument:
- * the one sluiced a callback reads, set once by telemetry_start. */
-static struct sl_mgr *g_m;
-static uint32_t g_live;     /* 1 while the callbacks may read sluiced */
-static uint32_t g_inflight; /* callbacks reading now */
+/* What the callbacks read: the one sluiced, set by the module's start.
+ * check_structure: no-context (DPDK 22.11's telemetry_cb has no context
+ * argument; 24.11's rte_telemetry_register_cmd_arg would carry it) */
+static struct {
+	struct sl_mgr *m;
+	uint32_t live;     /* 1 while the callbacks may read sluiced */
+	uint32_t inflight; /* callbacks reading now */
+} g_tel;
 
 static int
 enter(void)
 {
-	__atomic_add_fetch(&g_inflight, 1, __ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&g_live, __ATOMIC_SEQ_CST))
+	__atomic_add_fetch(&g_tel.inflight, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&g_tel.live, __ATOMIC_SEQ_CST))
 		return 0;
-	__atomic_sub_fetch(&g_inflight, 1, __ATOMIC_SEQ_CST);
+	__atomic_sub_fetch(&g_tel.inflight, 1, __ATOMIC_SEQ_CST);
 	return -1;
 }
 
 static void
 leave(void)
 {
-	__atomic_sub_fetch(&g_inflight, 1, __ATOMIC_SEQ_CST);
+	__atomic_sub_fetch(&g_tel.inflight, 1, __ATOMIC_SEQ_CST);
 }
 
 /* A callback's answer when sluiced stops, or without memory. */
@@ -85,7 +88,7 @@ add_parts(struct rte_tel_data *d, const struct sl_ctr *c, const void *row)
 		return;
 	rte_tel_data_start_dict(p);
 	for (uint16_t i = 0; i < c->n_parts; i++)
-		add_int(p, c->parts[i], sl_ctr_part(c, row, i));
+		add_int(p, c->parts[i], mgr_ctr_part(c, row, i));
 	if (rte_tel_data_add_dict_container(d, c->name, p, 0) != 0)
 		rte_tel_data_free(p);
 }
@@ -123,16 +126,16 @@ add_field(struct rte_tel_data *d, const struct sl_ctr *c, const void *row,
 	case SL_CT_U64:
 	case SL_CT_U32:
 	case SL_CT_U16:
-		add_int(d, c->name, sl_ctr_u64(c, row));
+		add_int(d, c->name, mgr_ctr_u64(c, row));
 		break;
 	case SL_CT_STR:
 	case SL_CT_ENUM:
-		rte_tel_data_add_dict_string(d, c->name, sl_ctr_str(c, row));
+		rte_tel_data_add_dict_string(d, c->name, mgr_ctr_str(c, row));
 		break;
 	case SL_CT_REASONS:
 		if (nested)
 			rte_tel_data_add_dict_u64(d, c->name,
-						  sl_ctr_u64(c, row));
+						  mgr_ctr_u64(c, row));
 		else
 			add_parts(d, c, row);
 		break;
@@ -144,7 +147,7 @@ add_field(struct rte_tel_data *d, const struct sl_ctr *c, const void *row,
 		for (uint16_t i = 0; i < c->n_parts; i++) {
 			snprintf(name, sizeof(name), "%s_%s", c->name,
 				 c->parts[i]);
-			add_int(d, name, sl_ctr_part(c, row, i));
+			add_int(d, name, mgr_ctr_part(c, row, i));
 		}
 		break;
 	case SL_CT_IDS:
@@ -204,18 +207,18 @@ field_len(const struct sl_ctr *c, const void *row)
 	case SL_CT_U64:
 	case SL_CT_U32:
 	case SL_CT_U16:
-		return kl + digits(sl_ctr_u64(c, row));
+		return kl + digits(mgr_ctr_u64(c, row));
 	case SL_CT_STR:
 	case SL_CT_ENUM:
 		/* names are letters, digits, '_', '-', ':' (no escapes); 2x
 		 * covers any that would need them */
-		return kl + 2 + 2 * strlen(sl_ctr_str(c, row));
+		return kl + 2 + 2 * strlen(mgr_ctr_str(c, row));
 	case SL_CT_REASONS:
 		return kl + 20;
 	case SL_CT_PARTS:
 		for (uint16_t i = 0; i < c->n_parts; i++)
 			n += kl + 1 + strlen(c->parts[i]) +
-			     digits(sl_ctr_part(c, row, i));
+			     digits(mgr_ctr_part(c, row, i));
 		return n;
 	case SL_CT_IDS:
 		return kl + 2 + 20;
@@ -268,13 +271,13 @@ struct tel_list {
 };
 
 static const struct tel_list lists[] = {
-	{"/sluice/port", &sl_stats_port_table, "id", "name", "port",
+	{"/sluice/port", &mgr_stats_port_table, "id", "name", "port",
 	 "/sluice/ports", "ports", "ask /sluice/port,<id> for each"},
-	{"/sluice/nf", &sl_stats_nf_table, "instance", NULL, "NF instance",
+	{"/sluice/nf", &mgr_stats_nf_table, "instance", NULL, "NF instance",
 	 "/sluice/nfs", "NF instances", "ask /sluice/nf,<instance> for each"},
-	{"/sluice/service", &sl_stats_service_table, "id", "name", "service",
+	{"/sluice/service", &mgr_stats_service_table, "id", "name", "service",
 	 "/sluice/services", "services", "ask /sluice/service,<id> for each"},
-	{"/sluice/edges", &sl_stats_edge_table, NULL, NULL, "edge",
+	{"/sluice/edges", &mgr_stats_edge_table, NULL, NULL, "edge",
 	 "/sluice/edges", "edges", "the control socket's stats lists them all"},
 };
 
@@ -294,7 +297,7 @@ id_text(const struct tel_list *l, const void *row, size_t i, char *buf,
 {
 	if (l->id != NULL)
 		snprintf(buf, size, "%" PRIu64,
-			 sl_ctr_u64(sl_ctr_find(l->t, l->id), row));
+			 mgr_ctr_u64(mgr_ctr_find(l->t, l->id), row));
 	else
 		snprintf(buf, size, "%zu", i);
 }
@@ -345,7 +348,7 @@ tel_list(const char *cmd, const char *params, struct rte_tel_data *d)
 	if (enter() != 0)
 		return -EAGAIN;
 	rte_tel_data_start_dict(d);
-	rc = l->t->each(g_m, walk_row, &w);
+	rc = l->t->each(g_tel.m, walk_row, &w);
 	leave();
 	if (rc != 0)
 		return read_error(rc);
@@ -371,12 +374,12 @@ find_row(void *arg, const void *row)
 {
 	struct find *f = arg;
 	const struct sl_ctr *named =
-		f->l->named ? sl_ctr_find(f->l->t, f->l->named) : NULL;
+		f->l->named ? mgr_ctr_find(f->l->t, f->l->named) : NULL;
 	char id[24];
 
 	id_text(f->l, row, 0, id, sizeof(id));
 	if (strcmp(f->want, id) != 0 &&
-	    (named == NULL || strcmp(f->want, sl_ctr_str(named, row)) != 0))
+	    (named == NULL || strcmp(f->want, mgr_ctr_str(named, row)) != 0))
 		return 0;
 	rte_tel_data_start_dict(f->d);
 	add_row(f->d, f->l->t, row, 0);
@@ -403,7 +406,7 @@ tel_one(const char *cmd, const char *params, struct rte_tel_data *d)
 	}
 	if (enter() != 0)
 		return -EAGAIN;
-	rc = l->t->each(g_m, find_row, &f);
+	rc = l->t->each(g_tel.m, find_row, &f);
 	leave();
 	if (rc < 0)
 		return read_error(rc);
@@ -445,7 +448,7 @@ sum_row(void *arg, const void *row)
 
 	for (int i = 0; i < 4; i++)
 		if (s->c[i] != NULL)
-			s->v[i] += sl_ctr_u64(s->c[i], row);
+			s->v[i] += mgr_ctr_u64(s->c[i], row);
 	s->n++;
 	return 0;
 }
@@ -465,24 +468,24 @@ tel_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 	static const char *const summed[4] = {"rx_pkts", "rx_bytes", "tx_pkts",
 					      "tx_bytes"};
 	struct sums ports = {.n = 0}, nfs = {.n = 0}, svcs = {.n = 0};
-	const struct sl_ctr_table *nt = &sl_stats_node_table;
-	struct one flows = {.t = &sl_stats_flow_table, .nested = 1};
+	const struct sl_ctr_table *nt = &mgr_stats_node_table;
+	struct one flows = {.t = &mgr_stats_flow_table, .nested = 1};
 	struct sl_stats_node node;
 	int rc;
 
 	(void)cmd;
 	(void)params;
 	for (int i = 0; i < 4; i++)
-		ports.c[i] = sl_ctr_find(&sl_stats_port_table, summed[i]);
+		ports.c[i] = mgr_ctr_find(&mgr_stats_port_table, summed[i]);
 	if (enter() != 0)
 		return -EAGAIN;
-	rc = nt->each(g_m, copy_node, &node);
+	rc = nt->each(g_tel.m, copy_node, &node);
 	if (rc == 0)
-		rc = sl_stats_port_table.each(g_m, sum_row, &ports);
+		rc = mgr_stats_port_table.each(g_tel.m, sum_row, &ports);
 	if (rc == 0)
-		rc = sl_stats_nf_table.each(g_m, sum_row, &nfs);
+		rc = mgr_stats_nf_table.each(g_tel.m, sum_row, &nfs);
 	if (rc == 0)
-		rc = sl_stats_service_table.each(g_m, sum_row, &svcs);
+		rc = mgr_stats_service_table.each(g_tel.m, sum_row, &svcs);
 	flows.d = rte_tel_data_alloc();
 	if (rc != 0 || flows.d == NULL) {
 		leave();
@@ -490,16 +493,16 @@ tel_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 		return read_error(rc ? rc : -ENOMEM);
 	}
 	rte_tel_data_start_dict(d);
-	rte_tel_data_add_dict_string(d, "node", g_m->shm->node);
-	add_field(d, sl_ctr_find(nt, "tsc_hz"), &node, 0);
+	rte_tel_data_add_dict_string(d, "node", g_tel.m->shm->node);
+	add_field(d, mgr_ctr_find(nt, "tsc_hz"), &node, 0);
 	for (int i = 0; i < 4; i++)
 		rte_tel_data_add_dict_u64(d, summed[i], ports.v[i]);
-	add_field(d, sl_ctr_find(nt, "drops_total"), &node, 0);
+	add_field(d, mgr_ctr_find(nt, "drops_total"), &node, 0);
 	rte_tel_data_add_dict_u64(d, "n_ports", ports.n);
 	rte_tel_data_add_dict_u64(d, "n_nfs", nfs.n);
 	rte_tel_data_add_dict_u64(d, "n_services", svcs.n);
 	rte_tel_data_start_dict(flows.d);
-	sl_stats_flow_table.each(g_m, one_row, &flows);
+	mgr_stats_flow_table.each(g_tel.m, one_row, &flows);
 	leave();
 	if (rte_tel_data_add_dict_container(d, "flows", flows.d, 0) != 0)
 		rte_tel_data_free(flows.d);
@@ -510,14 +513,14 @@ tel_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 static int
 tel_flows(const char *cmd, const char *params, struct rte_tel_data *d)
 {
-	struct one flows = {.d = d, .t = &sl_stats_flow_table, .nested = 0};
+	struct one flows = {.d = d, .t = &mgr_stats_flow_table, .nested = 0};
 
 	(void)cmd;
 	(void)params;
 	if (enter() != 0)
 		return -EAGAIN;
 	rte_tel_data_start_dict(d);
-	sl_stats_flow_table.each(g_m, one_row, &flows);
+	mgr_stats_flow_table.each(g_tel.m, one_row, &flows);
 	leave();
 	return 0;
 }
@@ -556,15 +559,15 @@ static const struct {
 static void
 telemetry_start(struct sl_mgr *m)
 {
-	g_m = m;
-	__atomic_store_n(&g_live, 1, __ATOMIC_SEQ_CST);
+	g_tel.m = m;
+	__atomic_store_n(&g_tel.live, 1, __ATOMIC_SEQ_CST);
 	for (size_t i = 0; i < RTE_DIM(cmds); i++) {
 		int r = rte_telemetry_register_cmd(cmds[i].cmd, cmds[i].fn,
 						   cmds[i].help);
 
 		if (r != 0) {
-			sl_log("telemetry: cannot register %s: %s", cmds[i].cmd,
-			       strerror(-r));
+			mgr_log(m, "telemetry: cannot register %s: %s",
+				cmds[i].cmd, strerror(-r));
 		}
 	}
 }
@@ -575,9 +578,9 @@ telemetry_stop(struct sl_mgr *m)
 	(void)m;
 	/* Callbacks that start now answer with an error; wait (up to 1 s)
 	 * for those already reading. */
-	__atomic_store_n(&g_live, 0, __ATOMIC_SEQ_CST);
-	for (int i = 0;
-	     i < 1000 && __atomic_load_n(&g_inflight, __ATOMIC_SEQ_CST) != 0;
+	__atomic_store_n(&g_tel.live, 0, __ATOMIC_SEQ_CST);
+	for (int i = 0; i < 1000 &&
+			__atomic_load_n(&g_tel.inflight, __ATOMIC_SEQ_CST) != 0;
 	     i++)
 		usleep(1000);
 }

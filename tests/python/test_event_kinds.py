@@ -1,5 +1,5 @@
 """`sluice events --kind K` takes only kinds sluiced sends (or their
-families): the list, client.EVENT_KINDS, is checked against the sl_event()
+families): the list, client.EVENT_KINDS, is checked against the mgr_event()
 calls of sluiced's sources, so a new kind cannot be refused nor a removed
 one accepted."""
 
@@ -18,19 +18,19 @@ runner = CliRunner()
 
 
 def published_kinds() -> set[str]:
-    """The kinds named by the sl_event() calls of src/mgr: the string
+    """The kinds named by the mgr_event() calls of src/mgr: the string
     literals of each call's kind argument, after sluiced's state m (one call
     names two, with ?:)."""
     kinds: set[str] = set()
     calls = 0
     for src in sorted((REPO / "src" / "mgr").rglob("*.c")):  # modules in folders too
         text = src.read_text()
-        for m in re.finditer(r"\bsl_event\((?:m, )?([^,;]*),", text):
+        for m in re.finditer(r"\bmgr_event\((?:m, )?([^,;]*),", text):
             arg = m.group(1)
             if arg.startswith("const "):  # its definition
                 continue
             names = re.findall(r'"([^"]*)"', arg)
-            assert names, f"{src.name}: sl_event({arg}, ...): a kind the test cannot read: " \
+            assert names, f"{src.name}: mgr_event({arg}, ...): a kind the test cannot read: " \
                           f"name it with a string literal"
             kinds.update(names)
             calls += 1

@@ -2,7 +2,7 @@
 /*
  * The environment of sluiced's unit tests (tests/unit/test_mgr_*.c),
  * which link the static library sluiced_mgr: what main.c gives the
- * library (g_mgr, sl_log, sl_pool_for_socket), EAL started like the other
+ * library (mgr_log, mgr_pool_for_socket), EAL started like the other
  * unit tests (no hugepages, PCI, shared files or telemetry), a fake
  * struct sl_shm in heap memory, a struct sl_mgr with sluiced's defaults
  * for the flow module, and packets from a real pool with the registered
@@ -48,13 +48,15 @@
 
 /* ---- what main.c defines for the library ---------------------------- */
 
-struct sl_mgr g_mgr;
+/* The tests' one sluiced state (main.c allocates sluiced's). */
+static struct sl_mgr g_mgr;
 
 void
-sl_log(const char *fmt, ...)
+mgr_log(const struct sl_mgr *m, const char *fmt, ...)
 {
 	va_list ap;
 
+	(void)m;
 	va_start(ap, fmt);
 	fprintf(stderr, "sluiced[test]: ");
 	vfprintf(stderr, fmt, ap);
@@ -63,7 +65,7 @@ sl_log(const char *fmt, ...)
 }
 
 struct rte_mempool *
-sl_pool_for_socket(struct sl_mgr *m, int socket, char *err, size_t errlen)
+mgr_pool_for_socket(struct sl_mgr *m, int socket, char *err, size_t errlen)
 {
 	(void)socket;
 	if (m->shm->pktmbuf_pool == NULL)
@@ -233,9 +235,9 @@ env_new(uint32_t capacity, uint32_t timeout_ms)
 		shm->graph_cur[g] = SL_GRAPH_NONE;
 	env_chain(e);
 	/* main.c's list order: rules, requests, then flow */
-	assert_int_equal(sl_rules_init(m), 0);
-	assert_int_equal(sl_requests_init(m), 0);
-	assert_int_equal(sl_flow_init(m), 0);
+	assert_int_equal(mgr_rules_init(m), 0);
+	assert_int_equal(mgr_requests_init(m), 0);
+	assert_int_equal(mgr_flow_init(m), 0);
 	return e;
 }
 
@@ -254,15 +256,15 @@ env_free(struct env *e)
 	struct sl_shm *shm = e->shm;
 	struct sl_flow_table *ft = &shm->flow;
 
-	sl_rules_builder_stop(e->m->rules);
+	mgr_rules_builder_stop(e->m->rules);
 	env_grace_pass(e);
 	sl_grace_drain(&e->m->qs, e->m);
-	sl_flow_rx_fini(e->m->flow);
+	mgr_flow_rx_fini(e->m->flow);
 	if (e->m->flow != NULL)
 		rte_ring_free(e->m->flow->del_ring);
-	sl_rules_close(e->m);
-	sl_requests_close(e->m);
-	sl_flow_close(e->m);
+	mgr_rules_close(e->m);
+	mgr_requests_close(e->m);
+	mgr_flow_close(e->m);
 	/* The tables go with EAL in sluiced; here each test makes its own. */
 	rte_hash_free(ft->hash);
 	rte_hash_free(ft->hash6);

@@ -37,7 +37,7 @@ maintain_ms(struct env *e, uint64_t *now, uint32_t ms)
 {
 	for (uint32_t i = 0; i < ms; i++) {
 		*now += e->shm->ms_hz;
-		sl_flow_maintain(e->m->flow, e->shm, *now);
+		mgr_flow_maintain(e->m->flow, e->shm, *now);
 	}
 }
 
@@ -57,7 +57,7 @@ test_insert_lookup(void **state)
 	p[1] = env_udp(A, 1000, B, 53);
 	p[2] = env_udp(B, 53, A, 1000); /* the reply */
 	p[3] = env_udp(A, 1001, B, 53);
-	sl_flow_ingress(e->m->flow, e->shm, p, 4);
+	mgr_flow_ingress(e->m->flow, e->shm, p, 4);
 	assert_int_equal(ft->st.created, 2);
 	assert_int_equal(ft->n_live, 2);
 	assert_int_equal(ft->st.lookups, 4);
@@ -74,13 +74,13 @@ test_insert_lookup(void **state)
 
 	/* The control thread finds it by its 5-tuple (either direction). */
 	assert_int_equal(sl_pkt_flow_tuple(p[2], &t), 0);
-	assert_int_equal(sl_flow_find(e->m, &t, &pos), 0);
+	assert_int_equal(mgr_flow_find(e->m, &t, &pos), 0);
 	assert_int_equal(pos, env_meta(p[0])->flow);
 	free_burst(p, 4);
 
 	/* Again: hits, nothing created. */
 	p[0] = env_udp(A, 1001, B, 53);
-	sl_flow_ingress(e->m->flow, e->shm, p, 1);
+	mgr_flow_ingress(e->m->flow, e->shm, p, 1);
 	assert_int_equal(ft->st.created, 2);
 	assert_int_equal(
 		ft->st.hits,
@@ -102,7 +102,7 @@ test_table_full(void **state)
 	(void)state;
 	for (uint16_t i = 0; i < 20; i++)
 		p[i] = env_udp(A, (uint16_t)(2000 + i), B, 80);
-	sl_flow_ingress(e->m->flow, e->shm, p, 20);
+	mgr_flow_ingress(e->m->flow, e->shm, p, 20);
 	assert_int_equal(ft->n_live, 16);
 	assert_int_equal(ft->st.created, 16);
 	assert_int_equal(ft->st.table_full, 4);
@@ -127,16 +127,16 @@ test_age(void **state)
 	uint64_t now = rte_rdtsc();
 
 	(void)state;
-	sl_flow_maintain(e->m->flow, e->shm, now);
+	mgr_flow_maintain(e->m->flow, e->shm, now);
 	p[0] = env_udp(A, 3000, B, 80);
 	p[1] = env_udp(A, 3001, B, 80);
-	sl_flow_ingress(e->m->flow, e->shm, p, 2);
+	mgr_flow_ingress(e->m->flow, e->shm, p, 2);
 	free_burst(p, 2);
 	assert_int_equal(ft->n_live, 2);
 	maintain_ms(e, &now, 15);
 	assert_int_equal(ft->n_live, 2);
 	p[0] = env_udp(A, 3001, B, 80); /* seen again at 15 ms */
-	sl_flow_ingress(e->m->flow, e->shm, p, 1);
+	mgr_flow_ingress(e->m->flow, e->shm, p, 1);
 	free_burst(p, 1);
 	/* At 33 ms: the other idle for 33 (swept twice per timeout, so out
 	 * by 30), this one for 18. */
@@ -168,10 +168,10 @@ test_delete(void **state)
 
 	(void)state;
 	p[0] = env_udp(A, 4000, B, 80);
-	sl_flow_ingress(e->m->flow, e->shm, p, 1);
+	mgr_flow_ingress(e->m->flow, e->shm, p, 1);
 	pos = env_meta(p[0])->flow;
 	free_burst(p, 1);
-	assert_int_equal(sl_flows_delete(e->m, NULL, (int64_t)pos), 1);
+	assert_int_equal(mgr_flows_delete(e->m, NULL, (int64_t)pos), 1);
 	assert_int_equal(e->m->flow->del_marked, 1);
 	assert_int_equal(sl_flow_entry(e->shm, pos)->state, SL_FLOW_DELETE);
 	maintain_ms(e, &now, 1);
@@ -179,7 +179,7 @@ test_delete(void **state)
 	assert_int_equal(ft->n_live, 0);
 	assert_int_equal(e->m->flow->del_marked, 0);
 	p[0] = env_udp(A, 4000, B, 80);
-	sl_flow_ingress(e->m->flow, e->shm, p, 1);
+	mgr_flow_ingress(e->m->flow, e->shm, p, 1);
 	assert_int_equal(ft->st.created, 2);
 	free_burst(p, 1);
 	env_free(e);

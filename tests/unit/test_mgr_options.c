@@ -39,8 +39,8 @@ parse_words(int n, const char *const *words)
 		argv[argc++] = (char *)words[i];
 	argv[argc] = NULL;
 	g_err[0] = '\0';
-	return sl_mgr_opts_parse(&g_o, argc, argv, &g_ask, g_err,
-				 sizeof(g_err));
+	return mgr_mgr_opts_parse(&g_o, argc, argv, &g_ask, g_err,
+				  sizeof(g_err));
 }
 
 /* The same, of the NULL-terminated words first, ... */
@@ -95,9 +95,9 @@ field(const struct sl_mgr_opt *d, const struct sl_mgr_opts *o)
 static const struct sl_mgr_opt *
 entry(const char *name)
 {
-	for (size_t i = 0; i < sl_mgr_opt_count; i++)
-		if (strcmp(sl_mgr_opt_table[i].name, name) == 0)
-			return &sl_mgr_opt_table[i];
+	for (size_t i = 0; i < mgr_mgr_opt_count; i++)
+		if (strcmp(mgr_mgr_opt_table[i].name, name) == 0)
+			return &mgr_mgr_opt_table[i];
 	fail_msg("no option --%s", name);
 	return NULL;
 }
@@ -108,8 +108,8 @@ defaults_are_the_tables(void **state)
 	(void)state;
 	assert_int_equal(parse(NULL), 0);
 	assert_int_equal(g_ask, SL_ASK_RUN);
-	for (size_t i = 0; i < sl_mgr_opt_count; i++) {
-		const struct sl_mgr_opt *d = &sl_mgr_opt_table[i];
+	for (size_t i = 0; i < mgr_mgr_opt_count; i++) {
+		const struct sl_mgr_opt *d = &mgr_mgr_opt_table[i];
 
 		if (d->type == MGR_OPT_TEXT || d->def_text != NULL)
 			continue;
@@ -134,8 +134,8 @@ defaults_are_the_tables(void **state)
 	assert_int_equal(g_o.max_hops, SL_MAX_HOPS);
 	assert_int_equal(g_o.rxd, 1024);
 	assert_int_equal(g_o.txd, 1024);
-	/* sl_mgr_opts_defaults alone: the same, before the derived ones */
-	sl_mgr_opts_defaults(&g_o);
+	/* mgr_mgr_opts_defaults alone: the same, before the derived ones */
+	mgr_mgr_opts_defaults(&g_o);
 	assert_int_equal(g_o.max_services, 64);
 	assert_int_equal(g_o.flow_capacity6, 0);
 	assert_string_equal(g_o.socket_path, "");
@@ -148,8 +148,8 @@ good_values_are_stored(void **state)
 	char v[16];
 
 	(void)state;
-	for (size_t i = 0; i < sl_mgr_opt_count; i++) {
-		const struct sl_mgr_opt *d = &sl_mgr_opt_table[i];
+	for (size_t i = 0; i < mgr_mgr_opt_count; i++) {
+		const struct sl_mgr_opt *d = &mgr_mgr_opt_table[i];
 		char opt[64];
 
 		snprintf(opt, sizeof(opt), "--%s", d->name);
@@ -210,8 +210,8 @@ bad_numbers_are_refused(void **state)
 	int checked = 0;
 
 	(void)state;
-	for (size_t i = 0; i < sl_mgr_opt_count; i++) {
-		const struct sl_mgr_opt *d = &sl_mgr_opt_table[i];
+	for (size_t i = 0; i < mgr_mgr_opt_count; i++) {
+		const struct sl_mgr_opt *d = &mgr_mgr_opt_table[i];
 
 		if (d->type != MGR_OPT_NUM)
 			continue;
@@ -370,7 +370,7 @@ help_lists_every_option(void **state)
 
 	(void)state;
 	assert_non_null(f);
-	sl_mgr_opts_usage(f);
+	mgr_mgr_opts_usage(f);
 	fclose(f);
 	assert_true(strncmp(buf, "usage: sluiced [EAL args] -- [options]\n",
 			    39) == 0);
@@ -387,9 +387,9 @@ help_lists_every_option(void **state)
 	for (line = strtok_r(buf, "\n", &save); line != NULL;
 	     line = strtok_r(NULL, "\n", &save))
 		lines += strncmp(line, "  --", 4) == 0;
-	assert_int_equal(lines, sl_mgr_opt_count - 1);
-	for (size_t i = 0; i < sl_mgr_opt_count; i++)
-		assert_non_null(sl_mgr_opt_table[i].help);
+	assert_int_equal(lines, mgr_mgr_opt_count - 1);
+	for (size_t i = 0; i < mgr_mgr_opt_count; i++)
+		assert_non_null(mgr_mgr_opt_table[i].help);
 	free(buf);
 }
 
@@ -404,14 +404,14 @@ defaults_json_has_every_option(void **state)
 
 	(void)state;
 	assert_non_null(f);
-	assert_int_equal(sl_mgr_opts_json(f), 0);
+	assert_int_equal(mgr_mgr_opts_json(f), 0);
 	fclose(f);
 	doc = json_loads(buf, 0, &jerr);
 	assert_non_null(doc);
 	opts = json_object_get(doc, "options");
-	assert_int_equal(json_array_size(opts), sl_mgr_opt_count);
-	for (size_t i = 0; i < sl_mgr_opt_count; i++) {
-		const struct sl_mgr_opt *d = &sl_mgr_opt_table[i];
+	assert_int_equal(json_array_size(opts), mgr_mgr_opt_count);
+	for (size_t i = 0; i < mgr_mgr_opt_count; i++) {
+		const struct sl_mgr_opt *d = &mgr_mgr_opt_table[i];
 		char name[64];
 
 		o = json_array_get(opts, i);

@@ -64,7 +64,7 @@ registry_env(struct env *e)
 	}
 	shm->pools[0] = g_env_pool;
 	shm->n_pools = 1;
-	assert_int_equal(sl_registry_init(m), 0);
+	assert_int_equal(mgr_registry_init(m), 0);
 	assert_non_null(m->registry);
 }
 
@@ -78,7 +78,7 @@ registry_env_free(struct env *e)
 		rte_ring_free(shm->nfs[i].tx);
 		rte_ring_free(shm->nfs[i].inbox);
 	}
-	sl_registry_close(e->m);
+	mgr_registry_close(e->m);
 	assert_null(e->m->registry);
 	for (uint16_t s = 0; s < MGR_SVCS; s++)
 		free(shm->services[s].live);
@@ -99,17 +99,17 @@ test_service(void **state)
 
 	(void)state;
 	registry_env(e);
-	assert_int_equal(sl_service_get(e->m, "a", 1, err, sizeof(err)), 0);
-	assert_int_equal(sl_service_get(e->m, "c", 0, err, sizeof(err)),
+	assert_int_equal(mgr_service_get(e->m, "a", 1, err, sizeof(err)), 0);
+	assert_int_equal(mgr_service_get(e->m, "c", 0, err, sizeof(err)),
 			 -ENOENT);
-	id = sl_service_get(e->m, "c", 1, err, sizeof(err));
+	id = mgr_service_get(e->m, "c", 1, err, sizeof(err));
 	assert_int_equal(id, 2);
 	assert_true(e->shm->services[id].used);
 	assert_string_equal(e->shm->services[id].name, "c");
 	assert_int_equal(e->shm->services[id].n_live, 0);
-	assert_int_equal(sl_service_get(e->m, "c", 0, err, sizeof(err)), id);
-	sl_service_release(e->m, (uint16_t)id);
-	assert_int_equal(sl_service_get(e->m, "c", 0, err, sizeof(err)),
+	assert_int_equal(mgr_service_get(e->m, "c", 0, err, sizeof(err)), id);
+	mgr_service_release(e->m, (uint16_t)id);
+	assert_int_equal(mgr_service_get(e->m, "c", 0, err, sizeof(err)),
 			 -ENOENT);
 	registry_env_free(e);
 }
@@ -162,7 +162,7 @@ register_nf(struct env *e, pid_t pid)
 	snprintf(msg->service_name, sizeof(msg->service_name), "c");
 	snprintf(msg->prog, sizeof(msg->prog), "ut-nf");
 	assert_int_equal(rte_ring_enqueue(e->shm->msg_ring, msg), 0);
-	sl_registry_poll(e->m);
+	mgr_registry_poll(e->m);
 	assert_int_equal(__atomic_load_n(&msg->done, __ATOMIC_ACQUIRE), 1);
 	return msg;
 }
@@ -203,7 +203,7 @@ test_register_die_reclaim(void **state)
 	assert_int_equal(shm->nf_hwm, 2);
 	assert_int_equal(shm->services[svc].n_live, 1);
 	assert_int_equal(shm->services[svc].live[0], inst);
-	assert_int_equal(sl_service_get(e->m, "c", 0, NULL, 0), svc);
+	assert_int_equal(mgr_service_get(e->m, "c", 0, NULL, 0), svc);
 	assert_true(e->m->registry->pidfd[inst] >= 0);
 	/* A second registration of the same process is refused. */
 	n_msgs = (uint32_t)e->m->msgs_refused;
@@ -233,14 +233,14 @@ test_register_die_reclaim(void **state)
 	assert_int_equal(kill(pid, SIGKILL), 0);
 	assert_int_equal(waitpid(pid, NULL, 0), pid);
 	unlink(path);
-	sl_nf_died(e->m, inst);
+	mgr_nf_died(e->m, inst);
 	assert_int_equal(s->state, SL_NF_DEAD);
 	assert_int_equal(shm->services[svc].n_live, 0);
 	assert_int_equal(e->m->registry->pidfd[inst], -1);
 	assert_non_null(e->m->qs.head);
 	for (k = 0; k < 20 && s->state != SL_NF_FREE; k++) {
 		env_grace_pass(e);
-		sl_registry_poll(e->m);
+		mgr_registry_poll(e->m);
 	}
 	assert_int_equal(s->state, SL_NF_FREE);
 	assert_null(e->m->qs.head);

@@ -33,7 +33,7 @@ new_flow(struct env *e, uint16_t sport)
 	struct rte_mbuf *p = env_udp(A, sport, B, 80);
 	uint32_t pos;
 
-	sl_flow_ingress(e->m->flow, e->shm, &p, 1);
+	mgr_flow_ingress(e->m->flow, e->shm, &p, 1);
 	pos = env_meta(p)->flow;
 	rte_pktmbuf_free(p);
 	assert_int_not_equal(pos, SL_FLOW_NONE);
@@ -78,16 +78,16 @@ test_exact_applied(void **state)
 	char err[256];
 
 	(void)state;
-	assert_int_equal(sl_flow_request(e->m, &r, &applied, &kept, err,
-					 sizeof(err)),
+	assert_int_equal(mgr_flow_request(e->m, &r, &applied, &kept, err,
+					  sizeof(err)),
 			 0);
 	assert_int_equal(applied, 1);
 	assert_int_equal(kept, 0);
 	assert_int_not_equal(ovr_of(e, pos, 0, SL_OVR_SKIP), 0);
 	r = exact(SL_REQ_CHANGE_DEFAULT, 1, 5000);
 	r.to = SL_HOP_PORT(1);
-	assert_int_equal(sl_flow_request(e->m, &r, &applied, &kept, err,
-					 sizeof(err)),
+	assert_int_equal(mgr_flow_request(e->m, &r, &applied, &kept, err,
+					  sizeof(err)),
 			 0);
 	v.u64 = ovr_of(e, pos, 1, SL_OVR_DEFAULT);
 	assert_int_equal(v.f.hop, SL_HOP_PORT(1));
@@ -106,19 +106,19 @@ test_exact_refused(void **state)
 
 	(void)state;
 	r.to = SL_HOP_SERVICE(0); /* a -> b along the chain: a loop */
-	assert_int_equal(sl_flow_request(e->m, &r, &applied, &kept, err,
-					 sizeof(err)),
+	assert_int_equal(mgr_flow_request(e->m, &r, &applied, &kept, err,
+					  sizeof(err)),
 			 EINVAL);
 	assert_non_null(strstr(err, "round a loop"));
 	assert_int_equal(applied, 0);
 	assert_int_equal(sl_flow_entry(e->shm, pos)->n_ovr, 0);
 	r = exact(SL_REQ_SKIP_ME, 0, 9999); /* no such flow */
-	assert_int_equal(sl_flow_request(e->m, &r, &applied, &kept, err,
-					 sizeof(err)),
+	assert_int_equal(mgr_flow_request(e->m, &r, &applied, &kept, err,
+					  sizeof(err)),
 			 ENOENT);
 	r.service = 3; /* not used */
-	assert_int_equal(sl_flow_request(e->m, &r, &applied, &kept, err,
-					 sizeof(err)),
+	assert_int_equal(mgr_flow_request(e->m, &r, &applied, &kept, err,
+					  sizeof(err)),
 			 ENOENT);
 	assert_string_equal(err, "no such service (id 3)");
 	env_free(e);
@@ -138,25 +138,25 @@ test_wildcard(void **state)
 	assert_int_equal(sl_match_parse("proto=udp dport=80", &r.match, err,
 					sizeof(err)),
 			 0);
-	assert_int_equal(sl_flow_request(e->m, &r, &applied, &kept, err,
-					 sizeof(err)),
+	assert_int_equal(mgr_flow_request(e->m, &r, &applied, &kept, err,
+					  sizeof(err)),
 			 0);
 	assert_int_equal(applied, 1);
 	assert_int_equal(kept, 1);
 	assert_int_not_equal(ovr_of(e, live, 1, SL_OVR_SKIP), 0);
 	later = new_flow(e, 6001); /* created with it */
 	assert_int_not_equal(ovr_of(e, later, 1, SL_OVR_SKIP), 0);
-	assert_int_equal(sl_flow_request(e->m, &r, &applied, &again, err,
-					 sizeof(err)),
+	assert_int_equal(mgr_flow_request(e->m, &r, &applied, &again, err,
+					  sizeof(err)),
 			 0);
 	assert_int_equal(again, 1); /* the same request: kept once */
 	assert_int_equal(e->m->flow->wild->n, 1);
-	assert_int_equal(sl_flow_request_remove(e->m, 1, err, sizeof(err)), 0);
+	assert_int_equal(mgr_flow_request_remove(e->m, 1, err, sizeof(err)), 0);
 	assert_int_equal(e->m->flow->wild->n, 0);
 	assert_non_null(e->m->qs.head); /* the old set, after a grace period */
 	later = new_flow(e, 6002);
 	assert_int_equal(ovr_of(e, later, 1, SL_OVR_SKIP), 0);
-	assert_int_equal(sl_flow_request_remove(e->m, 1, err, sizeof(err)),
+	assert_int_equal(mgr_flow_request_remove(e->m, 1, err, sizeof(err)),
 			 ENOENT);
 	env_free(e);
 }

@@ -2,7 +2,7 @@
 /*
  * Unit tests of sluiced's rules (src/mgr/rules/), linked from the static
  * library sluiced_mgr on a real EAL (mgr_env.h): a change is built by the
- * builder thread and committed by sl_rules_poll, its rule set published
+ * builder thread and committed by mgr_rules_poll, its rule set published
  * for ingress, and the set it replaced freed only after a grace period.
  */
 #include <setjmp.h>
@@ -31,7 +31,7 @@ rules_env(void)
 	struct env *e = env_new(1024, 10000);
 	char err[256];
 
-	assert_int_equal(sl_rules_builder_start(e->m->rules, err, sizeof(err)),
+	assert_int_equal(mgr_rules_builder_start(e->m->rules, err, sizeof(err)),
 			 0);
 	return e;
 }
@@ -44,7 +44,7 @@ commit(struct env *e, json_t **out)
 	int rc = 0;
 
 	for (int i = 0; i < 10000; i++) {
-		if (sl_rules_poll(e->m, &rc, out, err, sizeof(err)) == 1)
+		if (mgr_rules_poll(e->m, &rc, out, err, sizeof(err)) == 1)
 			return rc;
 		rte_delay_us_sleep(1000);
 	}
@@ -76,12 +76,12 @@ test_add_publish(void **state)
 
 	(void)state;
 	assert_null(e->m->flow->rules);
-	assert_int_equal(sl_rules_add_start(e->m, r, 2, err, sizeof(err)), 0);
-	assert_true(sl_rules_busy(e->m->rules));
-	assert_int_equal(sl_rules_add_start(e->m, r, 1, err, sizeof(err)),
+	assert_int_equal(mgr_rules_add_start(e->m, r, 2, err, sizeof(err)), 0);
+	assert_true(mgr_rules_busy(e->m->rules));
+	assert_int_equal(mgr_rules_add_start(e->m, r, 1, err, sizeof(err)),
 			 EBUSY);
 	assert_int_equal(commit(e, &out), 0);
-	assert_false(sl_rules_busy(e->m->rules));
+	assert_false(mgr_rules_busy(e->m->rules));
 	assert_int_equal(json_array_size(out), 2);
 	/* Highest priority first; ids in the order given. */
 	assert_int_equal(json_integer_value(
@@ -109,16 +109,16 @@ test_classify(void **state)
 	char err[256];
 
 	(void)state;
-	assert_int_equal(sl_rules_add_start(e->m, &r, 1, err, sizeof(err)), 0);
+	assert_int_equal(mgr_rules_add_start(e->m, &r, 1, err, sizeof(err)), 0);
 	assert_int_equal(commit(e, &out), 0);
 	json_decref(out);
 	p[0] = env_udp(B, 53, A, 1000); /* the reply direction matches */
 	p[1] = env_udp(A, 1000, B, 80);
-	sl_flow_ingress(e->m->flow, e->shm, p, 2);
+	mgr_flow_ingress(e->m->flow, e->shm, p, 2);
 	assert_int_equal(e->m->flow->side[env_meta(p[0])->flow].rule, 1);
 	assert_int_equal(e->m->flow->side[env_meta(p[1])->flow].rule, 0);
 	rte_pktmbuf_free_bulk(p, 2);
-	list = sl_rules_list(e->m, 0, 10);
+	list = mgr_rules_list(e->m, 0, 10);
 	assert_int_equal(json_integer_value(json_object_get(
 				 json_array_get(json_object_get(list, "rules"),
 						0),
@@ -142,12 +142,12 @@ test_reclaim_after_grace(void **state)
 	uint32_t id = 1;
 
 	(void)state;
-	assert_int_equal(sl_rules_add_start(e->m, &r, 1, err, sizeof(err)), 0);
+	assert_int_equal(mgr_rules_add_start(e->m, &r, 1, err, sizeof(err)), 0);
 	assert_int_equal(commit(e, &out), 0);
 	json_decref(out);
 	first = e->m->flow->rules;
 	assert_null(e->m->qs.head); /* nothing was replaced */
-	assert_int_equal(sl_rules_remove_start(e->m, &id, 1, err, sizeof(err)),
+	assert_int_equal(mgr_rules_remove_start(e->m, &id, 1, err, sizeof(err)),
 			 0);
 	assert_int_equal(commit(e, &out), 0);
 	assert_ptr_not_equal(e->m->flow->rules, first);
@@ -156,10 +156,10 @@ test_reclaim_after_grace(void **state)
 	/* The old set waits for a grace period. */
 	assert_non_null(e->m->qs.head);
 	assert_int_equal(e->m->qs.n, 1);
-	assert_ptr_equal(e->m->qs.head->fn, sl_flow_deferred_run);
+	assert_ptr_equal(e->m->qs.head->fn, mgr_flow_deferred_run);
 	d = container_of(e->m->qs.head, struct sl_flow_deferred, qa);
 	assert_ptr_equal(d->p, first);
-	assert_ptr_equal(d->fn, sl_ruleset_free);
+	assert_ptr_equal(d->fn, mgr_ruleset_free);
 	assert_null(e->m->qs.head->next);
 	rte_delay_us_sleep(1500);
 	assert_false(sl_grace_passed(&e->m->qs.head->grace, e->shm, -1, 1));
@@ -181,15 +181,15 @@ test_refusals(void **state)
 	char err[256];
 
 	(void)state;
-	assert_int_equal(sl_rules_remove_start(e->m, ids, 1, err, sizeof(err)),
+	assert_int_equal(mgr_rules_remove_start(e->m, ids, 1, err, sizeof(err)),
 			 ENOENT);
 	assert_string_equal(err, "no rule with id 7; see rule.list");
-	assert_int_equal(sl_rules_remove_start(e->m, ids, 2, err, sizeof(err)),
+	assert_int_equal(mgr_rules_remove_start(e->m, ids, 2, err, sizeof(err)),
 			 EINVAL);
 	e->m->o.max_rules = 0;
-	assert_int_equal(sl_rules_add_start(e->m, &r, 1, err, sizeof(err)),
+	assert_int_equal(mgr_rules_add_start(e->m, &r, 1, err, sizeof(err)),
 			 ENOSPC);
-	assert_false(sl_rules_busy(e->m->rules));
+	assert_false(mgr_rules_busy(e->m->rules));
 	assert_int_equal(e->m->rules->n, 0);
 	env_free(e);
 }

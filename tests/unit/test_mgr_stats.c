@@ -140,7 +140,7 @@ test_row_json(void **state)
 
 	(void)state;
 	fill(&c);
-	s = dump(sl_ctr_row_json(&fake_table, &c.rows[0], &c));
+	s = dump(mgr_ctr_row_json(&fake_table, &c.rows[0], &c));
 	assert_string_equal(
 		s, "{\"id\":1,\"name\":\"in\",\"pkts\":600,\"live\":30,"
 		   "\"rate\":1.5,\"mode\":\"on\",\"drops\":{\"full\":1,"
@@ -148,7 +148,7 @@ test_row_json(void **state)
 		   "\"members\":[3,7]}");
 	free(s);
 	/* a NULL string is "", no ids an empty array */
-	s = dump(sl_ctr_row_json(&fake_table, &c.rows[1], &c));
+	s = dump(mgr_ctr_row_json(&fake_table, &c.rows[1], &c));
 	assert_string_equal(
 		s,
 		"{\"id\":2,\"name\":\"\",\"pkts\":0,\"live\":0,\"rate\":0.0,"
@@ -165,22 +165,23 @@ test_values(void **state)
 
 	(void)state;
 	fill(&c);
-	d = sl_ctr_find(&fake_table, "drops");
+	d = mgr_ctr_find(&fake_table, "drops");
 	assert_non_null(d);
-	assert_int_equal(sl_ctr_u64(d, &c.rows[0]), 6);
-	assert_int_equal(sl_ctr_part(d, &c.rows[0], 2), 3);
-	assert_int_equal(sl_ctr_u64(sl_ctr_find(&fake_table, "id"), &c.rows[0]),
+	assert_int_equal(mgr_ctr_u64(d, &c.rows[0]), 6);
+	assert_int_equal(mgr_ctr_part(d, &c.rows[0], 2), 3);
+	assert_int_equal(mgr_ctr_u64(mgr_ctr_find(&fake_table, "id"),
+				     &c.rows[0]),
 			 1);
-	assert_int_equal(sl_ctr_u64(sl_ctr_find(&fake_table, "live"),
-				    &c.rows[0]),
+	assert_int_equal(mgr_ctr_u64(mgr_ctr_find(&fake_table, "live"),
+				     &c.rows[0]),
 			 30);
-	assert_int_equal(sl_ctr_u64(sl_ctr_find(&fake_table, "rate"),
-				    &c.rows[0]),
+	assert_int_equal(mgr_ctr_u64(mgr_ctr_find(&fake_table, "rate"),
+				     &c.rows[0]),
 			 0);
-	e = sl_ctr_find(&fake_table, "mode");
-	assert_string_equal(sl_ctr_str(e, &c.rows[0]), "on"); /* 3 % 2 */
-	assert_null(sl_ctr_str(d, &c.rows[0]));
-	assert_null(sl_ctr_find(&fake_table, "nope"));
+	e = mgr_ctr_find(&fake_table, "mode");
+	assert_string_equal(mgr_ctr_str(e, &c.rows[0]), "on"); /* 3 % 2 */
+	assert_null(mgr_ctr_str(d, &c.rows[0]));
+	assert_null(mgr_ctr_find(&fake_table, "nope"));
 }
 
 static void
@@ -192,7 +193,7 @@ test_tables(void **state)
 	(void)state;
 	fill(&c);
 	c.rows[1].pkts = 9;
-	s = dump(sl_ctr_table_json(&root_table, SL_CTR_OBJECT, &c));
+	s = dump(mgr_ctr_table_json(&root_table, SL_CTR_OBJECT, &c));
 	assert_string_equal(
 		s,
 		"{\"n\":2,\"rows\":[{\"id\":1,\"name\":\"in\",\"pkts\":600,"
@@ -213,12 +214,12 @@ test_tables(void **state)
 	assert_int_equal(c.calls, 4);
 	/* no rows: an empty list; an object table's first row only */
 	c.n = 0;
-	s = dump(sl_ctr_table_json(&fake_table, SL_CTR_LIST, &c));
+	s = dump(mgr_ctr_table_json(&fake_table, SL_CTR_LIST, &c));
 	assert_string_equal(s, "[]");
 	free(s);
 	c.n = 2;
 	c.calls = 0;
-	s = dump(sl_ctr_table_json(&fake_table, SL_CTR_OBJECT, &c));
+	s = dump(mgr_ctr_table_json(&fake_table, SL_CTR_OBJECT, &c));
 	assert_int_equal(c.calls, 1);
 	assert_true(strncmp(s, "{\"id\":1,", 8) == 0);
 	free(s);
@@ -227,7 +228,7 @@ test_tables(void **state)
 static void
 test_schema(void **state)
 {
-	json_t *sc = sl_ctr_schema(&root_table);
+	json_t *sc = mgr_ctr_schema(&root_table);
 	json_t *tables = json_object_get(sc, "tables");
 	const char *k;
 	json_t *v;

@@ -37,7 +37,7 @@ from ..core.errors import SluiceError as SluiceError  # the base of this module'
 
 SOCKET_DIR = paths.SOCKET_DIR  # a module global: tests point it at a folder of their own
 
-# The kinds of event sluiced publishes: the kinds its sl_event() calls
+# The kinds of event sluiced publishes: the kinds its mgr_event() calls
 # (src/mgr) name; tests/python/test_event_kinds.py checks the list against
 # them. A family is what a kind begins with (nf: nf.up, nf.scale, ...).
 EVENT_KINDS = ("nf.up", "nf.down", "nf.freed", "nf.hung", "nf.scale", "nf.scale.failed",

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * What every module's JSON-RPC methods use, below every module (rpc.c,
- * above them, does the framing and dispatch): an error (sl_rpc_fail),
+ * above them, does the framing and dispatch): an error (mgr_rpc_fail),
  * the params several methods share (match fields, a graph), the size
- * check of a list reply, and parking a request (sl_rpc_park).
+ * check of a list reply, and parking a request (mgr_rpc_park).
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -15,7 +15,7 @@
 #include "sluiced.h"
 
 json_t *
-sl_rpc_fail(struct sl_rpc_err *e, int code, const char *fmt, ...)
+mgr_rpc_fail(struct sl_rpc_err *e, int code, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -35,7 +35,7 @@ static __thread struct {
 } t_park;
 
 json_t *
-sl_rpc_park(const struct sl_rpc_park *pk)
+mgr_rpc_park(const struct sl_rpc_park *pk)
 {
 	t_park.parked = 1;
 	t_park.pk = *pk;
@@ -43,7 +43,7 @@ sl_rpc_park(const struct sl_rpc_park *pk)
 }
 
 int
-sl_rpc_park_take(struct sl_rpc_park *pk)
+mgr_rpc_park_take(struct sl_rpc_park *pk)
 {
 	if (!t_park.parked)
 		return 0;
@@ -67,9 +67,9 @@ is_key(const char *k, const char *const *keys, size_t n)
 
 /* Reads the match fields (and in_port) of params into mt. */
 int
-sl_rpc_param_match(struct sl_mgr *m, json_t *p, const char *const *extra,
-		   size_t n_extra, struct sl_match *mt, int *has,
-		   struct sl_rpc_err *e)
+mgr_rpc_param_match(struct sl_mgr *m, json_t *p, const char *const *extra,
+		    size_t n_extra, struct sl_match *mt, int *has,
+		    struct sl_rpc_err *e)
 {
 	const char *k;
 	json_t *v;
@@ -84,7 +84,7 @@ sl_rpc_param_match(struct sl_mgr *m, json_t *p, const char *const *extra,
 		}
 		if (strcmp(k, "in_port") == 0 || is_key(k, extra, n_extra))
 			continue;
-		sl_rpc_fail(
+		mgr_rpc_fail(
 			e, SL_RPC_E_PARAMS,
 			"unknown param '%s': use proto, src, dst, sport, dport, "
 			"in_port%s",
@@ -92,17 +92,17 @@ sl_rpc_param_match(struct sl_mgr *m, json_t *p, const char *const *extra,
 		return -1; /* none: e says why */
 	}
 	if (sl_match_from_json(p, mt, err, sizeof(err)) != 0) {
-		sl_rpc_fail(e, SL_RPC_E_PARAMS, "%s", err);
+		mgr_rpc_fail(e, SL_RPC_E_PARAMS, "%s", err);
 		return -1; /* none: e says why */
 	}
 	v = json_object_get(p, "in_port");
 	if (v != NULL) {
 		int port = json_is_string(v)
-				   ? sl_port_by_name(m, json_string_value(v))
+				   ? mgr_port_by_name(m, json_string_value(v))
 				   : -1;
 
 		if (port < 0) {
-			sl_rpc_fail(
+			mgr_rpc_fail(
 				e, SL_RPC_E_PARAMS,
 				"param 'in_port': no port named '%s'; use a name "
 				"from port.list",
@@ -116,36 +116,36 @@ sl_rpc_param_match(struct sl_mgr *m, json_t *p, const char *const *extra,
 }
 
 int
-sl_rpc_param_graph(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
+mgr_rpc_param_graph(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 {
 	const char *g = json_string_value(json_object_get(p, "graph"));
 	int id;
 
 	if (g == NULL) {
-		sl_rpc_fail(e, SL_RPC_E_PARAMS,
-			    "param 'graph' (graph name) is missing");
+		mgr_rpc_fail(e, SL_RPC_E_PARAMS,
+			     "param 'graph' (graph name) is missing");
 		return -1; /* none: e says why */
 	}
-	id = sl_graph_lookup(m, g);
+	id = mgr_graph_lookup(m, g);
 	if (id < 0)
-		sl_rpc_fail(e, SL_RPC_E_FAILED,
-			    "no graph named '%s': apply it first (graph.apply)",
-			    g);
+		mgr_rpc_fail(
+			e, SL_RPC_E_FAILED,
+			"no graph named '%s': apply it first (graph.apply)", g);
 	return id;
 }
 
 /* A list result that would not fit a client's --control-out-kb is
  * refused (it would close the connection unanswered): NULL and the error. */
 json_t *
-sl_rpc_fits_out(struct sl_mgr *m, json_t *r, const char *what,
-		struct sl_rpc_err *e)
+mgr_rpc_fits_out(struct sl_mgr *m, json_t *r, const char *what,
+		 struct sl_rpc_err *e)
 {
 	size_t len = json_dumpb(r, NULL, 0, JSON_COMPACT);
 
 	if (len + 256 <= (size_t)m->o.ctl_out_kb * 1024)
 		return r;
 	json_decref(r);
-	return sl_rpc_fail(
+	return mgr_rpc_fail(
 		e, SL_RPC_E_FAILED,
 		"the reply would be %zu KiB, more than --control-out-kb "
 		"%u: %s",

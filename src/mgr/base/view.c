@@ -11,7 +11,7 @@
 #include "sluiced.h"
 
 json_t *
-sl_hop_json(const struct sl_shm *shm, sl_hop_t h)
+mgr_hop_json(const struct sl_shm *shm, sl_hop_t h)
 {
 	char buf[SL_NAME_LEN + 8];
 
@@ -22,7 +22,7 @@ sl_hop_json(const struct sl_shm *shm, sl_hop_t h)
 }
 
 int
-sl_graph_lookup(const struct sl_mgr *m, const char *name)
+mgr_graph_lookup(const struct sl_mgr *m, const char *name)
 {
 	const struct sl_shm *shm = m->shm;
 
@@ -37,7 +37,7 @@ sl_graph_lookup(const struct sl_mgr *m, const char *name)
 }
 
 int
-sl_chain_complete(const struct sl_mgr *m)
+mgr_chain_complete(const struct sl_mgr *m)
 {
 	uint16_t slot = m->shm->graph_cur[0];
 	const struct sl_graph *g = slot == SL_GRAPH_NONE ? NULL

@@ -16,7 +16,7 @@ static json_t *
 rpc_status(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 {
 	struct sl_shm *shm = m->shm;
-	json_t *names = sl_rpc_names(m), *pools = json_array();
+	json_t *names = mgr_rpc_names(m), *pools = json_array();
 	int n_nfs = 0, n_svc = 0, pool_size = 0, in_use = 0;
 
 	(void)p;
@@ -60,7 +60,8 @@ rpc_status(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 		(int)rte_mempool_avail_count(shm->msg_pool), "reclaimed",
 		(json_int_t)m->msgs_reclaimed, "refused",
 		(json_int_t)m->msgs_refused, "undelivered",
-		(json_int_t)m->msgs_undelivered, "control", sl_control_json(m));
+		(json_int_t)m->msgs_undelivered, "control",
+		mgr_control_json(m));
 }
 
 static json_t *
@@ -74,10 +75,10 @@ rpc_rx_pause(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 	 * for the chain to empty must not see a last burst come in after
 	 * it has looked (the launcher's stop, whose summary says in = out
 	 * + dropped). */
-	if (sl_io_rx_settle(m->shm) != 0)
-		sl_log("rx.pause: the RX thread did not come round within "
-		       "100 ms; a burst it was reading may still come in");
-	sl_log("ports paused: not reading them");
+	if (mgr_io_rx_settle(m->shm) != 0)
+		mgr_log(m, "rx.pause: the RX thread did not come round within "
+			   "100 ms; a burst it was reading may still come in");
+	mgr_log(m, "ports paused: not reading them");
 	return json_pack("{s:b}", "rx_enabled", 0);
 }
 
@@ -85,8 +86,8 @@ static json_t *
 rpc_rx_resume(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 {
 	(void)p;
-	if (!sl_chain_complete(m))
-		return sl_rpc_fail(
+	if (!mgr_chain_complete(m))
+		return mgr_rpc_fail(
 			e, SL_RPC_E_FAILED,
 			"the chain is not complete (a service on it has "
 			"no NF): start the NFs or chain.set first");

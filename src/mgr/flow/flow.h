@@ -143,71 +143,71 @@ struct sl_flow_filter {
 
 /* ---- start and stop (table.c) -------------------------------------- */
 
-size_t sl_flow_entry_bytes(const struct sl_mgr_opts *o);
+size_t mgr_flow_entry_bytes(const struct sl_mgr_opts *o);
 /* The flow module: m->flow (after rules and requests made theirs; and,
  * unless --flow-lookup off, the tables). 0 or -1 after printing why. */
-int sl_flow_init(struct sl_mgr *m);
-/* Frees the states sl_flow_init made (the tables go with EAL); after
+int mgr_flow_init(struct sl_mgr *m);
+/* Frees the states mgr_flow_init made (the tables go with EAL); after
  * the I/O threads and the rule builder stopped. */
-void sl_flow_close(struct sl_mgr *m);
+void mgr_flow_close(struct sl_mgr *m);
 /* Graph id `id` was removed: flows classified under it are its no more. */
-void sl_flow_graph_removed(struct sl_flowdir_state *fs, uint16_t id);
+void mgr_flow_graph_removed(struct sl_flowdir_state *fs, uint16_t id);
 
 /* ---- the RX thread (ingress.c, maintain.c) -------------------------- */
 
-void sl_flow_ingress(struct sl_flowdir_state *fs, struct sl_shm *shm,
-		     struct rte_mbuf **pkts, uint16_t n);
+void mgr_flow_ingress(struct sl_flowdir_state *fs, struct sl_shm *shm,
+		      struct rte_mbuf **pkts, uint16_t n);
 /* Aging, deletions and recycling: at most once per millisecond. */
-void sl_flow_maintain(struct sl_flowdir_state *fs, struct sl_shm *shm,
-		      uint64_t now);
-void sl_flow_rx_fini(struct sl_flowdir_state *fs);
+void mgr_flow_maintain(struct sl_flowdir_state *fs, struct sl_shm *shm,
+		       uint64_t now);
+void mgr_flow_rx_fini(struct sl_flowdir_state *fs);
 /* Removes entry p if it is marked deleted (counted as deleted): 0, or
  * EAGAIN if every limbo batch is waiting, ENOENT if it is not marked. */
-int sl_flow_retire_deleted(struct sl_flowdir_state *fs, struct sl_shm *shm,
-			   uint32_t p);
+int mgr_flow_retire_deleted(struct sl_flowdir_state *fs, struct sl_shm *shm,
+			    uint32_t p);
 
 /* ---- the control thread (table.c, json.c) -------------------------- */
 
-json_t *sl_flow_json(const struct sl_mgr *m, uint32_t pos);
-json_t *sl_flows_list(struct sl_mgr *m, const struct sl_flow_filter *f,
-		      uint32_t limit);
+json_t *mgr_flow_json(const struct sl_mgr *m, uint32_t pos);
+json_t *mgr_flows_list(struct sl_mgr *m, const struct sl_flow_filter *f,
+		       uint32_t limit);
 /* 0 and the position of t's entry, or ENOENT (no table, no live entry) */
-int sl_flow_find(const struct sl_mgr *m, const struct sl_5tuple *t,
-		 uint32_t *pos);
-uint32_t sl_flows_delete(struct sl_mgr *m, const struct sl_flow_filter *f,
-			 int64_t only);
+int mgr_flow_find(const struct sl_mgr *m, const struct sl_5tuple *t,
+		  uint32_t *pos);
+uint32_t mgr_flows_delete(struct sl_mgr *m, const struct sl_flow_filter *f,
+			  int64_t only);
 
 /* ---- for rules/ and requests/ (table.c, json.c) -------------------- */
 
 /* The entry's graph id, or SL_GRAPH_NONE if that graph was removed (the
  * next packet classifies the flow again). */
-uint16_t sl_flow_entry_graph(const struct sl_flowdir_state *fs,
-			     const struct sl_shm *shm,
-			     const struct sl_flow_entry *e);
+uint16_t mgr_flow_entry_graph(const struct sl_flowdir_state *fs,
+			      const struct sl_shm *shm,
+			      const struct sl_flow_entry *e);
 /* Does entry p pass the filter (NULL: any live entry)? */
-int sl_flow_filter_ok(const struct sl_flowdir_state *fs,
-		      const struct sl_shm *shm, uint32_t p,
-		      const struct sl_flow_filter *f);
+int mgr_flow_filter_ok(const struct sl_flowdir_state *fs,
+		       const struct sl_shm *shm, uint32_t p,
+		       const struct sl_flow_filter *f);
 /* Does t, in either direction, match mt? */
-int sl_flow_match_either(const struct sl_match *mt, const struct sl_5tuple *t,
-			 uint16_t in_port);
+int mgr_flow_match_either(const struct sl_match *mt, const struct sl_5tuple *t,
+			  uint16_t in_port);
 /* Writes an override into a free slot (or the slot of the same service
  * and kind): 0, or ENOSPC if none is left. Caller: the entry's one writer. */
-int sl_flow_ovr_put(const struct sl_shm *shm, struct sl_flow_entry *e,
-		    union sl_flow_ovr v);
+int mgr_flow_ovr_put(const struct sl_shm *shm, struct sl_flow_entry *e,
+		     union sl_flow_ovr v);
 /* A match's fields into obj, its ingress port by name. */
-void sl_flow_match_json(const struct sl_shm *shm, const struct sl_match *mt,
-			json_t *obj);
-/* Frees what sl_flow_defer() was given; 0 once done. */
+void mgr_flow_match_json(const struct sl_shm *shm, const struct sl_match *mt,
+			 json_t *obj);
+/* Frees what mgr_flow_defer() was given; 0 once done. */
 typedef int sl_flow_free_fn(struct sl_mgr *m, void *p);
 /* Frees p with fn(m, p) once no reader can hold it (a grace period). */
-void sl_flow_defer(struct sl_mgr *m, sl_flow_free_fn *fn, void *p);
-/* What sl_flow_defer queues on m->qs, and its grace-queue function. */
+void mgr_flow_defer(struct sl_mgr *m, sl_flow_free_fn *fn, void *p);
+/* What mgr_flow_defer queues on m->qs, and its grace-queue function. */
 struct sl_flow_deferred {
 	struct sl_grace_action qa;
 	sl_flow_free_fn *fn;
 	void *p;
 };
-int sl_flow_deferred_run(void *ctx, struct sl_grace_action *qa, int draining);
+int mgr_flow_deferred_run(void *ctx, struct sl_grace_action *qa, int draining);
 
 #endif /* SL_MGR_FLOW_H */

@@ -6,7 +6,7 @@
  * leaves with its entry and graph version in its meta.
  *
  * The per-packet loops are one function once compiled: the stages below
- * are always inlined into sl_flow_ingress and share the burst's arrays on
+ * are always inlined into mgr_flow_ingress and share the burst's arrays on
  * its stack (struct burst), so the split costs no call nor indirection.
  * State reached per burst: fs (the caller's pointer) and shm.
  */
@@ -67,7 +67,7 @@ classify(const struct sl_ruleset *rs, const struct sl_5tuple *const *t,
 
 /* A wildcard RequestMe(S) on a new flow of logical graph `graph`: undo a
  * SkipMe of S, and every node of the graph with an edge to S defaults to
- * S (as sl_flow_request does for live flows). Nothing on a chain. */
+ * S (as mgr_flow_request does for live flows). Nothing on a chain. */
 static void
 wild_request_me(struct sl_shm *shm, struct sl_flow_entry *e, uint16_t graph,
 		uint16_t s)
@@ -93,7 +93,7 @@ wild_request_me(struct sl_shm *shm, struct sl_flow_entry *e, uint16_t graph,
 		d.f.service = g->nodes[i];
 		d.f.kind = SL_OVR_DEFAULT;
 		d.f.hop = SL_HOP_SERVICE(s);
-		(void)sl_flow_ovr_put(shm, e, d);
+		(void)mgr_flow_ovr_put(shm, e, d);
 	}
 }
 
@@ -119,12 +119,12 @@ entry_create(struct sl_flowdir_state *fs, struct sl_shm *shm,
 	for (uint16_t k = 0; k < shm->flow.n_ovr; k++)
 		o[k].u64 = 0;
 	for (uint32_t i = 0; ws != NULL && i < ws->n; i++) {
-		if (!sl_flow_match_either(&ws->w[i].match, t, in_port))
+		if (!mgr_flow_match_either(&ws->w[i].match, t, in_port))
 			continue;
 		if (ws->w[i].request_me)
 			wild_request_me(shm, e, graph, ws->w[i].ovr.f.service);
 		else
-			(void)sl_flow_ovr_put(shm, e, ws->w[i].ovr);
+			(void)mgr_flow_ovr_put(shm, e, ws->w[i].ovr);
 	}
 	__atomic_store_n(&e->state, SL_FLOW_LIVE, __ATOMIC_RELEASE);
 }
@@ -296,7 +296,7 @@ burst_lookup(struct burst *b, struct sl_flowdir_state *fs, struct sl_shm *shm,
 			 * removed it. If it cannot be removed yet (every
 			 * limbo batch waits), the packet goes on classified
 			 * but without an entry (below). */
-			(void)sl_flow_retire_deleted(fs, shm, p);
+			(void)mgr_flow_retire_deleted(fs, shm, p);
 			b->pos[k] = -1;
 		}
 	for (uint16_t k = 0; k < nk; k++) {
@@ -462,8 +462,8 @@ burst_count(struct burst *b, struct sl_flowdir_state *fs, struct sl_shm *shm,
 }
 
 void
-sl_flow_ingress(struct sl_flowdir_state *fs, struct sl_shm *shm,
-		struct rte_mbuf **pkts, uint16_t n)
+mgr_flow_ingress(struct sl_flowdir_state *fs, struct sl_shm *shm,
+		 struct rte_mbuf **pkts, uint16_t n)
 {
 	struct sl_flow_table *ft = &shm->flow;
 	struct burst b;

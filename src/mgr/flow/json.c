@@ -12,8 +12,8 @@
 #include "sluiced.h"
 
 void
-sl_flow_match_json(const struct sl_shm *shm, const struct sl_match *mt,
-		   json_t *obj)
+mgr_flow_match_json(const struct sl_shm *shm, const struct sl_match *mt,
+		    json_t *obj)
 {
 	sl_match_to_json(mt, obj);
 	if (mt->in_port_lo == mt->in_port_hi && mt->in_port_lo < SL_MAX_PORTS)
@@ -72,14 +72,15 @@ ovrs_json(const struct sl_shm *shm, struct sl_flow_entry *e)
 				  shm->services[v.f.service].name, "type",
 				  v.f.kind == SL_OVR_SKIP ? "skip" : "default");
 		if (v.f.kind == SL_OVR_DEFAULT)
-			json_object_set_new(x, "to", sl_hop_json(shm, v.f.hop));
+			json_object_set_new(x, "to",
+					    mgr_hop_json(shm, v.f.hop));
 		json_array_append_new(ovr, x);
 	}
 	return ovr;
 }
 
 json_t *
-sl_flow_json(const struct sl_mgr *m, uint32_t p)
+mgr_flow_json(const struct sl_mgr *m, uint32_t p)
 {
 	const struct sl_flowdir_state *fs = m->flow;
 	struct sl_shm *shm = m->shm;
@@ -100,7 +101,7 @@ sl_flow_json(const struct sl_mgr *m, uint32_t p)
 		fs->side[p].in_port < m->o.n_ports
 			? shm->ports[fs->side[p].in_port].name
 			: "?",
-		"graph", graph_name(shm, sl_flow_entry_graph(fs, shm, e)),
+		"graph", graph_name(shm, mgr_flow_entry_graph(fs, shm, e)),
 		"pkts", (json_int_t)e->pkts, "bytes", (json_int_t)e->bytes,
 		"idle_ms", (json_int_t)(uint32_t)(now_ms - e->last_ms), "pins",
 		pins_json(shm, e), "overrides", ovrs_json(shm, e), "state",
@@ -108,7 +109,7 @@ sl_flow_json(const struct sl_mgr *m, uint32_t p)
 }
 
 json_t *
-sl_flows_list(struct sl_mgr *m, const struct sl_flow_filter *f, uint32_t limit)
+mgr_flows_list(struct sl_mgr *m, const struct sl_flow_filter *f, uint32_t limit)
 {
 	struct sl_shm *shm = m->shm;
 	json_t *a = json_array();
@@ -116,11 +117,11 @@ sl_flows_list(struct sl_mgr *m, const struct sl_flow_filter *f, uint32_t limit)
 
 	for (uint32_t p = 0; shm->flow.hash != NULL && p < shm->flow.capacity;
 	     p++) {
-		if (!sl_flow_filter_ok(m->flow, shm, p, f))
+		if (!mgr_flow_filter_ok(m->flow, shm, p, f))
 			continue;
 		matched++;
 		if (json_array_size(a) < limit) {
-			json_t *x = sl_flow_json(m, p);
+			json_t *x = mgr_flow_json(m, p);
 
 			if (x != NULL)
 				json_array_append_new(a, x);

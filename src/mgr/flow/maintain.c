@@ -59,8 +59,8 @@ flow_retire(struct sl_flowdir_state *fs, struct sl_shm *shm, uint32_t p)
 }
 
 int
-sl_flow_retire_deleted(struct sl_flowdir_state *fs, struct sl_shm *shm,
-		       uint32_t p)
+mgr_flow_retire_deleted(struct sl_flowdir_state *fs, struct sl_shm *shm,
+			uint32_t p)
 {
 	struct sl_flow_entry *e = sl_flow_entry(shm, p);
 	int rc;
@@ -86,7 +86,7 @@ delete_marked(struct sl_flowdir_state *fs, struct sl_shm *shm, uint64_t until)
 	unsigned int i = 0;
 
 	while (rte_ring_sc_dequeue_elem(fs->del_ring, &p, sizeof(p)) == 0) {
-		if (sl_flow_retire_deleted(fs, shm, p) == EAGAIN) {
+		if (mgr_flow_retire_deleted(fs, shm, p) == EAGAIN) {
 			/* Off the ring but still marked: the pass finds it. */
 			__atomic_fetch_add(&fs->del_missed, 1,
 					   __ATOMIC_RELEASE);
@@ -105,7 +105,7 @@ delete_marked(struct sl_flowdir_state *fs, struct sl_shm *shm, uint64_t until)
 	}
 	while (fs->pass < ft->capacity &&
 	       __atomic_load_n(&fs->del_marked, __ATOMIC_ACQUIRE) != 0) {
-		if (sl_flow_retire_deleted(fs, shm, fs->pass) == EAGAIN)
+		if (mgr_flow_retire_deleted(fs, shm, fs->pass) == EAGAIN)
 			return; /* again from here once a batch is recycled */
 		fs->pass++;
 		if ((++i & 255) == 0 && rte_rdtsc() > until)
@@ -153,7 +153,7 @@ limbo_recycle(struct sl_flowdir_state *fs, struct sl_shm *shm, uint64_t now)
 }
 
 void
-sl_flow_maintain(struct sl_flowdir_state *fs, struct sl_shm *shm, uint64_t now)
+mgr_flow_maintain(struct sl_flowdir_state *fs, struct sl_shm *shm, uint64_t now)
 {
 	struct sl_flow_table *ft = &shm->flow;
 	uint32_t budget, p;
@@ -183,7 +183,7 @@ sl_flow_maintain(struct sl_flowdir_state *fs, struct sl_shm *shm, uint64_t now)
 		if (st == SL_FLOW_FREE)
 			continue;
 		if (st == SL_FLOW_DELETE) {
-			(void)sl_flow_retire_deleted(fs, shm, p);
+			(void)mgr_flow_retire_deleted(fs, shm, p);
 			continue;
 		}
 		if ((uint32_t)(fs->now_ms - e->last_ms) >= ft->timeout_ms &&
@@ -193,7 +193,7 @@ sl_flow_maintain(struct sl_flowdir_state *fs, struct sl_shm *shm, uint64_t now)
 }
 
 void
-sl_flow_rx_fini(struct sl_flowdir_state *fs)
+mgr_flow_rx_fini(struct sl_flowdir_state *fs)
 {
 	for (unsigned int i = 0; i < SL_FLOW_LIMBO_BATCHES; i++)
 		sl_grace_fini(&fs->limbo[i].grace);

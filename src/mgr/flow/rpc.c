@@ -18,18 +18,18 @@ param_filter(struct sl_mgr *m, json_t *p, const char *const *extra,
 	f->graph = SL_GRAPH_NONE;
 	f->service = SL_SERVICE_NONE;
 	f->instance = SL_INSTANCE_NONE;
-	if (sl_rpc_param_match(m, p, extra, n_extra, &f->match, &f->has_match,
-			       e))
+	if (mgr_rpc_param_match(m, p, extra, n_extra, &f->match, &f->has_match,
+				e))
 		return EINVAL;
 	if (json_object_get(p, "graph") != NULL) {
-		int g = sl_rpc_param_graph(m, p, e);
+		int g = mgr_rpc_param_graph(m, p, e);
 
 		if (g < 0)
 			return EINVAL;
 		f->graph = (uint16_t)g;
 	}
 	if (json_object_get(p, "service") != NULL) {
-		int s = sl_rpc_param_service(m, p, "service", e);
+		int s = mgr_rpc_param_service(m, p, "service", e);
 
 		if (s < 0)
 			return EINVAL;
@@ -39,15 +39,15 @@ param_filter(struct sl_mgr *m, json_t *p, const char *const *extra,
 	if (v != NULL) {
 		if (!json_is_integer(v) || json_integer_value(v) < 0 ||
 		    json_integer_value(v) >= m->shm->max_nfs) {
-			sl_rpc_fail(e, SL_RPC_E_PARAMS,
-				    "param 'instance' must be an "
-				    "instance id");
+			mgr_rpc_fail(e, SL_RPC_E_PARAMS,
+				     "param 'instance' must be an "
+				     "instance id");
 			return EINVAL;
 		}
 		if (f->service == SL_SERVICE_NONE) {
 			/* Pins are per service: an instance alone would match
 			 * nothing it says. */
-			sl_rpc_fail(
+			mgr_rpc_fail(
 				e, SL_RPC_E_PARAMS,
 				"param 'instance' needs 'service' "
 				"(the service whose pinned instance it is)");
@@ -69,15 +69,15 @@ rpc_flow_list(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 	if (lim != NULL &&
 	    (!json_is_integer(lim) || json_integer_value(lim) < 0 ||
 	     json_integer_value(lim) > 100000))
-		return sl_rpc_fail(
+		return mgr_rpc_fail(
 			e, SL_RPC_E_PARAMS,
 			"param 'limit' must be an integer in 0..100000");
 	if (param_filter(m, p, extra, RTE_DIM(extra), &f, e) != 0)
 		return NULL;
-	return sl_rpc_fits_out(
+	return mgr_rpc_fits_out(
 		m,
-		sl_flows_list(m, &f,
-			      lim ? (uint32_t)json_integer_value(lim) : 100),
+		mgr_flows_list(m, &f,
+			       lim ? (uint32_t)json_integer_value(lim) : 100),
 		"ask for fewer flows (limit) or narrow the filters", e);
 }
 
@@ -91,7 +91,7 @@ param_flow(struct sl_mgr *m, json_t *p, uint32_t *pos, struct sl_rpc_err *e)
 	struct sl_5tuple t;
 
 	if (m->shm->flow.hash == NULL) {
-		sl_rpc_fail(
+		mgr_rpc_fail(
 			e, SL_RPC_E_FAILED,
 			"sluiced runs with --flow-lookup off: no flow table");
 		return ENOTSUP;
@@ -101,32 +101,32 @@ param_flow(struct sl_mgr *m, json_t *p, uint32_t *pos, struct sl_rpc_err *e)
 
 		if (v < 0 || v >= m->shm->flow.capacity ||
 		    sl_flow_entry(m->shm, (uint32_t)v)->state == SL_FLOW_FREE) {
-			sl_rpc_fail(e, SL_RPC_E_FAILED,
-				    "no flow with id %lld; see flow.list",
-				    (long long)v);
+			mgr_rpc_fail(e, SL_RPC_E_FAILED,
+				     "no flow with id %lld; see flow.list",
+				     (long long)v);
 			return ENOENT;
 		}
 		*pos = (uint32_t)v;
 		return 0;
 	}
 	if (key == NULL) {
-		sl_rpc_fail(
+		mgr_rpc_fail(
 			e, SL_RPC_E_PARAMS,
 			"give the flow as 'id' or as 'key' (\"tcp 10.0.0.1:1234 "
 			"> 10.0.0.2:80\")");
 		return EINVAL;
 	}
 	if (sl_5tuple_parse(key, &t) != 0) {
-		sl_rpc_fail(e, SL_RPC_E_PARAMS,
-			    "param 'key' '%s' is not a flow key like \"tcp "
-			    "10.0.0.1:1234 > 10.0.0.2:80\" or \"udp "
-			    "[2001:db8::1]:53 > [2001:db8::2]:5353\" (IPv6 "
-			    "addresses in brackets)",
-			    key);
+		mgr_rpc_fail(e, SL_RPC_E_PARAMS,
+			     "param 'key' '%s' is not a flow key like \"tcp "
+			     "10.0.0.1:1234 > 10.0.0.2:80\" or \"udp "
+			     "[2001:db8::1]:53 > [2001:db8::2]:5353\" (IPv6 "
+			     "addresses in brackets)",
+			     key);
 		return EINVAL;
 	}
-	if (sl_flow_find(m, &t, pos) != 0) {
-		sl_rpc_fail(
+	if (mgr_flow_find(m, &t, pos) != 0) {
+		mgr_rpc_fail(
 			e, SL_RPC_E_FAILED,
 			"no flow '%s' in the table (it may have aged out); see "
 			"flow.list",
@@ -144,10 +144,10 @@ rpc_flow_get(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 
 	if (param_flow(m, p, &pos, e) != 0)
 		return NULL;
-	r = sl_flow_json(m, pos);
+	r = mgr_flow_json(m, pos);
 	return r != NULL ? r
-			 : sl_rpc_fail(e, SL_RPC_E_FAILED,
-				       "the flow just went away");
+			 : mgr_rpc_fail(e, SL_RPC_E_FAILED,
+					"the flow just went away");
 }
 
 static json_t *
@@ -163,17 +163,18 @@ rpc_flow_delete(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 		if (param_flow(m, p, &pos, e) != 0)
 			return NULL;
 		return json_pack("{s:I}", "deleted",
-				 (json_int_t)sl_flows_delete(m, NULL, pos));
+				 (json_int_t)mgr_flows_delete(m, NULL, pos));
 	}
 	if (param_filter(m, p, extra, RTE_DIM(extra), &f, e) != 0)
 		return NULL;
 	if (!json_is_true(json_object_get(p, "all")) && !f.has_match &&
 	    f.graph == SL_GRAPH_NONE && f.service == SL_SERVICE_NONE)
-		return sl_rpc_fail(e, SL_RPC_E_PARAMS,
-				   "flow.delete needs 'id', 'key', filters, or "
-				   "\"all\": true");
+		return mgr_rpc_fail(
+			e, SL_RPC_E_PARAMS,
+			"flow.delete needs 'id', 'key', filters, or "
+			"\"all\": true");
 	return json_pack("{s:I}", "deleted",
-			 (json_int_t)sl_flows_delete(m, &f, -1));
+			 (json_int_t)mgr_flows_delete(m, &f, -1));
 }
 
 static const struct sl_rpc_method sl_flow_methods[] = {
@@ -187,8 +188,8 @@ static int
 flow_init(struct sl_mgr *m, char *err, size_t errlen)
 {
 	(void)errlen;
-	err[0] = '\0'; /* sl_flow_init says why */
-	return sl_flow_init(m) != 0 ? ENOMEM : 0;
+	err[0] = '\0'; /* mgr_flow_init says why */
+	return mgr_flow_init(m) != 0 ? ENOMEM : 0;
 }
 
 /* The flow table (after rules and requests in main.c's list: their init
@@ -196,6 +197,6 @@ flow_init(struct sl_mgr *m, char *err, size_t errlen)
 const struct mgr_module mgr_flow_module = {
 	.name = "flow",
 	.init = flow_init,
-	.close = sl_flow_close,
+	.close = mgr_flow_close,
 	.methods = sl_flow_methods,
 };

@@ -20,7 +20,7 @@
 #include "sluiced.h"
 
 size_t
-sl_flow_entry_bytes(const struct sl_mgr_opts *o)
+mgr_flow_entry_bytes(const struct sl_mgr_opts *o)
 {
 	size_t ovr_off = RTE_ALIGN_CEIL(sizeof(struct sl_flow_entry) +
 						sizeof(uint32_t) * o->flow_pins,
@@ -125,7 +125,7 @@ tables_init(struct sl_mgr *m, struct sl_flowdir_state *fs)
 }
 
 int
-sl_flow_init(struct sl_mgr *m)
+mgr_flow_init(struct sl_mgr *m)
 {
 	struct sl_flow_table *ft = &m->shm->flow;
 	struct sl_flowdir_state *fs;
@@ -141,7 +141,7 @@ sl_flow_init(struct sl_mgr *m)
 		(uint32_t)RTE_ALIGN_CEIL(sizeof(struct sl_flow_entry) +
 						 sizeof(uint32_t) * ft->n_pins,
 					 8);
-	ft->stride = (uint32_t)sl_flow_entry_bytes(&m->o);
+	ft->stride = (uint32_t)mgr_flow_entry_bytes(&m->o);
 	/* Cache-line aligned: del_marked's line is the control thread's. */
 	fs = aligned_alloc(RTE_CACHE_LINE_SIZE, fs_sz);
 	if (fs != NULL) {
@@ -160,7 +160,7 @@ sl_flow_init(struct sl_mgr *m)
 }
 
 void
-sl_flow_close(struct sl_mgr *m)
+mgr_flow_close(struct sl_mgr *m)
 {
 	struct sl_flowdir_state *fs = m->flow;
 
@@ -174,15 +174,15 @@ sl_flow_close(struct sl_mgr *m)
 }
 
 void
-sl_flow_graph_removed(struct sl_flowdir_state *fs, uint16_t id)
+mgr_flow_graph_removed(struct sl_flowdir_state *fs, uint16_t id)
 {
 	__atomic_store_n(&fs->graph_inc[id], (uint16_t)(fs->graph_inc[id] + 1),
 			 __ATOMIC_RELEASE);
 }
 
 uint16_t
-sl_flow_entry_graph(const struct sl_flowdir_state *fs, const struct sl_shm *shm,
-		    const struct sl_flow_entry *e)
+mgr_flow_entry_graph(const struct sl_flowdir_state *fs,
+		     const struct sl_shm *shm, const struct sl_flow_entry *e)
 {
 	uint16_t id = e->graph;
 
@@ -196,8 +196,8 @@ sl_flow_entry_graph(const struct sl_flowdir_state *fs, const struct sl_shm *shm,
 }
 
 int
-sl_flow_match_either(const struct sl_match *mt, const struct sl_5tuple *t,
-		     uint16_t in_port)
+mgr_flow_match_either(const struct sl_match *mt, const struct sl_5tuple *t,
+		      uint16_t in_port)
 {
 	struct sl_5tuple r = *t;
 
@@ -212,8 +212,8 @@ sl_flow_match_either(const struct sl_match *mt, const struct sl_5tuple *t,
 }
 
 int
-sl_flow_ovr_put(const struct sl_shm *shm, struct sl_flow_entry *e,
-		union sl_flow_ovr v)
+mgr_flow_ovr_put(const struct sl_shm *shm, struct sl_flow_entry *e,
+		 union sl_flow_ovr v)
 {
 	union sl_flow_ovr *o = sl_flow_ovrs(shm, e);
 	int free_k = -1;
@@ -237,7 +237,7 @@ sl_flow_ovr_put(const struct sl_shm *shm, struct sl_flow_entry *e,
 }
 
 int
-sl_flow_deferred_run(void *ctx, struct sl_grace_action *qa, int draining)
+mgr_flow_deferred_run(void *ctx, struct sl_grace_action *qa, int draining)
 {
 	struct sl_flow_deferred *d =
 		container_of(qa, struct sl_flow_deferred, qa);
@@ -252,16 +252,16 @@ sl_flow_deferred_run(void *ctx, struct sl_grace_action *qa, int draining)
 }
 
 void
-sl_flow_defer(struct sl_mgr *m, sl_flow_free_fn *fn, void *p)
+mgr_flow_defer(struct sl_mgr *m, sl_flow_free_fn *fn, void *p)
 {
 	struct sl_flow_deferred *d = calloc(1, sizeof(*d));
 
-	if (d == NULL ||
-	    sl_grace_defer(&m->qs, &d->qa, sl_flow_deferred_run, m->shm) != 0) {
+	if (d == NULL || sl_grace_defer(&m->qs, &d->qa, mgr_flow_deferred_run,
+					m->shm) != 0) {
 		/* out of memory or queue full: leak rather than risk a
 		 * reader */
 		free(d);
-		sl_log("out of memory queueing a deferred free");
+		mgr_log(m, "out of memory queueing a deferred free");
 		return;
 	}
 	d->fn = fn;
@@ -284,8 +284,8 @@ pinned_to(const struct sl_shm *shm, struct sl_flow_entry *e,
 }
 
 int
-sl_flow_filter_ok(const struct sl_flowdir_state *fs, const struct sl_shm *shm,
-		  uint32_t p, const struct sl_flow_filter *f)
+mgr_flow_filter_ok(const struct sl_flowdir_state *fs, const struct sl_shm *shm,
+		   uint32_t p, const struct sl_flow_filter *f)
 {
 	struct sl_flow_entry *e = sl_flow_entry(shm, p);
 	struct sl_5tuple t;
@@ -295,7 +295,7 @@ sl_flow_filter_ok(const struct sl_flowdir_state *fs, const struct sl_shm *shm,
 	if (f == NULL)
 		return 1;
 	if (f->graph != SL_GRAPH_NONE &&
-	    sl_flow_entry_graph(fs, shm, e) != f->graph)
+	    mgr_flow_entry_graph(fs, shm, e) != f->graph)
 		return 0;
 	if (f->service != SL_SERVICE_NONE && !pinned_to(shm, e, f))
 		return 0;
@@ -303,7 +303,7 @@ sl_flow_filter_ok(const struct sl_flowdir_state *fs, const struct sl_shm *shm,
 		if (shm->flow.hash == NULL || p >= shm->flow.capacity)
 			return 0;
 		sl_flow_key_tuple(&fs->keys[p], &t);
-		if (!sl_flow_match_either(&f->match, &t, fs->side[p].in_port))
+		if (!mgr_flow_match_either(&f->match, &t, fs->side[p].in_port))
 			return 0;
 	}
 	return 1;
@@ -311,7 +311,7 @@ sl_flow_filter_ok(const struct sl_flowdir_state *fs, const struct sl_shm *shm,
 
 /* Finds the entry of 5-tuple t (flow.get, exact requests). */
 int
-sl_flow_find(const struct sl_mgr *m, const struct sl_5tuple *t, uint32_t *pos)
+mgr_flow_find(const struct sl_mgr *m, const struct sl_5tuple *t, uint32_t *pos)
 {
 	const struct sl_flow_table *ft = &m->shm->flow;
 	struct sl_flow_key k;
@@ -334,7 +334,7 @@ sl_flow_find(const struct sl_mgr *m, const struct sl_5tuple *t, uint32_t *pos)
 }
 
 uint32_t
-sl_flows_delete(struct sl_mgr *m, const struct sl_flow_filter *f, int64_t only)
+mgr_flows_delete(struct sl_mgr *m, const struct sl_flow_filter *f, int64_t only)
 {
 	struct sl_flowdir_state *fs = m->flow;
 	struct sl_shm *shm = m->shm;
@@ -348,7 +348,7 @@ sl_flows_delete(struct sl_mgr *m, const struct sl_flow_filter *f, int64_t only)
 		struct sl_flow_entry *e = sl_flow_entry(shm, p);
 		uint8_t live = SL_FLOW_LIVE;
 
-		if (!sl_flow_filter_ok(fs, shm, p, f))
+		if (!mgr_flow_filter_ok(fs, shm, p, f))
 			continue;
 		/* Counted before it is marked: the RX thread may remove it
 		 * (and count it off) as soon as it is. */

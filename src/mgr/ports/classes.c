@@ -22,7 +22,7 @@ one_tx_queue(const char *device, uint16_t n)
  * only, so what NFs sent on queues of their own would never be read. */
 static const char *const ring_drivers[] = {"net_ring", NULL};
 
-const struct sl_port_class sl_port_class_ring = {
+const struct sl_port_class mgr_port_class_ring = {
 	.drivers = ring_drivers,
 	.tx_queues = one_tx_queue,
 };
@@ -32,23 +32,23 @@ const struct sl_port_class sl_port_class_ring = {
  * sluiced instead of queues of their own. */
 static const char *const tap_drivers[] = {"net_tap", "eth_tap", NULL};
 
-const struct sl_port_class sl_port_class_tap = {
+const struct sl_port_class mgr_port_class_tap = {
 	.drivers = tap_drivers,
 	.tx_queues = one_tx_queue,
 };
 
-const struct sl_port_class *const sl_port_classes[] = {
-	&sl_port_class_pcap,
-	&sl_port_class_ring,
-	&sl_port_class_tap,
+const struct sl_port_class *const mgr_port_classes[] = {
+	&mgr_port_class_pcap,
+	&mgr_port_class_ring,
+	&mgr_port_class_tap,
 	NULL,
 };
 
 const struct sl_port_class *
-sl_port_class_find(const char *device)
+mgr_port_class_find(const char *device)
 {
-	for (size_t c = 0; sl_port_classes[c] != NULL; c++) {
-		const struct sl_port_class *cls = sl_port_classes[c];
+	for (size_t c = 0; mgr_port_classes[c] != NULL; c++) {
+		const struct sl_port_class *cls = mgr_port_classes[c];
 
 		for (size_t d = 0; cls->drivers[d] != NULL; d++) {
 			size_t len = strlen(cls->drivers[d]);

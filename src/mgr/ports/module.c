@@ -7,12 +7,12 @@
 static int
 ports_init(struct sl_mgr *m, char *err, size_t errlen)
 {
-	return sl_ports_init(m, err, errlen) != 0 ? EIO : 0;
+	return mgr_ports_init(m, err, errlen) != 0 ? EIO : 0;
 }
 
 /* Also after a failed start: the ports made so far, their folders. */
 const struct mgr_module mgr_ports_module = {
 	.name = "ports",
 	.init = ports_init,
-	.release = sl_ports_close,
+	.release = mgr_ports_close,
 };

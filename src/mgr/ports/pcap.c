@@ -153,7 +153,7 @@ too_long:
 /* The started hook: sluiced has the port's files open, so its tx_pcap
  * links now lead to /dev/null, for the NFs' probes (see pcap_private). */
 static void
-pcap_private_settle(struct sl_port_state *ps)
+pcap_private_settle(const struct sl_mgr *m, struct sl_port_state *ps)
 {
 	const char *dir = ps->pcap_dir;
 	uint64_t tx_links = ps->pcap_tx_links;
@@ -164,10 +164,11 @@ pcap_private_settle(struct sl_port_state *ps)
 			continue;
 		snprintf(link, sizeof(link), "%s/%u.pcap", dir, n);
 		if (unlink(link) != 0 || symlink("/dev/null", link) != 0)
-			sl_log("cannot point %s at /dev/null: %s; NFs' probes "
-			       "of the port will fail and say so in their "
-			       "logs",
-			       link, strerror(errno));
+			mgr_log(m,
+				"cannot point %s at /dev/null: %s; NFs' probes "
+				"of the port will fail and say so in their "
+				"logs",
+				link, strerror(errno));
 	}
 }
 
@@ -233,7 +234,7 @@ pcap_tx_queues(const char *device, uint16_t n)
 
 static const char *const pcap_drivers[] = {"net_pcap", "eth_pcap", NULL};
 
-const struct sl_port_class sl_port_class_pcap = {
+const struct sl_port_class mgr_port_class_pcap = {
 	.drivers = pcap_drivers,
 	.numbered = 1,
 	.sweep = pcap_private_sweep,

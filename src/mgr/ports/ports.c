@@ -131,11 +131,12 @@ port_setup(struct sl_mgr *m, const struct sl_port_state *ps, uint16_t pid,
 				sizeof(m->ports.rss_key);
 			*rss_hf = conf.rx_adv_conf.rss_conf.rss_hf;
 		} else {
-			sl_log("port '%s': its RSS key is %u bytes, not the %zu "
-			       "of sluiced's symmetric key: its hash would "
-			       "differ between a flow's two directions, so "
-			       "flows are hashed in software",
-			       pname, info.hash_key_size, sizeof(sym_rss_key));
+			mgr_log(m,
+				"port '%s': its RSS key is %u bytes, not the %zu "
+				"of sluiced's symmetric key: its hash would "
+				"differ between a flow's two directions, so "
+				"flows are hashed in software",
+				pname, info.hash_key_size, sizeof(sym_rss_key));
 		}
 	}
 	/* Queue 0 is sluiced's; NFs get their own where the device has more
@@ -162,7 +163,7 @@ port_setup(struct sl_mgr *m, const struct sl_port_state *ps, uint16_t pid,
 			 rte_strerror(-rc));
 		return -rc;
 	}
-	pool = sl_pool_for_socket(m, rte_eth_dev_socket_id(pid), err, errlen);
+	pool = mgr_pool_for_socket(m, rte_eth_dev_socket_id(pid), err, errlen);
 	if (pool == NULL) {
 		char why[256];
 
@@ -227,7 +228,7 @@ port_init(struct sl_mgr *m, const struct sl_port_state *ps, uint16_t pid,
 }
 
 int
-sl_ports_init(struct sl_mgr *m, char *err, size_t errlen)
+mgr_ports_init(struct sl_mgr *m, char *err, size_t errlen)
 {
 	uint64_t hf0 = 0;
 
@@ -237,9 +238,9 @@ sl_ports_init(struct sl_mgr *m, char *err, size_t errlen)
 	 * key over the same fields. */
 	m->ports.rss_flow_hash = m->o.n_ports > 0;
 	memcpy(m->ports.rss_key, sym_rss_key, sizeof(sym_rss_key));
-	for (size_t c = 0; sl_port_classes[c] != NULL; c++)
-		if (sl_port_classes[c]->sweep != NULL)
-			sl_port_classes[c]->sweep();
+	for (size_t c = 0; mgr_port_classes[c] != NULL; c++)
+		if (mgr_port_classes[c]->sweep != NULL)
+			mgr_port_classes[c]->sweep();
 
 	for (uint16_t i = 0; i < m->o.n_ports; i++) {
 		const struct sl_port_opt *po = &m->o.ports[i];
@@ -248,14 +249,14 @@ sl_ports_init(struct sl_mgr *m, char *err, size_t errlen)
 		uint16_t pid;
 		int rc;
 
-		ps->cls = sl_port_class_find(po->device);
+		ps->cls = mgr_port_class_find(po->device);
 		rc = find_or_probe(ps, po->name, po->device, &pid, err, errlen);
 		if (rc == 0)
 			rc = port_init(m, ps, pid, po, &hf, err, errlen);
 		if (rc != 0)
-			return -1; /* the caller's sl_ports_close undoes it */
+			return -1; /* the caller's mgr_ports_close undoes it */
 		if (ps->cls != NULL && ps->cls->started != NULL)
-			ps->cls->started(ps);
+			ps->cls->started(m, ps);
 		if (i == 0)
 			hf0 = hf;
 		if (hf == 0 || hf != hf0)
@@ -265,7 +266,7 @@ sl_ports_init(struct sl_mgr *m, char *err, size_t errlen)
 }
 
 void
-sl_ports_close(struct sl_mgr *m)
+mgr_ports_close(struct sl_mgr *m)
 {
 	if (m->shm == NULL)
 		return;
@@ -291,7 +292,7 @@ sl_ports_close(struct sl_mgr *m)
 }
 
 int
-sl_port_by_name(const struct sl_mgr *m, const char *name)
+mgr_port_by_name(const struct sl_mgr *m, const char *name)
 {
 	for (uint16_t pid = 0; pid < SL_MAX_PORTS; pid++)
 		if (m->shm->ports[pid].used &&
@@ -301,7 +302,7 @@ sl_port_by_name(const struct sl_mgr *m, const char *name)
 }
 
 json_t *
-sl_ports_json(const struct sl_mgr *m)
+mgr_ports_json(const struct sl_mgr *m)
 {
 	json_t *a = json_array();
 

@@ -37,7 +37,7 @@ struct sl_port_class;
 
 /* One --port, by its index in the options. */
 struct sl_port_state {
-	/* Its device's class (sl_port_class_find), NULL: generic only */
+	/* Its device's class (mgr_port_class_find), NULL: generic only */
 	const struct sl_port_class *cls;
 	/* net_pcap: the private folder of its capture links ("" if none)
 	 * and a bit per link that is a tx_pcap file (pcap.c) */
@@ -61,7 +61,7 @@ struct sl_ports_state {
  * A port class: the special handling of one driver. Each hook is called
  * by the control thread, at the point it names; NULL means the class does
  * nothing there. A hook that fails fills err ("port 'NAME': ...") and
- * returns a positive errno; sl_ports_close then undoes whatever was done.
+ * returns a positive errno; mgr_ports_close then undoes whatever was done.
  */
 struct sl_port_class {
 	/* Driver names (and aliases), NULL-terminated: a device is the
@@ -70,7 +70,7 @@ struct sl_port_class {
 	/* ...and, if numbered, the next character is a digit (net_pcap0:
 	 * net_pcapx0 is left to DPDK, whose own refusal names it). */
 	int numbered;
-	/* Once, in sl_ports_init before any port is probed: cleans up what
+	/* Once, in mgr_ports_init before any port is probed: cleans up what
 	 * a sluiced that was killed left behind. Called whether or not a
 	 * port of the class is configured. */
 	void (*sweep)(void);
@@ -85,29 +85,30 @@ struct sl_port_class {
 	 * n (>= 1) the generic path would ask for; device is the --port
 	 * string. NULL: n. */
 	uint16_t (*tx_queues)(const char *device, uint16_t n);
-	/* After the port started (a driver has its files open). */
-	void (*started)(struct sl_port_state *ps);
-	/* In sl_ports_close after every device is closed, for every --port
+	/* After the port started (a driver has its files open); m for its
+	 * log lines. */
+	void (*started)(const struct sl_mgr *m, struct sl_port_state *ps);
+	/* In mgr_ports_close after every device is closed, for every --port
 	 * of the class, whether its init got far or not. */
 	void (*closed)(struct sl_port_state *ps);
 };
 
 /* The classes (classes.c, pcap.c) */
-extern const struct sl_port_class sl_port_class_pcap;
-extern const struct sl_port_class sl_port_class_ring;
-extern const struct sl_port_class sl_port_class_tap;
+extern const struct sl_port_class mgr_port_class_pcap;
+extern const struct sl_port_class mgr_port_class_ring;
+extern const struct sl_port_class mgr_port_class_tap;
 /* Every class, NULL-terminated */
-extern const struct sl_port_class *const sl_port_classes[];
+extern const struct sl_port_class *const mgr_port_classes[];
 
 /* The class of a device string ("net_pcap0,rx_pcap=..."), NULL: none */
-const struct sl_port_class *sl_port_class_find(const char *device);
+const struct sl_port_class *mgr_port_class_find(const char *device);
 
 /* Probes, configures and starts every --port. 0, or -1 with err set (the
- * caller's sl_ports_close undoes it). */
-int sl_ports_init(struct sl_mgr *m, char *err, size_t errlen);
-void sl_ports_close(struct sl_mgr *m);
+ * caller's mgr_ports_close undoes it). */
+int mgr_ports_init(struct sl_mgr *m, char *err, size_t errlen);
+void mgr_ports_close(struct sl_mgr *m);
 /* The ethdev id of the port named name, -1 if there is none */
-int sl_port_by_name(const struct sl_mgr *m, const char *name);
-json_t *sl_ports_json(const struct sl_mgr *m);
+int mgr_port_by_name(const struct sl_mgr *m, const char *name);
+json_t *mgr_ports_json(const struct sl_mgr *m);
 
 #endif /* SL_MGR_PORTS_H */

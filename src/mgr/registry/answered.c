@@ -37,7 +37,7 @@
  */
 /* Returns one message nobody will return, counted. */
 void
-sl_reg_msg_give_back(struct sl_mgr *m, struct sl_msg *msg)
+mgr_reg_msg_give_back(struct sl_mgr *m, struct sl_msg *msg)
 {
 	sl_msg_put(m->shm, msg);
 	m->msgs_reclaimed++;
@@ -120,7 +120,7 @@ held_by_qs(const struct sl_mgr *m, const struct sl_msg *msg)
 {
 	for (const struct sl_grace_action *a = m->qs.head; a != NULL;
 	     a = a->next)
-		if (sl_reg_dereg_holds(a, msg))
+		if (mgr_reg_dereg_holds(a, msg))
 			return 1;
 	return 0;
 }
@@ -148,7 +148,7 @@ pid_of_slot(const struct sl_mgr *m, int32_t pid)
  * quiescent point. Returns how many.
  */
 uint32_t
-sl_reg_msgs_reclaim(struct sl_mgr *m, int32_t pid)
+mgr_reg_msgs_reclaim(struct sl_mgr *m, int32_t pid)
 {
 	struct rte_mempool *mp = m->shm->msg_pool;
 	struct answered a = {.pid = pid,
@@ -160,10 +160,10 @@ sl_reg_msgs_reclaim(struct sl_mgr *m, int32_t pid)
 		return 0;
 	rte_mempool_obj_iter(mp, answered_find, &a);
 	for (uint32_t i = 0; i < a.n; i++) {
-		if (sl_reg_in_ring(m->shm->msg_ring, a.msg[i]) ||
+		if (mgr_reg_in_ring(m->shm->msg_ring, a.msg[i]) ||
 		    held_by_qs(m, a.msg[i]))
 			continue;
-		sl_reg_msg_give_back(m, a.msg[i]);
+		mgr_reg_msg_give_back(m, a.msg[i]);
 		n++;
 	}
 	return n;
@@ -178,7 +178,7 @@ pid_cmp(const void *x, const void *y)
 }
 
 void
-sl_reg_answered_sweep(struct sl_mgr *m)
+mgr_reg_answered_sweep(struct sl_mgr *m)
 {
 	struct sl_registry_state *r = m->registry;
 	struct rte_mempool *mp = m->shm->msg_pool;
@@ -205,11 +205,12 @@ sl_reg_answered_sweep(struct sl_mgr *m)
 		if ((i > 0 && r->pids[i - 1] == pid) || pid <= 0 ||
 		    pid_of_slot(m, pid) || !pid_exited(pid))
 			continue;
-		n = sl_reg_msgs_reclaim(m, pid);
+		n = mgr_reg_msgs_reclaim(m, pid);
 		if (n > 0)
-			sl_log("pid %d (no registered NF): %u answered "
-			       "message(s) it left unreturned given back "
-			       "(status messages.reclaimed)",
-			       pid, n);
+			mgr_log(m,
+				"pid %d (no registered NF): %u answered "
+				"message(s) it left unreturned given back "
+				"(status messages.reclaimed)",
+				pid, n);
 	}
 }

@@ -28,7 +28,7 @@
 
 /* Returns the messages left in an instance's inbox to the pool. */
 void
-sl_reg_inbox_drain(struct sl_mgr *m, struct sl_nf_slot *s)
+mgr_reg_inbox_drain(struct sl_mgr *m, struct sl_nf_slot *s)
 {
 	void *obj;
 
@@ -90,7 +90,7 @@ ring_entries(const struct rte_ring *r)
 
 /* Is p between r's consumer and producer tails: queued, or being taken? */
 int
-sl_reg_in_ring(const struct rte_ring *r, const void *p)
+mgr_reg_in_ring(const struct rte_ring *r, const void *p)
 {
 	uint32_t t = __atomic_load_n(&r->cons.tail, __ATOMIC_ACQUIRE);
 	uint32_t h = __atomic_load_n(&r->prod.tail, __ATOMIC_ACQUIRE);
@@ -185,7 +185,7 @@ rx_ring_free(const struct sl_shm *shm, struct rte_ring *r)
  * default --max-nfs 128 and RTE_MAX_LCORE 128, the last instances).
  */
 uint16_t
-sl_reg_cache_lcore_take(struct sl_mgr *m, uint16_t inst)
+mgr_reg_cache_lcore_take(struct sl_mgr *m, uint16_t inst)
 {
 	const struct sl_shm *shm = m->shm;
 
@@ -213,11 +213,12 @@ sl_reg_cache_lcore_take(struct sl_mgr *m, uint16_t inst)
 	 * defined, and said when it happens (not at every start: the
 	 * default --max-nfs 128 is above the 126 ids of a 2-lcore sluiced,
 	 * and few nodes run that many). */
-	sl_log("instance %u gets no packet-buffer cache: all %u lcore ids for "
-	       "them are taken (nf.list mbuf_cache null); it frees straight "
-	       "to the pool, which is slower: run fewer instances, or "
-	       "--nf-mbuf-cache 0 for none at all",
-	       inst, (unsigned int)RTE_MAX_LCORE - rte_lcore_count());
+	mgr_log(m,
+		"instance %u gets no packet-buffer cache: all %u lcore ids for "
+		"them are taken (nf.list mbuf_cache null); it frees straight "
+		"to the pool, which is slower: run fewer instances, or "
+		"--nf-mbuf-cache 0 for none at all",
+		inst, (unsigned int)RTE_MAX_LCORE - rte_lcore_count());
 	return SL_CACHE_NONE;
 }
 
@@ -245,11 +246,12 @@ cache_lcore_release(struct sl_mgr *m, struct sl_nf_slot *s, uint16_t inst)
 
 		if (died_in_put) {
 			m->mbufs_leaked += c->len;
-			sl_log("instance %u died inside a mempool put: the %u "
-			       "packet buffer(s) of its cache are left out of "
-			       "the pool%s%s (status mbufs.leaked)",
-			       inst, c->len, shm->n_pools > 1 ? " " : "",
-			       shm->n_pools > 1 ? mp->name : "");
+			mgr_log(m,
+				"instance %u died inside a mempool put: the %u "
+				"packet buffer(s) of its cache are left out of "
+				"the pool%s%s (status mbufs.leaked)",
+				inst, c->len, shm->n_pools > 1 ? " " : "",
+				shm->n_pools > 1 ? mp->name : "");
 			c->len = 0;
 		} else if (c->len > 0) {
 			rte_mempool_cache_flush(c, mp);
@@ -300,7 +302,7 @@ slot_retire_stats(struct sl_mgr *m, struct sl_nf_slot *s)
  * later. NULL if out of memory (nothing is then rolled back).
  */
 struct sl_ring_prod *
-sl_reg_rings_snapshot(struct sl_mgr *m, uint16_t dead)
+mgr_reg_rings_snapshot(struct sl_mgr *m, uint16_t dead)
 {
 	struct sl_shm *shm = m->shm;
 	struct sl_ring_prod *snap = calloc(shm->max_nfs + 1u, sizeof(*snap));
@@ -330,19 +332,21 @@ unstick(struct sl_mgr *m, uint16_t dead, struct sl_ring_prod *snap)
 		n = sl_ring_unstick(shm->nfs[i].rx, &snap[i]);
 		if (n > 0) {
 			m->rings_unstuck++;
-			sl_log("instance %u died inside an enqueue into instance "
-			       "%u's rx ring: its reservation of %u slot(s) "
-			       "was rolled back (those packets stay counted "
-			       "to instance %u until it is gone)",
-			       dead, i, n, i);
+			mgr_log(m,
+				"instance %u died inside an enqueue into instance "
+				"%u's rx ring: its reservation of %u slot(s) "
+				"was rolled back (those packets stay counted "
+				"to instance %u until it is gone)",
+				dead, i, n, i);
 		}
 	}
 	n = sl_ring_unstick(shm->msg_ring, &snap[shm->max_nfs]);
 	if (n > 0) {
 		m->rings_unstuck++;
-		sl_log("instance %u died inside a post to the message ring: "
-		       "its reservation of %u slot(s) was rolled back",
-		       dead, n);
+		mgr_log(m,
+			"instance %u died inside a post to the message ring: "
+			"its reservation of %u slot(s) was rolled back",
+			dead, n);
 	}
 	free(snap);
 }
@@ -384,13 +388,14 @@ tx_call_settle(struct sl_mgr *m, struct sl_nf_slot *s, uint16_t inst)
 	c->phase = 0;
 	m->mbufs_in_doubt += doubt;
 	if (doubt > 0)
-		sl_log("instance %u (%s) died inside its transmit call on port "
-		       "%s: %u packet(s) it had handed to the driver may have "
-		       "left or not; counted as nf_lost, and their buffers, "
-		       "those the driver had not freed yet, stay out of the "
-		       "pool (status mbufs.in_doubt)",
-		       inst, shm->services[s->service].name,
-		       shm->ports[c->port].name, doubt);
+		mgr_log(m,
+			"instance %u (%s) died inside its transmit call on port "
+			"%s: %u packet(s) it had handed to the driver may have "
+			"left or not; counted as nf_lost, and their buffers, "
+			"those the driver had not freed yet, stay out of the "
+			"pool (status mbufs.in_doubt)",
+			inst, shm->services[s->service].name,
+			shm->ports[c->port].name, doubt);
 	return doubt;
 }
 
@@ -410,7 +415,7 @@ tx_call_settle(struct sl_mgr *m, struct sl_nf_slot *s, uint16_t inst)
  * at the next poll.
  */
 int
-sl_reg_reclaim(struct sl_mgr *m, struct sl_reg_reclaim *a)
+mgr_reg_reclaim(struct sl_mgr *m, struct sl_reg_reclaim *a)
 {
 	struct sl_shm *shm = m->shm;
 	uint16_t inst = a->instance;
@@ -432,7 +437,7 @@ sl_reg_reclaim(struct sl_mgr *m, struct sl_reg_reclaim *a)
 		for (int i = 0; i < SL_BURST_MAX; i++) {
 			struct rte_mbuf *p = s->hand[i];
 
-			if (p != NULL && !sl_reg_in_ring(s->rx, p))
+			if (p != NULL && !mgr_reg_in_ring(s->rx, p))
 				sl_meta(p, t.off)->owner = tag;
 			s->hand[i] = NULL;
 		}
@@ -441,9 +446,10 @@ sl_reg_reclaim(struct sl_mgr *m, struct sl_reg_reclaim *a)
 		for (uint32_t p = 0; p < shm->n_pools; p++)
 			rte_mempool_obj_iter(shm->pools[p], tagged_one, &t);
 		if (t.oom)
-			sl_log("instance %u: out of memory looking for the "
-			       "packets it held; they stay out of the pool",
-			       inst);
+			mgr_log(m,
+				"instance %u: out of memory looking for the "
+				"packets it held; they stay out of the pool",
+				inst);
 		a->cand = t.v;
 		a->n_cand = not_in_rings(shm, t.v, t.n);
 		a->pass = 1;
@@ -464,30 +470,32 @@ sl_reg_reclaim(struct sl_mgr *m, struct sl_reg_reclaim *a)
 	a->cand = NULL;
 	a->n_cand = 0;
 	lost = a->lost;
-	sl_reg_inbox_drain(m, s);
-	n_msgs = sl_reg_msgs_reclaim(m, s->pid);
+	mgr_reg_inbox_drain(m, s);
+	n_msgs = mgr_reg_msgs_reclaim(m, s->pid);
 	if (n_msgs > 0)
-		sl_log("pid %d: %u message(s) it left unreturned given back",
-		       s->pid, n_msgs);
+		mgr_log(m,
+			"pid %d: %u message(s) it left unreturned given back",
+			s->pid, n_msgs);
 	s->mgr.drop[SL_DROP_NF_LOST] += lost;
 	if (lost > 0)
-		sl_log("instance %u (%s): %" PRIu64
-		       " packet(s) it held were lost",
-		       inst, shm->services[s->service].name, lost);
+		mgr_log(m,
+			"instance %u (%s): %" PRIu64
+			" packet(s) it held were lost",
+			inst, shm->services[s->service].name, lost);
 	slot_retire_stats(m, s);
 	cache_lcore_release(m, s, inst);
 	if (s->txq != 0)
 		m->registry->txq_owner[s->txq] = 0;
 	__atomic_store_n(&s->state, SL_NF_FREE, __ATOMIC_RELEASE);
-	sl_event(m, "nf.freed",
-		 json_pack("{s:i, s:s, s:I}", "instance", inst, "service",
-			   shm->services[s->service].name, "lost",
-			   (json_int_t)lost));
+	mgr_event(m, "nf.freed",
+		  json_pack("{s:i, s:s, s:I}", "instance", inst, "service",
+			    shm->services[s->service].name, "lost",
+			    (json_int_t)lost));
 	return 0;
 }
 
 int
-sl_reg_reclaim_run(void *ctx, struct sl_grace_action *qa, int draining)
+mgr_reg_reclaim_run(void *ctx, struct sl_grace_action *qa, int draining)
 {
 	struct sl_mgr *m = ctx;
 	struct sl_reg_reclaim *a = container_of(qa, struct sl_reg_reclaim, qa);
@@ -496,7 +504,7 @@ sl_reg_reclaim_run(void *ctx, struct sl_grace_action *qa, int draining)
 	int rc;
 
 	if (!draining) {
-		rc = sl_reg_reclaim(m, a);
+		rc = mgr_reg_reclaim(m, a);
 		if (rc == 0)
 			free(a);
 		return rc;
@@ -507,7 +515,7 @@ sl_reg_reclaim_run(void *ctx, struct sl_grace_action *qa, int draining)
 		s->mgr.drop[SL_DROP_NF_LOST]++;
 	}
 	/* Every reader has stopped: pass 2 needs no grace period now. */
-	for (int k = 0; k < 3 && sl_reg_reclaim(m, a) != 0; k++)
+	for (int k = 0; k < 3 && mgr_reg_reclaim(m, a) != 0; k++)
 		;
 	free(a->cand);
 	free(a);

@@ -92,19 +92,20 @@ reply(struct sl_msg *msg, int result, const char *fmt, ...)
 /* ---- what an NF's message may hold ---------------------------------- */
 
 void
-sl_reg_refused(struct sl_mgr *m, const struct sl_msg *msg)
+mgr_reg_refused(struct sl_mgr *m, const struct sl_msg *msg)
 {
 	m->msgs_refused++;
 	if (m->msgs_refused <= 20 || m->msgs_refused % 1000 == 0)
-		sl_log("NF message refused (%" PRIu64 " so far; status "
-		       "messages.refused): pid %d, type %u: %.*s",
-		       m->msgs_refused, msg->pid, msg->type,
-		       (int)sizeof(msg->error), msg->error);
+		mgr_log(m,
+			"NF message refused (%" PRIu64 " so far; status "
+			"messages.refused): pid %d, type %u: %.*s",
+			m->msgs_refused, msg->pid, msg->type,
+			(int)sizeof(msg->error), msg->error);
 }
 
 void
-sl_reg_refuse(struct sl_mgr *m, struct sl_msg *msg, int result, const char *fmt,
-	      ...)
+mgr_reg_refuse(struct sl_mgr *m, struct sl_msg *msg, int result,
+	       const char *fmt, ...)
 {
 	va_list ap;
 
@@ -112,7 +113,7 @@ sl_reg_refuse(struct sl_mgr *m, struct sl_msg *msg, int result, const char *fmt,
 	vsnprintf(msg->error, sizeof(msg->error), fmt, ap);
 	va_end(ap);
 	msg->result = result;
-	sl_reg_refused(m, msg);
+	mgr_reg_refused(m, msg);
 	__atomic_store_n(&msg->done, 1, __ATOMIC_RELEASE);
 }
 
@@ -147,7 +148,7 @@ slot_rings(struct sl_mgr *m, struct sl_nf_slot *s, uint16_t inst)
 	} else {
 		rte_ring_reset(s->rx);
 		rte_ring_reset(s->tx);
-		sl_reg_inbox_drain(m, s);
+		mgr_reg_inbox_drain(m, s);
 	}
 	return 0;
 }
@@ -169,7 +170,7 @@ register_refused(struct sl_mgr *m, struct sl_msg *msg, char *err, size_t errlen)
 		return 1;
 	}
 	if (msg->mode > SL_MODE_POLL) {
-		sl_reg_refuse(
+		mgr_reg_refuse(
 			m, msg, EINVAL,
 			"bad registration: mode %u is neither 0 (shared) nor 1 "
 			"(poll)",
@@ -178,7 +179,7 @@ register_refused(struct sl_mgr *m, struct sl_msg *msg, char *err, size_t errlen)
 	}
 	if (msg->access &
 	    ~(SL_ACCESS_READ | SL_ACCESS_WRITE | SL_ACCESS_ROUTE)) {
-		sl_reg_refuse(
+		mgr_reg_refuse(
 			m, msg, EINVAL,
 			"bad registration: access 0x%x has bits other than "
 			"SL_ACCESS_READ, _WRITE and _ROUTE",
@@ -186,23 +187,23 @@ register_refused(struct sl_mgr *m, struct sl_msg *msg, char *err, size_t errlen)
 		return 1;
 	}
 	if (!text_printable(msg->prog)) {
-		sl_reg_refuse(
+		mgr_reg_refuse(
 			m, msg, EINVAL,
 			"bad registration: the program name must be printable "
 			"ASCII");
 		return 1;
 	}
 	if (msg->pid == (int32_t)getpid()) {
-		sl_reg_refuse(m, msg, EPERM,
-			      "bad registration: pid %d is sluiced's own",
-			      msg->pid);
+		mgr_reg_refuse(m, msg, EPERM,
+			       "bad registration: pid %d is sluiced's own",
+			       msg->pid);
 		return 1;
 	}
 	for (uint16_t i = 0; i < shm->nf_hwm; i++)
 		if (shm->nfs[i].pid == msg->pid &&
 		    __atomic_load_n(&shm->nfs[i].state, __ATOMIC_ACQUIRE) ==
 			    SL_NF_RUNNING) {
-			sl_reg_refuse(
+			mgr_reg_refuse(
 				m, msg, EBUSY,
 				"pid %d is registered already, as instance "
 				"%u: one registration per process",
@@ -211,7 +212,7 @@ register_refused(struct sl_mgr *m, struct sl_msg *msg, char *err, size_t errlen)
 		}
 	if (pid_maps_node(msg->pid, err, errlen) != 0) {
 		reply(msg, EPERM, "%s", err);
-		sl_log("registration refused: %s", err);
+		mgr_log(m, "registration refused: %s", err);
 		return 1;
 	}
 	return 0;
@@ -240,7 +241,7 @@ slot_fill(struct sl_mgr *m, struct sl_nf_slot *s, const struct sl_msg *msg,
 		}
 	s->pool_op = 0;
 	memset(&s->tx_call, 0, sizeof(s->tx_call));
-	s->cache_lcore = sl_reg_cache_lcore_take(m, inst);
+	s->cache_lcore = mgr_reg_cache_lcore_take(m, inst);
 	s->instance = inst;
 	s->service = svc;
 	s->pid = msg->pid;
@@ -301,7 +302,7 @@ handle_register(struct sl_mgr *m, struct sl_msg *msg)
 			return;
 		}
 	}
-	svc = sl_service_get(m, msg->service_name, 1, err, sizeof(err));
+	svc = mgr_service_get(m, msg->service_name, 1, err, sizeof(err));
 	if (svc < 0) {
 		reply(msg, ENOSPC, "%s", err);
 		return;
@@ -326,20 +327,20 @@ handle_register(struct sl_mgr *m, struct sl_msg *msg)
 	if (inst + 1 > shm->nf_hwm)
 		__atomic_store_n(&shm->nf_hwm, (uint16_t)(inst + 1),
 				 __ATOMIC_RELEASE);
-	sl_reg_live_add(m, (uint16_t)svc, (uint16_t)inst);
+	mgr_reg_live_add(m, (uint16_t)svc, (uint16_t)inst);
 	m->registry->pidfd[inst] = pidfd;
 	mgr_bus_watch_pid(&m->bus, (uint16_t)inst, pidfd);
 
 	msg->instance = (uint16_t)inst;
 	msg->service = (uint16_t)svc;
 	reply(msg, 0, NULL);
-	sl_log("NF up: instance %d, service %s (%d), pid %d, %s", inst,
-	       msg->service_name, svc, msg->pid, msg->prog);
-	sl_event(m, "nf.up",
-		 json_pack("{s:i, s:s, s:i, s:s}", "instance", inst, "service",
-			   msg->service_name, "pid", msg->pid, "prog",
-			   msg->prog));
-	sl_maybe_enable_rx(m);
+	mgr_log(m, "NF up: instance %d, service %s (%d), pid %d, %s", inst,
+		msg->service_name, svc, msg->pid, msg->prog);
+	mgr_event(m, "nf.up",
+		  json_pack("{s:i, s:s, s:i, s:s}", "instance", inst, "service",
+			    msg->service_name, "pid", msg->pid, "prog",
+			    msg->prog));
+	mgr_maybe_enable_rx(m);
 }
 
 /* A deregistration, answered once a grace period has passed: no reader
@@ -361,7 +362,7 @@ dereg_run(void *ctx, struct sl_grace_action *qa, int draining)
 	if (m->shm->nfs[d->instance].pid != msg->pid ||
 	    m->shm->nfs[d->instance].state != SL_NF_STOPPING) {
 		/* It died while waiting: nobody reads the answer. */
-		sl_reg_msg_give_back(m, msg);
+		mgr_reg_msg_give_back(m, msg);
 	} else {
 		msg->result = 0;
 		__atomic_store_n(&msg->done, 1, __ATOMIC_RELEASE);
@@ -371,7 +372,7 @@ dereg_run(void *ctx, struct sl_grace_action *qa, int draining)
 }
 
 int
-sl_reg_dereg_holds(const struct sl_grace_action *a, const struct sl_msg *msg)
+mgr_reg_dereg_holds(const struct sl_grace_action *a, const struct sl_msg *msg)
 {
 	return a->fn == dereg_run &&
 	       container_of(a, const struct reg_dereg, qa)->msg == msg;
@@ -393,7 +394,7 @@ handle_deregister(struct sl_mgr *m, struct sl_msg *msg)
 	}
 	s = &shm->nfs[msg->instance];
 	__atomic_store_n(&s->state, SL_NF_STOPPING, __ATOMIC_RELEASE);
-	sl_reg_live_remove(m, s->service, msg->instance);
+	mgr_reg_live_remove(m, s->service, msg->instance);
 	d = calloc(1, sizeof(*d));
 	if (d == NULL || sl_grace_defer(&m->qs, &d->qa, dereg_run, shm) != 0) {
 		free(d);
@@ -402,12 +403,12 @@ handle_deregister(struct sl_mgr *m, struct sl_msg *msg)
 	}
 	d->msg = msg;
 	d->instance = msg->instance;
-	sl_log("NF stopping: instance %u, service %s", msg->instance,
-	       shm->services[s->service].name);
+	mgr_log(m, "NF stopping: instance %u, service %s", msg->instance,
+		shm->services[s->service].name);
 }
 
 void
-sl_nf_died(struct sl_mgr *m, uint16_t inst)
+mgr_nf_died(struct sl_mgr *m, uint16_t inst)
 {
 	struct sl_shm *shm = m->shm;
 	struct sl_nf_slot *s = &shm->nfs[inst];
@@ -417,7 +418,7 @@ sl_nf_died(struct sl_mgr *m, uint16_t inst)
 	if (st != SL_NF_RUNNING && st != SL_NF_STOPPING)
 		return;
 	if (st == SL_NF_RUNNING)
-		sl_reg_live_remove(m, s->service, inst);
+		mgr_reg_live_remove(m, s->service, inst);
 	__atomic_store_n(&s->state, SL_NF_DEAD, __ATOMIC_RELEASE);
 	if (m->registry->pidfd[inst] >= 0) {
 		close(m->registry->pidfd[inst]);
@@ -425,36 +426,39 @@ sl_nf_died(struct sl_mgr *m, uint16_t inst)
 	}
 	a = calloc(1, sizeof(*a));
 	if (a != NULL &&
-	    sl_grace_defer(&m->qs, &a->qa, sl_reg_reclaim_run, shm) != 0) {
+	    sl_grace_defer(&m->qs, &a->qa, mgr_reg_reclaim_run, shm) != 0) {
 		free(a);
 		a = NULL;
 	}
 	if (a == NULL) {
-		sl_log("instance %u: no room to queue its reclaim: its slot "
-		       "stays dead",
-		       inst);
+		mgr_log(m,
+			"instance %u: no room to queue its reclaim: its slot "
+			"stays dead",
+			inst);
 	} else {
 		a->instance = inst;
 		/* Killed inside an enqueue? Seen and undone a grace period
-		 * later, in sl_reg_reclaim(). */
-		a->ptr = sl_reg_rings_snapshot(m, inst);
+		 * later, in mgr_reg_reclaim(). */
+		a->ptr = mgr_reg_rings_snapshot(m, inst);
 	}
 	if (st == SL_NF_RUNNING)
-		sl_log("NF died: instance %u, service %s, pid %d; its flows "
-		       "move to %u remaining instance(s)",
-		       inst, shm->services[s->service].name, s->pid,
-		       shm->services[s->service].n_live);
+		mgr_log(m,
+			"NF died: instance %u, service %s, pid %d; its flows "
+			"move to %u remaining instance(s)",
+			inst, shm->services[s->service].name, s->pid,
+			shm->services[s->service].n_live);
 	else
-		sl_log("NF exited: instance %u, service %s, pid %d", inst,
-		       shm->services[s->service].name, s->pid);
-	sl_event(m, "nf.down",
-		 json_pack("{s:i, s:s, s:i, s:s}", "instance", inst, "service",
-			   shm->services[s->service].name, "pid", s->pid,
-			   "reason", st == SL_NF_RUNNING ? "died" : "stopped"));
+		mgr_log(m, "NF exited: instance %u, service %s, pid %d", inst,
+			shm->services[s->service].name, s->pid);
+	mgr_event(m, "nf.down",
+		  json_pack("{s:i, s:s, s:i, s:s}", "instance", inst, "service",
+			    shm->services[s->service].name, "pid", s->pid,
+			    "reason",
+			    st == SL_NF_RUNNING ? "died" : "stopped"));
 }
 
 void
-sl_registry_poll(struct sl_mgr *m)
+mgr_registry_poll(struct sl_mgr *m)
 {
 	void *msgs[32];
 	unsigned int n;
@@ -474,23 +478,23 @@ sl_registry_poll(struct sl_mgr *m)
 			 * (Registered, its death frees the slot and this.) */
 			if (msg->result != 0 && msg->pid > 0 &&
 			    kill(msg->pid, 0) != 0 && errno == ESRCH)
-				sl_reg_msg_give_back(m, msg);
+				mgr_reg_msg_give_back(m, msg);
 			break;
 		case SL_MSG_DEREGISTER:
 			handle_deregister(m, msg);
 			break;
 		case SL_MSG_REQUEST:
-			sl_reg_handle_request(m, msg);
+			mgr_reg_handle_request(m, msg);
 			break;
 		default:
-			sl_reg_refuse(m, msg, EINVAL,
-				      "unknown message type %u: register (1), "
-				      "deregister (2) or request (3)",
-				      msg->type);
+			mgr_reg_refuse(m, msg, EINVAL,
+				       "unknown message type %u: register (1), "
+				       "deregister (2) or request (3)",
+				       msg->type);
 		}
 	}
-	sl_reg_answered_sweep(m);
-	sl_reg_watchdog(m);
+	mgr_reg_answered_sweep(m);
+	mgr_reg_watchdog(m);
 	sl_grace_poll(&m->qs, m->shm, m, -1, 1);
 }
 
@@ -506,7 +510,7 @@ pid_gone(const struct sl_mgr *m, uint16_t inst)
 }
 
 void
-sl_stop_all_nfs(struct sl_mgr *m, unsigned int timeout_ms)
+mgr_stop_all_nfs(struct sl_mgr *m, unsigned int timeout_ms)
 {
 	struct sl_shm *shm = m->shm;
 	uint64_t deadline = rte_rdtsc() + shm->tsc_hz / 1000 * timeout_ms;
@@ -516,7 +520,7 @@ sl_stop_all_nfs(struct sl_mgr *m, unsigned int timeout_ms)
 		__atomic_store_n(&shm->nfs[i].stop, 1, __ATOMIC_RELEASE);
 	do {
 		left = 0;
-		sl_registry_poll(m); /* answer deregistrations */
+		mgr_registry_poll(m); /* answer deregistrations */
 		for (uint16_t i = 0; i < shm->nf_hwm; i++) {
 			struct sl_nf_slot *s = &shm->nfs[i];
 			uint32_t st =
@@ -525,7 +529,7 @@ sl_stop_all_nfs(struct sl_mgr *m, unsigned int timeout_ms)
 			if (st != SL_NF_RUNNING && st != SL_NF_STOPPING)
 				continue;
 			if (pid_gone(m, i))
-				sl_nf_died(m, i);
+				mgr_nf_died(m, i);
 			else
 				left++;
 		}
@@ -537,11 +541,12 @@ sl_stop_all_nfs(struct sl_mgr *m, unsigned int timeout_ms)
 		uint32_t st = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
 
 		if (st == SL_NF_RUNNING || st == SL_NF_STOPPING) {
-			sl_log("NF instance %u (pid %d) did not stop within "
-			       "%u ms: killing it",
-			       i, s->pid, timeout_ms);
+			mgr_log(m,
+				"NF instance %u (pid %d) did not stop within "
+				"%u ms: killing it",
+				i, s->pid, timeout_ms);
 			kill(s->pid, SIGKILL);
-			sl_nf_died(m, i);
+			mgr_nf_died(m, i);
 		}
 	}
 }

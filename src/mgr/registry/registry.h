@@ -43,7 +43,7 @@ struct sl_registry_state {
 	struct sl_msg **answered[2];
 	int32_t *pids;
 	/* Applies a flow request an NF sent (request.c): the requests
-	 * module's sl_flow_request, set by its init (the registry, below it,
+	 * module's mgr_flow_request, set by its init (the registry, below it,
 	 * does not call it by name); NULL: refused. */
 	int (*flow_request)(struct sl_mgr *m, const struct sl_req *r,
 			    uint32_t *applied, uint32_t *kept, char *err,
@@ -52,35 +52,35 @@ struct sl_registry_state {
 
 /* services.c: adds or removes inst from service s's live instances and
  * rebuilds its load-balancer table (published to the data path). */
-void sl_reg_live_add(struct sl_mgr *m, uint16_t s, uint16_t inst);
-void sl_reg_live_remove(struct sl_mgr *m, uint16_t s, uint16_t inst);
+void mgr_reg_live_add(struct sl_mgr *m, uint16_t s, uint16_t inst);
+void mgr_reg_live_remove(struct sl_mgr *m, uint16_t s, uint16_t inst);
 
 /* register.c: counts and logs one message refused for what it holds (the
  * reason is in msg->error). The log stops after 20, then says every
  * 1000th. */
-void sl_reg_refused(struct sl_mgr *m, const struct sl_msg *msg);
+void mgr_reg_refused(struct sl_mgr *m, const struct sl_msg *msg);
 /* Answers a message (done) with a refusal, counted and logged. */
-void sl_reg_refuse(struct sl_mgr *m, struct sl_msg *msg, int result,
-		   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+void mgr_reg_refuse(struct sl_mgr *m, struct sl_msg *msg, int result,
+		    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
 /* request.c: a cross-layer request (SL_MSG_REQUEST), answered. */
-void sl_reg_handle_request(struct sl_mgr *m, struct sl_msg *msg);
+void mgr_reg_handle_request(struct sl_mgr *m, struct sl_msg *msg);
 
 /* reclaim.c */
 /* Returns the messages left in an instance's inbox to the pool. */
-void sl_reg_inbox_drain(struct sl_mgr *m, struct sl_nf_slot *s);
+void mgr_reg_inbox_drain(struct sl_mgr *m, struct sl_nf_slot *s);
 /* Is p between r's consumer and producer tails: queued, or being taken? */
-int sl_reg_in_ring(const struct rte_ring *r, const void *p);
+int mgr_reg_in_ring(const struct rte_ring *r, const void *p);
 /* An lcore id for a new NF's mempool cache, or SL_CACHE_NONE. */
-uint16_t sl_reg_cache_lcore_take(struct sl_mgr *m, uint16_t inst);
+uint16_t mgr_reg_cache_lcore_take(struct sl_mgr *m, uint16_t inst);
 /* The producer side of every ring a dead instance may have been enqueuing
  * into, for the reclaim to roll back; NULL if out of memory. */
-struct sl_ring_prod *sl_reg_rings_snapshot(struct sl_mgr *m, uint16_t dead);
-/* A dead (or gone) NF's reclaim, queued on m->qs by sl_nf_died. */
+struct sl_ring_prod *mgr_reg_rings_snapshot(struct sl_mgr *m, uint16_t dead);
+/* A dead (or gone) NF's reclaim, queued on m->qs by mgr_nf_died. */
 struct sl_reg_reclaim {
 	struct sl_grace_action qa;
 	uint16_t instance;
-	void *ptr; /* sl_reg_rings_snapshot's, undone by the first pass */
+	void *ptr; /* mgr_reg_rings_snapshot's, undone by the first pass */
 	/* Second pass: packets still tagged the dead instance's that were
 	 * in no ring a grace period ago. */
 	struct rte_mbuf **cand;
@@ -90,24 +90,24 @@ struct sl_reg_reclaim {
 };
 /* Its work: 0 when done; SL_GRACE_AGAIN after the first pass (the second
  * needs another grace period); -EAGAIN to be retried at the next poll. */
-int sl_reg_reclaim(struct sl_mgr *m, struct sl_reg_reclaim *a);
+int mgr_reg_reclaim(struct sl_mgr *m, struct sl_reg_reclaim *a);
 /* Its grace-queue function (frees a once done). */
-int sl_reg_reclaim_run(void *ctx, struct sl_grace_action *qa, int draining);
+int mgr_reg_reclaim_run(void *ctx, struct sl_grace_action *qa, int draining);
 
 /* answered.c */
 /* Returns one message nobody will return, counted. */
-void sl_reg_msg_give_back(struct sl_mgr *m, struct sl_msg *msg);
+void mgr_reg_msg_give_back(struct sl_mgr *m, struct sl_msg *msg);
 /* Gives back the answered messages of pid, which has exited; how many. */
-uint32_t sl_reg_msgs_reclaim(struct sl_mgr *m, int32_t pid);
+uint32_t mgr_reg_msgs_reclaim(struct sl_mgr *m, int32_t pid);
 /* Every SWEEP_MS: the same for every exited sender that is no slot's. */
-void sl_reg_answered_sweep(struct sl_mgr *m);
+void mgr_reg_answered_sweep(struct sl_mgr *m);
 
 /* register.c: 1 if a is a deregistration waiting for its grace period
  * that holds msg (its answer, which sluiced gives once it passes). */
-int sl_reg_dereg_holds(const struct sl_grace_action *a,
-		       const struct sl_msg *msg);
+int mgr_reg_dereg_holds(const struct sl_grace_action *a,
+			const struct sl_msg *msg);
 
 /* watchdog.c: kills NFs hung for --nf-hang-ms (checked every 10 ms). */
-void sl_reg_watchdog(struct sl_mgr *m);
+void mgr_reg_watchdog(struct sl_mgr *m);
 
 #endif /* SL_MGR_REGISTRY_H */

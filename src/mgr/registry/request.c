@@ -45,7 +45,7 @@ static void
 refuse_unattributed(struct sl_mgr *m, struct sl_msg *msg)
 {
 	msg->type = SL_MSG_REPLY;
-	sl_reg_refuse(
+	mgr_reg_refuse(
 		m, msg, EPERM,
 		"request refused: instance %u is not a running NF of pid %d; "
 		"send requests between registration and deregistration",
@@ -55,7 +55,7 @@ refuse_unattributed(struct sl_mgr *m, struct sl_msg *msg)
 /*
  * The fields of a request that sluiced reads, checked: 0, or a positive
  * errno with the reason in err. The graph checks come after
- * (sl_flow_request).
+ * (mgr_flow_request).
  */
 static int
 request_check(const struct sl_shm *shm, const struct sl_msg *msg, char *err,
@@ -110,7 +110,7 @@ request_check(const struct sl_shm *shm, const struct sl_msg *msg, char *err,
  * inbox (the same message object, as SL_MSG_REPLY).
  */
 void
-sl_reg_handle_request(struct sl_mgr *m, struct sl_msg *msg)
+mgr_reg_handle_request(struct sl_mgr *m, struct sl_msg *msg)
 {
 	struct sl_shm *shm = m->shm;
 	struct sl_req r;
@@ -140,7 +140,7 @@ sl_reg_handle_request(struct sl_mgr *m, struct sl_msg *msg)
 	if (rc != 0) {
 		fk[0] = '\0';
 		snprintf(msg->error, sizeof(msg->error), "%s", err);
-		sl_reg_refused(m, msg);
+		mgr_reg_refused(m, msg);
 	} else if (r.kind != SL_REQ_MESSAGE && r.exact) {
 		sl_flow_key_tuple(&msg->req.key, &r.tuple);
 		sl_5tuple_format(&r.tuple, fk, sizeof(fk));
@@ -173,13 +173,13 @@ sl_reg_handle_request(struct sl_mgr *m, struct sl_msg *msg)
 	if (kept != 0)
 		json_object_set_new(ev, "kept", json_integer(kept));
 	if (r.kind == SL_REQ_CHANGE_DEFAULT)
-		json_object_set_new(ev, "to", sl_hop_json(shm, r.to));
+		json_object_set_new(ev, "to", mgr_hop_json(shm, r.to));
 	if (r.kind == SL_REQ_MESSAGE) {
 		json_object_set_new(ev, "key", json_string(r.mkey));
 		json_object_set_new(ev, "value", json_string(r.value));
 	}
-	sl_event(m, r.kind == SL_REQ_MESSAGE ? "nf.message" : "flow.request",
-		 ev);
+	mgr_event(m, r.kind == SL_REQ_MESSAGE ? "nf.message" : "flow.request",
+		  ev);
 	msg->type = SL_MSG_REPLY;
 	msg->result = rc;
 	/* A Message some instances missed is sent (0) with a reason too. */

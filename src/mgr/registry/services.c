@@ -33,13 +33,13 @@ static const char *const state_names[] = {"free", "running", "stopping",
 
 
 const char *
-sl_nf_state_name(uint32_t state)
+mgr_nf_state_name(uint32_t state)
 {
 	return state < RTE_DIM(state_names) ? state_names[state] : "?";
 }
 
 int
-sl_registry_init(struct sl_mgr *m)
+mgr_registry_init(struct sl_mgr *m)
 {
 	struct sl_registry_state *r = calloc(1, sizeof(*r));
 
@@ -64,7 +64,7 @@ oom:
 }
 
 void
-sl_registry_close(struct sl_mgr *m)
+mgr_registry_close(struct sl_mgr *m)
 {
 	struct sl_registry_state *r = m->registry;
 
@@ -87,8 +87,8 @@ sl_registry_close(struct sl_mgr *m)
 /* ---- services and load-balancer tables ----------------------------- */
 
 int
-sl_service_get(struct sl_mgr *m, const char *name, int create, char *err,
-	       size_t errlen)
+mgr_service_get(struct sl_mgr *m, const char *name, int create, char *err,
+		size_t errlen)
 {
 	struct sl_shm *shm = m->shm;
 	int free_id = -1;
@@ -122,7 +122,7 @@ sl_service_get(struct sl_mgr *m, const char *name, int create, char *err,
 }
 
 void
-sl_service_release(struct sl_mgr *m, uint16_t id)
+mgr_service_release(struct sl_mgr *m, uint16_t id)
 {
 	struct sl_service *svc = &m->shm->services[id];
 
@@ -131,7 +131,7 @@ sl_service_release(struct sl_mgr *m, uint16_t id)
 }
 
 void
-sl_reg_live_add(struct sl_mgr *m, uint16_t s, uint16_t inst)
+mgr_reg_live_add(struct sl_mgr *m, uint16_t s, uint16_t inst)
 {
 	struct sl_service *svc = &m->shm->services[s];
 
@@ -142,7 +142,7 @@ sl_reg_live_add(struct sl_mgr *m, uint16_t s, uint16_t inst)
 }
 
 void
-sl_reg_live_remove(struct sl_mgr *m, uint16_t s, uint16_t inst)
+mgr_reg_live_remove(struct sl_mgr *m, uint16_t s, uint16_t inst)
 {
 	struct sl_service *svc = &m->shm->services[s];
 	uint16_t n = svc->n_live;
@@ -159,7 +159,7 @@ sl_reg_live_remove(struct sl_mgr *m, uint16_t s, uint16_t inst)
 }
 
 int
-sl_lb_set(struct sl_mgr *m, uint16_t service, enum sl_lb_mode mode)
+mgr_lb_set(struct sl_mgr *m, uint16_t service, enum sl_lb_mode mode)
 {
 	struct sl_service *svc = &m->shm->services[service];
 
@@ -168,11 +168,11 @@ sl_lb_set(struct sl_mgr *m, uint16_t service, enum sl_lb_mode mode)
 }
 
 void
-sl_maybe_enable_rx(struct sl_mgr *m)
+mgr_maybe_enable_rx(struct sl_mgr *m)
 {
-	if (m->rx_started || !sl_chain_complete(m))
+	if (m->rx_started || !mgr_chain_complete(m))
 		return;
 	m->rx_started = 1; /* only the first time: rx.pause sticks */
 	__atomic_store_n(&m->shm->rx_enabled, 1, __ATOMIC_RELEASE);
-	sl_log("chain complete: reading ports");
+	mgr_log(m, "chain complete: reading ports");
 }

@@ -35,7 +35,7 @@
  * or fini, or idle, is not hung.
  */
 void
-sl_reg_watchdog(struct sl_mgr *m)
+mgr_reg_watchdog(struct sl_mgr *m)
 {
 	struct sl_shm *shm = m->shm;
 	struct sl_registry_state *r = m->registry;
@@ -63,20 +63,21 @@ sl_reg_watchdog(struct sl_mgr *m)
 		}
 		if (now - r->hb_tsc[i] < limit)
 			continue;
-		sl_log("NF hung: instance %u, service %s, pid %d: not one "
-		       "loop in %u ms with work to do; killing it (sluiced "
-		       "--nf-hang-ms; 0 never does)",
-		       i, shm->services[s->service].name, s->pid,
-		       m->o.nf_hang_ms);
-		sl_event(m, "nf.hung",
-			 json_pack("{s:i, s:s, s:i, s:i}", "instance", i,
-				   "service", shm->services[s->service].name,
-				   "pid", s->pid, "hang_ms", m->o.nf_hang_ms));
+		mgr_log(m,
+			"NF hung: instance %u, service %s, pid %d: not one "
+			"loop in %u ms with work to do; killing it (sluiced "
+			"--nf-hang-ms; 0 never does)",
+			i, shm->services[s->service].name, s->pid,
+			m->o.nf_hang_ms);
+		mgr_event(m, "nf.hung",
+			  json_pack("{s:i, s:s, s:i, s:i}", "instance", i,
+				    "service", shm->services[s->service].name,
+				    "pid", s->pid, "hang_ms", m->o.nf_hang_ms));
 		if ((r->pidfd[i] >= 0 ? syscall(SYS_pidfd_send_signal,
 						r->pidfd[i], SIGKILL, NULL, 0)
 				      : kill(s->pid, SIGKILL)) != 0)
-			sl_log("cannot kill pid %d: %s", s->pid,
-			       strerror(errno));
+			mgr_log(m, "cannot kill pid %d: %s", s->pid,
+				strerror(errno));
 		m->nfs_hung++;
 		r->hb_tsc[i] = now; /* its death follows; not again at once */
 	}

@@ -17,14 +17,14 @@
 #include "sluiced.h"
 
 int
-sl_requests_init(struct sl_mgr *m)
+mgr_requests_init(struct sl_mgr *m)
 {
 	m->requests = calloc(1, sizeof(*m->requests));
 	return m->requests == NULL ? -ENOMEM : 0;
 }
 
 void
-sl_requests_close(struct sl_mgr *m)
+mgr_requests_close(struct sl_mgr *m)
 {
 	if (m->flow != NULL) {
 		free(m->flow->wild);
@@ -35,7 +35,7 @@ sl_requests_close(struct sl_mgr *m)
 }
 
 const struct sl_graph *
-sl_req_graph_now(const struct sl_shm *shm, uint16_t id)
+mgr_req_graph_now(const struct sl_shm *shm, uint16_t id)
 {
 	uint16_t gv = id < shm->max_graphs ? sl_graph_current(shm, id)
 					   : SL_GRAPH_NONE;
@@ -142,15 +142,16 @@ put_request_me(const struct sl_shm *shm, const struct sl_req *r,
 		d.f.service = preds[i];
 		d.f.kind = SL_OVR_DEFAULT;
 		d.f.hop = SL_HOP_SERVICE(r->service);
-		if (sl_flow_ovr_put(shm, e, d) != 0)
+		if (mgr_flow_ovr_put(shm, e, d) != 0)
 			return ENOSPC;
 	}
 	return 0;
 }
 
 int
-sl_req_apply(struct sl_mgr *m, const struct sl_req *r, const struct sl_graph *g,
-	     struct sl_flow_entry *e, char *err, size_t errlen)
+mgr_req_apply(struct sl_mgr *m, const struct sl_req *r,
+	      const struct sl_graph *g, struct sl_flow_entry *e, char *err,
+	      size_t errlen)
 {
 	struct sl_shm *shm = m->shm;
 	const char *sname = shm->services[r->service].name;
@@ -201,7 +202,7 @@ sl_req_apply(struct sl_mgr *m, const struct sl_req *r, const struct sl_graph *g,
 		return 0;
 	if (r->kind == SL_REQ_REQUEST_ME
 		    ? put_request_me(shm, r, e, preds, np) == 0
-		    : sl_flow_ovr_put(shm, e, v) == 0)
+		    : mgr_flow_ovr_put(shm, e, v) == 0)
 		return 0;
 	snprintf(err, errlen,
 		 "the flow already holds %u overrides: raise "
@@ -217,10 +218,12 @@ note_undelivered(struct sl_mgr *m, const struct sl_req *r,
 {
 	m->msgs_undelivered += n - applied;
 	if (m->msgs_undelivered <= 20 || m->msgs_undelivered % 1000 == 0)
-		sl_log("message '%s' to service '%s': %u of its %u "
-		       "instances had a full inbox and did not get it "
-		       "(status messages.undelivered %" PRIu64 ")",
-		       r->mkey, svc->name, n - applied, n, m->msgs_undelivered);
+		mgr_log(m,
+			"message '%s' to service '%s': %u of its %u "
+			"instances had a full inbox and did not get it "
+			"(status messages.undelivered %" PRIu64 ")",
+			r->mkey, svc->name, n - applied, n,
+			m->msgs_undelivered);
 }
 
 static int
@@ -288,26 +291,26 @@ exact_request(struct sl_mgr *m, const struct sl_req *r, uint32_t *applied,
 	uint32_t p;
 	int rc;
 
-	if (sl_flow_find(m, &r->tuple, &p) != 0) {
+	if (mgr_flow_find(m, &r->tuple, &p) != 0) {
 		snprintf(err, errlen,
 			 "no such flow in the table (it may have aged out)");
 		return ENOENT;
 	}
 	e = sl_flow_entry(shm, p);
-	g = sl_req_graph_now(shm, sl_flow_entry_graph(m->flow, shm, e));
+	g = mgr_req_graph_now(shm, mgr_flow_entry_graph(m->flow, shm, e));
 	if (g == NULL) {
 		snprintf(err, errlen, "the flow's graph was removed");
 		return ENOENT;
 	}
-	rc = sl_req_apply(m, r, g, e, err, errlen);
+	rc = mgr_req_apply(m, r, g, e, err, errlen);
 	if (rc == 0)
 		*applied = 1;
 	return rc;
 }
 
 int
-sl_flow_request(struct sl_mgr *m, const struct sl_req *r, uint32_t *applied,
-		uint32_t *kept, char *err, size_t errlen)
+mgr_flow_request(struct sl_mgr *m, const struct sl_req *r, uint32_t *applied,
+		 uint32_t *kept, char *err, size_t errlen)
 {
 	struct sl_shm *shm = m->shm;
 
@@ -329,5 +332,5 @@ sl_flow_request(struct sl_mgr *m, const struct sl_req *r, uint32_t *applied,
 	}
 	if (r->exact)
 		return exact_request(m, r, applied, err, errlen);
-	return sl_req_wild(m, r, applied, kept, err, errlen);
+	return mgr_req_wild(m, r, applied, kept, err, errlen);
 }

@@ -41,35 +41,36 @@ struct sl_requests_state {
 };
 
 /* m->requests (mgr_requests_module's init); 0 or -ENOMEM. */
-int sl_requests_init(struct sl_mgr *m);
+int mgr_requests_init(struct sl_mgr *m);
 /* Frees the kept requests (no reader is left). */
-void sl_requests_close(struct sl_mgr *m);
+void mgr_requests_close(struct sl_mgr *m);
 
 /* Validates and applies r; *applied: the flows (or, for a message, the
  * instances) it reached; *kept: the id of the kept wildcard request (the
  * existing one for a duplicate), 0 for one flow or a message. 0 or a
  * positive errno with the reason in err. */
-int sl_flow_request(struct sl_mgr *m, const struct sl_req *r, uint32_t *applied,
-		    uint32_t *kept, char *err, size_t errlen);
-json_t *sl_flow_requests_json(const struct sl_mgr *m);
+int mgr_flow_request(struct sl_mgr *m, const struct sl_req *r,
+		     uint32_t *applied, uint32_t *kept, char *err,
+		     size_t errlen);
+json_t *mgr_flow_requests_json(const struct sl_mgr *m);
 /* Forgets kept request `id`: flows created from now on no longer get it;
  * live flows keep the overrides it gave them. 0, or ENOENT (no such id) or
  * ENOMEM with the reason in err. */
-int sl_flow_request_remove(struct sl_mgr *m, uint32_t id, char *err,
-			   size_t errlen);
+int mgr_flow_request_remove(struct sl_mgr *m, uint32_t id, char *err,
+			    size_t errlen);
 
 /* ---- inside requests/ ------------------------------------------------ */
 
 /* Checks r against graph g and applies it to entry e (NULL: only check).
  * 0, or a positive errno with the reason in err. */
-int sl_req_apply(struct sl_mgr *m, const struct sl_req *r,
-		 const struct sl_graph *g, struct sl_flow_entry *e, char *err,
-		 size_t errlen);
+int mgr_req_apply(struct sl_mgr *m, const struct sl_req *r,
+		  const struct sl_graph *g, struct sl_flow_entry *e, char *err,
+		  size_t errlen);
 /* The graph of id now, or NULL. */
-const struct sl_graph *sl_req_graph_now(const struct sl_shm *shm, uint16_t id);
+const struct sl_graph *mgr_req_graph_now(const struct sl_shm *shm, uint16_t id);
 /* A wildcard r (checked: valid in some graph): kept, applied to the live
  * flows it matches. */
-int sl_req_wild(struct sl_mgr *m, const struct sl_req *r, uint32_t *applied,
-		uint32_t *kept, char *err, size_t errlen);
+int mgr_req_wild(struct sl_mgr *m, const struct sl_req *r, uint32_t *applied,
+		 uint32_t *kept, char *err, size_t errlen);
 
 #endif /* SL_MGR_REQUESTS_H */

@@ -24,20 +24,20 @@ param_hop(struct sl_mgr *m, const char *h, sl_hop_t *hop, struct sl_rpc_err *e)
 		return 0;
 	}
 	if (strncmp(h, "port:", 5) == 0) {
-		id = sl_port_by_name(m, h + 5);
+		id = mgr_port_by_name(m, h + 5);
 		if (id >= 0) {
 			*hop = SL_HOP_PORT((uint16_t)id);
 			return 0;
 		}
 	} else {
-		id = sl_service_get(m, h, 0, dummy, sizeof(dummy));
+		id = mgr_service_get(m, h, 0, dummy, sizeof(dummy));
 		if (id >= 0) {
 			*hop = SL_HOP_SERVICE((uint16_t)id);
 			return 0;
 		}
 	}
-	sl_rpc_fail(e, SL_RPC_E_PARAMS,
-		    "param 'to' '%s': no such service or port", h);
+	mgr_rpc_fail(e, SL_RPC_E_PARAMS,
+		     "param 'to' '%s': no such service or port", h);
 	return EINVAL;
 }
 
@@ -68,14 +68,14 @@ request_event(struct sl_mgr *m, const struct sl_req *r, const char *type,
 			       "applied", (json_int_t)applied);
 		if (r->kind == SL_REQ_CHANGE_DEFAULT)
 			json_object_set_new(ev, "to",
-					    sl_hop_json(m->shm, r->to));
+					    mgr_hop_json(m->shm, r->to));
 	}
 	if (rc != 0)
 		json_object_set_new(ev, "reason", json_string(err));
 	if (kept != 0)
 		json_object_set_new(ev, "kept", json_integer(kept));
-	sl_event(m, r->kind == SL_REQ_MESSAGE ? "nf.message" : "flow.request",
-		 ev);
+	mgr_event(m, r->kind == SL_REQ_MESSAGE ? "nf.message" : "flow.request",
+		  ev);
 }
 
 static json_t *
@@ -95,10 +95,10 @@ rpc_flow_request(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 		if (strcmp(type, kinds[k]) == 0)
 			r.kind = k;
 	if (r.kind == 0)
-		return sl_rpc_fail(e, SL_RPC_E_PARAMS,
-				   "param 'type' must be skip_me, request_me, "
-				   "change_default or message");
-	s = sl_rpc_param_service(m, p, "service", e);
+		return mgr_rpc_fail(e, SL_RPC_E_PARAMS,
+				    "param 'type' must be skip_me, request_me, "
+				    "change_default or message");
+	s = mgr_rpc_param_service(m, p, "service", e);
 	if (s < 0)
 		return NULL;
 	r.service = (uint16_t)s;
@@ -107,12 +107,12 @@ rpc_flow_request(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 		const char *v = json_string_value(json_object_get(p, "value"));
 
 		if (k == NULL || v == NULL)
-			return sl_rpc_fail(e, SL_RPC_E_PARAMS,
-					   "a message needs 'key' and 'value' "
-					   "(strings)");
+			return mgr_rpc_fail(e, SL_RPC_E_PARAMS,
+					    "a message needs 'key' and 'value' "
+					    "(strings)");
 		if (k[0] == '\0' || strlen(k) >= sizeof(r.mkey) ||
 		    strlen(v) >= sizeof(r.value))
-			return sl_rpc_fail(
+			return mgr_rpc_fail(
 				e, SL_RPC_E_PARAMS,
 				"a message's key is 1 to %zu bytes and its "
 				"value at most %zu (got %zu and %zu): "
@@ -130,7 +130,7 @@ rpc_flow_request(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 		if (key != NULL) {
 			r.exact = 1;
 			if (sl_5tuple_parse(key, &r.tuple) != 0)
-				return sl_rpc_fail(
+				return mgr_rpc_fail(
 					e, SL_RPC_E_PARAMS,
 					"flow key '%s' is not like \"tcp "
 					"10.0.0.1:1234 > 10.0.0.2:80\" or "
@@ -139,11 +139,11 @@ rpc_flow_request(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 					"in brackets)",
 					key);
 		} else if (json_is_object(mt)) {
-			if (sl_rpc_param_match(m, mt, NULL, 0, &r.match, &has,
-					       e))
+			if (mgr_rpc_param_match(m, mt, NULL, 0, &r.match, &has,
+						e))
 				return NULL;
 		} else {
-			return sl_rpc_fail(
+			return mgr_rpc_fail(
 				e, SL_RPC_E_PARAMS,
 				"param 'flow' must be {\"key\": \"tcp "
 				"a:p > b:q\"} or {\"match\": {...}}");
@@ -153,7 +153,7 @@ rpc_flow_request(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 				json_string_value(json_object_get(p, "to"));
 
 			if (to == NULL)
-				return sl_rpc_fail(
+				return mgr_rpc_fail(
 					e, SL_RPC_E_PARAMS,
 					"change_default needs 'to' (the "
 					"new default next hop)");
@@ -161,11 +161,11 @@ rpc_flow_request(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 				return NULL;
 		}
 	}
-	rc = sl_flow_request(m, &r, &applied, &kept, err, sizeof(err));
+	rc = mgr_flow_request(m, &r, &applied, &kept, err, sizeof(err));
 	request_event(m, &r, type, flow, rc, err, applied, kept);
 	if (rc != 0)
-		return sl_rpc_fail(e, SL_RPC_E_FAILED, "%s rejected: %s", type,
-				   err);
+		return mgr_rpc_fail(e, SL_RPC_E_FAILED, "%s rejected: %s", type,
+				    err);
 	/* A wildcard request is kept for new flows: its id, for
 	 * flow.requests and flow.request.remove. */
 	if (kept != 0)
@@ -183,7 +183,7 @@ rpc_flow_requests(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 {
 	(void)p;
 	(void)e;
-	return sl_flow_requests_json(m);
+	return mgr_flow_requests_json(m);
 }
 
 static json_t *
@@ -194,14 +194,14 @@ rpc_flow_request_remove(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 
 	if (!json_is_integer(id) || json_integer_value(id) < 1 ||
 	    json_integer_value(id) > UINT32_MAX)
-		return sl_rpc_fail(
+		return mgr_rpc_fail(
 			e, SL_RPC_E_PARAMS,
 			"param 'id' (a kept request's id, from "
 			"flow.requests) is missing or not a positive "
 			"integer");
-	if (sl_flow_request_remove(m, (uint32_t)json_integer_value(id), err,
-				   sizeof(err)) != 0)
-		return sl_rpc_fail(e, SL_RPC_E_FAILED, "%s", err);
+	if (mgr_flow_request_remove(m, (uint32_t)json_integer_value(id), err,
+				    sizeof(err)) != 0)
+		return mgr_rpc_fail(e, SL_RPC_E_FAILED, "%s", err);
 	return json_pack("{s:I}", "removed", json_integer_value(id));
 }
 
@@ -215,9 +215,9 @@ static const struct sl_rpc_method sl_requests_methods[] = {
 static int
 requests_init(struct sl_mgr *m, char *err, size_t errlen)
 {
-	if (sl_requests_init(m) == 0) {
+	if (mgr_requests_init(m) == 0) {
 		/* NFs' flow requests come in through the registry's ring. */
-		m->registry->flow_request = sl_flow_request;
+		m->registry->flow_request = mgr_flow_request;
 		return 0;
 	}
 	snprintf(err, errlen, "out of memory for the graph table");
@@ -227,6 +227,6 @@ requests_init(struct sl_mgr *m, char *err, size_t errlen)
 const struct mgr_module mgr_requests_module = {
 	.name = "requests",
 	.init = requests_init,
-	.close = sl_requests_close,
+	.close = mgr_requests_close,
 	.methods = sl_requests_methods,
 };

@@ -32,12 +32,12 @@ wild_check(struct sl_mgr *m, const struct sl_req *r, char *err, size_t errlen)
 	char first_err[256] = "";
 
 	for (uint16_t id = 0; id < shm->max_graphs; id++) {
-		const struct sl_graph *g = sl_req_graph_now(shm, id);
+		const struct sl_graph *g = mgr_req_graph_now(shm, id);
 
 		if (g == NULL)
 			continue;
-		if (sl_req_apply(m, r, g, NULL, first_err[0] ? err : first_err,
-				 first_err[0] ? errlen : sizeof(first_err)) ==
+		if (mgr_req_apply(m, r, g, NULL, first_err[0] ? err : first_err,
+				  first_err[0] ? errlen : sizeof(first_err)) ==
 		    0)
 			valid = 1;
 	}
@@ -102,13 +102,13 @@ wild_keep(struct sl_mgr *m, const struct sl_req *r, uint32_t *kept, char *err,
 	*kept = ws->w[n].id;
 	__atomic_store_n(&fs->wild, ws, __ATOMIC_RELEASE);
 	if (old != NULL)
-		sl_flow_defer(m, free_wildset, (void *)(uintptr_t)old);
+		mgr_flow_defer(m, free_wildset, (void *)(uintptr_t)old);
 	return 0;
 }
 
 int
-sl_req_wild(struct sl_mgr *m, const struct sl_req *r, uint32_t *applied,
-	    uint32_t *kept, char *err, size_t errlen)
+mgr_req_wild(struct sl_mgr *m, const struct sl_req *r, uint32_t *applied,
+	     uint32_t *kept, char *err, size_t errlen)
 {
 	struct sl_shm *shm = m->shm;
 	struct sl_flow_filter f = {.graph = SL_GRAPH_NONE,
@@ -126,10 +126,11 @@ sl_req_wild(struct sl_mgr *m, const struct sl_req *r, uint32_t *applied,
 		const struct sl_graph *g;
 		char e2[256];
 
-		if (!sl_flow_filter_ok(m->flow, shm, p, &f))
+		if (!mgr_flow_filter_ok(m->flow, shm, p, &f))
 			continue;
-		g = sl_req_graph_now(shm, sl_flow_entry_graph(m->flow, shm, e));
-		if (g != NULL && sl_req_apply(m, r, g, e, e2, sizeof(e2)) == 0)
+		g = mgr_req_graph_now(shm,
+				      mgr_flow_entry_graph(m->flow, shm, e));
+		if (g != NULL && mgr_req_apply(m, r, g, e, e2, sizeof(e2)) == 0)
 			(*applied)++;
 	}
 	return 0;
@@ -152,14 +153,14 @@ wild_json(const struct sl_shm *shm, const struct sl_wild *w)
 						      .name
 					    : "?"));
 	if (!w->request_me && w->ovr.f.kind == SL_OVR_DEFAULT)
-		json_object_set_new(o, "to", sl_hop_json(shm, w->ovr.f.hop));
-	sl_flow_match_json(shm, &w->match, mt);
+		json_object_set_new(o, "to", mgr_hop_json(shm, w->ovr.f.hop));
+	mgr_flow_match_json(shm, &w->match, mt);
 	json_object_set_new(o, "match", mt);
 	return o;
 }
 
 json_t *
-sl_flow_requests_json(const struct sl_mgr *m)
+mgr_flow_requests_json(const struct sl_mgr *m)
 {
 	const struct sl_wildset *ws = m->flow->wild;
 	json_t *a = json_array();
@@ -170,7 +171,7 @@ sl_flow_requests_json(const struct sl_mgr *m)
 }
 
 int
-sl_flow_request_remove(struct sl_mgr *m, uint32_t id, char *err, size_t errlen)
+mgr_flow_request_remove(struct sl_mgr *m, uint32_t id, char *err, size_t errlen)
 {
 	struct sl_flowdir_state *fs = m->flow;
 	const struct sl_wildset *old = fs->wild;
@@ -196,8 +197,8 @@ sl_flow_request_remove(struct sl_mgr *m, uint32_t id, char *err, size_t errlen)
 			ws->w[j++] = old->w[i];
 	ws->n = j;
 	__atomic_store_n(&fs->wild, ws, __ATOMIC_RELEASE);
-	sl_flow_defer(m, free_wildset, (void *)(uintptr_t)old);
-	sl_event(m, "flow.request.removed",
-		 json_pack("{s:I}", "id", (json_int_t)id));
+	mgr_flow_defer(m, free_wildset, (void *)(uintptr_t)old);
+	mgr_event(m, "flow.request.removed",
+		  json_pack("{s:I}", "id", (json_int_t)id));
 	return 0;
 }

@@ -13,7 +13,7 @@
 #include "sluiced.h"
 
 int
-sl_rules_init(struct sl_mgr *m)
+mgr_rules_init(struct sl_mgr *m)
 {
 	struct sl_rules_state *rs = calloc(1, sizeof(*rs));
 
@@ -27,7 +27,7 @@ sl_rules_init(struct sl_mgr *m)
 }
 
 void
-sl_rules_close(struct sl_mgr *m)
+mgr_rules_close(struct sl_mgr *m)
 {
 	struct sl_rules_state *rs = m->rules;
 
@@ -35,7 +35,7 @@ sl_rules_close(struct sl_mgr *m)
 		return;
 	free(rs->list);
 	if (m->flow != NULL) {
-		(void)sl_ruleset_free(m, m->flow->rules);
+		(void)mgr_ruleset_free(m, m->flow->rules);
 		m->flow->rules = NULL;
 	}
 	pthread_mutex_destroy(&rs->bld.mu);
@@ -45,7 +45,7 @@ sl_rules_close(struct sl_mgr *m)
 }
 
 int
-sl_ruleset_free(struct sl_mgr *m, void *p)
+mgr_ruleset_free(struct sl_mgr *m, void *p)
 {
 	struct sl_ruleset *rs = p;
 
@@ -59,8 +59,8 @@ sl_ruleset_free(struct sl_mgr *m, void *p)
 }
 
 int
-sl_ruleset_build(const struct sl_rule *list, uint32_t n,
-		 struct sl_ruleset **out, char *err, size_t errlen)
+mgr_ruleset_build(const struct sl_rule *list, uint32_t n,
+		  struct sl_ruleset **out, char *err, size_t errlen)
 {
 	struct sl_ruleset *rs = calloc(1, sizeof(*rs));
 	const struct sl_match **mt = NULL;
@@ -97,17 +97,17 @@ fail:
 		snprintf(err, errlen, "out of memory building the rules");
 	free(mt);
 	free(prio);
-	sl_ruleset_free(NULL, rs);
+	mgr_ruleset_free(NULL, rs);
 	return rc;
 }
 
 void
-sl_ruleset_publish(struct sl_mgr *m, struct sl_ruleset *rs)
+mgr_ruleset_publish(struct sl_mgr *m, struct sl_ruleset *rs)
 {
 	struct sl_ruleset *old =
 		__atomic_exchange_n(&m->flow->rules, rs, __ATOMIC_ACQ_REL);
 
 	m->rules->builds++;
 	if (old != NULL)
-		sl_flow_defer(m, sl_ruleset_free, old);
+		mgr_flow_defer(m, mgr_ruleset_free, old);
 }

@@ -5,7 +5,7 @@
  * watchdog meanwhile (a build of 4,096 random rules takes seconds). The
  * control thread validates a change against the committed list
  * (change.c), hands the builder a job (the new list), and commits it
- * when it is built (sl_rules_poll): rule set published, list replaced,
+ * when it is built (mgr_rules_poll): rule set published, list replaced,
  * events sent.
  */
 #include <errno.h>
@@ -20,11 +20,11 @@
 #include "sluiced.h"
 
 void
-sl_rules_job_free(struct sl_rules_job *j)
+mgr_rules_job_free(struct sl_rules_job *j)
 {
 	if (j == NULL)
 		return;
-	sl_ruleset_free(NULL, j->rs); /* never published: no reader */
+	mgr_ruleset_free(NULL, j->rs); /* never published: no reader */
 	free(j->list);
 	free(j->ids);
 	free(j);
@@ -48,8 +48,8 @@ builder_main(void *arg)
 		pthread_mutex_unlock(&rs->bld.mu);
 		if (j == NULL)
 			return NULL; /* stopping */
-		j->rc = sl_ruleset_build(j->list, j->n, &j->rs, j->err,
-					 sizeof(j->err));
+		j->rc = mgr_ruleset_build(j->list, j->n, &j->rs, j->err,
+					  sizeof(j->err));
 		__atomic_store_n(&rs->bld.done, j, __ATOMIC_RELEASE);
 		/* Wakes the control loop (which also looks every 5 ms). */
 		w = write(rs->bld.efd, &one, sizeof(one));
@@ -58,7 +58,7 @@ builder_main(void *arg)
 }
 
 int
-sl_rules_builder_start(struct sl_rules_state *rs, char *err, size_t errlen)
+mgr_rules_builder_start(struct sl_rules_state *rs, char *err, size_t errlen)
 {
 	sigset_t all, old;
 	int rc;
@@ -87,13 +87,13 @@ sl_rules_builder_start(struct sl_rules_state *rs, char *err, size_t errlen)
 }
 
 int
-sl_rules_builder_fd(const struct sl_rules_state *rs)
+mgr_rules_builder_fd(const struct sl_rules_state *rs)
 {
 	return rs->bld.efd;
 }
 
 void
-sl_rules_builder_stop(struct sl_rules_state *rs)
+mgr_rules_builder_stop(struct sl_rules_state *rs)
 {
 	if (rs == NULL)
 		return;
@@ -107,11 +107,11 @@ sl_rules_builder_stop(struct sl_rules_state *rs)
 		rs->bld.started = 0;
 	}
 	/* Not committed: dropped (sluiced stops). */
-	sl_rules_job_free(rs->job);
+	mgr_rules_job_free(rs->job);
 	rs->job = NULL;
 	rs->bld.done = NULL;
 	rs->bld.todo = NULL;
-	sl_rules_job_free(rs->prepared);
+	mgr_rules_job_free(rs->prepared);
 	rs->prepared = NULL;
 	if (rs->bld.efd >= 0)
 		close(rs->bld.efd);
@@ -119,20 +119,20 @@ sl_rules_builder_stop(struct sl_rules_state *rs)
 }
 
 int
-sl_rules_busy(const struct sl_rules_state *rs)
+mgr_rules_busy(const struct sl_rules_state *rs)
 {
 	return rs->job != NULL;
 }
 
 int
-sl_rules_job_start(struct sl_rules_state *rs, struct sl_rules_job *j, char *err,
-		   size_t errlen)
+mgr_rules_job_start(struct sl_rules_state *rs, struct sl_rules_job *j,
+		    char *err, size_t errlen)
 {
 	if (!rs->bld.started) {
 		snprintf(err, errlen,
 			 "the rule builder is not running (sluiced is "
 			 "stopping)");
-		sl_rules_job_free(j);
+		mgr_rules_job_free(j);
 		return ESHUTDOWN;
 	}
 	rs->job = j;
@@ -144,7 +144,7 @@ sl_rules_job_start(struct sl_rules_state *rs, struct sl_rules_job *j, char *err,
 }
 
 void
-sl_rules_job_commit(struct sl_mgr *m, struct sl_rules_job *j)
+mgr_rules_job_commit(struct sl_mgr *m, struct sl_rules_job *j)
 {
 	struct sl_rules_state *rs = m->rules;
 
@@ -152,7 +152,7 @@ sl_rules_job_commit(struct sl_mgr *m, struct sl_rules_job *j)
 	rs->list = j->list;
 	rs->n = j->n;
 	j->list = NULL;
-	sl_ruleset_publish(m, j->rs);
+	mgr_ruleset_publish(m, j->rs);
 	j->rs = NULL;
 }
 
@@ -163,21 +163,22 @@ commit_add(struct sl_mgr *m, struct sl_rules_job *j, json_t **out)
 	struct sl_rules_state *rs = m->rules;
 	json_t *a = json_array();
 
-	sl_rules_job_commit(m, j);
+	mgr_rules_job_commit(m, j);
 	rs->last_id += j->n_new;
 	for (uint32_t i = 0; i < rs->n; i++) {
 		if (rs->list[i].id < j->first_id)
 			continue;
-		json_t *x = sl_rule_json(m, &rs->list[i], -1);
+		json_t *x = mgr_rule_json(m, &rs->list[i], -1);
 
-		sl_event(m, "rule.added", json_deep_copy(x));
+		mgr_event(m, "rule.added", json_deep_copy(x));
 		json_array_append_new(a, x);
 	}
 	*out = a;
 }
 
 int
-sl_rules_poll(struct sl_mgr *m, int *rc, json_t **out, char *err, size_t errlen)
+mgr_rules_poll(struct sl_mgr *m, int *rc, json_t **out, char *err,
+	       size_t errlen)
 {
 	struct sl_rules_state *rs = m->rules;
 	struct sl_rules_job *j = rs->job;
@@ -191,7 +192,7 @@ sl_rules_poll(struct sl_mgr *m, int *rc, json_t **out, char *err, size_t errlen)
 	if (j->rc != 0) { /* the committed list stays */
 		snprintf(err, errlen, "%s", j->err);
 		*rc = -EINVAL;
-		sl_rules_job_free(j);
+		mgr_rules_job_free(j);
 		return 1;
 	}
 	err[0] = '\0';
@@ -200,19 +201,19 @@ sl_rules_poll(struct sl_mgr *m, int *rc, json_t **out, char *err, size_t errlen)
 		commit_add(m, j, out);
 		break;
 	case SL_RULES_REMOVE:
-		sl_rules_job_commit(m, j);
+		mgr_rules_job_commit(m, j);
 		for (uint32_t i = 0; i < j->n_ids; i++)
-			sl_event(m, "rule.removed",
-				 json_pack("{s:I}", "id",
-					   (json_int_t)j->ids[i]));
+			mgr_event(m, "rule.removed",
+				  json_pack("{s:I}", "id",
+					    (json_int_t)j->ids[i]));
 		break;
 	case SL_RULES_REMOVE_GRAPH:
-		/* Committed by sl_rules_remove_graph, when graph.c removes
+		/* Committed by mgr_rules_remove_graph, when graph.c removes
 		 * the graph (next, on this thread). */
-		sl_rules_job_free(rs->prepared);
+		mgr_rules_job_free(rs->prepared);
 		rs->prepared = j;
 		return 1;
 	}
-	sl_rules_job_free(j);
+	mgr_rules_job_free(j);
 	return 1;
 }

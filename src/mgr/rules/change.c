@@ -12,7 +12,7 @@
 #include "sluiced.h"
 
 int
-sl_rules_u32_cmp(const void *a, const void *b)
+mgr_rules_u32_cmp(const void *a, const void *b)
 {
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
 
@@ -52,8 +52,8 @@ rules_fit(const struct sl_mgr *m, uint32_t n, char *err, size_t errlen)
 }
 
 int
-sl_rules_add_start(struct sl_mgr *m, const struct sl_rule_spec *r, uint32_t n,
-		   char *err, size_t errlen)
+mgr_rules_add_start(struct sl_mgr *m, const struct sl_rule_spec *r, uint32_t n,
+		    char *err, size_t errlen)
 {
 	struct sl_rules_state *rs = m->rules;
 	struct sl_rules_job *j;
@@ -97,7 +97,7 @@ sl_rules_add_start(struct sl_mgr *m, const struct sl_rule_spec *r, uint32_t n,
 				   .n = rs->n + n,
 				   .first_id = first_id,
 				   .n_new = n};
-	return sl_rules_job_start(rs, j, err, errlen);
+	return mgr_rules_job_start(rs, j, err, errlen);
 }
 
 /* Names the first of ids[0..n) (in the order given) that is no rule. */
@@ -120,8 +120,8 @@ name_unknown(const struct sl_rules_state *rs, const uint32_t *ids, uint32_t n,
 }
 
 int
-sl_rules_remove_start(struct sl_mgr *m, const uint32_t *ids, uint32_t n,
-		      char *err, size_t errlen)
+mgr_rules_remove_start(struct sl_mgr *m, const uint32_t *ids, uint32_t n,
+		       char *err, size_t errlen)
 {
 	struct sl_rules_state *rs = m->rules;
 	struct sl_rules_job *j;
@@ -142,7 +142,7 @@ sl_rules_remove_start(struct sl_mgr *m, const uint32_t *ids, uint32_t n,
 	}
 	if (n > 0)
 		memcpy(want, ids, sizeof(*want) * n);
-	qsort(want, n, sizeof(*want), sl_rules_u32_cmp);
+	qsort(want, n, sizeof(*want), mgr_rules_u32_cmp);
 	rc = EINVAL;
 	for (uint32_t i = 1; i < n; i++)
 		if (want[i] == want[i - 1]) {
@@ -153,7 +153,7 @@ sl_rules_remove_start(struct sl_mgr *m, const uint32_t *ids, uint32_t n,
 		}
 	for (uint32_t i = 0; i < rs->n; i++)
 		if (bsearch(&rs->list[i].id, want, n, sizeof(*want),
-			    sl_rules_u32_cmp) == NULL)
+			    mgr_rules_u32_cmp) == NULL)
 			nl[j_n++] = rs->list[i];
 	if (rs->n - j_n != n) {
 		name_unknown(rs, ids, n, err, errlen);
@@ -168,7 +168,7 @@ sl_rules_remove_start(struct sl_mgr *m, const uint32_t *ids, uint32_t n,
 				   .n = j_n,
 				   .ids = want,
 				   .n_ids = n};
-	return sl_rules_job_start(rs, j, err, errlen);
+	return mgr_rules_job_start(rs, j, err, errlen);
 fail:
 	free(want);
 	free(nl);
@@ -177,8 +177,8 @@ fail:
 }
 
 int
-sl_rules_remove_graph_start(struct sl_mgr *m, uint16_t graph, int *started,
-			    char *err, size_t errlen)
+mgr_rules_remove_graph_start(struct sl_mgr *m, uint16_t graph, int *started,
+			     char *err, size_t errlen)
 {
 	struct sl_rules_state *rs = m->rules;
 	struct sl_rules_job *j;
@@ -211,13 +211,13 @@ sl_rules_remove_graph_start(struct sl_mgr *m, uint16_t graph, int *started,
 				   .list = nl,
 				   .n = k,
 				   .graph = graph};
-	rc = sl_rules_job_start(rs, j, err, errlen);
+	rc = mgr_rules_job_start(rs, j, err, errlen);
 	*started = rc == 0;
 	return rc;
 }
 
 uint32_t
-sl_rules_remove_graph(struct sl_mgr *m, uint16_t graph)
+mgr_rules_remove_graph(struct sl_mgr *m, uint16_t graph)
 {
 	struct sl_rules_state *rs = m->rules;
 	struct sl_ruleset *set;
@@ -227,8 +227,8 @@ sl_rules_remove_graph(struct sl_mgr *m, uint16_t graph)
 	if (rs->prepared != NULL && rs->prepared->graph == graph) {
 		/* Built off the control thread (graph.remove). */
 		removed = rs->n - rs->prepared->n;
-		sl_rules_job_commit(m, rs->prepared);
-		sl_rules_job_free(rs->prepared);
+		mgr_rules_job_commit(m, rs->prepared);
+		mgr_rules_job_free(rs->prepared);
 		rs->prepared = NULL;
 		return removed;
 	}
@@ -243,16 +243,16 @@ sl_rules_remove_graph(struct sl_mgr *m, uint16_t graph)
 		if (rs->list[i].graph != graph)
 			rs->list[j++] = rs->list[i];
 	rs->n = j;
-	if (sl_ruleset_build(rs->list, rs->n, &set, err, sizeof(err)) == 0)
-		sl_ruleset_publish(m, set);
+	if (mgr_ruleset_build(rs->list, rs->n, &set, err, sizeof(err)) == 0)
+		mgr_ruleset_publish(m, set);
 	else
-		sl_log("rules after removing graph %u: %s", graph, err);
+		mgr_log(m, "rules after removing graph %u: %s", graph, err);
 	return removed;
 }
 
 void
-sl_rules_prepared_drop(struct sl_rules_state *rs)
+mgr_rules_prepared_drop(struct sl_rules_state *rs)
 {
-	sl_rules_job_free(rs->prepared);
+	mgr_rules_job_free(rs->prepared);
 	rs->prepared = NULL;
 }

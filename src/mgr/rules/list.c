@@ -5,7 +5,7 @@
 #include "sluiced.h"
 
 json_t *
-sl_rule_json(const struct sl_mgr *m, const struct sl_rule *r, json_int_t flows)
+mgr_rule_json(const struct sl_mgr *m, const struct sl_rule *r, json_int_t flows)
 {
 	json_t *o = json_object();
 	uint16_t slot = m->shm->graph_cur[r->graph];
@@ -17,7 +17,7 @@ sl_rule_json(const struct sl_mgr *m, const struct sl_rule *r, json_int_t flows)
 						? m->shm->gtab[slot]->name
 						: "?"));
 	json_object_set_new(o, "priority", json_integer(r->priority));
-	sl_flow_match_json(m->shm, &r->match, o);
+	mgr_flow_match_json(m->shm, &r->match, o);
 	if (flows >= 0)
 		json_object_set_new(o, "flows", json_integer(flows));
 	return o;
@@ -31,8 +31,8 @@ struct rule_pos {
 static int
 rule_pos_cmp(const void *a, const void *b)
 {
-	return sl_rules_u32_cmp(&((const struct rule_pos *)a)->id,
-				&((const struct rule_pos *)b)->id);
+	return mgr_rules_u32_cmp(&((const struct rule_pos *)a)->id,
+				 &((const struct rule_pos *)b)->id);
 }
 
 /* Flows per rule (count[i]: rule list[i]'s), counted from the table: one
@@ -71,7 +71,7 @@ rule_flows(const struct sl_mgr *m)
 }
 
 json_t *
-sl_rules_list(struct sl_mgr *m, uint32_t offset, uint32_t limit)
+mgr_rules_list(struct sl_mgr *m, uint32_t offset, uint32_t limit)
 {
 	const struct sl_rules_state *rs = m->rules;
 	json_t *a = json_array();
@@ -81,8 +81,8 @@ sl_rules_list(struct sl_mgr *m, uint32_t offset, uint32_t limit)
 	json_int_t *count = rule_flows(m);
 
 	for (uint32_t i = offset; i < end; i++)
-		json_array_append_new(a, sl_rule_json(m, &rs->list[i],
-						      count ? count[i] : 0));
+		json_array_append_new(a, mgr_rule_json(m, &rs->list[i],
+						       count ? count[i] : 0));
 	free(count);
 	return json_pack("{s:o, s:I, s:b, s:I}", "rules", a, "total",
 			 (json_int_t)rs->n, "truncated", end < rs->n, "builds",
@@ -90,7 +90,7 @@ sl_rules_list(struct sl_mgr *m, uint32_t offset, uint32_t limit)
 }
 
 json_t *
-sl_rules_json(struct sl_mgr *m)
+mgr_rules_json(struct sl_mgr *m)
 {
-	return sl_rules_list(m, 0, UINT32_MAX);
+	return mgr_rules_list(m, 0, UINT32_MAX);
 }

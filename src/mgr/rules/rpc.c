@@ -23,24 +23,24 @@ param_rule(struct sl_mgr *m, json_t *p, struct sl_rule_spec *r,
 	int has, g;
 
 	if (!json_is_object(p)) {
-		sl_rpc_fail(e, SL_RPC_E_PARAMS,
-			    "%sa rule must be an object of graph, "
-			    "priority and match fields",
-			    where);
+		mgr_rpc_fail(e, SL_RPC_E_PARAMS,
+			     "%sa rule must be an object of graph, "
+			     "priority and match fields",
+			     where);
 		return EINVAL;
 	}
 	if (pr != NULL &&
 	    (!json_is_integer(pr) || json_integer_value(pr) < -1000000 ||
 	     json_integer_value(pr) > 1000000)) {
-		sl_rpc_fail(e, SL_RPC_E_PARAMS,
-			    "%sparam 'priority' must be an integer in "
-			    "-1000000..1000000 (higher wins)",
-			    where);
+		mgr_rpc_fail(e, SL_RPC_E_PARAMS,
+			     "%sparam 'priority' must be an integer in "
+			     "-1000000..1000000 (higher wins)",
+			     where);
 		return EINVAL;
 	}
-	if (sl_rpc_param_match(m, p, extra, RTE_DIM(extra), &r->match, &has,
-			       e) != 0 ||
-	    (g = sl_rpc_param_graph(m, p, e)) < 0) {
+	if (mgr_rpc_param_match(m, p, extra, RTE_DIM(extra), &r->match, &has,
+				e) != 0 ||
+	    (g = mgr_rpc_param_graph(m, p, e)) < 0) {
 		if (where[0] != '\0') {
 			char msg[sizeof(e->msg)];
 
@@ -62,7 +62,7 @@ rule_added(struct sl_mgr *m, const struct sl_rpc_park *pk, int rc, json_t *out,
 	(void)m;
 	(void)pk;
 	if (rc != 0)
-		return sl_rpc_fail(e, SL_RPC_E_FAILED, "%s", err);
+		return mgr_rpc_fail(e, SL_RPC_E_FAILED, "%s", err);
 	return json_incref(json_array_get(out, 0));
 }
 
@@ -79,7 +79,7 @@ rules_added(struct sl_mgr *m, const struct sl_rpc_park *pk, int rc, json_t *out,
 
 	(void)m;
 	if (rc != 0)
-		return sl_rpc_fail(e, SL_RPC_E_FAILED, "%s", err);
+		return mgr_rpc_fail(e, SL_RPC_E_FAILED, "%s", err);
 	json_array_foreach(out, i, x)
 	{
 		json_int_t id = json_integer_value(json_object_get(x, "id"));
@@ -100,7 +100,7 @@ rules_removed(struct sl_mgr *m, const struct sl_rpc_park *pk, int rc,
 	(void)m;
 	(void)out;
 	if (rc != 0)
-		return sl_rpc_fail(e, SL_RPC_E_FAILED, "%s", err);
+		return mgr_rpc_fail(e, SL_RPC_E_FAILED, "%s", err);
 	if (pk->ids != NULL)
 		return json_pack("{s:O}", "removed", pk->ids);
 	return json_pack("{s:I}", "removed", pk->one);
@@ -118,29 +118,30 @@ rpc_rule_add(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 	if (list == NULL) {
 		if (param_rule(m, p, &one, "", e) != 0)
 			return NULL;
-		if (sl_rules_add_start(m, &one, 1, err, sizeof(err)) != 0)
-			return sl_rpc_fail(e, SL_RPC_E_FAILED, "%s", err);
-		return sl_rpc_park(&(struct sl_rpc_park){.done = rule_added});
+		if (mgr_rules_add_start(m, &one, 1, err, sizeof(err)) != 0)
+			return mgr_rpc_fail(e, SL_RPC_E_FAILED, "%s", err);
+		return mgr_rpc_park(&(struct sl_rpc_park){.done = rule_added});
 	}
 	/* A batch: one classifier build for all of them. */
 	if (json_object_size(p) != 1)
-		return sl_rpc_fail(e, SL_RPC_E_PARAMS,
-				   "param 'rules' goes alone: give each rule's "
-				   "fields inside it");
+		return mgr_rpc_fail(
+			e, SL_RPC_E_PARAMS,
+			"param 'rules' goes alone: give each rule's "
+			"fields inside it");
 	n = json_array_size(list);
 	if (!json_is_array(list) || n == 0)
-		return sl_rpc_fail(
+		return mgr_rpc_fail(
 			e, SL_RPC_E_PARAMS,
 			"param 'rules' must be a non-empty list of rules");
 	if (n > m->o.max_rules)
-		return sl_rpc_fail(
+		return mgr_rpc_fail(
 			e, SL_RPC_E_FAILED,
 			"%zu rules, more than --max-rules %u: add fewer "
 			"or raise --max-rules",
 			n, m->o.max_rules);
 	r = malloc(sizeof(*r) * n);
 	if (r == NULL)
-		return sl_rpc_fail(e, SL_RPC_E_FAILED, "out of memory");
+		return mgr_rpc_fail(e, SL_RPC_E_FAILED, "out of memory");
 	for (i = 0; i < n; i++) {
 		snprintf(where, sizeof(where), "rules[%zu]: ", i);
 		if (param_rule(m, json_array_get(list, i), &r[i], where, e)) {
@@ -148,11 +149,11 @@ rpc_rule_add(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 			return NULL;
 		}
 	}
-	rc = sl_rules_add_start(m, r, (uint32_t)n, err, sizeof(err));
+	rc = mgr_rules_add_start(m, r, (uint32_t)n, err, sizeof(err));
 	free(r);
 	if (rc != 0)
-		return sl_rpc_fail(e, SL_RPC_E_FAILED, "%s", err);
-	return sl_rpc_park(&(struct sl_rpc_park){.done = rules_added, .n = n});
+		return mgr_rpc_fail(e, SL_RPC_E_FAILED, "%s", err);
+	return mgr_rpc_park(&(struct sl_rpc_park){.done = rules_added, .n = n});
 }
 
 static json_t *
@@ -166,7 +167,7 @@ rpc_rule_list(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 	json_object_foreach(p, k, v)
 	{
 		if (strcmp(k, "offset") != 0 && strcmp(k, "limit") != 0)
-			return sl_rpc_fail(
+			return mgr_rpc_fail(
 				e, SL_RPC_E_PARAMS,
 				"unknown param '%s': rule.list takes "
 				"offset and limit",
@@ -175,20 +176,20 @@ rpc_rule_list(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 	if (off != NULL &&
 	    (!json_is_integer(off) || json_integer_value(off) < 0 ||
 	     json_integer_value(off) > UINT32_MAX))
-		return sl_rpc_fail(
+		return mgr_rpc_fail(
 			e, SL_RPC_E_PARAMS,
 			"param 'offset' must be an integer from 0 (the "
 			"rules to skip)");
 	if (lim != NULL &&
 	    (!json_is_integer(lim) || json_integer_value(lim) < 0 ||
 	     json_integer_value(lim) > 100000))
-		return sl_rpc_fail(
+		return mgr_rpc_fail(
 			e, SL_RPC_E_PARAMS,
 			"param 'limit' must be an integer in 0..100000");
-	return sl_rpc_fits_out(
+	return mgr_rpc_fits_out(
 		m,
-		sl_rules_list(m, off ? (uint32_t)json_integer_value(off) : 0,
-			      lim ? (uint32_t)json_integer_value(lim) : 10000),
+		mgr_rules_list(m, off ? (uint32_t)json_integer_value(off) : 0,
+			       lim ? (uint32_t)json_integer_value(lim) : 10000),
 		"ask for fewer rules (limit, then offset)", e);
 }
 
@@ -204,43 +205,43 @@ rpc_rule_remove(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 
 	if (ids == NULL) {
 		if (!json_is_integer(id))
-			return sl_rpc_fail(e, SL_RPC_E_PARAMS,
-					   "param 'id' (rule id) is missing");
+			return mgr_rpc_fail(e, SL_RPC_E_PARAMS,
+					    "param 'id' (rule id) is missing");
 		uint32_t one = (uint32_t)json_integer_value(id);
 
-		if (sl_rules_remove_start(m, &one, 1, err, sizeof(err)) != 0)
-			return sl_rpc_fail(e, SL_RPC_E_FAILED, "%s", err);
-		return sl_rpc_park(
+		if (mgr_rules_remove_start(m, &one, 1, err, sizeof(err)) != 0)
+			return mgr_rpc_fail(e, SL_RPC_E_FAILED, "%s", err);
+		return mgr_rpc_park(
 			&(struct sl_rpc_park){.done = rules_removed,
 					      .one = json_integer_value(id)});
 	}
 	n = json_array_size(ids);
 	if (id != NULL || !json_is_array(ids) || n == 0)
-		return sl_rpc_fail(
+		return mgr_rpc_fail(
 			e, SL_RPC_E_PARAMS,
 			"param 'ids' must be a non-empty list of rule ids, "
 			"without 'id'");
 	v = malloc(sizeof(*v) * n);
 	if (v == NULL)
-		return sl_rpc_fail(e, SL_RPC_E_FAILED, "out of memory");
+		return mgr_rpc_fail(e, SL_RPC_E_FAILED, "out of memory");
 	for (i = 0; i < n; i++) {
 		json_t *x = json_array_get(ids, i);
 
 		if (!json_is_integer(x) || json_integer_value(x) < 1 ||
 		    json_integer_value(x) > UINT32_MAX) {
 			free(v);
-			return sl_rpc_fail(
+			return mgr_rpc_fail(
 				e, SL_RPC_E_PARAMS,
 				"ids[%zu] is not a rule id; see rule.list", i);
 		}
 		v[i] = (uint32_t)json_integer_value(x);
 	}
-	rc = sl_rules_remove_start(m, v, (uint32_t)n, err, sizeof(err));
+	rc = mgr_rules_remove_start(m, v, (uint32_t)n, err, sizeof(err));
 	free(v);
 	if (rc != 0)
-		return sl_rpc_fail(e, SL_RPC_E_FAILED, "%s", err);
-	return sl_rpc_park(&(struct sl_rpc_park){.done = rules_removed,
-						 .ids = json_incref(ids)});
+		return mgr_rpc_fail(e, SL_RPC_E_FAILED, "%s", err);
+	return mgr_rpc_park(&(struct sl_rpc_park){.done = rules_removed,
+						  .ids = json_incref(ids)});
 }
 
 static const struct sl_rpc_method sl_rules_methods[] = {
@@ -253,7 +254,7 @@ static const struct sl_rpc_method sl_rules_methods[] = {
 static int
 rules_init(struct sl_mgr *m, char *err, size_t errlen)
 {
-	if (sl_rules_init(m) == 0)
+	if (mgr_rules_init(m) == 0)
 		return 0;
 	snprintf(err, errlen, "out of memory for the graph table");
 	return ENOMEM;
@@ -265,15 +266,15 @@ rules_start(struct sl_mgr *m)
 {
 	char err[512];
 
-	if (sl_rules_builder_start(m->rules, err, sizeof(err)) != 0)
-		sl_log("%s: rule changes will be refused", err);
+	if (mgr_rules_builder_start(m->rules, err, sizeof(err)) != 0)
+		mgr_log(m, "%s: rule changes will be refused", err);
 }
 
 /* A build under way finishes first. */
 static void
 rules_stop(struct sl_mgr *m)
 {
-	sl_rules_builder_stop(m->rules);
+	mgr_rules_builder_stop(m->rules);
 }
 
 const struct mgr_module mgr_rules_module = {
@@ -281,6 +282,6 @@ const struct mgr_module mgr_rules_module = {
 	.init = rules_init,
 	.start = rules_start,
 	.stop = rules_stop,
-	.close = sl_rules_close,
+	.close = mgr_rules_close,
 	.methods = sl_rules_methods,
 };

@@ -6,7 +6,7 @@
  * (docs/control-socket.md has the figures). A batch is one build, made by
  * a builder thread while the control thread serves everything else.
  *   build.c    a rule set built from a list, published for the RX thread
- *   builder.c  the builder thread, its jobs, their commit (sl_rules_poll)
+ *   builder.c  the builder thread, its jobs, their commit (mgr_rules_poll)
  *   change.c   rule.add / rule.remove / graph.remove checked and started
  *   list.c     rule.list
  *
@@ -52,9 +52,9 @@ struct sl_rules_state {
 };
 
 /* m->rules, empty (mgr_rules_module's init); 0 or -ENOMEM. */
-int sl_rules_init(struct sl_mgr *m);
+int mgr_rules_init(struct sl_mgr *m);
 /* Frees the committed list and rule set (no reader is left). */
-void sl_rules_close(struct sl_mgr *m);
+void mgr_rules_close(struct sl_mgr *m);
 
 /* One rule to add. */
 struct sl_rule_spec {
@@ -67,8 +67,8 @@ struct sl_rule_spec {
  * Rule changes are built off the control thread (a build of 4,096 random
  * rules takes seconds): a *_start call checks the change against the
  * committed rules and hands the new list to the builder thread; the
- * control loop commits it with sl_rules_poll once it is built. One change
- * at a time: while one builds (sl_rules_busy) the starts refuse with
+ * control loop commits it with mgr_rules_poll once it is built. One change
+ * at a time: while one builds (mgr_rules_busy) the starts refuse with
  * EBUSY, and rpc.c holds back every rule change until it is committed.
  * Readers (rule.list, flows naming their rule) see the committed rules.
  * All of these run on the control thread only.
@@ -77,13 +77,14 @@ struct sl_rule_spec {
 /* The builder thread, started before the control loop, stopped after it
  * (a build under way finishes first; an uncommitted change is dropped).
  * Start: 0, or the errno of eventfd or pthread_create with err set. */
-int sl_rules_builder_start(struct sl_rules_state *rs, char *err, size_t errlen);
-void sl_rules_builder_stop(struct sl_rules_state *rs);
+int mgr_rules_builder_start(struct sl_rules_state *rs, char *err,
+			    size_t errlen);
+void mgr_rules_builder_stop(struct sl_rules_state *rs);
 /* An eventfd, readable when a change is built: for the control loop. */
-int sl_rules_builder_fd(const struct sl_rules_state *rs);
+int mgr_rules_builder_fd(const struct sl_rules_state *rs);
 
 /* A change is being built (or built and not committed yet). */
-int sl_rules_busy(const struct sl_rules_state *rs);
+int mgr_rules_busy(const struct sl_rules_state *rs);
 
 /**
  * Starts adding rules r[0..n) with one classifier build: all of them or
@@ -91,8 +92,8 @@ int sl_rules_busy(const struct sl_rules_state *rs);
  * @return 0 (started), or a positive errno and the reason in err (EBUSY,
  * ENOTSUP: --flow-lookup off, ENOSPC: over --max-rules, ENOMEM).
  */
-int sl_rules_add_start(struct sl_mgr *m, const struct sl_rule_spec *r,
-		       uint32_t n, char *err, size_t errlen);
+int mgr_rules_add_start(struct sl_mgr *m, const struct sl_rule_spec *r,
+			uint32_t n, char *err, size_t errlen);
 
 /**
  * Starts removing the rules ids[0..n) with one classifier build: all of
@@ -100,22 +101,22 @@ int sl_rules_add_start(struct sl_mgr *m, const struct sl_rule_spec *r,
  * @return 0 (started), or a positive errno and err (EBUSY, EINVAL: an id
  * given twice, ENOENT: an unknown id, ENOMEM).
  */
-int sl_rules_remove_start(struct sl_mgr *m, const uint32_t *ids, uint32_t n,
-			  char *err, size_t errlen);
+int mgr_rules_remove_start(struct sl_mgr *m, const uint32_t *ids, uint32_t n,
+			   char *err, size_t errlen);
 
 /**
  * Starts building the rules without graph's (graph.remove): 0 with
- * *started 1 (once sl_rules_poll has returned, sl_graph_remove commits it
- * through sl_rules_remove_graph, or sl_rules_prepared_drop drops it) or 0
+ * *started 1 (once mgr_rules_poll has returned, mgr_graph_remove commits it
+ * through mgr_rules_remove_graph, or mgr_rules_prepared_drop drops it) or 0
  * (the graph has no rule: nothing to build); or a positive errno and err.
  */
-int sl_rules_remove_graph_start(struct sl_mgr *m, uint16_t graph, int *started,
-				char *err, size_t errlen);
-void sl_rules_prepared_drop(struct sl_rules_state *rs);
+int mgr_rules_remove_graph_start(struct sl_mgr *m, uint16_t graph, int *started,
+				 char *err, size_t errlen);
+void mgr_rules_prepared_drop(struct sl_rules_state *rs);
 /* Removes every rule of a graph (graph.c, the graph's removal): commits
  * the prepared build if it is this graph's, else builds here. Returns how
  * many were removed. */
-uint32_t sl_rules_remove_graph(struct sl_mgr *m, uint16_t graph);
+uint32_t mgr_rules_remove_graph(struct sl_mgr *m, uint16_t graph);
 
 /**
  * Commits the started change if it is built: 0 while it builds (or none
@@ -124,38 +125,38 @@ uint32_t sl_rules_remove_graph(struct sl_mgr *m, uint16_t graph);
  * highest priority first) or a negative errno and err (the committed rules
  * stay as they were).
  */
-int sl_rules_poll(struct sl_mgr *m, int *rc, json_t **out, char *err,
-		  size_t errlen);
+int mgr_rules_poll(struct sl_mgr *m, int *rc, json_t **out, char *err,
+		   size_t errlen);
 
 /**
  * rule.list: at most limit rules from position offset (highest priority
  * first), with total, truncated and builds (classifier builds so far).
  */
-json_t *sl_rules_list(struct sl_mgr *m, uint32_t offset, uint32_t limit);
-json_t *sl_rules_json(struct sl_mgr *m); /* every rule */
+json_t *mgr_rules_list(struct sl_mgr *m, uint32_t offset, uint32_t limit);
+json_t *mgr_rules_json(struct sl_mgr *m); /* every rule */
 
 /* ---- inside rules/ ---------------------------------------------------- */
 
 /* Builds a rule set from list[0..n) (copied): touches no state, so the
  * builder thread may run it. 0 and *out, or a positive errno and err. */
-int sl_ruleset_build(const struct sl_rule *list, uint32_t n,
-		     struct sl_ruleset **out, char *err, size_t errlen);
+int mgr_ruleset_build(const struct sl_rule *list, uint32_t n,
+		      struct sl_ruleset **out, char *err, size_t errlen);
 /* Frees a rule set no reader holds (m unused: a deferred call's form). */
-int sl_ruleset_free(struct sl_mgr *m, void *rs);
+int mgr_ruleset_free(struct sl_mgr *m, void *rs);
 /* Publishes rs for the RX thread (control thread); the old set is freed
  * once no reader holds it. */
-void sl_ruleset_publish(struct sl_mgr *m, struct sl_ruleset *rs);
+void mgr_ruleset_publish(struct sl_mgr *m, struct sl_ruleset *rs);
 /* Hands j (whose list is the new committed list) to the builder; frees j
  * and refuses with ESHUTDOWN if the builder is not running. */
-int sl_rules_job_start(struct sl_rules_state *rs, struct sl_rules_job *j,
-		       char *err, size_t errlen);
+int mgr_rules_job_start(struct sl_rules_state *rs, struct sl_rules_job *j,
+			char *err, size_t errlen);
 /* Makes j's list the committed one and publishes its rule set. */
-void sl_rules_job_commit(struct sl_mgr *m, struct sl_rules_job *j);
-void sl_rules_job_free(struct sl_rules_job *j);
-json_t *sl_rule_json(const struct sl_mgr *m, const struct sl_rule *r,
-		     json_int_t flows);
+void mgr_rules_job_commit(struct sl_mgr *m, struct sl_rules_job *j);
+void mgr_rules_job_free(struct sl_rules_job *j);
+json_t *mgr_rule_json(const struct sl_mgr *m, const struct sl_rule *r,
+		      json_int_t flows);
 /* qsort/bsearch order of uint32_t */
-int sl_rules_u32_cmp(const void *a, const void *b);
+int mgr_rules_u32_cmp(const void *a, const void *b);
 
 enum sl_rules_kind { SL_RULES_ADD, SL_RULES_REMOVE, SL_RULES_REMOVE_GRAPH };
 

@@ -14,13 +14,13 @@ at(const struct sl_ctr *c, const void *row)
 }
 
 uint64_t
-sl_ctr_part(const struct sl_ctr *c, const void *row, uint16_t i)
+mgr_ctr_part(const struct sl_ctr *c, const void *row, uint16_t i)
 {
 	return ((const uint64_t *)at(c, row))[i];
 }
 
 uint64_t
-sl_ctr_u64(const struct sl_ctr *c, const void *row)
+mgr_ctr_u64(const struct sl_ctr *c, const void *row)
 {
 	uint64_t s = 0;
 
@@ -35,7 +35,7 @@ sl_ctr_u64(const struct sl_ctr *c, const void *row)
 	case SL_CT_REASONS:
 	case SL_CT_PARTS:
 		for (uint16_t i = 0; i < c->n_parts; i++)
-			s += sl_ctr_part(c, row, i);
+			s += mgr_ctr_part(c, row, i);
 		return s;
 	default:
 		return 0;
@@ -43,7 +43,7 @@ sl_ctr_u64(const struct sl_ctr *c, const void *row)
 }
 
 const char *
-sl_ctr_str(const struct sl_ctr *c, const void *row)
+mgr_ctr_str(const struct sl_ctr *c, const void *row)
 {
 	const char *s;
 
@@ -52,14 +52,14 @@ sl_ctr_str(const struct sl_ctr *c, const void *row)
 		s = *(const char *const *)at(c, row);
 		return s != NULL ? s : "";
 	case SL_CT_ENUM:
-		return c->parts[sl_ctr_u64(c, row) % c->n_parts];
+		return c->parts[mgr_ctr_u64(c, row) % c->n_parts];
 	default:
 		return NULL;
 	}
 }
 
 const struct sl_ctr *
-sl_ctr_find(const struct sl_ctr_table *t, const char *name)
+mgr_ctr_find(const struct sl_ctr_table *t, const char *name)
 {
 	for (size_t i = 0; i < t->n; i++)
 		if (strcmp(t->c[i].name, name) == 0)
@@ -77,10 +77,10 @@ value_json(const struct sl_ctr *c, const void *row, const void *ctx)
 	case SL_CT_U64:
 	case SL_CT_U32:
 	case SL_CT_U16:
-		return json_integer((json_int_t)sl_ctr_u64(c, row));
+		return json_integer((json_int_t)mgr_ctr_u64(c, row));
 	case SL_CT_STR:
 	case SL_CT_ENUM:
-		return json_string(sl_ctr_str(c, row));
+		return json_string(mgr_ctr_str(c, row));
 	case SL_CT_REAL:
 		return json_real(*(const double *)at(c, row));
 	case SL_CT_REASONS:
@@ -88,10 +88,10 @@ value_json(const struct sl_ctr *c, const void *row, const void *ctx)
 		v = json_object();
 		for (uint16_t i = 0; i < c->n_parts; i++)
 			json_object_set_new(v, c->parts[i],
-					    json_integer((
-						    json_int_t)sl_ctr_part(c,
-									   row,
-									   i)));
+					    json_integer(
+						    (json_int_t)
+							    mgr_ctr_part(c, row,
+									 i)));
 		return v;
 	case SL_CT_IDS:
 		ids = at(c, row);
@@ -100,14 +100,14 @@ value_json(const struct sl_ctr *c, const void *row, const void *ctx)
 			json_array_append_new(v, json_integer(ids->v[i]));
 		return v;
 	case SL_CT_TABLE:
-		return sl_ctr_table_json(c->table, c->kind, ctx);
+		return mgr_ctr_table_json(c->table, c->kind, ctx);
 	default:
 		return json_null();
 	}
 }
 
 json_t *
-sl_ctr_row_json(const struct sl_ctr_table *t, const void *row, const void *ctx)
+mgr_ctr_row_json(const struct sl_ctr_table *t, const void *row, const void *ctx)
 {
 	json_t *o = json_object();
 
@@ -130,7 +130,7 @@ static int
 add_row(void *arg, const void *row)
 {
 	struct rows *r = arg;
-	json_t *o = sl_ctr_row_json(r->t, row, r->ctx);
+	json_t *o = mgr_ctr_row_json(r->t, row, r->ctx);
 
 	if (!r->list) {
 		r->out = o;
@@ -141,7 +141,7 @@ add_row(void *arg, const void *row)
 }
 
 json_t *
-sl_ctr_table_json(const struct sl_ctr_table *t, int kind, const void *ctx)
+mgr_ctr_table_json(const struct sl_ctr_table *t, int kind, const void *ctx)
 {
 	struct rows r = {.t = t, .ctx = ctx, .list = kind == SL_CTR_LIST};
 
@@ -197,7 +197,7 @@ schema_add(json_t *tables, const struct sl_ctr_table *t)
 }
 
 json_t *
-sl_ctr_schema(const struct sl_ctr_table *root)
+mgr_ctr_schema(const struct sl_ctr_table *root)
 {
 	json_t *tables = json_object();
 

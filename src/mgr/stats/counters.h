@@ -96,26 +96,26 @@ struct sl_ctr_table {
 
 /* Integer value of c in row (U64, U32, U16, ENUM; the sum for REASONS and
  * PARTS); 0 for the other types. */
-uint64_t sl_ctr_u64(const struct sl_ctr *c, const void *row);
+uint64_t mgr_ctr_u64(const struct sl_ctr *c, const void *row);
 /* Part i of a REASONS or PARTS field. */
-uint64_t sl_ctr_part(const struct sl_ctr *c, const void *row, uint16_t i);
+uint64_t mgr_ctr_part(const struct sl_ctr *c, const void *row, uint16_t i);
 /* The text of a STR or ENUM field, else NULL. */
-const char *sl_ctr_str(const struct sl_ctr *c, const void *row);
+const char *mgr_ctr_str(const struct sl_ctr *c, const void *row);
 /* The field of t named name, or NULL. */
-const struct sl_ctr *sl_ctr_find(const struct sl_ctr_table *t,
-				 const char *name);
+const struct sl_ctr *mgr_ctr_find(const struct sl_ctr_table *t,
+				  const char *name);
 
 /* Row `row` of t as a JSON object, keys in table order; TABLE fields read
  * ctx. NULL only without memory. */
-json_t *sl_ctr_row_json(const struct sl_ctr_table *t, const void *row,
-			const void *ctx);
+json_t *mgr_ctr_row_json(const struct sl_ctr_table *t, const void *row,
+			 const void *ctx);
 /* t's rows from ctx: an array (kind SL_CTR_LIST) or its one row's object
  * (SL_CTR_OBJECT; an empty object if it gave none). */
-json_t *sl_ctr_table_json(const struct sl_ctr_table *t, int kind,
-			  const void *ctx);
+json_t *mgr_ctr_table_json(const struct sl_ctr_table *t, int kind,
+			   const void *ctx);
 /* The schema of root and every table under it:
  * {"root": name, "tables": {name: [{name, kind, type, unit, help,
  * [keys], [table]}, ...], ...}}. */
-json_t *sl_ctr_schema(const struct sl_ctr_table *root);
+json_t *mgr_ctr_schema(const struct sl_ctr_table *root);
 
 #endif /* SL_MGR_COUNTERS_H */

@@ -12,11 +12,11 @@ rpc_stats(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 	json_t *schema = json_object_get(p, "schema");
 
 	if (schema != NULL && !json_is_boolean(schema))
-		return sl_rpc_fail(e, SL_RPC_E_PARAMS,
-				   "param 'schema' must be true or false");
+		return mgr_rpc_fail(e, SL_RPC_E_PARAMS,
+				    "param 'schema' must be true or false");
 	if (json_is_true(schema))
-		return sl_stats_schema();
-	return sl_stats_json(m);
+		return mgr_stats_schema();
+	return mgr_stats_json(m);
 }
 
 static const struct sl_rpc_method sl_stats_methods[] = {

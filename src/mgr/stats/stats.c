@@ -100,7 +100,7 @@ nf_row(const struct sl_mgr *m, uint16_t i, struct sl_stats_nf *r)
 
 	r->instance = i;
 	r->service = shm->services[s->service].name;
-	r->state = sl_nf_state_name(s->state);
+	r->state = mgr_nf_state_name(s->state);
 	r->rx_pkts = s->nf.rx_pkts;
 	r->rx_bytes = s->nf.rx_bytes;
 	r->tx_pkts = sub0(s->nf.tx_pkts, s->mgr.undone_pkts);
@@ -473,50 +473,51 @@ static const struct sl_ctr edge_ctrs[] = {
 };
 #undef E
 
-const struct sl_ctr_table sl_stats_port_table = {"port", port_ctrs,
-						 SL_CTR_N(port_ctrs),
-						 each_port};
-const struct sl_ctr_table sl_stats_nf_table = {"nf", nf_ctrs, SL_CTR_N(nf_ctrs),
-					       each_nf};
-const struct sl_ctr_table sl_stats_service_table = {"service", service_ctrs,
-						    SL_CTR_N(service_ctrs),
-						    each_service};
-const struct sl_ctr_table sl_stats_flow_table = {"flows", flow_ctrs,
-						 SL_CTR_N(flow_ctrs),
-						 each_flow_table};
-const struct sl_ctr_table sl_stats_edge_table = {"edge", edge_ctrs,
-						 SL_CTR_N(edge_ctrs),
-						 each_edge};
+const struct sl_ctr_table mgr_stats_port_table = {"port", port_ctrs,
+						  SL_CTR_N(port_ctrs),
+						  each_port};
+const struct sl_ctr_table mgr_stats_nf_table = {"nf", nf_ctrs,
+						SL_CTR_N(nf_ctrs), each_nf};
+const struct sl_ctr_table mgr_stats_service_table = {"service", service_ctrs,
+						     SL_CTR_N(service_ctrs),
+						     each_service};
+const struct sl_ctr_table mgr_stats_flow_table = {"flows", flow_ctrs,
+						  SL_CTR_N(flow_ctrs),
+						  each_flow_table};
+const struct sl_ctr_table mgr_stats_edge_table = {"edge", edge_ctrs,
+						  SL_CTR_N(edge_ctrs),
+						  each_edge};
 
 static const struct sl_ctr node_ctrs[] = {
 	SL_CTR("tsc_hz", struct sl_stats_node, tsc_hz, G, SL_CT_U64, "hz",
 	       "TSC ticks per second (cycles counters' clock)"),
-	SL_CTR_SUB("ports", SL_CTR_LIST, &sl_stats_port_table, "every port"),
-	SL_CTR_SUB("nfs", SL_CTR_LIST, &sl_stats_nf_table, "every NF instance"),
-	SL_CTR_SUB("services", SL_CTR_LIST, &sl_stats_service_table,
+	SL_CTR_SUB("ports", SL_CTR_LIST, &mgr_stats_port_table, "every port"),
+	SL_CTR_SUB("nfs", SL_CTR_LIST, &mgr_stats_nf_table,
+		   "every NF instance"),
+	SL_CTR_SUB("services", SL_CTR_LIST, &mgr_stats_service_table,
 		   "every service"),
 	SL_CTR("drops_total", struct sl_stats_node, drops_total, C, SL_CT_U64,
 	       PKTS, "every packet dropped on the node, once"),
 	SL_CTR_NAMED("drops", struct sl_stats_node, drops, C, SL_CT_REASONS,
 		     drop_names, PKTS, "drops_total by reason"),
-	SL_CTR_SUB("flows", SL_CTR_OBJECT, &sl_stats_flow_table,
+	SL_CTR_SUB("flows", SL_CTR_OBJECT, &mgr_stats_flow_table,
 		   "the flow table"),
-	SL_CTR_SUB("edges", SL_CTR_LIST, &sl_stats_edge_table,
+	SL_CTR_SUB("edges", SL_CTR_LIST, &mgr_stats_edge_table,
 		   "packets per edge that carried any"),
 };
 
-const struct sl_ctr_table sl_stats_node_table = {"node", node_ctrs,
-						 SL_CTR_N(node_ctrs),
-						 each_node};
+const struct sl_ctr_table mgr_stats_node_table = {"node", node_ctrs,
+						  SL_CTR_N(node_ctrs),
+						  each_node};
 
 json_t *
-sl_stats_json(const struct sl_mgr *m)
+mgr_stats_json(const struct sl_mgr *m)
 {
-	return sl_ctr_table_json(&sl_stats_node_table, SL_CTR_OBJECT, m);
+	return mgr_ctr_table_json(&mgr_stats_node_table, SL_CTR_OBJECT, m);
 }
 
 json_t *
-sl_stats_schema(void)
+mgr_stats_schema(void)
 {
-	return sl_ctr_schema(&sl_stats_node_table);
+	return mgr_ctr_schema(&mgr_stats_node_table);
 }

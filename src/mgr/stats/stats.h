@@ -81,16 +81,18 @@ struct sl_stats_node {
 };
 
 /* Rows of the tables below: ctx is the struct sl_mgr. */
-extern const struct sl_ctr_table sl_stats_node_table; /* one row */
-extern const struct sl_ctr_table sl_stats_port_table; /* struct sl_stats_port */
-extern const struct sl_ctr_table sl_stats_nf_table;   /* struct sl_stats_nf */
-extern const struct sl_ctr_table sl_stats_service_table;
-extern const struct sl_ctr_table sl_stats_flow_table; /* struct sl_flow_table */
-extern const struct sl_ctr_table sl_stats_edge_table;
+extern const struct sl_ctr_table mgr_stats_node_table; /* one row */
+extern const struct sl_ctr_table
+	mgr_stats_port_table;                        /* struct sl_stats_port */
+extern const struct sl_ctr_table mgr_stats_nf_table; /* struct sl_stats_nf */
+extern const struct sl_ctr_table mgr_stats_service_table;
+extern const struct sl_ctr_table
+	mgr_stats_flow_table; /* struct sl_flow_table */
+extern const struct sl_ctr_table mgr_stats_edge_table;
 
 /* The `stats` reply (docs/control-socket.md). */
-json_t *sl_stats_json(const struct sl_mgr *m);
+json_t *mgr_stats_json(const struct sl_mgr *m);
 /* `stats {"schema": true}`: every field of the reply described. */
-json_t *sl_stats_schema(void);
+json_t *mgr_stats_schema(void);
 
 #endif /* SL_MGR_STATS_H */
