@@ -129,9 +129,11 @@ def test_solvers_agree(solver):
 
 
 def test_time_limit_reports_status():
-    # a tiny instance solves well inside the limit: each phase says optimal
+    # a tiny instance solves well inside the limit: each phase says optimal.
+    # It takes about 0.2 s alone; the limit leaves room for a loaded machine
+    # (at 5 s, a fresh-clone run beside other test runs hit it: 'feasible').
     p = random_tiny(5)
-    plan = milp(p, time_limit=5)
+    plan = milp(p, time_limit=30)
     assert brute_force(p) == (3, pytest.approx(2 / 3))
     assert (plan.status, plan.details["admission"], plan.details["utilisation"]) == (
         "optimal", "optimal", "optimal")
