@@ -39,14 +39,16 @@ resolve_service(void *arg, const char *name, char *err, size_t errlen)
 {
 	struct sl_mgr *m = arg;
 	struct sl_graphs_state *gs = &m->graphs;
-	int id = mgr_service_get(m, name, 0, err, errlen);
+	int id;
+	int rc = mgr_service_get(m, name, 0, &id, err, errlen);
 
-	if (id != -ENOENT)
-		return id;
-	id = mgr_service_get(m, name, 1, err, errlen);
-	if (id >= 0 && gs->created != NULL)
-		gs->created[gs->n_created++] = (uint16_t)id;
-	return id;
+	if (rc == ENOENT) {
+		rc = mgr_service_get(m, name, 1, &id, err, errlen);
+		if (rc == 0 && gs->created != NULL)
+			gs->created[gs->n_created++] = (uint16_t)id;
+	}
+	/* sl_graph's resolver convention: an id, or a negative errno */
+	return rc != 0 ? -rc : id;
 }
 
 static int

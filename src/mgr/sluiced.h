@@ -220,14 +220,17 @@ struct rte_mempool *mgr_pool_for_socket(struct sl_mgr *m, int socket, char *err,
 /* ports/: ports/ports.h, included above */
 
 /* registry/ */
-/* Allocates m->registry (after m->o and m->shm are set): 0 or -1. */
+/* Allocates m->registry (after m->o and m->shm are set): 0 or ENOMEM
+ * (said on stderr). */
 int mgr_registry_init(struct sl_mgr *m);
 /* Frees m->registry (after every NF is gone). */
 void mgr_registry_close(struct sl_mgr *m);
 void mgr_registry_poll(struct sl_mgr *m); /* messages + quiescent actions */
 void mgr_nf_died(struct sl_mgr *m, uint16_t instance);
-int mgr_service_get(struct sl_mgr *m, const char *name, int create, char *err,
-		    size_t errlen);
+/* The service named name in *id: 0; ENOENT if there is none and !create;
+ * ENOSPC (err says why) if every service is in use. */
+int mgr_service_get(struct sl_mgr *m, const char *name, int create, int *id,
+		    char *err, size_t errlen);
 /* Frees a service nothing has used: one a refused graph or chain created
  * (graph.c); no instance, graph, flow or request may name it. */
 void mgr_service_release(struct sl_mgr *m, uint16_t id);
