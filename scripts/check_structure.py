@@ -66,10 +66,8 @@ BASELINE: dict[str, set[str]] = {
 # functions are being converted by the module table's work: the *_init
 # paths, the control loop, the registry). Shrink it as they are; never add.
 ERRORS_BASELINE: set[str] = {
-    'src/mgr/graph.c',
     'src/mgr/io.c',
     'src/mgr/main.c',
-    'src/mgr/ports/ports.c',
     'src/mgr/telemetry.c',
 }
 for _rel in ERRORS_BASELINE:

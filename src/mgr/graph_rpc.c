@@ -72,7 +72,7 @@ rpc_graph_apply(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 	 * (--max-graphs, versions still in flight, memory) is a failure. */
 	if (rc != 0)
 		return mgr_rpc_fail(e,
-				    rc == -EINVAL ? SL_RPC_E_PARAMS
+				    rc == EINVAL ? SL_RPC_E_PARAMS
 						  : SL_RPC_E_FAILED,
 				    "%s", err);
 	return out;

@@ -256,7 +256,9 @@ int mgr_graph_lookup(const struct sl_mgr *m, const char *name);
 /* 1 when the default chain (graph 0) has an instance of every service. */
 int mgr_chain_complete(const struct sl_mgr *m);
 
-/* graph.c */
+/* graph.c: mgr_chain_apply, mgr_graph_apply_json and mgr_graph_remove
+ * return 0 or a positive errno with err set (EINVAL: the request is bad;
+ * else no room or memory for a good one). */
 uint32_t mgr_chain_version(const struct sl_mgr *m);
 json_t *mgr_graphs_json(const struct sl_mgr *m, const char *name, char *err,
 			size_t errlen);
