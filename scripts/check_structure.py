@@ -66,7 +66,6 @@ BASELINE: dict[str, set[str]] = {
 # functions are being converted by the module table's work: the *_init
 # paths, the control loop, the registry). Shrink it as they are; never add.
 ERRORS_BASELINE: set[str] = {
-    'src/mgr/io.c',
     'src/mgr/main.c',
 }
 for _rel in ERRORS_BASELINE:

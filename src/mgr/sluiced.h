@@ -279,9 +279,10 @@ void mgr_graphs_close(struct sl_mgr *m);
 
 /* io.c (mgr_io_module: the RX->TX ring, the threads' arguments, their
  * launch and their end) */
-/* An I/O thread's main; arg is &m->io.arg[its index]. */
+/* An I/O thread's main; arg is &m->io.arg[its index]. 0, or ENOMEM if it
+ * could not start (it sets m->quit). */
 int mgr_io_thread(void *arg);
-/* After rx_enabled was set to 0: waits (at most 100 ms, then -ETIMEDOUT)
+/* After rx_enabled was set to 0: waits (at most 100 ms, then ETIMEDOUT)
  * until the RX thread reads no port any more and has counted and handed
  * on what it read before. */
 int mgr_io_rx_settle(struct sl_shm *shm);
