@@ -202,9 +202,7 @@ mgr_chain_apply(struct sl_mgr *m, const char *const *hops, uint16_t n,
 	rc = created_begin(m, err, errlen);
 	if (rc != 0)
 		goto out;
-	/* sl_chain's and sl_graph's negative errnos become positive here */
-	rc = -sl_chain_compile(hops, n, &r, ms, &first, next, list, err,
-			       errlen);
+	rc = sl_chain_compile(hops, n, &r, ms, &first, next, list, err, errlen);
 	if (rc != 0)
 		goto out;
 	sz = sl_graph_size(ms, n, ms, n);
@@ -438,7 +436,7 @@ mgr_graph_apply_json(struct sl_mgr *m, json_t *p, json_t **out, char *err,
 	rc = spec_from_json(p, &spec, &nodes, &hops, err, errlen);
 	if (rc != 0)
 		return rc;
-	rc = -sl_graph_check(&spec, &r, err, errlen); /* a negative errno */
+	rc = sl_graph_check(&spec, &r, err, errlen);
 	if (rc != 0)
 		goto out;
 	id = graph_id(m, spec.name);
@@ -470,8 +468,8 @@ mgr_graph_apply_json(struct sl_mgr *m, json_t *p, json_t **out, char *err,
 	sl_graph_layout(g, shm->max_services, spec.n_nodes, ne, 0);
 	rc = created_begin(m, err, errlen);
 	if (rc == 0)
-		rc = -sl_graph_compile(&spec, &r, shm->max_services, g, err,
-				       errlen); /* a negative errno */
+		rc = sl_graph_compile(&spec, &r, shm->max_services, g, err,
+				      errlen);
 	if (rc == 0)
 		rc = publish(m, g, (uint16_t)id, err, errlen);
 	created_end(m, rc != 0);
