@@ -23,9 +23,10 @@ sl_name_valid(const char *name)
 }
 
 int
-sl_chain_split(char *text, char **hops, uint16_t max, char *err, size_t errlen)
+sl_chain_split(char *text, char **hops, uint16_t max, uint16_t *n_hops,
+	       char *err, size_t errlen)
 {
-	int n = 0;
+	uint16_t n = 0;
 	char *save = NULL;
 
 	if (text[0] == '\0' || text[strlen(text) - 1] == ',' ||
@@ -34,7 +35,7 @@ sl_chain_split(char *text, char **hops, uint16_t max, char *err, size_t errlen)
 			 "chain '%s' has an empty hop; write hops separated "
 			 "by single commas, e.g. firewall,monitor,port:out",
 			 text);
-		return -EINVAL;
+		return EINVAL;
 	}
 	for (char *tok = strtok_r(text, ",", &save); tok != NULL;
 	     tok = strtok_r(NULL, ",", &save)) {
@@ -43,11 +44,12 @@ sl_chain_split(char *text, char **hops, uint16_t max, char *err, size_t errlen)
 				 "chain has more than %u hops; raise "
 				 "--max-services or shorten the chain",
 				 max);
-			return -EINVAL;
+			return EINVAL;
 		}
 		hops[n++] = tok;
 	}
-	return n;
+	*n_hops = n;
+	return 0;
 }
 
 /*
@@ -72,7 +74,7 @@ chain_check(const char *const *hops, uint16_t n,
 					 "%u hop(s) follow it; a port or drop "
 					 "must be the last hop",
 					 i + 1, h, n - i - 1);
-				return -EINVAL;
+				return EINVAL;
 			}
 			if (h[0] == 'p' &&
 			    (*port = r->port(r->arg, h + 5)) < 0) {
@@ -80,7 +82,7 @@ chain_check(const char *const *hops, uint16_t n,
 					 "chain hop %u '%s': no port named "
 					 "'%s'; use a name from port.list",
 					 i + 1, h, h + 5);
-				return -EINVAL;
+				return EINVAL;
 			}
 			continue;
 		}
@@ -90,7 +92,7 @@ chain_check(const char *const *hops, uint16_t n,
 				 "name (1-%d characters of A-Z a-z 0-9 _ - .), "
 				 "'port:NAME' or 'drop'",
 				 i + 1, h, SL_NAME_LEN - 1);
-			return -EINVAL;
+			return EINVAL;
 		}
 		for (uint16_t j = 0; j < i && !last; j++) {
 			if (strcmp(hops[j], h) != 0)
@@ -100,7 +102,7 @@ chain_check(const char *const *hops, uint16_t n,
 				 "and %u); only the last hop may repeat an "
 				 "earlier service, to close a loop",
 				 h, j + 1, i + 1);
-			return -EINVAL;
+			return EINVAL;
 		}
 	}
 	return 0;
@@ -119,10 +121,10 @@ sl_chain_compile(const char *const *hops, uint16_t n,
 		snprintf(err, errlen,
 			 "chain is empty; give at least one hop, e.g. "
 			 "[forward, \"port:out\"]");
-		return -EINVAL;
+		return EINVAL;
 	}
 	if (chain_check(hops, n, r, &port, err, errlen) != 0)
-		return -EINVAL;
+		return EINVAL;
 	for (uint16_t s = 0; s < max_services; s++)
 		next[s] = SL_HOP_NONE;
 
@@ -137,17 +139,17 @@ sl_chain_compile(const char *const *hops, uint16_t n,
 		} else {
 			e[0] = '\0';
 			id = r->service(r->arg, h, e, sizeof(e));
-			if (id < 0) {
+			if (id < 0) { /* the resolver's negative errno */
 				snprintf(err, errlen, "chain hop %u '%s': %s",
 					 i + 1, h, e);
-				return -EINVAL;
+				return EINVAL;
 			}
 			if (id >= max_services) {
 				snprintf(err, errlen,
 					 "chain hop %u '%s': service id %d "
 					 "out of range",
 					 i + 1, h, id);
-				return -EINVAL;
+				return EINVAL;
 			}
 			list[i] = SL_HOP_SERVICE((uint16_t)id);
 		}

@@ -21,7 +21,8 @@
 
 struct sl_chain_resolver {
 	/* Service id for a name (sluiced creates the service if needed),
-	 * or a negative errno with err filled. */
+	 * or a negative errno with err filled (an id beside it: the one
+	 * negative convention left here; -ENOSPC: no room). */
 	int (*service)(void *arg, const char *name, char *err, size_t errlen);
 	/* Port id for a sluice port name, or -ENOENT. */
 	int (*port)(void *arg, const char *name);
@@ -30,7 +31,7 @@ struct sl_chain_resolver {
 
 /*
  * Compiles hops[0..n) into first, next[0..max_services) (every entry not on
- * the chain is SL_HOP_NONE) and list[0..n). Returns 0, or -EINVAL with a
+ * the chain is SL_HOP_NONE) and list[0..n). Returns 0, or EINVAL with a
  * message in err naming the hop and what to do. r->service (which may
  * create services) is called only once every check that needs no service
  * id has passed, so a malformed chain creates no service.
@@ -41,11 +42,11 @@ int sl_chain_compile(const char *const *hops, uint16_t n,
 		     size_t errlen);
 
 /*
- * Splits "a,b,port:out" in place into at most max hops. Returns the count,
- * or -EINVAL (empty hop, too many hops) with err filled.
+ * Splits "a,b,port:out" in place into at most max hops, their count in
+ * *n_hops. Returns 0, or EINVAL (empty hop, too many hops) with err filled.
  */
-int sl_chain_split(char *text, char **hops, uint16_t max, char *err,
-		   size_t errlen);
+int sl_chain_split(char *text, char **hops, uint16_t max, uint16_t *n_hops,
+		   char *err, size_t errlen);
 
 /* Checks a service or port name: 1..31 chars of [A-Za-z0-9_.-]. */
 int sl_name_valid(const char *name);

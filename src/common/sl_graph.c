@@ -74,7 +74,7 @@ node_index(const struct sl_graph_spec *s, const char *name)
 	for (uint16_t i = 0; i < s->n_nodes; i++)
 		if (strcmp(s->nodes[i].service, name) == 0)
 			return i;
-	return -1;
+	return -1; /* none */
 }
 
 enum { WHITE = 0, GREY, BLACK };
@@ -96,7 +96,7 @@ find_cycle(const struct sl_graph_spec *s, uint16_t root, uint8_t *color,
 			 s->name);
 		free(stack);
 		free(next_edge);
-		return -ENOMEM;
+		return ENOMEM;
 	}
 	stack[sp++] = root;
 	color[root] = GREY;
@@ -128,7 +128,7 @@ find_cycle(const struct sl_graph_spec *s, uint16_t root, uint8_t *color,
 			if (path == NULL) {
 				snprintf(err, errlen, "graph '%s': cycle",
 					 s->name);
-				rc = -EINVAL;
+				rc = EINVAL;
 				break;
 			}
 			for (int w = u; w != v && w >= 0; w = parent[w])
@@ -147,7 +147,7 @@ find_cycle(const struct sl_graph_spec *s, uint16_t root, uint8_t *color,
 					 "remove one of these edges",
 					 s->nodes[v].service);
 			free(path);
-			rc = -EINVAL;
+			rc = EINVAL;
 		}
 	}
 	free(stack);
@@ -167,14 +167,14 @@ sl_graph_check(const struct sl_graph_spec *s, const struct sl_chain_resolver *r,
 			 "graph name '%s' is not valid: use 1-%d characters "
 			 "of A-Z a-z 0-9 _ - .",
 			 name ? name : "", SL_NAME_LEN - 1);
-		return -EINVAL;
+		return EINVAL;
 	}
 	if (s->n_nodes == 0) {
 		snprintf(err, errlen,
 			 "graph '%s' has no nodes: list services with their "
 			 "next hops, e.g. nodes: {firewall: [\"port:out\"]}",
 			 name);
-		return -EINVAL;
+		return EINVAL;
 	}
 	for (uint16_t i = 0; i < s->n_nodes; i++) {
 		const struct sl_graph_spec_node *n = &s->nodes[i];
@@ -185,7 +185,7 @@ sl_graph_check(const struct sl_graph_spec *s, const struct sl_chain_resolver *r,
 				 "service name (1-%d characters of A-Z a-z "
 				 "0-9 _ - .)",
 				 name, n->service, SL_NAME_LEN - 1);
-			return -EINVAL;
+			return EINVAL;
 		}
 		if (node_index(s, n->service) != i) {
 			snprintf(err, errlen,
@@ -193,7 +193,7 @@ sl_graph_check(const struct sl_graph_spec *s, const struct sl_chain_resolver *r,
 				 "list each service once with all its next "
 				 "hops",
 				 name, n->service);
-			return -EINVAL;
+			return EINVAL;
 		}
 		if (n->n_hops == 0) {
 			snprintf(err, errlen,
@@ -201,7 +201,7 @@ sl_graph_check(const struct sl_graph_spec *s, const struct sl_chain_resolver *r,
 				 "list at least one (the first is the "
 				 "default), e.g. [\"port:out\"] or [drop]",
 				 name, n->service);
-			return -EINVAL;
+			return EINVAL;
 		}
 		for (uint16_t k = 0; k < n->n_hops; k++) {
 			const char *h = n->hops[k];
@@ -212,7 +212,7 @@ sl_graph_check(const struct sl_graph_spec *s, const struct sl_chain_resolver *r,
 						 "graph '%s': node '%s' lists "
 						 "next hop '%s' twice",
 						 name, n->service, h);
-					return -EINVAL;
+					return EINVAL;
 				}
 			if (strncmp(h, "port:", 5) == 0) {
 				if (r->port(r->arg, h + 5) < 0) {
@@ -221,7 +221,7 @@ sl_graph_check(const struct sl_graph_spec *s, const struct sl_chain_resolver *r,
 						 "port named '%s'; use a name "
 						 "from port.list",
 						 name, n->service, h + 5);
-					return -EINVAL;
+					return EINVAL;
 				}
 				continue;
 			}
@@ -234,7 +234,7 @@ sl_graph_check(const struct sl_graph_spec *s, const struct sl_chain_resolver *r,
 					 "graph (add it under nodes, or use "
 					 "port:NAME or drop)",
 					 name, n->service, h);
-				return -EINVAL;
+				return EINVAL;
 			}
 		}
 	}
@@ -245,7 +245,7 @@ sl_graph_check(const struct sl_graph_spec *s, const struct sl_chain_resolver *r,
 			 "name one of its nodes, or leave entry out to start "
 			 "at the first node",
 			 name, s->entry);
-		return -EINVAL;
+		return EINVAL;
 	}
 
 	uint8_t *color = calloc(s->n_nodes, 1);
@@ -256,7 +256,7 @@ sl_graph_check(const struct sl_graph_spec *s, const struct sl_chain_resolver *r,
 		free(parent);
 		snprintf(err, errlen, "out of memory checking graph '%s'",
 			 name);
-		return -ENOMEM;
+		return ENOMEM;
 	}
 	/* Reachability first (from the entry only), then cycles anywhere. */
 	rc = find_cycle(s, (uint16_t)entry, color, parent, err, errlen);
@@ -268,7 +268,7 @@ sl_graph_check(const struct sl_graph_spec *s, const struct sl_chain_resolver *r,
 				 "remove it",
 				 name, s->nodes[i].service,
 				 s->nodes[entry].service);
-			rc = -EINVAL;
+			rc = EINVAL;
 		}
 	free(color);
 	free(parent);
@@ -291,7 +291,7 @@ sl_graph_compile(const struct sl_graph_spec *s,
 	if (ids == NULL) {
 		snprintf(err, errlen, "out of memory compiling graph '%s'",
 			 s->name);
-		return -ENOMEM;
+		return ENOMEM;
 	}
 	for (uint16_t i = 0; i < s->n_nodes; i++) {
 		e[0] = '\0';
@@ -300,7 +300,7 @@ sl_graph_compile(const struct sl_graph_spec *s,
 			snprintf(err, errlen, "graph '%s': node '%s': %s",
 				 s->name, s->nodes[i].service,
 				 ids[i] < 0 ? e : "service id out of range");
-			rc = ids[i] == -ENOSPC ? -ENOSPC : -EINVAL;
+			rc = ids[i] == -ENOSPC ? ENOSPC : EINVAL;
 			free(ids);
 			return rc;
 		}

@@ -48,14 +48,16 @@ uint32_t sl_graph_spec_edges(const struct sl_graph_spec *s);
 /*
  * Checks the spec (everything that needs no service id: names, ports,
  * edges, defaults, cycles, reachability). Runs before r->service is
- * called, so a rejected graph creates no service. 0 or -EINVAL + err.
+ * called, so a rejected graph creates no service. 0, or EINVAL (ENOMEM)
+ * with err filled.
  */
 int sl_graph_check(const struct sl_graph_spec *s,
 		   const struct sl_chain_resolver *r, char *err, size_t errlen);
 
 /*
  * Checks and compiles s into g (laid out by sl_graph_layout). Services are
- * resolved (and created) through r. 0 or -EINVAL with err filled.
+ * resolved (and created) through r. 0, or EINVAL (ENOSPC: no room for a
+ * service; ENOMEM) with err filled.
  */
 int sl_graph_compile(const struct sl_graph_spec *s,
 		     const struct sl_chain_resolver *r, uint16_t max_services,

@@ -39,14 +39,16 @@ resolve_service(void *arg, const char *name, char *err, size_t errlen)
 {
 	struct sl_mgr *m = arg;
 	struct sl_graphs_state *gs = &m->graphs;
-	int id = mgr_service_get(m, name, 0, err, errlen);
+	int id;
+	int rc = mgr_service_get(m, name, 0, &id, err, errlen);
 
-	if (id != -ENOENT)
-		return id;
-	id = mgr_service_get(m, name, 1, err, errlen);
-	if (id >= 0 && gs->created != NULL)
-		gs->created[gs->n_created++] = (uint16_t)id;
-	return id;
+	if (rc == ENOENT) {
+		rc = mgr_service_get(m, name, 1, &id, err, errlen);
+		if (rc == 0 && gs->created != NULL)
+			gs->created[gs->n_created++] = (uint16_t)id;
+	}
+	/* sl_graph's resolver convention: an id, or a negative errno */
+	return rc != 0 ? -rc : id;
 }
 
 static int
@@ -58,7 +60,7 @@ created_begin(struct sl_mgr *m, char *err, size_t errlen)
 	gs->created = malloc(sizeof(*gs->created) * m->shm->max_services);
 	if (gs->created == NULL) {
 		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
+		return ENOMEM;
 	}
 	return 0;
 }
@@ -147,7 +149,7 @@ publish(struct sl_mgr *m, struct sl_graph *g, uint16_t id, char *err,
 			 "%d graph versions are still in use by packets in "
 			 "flight: try again in a second",
 			 SL_GRAPH_SLOTS);
-		return -EBUSY;
+		return EBUSY;
 	}
 	g->version = ++m->graphs.version;
 	g->tag = (uint8_t)g->version;
@@ -195,7 +197,7 @@ mgr_chain_apply(struct sl_mgr *m, const char *const *hops, uint16_t n,
 		free(list);
 		snprintf(err, errlen, "out of memory for a chain of %u hops",
 			 n);
-		return -ENOMEM;
+		return ENOMEM;
 	}
 	rc = created_begin(m, err, errlen);
 	if (rc != 0)
@@ -208,7 +210,7 @@ mgr_chain_apply(struct sl_mgr *m, const char *const *hops, uint16_t n,
 	if (g == NULL) {
 		snprintf(err, errlen, "out of memory for a chain of %u hops",
 			 n);
-		rc = -ENOMEM;
+		rc = ENOMEM;
 		goto out;
 	}
 	sl_graph_layout(g, ms, n, ms, n);
@@ -346,14 +348,14 @@ spec_from_json(json_t *p, struct sl_graph_spec *spec,
 	spec->name = json_string_value(json_object_get(p, "name"));
 	if (spec->name == NULL) {
 		snprintf(err, errlen, "graph.apply needs a \"name\" (string)");
-		return -EINVAL;
+		return EINVAL;
 	}
 	if (!json_is_object(nodes)) {
 		snprintf(err, errlen,
 			 "graph '%s': \"nodes\" must be an object mapping "
 			 "each service to its list of next hops",
 			 spec->name);
-		return -EINVAL;
+		return EINVAL;
 	}
 	entry = json_object_get(p, "entry");
 	if (entry != NULL && !json_is_string(entry) && !json_is_null(entry)) {
@@ -361,7 +363,7 @@ spec_from_json(json_t *p, struct sl_graph_spec *spec,
 			 "graph '%s': \"entry\" must be a "
 			 "service name",
 			 spec->name);
-		return -EINVAL;
+		return EINVAL;
 	}
 	spec->entry = json_string_value(entry);
 	json_object_foreach(nodes, key, v)
@@ -371,14 +373,14 @@ spec_from_json(json_t *p, struct sl_graph_spec *spec,
 				 "graph '%s': node '%s': next hops must be a "
 				 "list, e.g. [\"port:out\"]",
 				 spec->name, key);
-			return -EINVAL;
+			return EINVAL;
 		}
 		n++;
 		nh += json_array_size(v);
 	}
 	if (n > UINT16_MAX || nh > UINT16_MAX * 4) {
 		snprintf(err, errlen, "graph '%s' is too large", spec->name);
-		return -EINVAL;
+		return EINVAL;
 	}
 	nodes_a = calloc(n ? n : 1, sizeof(*nodes_a));
 	hops = calloc(nh ? nh : 1, sizeof(*hops));
@@ -386,7 +388,7 @@ spec_from_json(json_t *p, struct sl_graph_spec *spec,
 		free(nodes_a);
 		free(hops);
 		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
+		return ENOMEM;
 	}
 	json_object_foreach(nodes, key, v)
 	{
@@ -405,7 +407,7 @@ spec_from_json(json_t *p, struct sl_graph_spec *spec,
 					 spec->name, key, k + 1);
 				free(nodes_a);
 				free(hops);
-				return -EINVAL;
+				return EINVAL;
 			}
 			hops[h++] = json_string_value(x);
 		}
@@ -449,7 +451,7 @@ mgr_graph_apply_json(struct sl_mgr *m, json_t *p, json_t **out, char *err,
 				 "all %u graphs are in use: remove one or "
 				 "raise --max-graphs",
 				 shm->max_graphs);
-			rc = -ENOSPC;
+			rc = ENOSPC;
 			goto out;
 		}
 	}
@@ -460,7 +462,7 @@ mgr_graph_apply_json(struct sl_mgr *m, json_t *p, json_t **out, char *err,
 	if (g == NULL) {
 		snprintf(err, errlen, "out of memory for graph '%s'",
 			 spec.name);
-		rc = -ENOMEM;
+		rc = ENOMEM;
 		goto out;
 	}
 	sl_graph_layout(g, shm->max_services, spec.n_nodes, ne, 0);
@@ -512,13 +514,13 @@ mgr_graph_remove(struct sl_mgr *m, const char *name, uint32_t *rules, char *err,
 	if (id < 0) {
 		snprintf(err, errlen, "no graph named '%s'; see graph.get",
 			 name);
-		return -ENOENT;
+		return ENOENT;
 	}
 	if (id == 0) {
 		snprintf(err, errlen,
 			 "graph 'default' is the default chain and cannot be "
 			 "removed; replace it with chain.set or graph.apply");
-		return -EINVAL;
+		return EINVAL;
 	}
 	*rules = mgr_rules_remove_graph(m, (uint16_t)id);
 	/* Before the id is free for another graph (release below). */

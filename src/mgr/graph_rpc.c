@@ -72,8 +72,8 @@ rpc_graph_apply(struct sl_mgr *m, json_t *p, struct sl_rpc_err *e)
 	 * (--max-graphs, versions still in flight, memory) is a failure. */
 	if (rc != 0)
 		return mgr_rpc_fail(e,
-				    rc == -EINVAL ? SL_RPC_E_PARAMS
-						  : SL_RPC_E_FAILED,
+				    rc == EINVAL ? SL_RPC_E_PARAMS
+						 : SL_RPC_E_FAILED,
 				    "%s", err);
 	return out;
 }
@@ -166,7 +166,7 @@ static int
 graph_init(struct sl_mgr *m, char *err, size_t errlen)
 {
 	char text[SL_CHAIN_MAX_TEXT], *hops[1024], why[512];
-	int n;
+	uint16_t n;
 
 	if (m->o.chain == NULL)
 		return 0;
@@ -176,9 +176,9 @@ graph_init(struct sl_mgr *m, char *err, size_t errlen)
 		return EINVAL;
 	}
 	strcpy(text, m->o.chain);
-	n = sl_chain_split(text, hops, 1024, why, sizeof(why));
-	if (n < 0 || mgr_chain_apply(m, (const char *const *)hops, (uint16_t)n,
-				     why, sizeof(why)) != 0) {
+	if (sl_chain_split(text, hops, 1024, &n, why, sizeof(why)) != 0 ||
+	    mgr_chain_apply(m, (const char *const *)hops, n, why,
+			    sizeof(why)) != 0) {
 		snprintf(err, errlen, "--chain: %s", why);
 		return EINVAL;
 	}

@@ -291,6 +291,7 @@ io_idle(struct io_ctx *c, uint64_t now, uint64_t *idle_since)
 	__atomic_store_n(&shm->io_sleeping[c->idx], 0, __ATOMIC_RELAXED);
 }
 
+/* 0, or ENOMEM (sl_dispatch_init's only failure, as a positive errno). */
 static int
 io_ctx_init(struct io_ctx *c, struct sl_mgr *m, unsigned int idx)
 {
@@ -311,7 +312,7 @@ io_ctx_init(struct io_ctx *c, struct sl_mgr *m, unsigned int idx)
 	for (uint16_t p = 0; p < SL_MAX_PORTS; p++) {
 		if (sl_dispatch_init(&c->ingress[p], shm, 0, &shm->io[idx],
 				     shm->port_stats[idx][p].drop, out, c))
-			return -1;
+			return ENOMEM; /* its -ENOMEM */
 		/* Never drop at ingress for waiting: stop reading instead. */
 		c->ingress[p].bp_cycles = UINT64_MAX;
 		c->ingress[p].edge = sl_edge_row_port(shm, idx, p);
@@ -320,18 +321,18 @@ io_ctx_init(struct io_ctx *c, struct sl_mgr *m, unsigned int idx)
 	}
 	c->from_nf = calloc(shm->max_nfs, sizeof(*c->from_nf));
 	if (c->from_nf == NULL)
-		return -1;
+		return ENOMEM;
 	for (uint16_t i = 0; i < shm->max_nfs; i++)
 		if (sl_dispatch_init(&c->from_nf[i], shm, 0, &shm->nfs[i].mgr,
 				     shm->nfs[i].mgr.drop, io_port_out, c))
-			return -1;
+			return ENOMEM; /* its -ENOMEM */
 		else {
 			c->from_nf[i].edge = sl_edge_row_nf(shm, i, 1);
 			c->from_nf[i].undo_tx = 1;
 		}
 	if (sl_dispatch_init(&c->from_rx, shm, 0, &shm->io[idx],
 			     shm->io[idx].drop, io_port_out, c))
-		return -1;
+		return ENOMEM; /* its -ENOMEM */
 	return 0;
 }
 
@@ -417,7 +418,7 @@ mgr_io_rx_settle(struct sl_shm *shm)
 	       !__atomic_load_n(&shm->io_sleeping[0], __ATOMIC_SEQ_CST) &&
 	       !__atomic_load_n(&shm->shutdown, __ATOMIC_ACQUIRE)) {
 		if (rte_rdtsc() > deadline)
-			return -ETIMEDOUT;
+			return ETIMEDOUT;
 		rte_delay_us_sleep(20);
 	}
 	return 0;
@@ -437,7 +438,7 @@ mgr_io_thread(void *arg)
 	if (c == NULL || io_ctx_init(c, m, idx) != 0) {
 		mgr_log(m, "I/O thread %u: out of memory; stopping", idx);
 		m->quit = 1;
-		return -1;
+		return ENOMEM; /* io_stop's rte_eal_mp_wait_lcore ignores it */
 	}
 	while (!__atomic_load_n(&shm->shutdown, __ATOMIC_ACQUIRE)) {
 		uint64_t now = rte_rdtsc();

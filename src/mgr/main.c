@@ -68,6 +68,7 @@ on_signal(int sig)
 
 /* ---- start-up checks: each says what is wrong and what to do ------- */
 
+/* /proc/meminfo's value of key in *val: 0, or ENOENT. */
 static int
 meminfo(const char *key, unsigned long *val)
 {
@@ -76,7 +77,7 @@ meminfo(const char *key, unsigned long *val)
 	size_t klen = strlen(key);
 
 	if (f == NULL)
-		return -1;
+		return ENOENT;
 	while (fgets(line, sizeof(line), f) != NULL)
 		if (strncmp(line, key, klen) == 0 && line[klen] == ':') {
 			*val = strtoul(line + klen + 1, NULL, 10);
@@ -84,7 +85,7 @@ meminfo(const char *key, unsigned long *val)
 			return 0;
 		}
 	fclose(f);
-	return -1;
+	return ENOENT;
 }
 
 static int
@@ -125,6 +126,8 @@ memory_need(const struct sl_mgr_opts *o)
 				  (mgr_flow_entry_bytes(o) + 200));
 }
 
+/* What EAL would fail on less clearly: 0, or a positive errno having
+ * said on stderr what is wrong and what to do. */
 static int
 precheck(const struct sl_mgr_opts *o)
 {
@@ -137,14 +140,14 @@ precheck(const struct sl_mgr_opts *o)
 		fprintf(stderr,
 			"sluiced: must run as root: it maps hugepages and owns "
 			"the ports; run it with sudo\n");
-		return -1;
+		return EPERM;
 	}
 	if (!hugetlbfs_mounted()) {
 		fprintf(stderr,
 			"sluiced: hugetlbfs is not mounted: run "
 			"scripts/hugepages.sh (or: mount -t hugetlbfs nodev "
 			"/dev/hugepages)\n");
-		return -1;
+		return ENOENT;
 	}
 	if (meminfo("HugePages_Free", &free_pages) != 0 ||
 	    meminfo("Hugepagesize", &page_kb) != 0 || free_pages == 0) {
@@ -153,7 +156,7 @@ precheck(const struct sl_mgr_opts *o)
 			"reserve some with scripts/hugepages.sh (or: echo 1024 "
 			"> /proc/sys/vm/nr_hugepages), or stop what holds "
 			"them\n");
-		return -1;
+		return ENOMEM;
 	}
 	need = memory_need(o);
 	if ((unsigned long long)free_pages * page_kb * 1024 < need) {
@@ -165,7 +168,7 @@ precheck(const struct sl_mgr_opts *o)
 			free_pages, page_kb,
 			(unsigned long long)free_pages * page_kb / 1024,
 			o->mbufs, o->ring_size, need >> 20);
-		return -1;
+		return ENOMEM;
 	}
 
 	/* The control socket: in use by a live sluiced, or stale. */
@@ -178,7 +181,7 @@ precheck(const struct sl_mgr_opts *o)
 			"sluiced: stop it, or start this one with another "
 			"--name\n",
 			o->socket_path);
-		return -1;
+		return EADDRINUSE;
 	}
 	if (fd >= 0)
 		close(fd);
@@ -234,6 +237,8 @@ mgr_pool_for_socket(struct sl_mgr *m, int socket, char *err, size_t errlen)
 	return mp;
 }
 
+/* The node's shared memory, pools and message ring: 0, or ENOMEM having
+ * said on stderr what could not be made. */
 static int
 shm_init(struct sl_mgr *m)
 {
@@ -260,7 +265,7 @@ shm_init(struct sl_mgr *m)
 	if (mz == NULL) {
 		fprintf(stderr, "sluiced: cannot reserve shared memory: %s\n",
 			rte_strerror(rte_errno));
-		return -1;
+		return ENOMEM;
 	}
 	shm = mz->addr;
 	memset(shm, 0, off_live + sz_live);
@@ -287,7 +292,7 @@ shm_init(struct sl_mgr *m)
 	if (off < 0) {
 		fprintf(stderr, "sluiced: cannot register mbuf field %s: %s\n",
 			SL_DYNFIELD_NAME, rte_strerror(rte_errno));
-		return -1;
+		return ENOMEM;
 	}
 	shm->dynfield_offset = off;
 
@@ -295,7 +300,7 @@ shm_init(struct sl_mgr *m)
 		mgr_pool_for_socket(m, (int)rte_socket_id(), err, sizeof(err));
 	if (shm->pktmbuf_pool == NULL) {
 		fprintf(stderr, "sluiced: %s\n", err);
-		return -1;
+		return ENOMEM;
 	}
 
 	snprintf(name, sizeof(name), SL_MZ_MSG_RING, o->name);
@@ -308,7 +313,7 @@ shm_init(struct sl_mgr *m)
 	if (shm->msg_ring == NULL || shm->msg_pool == NULL) {
 		fprintf(stderr, "sluiced: cannot create the message ring: %s\n",
 			rte_strerror(rte_errno));
-		return -1;
+		return ENOMEM;
 	}
 	shm->edges = rte_zmalloc("sl_edges",
 				 sizeof(struct sl_edge_ctr) *
@@ -319,7 +324,7 @@ shm_init(struct sl_mgr *m)
 	if (shm->edges == NULL || m->edge_retired == NULL) {
 		fprintf(stderr, "sluiced: out of memory for the edge counters: "
 				"lower --max-nfs or --max-services\n");
-		return -1;
+		return ENOMEM;
 	}
 	shm->ms_hz = shm->tsc_hz / 1000;
 	shm->max_graphs = o->max_graphs;
@@ -328,7 +333,7 @@ shm_init(struct sl_mgr *m)
 		rte_malloc("sl_graph_cur", sizeof(uint16_t) * o->max_graphs, 0);
 	if (shm->graph_cur == NULL) {
 		fprintf(stderr, "sluiced: out of memory for the graph table\n");
-		return -1;
+		return ENOMEM;
 	}
 	for (uint16_t g = 0; g < o->max_graphs; g++)
 		shm->graph_cur[g] = SL_GRAPH_NONE;
@@ -559,8 +564,8 @@ eal_args_build(struct eal_args *ea, const struct sl_mgr_opts *o, int sep,
 	ea->argv[ea->argc] = NULL;
 }
 
-/* EAL started with ea's arguments: 0, or -1 having said why (nothing to
- * clean up then). prefix: the DPDK file prefix EAL uses. */
+/* EAL started with ea's arguments: 0, or a positive errno having said
+ * why (nothing to clean up then). prefix: the DPDK file prefix EAL uses. */
 static int
 start_eal(struct sl_mgr *m, struct eal_args *ea, char **argv, int sep,
 	  char *prefix, size_t plen)
@@ -585,7 +590,7 @@ start_eal(struct sl_mgr *m, struct eal_args *ea, char **argv, int sep,
 			"process, or start this one with another --name (or "
 			"--file-prefix)\n",
 			prefix, config);
-		return -1;
+		return EBUSY;
 	}
 	if (rte_eal_init(ea->argc, ea->argv) >= 0) {
 		m->start_tsc = rte_rdtsc();
@@ -607,7 +612,7 @@ start_eal(struct sl_mgr *m, struct eal_args *ea, char **argv, int sep,
 	 * meanwhile. */
 	if (!rte_eal_primary_proc_alive(config))
 		remove_dpdk_files(prefix);
-	return -1;
+	return e != 0 ? e : EIO; /* rte_errno, positive */
 }
 
 /*
@@ -636,7 +641,8 @@ static const struct mgr_module *const modules[] = {
 };
 
 /* Signals, the I/O lcores, shared memory, then each module's init in list
- * order: 0 when every one succeeded, else -1 having said why on stderr.
+ * order: 0 when every one succeeded, else a positive errno having said why
+ * on stderr.
  * *inited: how many of the list had their init called (what
  * release_modules undoes). */
 static int
@@ -644,7 +650,7 @@ start_modules(struct sl_mgr *m, size_t *inited)
 {
 	char err[512];
 	unsigned int lc;
-	int n_io = 0;
+	int n_io = 0, rc;
 
 	*inited = 0;
 	g_quit = &m->quit;
@@ -665,10 +671,11 @@ start_modules(struct sl_mgr *m, size_t *inited)
 			"sluiced: needs at least 2 lcores (control + I/O): "
 			"pass e.g. -l 0,1 or --lcores=0@(0,1),1@(0,1) before "
 			"'--'\n");
-		return -1;
+		return EINVAL;
 	}
-	if (shm_init(m) != 0)
-		return -1;
+	rc = shm_init(m);
+	if (rc != 0)
+		return rc;
 	m->shm->n_io = (uint32_t)n_io;
 	m->modules = modules;
 	m->n_modules = RTE_DIM(modules);
@@ -679,10 +686,11 @@ start_modules(struct sl_mgr *m, size_t *inited)
 			continue;
 		*inited = k + 1;
 		err[0] = '\0';
-		if (mod->init(m, err, sizeof(err)) != 0) {
+		rc = mod->init(m, err, sizeof(err));
+		if (rc != 0) {
 			if (err[0] != '\0')
 				fprintf(stderr, "sluiced: %s\n", err);
-			return -1;
+			return rc;
 		}
 	}
 	*inited = m->n_modules;

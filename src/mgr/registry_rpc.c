@@ -50,9 +50,8 @@ mgr_rpc_param_service(struct sl_mgr *m, json_t *params, const char *key,
 	} else if (json_is_string(v)) {
 		char dummy[8];
 
-		s = mgr_service_get(m, json_string_value(v), 0, dummy,
-				    sizeof(dummy));
-		if (s >= 0)
+		if (mgr_service_get(m, json_string_value(v), 0, &s, dummy,
+				    sizeof(dummy)) == 0)
 			return s;
 	} else {
 		mgr_rpc_fail(e, SL_RPC_E_PARAMS,
@@ -209,7 +208,7 @@ registry_init(struct sl_mgr *m, char *err, size_t errlen)
 {
 	(void)errlen;
 	err[0] = '\0'; /* mgr_registry_init says why */
-	return mgr_registry_init(m) != 0 ? ENOMEM : 0;
+	return mgr_registry_init(m);
 }
 
 /* NFs asked to stop (2 s, then SIGKILL) before the I/O threads end. */

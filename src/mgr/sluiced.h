@@ -220,14 +220,17 @@ struct rte_mempool *mgr_pool_for_socket(struct sl_mgr *m, int socket, char *err,
 /* ports/: ports/ports.h, included above */
 
 /* registry/ */
-/* Allocates m->registry (after m->o and m->shm are set): 0 or -1. */
+/* Allocates m->registry (after m->o and m->shm are set): 0 or ENOMEM
+ * (said on stderr). */
 int mgr_registry_init(struct sl_mgr *m);
 /* Frees m->registry (after every NF is gone). */
 void mgr_registry_close(struct sl_mgr *m);
 void mgr_registry_poll(struct sl_mgr *m); /* messages + quiescent actions */
 void mgr_nf_died(struct sl_mgr *m, uint16_t instance);
-int mgr_service_get(struct sl_mgr *m, const char *name, int create, char *err,
-		    size_t errlen);
+/* The service named name in *id: 0; ENOENT if there is none and !create;
+ * ENOSPC (err says why) if every service is in use. */
+int mgr_service_get(struct sl_mgr *m, const char *name, int create, int *id,
+		    char *err, size_t errlen);
 /* Frees a service nothing has used: one a refused graph or chain created
  * (graph.c); no instance, graph, flow or request may name it. */
 void mgr_service_release(struct sl_mgr *m, uint16_t id);
@@ -253,7 +256,9 @@ int mgr_graph_lookup(const struct sl_mgr *m, const char *name);
 /* 1 when the default chain (graph 0) has an instance of every service. */
 int mgr_chain_complete(const struct sl_mgr *m);
 
-/* graph.c */
+/* graph.c: mgr_chain_apply, mgr_graph_apply_json and mgr_graph_remove
+ * return 0 or a positive errno with err set (EINVAL: the request is bad;
+ * else no room or memory for a good one). */
 uint32_t mgr_chain_version(const struct sl_mgr *m);
 json_t *mgr_graphs_json(const struct sl_mgr *m, const char *name, char *err,
 			size_t errlen);
@@ -274,9 +279,10 @@ void mgr_graphs_close(struct sl_mgr *m);
 
 /* io.c (mgr_io_module: the RX->TX ring, the threads' arguments, their
  * launch and their end) */
-/* An I/O thread's main; arg is &m->io.arg[its index]. */
+/* An I/O thread's main; arg is &m->io.arg[its index]. 0, or ENOMEM if it
+ * could not start (it sets m->quit). */
 int mgr_io_thread(void *arg);
-/* After rx_enabled was set to 0: waits (at most 100 ms, then -ETIMEDOUT)
+/* After rx_enabled was set to 0: waits (at most 100 ms, then ETIMEDOUT)
  * until the RX thread reads no port any more and has counted and handed
  * on what it read before. */
 int mgr_io_rx_settle(struct sl_shm *shm);

@@ -51,7 +51,7 @@ enter(void)
 	if (__atomic_load_n(&g_tel.live, __ATOMIC_SEQ_CST))
 		return 0;
 	__atomic_sub_fetch(&g_tel.inflight, 1, __ATOMIC_SEQ_CST);
-	return -1;
+	return EAGAIN;
 }
 
 static void
@@ -60,11 +60,12 @@ leave(void)
 	__atomic_sub_fetch(&g_tel.inflight, 1, __ATOMIC_SEQ_CST);
 }
 
-/* A callback's answer when sluiced stops, or without memory. */
+/* A callback's answer when a table walk failed with rc (a positive
+ * errno): DPDK's telemetry_cb convention, a negative errno. */
 static int
 read_error(int rc)
 {
-	return rc == -EAGAIN ? rc : -ENOMEM;
+	return rc == EAGAIN ? -EAGAIN : -ENOMEM; /* DPDK */
 }
 
 static void
@@ -239,8 +240,8 @@ row_len(const char *id, const struct sl_ctr_table *t, const void *row)
 }
 
 /* A row of t as a dict named id in d, its fields as inside a list entry;
- * -1 when there is no room (more than RTE_TEL_MAX_DICT_ENTRIES) or no
- * memory. */
+ * ENOSPC when there is no room (more than RTE_TEL_MAX_DICT_ENTRIES),
+ * ENOMEM without memory. */
 static int
 add_entry(struct rte_tel_data *d, const char *id, const struct sl_ctr_table *t,
 	  const void *row)
@@ -248,12 +249,12 @@ add_entry(struct rte_tel_data *d, const char *id, const struct sl_ctr_table *t,
 	struct rte_tel_data *c = rte_tel_data_alloc();
 
 	if (c == NULL)
-		return -1;
+		return ENOMEM;
 	rte_tel_data_start_dict(c);
 	add_row(c, t, row, 1);
 	if (rte_tel_data_add_dict_container(d, id, c, 0) != 0) {
 		rte_tel_data_free(c);
-		return -1;
+		return ENOSPC;
 	}
 	return 0;
 }
@@ -344,9 +345,9 @@ tel_list(const char *cmd, const char *params, struct rte_tel_data *d)
 
 	(void)params;
 	if (l == NULL)
-		return -EINVAL;
+		return -EINVAL; /* DPDK: telemetry_cb's negative errno */
 	if (enter() != 0)
-		return -EAGAIN;
+		return -EAGAIN; /* DPDK: telemetry_cb's negative errno */
 	rte_tel_data_start_dict(d);
 	rc = l->t->each(g_tel.m, walk_row, &w);
 	leave();
@@ -396,7 +397,7 @@ tel_one(const char *cmd, const char *params, struct rte_tel_data *d)
 	int rc;
 
 	if (l == NULL)
-		return -EINVAL;
+		return -EINVAL; /* DPDK: telemetry_cb's negative errno */
 	if (params == NULL || params[0] == '\0') {
 		snprintf(msg, sizeof(msg), "give the %s: %s,%s; %s lists them",
 			 l->what, l->cmd, l->named ? "<id|name>" : "<id>",
@@ -405,10 +406,10 @@ tel_one(const char *cmd, const char *params, struct rte_tel_data *d)
 		return 0;
 	}
 	if (enter() != 0)
-		return -EAGAIN;
+		return -EAGAIN; /* DPDK: telemetry_cb's negative errno */
 	rc = l->t->each(g_tel.m, find_row, &f);
 	leave();
-	if (rc < 0)
+	if (rc != 0 && rc != 1) /* each's ENOMEM; 1: find_row found it */
 		return read_error(rc);
 	if (rc == 0) {
 		snprintf(msg, sizeof(msg), "no %s '%.40s'; %s lists them",
@@ -478,7 +479,7 @@ tel_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 	for (int i = 0; i < 4; i++)
 		ports.c[i] = mgr_ctr_find(&mgr_stats_port_table, summed[i]);
 	if (enter() != 0)
-		return -EAGAIN;
+		return -EAGAIN; /* DPDK: telemetry_cb's negative errno */
 	rc = nt->each(g_tel.m, copy_node, &node);
 	if (rc == 0)
 		rc = mgr_stats_port_table.each(g_tel.m, sum_row, &ports);
@@ -490,7 +491,7 @@ tel_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 	if (rc != 0 || flows.d == NULL) {
 		leave();
 		rte_tel_data_free(flows.d);
-		return read_error(rc ? rc : -ENOMEM);
+		return read_error(rc ? rc : ENOMEM);
 	}
 	rte_tel_data_start_dict(d);
 	rte_tel_data_add_dict_string(d, "node", g_tel.m->shm->node);
@@ -518,7 +519,7 @@ tel_flows(const char *cmd, const char *params, struct rte_tel_data *d)
 	(void)cmd;
 	(void)params;
 	if (enter() != 0)
-		return -EAGAIN;
+		return -EAGAIN; /* DPDK: telemetry_cb's negative errno */
 	rte_tel_data_start_dict(d);
 	mgr_stats_flow_table.each(g_tel.m, one_row, &flows);
 	leave();

@@ -139,7 +139,7 @@ check_rejected(const char *const *hops, uint16_t n, const char *msg)
 	struct compiled c;
 
 	compile(&c, hops, n);
-	assert_int_equal(c.rc, -EINVAL);
+	assert_int_equal(c.rc, EINVAL);
 	assert_string_equal(c.err, msg);
 }
 
@@ -153,7 +153,7 @@ check_rejected_early(const char *const *hops, uint16_t n, const char *msg)
 	struct compiled c;
 
 	compile(&c, hops, n);
-	assert_int_equal(c.rc, -EINVAL);
+	assert_int_equal(c.rc, EINVAL);
 	assert_string_equal(c.err, msg);
 	assert_int_equal(c.f.service_calls, 0);
 	assert_int_equal(c.f.n_svc, 3);
@@ -167,10 +167,11 @@ split_ok(void **state)
 	char text[] = "firewall,monitor,port:out";
 	char *hops[8];
 	char err[256] = "";
-	int n;
+	uint16_t n;
 
 	(void)state;
-	n = sl_chain_split(text, hops, 8, err, sizeof(err));
+	assert_int_equal(sl_chain_split(text, hops, 8, &n, err, sizeof(err)),
+			 0);
 	assert_int_equal(n, 3);
 	assert_string_equal(hops[0], "firewall");
 	assert_string_equal(hops[1], "monitor");
@@ -189,11 +190,15 @@ split_one_and_exact_max(void **state)
 	char three[] = "a,b,c";
 	char *hops[3];
 	char err[256] = "";
+	uint16_t n;
 
 	(void)state;
-	assert_int_equal(sl_chain_split(one, hops, 3, err, sizeof(err)), 1);
+	assert_int_equal(sl_chain_split(one, hops, 3, &n, err, sizeof(err)), 0);
+	assert_int_equal(n, 1);
 	assert_string_equal(hops[0], "forward");
-	assert_int_equal(sl_chain_split(three, hops, 3, err, sizeof(err)), 3);
+	assert_int_equal(sl_chain_split(three, hops, 3, &n, err, sizeof(err)),
+			 0);
+	assert_int_equal(n, 3);
 	assert_string_equal(hops[0], "a");
 	assert_string_equal(hops[1], "b");
 	assert_string_equal(hops[2], "c");
@@ -205,6 +210,7 @@ split_empty_hop(void **state)
 {
 	static const char *const bad[] = {"", ",", "a,", ",a", "a,,b", "a,b,,"};
 	char *hops[8];
+	uint16_t n;
 
 	(void)state;
 	for (size_t i = 0; i < RTE_DIM(bad); i++) {
@@ -215,9 +221,9 @@ split_empty_hop(void **state)
 			 "chain '%s' has an empty hop; write hops separated "
 			 "by single commas, e.g. firewall,monitor,port:out",
 			 bad[i]);
-		assert_int_equal(sl_chain_split(text, hops, 8, err,
+		assert_int_equal(sl_chain_split(text, hops, 8, &n, err,
 						sizeof(err)),
-				 -EINVAL);
+				 EINVAL);
 		assert_string_equal(err, want);
 	}
 }
@@ -228,10 +234,11 @@ split_too_many(void **state)
 	char text[] = "a,b,c";
 	char *hops[2];
 	char err[256] = "";
+	uint16_t n;
 
 	(void)state;
-	assert_int_equal(sl_chain_split(text, hops, 2, err, sizeof(err)),
-			 -EINVAL);
+	assert_int_equal(sl_chain_split(text, hops, 2, &n, err, sizeof(err)),
+			 EINVAL);
 	assert_string_equal(err, "chain has more than 2 hops; raise "
 				 "--max-services or shorten the chain");
 }
@@ -244,12 +251,15 @@ split_spaces_are_kept(void **state)
 	char *hops[4];
 	char err[256] = "";
 	struct compiled c;
+	uint16_t n;
 
 	(void)state;
-	assert_int_equal(sl_chain_split(text, hops, 4, err, sizeof(err)), 2);
+	assert_int_equal(sl_chain_split(text, hops, 4, &n, err, sizeof(err)),
+			 0);
+	assert_int_equal(n, 2);
 	assert_string_equal(hops[1], " b");
 	compile(&c, (const char *const *)hops, 2);
-	assert_int_equal(c.rc, -EINVAL);
+	assert_int_equal(c.rc, EINVAL);
 	assert_string_equal(c.err,
 			    "chain hop 2 ' b' is not a valid service name "
 			    "(1-31 characters of A-Z a-z 0-9 _ - .), "
@@ -428,7 +438,7 @@ reject_empty_chain(void **state)
 
 	(void)state;
 	compile(&c, NULL, 0);
-	assert_int_equal(c.rc, -EINVAL);
+	assert_int_equal(c.rc, EINVAL);
 	assert_string_equal(c.err, "chain is empty; give at least one hop, "
 				   "e.g. [forward, \"port:out\"]");
 	assert_int_equal(c.first, GARBAGE);
@@ -571,10 +581,12 @@ reject_too_many_hops(void **state)
 	char text[] = "a,b,c,d,e,f,g,h,i";
 	char *hops[MAX_SVC];
 	char err[256] = "";
+	uint16_t n;
 
 	(void)state;
-	assert_int_equal(sl_chain_split(text, hops, MAX_SVC, err, sizeof(err)),
-			 -EINVAL);
+	assert_int_equal(sl_chain_split(text, hops, MAX_SVC, &n, err,
+					sizeof(err)),
+			 EINVAL);
 	assert_string_equal(err, "chain has more than 8 hops; raise "
 				 "--max-services or shorten the chain");
 }

@@ -95,22 +95,27 @@ test_service(void **state)
 {
 	struct env *e = env_new(64, 10000);
 	char err[128] = "";
-	int id;
+	int id, got;
 
 	(void)state;
 	registry_env(e);
-	assert_int_equal(mgr_service_get(e->m, "a", 1, err, sizeof(err)), 0);
-	assert_int_equal(mgr_service_get(e->m, "c", 0, err, sizeof(err)),
-			 -ENOENT);
-	id = mgr_service_get(e->m, "c", 1, err, sizeof(err));
+	assert_int_equal(mgr_service_get(e->m, "a", 1, &id, err, sizeof(err)),
+			 0);
+	assert_int_equal(id, 0);
+	assert_int_equal(mgr_service_get(e->m, "c", 0, &id, err, sizeof(err)),
+			 ENOENT);
+	assert_int_equal(mgr_service_get(e->m, "c", 1, &id, err, sizeof(err)),
+			 0);
 	assert_int_equal(id, 2);
 	assert_true(e->shm->services[id].used);
 	assert_string_equal(e->shm->services[id].name, "c");
 	assert_int_equal(e->shm->services[id].n_live, 0);
-	assert_int_equal(mgr_service_get(e->m, "c", 0, err, sizeof(err)), id);
+	assert_int_equal(mgr_service_get(e->m, "c", 0, &got, err, sizeof(err)),
+			 0);
+	assert_int_equal(got, id);
 	mgr_service_release(e->m, (uint16_t)id);
-	assert_int_equal(mgr_service_get(e->m, "c", 0, err, sizeof(err)),
-			 -ENOENT);
+	assert_int_equal(mgr_service_get(e->m, "c", 0, &got, err, sizeof(err)),
+			 ENOENT);
 	registry_env_free(e);
 }
 
@@ -179,6 +184,7 @@ test_register_die_reclaim(void **state)
 	struct sl_msg *msg;
 	uint16_t inst, svc, tag;
 	uint32_t n_msgs;
+	int got;
 	pid_t pid;
 	int k;
 
@@ -203,7 +209,8 @@ test_register_die_reclaim(void **state)
 	assert_int_equal(shm->nf_hwm, 2);
 	assert_int_equal(shm->services[svc].n_live, 1);
 	assert_int_equal(shm->services[svc].live[0], inst);
-	assert_int_equal(mgr_service_get(e->m, "c", 0, NULL, 0), svc);
+	assert_int_equal(mgr_service_get(e->m, "c", 0, &got, NULL, 0), 0);
+	assert_int_equal(got, svc);
 	assert_true(e->m->registry->pidfd[inst] >= 0);
 	/* A second registration of the same process is refused. */
 	n_msgs = (uint32_t)e->m->msgs_refused;

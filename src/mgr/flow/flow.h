@@ -145,7 +145,8 @@ struct sl_flow_filter {
 
 size_t mgr_flow_entry_bytes(const struct sl_mgr_opts *o);
 /* The flow module: m->flow (after rules and requests made theirs; and,
- * unless --flow-lookup off, the tables). 0 or -1 after printing why. */
+ * unless --flow-lookup off, the tables). 0, or ENOMEM after printing
+ * why. */
 int mgr_flow_init(struct sl_mgr *m);
 /* Frees the states mgr_flow_init made (the tables go with EAL); after
  * the I/O threads and the rule builder stopped. */

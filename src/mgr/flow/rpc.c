@@ -189,7 +189,7 @@ flow_init(struct sl_mgr *m, char *err, size_t errlen)
 {
 	(void)errlen;
 	err[0] = '\0'; /* mgr_flow_init says why */
-	return mgr_flow_init(m) != 0 ? ENOMEM : 0;
+	return mgr_flow_init(m);
 }
 
 /* The flow table (after rules and requests in main.c's list: their init

@@ -79,7 +79,8 @@ touch_pages(void *p, size_t n)
 		c[o] = 0;
 }
 
-/* The two hash tables, the entries and sluiced's per-position arrays. */
+/* The two hash tables, the entries and sluiced's per-position arrays:
+ * 0, or ENOMEM after printing why. */
 static int
 tables_init(struct sl_mgr *m, struct sl_flowdir_state *fs)
 {
@@ -95,7 +96,7 @@ tables_init(struct sl_mgr *m, struct sl_flowdir_state *fs)
 					   ft->max_flows6,
 					   "--flow-capacity-v6");
 	if (ft->hash == NULL || ft->hash6 == NULL)
-		return -1;
+		return ENOMEM; /* table_create said why */
 	ft->base6 = (uint32_t)rte_hash_max_key_id(ft->hash) + 1;
 	ft->capacity = ft->base6 + (uint32_t)rte_hash_max_key_id(ft->hash6) + 1;
 	sz = (size_t)ft->capacity * ft->stride;
@@ -119,7 +120,7 @@ tables_init(struct sl_mgr *m, struct sl_flowdir_state *fs)
 			"sluiced: out of hugepage memory for %u flow entries "
 			"(%zu MiB); lower --flow-capacity\n",
 			ft->capacity, sz >> 20);
-		return -1;
+		return ENOMEM;
 	}
 	return 0;
 }
@@ -152,7 +153,7 @@ mgr_flow_init(struct sl_mgr *m)
 	m->flow = fs;
 	if (fs == NULL || fs->graph_inc == NULL) {
 		fprintf(stderr, "sluiced: out of memory for the graph table\n");
-		return -1;
+		return ENOMEM;
 	}
 	if (ft->lookup == SL_LOOKUP_OFF)
 		return 0;

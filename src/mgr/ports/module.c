@@ -7,7 +7,7 @@
 static int
 ports_init(struct sl_mgr *m, char *err, size_t errlen)
 {
-	return mgr_ports_init(m, err, errlen) != 0 ? EIO : 0;
+	return mgr_ports_init(m, err, errlen);
 }
 
 /* Also after a failed start: the ports made so far, their folders. */

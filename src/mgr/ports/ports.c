@@ -254,7 +254,7 @@ mgr_ports_init(struct sl_mgr *m, char *err, size_t errlen)
 		if (rc == 0)
 			rc = port_init(m, ps, pid, po, &hf, err, errlen);
 		if (rc != 0)
-			return -1; /* the caller's mgr_ports_close undoes it */
+			return rc; /* the caller's mgr_ports_close undoes it */
 		if (ps->cls != NULL && ps->cls->started != NULL)
 			ps->cls->started(m, ps);
 		if (i == 0)

@@ -103,11 +103,12 @@ extern const struct sl_port_class *const mgr_port_classes[];
 /* The class of a device string ("net_pcap0,rx_pcap=..."), NULL: none */
 const struct sl_port_class *mgr_port_class_find(const char *device);
 
-/* Probes, configures and starts every --port. 0, or -1 with err set (the
- * caller's mgr_ports_close undoes it). */
+/* Probes, configures and starts every --port. 0, or a positive errno with
+ * err set (the caller's mgr_ports_close undoes it). */
 int mgr_ports_init(struct sl_mgr *m, char *err, size_t errlen);
 void mgr_ports_close(struct sl_mgr *m);
-/* The ethdev id of the port named name, -1 if there is none */
+/* The ethdev id of the port named name, -1 if there is none (a lookup,
+ * not an error) */
 int mgr_port_by_name(const struct sl_mgr *m, const char *name);
 json_t *mgr_ports_json(const struct sl_mgr *m);
 

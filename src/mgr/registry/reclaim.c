@@ -411,7 +411,7 @@ tx_call_settle(struct sl_mgr *m, struct sl_nf_slot *s, uint16_t inst)
  * just taken by a consumer that is retagging it. Pass 1 keeps those in no
  * ring; a grace period later every consumer has retagged what it took,
  * and pass 2 frees those still tagged: they were in its hands.
- * Returns 0 when done, SL_GRACE_AGAIN for pass 2, -EAGAIN to be retried
+ * Returns 0 when done, SL_GRACE_AGAIN for pass 2, EAGAIN to be retried
  * at the next poll.
  */
 int
@@ -429,7 +429,7 @@ mgr_reg_reclaim(struct sl_mgr *m, struct sl_reg_reclaim *a)
 		a->ptr = NULL;
 	}
 	if (s->tx != NULL && rte_ring_count(s->tx) > 0)
-		return -EAGAIN; /* the TX thread still hands those on */
+		return EAGAIN; /* the TX thread still hands those on */
 	if (a->pass == 0) {
 		struct tagged_arg t = {.off = shm->dynfield_offset,
 				       .owner = tag};

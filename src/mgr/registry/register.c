@@ -35,7 +35,8 @@
  * the node's runtime folder, as every secondary maps its config)? An NF
  * names its pid itself; from another pid namespace (a container without
  * --pid host) that number is some other host process, which sluiced would
- * then watch as the NF, and stop at shutdown.
+ * then watch as the NF, and stop at shutdown. 0, or EPERM with err
+ * saying why.
  */
 static int
 pid_maps_node(int pid, char *err, size_t errlen)
@@ -57,7 +58,7 @@ pid_maps_node(int pid, char *err, size_t errlen)
 			 "cannot read %s (%s): not the NF that asked (another "
 			 "pid namespace? run containers with --pid host)",
 			 path, strerror(errno));
-		return -1;
+		return EPERM;
 	}
 	while (!found && fgets(line, sizeof(line), f) != NULL)
 		found = strstr(line, needle) != NULL;
@@ -68,7 +69,7 @@ pid_maps_node(int pid, char *err, size_t errlen)
 			 "(another pid namespace? run containers with --pid "
 			 "host)",
 			 pid, dir);
-	return found ? 0 : -1;
+	return found ? 0 : EPERM;
 }
 /* ---- registration ------------------------------------------------- */
 
@@ -144,7 +145,7 @@ slot_rings(struct sl_mgr *m, struct sl_nf_slot *s, uint16_t inst)
 		s->inbox = rte_ring_create(name, SL_INBOX_SIZE, rte_socket_id(),
 					   RING_F_SC_DEQ);
 		if (s->rx == NULL || s->tx == NULL || s->inbox == NULL)
-			return -ENOMEM;
+			return ENOMEM;
 	} else {
 		rte_ring_reset(s->rx);
 		rte_ring_reset(s->tx);
@@ -302,8 +303,8 @@ handle_register(struct sl_mgr *m, struct sl_msg *msg)
 			return;
 		}
 	}
-	svc = mgr_service_get(m, msg->service_name, 1, err, sizeof(err));
-	if (svc < 0) {
+	if (mgr_service_get(m, msg->service_name, 1, &svc, err, sizeof(err)) !=
+	    0) {
 		reply(msg, ENOSPC, "%s", err);
 		return;
 	}

@@ -89,7 +89,7 @@ struct sl_reg_reclaim {
 	uint64_t lost; /* counted by the first pass */
 };
 /* Its work: 0 when done; SL_GRACE_AGAIN after the first pass (the second
- * needs another grace period); -EAGAIN to be retried at the next poll. */
+ * needs another grace period); EAGAIN to be retried at the next poll. */
 int mgr_reg_reclaim(struct sl_mgr *m, struct sl_reg_reclaim *a);
 /* Its grace-queue function (frees a once done). */
 int mgr_reg_reclaim_run(void *ctx, struct sl_grace_action *qa, int draining);

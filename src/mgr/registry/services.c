@@ -60,7 +60,7 @@ mgr_registry_init(struct sl_mgr *m)
 	return 0;
 oom:
 	fprintf(stderr, "sluiced: out of memory\n");
-	return -1;
+	return ENOMEM;
 }
 
 void
@@ -87,8 +87,8 @@ mgr_registry_close(struct sl_mgr *m)
 /* ---- services and load-balancer tables ----------------------------- */
 
 int
-mgr_service_get(struct sl_mgr *m, const char *name, int create, char *err,
-		size_t errlen)
+mgr_service_get(struct sl_mgr *m, const char *name, int create, int *id,
+		char *err, size_t errlen)
 {
 	struct sl_shm *shm = m->shm;
 	int free_id = -1;
@@ -96,18 +96,20 @@ mgr_service_get(struct sl_mgr *m, const char *name, int create, char *err,
 	for (uint16_t s = 0; s < shm->max_services; s++) {
 		struct sl_service *svc = &shm->services[s];
 
-		if (svc->used && strcmp(svc->name, name) == 0)
-			return s;
+		if (svc->used && strcmp(svc->name, name) == 0) {
+			*id = s;
+			return 0;
+		}
 		if (!svc->used && free_id < 0)
 			free_id = s;
 	}
 	if (!create)
-		return -ENOENT;
+		return ENOENT;
 	if (free_id < 0) {
 		snprintf(err, errlen,
 			 "all %u services are in use: raise --max-services",
 			 shm->max_services);
-		return -ENOSPC;
+		return ENOSPC;
 	}
 	struct sl_service *svc = &shm->services[free_id];
 
@@ -118,7 +120,8 @@ mgr_service_get(struct sl_mgr *m, const char *name, int create, char *err,
 	memset(m->edge_retired + (size_t)free_id * SL_EDGE_COLS(shm), 0,
 	       SL_EDGE_COLS(shm) * sizeof(*m->edge_retired));
 	__atomic_store_n(&svc->used, 1, __ATOMIC_RELEASE);
-	return free_id;
+	*id = free_id;
+	return 0;
 }
 
 void

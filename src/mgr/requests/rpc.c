@@ -30,8 +30,7 @@ param_hop(struct sl_mgr *m, const char *h, sl_hop_t *hop, struct sl_rpc_err *e)
 			return 0;
 		}
 	} else {
-		id = mgr_service_get(m, h, 0, dummy, sizeof(dummy));
-		if (id >= 0) {
+		if (mgr_service_get(m, h, 0, &id, dummy, sizeof(dummy)) == 0) {
 			*hop = SL_HOP_SERVICE((uint16_t)id);
 			return 0;
 		}

@@ -19,7 +19,7 @@ mgr_rules_init(struct sl_mgr *m)
 
 	m->rules = rs;
 	if (rs == NULL)
-		return -ENOMEM;
+		return ENOMEM;
 	rs->bld.efd = -1;
 	pthread_mutex_init(&rs->bld.mu, NULL);
 	pthread_cond_init(&rs->bld.cv, NULL);

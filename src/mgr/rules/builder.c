@@ -191,7 +191,7 @@ mgr_rules_poll(struct sl_mgr *m, int *rc, json_t **out, char *err,
 	*rc = j->rc;
 	if (j->rc != 0) { /* the committed list stays */
 		snprintf(err, errlen, "%s", j->err);
-		*rc = -EINVAL;
+		*rc = EINVAL;
 		mgr_rules_job_free(j);
 		return 1;
 	}

@@ -51,7 +51,7 @@ struct sl_rules_state {
 	} bld;
 };
 
-/* m->rules, empty (mgr_rules_module's init); 0 or -ENOMEM. */
+/* m->rules, empty (mgr_rules_module's init); 0 or ENOMEM. */
 int mgr_rules_init(struct sl_mgr *m);
 /* Frees the committed list and rule set (no reader is left). */
 void mgr_rules_close(struct sl_mgr *m);
@@ -122,8 +122,8 @@ uint32_t mgr_rules_remove_graph(struct sl_mgr *m, uint16_t graph);
  * Commits the started change if it is built: 0 while it builds (or none
  * was started); 1 when done, with *rc 0 (committed: rule set published,
  * events sent; for an add, *out the added rules as rule.add gives them,
- * highest priority first) or a negative errno and err (the committed rules
- * stay as they were).
+ * highest priority first) or EINVAL and err (the committed rules stay as
+ * they were).
  */
 int mgr_rules_poll(struct sl_mgr *m, int *rc, json_t **out, char *err,
 		   size_t errlen);
