@@ -26,6 +26,7 @@
 #include <rte_eal.h>
 #include <rte_errno.h>
 
+#include "eal_env.h"
 #include "sl_classifier.h"
 #include "sl_match.h"
 
@@ -479,32 +480,11 @@ static char eal_dir[PATH_MAX];
 static int
 setup(void **state)
 {
-	char prefix[64];
-	char *argv[] = {
-		"test_classifier",
-		"--no-huge",
-		"--no-pci",
-		"--no-shconf",
-		"--no-telemetry",
-		"-l",
-		"0",
-		"-m",
-		"128",
-		"--log-level=error",
-		prefix,
-		NULL,
-	};
-
 	(void)state;
-	snprintf(prefix, sizeof(prefix), "--file-prefix=sl_cls_test_%d",
-		 (int)getpid());
-	if (rte_eal_init((int)(sizeof(argv) / sizeof(argv[0])) - 1, argv) < 0) {
-		fprintf(stderr, "EAL init failed: %s\n",
-			rte_strerror(rte_errno));
-		return -1;
-	}
-	snprintf(eal_dir, sizeof(eal_dir), "%s", rte_eal_get_runtime_dir());
-	return 0;
+	return eal_env_start("test_classifier", "cls", "128", eal_dir,
+			     sizeof(eal_dir)) < 0
+		       ? -1
+		       : 0;
 }
 
 static int
