@@ -493,8 +493,8 @@ teardown(void **state)
 	(void)state;
 	rte_eal_cleanup();
 	/* EAL leaves an empty runtime directory even without shared config. */
-	if (strstr(eal_dir, "sl_cls_test_") != NULL)
-		rmdir(eal_dir);
+	if (eal_dir[0] != '\0' && rmdir(eal_dir) != 0)
+		fprintf(stderr, "rmdir %s: %s\n", eal_dir, strerror(errno));
 	return 0;
 }
 
