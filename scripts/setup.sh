@@ -15,6 +15,12 @@ APT_PKGS=(
     # here); python/sluice/runtime/container.py points podman at scripts/containers.conf
     # through CONTAINERS_CONF, so no system file is written.
     podman runc
+    # NFs of nfs/: sluice-ids (Hyperscan), sluice-dpi (nDPI), sluice-vpn
+    # (OpenSSL; DPDK's crypto PMDs come with libdpdk-dev)
+    libhyperscan-dev libndpi-dev libssl-dev
+    # NF tests against the kernel's own stacks: TCP downloads and streams
+    # through the NFs, the hop traceroute shows, tshark's dissectors
+    curl iperf3 traceroute tshark
 )
 
 if [ "$(id -u)" -ne 0 ]; then
