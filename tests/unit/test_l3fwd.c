@@ -1,0 +1,885 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * sluice-l3fwd driven through its ops (nfs/l3fwd/) with the libsluice
+ * stand-in of nf_stub.c: longest-prefix choice, MAC rewrite, TTL and
+ * checksum byte by byte, ICMP and ICMPv6 errors byte by byte (their
+ * checksums computed here again), the rate limit, IPv6, counters, reload
+ * and configuration errors by message. Ports a, b, c are ethdevs 0, 1, 2
+ * with MAC 02:00:00:00:0N:fe; d (3) has none.
+ */
+#undef main /* meson.build renames l3fwd.c's main to sl_l3_main */
+
+#include <errno.h>
+#include <inttypes.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <cmocka.h>
+
+#include <rte_ethdev.h>
+#include <rte_ip.h>
+#include <rte_mbuf.h>
+#include <rte_mempool.h>
+
+#include "sluice/nf.h"
+#include "sluice/pkt.h"
+
+#include "nf_stub.h"
+#include "nf_test.h"
+#include "pkt_build.h"
+
+#include "icmp.h"
+
+int sl_l3_main(int argc, char **argv);
+
+#define PROG "sluice-l3fwd"
+#define MAX_SENT 64
+#define NS 1000000000ull
+
+/* ---- what libsluice would give the NF --------------------------------- */
+
+static struct rte_mempool *pool;
+static struct rte_mbuf *sent[MAX_SENT];
+static unsigned n_sent;
+
+int
+sl_port_id(const struct sl_nf *nf, const char *name)
+{
+	static const char *const names[] = {"a", "b", "c", "d"};
+
+	(void)nf;
+	for (int i = 0; i < 4; i++)
+		if (strcmp(name, names[i]) == 0)
+			return i;
+	return -1;
+}
+
+/* The NF reads port MACs through DPDK's call, which this test stands in
+ * for (the executable's definition wins over librte_ethdev's). */
+int
+rte_eth_macaddr_get(uint16_t port_id, struct rte_ether_addr *mac)
+{
+	if (port_id >= 3)
+		return -ENODEV;
+	memset(mac, 0, sizeof(*mac));
+	mac->addr_bytes[0] = 0x02;
+	mac->addr_bytes[4] = (uint8_t)(port_id + 1);
+	mac->addr_bytes[5] = 0xfe;
+	return 0;
+}
+
+/* The ingress port is kept in the dynfield area, next to the stub's
+ * verdict. */
+uint16_t
+sl_pkt_in_port(const struct rte_mbuf *m)
+{
+	return (uint16_t)m->dynfield1[2];
+}
+
+struct rte_mempool *
+sl_nf_pktmbuf_pool(const struct sl_nf *nf)
+{
+	(void)nf;
+	return pool;
+}
+
+void
+sl_nf_send(struct sl_nf *nf, struct rte_mbuf **pkts, uint16_t n)
+{
+	(void)nf;
+	for (uint16_t i = 0; i < n; i++) {
+		assert_true(n_sent < MAX_SENT);
+		sent[n_sent++] = pkts[i];
+	}
+}
+
+static void
+sent_free(void)
+{
+	for (unsigned i = 0; i < n_sent; i++)
+		rte_pktmbuf_free(sent[i]);
+	n_sent = 0;
+}
+
+/* ---- files and frames ------------------------------------------------- */
+
+static char *
+write_file(const char *text)
+{
+	char *path = malloc(64);
+	int fd;
+
+	assert_non_null(path);
+	snprintf(path, 64, "/tmp/sl_l3_test_XXXXXX");
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	return path;
+}
+
+static void
+rewrite_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static const char routes[] =
+	"# the test's router\n"
+	"port a address 10.62.1.1 address fd62:1::1\n"
+	"port b address 10.62.2.1\n"
+	"port c address fd62:3::1 mac 02:cc:cc:cc:cc:01\n"
+	"neigh 10.62.1.2 02:aa:00:00:00:02 port a\n"
+	"neigh 10.62.2.2 02:bb:00:00:00:02 port b   # host B\n"
+	"neigh 10.62.3.2 02:c0:00:00:00:02 port c\n"
+	"neigh fd62:3::2 02:c6:00:00:00:02 port c\n"
+	"route 10.62.0.0/16 via 10.62.2.2\n"
+	"route 10.62.3.0/24 via 10.62.3.2\n"
+	"route 10.62.3.128/25 port a mac 02:aa:00:00:01:28\n"
+	"route fd62::/16 via fd62:3::2\n"
+	"\n";
+
+static const uint8_t mac_a[6] = {2, 0, 0, 0, 1, 0xfe};
+static const uint8_t mac_b[6] = {2, 0, 0, 0, 2, 0xfe};
+static const uint8_t mac_c[6] = {2, 0xcc, 0xcc, 0xcc, 0xcc, 1};
+static const uint8_t nb_b[6] = {2, 0xbb, 0, 0, 0, 2};
+static const uint8_t nb_c[6] = {2, 0xc0, 0, 0, 0, 2};
+static const uint8_t nb_c6[6] = {2, 0xc6, 0, 0, 0, 2};
+static const uint8_t nb_128[6] = {2, 0xaa, 0, 0, 1, 0x28};
+
+static const uint8_t v6_host_a[16] = {0xfd, 0x62, 0, 1, 0, 0, 0, 0,
+				      0,    0,    0, 0, 0, 0, 0, 2};
+static const uint8_t v6_far[16] = {0xfd, 0x62, 0, 7, 0, 0, 0, 0,
+				   0,    0,    0, 0, 0, 0, 0, 9};
+static const uint8_t v6_router_a[16] = {0xfd, 0x62, 0, 1, 0, 0, 0, 0,
+					0,    0,    0, 0, 0, 0, 0, 1};
+
+/* Sets the IPv4 header checksum of a frame built by frame_ip4(). */
+static void
+fix4(struct frame *f)
+{
+	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(f->b + 14);
+
+	ip->hdr_checksum = 0;
+	ip->hdr_checksum = rte_ipv4_cksum(ip);
+}
+
+static void
+udp4(struct frame *f, uint32_t src, uint32_t dst, uint8_t ttl)
+{
+	frame_ip4(f, IPPROTO_UDP, src, 33434, dst, 33435, 12);
+	f->b[14 + 8] = ttl;
+	fix4(f);
+}
+
+static void
+udp6(struct frame *f, const uint8_t *src, const uint8_t *dst, uint8_t hl)
+{
+	frame_ip6(f, IPPROTO_UDP, src, 33434, dst, 33435, 12);
+	f->b[14 + 7] = hl;
+}
+
+/* Runs one frame from in_port through process: its verdict, and the
+ * frame as it is after (into out, if not NULL). */
+static sl_verdict_t
+run(const struct frame *f, uint16_t in_port, struct frame *out)
+{
+	struct rte_mbuf *m = stub_mbuf(f->b, f->len);
+	sl_verdict_t v;
+
+	assert_non_null(m);
+	m->dynfield1[2] = in_port;
+	stub_ops->process(stub_nf(), &m, 1);
+	assert_true(stub_verdict_set(m));
+	v = sl_pkt_verdict(m);
+	if (out != NULL) {
+		out->len = m->data_len;
+		memcpy(out->b, rte_pktmbuf_mtod(m, void *), m->data_len);
+	}
+	stub_mbuf_free(m);
+	return v;
+}
+
+static void
+start(const char *text, const char *extra, char **path_out)
+{
+	char *path = write_file(text);
+	char *out;
+	int rc;
+
+	out = stub_init_output(&rc, PROG, "--routes", path, "--stats-ms", "0",
+			       extra ? "--icmp-burst" : NULL, extra, NULL);
+	if (rc != 0)
+		fail_msg("init failed: %s", out);
+	free(out);
+	if (path_out != NULL)
+		*path_out = path;
+	else
+		free(path);
+}
+
+static char *
+stop(void)
+{
+	char *out = fini_output();
+
+	sent_free();
+	return out;
+}
+
+/* ---- tests ------------------------------------------------------------ */
+
+static void
+test_loaded_message(void **state)
+{
+	char *path = write_file(routes), *out, line[256];
+	int rc;
+
+	(void)state;
+	out = stub_init_output(&rc, PROG, "--routes", path, NULL);
+	assert_int_equal(rc, 0);
+	snprintf(line, sizeof(line),
+		 PROG ": loaded %s: 6 IPv4 and 2 IPv6 routes (4 of them "
+		      "neighbours), 3 ports\n",
+		 path);
+	assert_has(out, line);
+	assert_has(out, PROG ":   port a (id 0): mac 02:00:00:00:01:FE, "
+			     "address 10.62.1.1 fd62:1::1\n");
+	assert_has(out, PROG ":   port b (id 1): mac 02:00:00:00:02:FE, "
+			     "address 10.62.2.1 -\n");
+	assert_has(out, PROG ":   port c (id 2): mac 02:CC:CC:CC:CC:01, "
+			     "address - fd62:3::1\n");
+	free(out);
+	free(stop());
+	unlink(path);
+	free(path);
+}
+
+/* The longest prefix wins; MACs are the next hop's and the port's. */
+static void
+test_lpm_choice(void **state)
+{
+	static const struct {
+		uint32_t dst;
+		uint16_t port;
+		const uint8_t *dmac, *smac;
+	} cases[] = {
+		{IP4(10, 62, 9, 9), 1, nb_b, mac_b},     /* /16 via B */
+		{IP4(10, 62, 2, 2), 1, nb_b, mac_b},     /* B's host route */
+		{IP4(10, 62, 3, 5), 2, nb_c, mac_c},     /* /24 via C */
+		{IP4(10, 62, 3, 127), 2, nb_c, mac_c},   /* /24 */
+		{IP4(10, 62, 3, 128), 0, nb_128, mac_a}, /* /25 */
+		{IP4(10, 62, 3, 255), 0, nb_128, mac_a}, /* /25 */
+		{IP4(10, 62, 3, 2), 2, nb_c, mac_c},     /* /32 */
+	};
+	struct frame f, out;
+
+	(void)state;
+	start(routes, NULL, NULL);
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		udp4(&f, IP4(10, 62, 1, 2), cases[i].dst, 64);
+		assert_int_equal(run(&f, 0, &out), SL_OUT(cases[i].port));
+		assert_memory_equal(out.b, cases[i].dmac, 6);
+		assert_memory_equal(out.b + 6, cases[i].smac, 6);
+	}
+	free(stop());
+}
+
+/* The forwarded frame byte by byte: only MACs, TTL and checksum change,
+ * and the checksum is what a full computation gives. */
+static void
+test_forward_bytes(void **state)
+{
+	struct frame f, out, want;
+
+	(void)state;
+	start(routes, NULL, NULL);
+	udp4(&f, IP4(10, 62, 1, 2), IP4(10, 62, 2, 2), 64);
+	assert_int_equal(run(&f, 0, &out), SL_OUT(1));
+	want = f;
+	memcpy(want.b, nb_b, 6);
+	memcpy(want.b + 6, mac_b, 6);
+	want.b[14 + 8] = 63;
+	fix4(&want);
+	assert_int_equal(out.len, want.len);
+	assert_memory_equal(out.b, want.b, want.len);
+	/* 45 00 00 28 12 34 00 00 3f 11 cksum 0a 3e 01 02 0a 3e 02 02 */
+	assert_int_equal(out.b[24] << 8 | out.b[25], 0x5212);
+
+	/* Every TTL and many headers: incremental equals recomputed. */
+	srand(7);
+	for (unsigned i = 0; i < 2000; i++) {
+		uint8_t ttl = (uint8_t)(2 + i % 254);
+
+		udp4(&f, (uint32_t)rand(), IP4(10, 62, 2, 2), ttl);
+		f.b[14 + 1] = (uint8_t)rand(); /* TOS */
+		wr16(&f, 14 + 4, (uint16_t)rand());
+		fix4(&f);
+		if (f.b[14 + 12] == 0 || f.b[14 + 12] == 127 ||
+		    f.b[14 + 12] >= 224)
+			continue;
+		assert_int_equal(run(&f, 0, &out), SL_OUT(1));
+		want = f;
+		want.b[14 + 8] = (uint8_t)(ttl - 1);
+		fix4(&want);
+		assert_memory_equal(out.b + 14, want.b + 14, 20);
+	}
+	free(stop());
+}
+
+/* An expected ICMPv4 error, built here field by field. */
+static void
+want_icmp4(struct frame *w, const struct frame *orig, const uint8_t *smac,
+	   uint32_t router, uint8_t type, uint16_t id)
+{
+	uint32_t quote = orig->len - 14, ip_off;
+	uint16_t ck;
+
+	memset(w, 0, sizeof(*w));
+	put(w, orig->b + 6, 6); /* back to the sender's MAC */
+	put(w, smac, 6);
+	put16(w, 0x0800);
+	ip_off = w->len;
+	put8(w, 0x45);
+	put8(w, 0xc0);
+	put16(w, (uint16_t)(20 + 8 + quote));
+	put16(w, id);
+	put16(w, 0);
+	put8(w, 64);
+	put8(w, 1);
+	put16(w, 0);
+	put32(w, router);
+	put(w, orig->b + 14 + 12, 4); /* to the original source */
+	put8(w, type);
+	put8(w, 0);
+	put16(w, 0);
+	put32(w, 0);
+	put(w, orig->b + 14, quote);
+	ck = rte_ipv4_cksum((const struct rte_ipv4_hdr *)(w->b + ip_off));
+	memcpy(w->b + ip_off + 10, &ck, 2);
+	ck = (uint16_t)~rte_raw_cksum(w->b + ip_off + 20, 8 + quote);
+	memcpy(w->b + ip_off + 22, &ck, 2);
+}
+
+static void
+check_sent(unsigned idx, const struct frame *want, uint16_t port)
+{
+	struct rte_mbuf *m = sent[idx];
+
+	assert_true(idx < n_sent);
+	assert_int_equal(sl_pkt_verdict(m), SL_OUT(port));
+	assert_int_equal(m->data_len, want->len);
+	assert_int_equal(m->pkt_len, want->len);
+	assert_memory_equal(rte_pktmbuf_mtod(m, void *), want->b, want->len);
+}
+
+static void
+test_ttl_exceeded_v4(void **state)
+{
+	struct frame f, w;
+	uint8_t *ip;
+	char *out;
+
+	(void)state;
+	start(routes, NULL, NULL);
+	udp4(&f, IP4(10, 62, 1, 2), IP4(10, 62, 3, 2), 1);
+	memcpy(f.b + 6, (const uint8_t[]){2, 0xaa, 0, 0, 0, 2}, 6);
+	assert_int_equal(run(&f, 0, NULL), SL_DROP);
+	assert_int_equal(n_sent, 1);
+	want_icmp4(&w, &f, mac_a, IP4(10, 62, 1, 1), 11, 0);
+	check_sent(0, &w, 0);
+	/* The sums check out when computed over what was sent. */
+	ip = rte_pktmbuf_mtod(sent[0], uint8_t *) + 14;
+	assert_int_equal(rte_raw_cksum(ip, 20), 0xffff);
+	assert_int_equal(rte_raw_cksum(ip + 20, sent[0]->data_len - 34),
+			 0xffff);
+	/* A TTL of 0 too; the id goes up. */
+	f.b[14 + 8] = 0;
+	fix4(&f);
+	assert_int_equal(run(&f, 0, NULL), SL_DROP);
+	want_icmp4(&w, &f, mac_a, IP4(10, 62, 1, 1), 11, 1);
+	check_sent(1, &w, 0);
+	/* A TTL of 2 goes through with 1. */
+	f.b[14 + 8] = 2;
+	fix4(&f);
+	assert_int_equal(run(&f, 0, NULL), SL_OUT(2));
+	assert_int_equal(n_sent, 2);
+	out = stop();
+	assert_has(out, " forwarded=1 no_route=0 ttl_exceeded=2 icmp_sent=2 "
+			"icmp_ratelimited=0 icmp_failed=0 non_ip=0 "
+			"malformed=0 local=0 out.a=0 out.b=0 out.c=1\n");
+	free(out);
+}
+
+/* No route: net unreachable; from the ingress port's address, or
+ * another port's when it has none of the family. */
+static void
+test_no_route_v4(void **state)
+{
+	struct frame f, w;
+	char *out;
+
+	(void)state;
+	start(routes, NULL, NULL);
+	udp4(&f, IP4(10, 62, 1, 2), IP4(192, 0, 2, 1), 64);
+	assert_int_equal(run(&f, 0, NULL), SL_DROP);
+	want_icmp4(&w, &f, mac_a, IP4(10, 62, 1, 1), 3, 0);
+	check_sent(0, &w, 0);
+	/* Port c has no IPv4 address: a's (the first with one). */
+	assert_int_equal(run(&f, 2, NULL), SL_DROP);
+	want_icmp4(&w, &f, mac_c, IP4(10, 62, 1, 1), 3, 1);
+	check_sent(1, &w, 2);
+	/* The quote stops at the IP datagram's end (no Ethernet padding). */
+	f.len += 6;
+	assert_int_equal(run(&f, 0, NULL), SL_DROP);
+	f.len -= 6;
+	want_icmp4(&w, &f, mac_a, IP4(10, 62, 1, 1), 3, 2);
+	check_sent(2, &w, 0);
+	frame_ip4(&f, IPPROTO_UDP, IP4(10, 62, 1, 2), 1, IP4(192, 0, 2, 1), 2,
+		  150);
+	fix4(&f);
+	assert_int_equal(run(&f, 0, NULL), SL_DROP);
+	want_icmp4(&w, &f, mac_a, IP4(10, 62, 1, 1), 3, 3);
+	check_sent(3, &w, 0);
+	out = stop();
+	assert_has(out, " forwarded=0 no_route=4 ttl_exceeded=0 icmp_sent=4 ");
+	free(out);
+}
+
+/* At most 576 bytes of ICMPv4 packet and 1280 of ICMPv6. */
+static void
+test_icmp_quote_limits(void **state)
+{
+	static uint8_t orig[1500], buf[L3_ICMP_MAX_FRAME];
+	struct l3_icmp_addrs a;
+	uint32_t len;
+
+	(void)state;
+	memset(&a, 0, sizeof(a));
+	for (unsigned i = 0; i < sizeof(orig); i++)
+		orig[i] = (uint8_t)i;
+	len = l3_icmp4_build(buf, &a, 3, 0, 7, orig, sizeof(orig));
+	assert_int_equal(len, 14 + 576);
+	assert_int_equal(buf[16] << 8 | buf[17], 576);
+	assert_memory_equal(buf + 14 + 28, orig, 576 - 28);
+	assert_int_equal(rte_raw_cksum(buf + 14, 20), 0xffff);
+	assert_int_equal(rte_raw_cksum(buf + 34, 576 - 20), 0xffff);
+	len = l3_icmp6_build(buf, &a, 1, 0, orig, sizeof(orig));
+	assert_int_equal(len, 14 + 1280);
+	assert_int_equal(buf[18] << 8 | buf[19], 1280 - 40);
+	assert_memory_equal(buf + 14 + 48, orig, 1280 - 48);
+}
+
+/* An expected ICMPv6 error; its checksum over the pseudo-header written
+ * out here. */
+static void
+want_icmp6(struct frame *w, const struct frame *orig, const uint8_t *smac,
+	   const uint8_t *router, uint8_t type)
+{
+	uint32_t quote = orig->len - 14, sum = 0;
+	uint8_t phdr[40];
+
+	memset(w, 0, sizeof(*w));
+	put(w, orig->b + 6, 6);
+	put(w, smac, 6);
+	put16(w, 0x86dd);
+	put32(w, 0x60000000);
+	put16(w, (uint16_t)(8 + quote));
+	put8(w, 58);
+	put8(w, 64);
+	put(w, router, 16);
+	put(w, orig->b + 14 + 8, 16);
+	put8(w, type);
+	put8(w, 0);
+	put16(w, 0);
+	put32(w, 0);
+	put(w, orig->b + 14, quote);
+	memcpy(phdr, w->b + 22, 32);
+	memset(phdr + 32, 0, 8);
+	phdr[34] = (uint8_t)((8 + quote) >> 8);
+	phdr[35] = (uint8_t)(8 + quote);
+	phdr[39] = 58;
+	for (unsigned i = 0; i < 40; i += 2)
+		sum += (uint32_t)(phdr[i] << 8 | phdr[i + 1]);
+	for (unsigned i = 0; i < 8 + quote; i += 2)
+		sum += (uint32_t)(w->b[54 + i] << 8 |
+				  (i + 1 < 8 + quote ? w->b[54 + i + 1] : 0));
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	wr16(w, 56, (uint16_t)~sum);
+}
+
+static void
+test_ipv6(void **state)
+{
+	struct frame f, out, want, w;
+	char *text;
+
+	(void)state;
+	start(routes, NULL, NULL);
+	/* fd62::/16 via fd62:3::2 on c: hop limit one lower, MACs. */
+	udp6(&f, v6_host_a, v6_far, 64);
+	assert_int_equal(run(&f, 0, &out), SL_OUT(2));
+	want = f;
+	memcpy(want.b, nb_c6, 6);
+	memcpy(want.b + 6, mac_c, 6);
+	want.b[14 + 7] = 63;
+	assert_memory_equal(out.b, want.b, want.len);
+	/* Hop limit 1: time exceeded from a's fd62:1::1. */
+	udp6(&f, v6_host_a, v6_far, 1);
+	assert_int_equal(run(&f, 0, NULL), SL_DROP);
+	want_icmp6(&w, &f, mac_a, v6_router_a, 3);
+	check_sent(0, &w, 0);
+	/* No route (2001:db8::2): unreachable, no route (type 1 code 0). */
+	udp6(&f, v6_host_a, v6_b, 64);
+	assert_int_equal(run(&f, 0, NULL), SL_DROP);
+	want_icmp6(&w, &f, mac_a, v6_router_a, 1);
+	check_sent(1, &w, 0);
+	/* Multicast and link-local: not forwarded, no error. */
+	f.b[14 + 24] = 0xff;
+	assert_int_equal(run(&f, 0, NULL), SL_DROP);
+	udp6(&f, v6_host_a, v6_far, 64);
+	f.b[14 + 8] = 0xfe;
+	f.b[14 + 9] = 0x80;
+	assert_int_equal(run(&f, 0, NULL), SL_DROP);
+	/* To the router itself. */
+	udp6(&f, v6_host_a, v6_router_a, 64);
+	assert_int_equal(run(&f, 0, NULL), SL_DROP);
+	assert_int_equal(n_sent, 2);
+	text = stop();
+	assert_has(text, " forwarded=1 no_route=1 ttl_exceeded=1 icmp_sent=2 "
+			 "icmp_ratelimited=0 icmp_failed=0 non_ip=0 "
+			 "malformed=0 local=3 out.a=0 out.b=0 out.c=1\n");
+	free(text);
+}
+
+/* A burst of 3, then 10 a second. */
+static void
+test_rate_limit(void **state)
+{
+	struct frame f;
+	char *out;
+
+	(void)state;
+	stub_now_ns = 5 * NS;
+	start(routes, "3", NULL); /* --icmp-burst 3 */
+	udp4(&f, IP4(10, 62, 1, 2), IP4(10, 62, 3, 2), 1);
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(run(&f, 0, NULL), SL_DROP);
+	assert_int_equal(n_sent, 3);
+	stub_now_ns += NS / 200; /* 5 ms: half a token at 100/s */
+	assert_int_equal(run(&f, 0, NULL), SL_DROP);
+	assert_int_equal(n_sent, 3);
+	stub_now_ns += NS / 200; /* 10 ms: one token */
+	assert_int_equal(run(&f, 0, NULL), SL_DROP);
+	assert_int_equal(n_sent, 4);
+	stub_now_ns += 100 * NS; /* full again: 3, not more */
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(run(&f, 0, NULL), SL_DROP);
+	assert_int_equal(n_sent, 7);
+	out = stop();
+	assert_has(out, " ttl_exceeded=12 icmp_sent=7 icmp_ratelimited=5 ");
+	free(out);
+	/* --icmp-rate 0: none at all. */
+	{
+		char *path = write_file(routes);
+		int rc;
+
+		out = stub_init_output(&rc, PROG, "--routes", path,
+				       "--icmp-rate", "0", NULL);
+		assert_int_equal(rc, 0);
+		free(out);
+		assert_int_equal(run(&f, 0, NULL), SL_DROP);
+		assert_int_equal(n_sent, 0);
+		out = stop();
+		assert_has(out, " icmp_sent=0 icmp_ratelimited=1 ");
+		free(out);
+		unlink(path);
+		free(path);
+	}
+}
+
+/* What is never answered with an ICMP error, and what is not IP. */
+static void
+test_no_error_and_counters(void **state)
+{
+	struct frame f;
+	char *out;
+
+	(void)state;
+	start(routes, NULL, NULL);
+	/* An ICMP error about an ICMP error: no. An echo request: yes. */
+	frame_ip4(&f, IPPROTO_ICMP, IP4(10, 62, 1, 2), 0, IP4(10, 62, 3, 2), 0,
+		  8);
+	f.b[14 + 8] = 1;
+	f.b[34] = 11;
+	fix4(&f);
+	assert_int_equal(run(&f, 0, NULL), SL_DROP);
+	assert_int_equal(n_sent, 0);
+	f.b[34] = 8;
+	assert_int_equal(run(&f, 0, NULL), SL_DROP);
+	assert_int_equal(n_sent, 1);
+	/* To a link-layer broadcast, or from 0.0.0.0: no error. */
+	udp4(&f, IP4(10, 62, 1, 2), IP4(10, 62, 3, 2), 1);
+	memset(f.b, 0xff, 6);
+	assert_int_equal(run(&f, 0, NULL), SL_DROP);
+	udp4(&f, 0, IP4(10, 62, 3, 2), 1);
+	assert_int_equal(run(&f, 0, NULL), SL_DROP);
+	/* From a port the file does not name: counted, not sent. */
+	udp4(&f, IP4(10, 62, 1, 2), IP4(10, 62, 3, 2), 1);
+	assert_int_equal(run(&f, 5, NULL), SL_DROP);
+	assert_int_equal(n_sent, 1);
+	/* Local: the router's address, multicast, broadcast, loopback. */
+	udp4(&f, IP4(10, 62, 1, 2), IP4(10, 62, 2, 1), 64);
+	assert_int_equal(run(&f, 0, NULL), SL_DROP);
+	udp4(&f, IP4(10, 62, 1, 2), IP4(224, 0, 0, 5), 64);
+	assert_int_equal(run(&f, 0, NULL), SL_DROP);
+	udp4(&f, IP4(10, 62, 1, 2), IP4(255, 255, 255, 255), 64);
+	assert_int_equal(run(&f, 0, NULL), SL_DROP);
+	udp4(&f, IP4(10, 62, 1, 2), IP4(127, 0, 0, 1), 64);
+	assert_int_equal(run(&f, 0, NULL), SL_DROP);
+	/* Malformed: a bad checksum, a cut header, a cut Ethernet header. */
+	udp4(&f, IP4(10, 62, 1, 2), IP4(10, 62, 2, 2), 64);
+	f.b[24] ^= 1;
+	assert_int_equal(run(&f, 0, NULL), SL_DROP);
+	f.len = 30;
+	assert_int_equal(run(&f, 0, NULL), SL_DROP);
+	f.len = 10;
+	assert_int_equal(run(&f, 0, NULL), SL_DROP);
+	/* Non-IP: ARP. */
+	memset(&f, 0, sizeof(f));
+	put_eth(&f, 0x0806, 0, NULL);
+	put_zero(&f, 28);
+	assert_int_equal(run(&f, 0, NULL), SL_DROP);
+	assert_int_equal(n_sent, 1);
+	out = stop();
+	assert_has(out, "l3fwd-stats: reason=exit ");
+	assert_has(out, " packets=13 bytes=614 ");
+	assert_has(out, " forwarded=0 no_route=0 ttl_exceeded=5 icmp_sent=1 "
+			"icmp_ratelimited=0 icmp_failed=1 non_ip=1 "
+			"malformed=3 local=4 out.a=0 out.b=0 out.c=0\n");
+	free(out);
+}
+
+static void
+do_reload(void *arg)
+{
+	(void)arg;
+	stub_ops->reload(stub_nf());
+}
+
+/* Ticks until the build has been taken; returns what was printed. */
+static char *
+reload_wait(const char *want)
+{
+	char *all = stub_capture_stderr(do_reload, NULL), *out;
+
+	for (int i = 0; i < 1000 && strstr(all, want) == NULL; i++) {
+		size_t n;
+
+		usleep(10000);
+		out = tick_output(stub_now_ns);
+		n = strlen(all) + strlen(out) + 1;
+		all = realloc(all, n);
+		assert_non_null(all);
+		strcat(all, out);
+		free(out);
+	}
+	return all;
+}
+
+static void
+test_reload(void **state)
+{
+	struct frame f;
+	char *path, *out, line[512];
+
+	(void)state;
+	start(routes, NULL, &path);
+	udp4(&f, IP4(10, 62, 1, 2), IP4(10, 62, 9, 9), 64);
+	assert_int_equal(run(&f, 0, NULL), SL_OUT(1));
+	/* A bad file: the old routes stay, the line is named. */
+	rewrite_file(path, "port a\nroute 10.62.0.0/16 via 10.62.7.7\n");
+	out = reload_wait("reload failed");
+	snprintf(line, sizeof(line),
+		 PROG ": reloading %s in the background; packets go on "
+		      "through the 8 current routes until it is built\n",
+		 path);
+	assert_has(out, line);
+	assert_has(out, "l3fwd-stats: reason=reload ");
+	snprintf(line, sizeof(line),
+		 PROG ": reload failed, keeping the 8 current routes: "
+		      "%s:2: route via 10.62.7.7: no neigh line gives its "
+		      "MAC and port\n",
+		 path);
+	assert_has(out, line);
+	free(out);
+	assert_int_equal(run(&f, 0, NULL), SL_OUT(1));
+	/* A good one: 10.62.0.0/16 now goes to c. */
+	rewrite_file(path, "neigh 10.62.3.2 02:c0:00:00:00:02 port c\n"
+			   "route 10.62.0.0/16 via 10.62.3.2\n");
+	out = reload_wait("reloaded");
+	snprintf(line, sizeof(line),
+		 PROG ": reloaded %s: 2 IPv4 and 0 IPv6 routes (1 of them "
+		      "neighbours), 1 ports\n",
+		 path);
+	assert_has(out, line);
+	free(out);
+	assert_int_equal(run(&f, 0, NULL), SL_OUT(2));
+	out = stop();
+	assert_has(out, " forwarded=3 ");
+	assert_has(out, " out.a=0 out.b=2 out.c=1\n");
+	free(out);
+	unlink(path);
+	free(path);
+}
+
+static void
+expect_file_error(const char *text, const char *want)
+{
+	char *path = write_file(text), line[512];
+
+	snprintf(line, sizeof(line), PROG ": %s:%s\n", path, want);
+	expect_init_error(PROG, line, "--routes", path, NULL);
+	unlink(path);
+	free(path);
+}
+
+static void
+test_config_errors(void **state)
+{
+	(void)state;
+	expect_file_error("port a\n\nrouter 10.0.0.0/8\n",
+			  "3: unknown keyword 'router' (use port, neigh or "
+			  "route)");
+	expect_file_error("port x\n", "1: port 'x': no such port (sluice "
+				      "status lists them)");
+	expect_file_error("port a\nport a address 10.62.1.1\n",
+			  "2: port 'a' is already given on line 1");
+	expect_file_error("port a address 10.62.1\n",
+			  "1: '10.62.1' is not an IPv4 or IPv6 address");
+	expect_file_error("port a address 10.0.0.1 address 10.0.0.2\n",
+			  "1: port 'a': a second IPv4 address");
+	expect_file_error("port a colour blue\n",
+			  "1: port 'a': unknown word 'colour' (use address "
+			  "or mac)");
+	expect_file_error("neigh 10.62.1.2 02:aa:00:00:00 port a\n",
+			  "1: '02:aa:00:00:00' is not a MAC address "
+			  "(xx:xx:xx:xx:xx:xx)");
+	expect_file_error("neigh 10.62.1.2 02:aa:00:00:00:01 a\n",
+			  "1: neigh: use neigh ADDR MAC port NAME");
+	expect_file_error("route 10.62.1.0/33 via 10.62.1.2\n",
+			  "1: '10.62.1.0/33': the prefix length is not 0 to "
+			  "32");
+	expect_file_error("route 10.62.1.1/24 via 10.62.1.2\n",
+			  "1: '10.62.1.1/24' has host bits set (the prefix "
+			  "is the network's first address)");
+	expect_file_error("route fd62::/16 via 10.62.1.2\n",
+			  "1: route fd62::/16 via 10.62.1.2: the next hop is "
+			  "not of the route's family");
+	expect_file_error("route 10.62.0.0/16 to b\n",
+			  "1: route: use route PREFIX via ADDR, or route "
+			  "PREFIX port NAME mac MAC");
+	expect_file_error("route 10.62.0.0/16 port d mac 02:00:00:00:00:01\n",
+			  "1: port 'd': cannot read its MAC address "
+			  "(rte_eth_macaddr_get); give it: port d mac MAC");
+	expect_file_error("neigh 10.62.1.2 02:aa:00:00:00:01 port a\n"
+			  "route 10.62.0.0/16 via 10.62.1.2\n"
+			  "route 10.62.0.0/16 port b mac 02:00:00:00:00:01\n",
+			  "3: 10.62.0.0/16 is given twice (first on line 2)");
+}
+
+static void
+test_config_errors_2(void **state)
+{
+	char *path, line[512];
+
+	(void)state;
+	/* A port with no MAC, named on a port line: that line. */
+	expect_file_error("\nport d address 10.62.4.1\n",
+			  "2: port 'd': cannot read its MAC address "
+			  "(rte_eth_macaddr_get); give it: port d mac MAC");
+	/* Too many routes for --max-routes. */
+	path = write_file("route 10.1.0.0/16 port a mac 02:00:00:00:00:01\n"
+			  "route 10.2.0.0/16 port a mac 02:00:00:00:00:01\n"
+			  "route 10.3.0.0/16 port a mac 02:00:00:00:00:01\n");
+	snprintf(line, sizeof(line),
+		 PROG ": %s:3: more than --max-routes 2 IPv4 routes (neigh "
+		      "lines count as host routes)\n",
+		 path);
+	expect_init_error(PROG, line, "--routes", path, "--max-routes", "2",
+			  NULL);
+	free(path);
+	/* tbl8 groups run out: two /25s in different /24s with one. */
+	path = write_file("route 10.1.0.0/25 port a mac 02:00:00:00:00:01\n"
+			  "route 10.2.0.0/25 port a mac 02:00:00:00:00:01\n");
+	snprintf(line, sizeof(line),
+		 PROG ": %s:2: cannot add 10.2.0.0/25: the IPv4 table has "
+		      "no tbl8 group left (--tbl8-v4 1)\n",
+		 path);
+	expect_init_error(PROG, line, "--routes", path, "--tbl8-v4", "1", NULL);
+	free(path);
+	expect_init_error(PROG,
+			  PROG ": /nonexistent/routes: cannot open: No such "
+			       "file or directory\n",
+			  "--routes", "/nonexistent/routes", NULL);
+	expect_init_error(PROG, PROG ": missing --routes FILE\n", NULL);
+	expect_init_error(PROG,
+			  PROG ": --icmp-rate: '-1' is not a whole number "
+			       "from 0 to 1000000",
+			  "--routes", "/x", "--icmp-rate", "-1", NULL);
+}
+
+static int
+setup(void **state)
+{
+	(void)state;
+	stub_eal_mem_mb = 512; /* two LPMs of each family: 4 x 66 MB */
+	if (stub_setup(PROG, sl_l3_main) != 0)
+		return -1;
+	pool = rte_pktmbuf_pool_create("l3test", 255, 0, 0,
+				       RTE_MBUF_DEFAULT_BUF_SIZE,
+				       SOCKET_ID_ANY);
+	return pool == NULL ? -1 : 0;
+}
+
+static int
+teardown(void **state)
+{
+	rte_mempool_free(pool);
+	return stub_teardown(state);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_loaded_message),
+		cmocka_unit_test(test_lpm_choice),
+		cmocka_unit_test(test_forward_bytes),
+		cmocka_unit_test(test_ttl_exceeded_v4),
+		cmocka_unit_test(test_no_route_v4),
+		cmocka_unit_test(test_icmp_quote_limits),
+		cmocka_unit_test(test_ipv6),
+		cmocka_unit_test(test_rate_limit),
+		cmocka_unit_test(test_no_error_and_counters),
+		cmocka_unit_test(test_reload),
+		cmocka_unit_test(test_config_errors),
+		cmocka_unit_test(test_config_errors_2),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
