@@ -272,7 +272,8 @@ l3_route4(struct l3_state *st, struct rte_mbuf *m,
 		st->c.local++;
 		return SL_DROP;
 	}
-	if (t->lpm4 == NULL || rte_lpm_lookup(t->lpm4, dst, &nh) != 0) {
+	if ((t->lpm4 == NULL || rte_lpm_lookup(t->lpm4, dst, &nh) != 0) &&
+	    (nh = (uint32_t)t->def4, t->def4 < 0)) {
 		st->c.no_route++;
 		l3_icmp_error(st, m, info, 0, L3_ICMP4_UNREACH, 0);
 		return SL_DROP;
@@ -313,8 +314,9 @@ l3_route6(struct l3_state *st, struct rte_mbuf *m,
 		st->c.local++;
 		return SL_DROP;
 	}
-	if (t->lpm6 == NULL ||
-	    rte_lpm6_lookup(t->lpm6, ip->dst_addr, &nh) != 0) {
+	if ((t->lpm6 == NULL ||
+	     rte_lpm6_lookup(t->lpm6, ip->dst_addr, &nh) != 0) &&
+	    (nh = (uint32_t)t->def6, t->def6 < 0)) {
 		st->c.no_route++;
 		l3_icmp_error(st, m, info, 1, L3_ICMP6_UNREACH, 0);
 		return SL_DROP;

@@ -357,7 +357,7 @@ find_neigh(const struct l3_parse *p, const struct l3_entry *r)
 
 /* Gives every via route its neighbour's port and MAC; fills nh[]. */
 static int
-resolve(struct l3_parse *p)
+resolve(struct l3_parse *p, uint32_t *n_lpm)
 {
 	struct l3_table *t = p->t;
 	char text[INET6_ADDRSTRLEN];
@@ -390,6 +390,8 @@ resolve(struct l3_parse *p)
 			t->n_routes4++;
 		else
 			t->n_routes6++;
+		if (e->depth > 0)
+			n_lpm[e->family == 6]++;
 	}
 	t->n_nh = p->n;
 	return 0;
@@ -428,13 +430,14 @@ check_ports(struct l3_parse *p)
 /* An LPM named after our pid and the load: one of that name left by a
  * dead process with our pid is freed first. */
 static int
-make_lpms(struct l3_parse *p, const struct l3_limits *lim, unsigned gen)
+make_lpms(struct l3_parse *p, const struct l3_limits *lim, unsigned gen,
+	  const uint32_t *n_lpm)
 {
 	struct l3_table *t = p->t;
 	char name[RTE_LPM_NAMESIZE];
 
 	p->line = 0;
-	if (t->n_routes4 > 0) {
+	if (n_lpm[0] > 0) {
 		struct rte_lpm_config c = {.max_rules = lim->max_routes,
 					   .number_tbl8s = lim->tbl8_v4};
 
@@ -449,7 +452,7 @@ make_lpms(struct l3_parse *p, const struct l3_limits *lim, unsigned gen)
 				    "--nf-mem): %s",
 				    lim->max_routes, rte_strerror(rte_errno));
 	}
-	if (t->n_routes6 > 0) {
+	if (n_lpm[1] > 0) {
 		struct rte_lpm6_config c = {.max_rules = lim->max_routes,
 					    .number_tbl8s = lim->tbl8_v6};
 
@@ -496,7 +499,14 @@ add_one(struct l3_parse *p, const struct l3_limits *lim, uint32_t i,
 			    "more than --max-routes %u IPv%d routes (neigh "
 			    "lines count as host routes)",
 			    lim->max_routes, e->family);
-	if (e->family == 4) {
+	if (e->depth == 0) { /* the default route, kept beside the LPM */
+		int64_t *def = e->family == 4 ? &t->def4 : &t->def6;
+
+		present = *def >= 0;
+		if (!present)
+			*def = i;
+		rc = 0;
+	} else if (e->family == 4) {
 		uint32_t ip = rte_be_to_cpu_32(*(const uint32_t *)e->addr);
 
 		present = rte_lpm_is_rule_present(t->lpm4, ip, e->depth, &nh);
@@ -541,7 +551,7 @@ l3_table_load(struct sl_nf *nf, const char *path, const struct l3_limits *lim,
 			     .path = path,
 			     .err = err,
 			     .err_size = err_size};
-	uint32_t count[2] = {0, 0};
+	uint32_t count[2] = {0, 0}, n_lpm[2] = {0, 0};
 	int rc;
 
 	*out = NULL;
@@ -550,13 +560,15 @@ l3_table_load(struct sl_nf *nf, const char *path, const struct l3_limits *lim,
 		snprintf(err, err_size, "%s: out of memory", path);
 		return -ENOMEM;
 	}
+	p.t->def4 = -1;
+	p.t->def6 = -1;
 	rc = read_file(&p);
 	if (rc == 0)
 		rc = check_ports(&p);
 	if (rc == 0)
-		rc = resolve(&p);
+		rc = resolve(&p, n_lpm);
 	if (rc == 0)
-		rc = make_lpms(&p, lim, gen);
+		rc = make_lpms(&p, lim, gen, n_lpm);
 	for (uint32_t i = 0; rc == 0 && i < p.n; i++)
 		rc = add_one(&p, lim, i, count);
 	free(p.e);

@@ -55,6 +55,8 @@ struct l3_table {
 	uint32_t n_nh;
 	uint32_t n_routes4, n_routes6, n_neigh, n_ports;
 	struct l3_port ports[L3_MAX_PORTS]; /* by ethdev id */
+	int64_t def4, def6; /* nh[] of the default route (rte_lpm takes
+			       depths from 1), or -1 */
 	int any_v4, any_v6; /* ports[] index with an address of that family,
 			       for ports without one; -1: none */
 };

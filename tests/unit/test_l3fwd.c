@@ -137,6 +137,8 @@ rewrite_file(const char *path, const char *text)
 	fclose(f);
 }
 
+static void expect_file_error(const char *text, const char *want);
+
 static const char routes[] =
 	"# the test's router\n"
 	"port a address 10.62.1.1 address fd62:1::1\n"
@@ -296,6 +298,43 @@ test_lpm_choice(void **state)
 		assert_memory_equal(out.b + 6, cases[i].smac, 6);
 	}
 	free(stop());
+}
+
+/* Default routes (rte_lpm takes depths from 1: kept beside it), alone
+ * and under longer prefixes. */
+static void
+test_default_route(void **state)
+{
+	struct frame f, out;
+	char *text;
+
+	(void)state;
+	start("route 0.0.0.0/0 port b mac 02:bb:00:00:00:02\n"
+	      "route ::/0 port c mac 02:c6:00:00:00:02\n",
+	      NULL, NULL);
+	udp4(&f, IP4(10, 62, 1, 2), IP4(198, 51, 100, 7), 64);
+	assert_int_equal(run(&f, 0, &out), SL_OUT(1));
+	assert_memory_equal(out.b, nb_b, 6);
+	udp6(&f, v6_host_a, v6_b, 64);
+	if (run(&f, 0, &out) != SL_OUT(2))
+		fail_msg("%s", stop());
+	assert_memory_equal(out.b, nb_c6, 6);
+	free(stop());
+	start("route 0.0.0.0/0 port b mac 02:bb:00:00:00:02\n"
+	      "route 10.62.3.0/24 port c mac 02:c0:00:00:00:02\n",
+	      NULL, NULL);
+	udp4(&f, IP4(10, 62, 1, 2), IP4(10, 62, 3, 9), 64);
+	assert_int_equal(run(&f, 0, NULL), SL_OUT(2));
+	udp4(&f, IP4(10, 62, 1, 2), IP4(10, 62, 4, 9), 64);
+	assert_int_equal(run(&f, 0, NULL), SL_OUT(1));
+	udp6(&f, v6_host_a, v6_b, 64); /* no IPv6 route at all */
+	assert_int_equal(run(&f, 0, NULL), SL_DROP);
+	text = stop();
+	assert_has(text, " forwarded=2 no_route=1 ");
+	free(text);
+	expect_file_error("route 0.0.0.0/0 port b mac 02:bb:00:00:00:02\n"
+			  "route 0.0.0.0/0 port a mac 02:bb:00:00:00:02\n",
+			  "2: 0.0.0.0/0 is given twice (first on line 1)");
 }
 
 /* The forwarded frame byte by byte: only MACs, TTL and checksum change,
@@ -869,6 +908,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_loaded_message),
 		cmocka_unit_test(test_lpm_choice),
+		cmocka_unit_test(test_default_route),
 		cmocka_unit_test(test_forward_bytes),
 		cmocka_unit_test(test_ttl_exceeded_v4),
 		cmocka_unit_test(test_no_route_v4),
