@@ -24,7 +24,7 @@ sys.path.insert(0, str(BENCH))
 
 import harness  # noqa: E402
 
-SCRIPTS = ("chain", "port", "flowdir", "micro", "scale", "ovs", "container", "failover",
+SCRIPTS = ("chain", "port", "flowdir", "micro", "scale", "ovs", "container", "failover", "nfs",
            "placement")
 
 
@@ -363,3 +363,31 @@ def test_write_json_is_whole(tmp_path: Path) -> None:
     harness.write_json(out, {"command": "x", "host": {"git_commit": "0" * 40}})
     assert json.loads(out.read_text()) == {"command": "x", "host": {"git_commit": "0" * 40}}
     assert sorted(p.name for p in out.parent.iterdir()) == ["r.json"]
+
+
+def test_every_sample_nf_is_measured_by_bench_nfs() -> None:
+    """bench/nfs.py measures what nfs/*/bench.json names: every NF but the
+    traffic generator has one, and each is a JSON object bench/nfs.py reads."""
+    nfs = importlib.import_module("nfs")
+    dirs = sorted(d for d in (REPO / "nfs").iterdir() if (d / "meson.build").is_file())
+    missing = [d.name for d in dirs if d.name != "speedtest" and not (d / "bench.json").exists()]
+    assert not missing, f"write nfs/<name>/bench.json for {missing} (see bench/nfs.py)"
+    for d in dirs:
+        f = d / "bench.json"
+        if f.exists():
+            spec = json.loads(f.read_text())
+            assert set(spec) <= {"args", "files", "workloads", "variants"}, (f, spec)
+            assert all(isinstance(a, str) for a in spec.get("args", [])), f
+            assert set(spec.get("workloads", nfs.WORKLOADS)) <= set(nfs.WORKLOADS), f
+
+
+def test_bench_nfs_points_expand_variants_and_workloads() -> None:
+    nfs = importlib.import_module("nfs")
+    specs = {"a": {"args": ["-x"]},
+             "ids": {"workloads": ["64B"],
+                     "variants": {"10": {"args": ["--rules", "{dir}/r10"]},
+                                  "100": {"args": ["--rules", "{dir}/r100"]}}}}
+    got = [(n, v, w) for n, v, w, _ in nfs.points(specs, ["64B", "http"])]
+    assert got == [("a", "", "64B"), ("a", "", "http"), ("ids", "10", "64B"),
+                   ("ids", "100", "64B")]
+    assert nfs.expand("{dir}/r and {root}", Path("/t")) == f"/t/r and {REPO}"
