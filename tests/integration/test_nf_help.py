@@ -33,6 +33,7 @@ NF_OPTION = {
     "monitor": "  --top N         flows listed, by bytes (default 10, max 1000)",
     "flowclass": "  --elephant-to HOP   default next hop for elephants",
     "ddos-detect": "  --threshold N       alarm at N packets in one window (default 10000)",
+    "l3fwd": "  --max-routes N    routes per family, neighbours included (default 1024)",
     "scrubber": "  --prefix PREFIX  scrub packets from this source prefix, e.g. 10.66.6.0/24 or",
 }
 
