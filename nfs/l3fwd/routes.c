@@ -344,15 +344,47 @@ read_file(struct l3_parse *p)
 	return rc;
 }
 
-/* The neigh line for a route's via, or NULL. */
-static const struct l3_entry *
-find_neigh(const struct l3_parse *p, const struct l3_entry *r)
+/* Neighbours by family and address, for bsearch. */
+static int
+neigh_cmp(const void *a, const void *b)
 {
+	const struct l3_entry *x = *(const struct l3_entry *const *)a;
+	const struct l3_entry *y = *(const struct l3_entry *const *)b;
+
+	if (x->family != y->family)
+		return x->family < y->family ? -1 : 1;
+	return memcmp(x->addr, y->addr, 16);
+}
+
+/* The neigh line for a route's via (among the sorted neighbours), or
+ * NULL. */
+static const struct l3_entry *
+find_neigh(struct l3_entry *const *sorted, uint32_t n, const struct l3_entry *r)
+{
+	struct l3_entry key = {.family = r->family};
+	const struct l3_entry *kp = &key;
+	struct l3_entry *const *hit;
+
+	memcpy(key.addr, r->via, 16);
+	hit = bsearch(&kp, sorted, n, sizeof(sorted[0]), neigh_cmp);
+	return hit ? *hit : NULL;
+}
+
+/* The neighbours, sorted: *out (free it), their number in *n. */
+static int
+sort_neigh(struct l3_parse *p, struct l3_entry ***out, uint32_t *n)
+{
+	struct l3_entry **v = calloc(p->n ? p->n : 1, sizeof(*v));
+
+	if (v == NULL)
+		return perr(p, "out of memory");
+	*n = 0;
 	for (uint32_t i = 0; i < p->n; i++)
-		if (p->e[i].is_neigh && p->e[i].family == r->family &&
-		    memcmp(p->e[i].addr, r->via, 16) == 0)
-			return &p->e[i];
-	return NULL;
+		if (p->e[i].is_neigh)
+			v[(*n)++] = &p->e[i];
+	qsort(v, *n, sizeof(v[0]), neigh_cmp);
+	*out = v;
+	return 0;
 }
 
 /* Gives every via route its neighbour's port and MAC; fills nh[]. */
@@ -361,17 +393,23 @@ resolve(struct l3_parse *p, uint32_t *n_lpm)
 {
 	struct l3_table *t = p->t;
 	char text[INET6_ADDRSTRLEN];
+	struct l3_entry **sorted = NULL;
+	uint32_t n_sorted = 0;
 
 	t->nh = calloc(p->n ? p->n : 1, sizeof(t->nh[0]));
 	if (t->nh == NULL)
 		return perr(p, "out of memory");
+	if (sort_neigh(p, &sorted, &n_sorted) != 0)
+		return -ENOMEM;
 	for (uint32_t i = 0; i < p->n; i++) {
 		struct l3_entry *e = &p->e[i];
 
 		if (e->has_via) {
-			const struct l3_entry *ne = find_neigh(p, e);
+			const struct l3_entry *ne =
+				find_neigh(sorted, n_sorted, e);
 
 			if (ne == NULL) {
+				free(sorted);
 				p->line = e->line;
 				inet_ntop(e->family == 4 ? AF_INET : AF_INET6,
 					  e->via, text, sizeof(text));
@@ -393,6 +431,7 @@ resolve(struct l3_parse *p, uint32_t *n_lpm)
 		if (e->depth > 0)
 			n_lpm[e->family == 6]++;
 	}
+	free(sorted);
 	t->n_nh = p->n;
 	return 0;
 }
