@@ -237,8 +237,8 @@ l3_out(struct l3_state *st, struct rte_mbuf *m, const struct l3_nh *nh)
 static int
 l3_is_mine4(const struct l3_table *t, uint32_t dst)
 {
-	for (int i = 0; i < L3_MAX_PORTS; i++)
-		if (t->ports[i].has_v4 && t->ports[i].v4 == dst)
+	for (uint32_t i = 0; i < t->n_mine4; i++)
+		if (t->mine4[i] == dst)
 			return 1;
 	return 0;
 }
@@ -246,8 +246,8 @@ l3_is_mine4(const struct l3_table *t, uint32_t dst)
 static int
 l3_is_mine6(const struct l3_table *t, const uint8_t *dst)
 {
-	for (int i = 0; i < L3_MAX_PORTS; i++)
-		if (t->ports[i].has_v6 && memcmp(t->ports[i].v6, dst, 16) == 0)
+	for (uint32_t i = 0; i < t->n_mine6; i++)
+		if (memcmp(t->mine6[i], dst, 16) == 0)
 			return 1;
 	return 0;
 }

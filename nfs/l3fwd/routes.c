@@ -462,6 +462,10 @@ check_ports(struct l3_parse *p)
 			p->t->any_v4 = i;
 		if (pt->has_v6 && p->t->any_v6 < 0)
 			p->t->any_v6 = i;
+		if (pt->has_v4)
+			p->t->mine4[p->t->n_mine4++] = pt->v4;
+		if (pt->has_v6)
+			memcpy(p->t->mine6[p->t->n_mine6++], pt->v6, 16);
 	}
 	return 0;
 }

@@ -57,6 +57,9 @@ struct l3_table {
 	struct l3_port ports[L3_MAX_PORTS]; /* by ethdev id */
 	int64_t def4, def6; /* nh[] of the default route (rte_lpm takes
 			       depths from 1), or -1 */
+	uint32_t n_mine4, n_mine6; /* the router's addresses, packed */
+	uint32_t mine4[L3_MAX_PORTS];
+	uint8_t mine6[L3_MAX_PORTS][16];
 	int any_v4, any_v6; /* ports[] index with an address of that family,
 			       for ports without one; -1: none */
 };
