@@ -89,3 +89,55 @@ l3_icmp6_build(uint8_t *buf, const struct l3_icmp_addrs *a, uint8_t type,
 	memcpy(icmp + 2, &ck, 2);
 	return RTE_ETHER_HDR_LEN + (uint32_t)sizeof(*ip) + L3_ICMP_HDR + quote;
 }
+
+static void
+echo_eth(struct rte_ether_hdr *eth, const struct rte_ether_addr *mac)
+{
+	eth->dst_addr = eth->src_addr;
+	eth->src_addr = *mac;
+}
+
+/* The type (high byte of the first word) changes: the ICMP checksum
+ * follows (RFC 1624). */
+static void
+echo_type(uint8_t *icmp, uint8_t type)
+{
+	uint16_t old, new, ck;
+
+	memcpy(&old, icmp, 2);
+	icmp[0] = type;
+	memcpy(&new, icmp, 2);
+	memcpy(&ck, icmp + 2, 2);
+	ck = l3_cksum_adjust(ck, old, new);
+	memcpy(icmp + 2, &ck, 2);
+}
+
+void
+l3_echo4_reply(struct rte_ether_hdr *eth, struct rte_ipv4_hdr *ip,
+	       uint8_t *icmp, const struct rte_ether_addr *mac)
+{
+	uint32_t a = ip->src_addr;
+
+	echo_eth(eth, mac);
+	ip->src_addr = ip->dst_addr;
+	ip->dst_addr = a;
+	ip->time_to_live = L3_ICMP_TTL;
+	ip->hdr_checksum = 0;
+	ip->hdr_checksum = rte_ipv4_cksum(ip);
+	echo_type(icmp, 0);
+}
+
+void
+l3_echo6_reply(struct rte_ether_hdr *eth, struct rte_ipv6_hdr *ip,
+	       uint8_t *icmp, const struct rte_ether_addr *mac)
+{
+	uint8_t a[16];
+
+	echo_eth(eth, mac);
+	/* The pseudo-header's sum does not change when the addresses swap. */
+	memcpy(a, ip->src_addr, 16);
+	memcpy(ip->src_addr, ip->dst_addr, 16);
+	memcpy(ip->dst_addr, a, 16);
+	ip->hop_limits = L3_ICMP_TTL;
+	echo_type(icmp, 129);
+}

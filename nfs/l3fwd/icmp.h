@@ -11,6 +11,9 @@
 
 #include <rte_ether.h>
 
+struct rte_ipv4_hdr;
+struct rte_ipv6_hdr;
+
 /* ICMPv4 carries the original datagram up to 576 bytes of IP (RFC 1812
  * 4.3.2.3), ICMPv6 up to the minimum MTU, 1280 (RFC 4443 2.4 (c)). */
 #define L3_ICMP4_MAX_IP 576
@@ -41,6 +44,16 @@ uint32_t l3_icmp4_build(uint8_t *buf, const struct l3_icmp_addrs *a,
 uint32_t l3_icmp6_build(uint8_t *buf, const struct l3_icmp_addrs *a,
 			uint8_t type, uint8_t code, const uint8_t *orig,
 			uint32_t orig_len);
+
+/*
+ * Turns an echo request to the router into its echo reply, in place: MACs
+ * (to the sender, from mac), addresses swapped, TTL / hop limit 64, type
+ * 0 / 129, checksums updated. icmp is the ICMP header (8 bytes at least).
+ */
+void l3_echo4_reply(struct rte_ether_hdr *eth, struct rte_ipv4_hdr *ip,
+		    uint8_t *icmp, const struct rte_ether_addr *mac);
+void l3_echo6_reply(struct rte_ether_hdr *eth, struct rte_ipv6_hdr *ip,
+		    uint8_t *icmp, const struct rte_ether_addr *mac);
 
 /* RFC 1624's incremental update of an IPv4 header checksum (network
  * order) for a 16-bit word (network order) changing from old to new. */

@@ -50,7 +50,7 @@ struct l3_counters {
 	uint64_t forwarded;
 	uint64_t fwd_port[L3_MAX_PORTS];
 	uint64_t no_route, ttl_exceeded, icmp_sent, icmp_ratelimited;
-	uint64_t icmp_failed, non_ip, malformed, local;
+	uint64_t icmp_failed, non_ip, malformed, local, echo_replies;
 };
 
 /* A reload in progress, as the firewall's: the builder reads and builds
@@ -252,6 +252,34 @@ l3_is_mine6(const struct l3_table *t, const uint8_t *dst)
 	return 0;
 }
 
+/* To the router: an echo request (no options or extension headers, not
+ * a fragment) is answered in place, out of the ingress port; anything else
+ * is dropped as local. */
+static sl_verdict_t
+l3_to_me(struct l3_state *st, struct rte_mbuf *m,
+	 const struct sl_pkt_info *info, int v6)
+{
+	const struct l3_table *t = st->table;
+	uint16_t in = sl_pkt_in_port(m);
+	uint8_t *l4 = rte_pktmbuf_mtod(m, uint8_t *) + info->l4_off;
+
+	if (in >= L3_MAX_PORTS || !t->ports[in].used || info->fragment ||
+	    info->ip_options || info->l4_off == 0 || info->l4_len < 8 ||
+	    info->l4_proto != (v6 ? IPPROTO_ICMPV6 : IPPROTO_ICMP) ||
+	    l4[0] != (v6 ? 128 : 8) || l4[1] != 0) {
+		st->c.local++;
+		return SL_DROP;
+	}
+	if (v6)
+		l3_echo6_reply(sl_pkt_eth(m), sl_pkt_ipv6(m, info), l4,
+			       &t->ports[in].mac);
+	else
+		l3_echo4_reply(sl_pkt_eth(m), sl_pkt_ipv4(m, info), l4,
+			       &t->ports[in].mac);
+	st->c.echo_replies++;
+	return SL_OUT(in);
+}
+
 static sl_verdict_t
 l3_route4(struct l3_state *st, struct rte_mbuf *m,
 	  const struct sl_pkt_info *info)
@@ -266,9 +294,10 @@ l3_route4(struct l3_state *st, struct rte_mbuf *m,
 		return SL_DROP;
 	}
 	dst = rte_be_to_cpu_32(ip->dst_addr);
+	if (l3_is_mine4(t, ip->dst_addr))
+		return l3_to_me(st, m, info, 0);
 	/* 0/8, loopback, multicast and broadcast: never forwarded */
-	if ((dst >> 24) == 0 || (dst >> 24) == 127 || (dst >> 28) >= 14 ||
-	    l3_is_mine4(t, ip->dst_addr)) {
+	if ((dst >> 24) == 0 || (dst >> 24) == 127 || (dst >> 28) >= 14) {
 		st->c.local++;
 		return SL_DROP;
 	}
@@ -304,13 +333,14 @@ l3_route6(struct l3_state *st, struct rte_mbuf *m,
 		st->c.malformed++;
 		return SL_DROP;
 	}
+	if (l3_is_mine6(t, ip->dst_addr))
+		return l3_to_me(st, m, info, 1);
 	/* multicast, link-local either way, :: and ::1: not forwarded */
 	if (ip->dst_addr[0] == 0xff ||
 	    (ip->dst_addr[0] == 0xfe && (ip->dst_addr[1] & 0xc0) == 0x80) ||
 	    (ip->src_addr[0] == 0xfe && (ip->src_addr[1] & 0xc0) == 0x80) ||
 	    (memcmp(ip->dst_addr, (const uint8_t[15]){0}, 15) == 0 &&
-	     ip->dst_addr[15] <= 1) ||
-	    l3_is_mine6(t, ip->dst_addr)) {
+	     ip->dst_addr[15] <= 1)) {
 		st->c.local++;
 		return SL_DROP;
 	}
@@ -380,10 +410,11 @@ l3_print(struct l3_state *st, const char *reason, uint64_t now)
 		"%s forwarded=%" PRIu64 " no_route=%" PRIu64
 		" ttl_exceeded=%" PRIu64 " icmp_sent=%" PRIu64
 		" icmp_ratelimited=%" PRIu64 " icmp_failed=%" PRIu64
-		" non_ip=%" PRIu64 " malformed=%" PRIu64 " local=%" PRIu64,
+		" non_ip=%" PRIu64 " malformed=%" PRIu64 " local=%" PRIu64
+		" echo_replies=%" PRIu64,
 		head, c->forwarded, c->no_route, c->ttl_exceeded, c->icmp_sent,
 		c->icmp_ratelimited, c->icmp_failed, c->non_ip, c->malformed,
-		c->local);
+		c->local, c->echo_replies);
 	for (int i = 0; i < L3_MAX_PORTS; i++)
 		if (st->port_name[i][0] != '\0')
 			fprintf(stderr, " out.%s=%" PRIu64, st->port_name[i],

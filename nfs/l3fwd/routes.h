@@ -55,7 +55,7 @@ struct l3_table {
 	uint32_t n_nh;
 	uint32_t n_routes4, n_routes6, n_neigh, n_ports;
 	struct l3_port ports[L3_MAX_PORTS]; /* by ethdev id */
-	int64_t def4, def6; /* nh[] of the default route (rte_lpm takes
+	int64_t def4, def6;        /* nh[] of the default route (rte_lpm takes
 			       depths from 1), or -1 */
 	uint32_t n_mine4, n_mine6; /* the router's addresses, packed */
 	uint32_t mine4[L3_MAX_PORTS];

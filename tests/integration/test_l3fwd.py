@@ -128,7 +128,9 @@ def test_three_namespaces_routed(launch, node, namespaces, tmp_path, asan):
                 f"address 10.62.{i + 1}.1 fd62:{i + 1}::1\n") in log, log
 
     a = namespaces[0]
-    for dst in ("10.62.2.2", "10.62.3.2", "fd62:2::2", "fd62:3::2"):
+    # Across, and to the router's addresses (its echo replies).
+    for dst in ("10.62.2.2", "10.62.3.2", "fd62:2::2", "fd62:3::2", "10.62.1.1", "10.62.3.1",
+                "fd62:1::1"):
         r = sh("ip", "netns", "exec", a, "ping", "-c", "3", "-i", "0.2", "-W", "2", dst,
                check=False)
         assert "3 packets transmitted, 3 received, 0% packet loss" in r.stdout, r.stdout + r.stderr
@@ -174,10 +176,12 @@ def test_three_namespaces_routed(launch, node, namespaces, tmp_path, asan):
     assert c["malformed"] == "0", line
     assert int(c["out.a"]) + int(c["out.b"]) + int(c["out.c"]) == int(c["forwarded"]), line
     # sluiced agrees: every packet the NF got, every drop (verdict DROP)
-    # and every packet out of a port, the ICMP errors included.
+    # and every packet out of a port, the ICMP errors and echo replies
+    # included.
     dropped = sum(int(c[k]) for k in ("no_route", "ttl_exceeded", "non_ip", "malformed", "local"))
     assert l3["rx_pkts"] == int(c["packets"]), (l3, line)
     assert l3["drops"].get("nf_verdict") == dropped, (l3, line)
     assert sum(p["rx_pkts"] for p in st["ports"]) == int(c["packets"]), (st["ports"], line)
+    assert c["echo_replies"] == "9", line
     assert (sum(p["tx_pkts"] for p in st["ports"])
-            == int(c["forwarded"]) + int(c["icmp_sent"])), (st["ports"], line)
+            == int(c["forwarded"]) + int(c["icmp_sent"]) + 9), (st["ports"], line)

@@ -457,9 +457,11 @@ test_ttl_exceeded_v4(void **state)
 	assert_int_equal(run(&f, 0, NULL), SL_OUT(2));
 	assert_int_equal(n_sent, 2);
 	out = stop();
-	assert_has(out, " forwarded=1 no_route=0 ttl_exceeded=2 icmp_sent=2 "
-			"icmp_ratelimited=0 icmp_failed=0 non_ip=0 "
-			"malformed=0 local=0 out.a=0 out.b=0 out.c=1\n");
+	assert_has(
+		out,
+		" forwarded=1 no_route=0 ttl_exceeded=2 icmp_sent=2 "
+		"icmp_ratelimited=0 icmp_failed=0 non_ip=0 "
+		"malformed=0 local=0 echo_replies=0 out.a=0 out.b=0 out.c=1\n");
 	free(out);
 }
 
@@ -599,9 +601,102 @@ test_ipv6(void **state)
 	assert_int_equal(run(&f, 0, NULL), SL_DROP);
 	assert_int_equal(n_sent, 2);
 	text = stop();
-	assert_has(text, " forwarded=1 no_route=1 ttl_exceeded=1 icmp_sent=2 "
-			 "icmp_ratelimited=0 icmp_failed=0 non_ip=0 "
-			 "malformed=0 local=3 out.a=0 out.b=0 out.c=1\n");
+	assert_has(
+		text,
+		" forwarded=1 no_route=1 ttl_exceeded=1 icmp_sent=2 "
+		"icmp_ratelimited=0 icmp_failed=0 non_ip=0 "
+		"malformed=0 local=3 echo_replies=0 out.a=0 out.b=0 out.c=1\n");
+	free(text);
+}
+
+/* The ICMP checksum of a frame_ip4() ICMP frame of 16 bytes of data
+ * (rte_raw_cksum's sum is in the bytes' own order: stored as it is). */
+static void
+icmp_ck(struct frame *f)
+{
+	uint16_t ck;
+
+	memset(f->b + 36, 0, 2);
+	ck = (uint16_t)~rte_raw_cksum(f->b + 34, 24);
+	memcpy(f->b + 36, &ck, 2);
+}
+
+/* The folded sum of an ICMPv6 message and its pseudo-header, big-endian
+ * words, in a frame with no extension headers: 0xffff when its checksum
+ * is right. */
+static uint32_t
+icmp6_sum(const uint8_t *b)
+{
+	uint32_t len = (uint32_t)(b[18] << 8 | b[19]), sum = len + 58;
+
+	for (unsigned i = 0; i < 32; i += 2)
+		sum += (uint32_t)(b[22 + i] << 8 | b[23 + i]);
+	for (unsigned i = 0; i < len; i += 2)
+		sum += (uint32_t)(b[54 + i] << 8 |
+				  (i + 1 < len ? b[55 + i] : 0));
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return sum;
+}
+
+/* Echo requests to the router's addresses are answered in place, out of
+ * the ingress port; byte by byte, checksums computed again here. */
+static void
+test_echo_replies(void **state)
+{
+	struct frame f, out, w;
+	char *text;
+
+	(void)state;
+	start(routes, NULL, NULL);
+	/* To b's 10.62.2.1 from A, on port a: from 10.62.2.1, out of a. */
+	frame_ip4(&f, IPPROTO_ICMP, IP4(10, 62, 1, 2), 0, IP4(10, 62, 2, 1), 0,
+		  16);
+	f.b[14 + 8] = 3; /* TTL: replies do not care */
+	for (unsigned i = 0; i < 16; i++)
+		f.b[42 + i] = (uint8_t)(i * 7);
+	icmp_ck(&f);
+	fix4(&f);
+	assert_int_equal(run(&f, 0, &out), SL_OUT(0));
+	w = f;
+	memcpy(w.b, f.b + 6, 6);
+	memcpy(w.b + 6, mac_a, 6);
+	memcpy(w.b + 26, f.b + 30, 4);
+	memcpy(w.b + 30, f.b + 26, 4);
+	w.b[22] = 64;
+	fix4(&w);
+	w.b[34] = 0;
+	icmp_ck(&w);
+	assert_int_equal(out.len, w.len);
+	assert_memory_equal(out.b, w.b, w.len);
+	assert_int_equal(rte_raw_cksum(out.b + 34, 24), 0xffff);
+	/* IPv6: to fd62:1::1, type 129, the checksum over the
+	 * pseudo-header. */
+	frame_ip6(&f, IPPROTO_ICMPV6, v6_host_a, 0, v6_router_a, 0, 8);
+	wr16(&f, 56, (uint16_t)~icmp6_sum(f.b));
+	assert_int_equal(icmp6_sum(f.b), 0xffff);
+	assert_int_equal(run(&f, 0, &out), SL_OUT(0));
+	w = f;
+	memcpy(w.b, f.b + 6, 6);
+	memcpy(w.b + 6, mac_a, 6);
+	memcpy(w.b + 22, v6_router_a, 16);
+	memcpy(w.b + 38, v6_host_a, 16);
+	w.b[21] = 64;
+	w.b[54] = 129;
+	wr16(&w, 56, 0);
+	wr16(&w, 56, (uint16_t)~icmp6_sum(w.b));
+	assert_memory_equal(out.b, w.b, w.len);
+	assert_int_equal(icmp6_sum(out.b), 0xffff);
+	/* Not an echo request, or from a port the file does not name:
+	 * dropped as local. */
+	frame_ip4(&f, IPPROTO_ICMP, IP4(10, 62, 1, 2), 0, IP4(10, 62, 1, 1), 0,
+		  0);
+	fix4(&f);
+	assert_int_equal(run(&f, 7, NULL), SL_DROP);
+	f.b[34] = 13;
+	assert_int_equal(run(&f, 0, NULL), SL_DROP);
+	text = stop();
+	assert_has(text, " local=2 echo_replies=2 out.a=0 out.b=0 out.c=0\n");
 	free(text);
 }
 
@@ -707,9 +802,11 @@ test_no_error_and_counters(void **state)
 	out = stop();
 	assert_has(out, "l3fwd-stats: reason=exit ");
 	assert_has(out, " packets=13 bytes=614 ");
-	assert_has(out, " forwarded=0 no_route=0 ttl_exceeded=5 icmp_sent=1 "
-			"icmp_ratelimited=0 icmp_failed=1 non_ip=1 "
-			"malformed=3 local=4 out.a=0 out.b=0 out.c=0\n");
+	assert_has(
+		out,
+		" forwarded=0 no_route=0 ttl_exceeded=5 icmp_sent=1 "
+		"icmp_ratelimited=0 icmp_failed=1 non_ip=1 "
+		"malformed=3 local=4 echo_replies=0 out.a=0 out.b=0 out.c=0\n");
 	free(out);
 }
 
@@ -914,6 +1011,7 @@ main(void)
 		cmocka_unit_test(test_no_route_v4),
 		cmocka_unit_test(test_icmp_quote_limits),
 		cmocka_unit_test(test_ipv6),
+		cmocka_unit_test(test_echo_replies),
 		cmocka_unit_test(test_rate_limit),
 		cmocka_unit_test(test_no_error_and_counters),
 		cmocka_unit_test(test_reload),
