@@ -141,3 +141,58 @@ l3_echo6_reply(struct rte_ether_hdr *eth, struct rte_ipv6_hdr *ip,
 	ip->hop_limits = L3_ICMP_TTL;
 	echo_type(icmp, 129);
 }
+
+int
+l3_arp_reply(uint8_t *frame, uint32_t len, uint32_t ip,
+	     const struct rte_ether_addr *mac)
+{
+	static const uint8_t req[8] = {0, 1, 8, 0, 6, 4, 0, 1};
+	struct rte_ether_hdr *eth = (struct rte_ether_hdr *)frame;
+	uint8_t *arp = frame + RTE_ETHER_HDR_LEN;
+
+	if (len < RTE_ETHER_HDR_LEN + L3_ARP_LEN ||
+	    eth->ether_type != rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP) ||
+	    memcmp(arp, req, sizeof(req)) != 0 || memcmp(arp + 24, &ip, 4) != 0)
+		return 0;
+	arp[7] = 2;                    /* reply */
+	memcpy(arp + 18, arp + 8, 10); /* target: the asker */
+	memcpy(arp + 8, mac, 6);
+	memcpy(arp + 14, &ip, 4);
+	eth->dst_addr = eth->src_addr;
+	eth->src_addr = *mac;
+	return 1;
+}
+
+int
+l3_ns_reply(struct rte_ether_hdr *eth, struct rte_ipv6_hdr *ip,
+	    uint32_t icmp_len, const uint8_t *addr,
+	    const struct rte_ether_addr *mac)
+{
+	uint8_t *icmp = (uint8_t *)(ip + 1);
+	uint32_t sum;
+	uint16_t ck;
+
+	if (icmp_len != L3_NS_LEN || ip->proto != IPPROTO_ICMPV6 ||
+	    ip->hop_limits != 255 || icmp[0] != 135 || icmp[1] != 0 ||
+	    memcmp(icmp + 8, addr, 16) != 0 || icmp[24] != 1 || icmp[25] != 1 ||
+	    ip->src_addr[0] == 0xff ||
+	    memcmp(ip->src_addr, (const uint8_t[16]){0}, 16) == 0)
+		return 0;
+	eth->dst_addr = eth->src_addr;
+	eth->src_addr = *mac;
+	memcpy(ip->dst_addr, ip->src_addr, 16);
+	memcpy(ip->src_addr, addr, 16);
+	icmp[0] = 136;
+	icmp[2] = icmp[3] = 0;
+	icmp[4] = 0xe0; /* router, solicited, override */
+	icmp[5] = icmp[6] = icmp[7] = 0;
+	icmp[24] = 2; /* target link-layer address */
+	memcpy(icmp + 26, mac, 6);
+	sum = rte_ipv6_phdr_cksum(ip, 0);
+	sum += rte_raw_cksum(icmp, L3_NS_LEN);
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	ck = (uint16_t)~sum;
+	memcpy(icmp + 2, &ck, 2);
+	return 1;
+}

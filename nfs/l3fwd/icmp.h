@@ -55,6 +55,30 @@ void l3_echo4_reply(struct rte_ether_hdr *eth, struct rte_ipv4_hdr *ip,
 void l3_echo6_reply(struct rte_ether_hdr *eth, struct rte_ipv6_hdr *ip,
 		    uint8_t *icmp, const struct rte_ether_addr *mac);
 
+/* An ARP request (untagged Ethernet, IPv4) and an IPv6 neighbour
+ * solicitation with its source link-layer address option: the sizes of
+ * the replies made in their place. */
+#define L3_ARP_LEN 28
+#define L3_NS_LEN 32 /* ICMPv6 header, target, the 8-byte option */
+
+/*
+ * If the ARP frame (len bytes) is a request for ip (network order), turns
+ * it into the reply in place (from mac) and returns 1; else 0.
+ */
+int l3_arp_reply(uint8_t *frame, uint32_t len, uint32_t ip,
+		 const struct rte_ether_addr *mac);
+
+/*
+ * If the IPv6 packet (its fixed header at ip, the ICMPv6 message after it,
+ * icmp_len bytes) is a neighbour solicitation for addr with a source
+ * link-layer address option, from a unicast address, turns it into the
+ * solicited neighbour advertisement in place (router, solicited,
+ * override; from mac) and returns 1; else 0.
+ */
+int l3_ns_reply(struct rte_ether_hdr *eth, struct rte_ipv6_hdr *ip,
+		uint32_t icmp_len, const uint8_t *addr,
+		const struct rte_ether_addr *mac);
+
 /* RFC 1624's incremental update of an IPv4 header checksum (network
  * order) for a 16-bit word (network order) changing from old to new. */
 static inline uint16_t

@@ -51,6 +51,7 @@ struct l3_counters {
 	uint64_t fwd_port[L3_MAX_PORTS];
 	uint64_t no_route, ttl_exceeded, icmp_sent, icmp_ratelimited;
 	uint64_t icmp_failed, non_ip, malformed, local, echo_replies;
+	uint64_t neigh_replies;
 };
 
 /* A reload in progress, as the firewall's: the builder reads and builds
@@ -280,6 +281,50 @@ l3_to_me(struct l3_state *st, struct rte_mbuf *m,
 	return SL_OUT(in);
 }
 
+/* The ingress port, if the routes file names it, else NULL. */
+static const struct l3_port *
+l3_in_port(const struct l3_state *st, const struct rte_mbuf *m)
+{
+	uint16_t in = sl_pkt_in_port(m);
+
+	return in < L3_MAX_PORTS && st->table->ports[in].used
+		       ? &st->table->ports[in]
+		       : NULL;
+}
+
+/* An ARP request for the ingress port's IPv4 address: answered in place;
+ * any other frame that is not IP is dropped. */
+static sl_verdict_t
+l3_not_ip(struct l3_state *st, struct rte_mbuf *m)
+{
+	const struct l3_port *p = l3_in_port(st, m);
+
+	if (p != NULL && p->has_v4 &&
+	    l3_arp_reply(rte_pktmbuf_mtod(m, uint8_t *), m->data_len, p->v4,
+			 &p->mac)) {
+		st->c.neigh_replies++;
+		return SL_OUT(sl_pkt_in_port(m));
+	}
+	st->c.non_ip++;
+	return SL_DROP;
+}
+
+/* A neighbour solicitation for the ingress port's IPv6 address: 1 when
+ * it was turned into the advertisement. */
+static int
+l3_ns(struct l3_state *st, struct rte_mbuf *m, const struct sl_pkt_info *info,
+      struct rte_ipv6_hdr *ip)
+{
+	const struct l3_port *p = l3_in_port(st, m);
+	uint32_t len = rte_be_to_cpu_16(ip->payload_len);
+
+	if (p == NULL || !p->has_v6 || info->ip_options || info->l4_len < len ||
+	    !l3_ns_reply(sl_pkt_eth(m), ip, len, p->v6, &p->mac))
+		return 0;
+	st->c.neigh_replies++;
+	return 1;
+}
+
 static sl_verdict_t
 l3_route4(struct l3_state *st, struct rte_mbuf *m,
 	  const struct sl_pkt_info *info)
@@ -333,6 +378,10 @@ l3_route6(struct l3_state *st, struct rte_mbuf *m,
 		st->c.malformed++;
 		return SL_DROP;
 	}
+	if (info->l4_proto == IPPROTO_ICMPV6 && info->l4_len > 0 &&
+	    rte_pktmbuf_mtod(m, const uint8_t *)[info->l4_off] == 135 &&
+	    l3_ns(st, m, info, ip))
+		return SL_OUT(sl_pkt_in_port(m));
 	if (l3_is_mine6(t, ip->dst_addr))
 		return l3_to_me(st, m, info, 1);
 	/* multicast, link-local either way, :: and ::1: not forwarded */
@@ -370,6 +419,8 @@ l3_route(struct l3_state *st, struct rte_mbuf *m)
 		return l3_route4(st, m, &info);
 	if (info.ip_version == 6 && sl_pkt_eth(m) != NULL)
 		return l3_route6(st, m, &info);
+	if (rc == 0 && info.n_vlans == 0)
+		return l3_not_ip(st, m);
 	if (rc != 0)
 		st->c.malformed++;
 	else
@@ -411,10 +462,10 @@ l3_print(struct l3_state *st, const char *reason, uint64_t now)
 		" ttl_exceeded=%" PRIu64 " icmp_sent=%" PRIu64
 		" icmp_ratelimited=%" PRIu64 " icmp_failed=%" PRIu64
 		" non_ip=%" PRIu64 " malformed=%" PRIu64 " local=%" PRIu64
-		" echo_replies=%" PRIu64,
+		" echo_replies=%" PRIu64 " neigh_replies=%" PRIu64,
 		head, c->forwarded, c->no_route, c->ttl_exceeded, c->icmp_sent,
 		c->icmp_ratelimited, c->icmp_failed, c->non_ip, c->malformed,
-		c->local, c->echo_replies);
+		c->local, c->echo_replies, c->neigh_replies);
 	for (int i = 0; i < L3_MAX_PORTS; i++)
 		if (st->port_name[i][0] != '\0')
 			fprintf(stderr, " out.%s=%" PRIu64, st->port_name[i],

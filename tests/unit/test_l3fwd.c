@@ -461,7 +461,7 @@ test_ttl_exceeded_v4(void **state)
 		out,
 		" forwarded=1 no_route=0 ttl_exceeded=2 icmp_sent=2 "
 		"icmp_ratelimited=0 icmp_failed=0 non_ip=0 "
-		"malformed=0 local=0 echo_replies=0 out.a=0 out.b=0 out.c=1\n");
+		"malformed=0 local=0 echo_replies=0 neigh_replies=0 out.a=0 out.b=0 out.c=1\n");
 	free(out);
 }
 
@@ -605,7 +605,7 @@ test_ipv6(void **state)
 		text,
 		" forwarded=1 no_route=1 ttl_exceeded=1 icmp_sent=2 "
 		"icmp_ratelimited=0 icmp_failed=0 non_ip=0 "
-		"malformed=0 local=3 echo_replies=0 out.a=0 out.b=0 out.c=1\n");
+		"malformed=0 local=3 echo_replies=0 neigh_replies=0 out.a=0 out.b=0 out.c=1\n");
 	free(text);
 }
 
@@ -696,7 +696,104 @@ test_echo_replies(void **state)
 	f.b[34] = 13;
 	assert_int_equal(run(&f, 0, NULL), SL_DROP);
 	text = stop();
-	assert_has(text, " local=2 echo_replies=2 out.a=0 out.b=0 out.c=0\n");
+	assert_has(
+		text,
+		" local=2 echo_replies=2 neigh_replies=0 out.a=0 out.b=0 out.c=0\n");
+	free(text);
+}
+
+/* ARP requests and neighbour solicitations for the ingress port's
+ * addresses are answered in place; byte by byte. */
+static void
+test_neigh_replies(void **state)
+{
+	static const uint8_t host[6] = {2, 0xaa, 0, 0, 0, 2};
+	static const uint8_t ll[16] = {0xfe, 0x80, 0, 0, 0, 0, 0, 0,
+				       0,    0,    0, 0, 0, 0, 0, 2};
+	struct frame f, out, w;
+	char *text;
+
+	(void)state;
+	start(routes, NULL, NULL);
+	/* who-has 10.62.1.1 tell 10.62.1.2, on port a */
+	memset(&f, 0, sizeof(f));
+	memset(f.b, 0xff, 6);
+	f.len = 6;
+	put(&f, host, 6);
+	put16(&f, 0x0806);
+	put32(&f, 0x00010800);
+	put32(&f, 0x06040001);
+	put(&f, host, 6);
+	put32(&f, IP4(10, 62, 1, 2));
+	put_zero(&f, 6);
+	put32(&f, IP4(10, 62, 1, 1));
+	put_zero(&f, 18); /* Ethernet padding to 60 */
+	assert_int_equal(run(&f, 0, &out), SL_OUT(0));
+	memset(&w, 0, sizeof(w));
+	put(&w, host, 6);
+	put(&w, mac_a, 6);
+	put16(&w, 0x0806);
+	put32(&w, 0x00010800);
+	put32(&w, 0x06040002);
+	put(&w, mac_a, 6);
+	put32(&w, IP4(10, 62, 1, 1));
+	put(&w, host, 6);
+	put32(&w, IP4(10, 62, 1, 2));
+	put_zero(&w, 18);
+	assert_int_equal(out.len, w.len);
+	assert_memory_equal(out.b, w.b, w.len);
+	/* Another port's address, or a port with no IPv4 one: not ours to
+	 * answer (non_ip). */
+	assert_int_equal(run(&f, 1, NULL), SL_DROP);
+	assert_int_equal(run(&f, 2, NULL), SL_DROP);
+
+	/* NS for fd62:1::1 from fe80::2 (to its solicited-node address),
+	 * with the source link-layer address option. */
+	memset(&f, 0, sizeof(f));
+	put(&f, (const uint8_t[]){0x33, 0x33, 0xff, 0, 0, 1}, 6);
+	put(&f, host, 6);
+	put16(&f, 0x86dd);
+	put32(&f, 0x60000000);
+	put16(&f, 32);
+	put8(&f, 58);
+	put8(&f, 255);
+	put(&f, ll, 16);
+	put(&f,
+	    (const uint8_t[]){0xff, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0xff, 0, 0,
+			      1},
+	    16);
+	put32(&f, 0x87000000);
+	put32(&f, 0);
+	put(&f, v6_router_a, 16);
+	put16(&f, 0x0101);
+	put(&f, host, 6);
+	wr16(&f, 56, (uint16_t)~icmp6_sum(f.b));
+	assert_int_equal(run(&f, 0, &out), SL_OUT(0));
+	memset(&w, 0, sizeof(w));
+	put(&w, host, 6);
+	put(&w, mac_a, 6);
+	put16(&w, 0x86dd);
+	put32(&w, 0x60000000);
+	put16(&w, 32);
+	put8(&w, 58);
+	put8(&w, 255);
+	put(&w, v6_router_a, 16);
+	put(&w, ll, 16);
+	put32(&w, 0x88000000);
+	put32(&w, 0xe0000000);
+	put(&w, v6_router_a, 16);
+	put16(&w, 0x0201);
+	put(&w, mac_a, 6);
+	wr16(&w, 56, (uint16_t)~icmp6_sum(w.b));
+	assert_int_equal(out.len, w.len);
+	assert_memory_equal(out.b, w.b, w.len);
+	assert_int_equal(icmp6_sum(out.b), 0xffff);
+	/* A hop limit other than 255: not a valid NS (RFC 4861 7.1.1). */
+	f.b[21] = 64;
+	assert_int_equal(run(&f, 0, NULL), SL_DROP);
+	text = stop();
+	assert_has(text, " non_ip=2 malformed=0 local=1 echo_replies=0 "
+			 "neigh_replies=2 out.a=0 out.b=0 out.c=0\n");
 	free(text);
 }
 
@@ -806,7 +903,7 @@ test_no_error_and_counters(void **state)
 		out,
 		" forwarded=0 no_route=0 ttl_exceeded=5 icmp_sent=1 "
 		"icmp_ratelimited=0 icmp_failed=1 non_ip=1 "
-		"malformed=3 local=4 echo_replies=0 out.a=0 out.b=0 out.c=0\n");
+		"malformed=3 local=4 echo_replies=0 neigh_replies=0 out.a=0 out.b=0 out.c=0\n");
 	free(out);
 }
 
@@ -1012,6 +1109,7 @@ main(void)
 		cmocka_unit_test(test_icmp_quote_limits),
 		cmocka_unit_test(test_ipv6),
 		cmocka_unit_test(test_echo_replies),
+		cmocka_unit_test(test_neigh_replies),
 		cmocka_unit_test(test_rate_limit),
 		cmocka_unit_test(test_no_error_and_counters),
 		cmocka_unit_test(test_reload),
