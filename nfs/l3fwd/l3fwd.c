@@ -767,6 +767,10 @@ l3_fini(struct sl_nf *nf)
 		return;
 	l3_icmp_flush(st);
 	if (st->build != NULL) {
+		fprintf(stderr,
+			L3_PROG ": exiting during a reload: waiting for the "
+				"build of %s to end; its routes are not used\n",
+			st->routes_path);
 		l3_reload_join(st);
 		l3_table_free(st->build->table);
 		free(st->build);

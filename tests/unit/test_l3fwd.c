@@ -219,6 +219,76 @@ test_reload(void **state)
 	free(path);
 }
 
+/* A routes file of n /24s from 16.0.0.0 up through port b: a build of a
+ * good fraction of a second (rte_lpm searches its rules linearly). */
+static char *
+big_routes(unsigned n)
+{
+	char *text = malloc((size_t)n * 64 + 1), *p = text;
+
+	assert_non_null(text);
+	for (unsigned i = 0; i < n; i++)
+		p += sprintf(
+			p, "route %u.%u.%u.0/24 port b mac 02:00:00:00:00:01\n",
+			16 + (i >> 16), (i >> 8) & 255, i & 255);
+	*p = '\0';
+	return text;
+}
+
+/* SIGHUP during a build: read again once it ends; exit during a build:
+ * waits for it, frees it unused. */
+static void
+test_reload_during_build(void **state)
+{
+	char *path, *text = big_routes(20000), *out, line[512];
+	const char *at;
+	int n = 0, rc;
+
+	(void)state;
+	path = write_file(routes);
+	out = stub_init_output(&rc, PROG, "--routes", path, "--max-routes",
+			       "30000", NULL);
+	assert_int_equal(rc, 0);
+	free(out);
+	rewrite_file(path, text);
+	out = stub_capture_stderr(do_reload, NULL);
+	free(out);
+	out = stub_capture_stderr(do_reload, NULL);
+	snprintf(line, sizeof(line),
+		 PROG ": SIGHUP during a reload: %s will be read again once "
+		      "the current build ends\n",
+		 path);
+	assert_has(out, line);
+	free(out);
+	/* Both builds end: two "reloaded" lines, the second after a second
+	 * "reloading". */
+	for (int i = 0; i < 3000 && n < 2; i++) {
+		usleep(10000);
+		out = tick_output(stub_now_ns);
+		for (at = out; (at = strstr(at, PROG ": reloaded ")) != NULL;
+		     at++)
+			n++;
+		if (strstr(out, PROG ": reloading ") != NULL)
+			assert_int_equal(n, 1);
+		free(out);
+	}
+	assert_int_equal(n, 2);
+	/* Exit during a build. */
+	out = stub_capture_stderr(do_reload, NULL);
+	assert_has(out, PROG ": reloading ");
+	free(out);
+	out = stop();
+	snprintf(line, sizeof(line),
+		 PROG ": exiting during a reload: waiting for the build of %s "
+		      "to end; its routes are not used\n",
+		 path);
+	assert_has(out, line);
+	assert_has(out, "l3fwd-stats: reason=exit ");
+	free(out);
+	unlink(path);
+	free(path);
+	free(text);
+}
 
 static void
 test_config_errors(void **state)
@@ -314,6 +384,7 @@ main(void)
 		cmocka_unit_test(test_default_route),
 		cmocka_unit_test(test_forward_bytes),
 		cmocka_unit_test(test_reload),
+		cmocka_unit_test(test_reload_during_build),
 		cmocka_unit_test(test_config_errors),
 		cmocka_unit_test(test_config_errors_2),
 	};
