@@ -175,7 +175,7 @@ l3_icmp_error(struct l3_state *st, struct rte_mbuf *m,
 	uint8_t *buf;
 	int from;
 
-	if (!l3_icmp_allowed(m, info, src, v6) || !l3_icmp_token(st))
+	if (!l3_icmp_allowed(m, info, src, v6))
 		return;
 	from = in < L3_MAX_PORTS &&
 			       (v6 ? t->ports[in].has_v6 : t->ports[in].has_v4)
@@ -185,6 +185,8 @@ l3_icmp_error(struct l3_state *st, struct rte_mbuf *m,
 		st->c.icmp_failed++;
 		return;
 	}
+	if (!l3_icmp_token(st))
+		return;
 	e = rte_pktmbuf_alloc(sl_nf_pktmbuf_pool(st->nf));
 	buf = e ? (uint8_t *)rte_pktmbuf_append(e, L3_ICMP_MAX_FRAME) : NULL;
 	if (buf == NULL) {
