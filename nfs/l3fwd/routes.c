@@ -513,17 +513,64 @@ make_lpms(struct l3_parse *p, const struct l3_limits *lim, unsigned gen,
 	return 0;
 }
 
+/* Routes by family, prefix and line, for finding duplicates. */
 static int
-dup_line(const struct l3_parse *p, uint32_t upto, const struct l3_entry *e)
+route_cmp(const void *a, const void *b)
 {
-	for (uint32_t j = 0; j < upto; j++)
-		if (p->e[j].family == e->family && p->e[j].depth == e->depth &&
-		    memcmp(p->e[j].addr, e->addr, 16) == 0)
-			return p->e[j].line;
-	return 0;
+	const struct l3_entry *x = *(const struct l3_entry *const *)a;
+	const struct l3_entry *y = *(const struct l3_entry *const *)b;
+	int c;
+
+	if (x->family != y->family)
+		return x->family < y->family ? -1 : 1;
+	if (x->depth != y->depth)
+		return x->depth < y->depth ? -1 : 1;
+	c = memcmp(x->addr, y->addr, 16);
+	if (c != 0)
+		return c;
+	return x->line < y->line ? -1 : x->line > y->line;
 }
 
-/* Adds entry i, after checking the family's count and duplicates. */
+/*
+ * A prefix given twice is refused at its second line (the first such line
+ * of the file), sorted rather than asked of the LPM: rte_lpm searches its
+ * rules linearly, so asking would double the cost of a large file.
+ */
+static int
+check_dups(struct l3_parse *p)
+{
+	const struct l3_entry **v = calloc(p->n ? p->n : 1, sizeof(*v));
+	const struct l3_entry *dup = NULL, *first = NULL;
+	char text[INET6_ADDRSTRLEN];
+
+	if (v == NULL)
+		return perr(p, "out of memory");
+	for (uint32_t i = 0; i < p->n; i++)
+		v[i] = &p->e[i];
+	qsort(v, p->n, sizeof(v[0]), route_cmp);
+	for (uint32_t i = 1, g = 0; i < p->n; i++) {
+		if (v[i]->family != v[g]->family ||
+		    v[i]->depth != v[g]->depth ||
+		    memcmp(v[i]->addr, v[g]->addr, 16) != 0) {
+			g = i; /* a new prefix: v[g] is its first line */
+			continue;
+		}
+		if (dup == NULL || v[i]->line < dup->line) {
+			dup = v[i];
+			first = v[g];
+		}
+	}
+	free(v);
+	if (dup == NULL)
+		return 0;
+	p->line = dup->line;
+	inet_ntop(dup->family == 4 ? AF_INET : AF_INET6, dup->addr, text,
+		  sizeof(text));
+	return perr(p, "%s/%u is given twice (first on line %d)", text,
+		    dup->depth, first->line);
+}
+
+/* Adds entry i, after checking the family's count. */
 static int
 add_one(struct l3_parse *p, const struct l3_limits *lim, uint32_t i,
 	uint32_t *count)
@@ -531,8 +578,7 @@ add_one(struct l3_parse *p, const struct l3_limits *lim, uint32_t i,
 	const struct l3_entry *e = &p->e[i];
 	struct l3_table *t = p->t;
 	char text[INET6_ADDRSTRLEN];
-	uint32_t nh;
-	int present, rc;
+	int rc = 0;
 
 	p->line = e->line;
 	inet_ntop(e->family == 4 ? AF_INET : AF_INET6, e->addr, text,
@@ -542,27 +588,14 @@ add_one(struct l3_parse *p, const struct l3_limits *lim, uint32_t i,
 			    "more than --max-routes %u IPv%d routes (neigh "
 			    "lines count as host routes)",
 			    lim->max_routes, e->family);
-	if (e->depth == 0) { /* the default route, kept beside the LPM */
-		int64_t *def = e->family == 4 ? &t->def4 : &t->def6;
-
-		present = *def >= 0;
-		if (!present)
-			*def = i;
-		rc = 0;
-	} else if (e->family == 4) {
-		uint32_t ip = rte_be_to_cpu_32(*(const uint32_t *)e->addr);
-
-		present = rte_lpm_is_rule_present(t->lpm4, ip, e->depth, &nh);
-		rc = present == 1 ? 0 : rte_lpm_add(t->lpm4, ip, e->depth, i);
-	} else {
-		present = rte_lpm6_is_rule_present(t->lpm6, e->addr, e->depth,
-						   &nh);
-		rc = present == 1 ? 0
-				  : rte_lpm6_add(t->lpm6, e->addr, e->depth, i);
-	}
-	if (present == 1)
-		return perr(p, "%s/%u is given twice (first on line %d)", text,
-			    e->depth, dup_line(p, i, e));
+	if (e->depth == 0) /* the default route, kept beside the LPM */
+		*(e->family == 4 ? &t->def4 : &t->def6) = i;
+	else if (e->family == 4)
+		rc = rte_lpm_add(t->lpm4,
+				 rte_be_to_cpu_32(*(const uint32_t *)e->addr),
+				 e->depth, i);
+	else
+		rc = rte_lpm6_add(t->lpm6, e->addr, e->depth, i);
 	if (rc == -ENOSPC)
 		return perr(p,
 			    "cannot add %s/%u: the IPv%d table has no tbl8 "
@@ -610,6 +643,8 @@ l3_table_load(struct sl_nf *nf, const char *path, const struct l3_limits *lim,
 		rc = check_ports(&p);
 	if (rc == 0)
 		rc = resolve(&p, n_lpm);
+	if (rc == 0)
+		rc = check_dups(&p);
 	if (rc == 0)
 		rc = make_lpms(&p, lim, gen, n_lpm);
 	for (uint32_t i = 0; rc == 0 && i < p.n; i++)

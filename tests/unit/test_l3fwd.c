@@ -332,6 +332,17 @@ test_config_errors(void **state)
 			  "route 10.62.0.0/16 via 10.62.1.2\n"
 			  "route 10.62.0.0/16 port b mac 02:00:00:00:00:01\n",
 			  "3: 10.62.0.0/16 is given twice (first on line 2)");
+	/* A neighbour is its host route: the same prefix; the first
+	 * repeated line is the one named. */
+	expect_file_error("neigh fd62::2 02:aa:00:00:00:01 port a\n"
+			  "route 10.0.0.0/8 port b mac 02:00:00:00:00:01\n"
+			  "route 10.0.0.0/8 port b mac 02:00:00:00:00:01\n"
+			  "route fd62::2/128 port b mac 02:00:00:00:00:01\n"
+			  "route fd62::2/128 port b mac 02:00:00:00:00:01\n",
+			  "3: 10.0.0.0/8 is given twice (first on line 2)");
+	expect_file_error("neigh fd62::2 02:aa:00:00:00:01 port a\n"
+			  "route fd62::2/128 port b mac 02:00:00:00:00:01\n",
+			  "2: fd62::2/128 is given twice (first on line 1)");
 }
 
 static void
