@@ -145,6 +145,12 @@ def test_three_namespaces_routed(launch, node, namespaces, tmp_path, asan):
     # No route out of 10.62/16: net unreachable from the router.
     r = sh("ip", "netns", "exec", a, "ping", "-c", "1", "-W", "2", "10.62.9.9", check=False)
     assert "From 10.62.1.1 icmp_seq=1 Destination Net Unreachable" in r.stdout, r.stdout
+    r = sh("ip", "netns", "exec", a, "ping", "-c", "1", "-W", "2", "fd62:9::9", check=False)
+    assert "From fd62:1::1 icmp_seq=1 Destination unreachable: No route" in r.stdout, r.stdout
+    # And back from C: the router's address on C's port.
+    r = sh("ip", "netns", "exec", namespaces[2], "traceroute", "-n", "-w", "3", "-m", "5",
+           "10.62.1.2", check=False)
+    assert _hops(r.stdout) == [(1, ["10.62.3.1"], 3), (2, ["10.62.1.2"], 3)], r.stdout
 
     # A bad file on reload: the routes stay, the line is named.
     routes.write_text(_routes(macs) + "route 10.62.9.0/24 via 10.62.9.1\n")
@@ -164,10 +170,10 @@ def test_three_namespaces_routed(launch, node, namespaces, tmp_path, asan):
     print(line)
     c = dict(kv.split("=") for kv in line.split()[2:])
     # 12 echo requests and replies, the traceroutes' probes to C and its
-    # answers: forwarded; 12 probes of hop 1 answered; one net unreachable.
-    assert int(c["forwarded"]) >= 26 + 4 * 6, line
-    assert int(c["ttl_exceeded"]) >= 12 and int(c["no_route"]) == 1, line
-    assert int(c["icmp_sent"]) == int(c["ttl_exceeded"]) + 1, line
+    # answers: forwarded; 15 probes of hop 1 answered; two unreachables.
+    assert int(c["forwarded"]) >= 26 + 5 * 6, line
+    assert int(c["ttl_exceeded"]) >= 15 and int(c["no_route"]) == 2, line
+    assert int(c["icmp_sent"]) == int(c["ttl_exceeded"]) + 2, line
     assert c["icmp_ratelimited"] == "0" and c["icmp_failed"] == "0", line
     assert c["malformed"] == "0", line
     assert int(c["out.a"]) + int(c["out.b"]) + int(c["out.c"]) == int(c["forwarded"]), line
