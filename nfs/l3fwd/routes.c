@@ -490,7 +490,7 @@ make_lpms(struct l3_parse *p, const struct l3_limits *lim, unsigned gen,
 		if (t->lpm4 == NULL)
 			return perr(p,
 				    "cannot create the IPv4 table of %u "
-				    "routes (about 66 MB of the hugepage "
+				    "routes (about 67 MB of the hugepage "
 				    "memory sluiced sets aside with "
 				    "--nf-mem): %s",
 				    lim->max_routes, rte_strerror(rte_errno));
@@ -505,7 +505,7 @@ make_lpms(struct l3_parse *p, const struct l3_limits *lim, unsigned gen,
 		if (t->lpm6 == NULL)
 			return perr(p,
 				    "cannot create the IPv6 table of %u "
-				    "routes (about 66 MB of the hugepage "
+				    "routes (about 67 MB of the hugepage "
 				    "memory sluiced sets aside with "
 				    "--nf-mem): %s",
 				    lim->max_routes, rte_strerror(rte_errno));

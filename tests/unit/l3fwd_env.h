@@ -257,7 +257,7 @@ static inline int
 setup(void **state)
 {
 	(void)state;
-	stub_eal_mem_mb = 512; /* two LPMs of each family: 4 x 66 MB */
+	stub_eal_mem_mb = 512; /* two LPMs of each family: 4 x 67 MB */
 	if (stub_setup(PROG, sl_l3_main) != 0)
 		return -1;
 	pool = rte_pktmbuf_pool_create("l3test", 255, 0, 0,
