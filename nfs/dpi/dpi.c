@@ -467,7 +467,8 @@ dpi_sweep(struct dpi_state *st, struct sl_nf *nf, uint64_t now)
 		void *kp;
 
 		st->sweep_cursor = p + 1 == st->n_slots ? 0 : p + 1;
-		if (f->state == DPI_FREE || now - f->last_ns < st->idle_ns ||
+		if (f->state == DPI_FREE || now < f->last_ns ||
+		    now - f->last_ns < st->idle_ns ||
 		    rte_hash_get_key_with_position(st->h, (int32_t)p, &kp) != 0)
 			continue;
 		memcpy(&key, kp, sizeof(key));
