@@ -526,6 +526,57 @@ test_table_and_idle(void **state)
 	unlink(rules_file(""));
 }
 
+/* IPv6, and IPv4 behind a VLAN tag: nDPI gets the IP datagram wherever
+ * it starts; Ethernet padding is not part of it. */
+static void
+test_ipv6_vlan(void **state)
+{
+	static const uint16_t tag[2] = {0x8100, 100};
+	static const char junk[40] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+	struct frame f6, fv, pad;
+	char *out;
+	int rc;
+
+	(void)state;
+	reset(1 * NS);
+	out = init_with(&rc, "--stats-ms", "0", NULL);
+	assert_int_equal(rc, 0);
+	free(out);
+	memset(&f6, 0, sizeof(f6));
+	put_eth(&f6, 0x86DD, 0, NULL);
+	put_ipv6(&f6, IPPROTO_TCP, v6_a, v6_b,
+		 (uint16_t)(20 + strlen(http_get)));
+	put_tcp(&f6, 47000, 80, 0);
+	put(&f6, http_get, (uint32_t)strlen(http_get));
+	assert_int_equal(send1(1 * NS, &f6, &out), SL_NEXT);
+	assert_string_equal(out, "dpi: tcp [2001:db8::1]:47000 > "
+				 "[2001:db8::2]:80 app=HTTP category=Web "
+				 "by=payload packets=1\n");
+	free(out);
+
+	memset(&fv, 0, sizeof(fv));
+	put_eth(&fv, 0x0800, 1, tag);
+	put_ipv4(&fv, IPPROTO_TCP, A, B, (uint16_t)(20 + strlen(http_get)), 0,
+		 0);
+	put_tcp(&fv, 47001, 80, 0);
+	put(&fv, http_get, (uint32_t)strlen(http_get));
+	assert_int_equal(send1(1 * NS, &fv, &out), SL_NEXT);
+	assert_string_equal(out, "dpi: tcp 10.67.0.1:47001 > 10.67.1.1:80 "
+				 "app=HTTP category=Web by=payload "
+				 "packets=1\n");
+	free(out);
+
+	/* a DNS query in a frame padded with 40 bytes of junk */
+	dns(&pad, 47002);
+	put(&pad, junk, sizeof(junk));
+	assert_int_equal(send1(1 * NS, &pad, &out), SL_NEXT);
+	assert_string_equal(out, "dpi: udp 10.67.0.1:47002 > 10.67.1.1:53 "
+				 "app=DNS category=Network by=payload "
+				 "packets=1\n");
+	free(out);
+	free(fini_output());
+}
+
 /* Non-IP and malformed frames: counted, default edge, never parsed. */
 static void
 test_non_ip_malformed(void **state)
@@ -782,6 +833,7 @@ main(void)
 		cmocka_unit_test(test_steer),
 		cmocka_unit_test(test_giveup),
 		cmocka_unit_test(test_table_and_idle),
+		cmocka_unit_test(test_ipv6_vlan),
 		cmocka_unit_test(test_non_ip_malformed),
 		cmocka_unit_test(test_messages_lost),
 		cmocka_unit_test(test_reload),
