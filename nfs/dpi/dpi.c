@@ -23,6 +23,7 @@
  * nothing more, since the NF looks the flow up anyway; README.md says
  * more. SIGHUP re-reads the file (a bad one keeps the current rules).
  */
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -47,6 +48,7 @@
 #define DPI_HASH_BYTES_PER_FLOW 74 /* rte_hash, 40-byte keys (as monitor) */
 #define DPI_MSG_KEY "dpi.app"
 #define DPI_APP_NAME 64
+#define DPI_HOST_LEN 80 /* nDPI 4.2: host_server_name[80] */
 
 enum dpi_fstate { DPI_FREE = 0, DPI_DETECTING, DPI_DETECTED, DPI_UNDETECTED };
 
@@ -180,16 +182,27 @@ dpi_verdict(struct dpi_state *st, struct dpi_flow *f)
 	return f->verdict;
 }
 
-/* Sends the detection as a Message to --notify (or this service). */
+/*
+ * Sends the detection as a Message to --notify (or this service):
+ * "app=A category=C by=B host=H flow=F", H cut short if the whole would
+ * be longer than a Message value.
+ */
 static void
-dpi_notify(struct dpi_state *st, struct sl_nf *nf, const char *name,
-	   const char *cat, int guessed, const char *flow)
+dpi_notify(struct dpi_state *st, struct sl_nf *nf, const char *app,
+	   const char *cat, const char *by, const char *host, const char *flow)
 {
 	char value[SL_MESSAGE_VALUE_MAX + 1];
+	int n, room;
 	int64_t id;
 
-	snprintf(value, sizeof(value), "app=%s category=%s by=%s flow=%s", name,
-		 cat, guessed ? "guess" : "payload", flow);
+	n = snprintf(value, sizeof(value),
+		     "app=%s category=%s by=%s host= flow=%s", app, cat, by,
+		     flow);
+	room = n < SL_MESSAGE_VALUE_MAX ? SL_MESSAGE_VALUE_MAX - n : 0;
+	if (snprintf(value, sizeof(value),
+		     "app=%s category=%s by=%s host=%.*s flow=%s", app, cat, by,
+		     room, host, flow) >= (int)sizeof(value))
+		value[sizeof(value) - 1] = '\0'; /* cut (cannot happen) */
 	id = sl_message(nf,
 			st->notify >= 0 ? (uint16_t)st->notify
 					: sl_nf_service(nf),
@@ -201,6 +214,31 @@ dpi_notify(struct dpi_state *st, struct sl_nf *nf, const char *name,
 }
 
 /*
+ * The host name nDPI took from the flow (HTTP Host, TLS SNI, DNS query),
+ * or "-": at most DPI_HOST_LEN - 1 characters, and only letters, digits
+ * and "-._:" (the rest, from the packets, becomes '?'), so that it is one
+ * word of the line and the Message.
+ */
+static void
+dpi_host(const struct ndpi_flow_struct *nd, char *buf)
+{
+	size_t i;
+
+	for (i = 0; i < DPI_HOST_LEN - 1 && i < sizeof(nd->host_server_name) &&
+		    nd->host_server_name[i] != '\0';
+	     i++) {
+		char c = nd->host_server_name[i];
+
+		buf[i] = isalnum((unsigned char)c) || strchr("-._:", c) != NULL
+				 ? c
+				 : '?';
+	}
+	buf[i] = '\0';
+	if (i == 0)
+		snprintf(buf, DPI_HOST_LEN, "-");
+}
+
+/*
  * The end of detection for f, at packet (or eviction) with nDPI's answer
  * r: counts it, frees nDPI's data of the flow, and, when an application
  * was found, prints it and sends the Message.
@@ -209,8 +247,8 @@ static void
 dpi_finish(struct dpi_state *st, struct sl_nf *nf, struct dpi_flow *f,
 	   const struct sl_5tuple *key, ndpi_protocol r, int guessed)
 {
-	char name[DPI_APP_NAME], flow[128];
-	const char *cat;
+	char name[DPI_APP_NAME], flow[128], host[DPI_HOST_LEN];
+	const char *cat, *by = guessed ? "guess" : "payload";
 	struct dpi_app_count *c;
 
 	st->n_detecting--;
@@ -228,6 +266,7 @@ dpi_finish(struct dpi_state *st, struct sl_nf *nf, struct dpi_flow *f,
 	cat = ndpi_category_get_name(st->nd, r.category);
 	if (cat == NULL)
 		cat = "Unspecified";
+	dpi_host(&f->nd, host);
 	ndpi_free_flow_data(&f->nd);
 	st->detected++;
 	c = dpi_app(st, dpi_app_id(f));
@@ -237,10 +276,10 @@ dpi_finish(struct dpi_state *st, struct sl_nf *nf, struct dpi_flow *f,
 		c->guessed++;
 	}
 	dpi_format(key, f->reversed, flow, sizeof(flow));
-	fprintf(stderr, "dpi: %s app=%s category=%s by=%s packets=%u\n", flow,
-		name, cat, guessed ? "guess" : "payload", f->seen);
+	fprintf(stderr, "dpi: %s app=%s category=%s by=%s host=%s packets=%u\n",
+		flow, name, cat, by, host, f->seen);
 	fflush(stderr);
-	dpi_notify(st, nf, name, cat, guessed, flow);
+	dpi_notify(st, nf, name, cat, by, host, flow);
 }
 
 /*

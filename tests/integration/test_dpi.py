@@ -167,8 +167,10 @@ def test_dpi_detects_and_steers(launch, node, namespaces, tmp_path: Path):
                       f"two dpi.app messages; events: {ev.events}")
     values = sorted(m["value"] for m in msgs)
     assert values == [
-        f"app=DNS category=Network by=payload flow=udp {CLIENT}:40053 > {SERVER}:53",
-        f"app=HTTP category=Web by=payload flow=tcp {CLIENT}:40080 > {SERVER}:80",
+        "app=DNS category=Network by=payload host=sluice.example "
+        f"flow=udp {CLIENT}:40053 > {SERVER}:53",
+        f"app=HTTP category=Web by=payload host={SERVER} "
+        f"flow=tcp {CLIENT}:40080 > {SERVER}:80",
     ], msgs
     assert all(m["nf"] == "dpi" and m["service"] == "dpi" and m["result"] == "applied"
                for m in msgs), msgs
@@ -209,8 +211,8 @@ def test_dpi_detects_and_steers(launch, node, namespaces, tmp_path: Path):
     assert f" steered={web} dropped=0 " in line, line
     assert " detected=2 guessed=0 undetected=0 " in line, line
     assert " non_ip=0 malformed=0 flows=2 " in line, line
-    assert f"dpi: tcp {CLIENT}:40080 > {SERVER}:80 app=HTTP category=Web by=payload packets=4\n" \
-        in log.read_text()
+    assert (f"dpi: tcp {CLIENT}:40080 > {SERVER}:80 app=HTTP category=Web by=payload "
+            f"host={SERVER} packets=4\n") in log.read_text()
     moved = {n: port(st, n)["tx_pkts"] - port(before, n)["tx_pkts"] for n in ("left", "right")}
     rx = {n: port(st, n)["rx_pkts"] - port(before, n)["rx_pkts"] for n in ("left", "right")}
     assert moved["left"] == rx["right"] and moved["right"] == rx["left"], (moved, rx)

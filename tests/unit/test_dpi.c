@@ -303,17 +303,17 @@ test_detect(void **state)
 	assert_int_equal(send1(1 * NS, &h, &out), SL_NEXT);
 	assert_string_equal(out, "dpi: tcp 10.67.0.1:40000 > 10.67.1.1:80 "
 				 "app=HTTP category=Web by=payload "
-				 "packets=1\n");
+				 "host=example.com packets=1\n");
 	free(out);
 	assert_int_equal(send1(1 * NS, &d, &out), SL_NEXT);
 	assert_string_equal(out, "dpi: udp 10.67.0.1:40001 > 10.67.1.1:53 "
 				 "app=DNS category=Network by=payload "
-				 "packets=1\n");
+				 "host=example.com packets=1\n");
 	free(out);
 	assert_int_equal(send1(1 * NS, &t, &out), SL_NEXT);
 	assert_string_equal(out, "dpi: tcp 10.67.0.1:40002 > 10.67.1.1:443 "
 				 "app=TLS category=Web by=payload "
-				 "packets=1\n");
+				 "host=www.example.org packets=1\n");
 	free(out);
 	/* the reply is the same flow: no second detection */
 	reply(&back, IPPROTO_TCP, 40000, 80, http_ok, strlen(http_ok));
@@ -321,20 +321,31 @@ test_detect(void **state)
 	assert_string_equal(out, "");
 	free(out);
 
-	assert_int_equal(g_n_msg, 3);
-	for (unsigned i = 0; i < 3; i++) {
+	/* A host name from the packets is one word, whatever it holds. */
+	http(&back, 40003,
+	     "GET / HTTP/1.1\r\nHost: a b=c\x01\xff.example\r\n\r\n");
+	assert_int_equal(send1(2 * NS, &back, &out), SL_NEXT);
+	assert_string_equal(out, "dpi: tcp 10.67.0.1:40003 > 10.67.1.1:80 "
+				 "app=HTTP category=Web by=payload "
+				 "host=a?b?c??.example packets=1\n");
+	free(out);
+	assert_int_equal(g_n_msg, 4);
+	for (unsigned i = 0; i < 4; i++) {
 		assert_int_equal(g_msg[i].service, 0); /* its own service */
 		assert_string_equal(g_msg[i].key, "dpi.app");
 	}
-	assert_string_equal(g_msg[0].value,
-			    "app=HTTP category=Web by=payload flow=tcp "
-			    "10.67.0.1:40000 > 10.67.1.1:80");
-	assert_string_equal(g_msg[1].value,
-			    "app=DNS category=Network by=payload flow=udp "
-			    "10.67.0.1:40001 > 10.67.1.1:53");
-	assert_string_equal(g_msg[2].value,
-			    "app=TLS category=Web by=payload flow=tcp "
-			    "10.67.0.1:40002 > 10.67.1.1:443");
+	assert_string_equal(
+		g_msg[0].value,
+		"app=HTTP category=Web by=payload "
+		"host=example.com flow=tcp 10.67.0.1:40000 > 10.67.1.1:80");
+	assert_string_equal(
+		g_msg[1].value,
+		"app=DNS category=Network by=payload "
+		"host=example.com flow=udp 10.67.0.1:40001 > 10.67.1.1:53");
+	assert_string_equal(
+		g_msg[2].value,
+		"app=TLS category=Web by=payload "
+		"host=www.example.org flow=tcp 10.67.0.1:40002 > 10.67.1.1:443");
 	/* Its own Messages come back to it (--notify is itself): ignored. */
 	out = msg_output("dpi.app", g_msg[0].value);
 	assert_string_equal(out, "");
@@ -342,13 +353,13 @@ test_detect(void **state)
 
 	stub_now_ns = 3 * NS;
 	out = fini_output();
-	assert_has(out, "dpi-stats: reason=exit uptime=2.0 packets=4 bytes=");
-	assert_has(out, " non_ip=0 malformed=0 flows=3 flows_capacity=16384 "
-			"flows_seen=3 table_full=0 detecting=0 detected=3 "
+	assert_has(out, "dpi-stats: reason=exit uptime=2.0 packets=5 bytes=");
+	assert_has(out, " non_ip=0 malformed=0 flows=4 flows_capacity=16384 "
+			"flows_seen=4 table_full=0 detecting=0 detected=4 "
 			"guessed=0 undetected=0 evicted=0 steered=0 dropped=0 "
-			"messages=3 messages_not_queued=0 "
+			"messages=4 messages_not_queued=0 "
 			"messages_undelivered=0\n");
-	assert_has(out, "dpi-app: app=HTTP flows=1 guessed=0 packets=2 "
+	assert_has(out, "dpi-app: app=HTTP flows=2 guessed=0 packets=3 "
 			"bytes=");
 	assert_has(out, "dpi-app: app=DNS flows=1 guessed=0 packets=1 "
 			"bytes=71\n");
@@ -390,15 +401,16 @@ test_steer(void **state)
 	assert_int_equal(send1(1 * NS, &g, &out), SL_TO(7));
 	assert_string_equal(out, "dpi: tcp 10.67.0.1:41001 > 10.67.1.1:80 "
 				 "app=HTTP.Google category=Web by=payload "
-				 "packets=1\n");
+				 "host=www.google.com packets=1\n");
 	free(out);
 	assert_int_equal(send1(1 * NS, &d, NULL), SL_DROP);
 	assert_int_equal(send1(1 * NS, &t, NULL), SL_NEXT);
 	assert_int_equal(g_n_msg, 4);
 	assert_int_equal(g_msg[0].service, 9); /* --notify events */
-	assert_string_equal(g_msg[1].value,
-			    "app=HTTP.Google category=Web by=payload flow=tcp "
-			    "10.67.0.1:41001 > 10.67.1.1:80");
+	assert_string_equal(
+		g_msg[1].value,
+		"app=HTTP.Google category=Web by=payload "
+		"host=www.google.com flow=tcp 10.67.0.1:41001 > 10.67.1.1:80");
 
 	out = msg_output("stats", "");
 	assert_has(out, "dpi-stats: reason=message ");
@@ -459,12 +471,12 @@ test_giveup(void **state)
 	assert_int_equal(send1(1 * NS, &w, &out), SL_TO(7));
 	assert_string_equal(out, "dpi: tcp 10.67.0.1:42002 > 10.67.1.1:80 "
 				 "app=HTTP category=Web by=guess "
-				 "packets=2\n");
+				 "host=- packets=2\n");
 	free(out);
 	assert_int_equal(g_n_msg, 1);
 	assert_string_equal(g_msg[0].value,
-			    "app=HTTP category=Web by=guess flow=tcp "
-			    "10.67.0.1:42002 > 10.67.1.1:80");
+			    "app=HTTP category=Web by=guess host=- "
+			    "flow=tcp 10.67.0.1:42002 > 10.67.1.1:80");
 	out = fini_output();
 	assert_has(out, " detected=1 guessed=1 undetected=0 ");
 	assert_has(out, "dpi-app: app=HTTP flows=1 guessed=1 packets=1 ");
@@ -551,7 +563,7 @@ test_ipv6_vlan(void **state)
 	assert_int_equal(send1(1 * NS, &f6, &out), SL_NEXT);
 	assert_string_equal(out, "dpi: tcp [2001:db8::1]:47000 > "
 				 "[2001:db8::2]:80 app=HTTP category=Web "
-				 "by=payload packets=1\n");
+				 "by=payload host=example.com packets=1\n");
 	free(out);
 
 	memset(&fv, 0, sizeof(fv));
@@ -563,7 +575,7 @@ test_ipv6_vlan(void **state)
 	assert_int_equal(send1(1 * NS, &fv, &out), SL_NEXT);
 	assert_string_equal(out, "dpi: tcp 10.67.0.1:47001 > 10.67.1.1:80 "
 				 "app=HTTP category=Web by=payload "
-				 "packets=1\n");
+				 "host=example.com packets=1\n");
 	free(out);
 
 	/* a DNS query in a frame padded with 40 bytes of junk */
@@ -572,7 +584,7 @@ test_ipv6_vlan(void **state)
 	assert_int_equal(send1(1 * NS, &pad, &out), SL_NEXT);
 	assert_string_equal(out, "dpi: udp 10.67.0.1:47002 > 10.67.1.1:53 "
 				 "app=DNS category=Network by=payload "
-				 "packets=1\n");
+				 "host=example.com packets=1\n");
 	free(out);
 	free(fini_output());
 }
