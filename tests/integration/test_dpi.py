@@ -92,10 +92,15 @@ def dns_query() -> bytes:
     return bytes(DNS(id=0x5151, rd=1, qd=DNSQR(qname="sluice.example")))
 
 
-def test_dpi_detects_and_steers(launch, node, namespaces, tmp_path: Path):
+def start(launch, node: str, namespaces: list[str], tmp_path: Path,
+          rules_text: str) -> tuple[Any, Events, dict[str, Any]]:
+    """sluiced with TAP ports left (client side) and right (server side),
+    sluice-dpi with these rules, graph apps and the rule that sends our
+    flows to it; the namespaces wired. Returns the launcher, the event
+    subscription and the stats before any traffic."""
     ifs = [f"{ns}i" for ns in namespaces]
     rules = tmp_path / "apps.rules"
-    rules.write_text("# HTTP goes through the web service\nHTTP -> web\n")
+    rules.write_text(rules_text)
     dep = deployment(
         node,
         ports=[{"name": "left", "device": f"net_tap0,iface={ifs[0]}"},
@@ -124,7 +129,24 @@ def test_dpi_detects_and_steers(launch, node, namespaces, tmp_path: Path):
         raise AssertionError(f"no graph.applied event; events: {ev.events}")
     run.client.call("rule.add", graph="apps", src="10.67.0.0/24")
     wire(namespaces, ifs)
-    before = run.client.call("stats")
+    return run, ev, run.client.call("stats")
+
+
+def counters(run: Any) -> str:
+    """The DPI's counters, asked for with the stats message: the newest
+    dpi-stats line and the lines after it."""
+    log = run.run_dir / "dpi.log"
+    mark = "dpi-stats: reason=message "
+    n = log.read_text().count(mark)
+    run.client.call("flow.request", type="message", service="dpi", key="stats", value="now")
+    text = wait_until(lambda: log.read_text().count(mark) > n and log.read_text(), 10,
+                      f"the counters in {log}")
+    return text[text.rindex(mark):]
+
+
+def test_dpi_detects_and_steers(launch, node, namespaces, tmp_path: Path):
+    run, ev, before = start(launch, node, namespaces, tmp_path,
+                            "# HTTP goes through the web service\nHTTP -> web\n")
 
     # DNS: a query to a UDP socket of the server (which only reads it).
     srv = tmp_path / "www"
@@ -180,19 +202,13 @@ def test_dpi_detects_and_steers(launch, node, namespaces, tmp_path: Path):
     # once the last packets (the end of the connection) are through:
     # sluiced's stats and the DPI's counters line, again until they match.
     log = run.run_dir / "dpi.log"
-    mark = "dpi-stats: reason=message "
 
     def delta(st: dict[str, Any], name: str) -> int:
         return service(st, name)["rx_pkts"] - service(before, name)["rx_pkts"]
 
     def settled() -> tuple[dict[str, Any], str] | None:
         st = run.client.call("stats")
-        n = log.read_text().count(mark)
-        run.client.call("flow.request", type="message", service="dpi", key="stats",
-                        value="now")
-        text = wait_until(lambda: log.read_text().count(mark) > n and log.read_text(), 10,
-                          f"the counters in {log}")
-        last = text[text.rindex(mark):]
+        last = counters(run)
         rule = re.search(r"dpi-rule: rule=1 line=2 app=HTTP to=web flows=1 packets=(\d+)\n",
                          last)
         rx = sum(port(st, n)["rx_pkts"] - port(before, n)["rx_pkts"] for n in ("left", "right"))
@@ -217,3 +233,54 @@ def test_dpi_detects_and_steers(launch, node, namespaces, tmp_path: Path):
     rx = {n: port(st, n)["rx_pkts"] - port(before, n)["rx_pkts"] for n in ("left", "right")}
     assert moved["left"] == rx["right"] and moved["right"] == rx["left"], (moved, rx)
     assert st["drops_total"] == before["drops_total"], st
+
+
+def test_dpi_drops_tls_by_its_sni(launch, node, namespaces, tmp_path: Path):
+    """A TLS ClientHello from curl (SNI sluice.example) is detected, sent
+    as a Message with its host, and the rule TLS -> drop drops it and
+    every later packet of the connection: the server gets no byte, curl
+    times out, sluiced counts the DPI's drops as nf_verdict."""
+    run, ev, before = start(launch, node, namespaces, tmp_path, "TLS -> drop\n")
+    tcp = subprocess.Popen(
+        ["ip", "netns", "exec", namespaces[1], sys.executable, "-c",
+         "import socket; s=socket.socket(); "
+         "s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); "
+         f"s.bind(('{SERVER}', 443)); s.listen(); print('ready', flush=True); "
+         "c=s.accept()[0]; c.settimeout(4); print('accepted', flush=True)\n"
+         "try: print(len(c.recv(4096)), flush=True)\n"
+         "except OSError: print('nothing', flush=True)"],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert tcp.stdout is not None and tcp.stdout.readline() == "ready\n"
+        r = sh("ip", "netns", "exec", namespaces[0], "curl", "-sk", "--max-time", "3",
+               "--local-port", "40443", "--resolve", f"sluice.example:443:{SERVER}",
+               "https://sluice.example/", check=False)
+        assert r.returncode == 28, r  # timed out: no ServerHello ever came
+        assert tcp.stdout.readline() == "accepted\n"  # the handshake went through
+        assert tcp.stdout.readline() == "nothing\n"  # the ClientHello did not
+    finally:
+        tcp.kill()
+        tcp.wait(5)
+    msgs = wait_until(lambda: ev.messages(), 10, f"a dpi.app message; events: {ev.events}")
+    assert [m["value"] for m in msgs] == [
+        "app=TLS category=Web by=payload host=sluice.example "
+        f"flow=tcp {CLIENT}:40443 > {SERVER}:443"], msgs
+
+    def nf_drops(st: dict[str, Any]) -> int:
+        return int(service(st, "dpi")["drops"]["nf_verdict"]
+                   - service(before, "dpi")["drops"]["nf_verdict"])
+
+    def settled() -> tuple[dict[str, Any], str] | None:
+        st = run.client.call("stats")
+        last = counters(run)
+        m = re.search(r"dpi-rule: rule=1 line=1 app=TLS to=drop flows=1 packets=(\d+)\n", last)
+        return (st, last) if m and int(m.group(1)) == nf_drops(st) > 0 else None
+
+    st, last = wait_until(settled, 15, "sluiced's and the DPI's drop counts to agree")
+    drops = nf_drops(st)
+    line = last.splitlines()[0]
+    assert f" steered=0 dropped={drops} " in line, line
+    assert " detected=1 guessed=0 undetected=0 " in line, line
+    # the handshake and nothing else of the connection reached the server
+    assert service(st, "bridge")["rx_pkts"] - service(before, "bridge")["rx_pkts"] >= 3
+    assert st["drops_total"] - before["drops_total"] == drops, st
