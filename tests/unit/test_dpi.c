@@ -735,6 +735,54 @@ test_errors(void **state)
 			  "--bogus", NULL);
 }
 
+/* Hostile payloads: random bytes after valid headers, to the ports whose
+ * dissectors nDPI tries first, and protocol beginnings with random tails.
+ * Every packet gets a verdict and is left as it came, and nothing
+ * crashes (in the sanitizer build ASan watches the NF and what nDPI asks
+ * of the C library; Debian's libndpi itself is not instrumented). */
+static void
+test_random_payloads(void **state)
+{
+	static const uint16_t ports[] = {80, 443, 53, 8080, 5353, 123, 22, 0};
+	static const char *const heads[] = {"GET / HTTP/1.1\r\nHost: ",
+					    "\x16\x03\x01\x00\xc8\x01",
+					    "HTTP/1.1 ", "SSH-2.0-", ""};
+	uint32_t seed = 12345;
+	uint8_t pl[180];
+	char *out;
+	int rc;
+
+	(void)state;
+	reset(1 * NS);
+	out = init_with(&rc, "--max-packets", "4", "--flows", "64",
+			"--stats-ms", "0", NULL);
+	assert_int_equal(rc, 0);
+	free(out);
+	for (unsigned i = 0; i < 3000; i++) {
+		struct frame f;
+		const char *head = heads[i % 5];
+		uint32_t n, hl = (uint32_t)strlen(head);
+		uint16_t dport;
+
+		seed = seed * 1103515245u + 12345u;
+		n = (seed >> 8) % sizeof(pl);
+		for (uint32_t k = 0; k < n; k++) {
+			seed = seed * 1103515245u + 12345u;
+			pl[k] = (uint8_t)(seed >> 16);
+		}
+		if (hl <= n)
+			memcpy(pl, head, hl);
+		dport = ports[i % 8] ? ports[i % 8] : (uint16_t)(seed >> 4);
+		frame_app(&f, i % 3 ? IPPROTO_TCP : IPPROTO_UDP, A,
+			  (uint16_t)(1024 + i % 200), B, dport, pl, n);
+		send1(1 * NS + i * MS, &f, NULL); /* checks the bytes */
+	}
+	out = fini_output();
+	assert_has(out, " packets=3000 ");
+	assert_has(out, " non_ip=0 malformed=0 ");
+	free(out);
+}
+
 /* ---- the HTTP mix --------------------------------------------------- */
 
 struct pcap_run {
@@ -850,6 +898,7 @@ main(void)
 		cmocka_unit_test(test_messages_lost),
 		cmocka_unit_test(test_reload),
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_random_payloads),
 		cmocka_unit_test(test_http_mix),
 	};
 
