@@ -234,6 +234,17 @@ def test_dpi_detects_and_steers(launch, node, namespaces, tmp_path: Path):
     assert moved["left"] == rx["right"] and moved["right"] == rx["left"], (moved, rx)
     assert st["drops_total"] == before["drops_total"], st
 
+    # A bad rules file is refused at start: one line naming the file and
+    # the line, exit status 1, and sluiced keeps running.
+    bad = tmp_path / "bad.rules"
+    bad.write_text("HTTP -> web\nGopher -> web\n")
+    r = sh(prog("dpi"), "--", "--node", node, "--service", "dpi2", "--rules", str(bad),
+           check=False)
+    assert r.returncode == 1, r
+    assert (f"sluice-dpi: {bad}:2: unknown application 'Gopher': nDPI 4.2.0 has no protocol "
+            "of that name\n") in r.stderr, r.stderr
+    assert run.client.call("status")
+
 
 def test_dpi_drops_tls_by_its_sni(launch, node, namespaces, tmp_path: Path):
     """A TLS ClientHello from curl (SNI sluice.example) is detected, sent
