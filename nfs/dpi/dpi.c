@@ -79,6 +79,7 @@ struct dpi_state {
 	uint64_t idle_ms;
 	uint32_t max_pkts;
 	int guess;
+	int quiet;  /* --quiet: no line per detection */
 	int notify; /* service id; -1: own */
 	uint64_t stats_ms;
 
@@ -276,9 +277,12 @@ dpi_finish(struct dpi_state *st, struct sl_nf *nf, struct dpi_flow *f,
 		c->guessed++;
 	}
 	dpi_format(key, f->reversed, flow, sizeof(flow));
-	fprintf(stderr, "dpi: %s app=%s category=%s by=%s host=%s packets=%u\n",
-		flow, name, cat, by, host, f->seen);
-	fflush(stderr);
+	if (!st->quiet) {
+		fprintf(stderr,
+			"dpi: %s app=%s category=%s by=%s host=%s packets=%u\n",
+			flow, name, cat, by, host, f->seen);
+		fflush(stderr);
+	}
 	dpi_notify(st, nf, name, cat, by, host, flow);
 }
 
@@ -677,8 +681,8 @@ dpi_reload(struct sl_nf *nf)
 static const char dpi_usage[] =
 	"usage: " DPI_PROG " [EAL args] -- [libsluice args] [--rules FILE]"
 	" [--flows N]\n"
-	"       [--idle-ms MS] [--max-packets N] [--guess] [--notify SERVICE]"
-	" [--stats-ms MS]\n";
+	"       [--idle-ms MS] [--max-packets N] [--guess] [--quiet]"
+	" [--notify SERVICE]\n       [--stats-ms MS]\n";
 
 _Static_assert(DPI_MAX_FLOWS == 4194304, "dpi_opts: update --flows");
 static const struct sl_nf_opt dpi_opts[] = {
@@ -716,6 +720,10 @@ static const struct sl_nf_opt dpi_opts[] = {
 	 .type = SL_OPT_FLAG,
 	 .help = "when nDPI gives up, take its guess (by port and address)",
 	 SL_OPT_AT(struct dpi_state, guess)},
+	{.name = "quiet",
+	 .type = SL_OPT_FLAG,
+	 .help = "no line per detection (the Messages are still sent)",
+	 SL_OPT_AT(struct dpi_state, quiet)},
 	{.name = "notify",
 	 .type = SL_OPT_SERVICE,
 	 .arg = "SERVICE",

@@ -615,6 +615,33 @@ test_non_ip_malformed(void **state)
 	free(out);
 }
 
+/* --quiet: no line per detection; the Message still goes. */
+static void
+test_quiet(void **state)
+{
+	struct frame d;
+	char *out;
+	int rc;
+
+	(void)state;
+	reset(1 * NS);
+	out = init_with(&rc, "--quiet", "--stats-ms", "0", NULL);
+	assert_int_equal(rc, 0);
+	free(out);
+	dns(&d, 45500);
+	assert_int_equal(send1(1 * NS, &d, &out), SL_NEXT);
+	assert_string_equal(out, "");
+	free(out);
+	assert_int_equal(g_n_msg, 1);
+	assert_string_equal(g_msg[0].value,
+			    "app=DNS category=Network by=payload "
+			    "host=example.com flow=udp 10.67.0.1:45500 > "
+			    "10.67.1.1:53");
+	out = fini_output();
+	assert_has(out, " detected=1 ");
+	free(out);
+}
+
 /* A Message that cannot be queued, or that no instance took: counted. */
 static void
 test_messages_lost(void **state)
@@ -895,6 +922,7 @@ main(void)
 		cmocka_unit_test(test_table_and_idle),
 		cmocka_unit_test(test_ipv6_vlan),
 		cmocka_unit_test(test_non_ip_malformed),
+		cmocka_unit_test(test_quiet),
 		cmocka_unit_test(test_messages_lost),
 		cmocka_unit_test(test_reload),
 		cmocka_unit_test(test_errors),
