@@ -632,6 +632,14 @@ dpi_resolve(void *ctx, const char *name, sl_verdict_t *to, char *err,
 			 name);
 		return ENOENT;
 	}
+	if (id == sl_nf_service(c->nf)) {
+		snprintf(
+			err, err_size,
+			"'%s' is this NF's own service: its packets would come "
+			"back to it",
+			name);
+		return EINVAL;
+	}
 	*to = SL_TO((uint16_t)id);
 	return 0;
 }

@@ -725,6 +725,8 @@ test_errors(void **state)
 				     "follow the default edge\n"},
 		{"HTTP -> web\nDNS -> drop\nhttp -> drop\n",
 		 ":3: application 'http' already has a rule (line 1)\n"},
+		{"DNS -> dpi\n", ":1: 'dpi' is this NF's own service: its "
+				 "packets would come back to it\n"},
 		{"HTTP -> nosuch\n", ":1: no service 'nosuch' (sluiced knows "
 				     "the services of its graphs and of the "
 				     "NFs that registered; sluice status "
