@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -295,3 +296,19 @@ def test_dpi_drops_tls_by_its_sni(launch, node, namespaces, tmp_path: Path):
     # the handshake and nothing else of the connection reached the server
     assert service(st, "bridge")["rx_pkts"] - service(before, "bridge")["rx_pkts"] >= 3
     assert st["drops_total"] - before["drops_total"] == drops, st
+
+    # SIGHUP: a bad file keeps the rule and says why; a good one replaces it.
+    log = run.run_dir / "dpi.log"
+    pid = next(n["pid"] for n in run.client.call("nf.list") if n["service"] == "dpi")
+    rules = tmp_path / "apps.rules"
+    rules.write_text("TLS -> nowhere\n")
+    os.kill(pid, signal.SIGHUP)
+    wait_until(lambda: ("sluice-dpi: reload failed, keeping the 1 current rules: "
+                        f"{rules}:1: no service 'nowhere' (") in log.read_text(), 10,
+               f"the failed reload in {log}")
+    rules.write_text("DNS -> web\nTLS -> drop\n")
+    os.kill(pid, signal.SIGHUP)
+    wait_until(lambda: (f"sluice-dpi: reloaded 2 rules from {rules}\n"
+                        "sluice-dpi:   rule 1: DNS -> web\n"
+                        "sluice-dpi:   rule 2: TLS -> drop\n") in log.read_text(), 10,
+               f"the reload in {log}")
