@@ -34,6 +34,7 @@ NF_OPTION = {
     "flowclass": "  --elephant-to HOP   default next hop for elephants",
     "ddos-detect": "  --threshold N       alarm at N packets in one window (default 10000)",
     "scrubber": "  --prefix PREFIX  scrub packets from this source prefix, e.g. 10.66.6.0/24 or",
+    "dpi": "  --rules FILE        steering rules, 'APP -> SERVICE' a line (README.md)",
 }
 
 
@@ -84,6 +85,7 @@ VALUE_HELP = [
     ("ddos-detect", ["--", "--alarm-to", "-h"]),
     ("ddos-detect", ["--", "--prefix-len6", "-h"]),
     ("scrubber", ["--", "--prefix", "-h"]),
+    ("dpi", ["--", "--rules", "-h"]),
     ("flowclass", ["--", "--ant-to", "--help"]),
     ("monitor", ["--", "--top", "-h"]),
     ("speedtest", ["--", "--size", "-h"]),
