@@ -227,10 +227,12 @@ start(const char *text, const char *extra, char **path_out)
 	if (rc != 0)
 		fail_msg("init failed: %s", out);
 	free(out);
-	if (path_out != NULL)
-		*path_out = path;
-	else
+	if (path_out != NULL) {
+		*path_out = path; /* the caller unlinks it */
+	} else {
+		unlink(path); /* read: only a reload would read it again */
 		free(path);
+	}
 }
 
 static inline char *

@@ -365,6 +365,7 @@ test_config_errors_2(void **state)
 		 path);
 	expect_init_error(PROG, line, "--routes", path, "--max-routes", "2",
 			  NULL);
+	unlink(path);
 	free(path);
 	/* tbl8 groups run out: two /25s in different /24s with one. */
 	path = write_file("route 10.1.0.0/25 port a mac 02:00:00:00:00:01\n"
@@ -374,6 +375,7 @@ test_config_errors_2(void **state)
 		      "no tbl8 group left (--tbl8-v4 1)\n",
 		 path);
 	expect_init_error(PROG, line, "--routes", path, "--tbl8-v4", "1", NULL);
+	unlink(path);
 	free(path);
 	expect_init_error(PROG,
 			  PROG ": /nonexistent/routes: cannot open: No such "
