@@ -17,8 +17,10 @@ import os
 import re
 import signal
 import subprocess
+from pathlib import Path
 
 import pytest
+import yaml
 from conftest import (
     ASAN_BUILD,
     assert_no_sanitizer_report,
@@ -29,6 +31,7 @@ from conftest import (
     service,
     wait_until,
 )
+from scapy.all import IP, Ether, rdpcap
 
 HOSTS = "abc"
 
@@ -190,3 +193,51 @@ def test_three_namespaces_routed(launch, node, namespaces, tmp_path, asan):
     assert (sum(p["tx_pkts"] for p in st["ports"])
             == int(c["forwarded"]) + int(c["icmp_sent"]) + 9 + int(c["neigh_replies"])), (
                 st["ports"], line)
+
+
+def test_example_routes_the_http_mix(launch, node, tmp_path):
+    """examples/l3fwd.yaml as it says: the HTTP mix read once, every packet
+    out of the port of its destination's route, byte for byte the input
+    with the next hop's MAC, the port's MAC as source and the TTL one
+    lower (the IPv4 checksum right)."""
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    dep = yaml.safe_load((examples / "l3fwd.yaml").read_text())
+    trace = examples / "traces" / "http-mix.pcap"
+    assert dep["ports"][0]["device"] == "net_pcap0,rx_pcap=traces/http-mix.pcap"
+    assert dep["nfs"][0]["args"][:2] == ["--routes", "l3fwd.routes"]
+    dep["node"]["name"] = node
+    dep["ports"][0]["device"] = f"net_pcap0,rx_pcap={trace}"
+    outs = {p["name"]: tmp_path / f"{p['name']}.pcap" for p in dep["ports"][1:]}
+    for p in dep["ports"][1:]:
+        p["device"] = p["device"].split(",tx_pcap=")[0] + f",tx_pcap={outs[p['name']]}"
+    dep["nfs"][0]["args"][1] = str(examples / "l3fwd.routes")
+    dep["nfs"][0]["program"] = prog("l3fwd")
+    run = launch(dep)
+    (nf,) = run.nfs
+    st = wait_until(lambda: (s := run.client.call("stats"))["drops_total"] == 0
+                    and sum(p["tx_pkts"] for p in s["ports"]) == 4096 and s, 30,
+                    "the 4,096 packets out")
+    assert {p["name"]: p["tx_pkts"] for p in st["ports"]} == {
+        "in": 0, "servers": 1821, "clients": 2275}, st["ports"]
+    run.stop()
+    log = nf.log.read_text()
+    macs = {m[1]: m[2].lower() for m in re.finditer(
+        r"sluice-l3fwd:   port (\w+) \(id \d+\): mac (\S+),", log)}
+    assert set(macs) == {"in", "servers", "clients"}, log
+    assert re.search(r"^l3fwd-stats: reason=exit .* packets=4096 .* forwarded=4096 no_route=0 "
+                     r"ttl_exceeded=0 .* out\.in=0 out\.servers=1821 out\.clients=2275$",
+                     log, re.M), log
+    want: dict[str, list[bytes]] = {"servers": [], "clients": []}
+    for pkt in rdpcap(str(trace)):
+        out = "servers" if pkt[IP].dst.startswith("192.168.0.") else "clients"
+        p = pkt.copy()
+        p[Ether].dst = "02:00:00:00:01:01" if out == "servers" else "02:00:00:00:02:01"
+        p[Ether].src = macs[out]
+        p[IP].ttl -= 1
+        del p[IP].chksum  # scapy computes it again
+        want[out].append(bytes(p))
+    for name, path in outs.items():
+        got = [bytes(p) for p in rdpcap(str(path))]
+        assert len(got) == len(want[name]), name
+        bad = [i for i, (g, w) in enumerate(zip(got, want[name], strict=True)) if g != w]
+        assert not bad, (name, bad[:5])
