@@ -54,7 +54,7 @@ nat_print(struct nat_state *st, const char *reason, uint64_t now)
 	for (unsigned i = 0; i < NAT_D_MAX; i++)
 		fprintf(stderr, " drop_%s=%" PRIu64, nat_drop_names[i],
 			st->cnt.drops[i]);
-	fprintf(stderr, "\n");
+	fprintf(stderr, " cache_hits=%" PRIu64 "\n", st->cnt.cache_hits);
 	fflush(stderr);
 }
 

@@ -69,6 +69,7 @@ struct nat_counters {
 	uint64_t icmp_errors;
 	uint64_t created, expired;
 	uint64_t drops[NAT_D_MAX];
+	uint64_t cache_hits; /* found through the flow-hash cache */
 };
 
 /* The NF's private context: options first (libsluice stores them). */
@@ -88,6 +89,9 @@ struct nat_state {
 	uint32_t n_slots;
 	struct nat_map *maps; /* [max_maps] */
 	uint32_t *free_idx;   /* a stack of free mapping indexes */
+	uint32_t *cache;      /* sl_pkt_flow_hash() & cache_mask -> a
+				 mapping index (a hint, checked) */
+	uint32_t cache_mask;
 	uint32_t n_free;
 	uint32_t sweep_pos;
 	struct sl_stats_line line;
@@ -102,6 +106,15 @@ void nat_table_free(struct nat_state *st);
 struct nat_map *nat_find(struct nat_state *st, enum nat_dir dir, uint8_t proto,
 			 uint32_t src, uint16_t sport, uint32_t dst,
 			 uint16_t dport, uint64_t now);
+/* nat_find() for a packet whose tuple that is, with flow hash fh
+ * (sl_pkt_flow_hash(), 0: none): the cache's mapping for fh when it is
+ * the packet's, else the table's (then cached). */
+struct nat_map *nat_find_pkt(struct nat_state *st, enum nat_dir dir,
+			     uint8_t proto, uint32_t src, uint16_t sport,
+			     uint32_t dst, uint16_t dport, uint64_t now,
+			     uint32_t fh);
+/* Remembers mp as flow hash fh's mapping. */
+void nat_cache_put(struct nat_state *st, uint32_t fh, const struct nat_map *mp);
 /* A new source NAT mapping for an inside packet; NULL with *why set
  * (NAT_D_TABLE_FULL or NAT_D_NO_PORT). */
 struct nat_map *nat_snat_new(struct nat_state *st, uint8_t proto, uint32_t src,

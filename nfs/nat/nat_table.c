@@ -5,7 +5,9 @@
  * out and the one they have on the outside coming in (the key's pad byte
  * says which), both pointing at the mapping through the table's slots.
  * The signature of a key is sl_5tuple_hash() of it, computed here: see
- * README.md ("Why two keys") for why it is not sl_pkt_flow_hash().
+ * README.md ("The mapping table") for why it is not sl_pkt_flow_hash().
+ * That hash indexes a cache in front of the table instead: a packet whose
+ * flow hash names a mapping with its own tuple needs no table lookup.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -62,17 +64,24 @@ nat_table_init(struct sl_nf *nf, struct nat_state *st)
 	void *slots = NULL;
 	int rc;
 
+	uint32_t n_cache = 1;
+
 	rc = sl_nf_table_create(nf, &spec, &st->h, &slots, &st->n_slots);
 	if (rc != 0)
 		return rc;
 	st->slot = slots;
+	while (n_cache < st->max_maps * 2u)
+		n_cache <<= 1; /* a power of two: a mask picks the entry */
+	st->cache_mask = n_cache - 1;
+	st->cache = malloc(n_cache * sizeof(st->cache[0]));
 	st->maps = calloc(st->max_maps, sizeof(st->maps[0]));
 	st->free_idx = calloc(st->max_maps, sizeof(st->free_idx[0]));
-	if (st->maps == NULL || st->free_idx == NULL) {
+	if (st->maps == NULL || st->free_idx == NULL || st->cache == NULL) {
 		fprintf(stderr, NAT_PROG ": out of memory\n");
 		nat_table_free(st);
 		return ENOMEM;
 	}
+	memset(st->cache, 0xff, n_cache * sizeof(st->cache[0])); /* none */
 	/* Popped from the top: mapping 0 first. */
 	for (uint32_t i = 0; i < st->max_maps; i++)
 		st->free_idx[i] = st->max_maps - 1 - i;
@@ -88,6 +97,8 @@ nat_table_free(struct nat_state *st)
 	free(st->slot);
 	free(st->maps);
 	free(st->free_idx);
+	free(st->cache);
+	st->cache = NULL;
 	st->slot = NULL;
 	st->maps = NULL;
 	st->free_idx = NULL;
@@ -136,6 +147,54 @@ nat_find(struct nat_state *st, enum nat_dir dir, uint8_t proto, uint32_t src,
 
 	nat_key(&k, dir, proto, src, sport, dst, dport);
 	return nat_lookup(st, &k, now);
+}
+
+/* Whether mp's packets going dir have this tuple. */
+static inline int
+nat_map_is(const struct nat_map *mp, enum nat_dir dir, uint8_t proto,
+	   uint32_t src, uint16_t sport, uint32_t dst, uint16_t dport)
+{
+	if (!mp->used || mp->proto != proto)
+		return 0;
+	if (dir == NAT_OUT)
+		return mp->int_addr == src && mp->int_port == sport &&
+		       mp->rem_addr == dst && mp->rem_port == dport;
+	return mp->rem_addr == src && mp->rem_port == sport &&
+	       mp->ext_addr == dst && mp->ext_port == dport;
+}
+
+void
+nat_cache_put(struct nat_state *st, uint32_t fh, const struct nat_map *mp)
+{
+	if (fh != 0)
+		st->cache[fh & st->cache_mask] = (uint32_t)(mp - st->maps);
+}
+
+struct nat_map *
+nat_find_pkt(struct nat_state *st, enum nat_dir dir, uint8_t proto,
+	     uint32_t src, uint16_t sport, uint32_t dst, uint16_t dport,
+	     uint64_t now, uint32_t fh)
+{
+	struct nat_map *mp;
+	uint32_t idx;
+
+	if (fh != 0) {
+		idx = st->cache[fh & st->cache_mask];
+		mp = idx < st->max_maps ? &st->maps[idx] : NULL;
+		if (mp != NULL &&
+		    nat_map_is(mp, dir, proto, src, sport, dst, dport)) {
+			if (mp->expire_ns <= now) {
+				nat_remove(st, mp);
+				return NULL;
+			}
+			st->cnt.cache_hits++;
+			return mp;
+		}
+	}
+	mp = nat_find(st, dir, proto, src, sport, dst, dport, now);
+	if (mp != NULL)
+		nat_cache_put(st, fh, mp);
+	return mp;
 }
 
 static int

@@ -144,7 +144,7 @@ nat_rewrite_l4(uint8_t *ip, uint8_t *l4, uint8_t proto,
 
 static int
 nat_tcp_udp(struct nat_state *st, uint8_t *ip, uint8_t *l4, uint8_t proto,
-	    enum nat_dir dir, uint64_t now)
+	    enum nat_dir dir, uint64_t now, uint32_t fh)
 {
 	uint32_t src = rd32(ip + 12), dst = rd32(ip + 16);
 	uint16_t sport = rd16(l4), dport = rd16(l4 + 2);
@@ -152,12 +152,15 @@ nat_tcp_udp(struct nat_state *st, uint8_t *ip, uint8_t *l4, uint8_t proto,
 	enum nat_drop why = NAT_D_NO_MAPPING;
 	struct nat_map *mp;
 
-	mp = nat_find(st, dir, proto, src, sport, dst, dport, now);
-	if (mp == NULL && !(flags & NAT_TCP_RST))
+	mp = nat_find_pkt(st, dir, proto, src, sport, dst, dport, now, fh);
+	if (mp == NULL && !(flags & NAT_TCP_RST)) {
 		mp = dir == NAT_OUT ? nat_snat_new(st, proto, src, sport, dst,
 						   dport, now, &why)
 				    : nat_dnat_new(st, proto, src, sport, dst,
 						   dport, now, &why);
+		if (mp != NULL)
+			nat_cache_put(st, fh, mp);
+	}
 	if (mp == NULL)
 		return (int)why;
 	if (proto == IPPROTO_TCP)
@@ -171,7 +174,7 @@ nat_tcp_udp(struct nat_state *st, uint8_t *ip, uint8_t *l4, uint8_t proto,
 /* An echo request going out or its reply coming in. */
 static int
 nat_echo(struct nat_state *st, uint8_t *ip, uint8_t *l4, enum nat_dir dir,
-	 uint64_t now)
+	 uint64_t now, uint32_t fh)
 {
 	uint32_t src = rd32(ip + 12), dst = rd32(ip + 16);
 	uint16_t id = rd16(l4 + 4);
@@ -180,12 +183,17 @@ nat_echo(struct nat_state *st, uint8_t *ip, uint8_t *l4, enum nat_dir dir,
 	struct nat_map *mp;
 
 	if (dir == NAT_OUT) {
-		mp = nat_find(st, dir, IPPROTO_ICMP, src, id, dst, 0, now);
-		if (mp == NULL)
+		mp = nat_find_pkt(st, dir, IPPROTO_ICMP, src, id, dst, 0, now,
+				  fh);
+		if (mp == NULL) {
 			mp = nat_snat_new(st, IPPROTO_ICMP, src, id, dst, 0,
 					  now, &why);
+			if (mp != NULL)
+				nat_cache_put(st, fh, mp);
+		}
 	} else {
-		mp = nat_find(st, dir, IPPROTO_ICMP, src, 0, dst, id, now);
+		mp = nat_find_pkt(st, dir, IPPROTO_ICMP, src, 0, dst, id, now,
+				  fh);
 	}
 	if (mp == NULL)
 		return (int)why;
@@ -304,16 +312,16 @@ nat_icmp_error(struct nat_state *st, uint8_t *ip, uint8_t *l4, uint32_t avail,
 
 static int
 nat_icmp(struct nat_state *st, uint8_t *ip, uint8_t *l4, uint32_t avail,
-	 enum nat_dir dir, uint64_t now)
+	 enum nat_dir dir, uint64_t now, uint32_t fh)
 {
 	if (avail < 8)
 		return NAT_D_MALFORMED;
 	switch (l4[0]) {
 	case NAT_ICMP_ECHO:
-		return dir == NAT_OUT ? nat_echo(st, ip, l4, dir, now)
+		return dir == NAT_OUT ? nat_echo(st, ip, l4, dir, now, fh)
 				      : NAT_D_NO_MAPPING;
 	case NAT_ICMP_ECHO_REPLY:
-		return dir == NAT_IN ? nat_echo(st, ip, l4, dir, now)
+		return dir == NAT_IN ? nat_echo(st, ip, l4, dir, now, fh)
 				     : NAT_D_NO_MAPPING;
 	case NAT_ICMP_UNREACH:
 	case NAT_ICMP_TIME_EXCEEDED:
@@ -328,6 +336,7 @@ int
 nat_xlate(struct nat_state *st, struct rte_mbuf *m, enum nat_dir dir,
 	  uint64_t now)
 {
+	uint32_t fh;
 	struct sl_pkt_info info;
 	uint8_t *data, *ip, *l4;
 
@@ -339,6 +348,7 @@ nat_xlate(struct nat_state *st, struct rte_mbuf *m, enum nat_dir dir,
 		return NAT_D_NOT_IPV4;
 	if (info.fragment)
 		return NAT_D_FRAGMENT;
+	fh = sl_pkt_flow_hash(m); /* computed once, by sluiced */
 	data = rte_pktmbuf_mtod(m, uint8_t *);
 	ip = data + info.l3_off;
 	l4 = data + info.l4_off;
@@ -346,13 +356,13 @@ nat_xlate(struct nat_state *st, struct rte_mbuf *m, enum nat_dir dir,
 	case IPPROTO_TCP:
 		if (sl_pkt_tcp(m, &info) == NULL)
 			return NAT_D_MALFORMED;
-		return nat_tcp_udp(st, ip, l4, IPPROTO_TCP, dir, now);
+		return nat_tcp_udp(st, ip, l4, IPPROTO_TCP, dir, now, fh);
 	case IPPROTO_UDP:
 		if (sl_pkt_udp(m, &info) == NULL)
 			return NAT_D_MALFORMED;
-		return nat_tcp_udp(st, ip, l4, IPPROTO_UDP, dir, now);
+		return nat_tcp_udp(st, ip, l4, IPPROTO_UDP, dir, now, fh);
 	case IPPROTO_ICMP:
-		return nat_icmp(st, ip, l4, info.l4_len, dir, now);
+		return nat_icmp(st, ip, l4, info.l4_len, dir, now, fh);
 	default:
 		return NAT_D_PROTO;
 	}

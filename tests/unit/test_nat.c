@@ -57,6 +57,22 @@ sl_port_id(const struct sl_nf *nf, const char *name)
 	return strcmp(name, "out") == 0 ? P_OUT : -1;
 }
 
+/* sluiced's flow hash as the NAT sees it: NAT must be right whatever it
+ * is, since it only uses it as a hint (a cache). */
+enum { HASH_SOFT, HASH_SAME, HASH_NONE } g_hash = HASH_SOFT;
+
+uint32_t
+sl_pkt_flow_hash(const struct rte_mbuf *m)
+{
+	struct sl_5tuple t;
+
+	if (g_hash == HASH_SAME)
+		return 7; /* every flow collides */
+	if (g_hash == HASH_NONE || sl_pkt_flow_tuple(m, &t) != 0)
+		return 0;
+	return sl_5tuple_hash(&t);
+}
+
 /* The stand-in has no ingress port: the tests keep it in m->port. */
 uint16_t
 sl_pkt_in_port(const struct rte_mbuf *m)
@@ -611,8 +627,50 @@ test_drops(void **state)
 			"created=1 expired=0 dropped=7 drop_table_full=0 "
 			"drop_no_port=0 drop_no_mapping=0 drop_fragment=1 "
 			"drop_not_ipv4=2 drop_proto=1 drop_malformed=1 "
-			"drop_icmp_type=1 drop_unknown_port=1\n");
+			"drop_icmp_type=1 drop_unknown_port=1 cache_hits=0\n");
 	free(out);
+}
+
+/* ---- the flow-hash cache ----------------------------------------------- */
+
+/* Flows in both directions, interleaved, with sluiced's flow hash as it
+ * may be: the software hash, one value for every flow, none. The same
+ * translations each time; only the cache hits differ. */
+static void
+test_flow_hash_cache(void **state)
+{
+	/* Soft: each of the 8 tuples misses once. Same: the entry holds
+	 * the last mapping, which a reply verifies as its own. */
+	static const char *const want_hits[] = {" cache_hits=32\n",
+						" cache_hits=20\n",
+						" cache_hits=0\n"};
+	struct frame a, want;
+	char *path, *out;
+
+	(void)state;
+	for (int mode = HASH_SOFT; mode <= HASH_NONE; mode++) {
+		g_hash = mode;
+		path = start(conf_basic, NULL);
+		for (int round = 0; round < 5; round++) {
+			for (uint16_t i = 0; i < 4; i++) {
+				mk(&a, IPPROTO_UDP, H_IN, (uint16_t)(7000 + i),
+				   H_OUT, 53);
+				mk(&want, IPPROTO_UDP, POOL1,
+				   (uint16_t)(7000 + i), H_OUT, 53);
+				expect_xlate(SEC, P_IN, &a, &want, P_OUT);
+				mk(&a, IPPROTO_UDP, H_OUT, 53, POOL1,
+				   (uint16_t)(7000 + i));
+				mk(&want, IPPROTO_UDP, H_OUT, 53, H_IN,
+				   (uint16_t)(7000 + i));
+				expect_xlate(SEC, P_OUT, &a, &want, P_IN);
+			}
+		}
+		out = stop(path);
+		assert_has(out, " out=20 in=20 icmp_errors=0 mappings=4 ");
+		assert_has(out, want_hits[mode]);
+		free(out);
+	}
+	g_hash = HASH_SOFT;
 }
 
 /* ---- configuration ----------------------------------------------------- */
@@ -795,6 +853,7 @@ main(void)
 		cmocka_unit_test(test_table_full),
 		cmocka_unit_test(test_no_port),
 		cmocka_unit_test(test_drops),
+		cmocka_unit_test(test_flow_hash_cache),
 		cmocka_unit_test(test_reload),
 		cmocka_unit_test(test_conf_errors),
 		cmocka_unit_test(test_args),
