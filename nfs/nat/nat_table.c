@@ -163,11 +163,37 @@ nat_map_is(const struct nat_map *mp, enum nat_dir dir, uint8_t proto,
 	       mp->ext_addr == dst && mp->ext_port == dport;
 }
 
+/*
+ * The cache is 2-way: a hash's entries are i and i ^ 1. Sluiced's hash is
+ * symmetric, so the two directions of a connection that both enter by the
+ * inside (a capture replayed into one port, or two inside hosts talking
+ * through the NAT) share it: each gets a way. A new mapping takes way i
+ * unless a live mapping holds it, then way i ^ 1.
+ */
 void
 nat_cache_put(struct nat_state *st, uint32_t fh, const struct nat_map *mp)
 {
-	if (fh != 0)
-		st->cache[fh & st->cache_mask] = (uint32_t)(mp - st->maps);
+	uint32_t i = fh & st->cache_mask, old;
+
+	if (fh == 0)
+		return;
+	old = st->cache[i];
+	if (old < st->max_maps && st->maps[old].used && &st->maps[old] != mp)
+		i ^= 1;
+	st->cache[i] = (uint32_t)(mp - st->maps);
+}
+
+/* The mapping of way i if it is this packet's, else NULL. */
+static inline struct nat_map *
+nat_cache_way(struct nat_state *st, uint32_t i, enum nat_dir dir, uint8_t proto,
+	      uint32_t src, uint16_t sport, uint32_t dst, uint16_t dport)
+{
+	uint32_t idx = st->cache[i];
+	struct nat_map *mp = idx < st->max_maps ? &st->maps[idx] : NULL;
+
+	return mp != NULL && nat_map_is(mp, dir, proto, src, sport, dst, dport)
+		       ? mp
+		       : NULL;
 }
 
 struct nat_map *
@@ -175,21 +201,22 @@ nat_find_pkt(struct nat_state *st, enum nat_dir dir, uint8_t proto,
 	     uint32_t src, uint16_t sport, uint32_t dst, uint16_t dport,
 	     uint64_t now, uint32_t fh)
 {
-	struct nat_map *mp;
-	uint32_t idx;
+	struct nat_map *mp = NULL;
+	uint32_t i = fh & st->cache_mask;
 
 	if (fh != 0) {
-		idx = st->cache[fh & st->cache_mask];
-		mp = idx < st->max_maps ? &st->maps[idx] : NULL;
-		if (mp != NULL &&
-		    nat_map_is(mp, dir, proto, src, sport, dst, dport)) {
-			if (mp->expire_ns <= now) {
-				nat_remove(st, mp);
-				return NULL;
-			}
-			st->cnt.cache_hits++;
-			return mp;
+		mp = nat_cache_way(st, i, dir, proto, src, sport, dst, dport);
+		if (mp == NULL)
+			mp = nat_cache_way(st, i ^ 1, dir, proto, src, sport,
+					   dst, dport);
+	}
+	if (mp != NULL) {
+		if (mp->expire_ns <= now) {
+			nat_remove(st, mp);
+			return NULL;
 		}
+		st->cnt.cache_hits++;
+		return mp;
 	}
 	mp = nat_find(st, dir, proto, src, sport, dst, dport, now);
 	if (mp != NULL)
