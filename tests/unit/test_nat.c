@@ -120,6 +120,7 @@ start(const char *text, ...)
 	while (n < 8 && (a[n] = va_arg(ap, const char *)) != NULL)
 		n++;
 	va_end(ap);
+	stub_now_ns = 0; /* the counters line's uptime counts from here */
 	out = stub_init_output(&rc, "sluice-nat", "--config", path, "--inside",
 			       "in", "--outside", "out", a[0], a[1], a[2], a[3],
 			       a[4], a[5], a[6], a[7], NULL);
@@ -371,6 +372,37 @@ test_icmp_echo(void **state)
 	out = stop(path);
 	assert_has(out, " out=1 in=1 icmp_errors=0 mappings=1 ");
 	assert_has(out, " drop_no_mapping=2 ");
+	free(out);
+}
+
+/* An identifier outside the icmp range is translated, its checksum kept
+ * right; two hosts with one identifier get two. */
+static void
+test_icmp_echo_ids(void **state)
+{
+	struct frame a, want, got;
+	char *path, *out;
+	uint16_t id2;
+
+	(void)state;
+	path = start("pool: 10.61.9.1\nports: {icmp: 2000-2001}\n", NULL);
+	mk_echo(&a, 8, H_IN, H_OUT, 5);
+	assert_int_equal(send1(SEC, P_IN, &a, &got), SL_OUT(P_OUT));
+	id2 = rd_port(&got, L3 + 24);
+	assert_true(id2 == 2000 || id2 == 2001);
+	mk_echo(&want, 8, POOL1, H_OUT, id2);
+	assert_frame(&got, &want);
+	mk_echo(&a, 8, H_IN2, H_OUT, 5);
+	assert_int_equal(send1(SEC, P_IN, &a, &got), SL_OUT(P_OUT));
+	assert_int_equal(rd_port(&got, L3 + 24), id2 == 2000 ? 2001 : 2000);
+	mk_echo(&a, 8, IP4(10, 61, 1, 4), H_OUT, 5); /* no third */
+	expect_drop(SEC, P_IN, &a);
+	mk_echo(&a, 0, H_OUT, POOL1, id2);
+	mk_echo(&want, 0, H_OUT, H_IN, 5);
+	expect_xlate(SEC, P_OUT, &a, &want, P_IN);
+	out = stop(path);
+	assert_has(out, " out=2 in=1 icmp_errors=0 mappings=2 ");
+	assert_has(out, " drop_no_port=1 ");
 	free(out);
 }
 
@@ -631,6 +663,35 @@ test_drops(void **state)
 	free(out);
 }
 
+/* The counters line: every --stats-ms from tick, and on a message. */
+static void
+test_stats_line(void **state)
+{
+	struct frame a;
+	char *path, *out;
+
+	(void)state;
+	path = start(conf_basic, "--stats-ms", "1000", NULL);
+	mk(&a, IPPROTO_UDP, H_IN, 7000, H_OUT, 53);
+	assert_int_equal(send1(SEC / 2, P_IN, &a, NULL), SL_OUT(P_OUT));
+	out = tick_at(SEC / 2);
+	assert_string_equal(out, "");
+	free(out);
+	out = tick_at(SEC + SEC / 2);
+	assert_has(out, "nat-stats: reason=interval uptime=1.5 packets=1 "
+			"bytes=54 ");
+	assert_has(out, " out=1 in=0 ");
+	free(out);
+	out = msg_output("stats", "");
+	assert_has(out, "nat-stats: reason=message ");
+	free(out);
+	out = msg_output("flush", "1");
+	assert_string_equal(out, "nat-message: key=flush value=1 ignored "
+				 "(keys: stats)\n");
+	free(out);
+	free(stop(path));
+}
+
 /* ---- the flow-hash cache ----------------------------------------------- */
 
 /* Flows in both directions, interleaved, with sluiced's flow hash as it
@@ -848,12 +909,14 @@ main(void)
 		cmocka_unit_test(test_udp_checksums),
 		cmocka_unit_test(test_port_clash),
 		cmocka_unit_test(test_icmp_echo),
+		cmocka_unit_test(test_icmp_echo_ids),
 		cmocka_unit_test(test_forward),
 		cmocka_unit_test(test_icmp_errors),
 		cmocka_unit_test(test_timeouts),
 		cmocka_unit_test(test_table_full),
 		cmocka_unit_test(test_no_port),
 		cmocka_unit_test(test_drops),
+		cmocka_unit_test(test_stats_line),
 		cmocka_unit_test(test_flow_hash_cache),
 		cmocka_unit_test(test_reload),
 		cmocka_unit_test(test_conf_errors),
