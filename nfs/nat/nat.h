@@ -37,7 +37,9 @@ enum nat_drop {
 	NAT_D_TABLE_FULL = 0, /* no free mapping or table slot */
 	NAT_D_NO_PORT,        /* no free outside port for a new mapping */
 	NAT_D_NO_MAPPING,     /* from outside, matching no mapping/forward */
-	NAT_D_FRAGMENT,       /* an IPv4 fragment (not reassembled) */
+	NAT_D_FRAGMENT,       /* a later fragment whose first one NAT has
+				 not translated (not seen yet, or its entry
+				 was taken by another datagram's) */
 	NAT_D_NOT_IPV4,       /* non-IP or IPv6 */
 	NAT_D_PROTO,          /* IPv4 but not TCP, UDP or ICMP */
 	NAT_D_MALFORMED,      /* a header cut short or invalid */
@@ -72,6 +74,17 @@ struct nat_counters {
 	uint64_t cache_hits; /* found through the flow-hash cache */
 };
 
+/* A fragmented datagram whose first fragment NAT translated: its later
+ * fragments (no L4 header) get the same address. As they arrive: the
+ * addresses before translation, network order. */
+struct nat_frag {
+	uint32_t src, dst;
+	uint16_t ip_id;
+	uint8_t proto, dir;
+	uint32_t new_addr; /* the source (out) or destination (in) */
+	uint64_t expire_ns;
+};
+
 /* The NF's private context: options first (libsluice stores them). */
 struct nat_state {
 	const char *conf_path; /* --config */
@@ -81,6 +94,7 @@ struct nat_state {
 	uint32_t port_tries;   /* --port-tries */
 	uint32_t timeout_s[NAT_T_MAX];
 	uint64_t stats_ms; /* --stats-ms */
+	uint32_t n_frags;  /* --fragments */
 
 	uint64_t timeout_ns[NAT_T_MAX];
 	struct nat_conf *conf;
@@ -92,6 +106,8 @@ struct nat_state {
 	uint32_t *cache;      /* sl_pkt_flow_hash() & cache_mask -> a
 				 mapping index (a hint, checked) */
 	uint32_t cache_mask;
+	struct nat_frag *frags; /* [frag_mask + 1], by a hash of the key */
+	uint32_t frag_mask;
 	uint32_t n_free;
 	uint32_t sweep_pos;
 	struct sl_stats_line line;
@@ -129,6 +145,10 @@ struct nat_map *nat_dnat_new(struct nat_state *st, uint8_t proto, uint32_t src,
  * stopped. */
 void nat_sweep(struct nat_state *st, uint64_t now, uint32_t budget);
 uint32_t nat_active(const struct nat_state *st);
+
+/* The entry of a datagram's fragments (nat_table.c). */
+struct nat_frag *nat_frag_slot(struct nat_state *st, uint32_t src, uint32_t dst,
+			       uint16_t ip_id, uint8_t proto, enum nat_dir dir);
 
 /* nat_xlate.c: 0 and the verdict's work done, or a drop reason. */
 int nat_xlate(struct nat_state *st, struct rte_mbuf *m, enum nat_dir dir,

@@ -74,9 +74,15 @@ nat_table_init(struct sl_nf *nf, struct nat_state *st)
 		n_cache <<= 1; /* a power of two: a mask picks the entry */
 	st->cache_mask = n_cache - 1;
 	st->cache = malloc(n_cache * sizeof(st->cache[0]));
+	st->frag_mask = 1;
+	while (st->frag_mask < st->n_frags)
+		st->frag_mask <<= 1;
+	st->frags = calloc(st->frag_mask, sizeof(st->frags[0]));
+	st->frag_mask--;
 	st->maps = calloc(st->max_maps, sizeof(st->maps[0]));
 	st->free_idx = calloc(st->max_maps, sizeof(st->free_idx[0]));
-	if (st->maps == NULL || st->free_idx == NULL || st->cache == NULL) {
+	if (st->maps == NULL || st->free_idx == NULL || st->cache == NULL ||
+	    st->frags == NULL) {
 		fprintf(stderr, NAT_PROG ": out of memory\n");
 		nat_table_free(st);
 		return ENOMEM;
@@ -98,7 +104,9 @@ nat_table_free(struct nat_state *st)
 	free(st->maps);
 	free(st->free_idx);
 	free(st->cache);
+	free(st->frags);
 	st->cache = NULL;
+	st->frags = NULL;
 	st->slot = NULL;
 	st->maps = NULL;
 	st->free_idx = NULL;
@@ -147,6 +155,17 @@ nat_find(struct nat_state *st, enum nat_dir dir, uint8_t proto, uint32_t src,
 
 	nat_key(&k, dir, proto, src, sport, dst, dport);
 	return nat_lookup(st, &k, now);
+}
+
+struct nat_frag *
+nat_frag_slot(struct nat_state *st, uint32_t src, uint32_t dst, uint16_t ip_id,
+	      uint8_t proto, enum nat_dir dir)
+{
+	uint32_t h = rte_hash_crc_4byte(src, 0x7f4a7c15u);
+
+	h = rte_hash_crc_4byte(dst, h);
+	h = rte_hash_crc_4byte((uint32_t)ip_id << 16 | proto << 8 | dir, h);
+	return &st->frags[h & st->frag_mask];
 }
 
 /* Whether mp's packets going dir have this tuple. */

@@ -332,13 +332,77 @@ nat_icmp(struct nat_state *st, uint8_t *ip, uint8_t *l4, uint32_t avail,
 	}
 }
 
+/* How long a datagram's later fragments are waited for (Linux's
+ * ipfrag_time). */
+#define NAT_FRAG_NS (30ull * 1000000000ull)
+
+/* A later fragment: the address its first fragment got, or a drop. */
+static int
+nat_frag_later(struct nat_state *st, uint8_t *ip, uint8_t proto,
+	       enum nat_dir dir, uint64_t now)
+{
+	uint32_t src = rd32(ip + 12), dst = rd32(ip + 16);
+	uint16_t id = rd16(ip + 4);
+	struct nat_frag *f = nat_frag_slot(st, src, dst, id, proto, dir);
+	struct nat_ck ipck = {ip + 10, 0};
+
+	if (f->expire_ns <= now || f->src != src || f->dst != dst ||
+	    f->ip_id != id || f->proto != proto || f->dir != dir)
+		return NAT_D_FRAGMENT;
+	set32(dir == NAT_OUT ? ip + 12 : ip + 16, f->new_addr, &ipck, 1);
+	return NAT_D_MAX;
+}
+
+/* A first fragment was translated: remember it for the later ones (an
+ * entry another datagram held is taken over). */
+static void
+nat_frag_first(struct nat_state *st, const uint8_t *ip, uint32_t src,
+	       uint32_t dst, uint8_t proto, enum nat_dir dir, uint64_t now)
+{
+	uint16_t id = rd16(ip + 4);
+	struct nat_frag *f = nat_frag_slot(st, src, dst, id, proto, dir);
+
+	*f = (struct nat_frag){
+		.src = src,
+		.dst = dst,
+		.ip_id = id,
+		.proto = proto,
+		.dir = (uint8_t)dir,
+		.new_addr = rd32(dir == NAT_OUT ? ip + 12 : ip + 16),
+		.expire_ns = now + NAT_FRAG_NS,
+	};
+}
+
+static int
+nat_l4(struct nat_state *st, struct rte_mbuf *m, const struct sl_pkt_info *info,
+       uint8_t *ip, uint8_t *l4, enum nat_dir dir, uint64_t now)
+{
+	uint32_t fh = sl_pkt_flow_hash(m); /* computed once, by sluiced */
+
+	switch (info->l4_proto) {
+	case IPPROTO_TCP:
+		if (sl_pkt_tcp(m, info) == NULL)
+			return NAT_D_MALFORMED;
+		return nat_tcp_udp(st, ip, l4, IPPROTO_TCP, dir, now, fh);
+	case IPPROTO_UDP:
+		if (sl_pkt_udp(m, info) == NULL)
+			return NAT_D_MALFORMED;
+		return nat_tcp_udp(st, ip, l4, IPPROTO_UDP, dir, now, fh);
+	case IPPROTO_ICMP:
+		return nat_icmp(st, ip, l4, info->l4_len, dir, now, fh);
+	default:
+		return NAT_D_PROTO;
+	}
+}
+
 int
 nat_xlate(struct nat_state *st, struct rte_mbuf *m, enum nat_dir dir,
 	  uint64_t now)
 {
-	uint32_t fh;
 	struct sl_pkt_info info;
-	uint8_t *data, *ip, *l4;
+	uint8_t *data, *ip, *l4, proto;
+	uint32_t src, dst;
+	int rc;
 
 	if (sl_pkt_parse(m, &info) != 0)
 		return info.ip_version == 4 || info.ip_version == 0
@@ -346,24 +410,19 @@ nat_xlate(struct nat_state *st, struct rte_mbuf *m, enum nat_dir dir,
 			       : NAT_D_NOT_IPV4;
 	if (info.ip_version != 4)
 		return NAT_D_NOT_IPV4;
-	if (info.fragment)
-		return NAT_D_FRAGMENT;
-	fh = sl_pkt_flow_hash(m); /* computed once, by sluiced */
 	data = rte_pktmbuf_mtod(m, uint8_t *);
 	ip = data + info.l3_off;
 	l4 = data + info.l4_off;
-	switch (info.l4_proto) {
-	case IPPROTO_TCP:
-		if (sl_pkt_tcp(m, &info) == NULL)
-			return NAT_D_MALFORMED;
-		return nat_tcp_udp(st, ip, l4, IPPROTO_TCP, dir, now, fh);
-	case IPPROTO_UDP:
-		if (sl_pkt_udp(m, &info) == NULL)
-			return NAT_D_MALFORMED;
-		return nat_tcp_udp(st, ip, l4, IPPROTO_UDP, dir, now, fh);
-	case IPPROTO_ICMP:
-		return nat_icmp(st, ip, l4, info.l4_len, dir, now, fh);
-	default:
-		return NAT_D_PROTO;
-	}
+	proto = ip[9];
+	if (info.later_fragment)
+		return proto == IPPROTO_TCP || proto == IPPROTO_UDP ||
+				       proto == IPPROTO_ICMP
+			       ? nat_frag_later(st, ip, proto, dir, now)
+			       : NAT_D_PROTO;
+	src = rd32(ip + 12);
+	dst = rd32(ip + 16);
+	rc = nat_l4(st, m, &info, ip, l4, dir, now);
+	if (rc == NAT_D_MAX && info.fragment)
+		nat_frag_first(st, ip, src, dst, proto, dir, now);
+	return rc;
 }

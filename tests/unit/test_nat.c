@@ -492,6 +492,69 @@ test_icmp_errors(void **state)
 	free(out);
 }
 
+/* ---- fragments --------------------------------------------------------- */
+
+/* Fragment k (0 or 1) of the datagram in *full, split after `cut` bytes
+ * of its L4 part (a multiple of 8): its own IPv4 header and checksum. */
+static void
+fragment(struct frame *f, const struct frame *full, uint32_t cut, int k)
+{
+	uint32_t l4len = full->len - L3 - 20;
+	uint32_t from = k == 0 ? 0 : cut, n = k == 0 ? cut : l4len - cut;
+	struct rte_ipv4_hdr *ip;
+
+	memset(f, 0, sizeof(*f));
+	put(f, full->b, L3 + 20);
+	put(f, full->b + L3 + 20 + from, n);
+	wr16(f, L3 + 2, (uint16_t)(20 + n));
+	wr16(f, L3 + 6, (uint16_t)(k == 0 ? 0x2000 : cut / 8));
+	ip = (struct rte_ipv4_hdr *)(f->b + L3);
+	ip->hdr_checksum = 0;
+	ip->hdr_checksum = rte_ipv4_cksum(ip);
+}
+
+/* A fragmented datagram both ways: the first fragment's L4 checksum,
+ * which covers the whole datagram, and the later fragment's address are
+ * those of the translated datagram; a later fragment NAT has no first
+ * one for is dropped. */
+static void
+test_fragments(void **state)
+{
+	struct frame full, xfull, f0, f1, w0, w1;
+	char *path, *out;
+
+	(void)state;
+	path = start(conf_basic, NULL);
+	frame_ip4(&full, IPPROTO_UDP, H_IN, 6000, H_OUT, 53, 40);
+	fix_cksums(&full, 0);
+	frame_ip4(&xfull, IPPROTO_UDP, POOL1, 6000, H_OUT, 53, 40);
+	fix_cksums(&xfull, 0);
+	fragment(&f0, &full, 24, 0);
+	fragment(&f1, &full, 24, 1);
+	fragment(&w0, &xfull, 24, 0);
+	fragment(&w1, &xfull, 24, 1);
+	expect_drop(SEC, P_IN, &f1); /* before its first: not followed */
+	expect_xlate(SEC, P_IN, &f0, &w0, P_OUT);
+	expect_xlate(SEC, P_IN, &f1, &w1, P_OUT);
+	/* The reply, fragmented too. */
+	frame_ip4(&full, IPPROTO_UDP, H_OUT, 53, POOL1, 6000, 40);
+	fix_cksums(&full, 0);
+	frame_ip4(&xfull, IPPROTO_UDP, H_OUT, 53, H_IN, 6000, 40);
+	fix_cksums(&xfull, 0);
+	fragment(&f0, &full, 32, 0);
+	fragment(&f1, &full, 32, 1);
+	fragment(&w0, &xfull, 32, 0);
+	fragment(&w1, &xfull, 32, 1);
+	expect_xlate(SEC, P_OUT, &f0, &w0, P_IN);
+	expect_xlate(SEC, P_OUT, &f1, &w1, P_IN);
+	/* 30 s later its fragments are no longer waited for. */
+	expect_drop(31 * SEC, P_OUT, &f1);
+	out = stop(path);
+	assert_has(out, " out=2 in=2 icmp_errors=0 mappings=1 ");
+	assert_has(out, " drop_fragment=2 ");
+	free(out);
+}
+
 /* ---- timeouts ---------------------------------------------------------- */
 
 static char *
@@ -635,8 +698,8 @@ test_drops(void **state)
 	expect_drop(SEC, P_IN, &f);
 	memset(&f, 0, sizeof(f));
 	put_eth(&f, 0x0800, 0, NULL);
-	put_ipv4(&f, IPPROTO_UDP, H_IN, H_OUT, 16, 0x2000, 0); /* MF */
-	put_udp(&f, 1, 2, 8);
+	put_ipv4(&f, IPPROTO_UDP, H_IN, H_OUT, 16, 0x0004, 0); /* later */
+	put_zero(&f, 16);
 	expect_drop(SEC, P_IN, &f);
 	frame_ip4(&f, 47, H_IN, 0, H_OUT, 0, 8); /* GRE */
 	expect_drop(SEC, P_IN, &f);
@@ -949,6 +1012,7 @@ main(void)
 		cmocka_unit_test(test_icmp_echo_ids),
 		cmocka_unit_test(test_forward),
 		cmocka_unit_test(test_icmp_errors),
+		cmocka_unit_test(test_fragments),
 		cmocka_unit_test(test_timeouts),
 		cmocka_unit_test(test_table_full),
 		cmocka_unit_test(test_no_port),
