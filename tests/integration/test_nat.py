@@ -1,14 +1,15 @@
 """sluice-nat between two network namespaces on TAP ports of a real sluiced.
 
 The inside namespace (10.61.1.2/24) reaches the outside one (10.61.2.1/24)
-only through the NAT, whose pool is 10.61.9.0/29: curl downloads a file from
-a python http.server outside (checked by sha256), iperf3 sends for a few
-seconds, ping and a UDP datagram to a closed port (whose ICMP port
-unreachable must come back translated: the inside socket sees
-ECONNREFUSED), and a port forward (10.61.9.1:80 -> 10.61.1.2:8000) is
-reached from outside, also after a SIGHUP with a bad file. dumpcap in the
-outside namespace records every frame: no inside address is ever on the
-outside wire, in an IP header or in the header an ICMP error carries."""
+only through the NAT, whose pool is 10.61.9.0/29: curl downloads a file
+from a python http.server outside (checked by sha256), iperf3 sends for a
+few seconds, ping (also with 3,000-byte packets: fragments) and a UDP
+datagram to a closed port (whose ICMP port unreachable must come back
+translated: the inside socket sees ECONNREFUSED), and a port forward
+(10.61.9.1:80 -> 10.61.1.2:8000) is reached from outside, also after a
+SIGHUP with a bad file. dumpcap in the outside namespace records every
+frame: no inside address is ever on the outside wire, in an IP header or
+in the header an ICMP error carries."""
 
 from __future__ import annotations
 
@@ -220,6 +221,10 @@ def test_nat_between_namespaces(launch, node, namespaces, bg, tmp_path, asan):
     # Inside -> outside: ping, curl by sha256, iperf3, an ICMP error back.
     r = ns_run(inside, "ping", "-n", "-c", "3", "-i", "0.2", "-W", "2", OUT_ADDR, check=False)
     assert "3 packets transmitted, 3 received" in r.stdout, r.stdout + r.stderr
+    # 3,000-byte pings: each request and reply is three IPv4 fragments.
+    r = ns_run(inside, "ping", "-n", "-c", "2", "-i", "0.2", "-W", "2", "-s", "3000", OUT_ADDR,
+               check=False)
+    assert "2 packets transmitted, 2 received" in r.stdout, r.stdout + r.stderr
     got = _fetch(inside, f"http://{OUT_ADDR}:8000/blob", tmp_path / "blob.got")
     assert got == hashlib.sha256(blob).hexdigest()
     r = ns_run(inside, "iperf3", "-c", OUT_ADDR, "-p", "5201", "-t", "2", "-J",
