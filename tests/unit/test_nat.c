@@ -824,6 +824,39 @@ test_conf_errors(void **state)
 		 ":2: forwards: expected a list of forwards");
 }
 
+/* The example of README.md loads as it says. */
+static void
+test_readme_example(void **state)
+{
+	FILE *f = fopen(SL_SOURCE_ROOT "/nfs/nat/README.md", "r");
+	char *text = calloc(1, 1 << 16), *a, *b, *path, *out;
+	int rc;
+
+	(void)state;
+	assert_non_null(f);
+	assert_non_null(text);
+	assert_true(fread(text, 1, (1 << 16) - 1, f) > 0);
+	fclose(f);
+	a = strstr(text, "```yaml\n");
+	assert_non_null(a);
+	a += 8;
+	b = strstr(a, "```");
+	assert_non_null(b);
+	*b = '\0';
+	path = write_file(a);
+	out = stub_init_output(&rc, "sluice-nat", "--config", path, "--inside",
+			       "in", "--outside", "out", NULL);
+	assert_int_equal(rc, 0);
+	assert_has(out, ": 10 pool addresses (10.61.9.0 .. 10.61.9.17), ports "
+			"tcp 20000-40000 udp 20000-40000 icmp 1024-65535, 2 "
+			"forwards\n");
+	assert_has(out, "sluice-nat:   forward 2: udp 10.61.9.1:53 -> "
+			"10.61.1.3:53\n");
+	free(out);
+	free(text);
+	free(stop(path));
+}
+
 static void
 test_args(void **state)
 {
@@ -881,6 +914,7 @@ main(void)
 		cmocka_unit_test(test_flow_hash_cache),
 		cmocka_unit_test(test_reload),
 		cmocka_unit_test(test_conf_errors),
+		cmocka_unit_test(test_readme_example),
 		cmocka_unit_test(test_args),
 	};
 
