@@ -115,10 +115,11 @@ nat_tcp_track(struct nat_map *mp, uint8_t flags, enum nat_dir dir)
 	else if (flags & NAT_TCP_FIN)
 		mp->timer = mp->timer == NAT_T_TCP_RST ? NAT_T_TCP_RST
 						       : NAT_T_TCP_FIN;
+	/* A SYN of the opening side after a close: the same ports, a new
+	 * connection. */
 	else if ((flags & (NAT_TCP_SYN | NAT_TCP_ACK)) == NAT_TCP_SYN &&
 		 dir == mp->orig && mp->timer >= NAT_T_TCP_FIN)
-		mp->timer =
-			NAT_T_TCP_SYN; /* the same ports, a new connection */
+		mp->timer = NAT_T_TCP_SYN;
 	else if (mp->timer == NAT_T_TCP_SYN && dir != mp->orig)
 		mp->timer = NAT_T_TCP_EST;
 }

@@ -492,6 +492,38 @@ test_timeouts(void **state)
 	free(out);
 }
 
+/* A SYN from the opening side after a FIN starts the mapping again: it
+ * is then timed as a new connection's. */
+static void
+test_tcp_reuse(void **state)
+{
+	struct frame a, r;
+	char *path, *out;
+
+	(void)state;
+	path = start(conf_basic, "--tcp-syn-timeout", "5", "--tcp-fin-timeout",
+		     "100", NULL);
+	mk(&a, IPPROTO_TCP, H_IN, 7100, H_OUT, 80);
+	mk(&r, IPPROTO_TCP, H_OUT, 80, POOL1, 7100);
+	a.b[L3 + 33] = 0x02; /* SYN */
+	fix_cksums(&a, 0);
+	assert_int_equal(send1(SEC, P_IN, &a, NULL), SL_OUT(P_OUT));
+	assert_int_equal(send1(2 * SEC, P_OUT, &r, NULL), SL_OUT(P_IN));
+	a.b[L3 + 33] = 0x11; /* FIN ACK: 100 s */
+	fix_cksums(&a, 0);
+	assert_int_equal(send1(10 * SEC, P_IN, &a, NULL), SL_OUT(P_OUT));
+	a.b[L3 + 33] = 0x02; /* SYN again: 5 s */
+	fix_cksums(&a, 0);
+	assert_int_equal(send1(20 * SEC, P_IN, &a, NULL), SL_OUT(P_OUT));
+	a.b[L3 + 33] = 0x02; /* a SYN retransmitted: still 5 s from here */
+	fix_cksums(&a, 0);
+	assert_int_equal(send1(24 * SEC, P_IN, &a, NULL), SL_OUT(P_OUT));
+	expect_drop(29 * SEC, P_OUT, &r);
+	out = stop(path);
+	assert_has(out, " created=1 expired=1 dropped=1 ");
+	free(out);
+}
+
 /* ---- bounds ------------------------------------------------------------ */
 
 static void
@@ -906,6 +938,7 @@ main(void)
 		cmocka_unit_test(test_icmp_errors),
 		cmocka_unit_test(test_fragments),
 		cmocka_unit_test(test_timeouts),
+		cmocka_unit_test(test_tcp_reuse),
 		cmocka_unit_test(test_table_full),
 		cmocka_unit_test(test_no_port),
 		cmocka_unit_test(test_drops),
