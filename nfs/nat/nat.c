@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include <arpa/inet.h>
+#include <rte_ether.h>
 #include <rte_mbuf.h>
 
 #include "nat.h"
@@ -54,8 +55,28 @@ nat_print(struct nat_state *st, const char *reason, uint64_t now)
 	for (unsigned i = 0; i < NAT_D_MAX; i++)
 		fprintf(stderr, " drop_%s=%" PRIu64, nat_drop_names[i],
 			st->cnt.drops[i]);
-	fprintf(stderr, " cache_hits=%" PRIu64 "\n", st->cnt.cache_hits);
+	fprintf(stderr, " cache_hits=%" PRIu64 " hairpins=%" PRIu64 "\n",
+		st->cnt.cache_hits, st->cnt.hairpins);
 	fflush(stderr);
+}
+
+/*
+ * A hairpinned packet goes back by the port it came by, to the MAC
+ * address it came from: the two addresses are swapped. Right when the
+ * inside port leads to a router (or the sender is the destination);
+ * NAT keeps no neighbour table for the hosts behind it.
+ */
+static void
+nat_hairpin_l2(struct rte_mbuf *m)
+{
+	struct rte_ether_hdr *eth = sl_pkt_eth(m);
+	struct rte_ether_addr a;
+
+	if (eth == NULL)
+		return;
+	a = eth->dst_addr;
+	eth->dst_addr = eth->src_addr;
+	eth->src_addr = a;
 }
 
 static void
@@ -79,12 +100,17 @@ nat_process(struct sl_nf *nf, struct rte_mbuf **pkts, uint16_t n)
 			dir = port == (uint16_t)st->in_port ? NAT_OUT : NAT_IN;
 			rc = nat_xlate(st, m, dir, now);
 		}
-		if (rc != NAT_D_MAX) {
+		if (rc < NAT_D_MAX) {
 			st->cnt.drops[rc]++;
 			sl_pkt_set_verdict(m, SL_DROP);
 			continue;
 		}
 		st->cnt.xlated[dir]++;
+		if (rc == NAT_HAIRPIN) {
+			nat_hairpin_l2(m);
+			sl_pkt_set_verdict(m, to[NAT_IN]);
+			continue;
+		}
 		sl_pkt_set_verdict(m, to[dir]);
 	}
 }

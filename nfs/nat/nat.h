@@ -61,6 +61,8 @@ struct nat_map {
 	uint8_t timer; /* enum nat_timer */
 	uint8_t orig;  /* enum nat_dir of the packet that made it */
 	uint8_t used;
+	uint8_t hairpin; /* rem_addr is NAT's own (a pool or forward
+			    address): going out it comes back in */
 	uint64_t expire_ns;
 	uint64_t pkts[2]; /* per enum nat_dir */
 };
@@ -72,6 +74,7 @@ struct nat_counters {
 	uint64_t created, expired;
 	uint64_t drops[NAT_D_MAX];
 	uint64_t cache_hits; /* found through the flow-hash cache */
+	uint64_t hairpins;   /* inside to inside through NAT's addresses */
 };
 
 /* A fragmented datagram whose first fragment NAT translated: its later
@@ -150,7 +153,12 @@ uint32_t nat_active(const struct nat_state *st);
 struct nat_frag *nat_frag_slot(struct nat_state *st, uint32_t src, uint32_t dst,
 			       uint16_t ip_id, uint8_t proto, enum nat_dir dir);
 
-/* nat_xlate.c: 0 and the verdict's work done, or a drop reason. */
+/* nat_xlate.c's result for a packet from inside that was translated
+ * both ways (hairpinning) and goes back to the inside port. */
+#define NAT_HAIRPIN (NAT_D_MAX + 1)
+
+/* nat_xlate.c: NAT_D_MAX (translated) or NAT_HAIRPIN, or a drop
+ * reason. */
 int nat_xlate(struct nat_state *st, struct rte_mbuf *m, enum nat_dir dir,
 	      uint64_t now);
 

@@ -318,6 +318,20 @@ nat_fwd_match(const struct nat_conf *c, unsigned p, uint32_t addr,
 	return NULL;
 }
 
+/* Whether addr is one of NAT's own outside addresses (the pool's, the
+ * forwards'): a mapping towards it hairpins. Once per new mapping. */
+static int
+nat_is_ours(const struct nat_conf *c, uint32_t addr)
+{
+	for (uint32_t i = 0; i < c->n_pool; i++)
+		if (c->pool[i] == addr)
+			return 1;
+	for (uint32_t i = 0; i < c->n_fwd; i++)
+		if (c->fwd[i].ext_addr == addr)
+			return 1;
+	return 0;
+}
+
 static unsigned
 nat_pidx(uint8_t proto)
 {
@@ -382,6 +396,7 @@ nat_snat_new(struct nat_state *st, uint8_t proto, uint32_t src, uint16_t sport,
 	mp->rem_port = dport;
 	mp->timer = (uint8_t)nat_first_timer(proto);
 	mp->orig = NAT_OUT;
+	mp->hairpin = (uint8_t)nat_is_ours(st->conf, dst);
 	/* One inside host, one outside address (RFC 4787 REQ-2). */
 	mp->ext_addr = st->conf->pool[rte_hash_crc_4byte(src, 0x9e3779b9u) %
 				      st->conf->n_pool];
@@ -427,6 +442,7 @@ nat_dnat_new(struct nat_state *st, uint8_t proto, uint32_t src, uint16_t sport,
 	mp->rem_port = sport;
 	mp->timer = (uint8_t)nat_first_timer(proto);
 	mp->orig = NAT_IN;
+	mp->hairpin = (uint8_t)nat_is_ours(st->conf, src);
 	if (nat_insert(st, mp, now) != 0) {
 		nat_release(st, mp);
 		*why = NAT_D_TABLE_FULL;

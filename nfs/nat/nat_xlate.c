@@ -169,6 +169,17 @@ nat_tcp_udp(struct nat_state *st, uint8_t *ip, uint8_t *l4, uint8_t proto,
 	mp->expire_ns = now + st->timeout_ns[mp->timer];
 	mp->pkts[dir]++;
 	nat_rewrite_l4(ip, l4, proto, mp, dir);
+	if (dir == NAT_OUT && mp->hairpin) {
+		/* To one of NAT's own addresses: it comes in again, as if
+		 * from outside (a forward, or the mapping of the inside host
+		 * that sent it), and goes back inside (RFC 4787 REQ-9). */
+		int rc = nat_tcp_udp(st, ip, l4, proto, NAT_IN, now, 0);
+
+		if (rc != NAT_D_MAX)
+			return rc;
+		st->cnt.hairpins++;
+		return NAT_HAIRPIN;
+	}
 	return NAT_D_MAX;
 }
 
@@ -423,7 +434,7 @@ nat_xlate(struct nat_state *st, struct rte_mbuf *m, enum nat_dir dir,
 	src = rd32(ip + 12);
 	dst = rd32(ip + 16);
 	rc = nat_l4(st, m, &info, ip, l4, dir, now);
-	if (rc == NAT_D_MAX && info.fragment)
+	if (rc >= NAT_D_MAX && info.fragment)
 		nat_frag_first(st, ip, src, dst, proto, dir, now);
 	return rc;
 }

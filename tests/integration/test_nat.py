@@ -7,7 +7,8 @@ few seconds, ping (also with 3,000-byte packets: fragments) and a UDP
 datagram to a closed port (whose ICMP port unreachable must come back
 translated: the inside socket sees ECONNREFUSED), and a port forward
 (10.61.9.1:80 -> 10.61.1.2:8000) is reached from outside, also after a
-SIGHUP with a bad file. dumpcap in the outside namespace records every
+SIGHUP with a bad file, and from inside (hairpinned: back in through
+the NAT's own addresses). dumpcap in the outside namespace records every
 frame: no inside address is ever on the outside wire, in an IP header or
 in the header an ICMP error carries."""
 
@@ -239,6 +240,10 @@ def test_nat_between_namespaces(launch, node, namespaces, bg, tmp_path, asan):
     fwd_url = f"http://{FORWARD}/small"
     assert _fetch(outside, fwd_url, tmp_path / "small.got") == hashlib.sha256(small).hexdigest()
 
+    # From inside to the forward's outside address: hairpinned back in.
+    hp = _fetch(inside, fwd_url, tmp_path / "small-hp.got")
+    assert hp == hashlib.sha256(small).hexdigest()
+
     # A bad file on SIGHUP: the configuration and the mappings stay.
     config.write_text(CONFIG.replace("proto: tcp", "proto: sctp"))
     run.kill(nat, signal.SIGHUP)
@@ -260,6 +265,7 @@ def test_nat_between_namespaces(launch, node, namespaces, bg, tmp_path, asan):
     assert m, log
     counters = dict(kv.split("=") for kv in m.group(0).split()[2:])
     assert counters["icmp_errors"] == "1", m.group(0)
+    assert int(counters["hairpins"]) > 10, m.group(0)
     # No drops but IPv6 that Linux may send before the interfaces are in
     # their namespaces (whose IPv6 is off).
     drops = {k: int(v) for k, v in counters.items() if k.startswith("drop_") and v != "0"}

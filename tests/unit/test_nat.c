@@ -317,6 +317,52 @@ test_forward(void **state)
 	free(out);
 }
 
+/* A hairpinned frame goes back to the MAC it came from. */
+static void
+swap_macs(struct frame *f)
+{
+	uint8_t t[6];
+
+	memcpy(t, f->b, 6);
+	memcpy(f->b, f->b + 6, 6);
+	memcpy(f->b + 6, t, 6);
+}
+
+/* Inside to a forward's outside address: both translations, back to the
+ * inside port (RFC 4787 REQ-9), and the reply the same way. */
+static void
+test_hairpin(void **state)
+{
+	struct frame a, want;
+	char *path, *out;
+
+	(void)state;
+	path = start(conf_basic, NULL);
+	mk(&a, IPPROTO_TCP, H_IN2, 5000, POOL1, 8080);
+	mk(&want, IPPROTO_TCP, POOL1, 5000, H_IN, 80);
+	swap_macs(&want);
+	expect_xlate(SEC, P_IN, &a, &want, P_IN);
+	mk(&a, IPPROTO_TCP, H_IN, 80, POOL1, 5000);
+	mk(&want, IPPROTO_TCP, POOL1, 8080, H_IN2, 5000);
+	swap_macs(&want);
+	expect_xlate(SEC, P_IN, &a, &want, P_IN);
+	expect_xlate(SEC, P_IN, &a, &want, P_IN);
+	/* To a pool address with nothing behind it: dropped (its source
+	 * already translated: the bytes of a dropped packet are not
+	 * kept). */
+	mk(&a, IPPROTO_UDP, H_IN2, 5000, POOL1, 9999);
+	assert_int_equal(send1(SEC, P_IN, &a, NULL), SL_DROP);
+	/* Other traffic is not hairpinned. */
+	mk(&a, IPPROTO_TCP, H_IN2, 5001, H_OUT, 8080);
+	mk(&want, IPPROTO_TCP, POOL1, 5001, H_OUT, 8080);
+	expect_xlate(SEC, P_IN, &a, &want, P_OUT);
+	out = stop(path);
+	assert_has(out, " out=4 in=0 icmp_errors=0 mappings=4 ");
+	assert_has(out, " drop_no_mapping=1 ");
+	assert_has(out, " hairpins=3\n");
+	free(out);
+}
+
 /* ---- ICMP errors ------------------------------------------------------- */
 
 static void
@@ -613,7 +659,8 @@ test_drops(void **state)
 			"created=1 expired=0 dropped=7 drop_table_full=0 "
 			"drop_no_port=0 drop_no_mapping=0 drop_fragment=1 "
 			"drop_not_ipv4=2 drop_proto=1 drop_malformed=1 "
-			"drop_icmp_type=1 drop_unknown_port=1 cache_hits=0\n");
+			"drop_icmp_type=1 drop_unknown_port=1 cache_hits=0 "
+			"hairpins=0\n");
 	free(out);
 }
 
@@ -694,9 +741,9 @@ test_flow_hash_cache(void **state)
 	/* Soft: each of the 8 tuples misses once. Same: the two ways hold
 	 * the last mappings, which a reply (and at times the next flow)
 	 * verifies as its own. */
-	static const char *const want_hits[] = {" cache_hits=32\n",
-						" cache_hits=24\n",
-						" cache_hits=0\n"};
+	static const char *const want_hits[] = {" cache_hits=32 ",
+						" cache_hits=24 ",
+						" cache_hits=0 "};
 	struct frame a, want;
 	char *path, *out;
 
@@ -935,6 +982,7 @@ main(void)
 		cmocka_unit_test(test_icmp_echo),
 		cmocka_unit_test(test_icmp_echo_ids),
 		cmocka_unit_test(test_forward),
+		cmocka_unit_test(test_hairpin),
 		cmocka_unit_test(test_icmp_errors),
 		cmocka_unit_test(test_fragments),
 		cmocka_unit_test(test_timeouts),
