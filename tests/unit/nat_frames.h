@@ -3,14 +3,17 @@
  * Frames for tests/unit/test_nat.c: Ethernet/IPv4 packets with every
  * checksum computed in full (so that sluice-nat's incremental updates are
  * checked against a recomputation), ICMP echo and errors, fragments, and
- * sending one through the NF's ops. Include after <cmocka.h>, nf_stub.h
+ * sending one through the NF's ops; the configuration files. Include after <cmocka.h>, nf_stub.h
  * and pkt_build.h.
  */
 #ifndef SL_TEST_NAT_FRAMES_H
 #define SL_TEST_NAT_FRAMES_H
 
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -162,6 +165,37 @@ fragment(struct frame *f, const struct frame *full, uint32_t cut, int k)
 	ip = (struct rte_ipv4_hdr *)(f->b + L3);
 	ip->hdr_checksum = 0;
 	ip->hdr_checksum = rte_ipv4_cksum(ip);
+}
+
+/* A hairpinned frame goes back to the MAC it came from. */
+static inline void
+swap_macs(struct frame *f)
+{
+	uint8_t t[6];
+
+	memcpy(t, f->b, 6);
+	memcpy(f->b, f->b + 6, 6);
+	memcpy(f->b + 6, t, 6);
+}
+
+/* A temporary .yaml file holding text (the caller unlinks and frees its
+ * path). */
+static inline char *
+write_file(const char *text)
+{
+	char *path = malloc(64);
+	FILE *f;
+	int fd;
+
+	assert_non_null(path);
+	snprintf(path, 64, "/tmp/sl_nat_test_XXXXXX.yaml");
+	fd = mkstemps(path, 5);
+	assert_true(fd >= 0);
+	f = fdopen(fd, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+	return path;
 }
 
 #endif /* SL_TEST_NAT_FRAMES_H */

@@ -88,24 +88,6 @@ static const char conf_basic[] = "pool: [10.61.9.1]\n"
 				 "    outside: 10.61.9.1:8080\n"
 				 "    inside: 10.61.1.2:80\n";
 
-static char *
-write_file(const char *text)
-{
-	char *path = malloc(64);
-	FILE *f;
-	int fd;
-
-	assert_non_null(path);
-	snprintf(path, 64, "/tmp/sl_nat_test_XXXXXX.yaml");
-	fd = mkstemps(path, 5);
-	assert_true(fd >= 0);
-	f = fdopen(fd, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
-	return path;
-}
-
 /* init with the file's text and more arguments (NULL-terminated, at most
  * 8); must succeed. Returns the file's path (caller unlinks, frees). */
 static char *
@@ -315,17 +297,6 @@ test_forward(void **state)
 	assert_has(out, " out=2 in=1 icmp_errors=0 mappings=2 ");
 	assert_has(out, " drop_no_mapping=2 ");
 	free(out);
-}
-
-/* A hairpinned frame goes back to the MAC it came from. */
-static void
-swap_macs(struct frame *f)
-{
-	uint8_t t[6];
-
-	memcpy(t, f->b, 6);
-	memcpy(f->b, f->b + 6, 6);
-	memcpy(f->b + 6, t, 6);
 }
 
 /* Inside to a forward's outside address: both translations, back to the
