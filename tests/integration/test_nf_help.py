@@ -36,6 +36,7 @@ NF_OPTION = {
     "l3fwd": "  --max-routes N    routes per family, neighbours included (default 1024)",
     "scrubber": "  --prefix PREFIX  scrub packets from this source prefix, e.g. 10.66.6.0/24 or",
     "dpi": "  --rules FILE        steering rules, 'APP -> SERVICE' a line (README.md)",
+    "nat": "  --mappings N          the most mappings at once (default 65536)",
 }
 
 
