@@ -289,15 +289,19 @@ ct_lookup(struct ct_table *ct, const struct rte_mbuf *m,
 }
 
 enum ct_result
+ct_relookup(struct ct_table *ct, const struct ct_pkt *cp, uint64_t now)
+{
+	int32_t pos = rte_hash_lookup(ct->h, &cp->key);
+
+	return pos >= 0 ? ct_track(ct, pos, cp, now) : CT_MISS;
+}
+
+enum ct_result
 ct_commit(struct ct_table *ct, const struct ct_pkt *cp, uint64_t now)
 {
 	struct ct_conn *c;
 	int32_t pos;
 
-	/* An earlier packet of the same burst may have made it. */
-	pos = rte_hash_lookup(ct->h, &cp->key);
-	if (pos >= 0)
-		return ct_track(ct, pos, cp, now);
 	if (ct->n_conns >= ct->capacity ||
 	    (pos = rte_hash_add_key(ct->h, &cp->key)) < 0) {
 		ct->c.table_full++;
@@ -332,7 +336,7 @@ ct_sweep(struct ct_table *ct, uint64_t now)
 	for (; budget > 0; budget--) {
 		uint32_t p = ct->sweep_cursor;
 		struct ct_conn *c = &ct->conns[p];
-		struct sl_5tuple key;
+		_Alignas(8) struct sl_5tuple key;
 		void *kp;
 
 		ct->sweep_cursor = p + 1 == ct->n_slots ? 0 : p + 1;

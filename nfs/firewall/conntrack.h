@@ -71,9 +71,10 @@ enum ct_result {
 
 /* A packet being judged: its key and what ct_commit() needs. */
 struct ct_pkt {
-	struct sl_5tuple key; /* canonical order */
-	uint8_t rev;          /* the packet runs dst -> src of key */
-	uint8_t flags;        /* TCP flags, 0 for others */
+	/* canonical order; 8-byte aligned for rte_hash_crc's 8-byte loads */
+	_Alignas(8) struct sl_5tuple key;
+	uint8_t rev;   /* the packet runs dst -> src of key */
+	uint8_t flags; /* TCP flags, 0 for others */
 	uint8_t tcp;
 };
 
@@ -120,6 +121,14 @@ void ct_free(struct ct_table *ct);
 enum ct_result ct_lookup(struct ct_table *ct, const struct rte_mbuf *m,
 			 const struct sl_5tuple *t, uint64_t now,
 			 struct ct_pkt *cp);
+
+/**
+ * ct_lookup() again for a CT_MISS packet, after the packets before it in
+ * its burst: one of them may have made its connection (then counted as
+ * ct_lookup() counts); else CT_MISS.
+ */
+enum ct_result ct_relookup(struct ct_table *ct, const struct ct_pkt *cp,
+			   uint64_t now);
 
 /**
  * The rules allowed a CT_MISS packet: makes its connection. CT_PASS, or

@@ -274,8 +274,13 @@ fw_classify(struct fw_state *fw, struct rte_mbuf **pkts, uint16_t n,
 
 	for (i = 0; i < n; i++) {
 		struct fw_counter *c;
-		int tracked = fw->stateful && slot[i] < tb->slot_non_ip;
+		int tracked = fw->stateful && ct[i] == CT_MISS &&
+			      slot[i] < tb->slot_non_ip;
 
+		/* an earlier packet of this burst may have made its
+		 * connection: a packet of it, not one for the rules */
+		if (tracked)
+			ct[i] = (uint8_t)ct_relookup(&fw->ct, &cp[i], now);
 		if (ct[i] != CT_MISS) {
 			sl_pkt_set_verdict(pkts[i], ct[i] == CT_PASS ? SL_NEXT
 								     : SL_DROP);

@@ -308,6 +308,44 @@ test_table_full(void **state)
 	free(path);
 }
 
+/* Packets of one new connection in one burst: the first goes to the rules
+ * and makes the connection, the others are its packets. */
+static void
+test_same_burst(void **state)
+{
+	char *path = write_rules(out_only), *out;
+	struct frame f[4];
+	struct rte_mbuf *m[4];
+	unsigned i;
+
+	(void)state;
+	free(start(path, "--stats-ms", "0", NULL));
+	frame_ip4(&f[0], IPPROTO_UDP, IN_HOST, 5000, OUT_HOST, 53, 0);
+	frame_ip4(&f[1], IPPROTO_UDP, IN_HOST, 5000, OUT_HOST, 53, 1);
+	tcp4(&f[2], IN_HOST, 6000, OUT_HOST, 80, SYN, 0);
+	tcp4(&f[3], IN_HOST, 6000, OUT_HOST, 80, SYN, 0);
+	for (i = 0; i < 4; i++)
+		m[i] = stub_mbuf(f[i].b, f[i].len);
+	stub_now_ns = SEC;
+	stub_ops->process(stub_nf(), m, 4);
+	for (i = 0; i < 4; i++) {
+		assert_int_equal(sl_pkt_verdict(m[i]), SL_NEXT);
+		stub_mbuf_free(m[i]);
+	}
+	out = fini_output();
+	assert_has(out, "fw-counter: rule=1 name=outbound action=allow "
+			"packets=2 bytes=96\n");
+	assert_has(out, "fw-counters: end packets=4 allowed=4 denied=0\n");
+	assert_has(out,
+		   "packets=4 bytes=193 pps=4 conns=2 capacity=65536 "
+		   "conns_new=2 conns_established=0 conns_closing=0 "
+		   "pkts_new=2 pkts_established=0 pkts_closing=0 invalid=0 "
+		   "table_full=0 created=2 ");
+	free(out);
+	unlink(path);
+	free(path);
+}
+
 static void
 do_reload(void *arg)
 {
@@ -508,6 +546,7 @@ main(void)
 		cmocka_unit_test(test_tcp_reset_reopen),
 		cmocka_unit_test(test_udp_icmp_timeouts),
 		cmocka_unit_test(test_table_full),
+		cmocka_unit_test(test_same_burst),
 		cmocka_unit_test(test_reload_keeps_connections),
 		cmocka_unit_test(test_stats_interval),
 		cmocka_unit_test(test_args),
