@@ -69,7 +69,7 @@ def _server(ns: str, addr: str, root: Path) -> subprocess.Popen:
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def listening() -> bool:
-        r = sh("ip", "netns", "exec", ns, "ss", "-Htln", f"sport = :8080", check=False)
+        r = sh("ip", "netns", "exec", ns, "ss", "-Htln", "sport = :8080", check=False)
         return addr in r.stdout
 
     wait_until(listening, 10, f"the HTTP server in {ns}")
