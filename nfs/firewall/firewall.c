@@ -774,7 +774,7 @@ static const struct sl_nf_ops fw_ops = {
 	.usage = fw_usage,
 	.opts = fw_opts,
 	.priv_size = sizeof(struct fw_state),
-	.opts_help_col = 30,
+	.opts_help_col = 20,
 };
 
 int

@@ -34,6 +34,8 @@ NF_OPTION = {
     "flowclass": "  --elephant-to HOP   default next hop for elephants",
     "ddos-detect": "  --threshold N       alarm at N packets in one window (default 10000)",
     "scrubber": "  --prefix PREFIX  scrub packets from this source prefix, e.g. 10.66.6.0/24 or",
+    "sampler": "  --one-in N      sample 1 packet (or flow) in N (default 100)",
+    "shaper": "  --config FILE       the classes, a JSON file (see nfs/shaper/README.md)",
 }
 
 
