@@ -346,6 +346,37 @@ test_same_burst(void **state)
 	free(path);
 }
 
+/* Every truncation of a TCP SYN (IPv4 and IPv6) and of a UDP datagram
+ * through --stateful: no read past the frame (ASan), a verdict for each,
+ * and the counters still add up. */
+static void
+test_truncations(void **state)
+{
+	char *path = write_rules(out_only), *out, line[128];
+	struct frame full[3], f;
+	unsigned n = 0, k, len;
+
+	(void)state;
+	tcp4(&full[0], IN_HOST, 7000, OUT_HOST, 80, SYN, 4);
+	frame_ip6(&full[1], IPPROTO_TCP, v6_a, 7000, v6_b, 80, 4);
+	full[1].b[14 + 40 + 13] = SYN;
+	frame_ip4(&full[2], IPPROTO_UDP, IN_HOST, 7001, OUT_HOST, 53, 4);
+	free(start(path, "--stats-ms", "0", NULL));
+	for (k = 0; k < 3; k++)
+		for (len = 0; len <= full[k].len; len++) {
+			f = full[k];
+			f.len = len;
+			(void)one(SEC, &f);
+			n++;
+		}
+	out = fini_output();
+	snprintf(line, sizeof(line), "fw-counters: end packets=%u ", n);
+	assert_has(out, line);
+	free(out);
+	unlink(path);
+	free(path);
+}
+
 static void
 do_reload(void *arg)
 {
@@ -547,6 +578,7 @@ main(void)
 		cmocka_unit_test(test_udp_icmp_timeouts),
 		cmocka_unit_test(test_table_full),
 		cmocka_unit_test(test_same_burst),
+		cmocka_unit_test(test_truncations),
 		cmocka_unit_test(test_reload_keeps_connections),
 		cmocka_unit_test(test_stats_interval),
 		cmocka_unit_test(test_args),

@@ -405,6 +405,58 @@ test_rates_at_run_time(void **state)
 	free(path);
 }
 
+/* Every truncation of an IPv4 and an IPv6 UDP frame through a class that
+ * re-marks every packet: no access past the frame (ASan); a frame whose
+ * IP header is whole gets the new DSCP (and a right IPv4 checksum), the
+ * others pass untouched as non-IP. */
+static void
+test_truncations(void **state)
+{
+	char *path = write_cfg(
+		"{\"classes\": [{\"name\": \"all\", \"cir\": 8, \"cbs\": 1, "
+		"\"red\": \"remark\", \"red_dscp\": 12}]}");
+	struct frame full[2], f, o;
+	unsigned k, len, n = 0, marked = 0;
+	char *out, line[160];
+
+	(void)state;
+	udp100(&full[0], 9, 0);
+	frame_ip6(&full[1], IPPROTO_UDP, v6_a, 1, v6_b, 2, 10);
+	free(start(path));
+	for (k = 0; k < 2; k++)
+		for (len = 0; len <= full[k].len; len++) {
+			f = full[k];
+			f.len = len;
+			assert_int_equal(one(0, &f, &o), G);
+			assert_int_equal(o.len, len);
+			n++;
+			if (memcmp(o.b, f.b, len) == 0)
+				continue;
+			marked++;
+			if (k == 0) {
+				assert_int_equal(o.b[15], 12 << 2 | 1);
+				assert_int_equal(o.b[24] << 8 | o.b[25],
+						 ip4_sum(o.b + 14));
+			} else {
+				assert_int_equal(o.b[14], 0x63);
+				assert_int_equal(o.b[15], 0);
+			}
+			assert_memory_equal(o.b + 16 + (k == 0 ? 10 : 0),
+					    f.b + 16 + (k == 0 ? 10 : 0),
+					    len - 16 - (k == 0 ? 10 : 0));
+		}
+	out = fini_output();
+	/* whole ones only: the frame's UDP header too (sl_pkt_5tuple) */
+	snprintf(line, sizeof(line), "remarked=%u flows_full=0\n", marked);
+	assert_has(out, line);
+	snprintf(line, sizeof(line), " packets=%u ", n);
+	assert_has(out, line);
+	assert_true(marked > 0);
+	free(out);
+	unlink(path);
+	free(path);
+}
+
 struct bad_cfg {
 	const char *text, *want;
 };
@@ -482,6 +534,7 @@ main(void)
 		cmocka_unit_test(test_dscp_classes),
 		cmocka_unit_test(test_per_flow),
 		cmocka_unit_test(test_rates_at_run_time),
+		cmocka_unit_test(test_truncations),
 		cmocka_unit_test(test_bad_files),
 	};
 
