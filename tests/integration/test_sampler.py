@@ -13,7 +13,18 @@ import re
 from collections import Counter
 
 import pytest
-from conftest import deployment, port, prog, service, wait_drained, wait_until
+from conftest import (
+    ASAN_BUILD,
+    assert_no_sanitizer_report,
+    build_dir,
+    deployment,
+    needs_asan,
+    port,
+    prog,
+    service,
+    wait_drained,
+    wait_until,
+)
 from packets import flow_of, mixed, read, write
 
 N_FRAMES, N_FLOWS, ONE_IN, SEED = 4000, 400, 4, 3
@@ -46,8 +57,11 @@ def _within(k: int, n: int, one_in: int) -> None:
     assert abs(k - mean) <= 5 * sd, f"{k} of {n}: expected {mean:.0f} +- {5 * sd:.0f}"
 
 
+@pytest.mark.parametrize("asan", [False, pytest.param(True, marks=needs_asan)],
+                         ids=["release", "asan"])
 @pytest.mark.parametrize("by", ["packet", "flow"])
-def test_sampler_splits_a_capture(launch, node, tmp_path, by):
+def test_sampler_splits_a_capture(launch, node, tmp_path, by, asan):
+    build = ASAN_BUILD if asan else build_dir()
     frames = mixed(N_FRAMES, flows=N_FLOWS, seed=5)
     src = write(tmp_path / "in.pcap", frames)
     out_a, out_b = tmp_path / "sampled.pcap", tmp_path / "rest.pcap"
@@ -56,17 +70,17 @@ def test_sampler_splits_a_capture(launch, node, tmp_path, by):
         ports=[{"name": "in", "device": f"net_pcap0,rx_pcap={src}"},
                {"name": "a", "device": f"net_pcap1,tx_pcap={out_a}"},
                {"name": "b", "device": f"net_pcap2,tx_pcap={out_b}"}],
-        nfs=[{"name": "smp", "program": prog("sampler"), "service": "sampler",
+        nfs=[{"name": "smp", "program": prog("sampler", build), "service": "sampler",
               "args": ["--to", "sample", "--one-in", str(ONE_IN), "--by", by,
                        "--seed", str(SEED), "--stats-ms", "0"]},
-             {"name": "sample", "program": prog("forward"), "service": "sample"},
-             {"name": "rest", "program": prog("forward"), "service": "rest"}],
+             {"name": "sample", "program": prog("forward", build), "service": "sample"},
+             {"name": "rest", "program": prog("forward", build), "service": "rest"}],
         chain=["drop"])
     dep["graphs"] = [{"name": "sampling",
                       "nodes": {"sampler": ["rest", "sample"], "rest": ["port:b"],
                                 "sample": ["port:a"]},
                       "match": [{}]}]
-    run = launch(dep)
+    run = launch(dep, build)
     wait_until(lambda: port(run.client.call("stats"), "in")["rx_pkts"] == N_FRAMES, 30,
                "the capture to be read")
     st = wait_drained(run)
@@ -89,6 +103,7 @@ def test_sampler_splits_a_capture(launch, node, tmp_path, by):
     smp = next(p for p in run.nfs if p.label.startswith("smp"))
     log = smp.log.read_text()
     assert smp.exited() == 0, log
+    assert_no_sanitizer_report(log, smp.log.name)
     m = re.search(r"sampler-stats: reason=exit uptime=[\d.]+ packets=(\d+) bytes=(\d+) "
                   r"pps=\d+ by=(\w+) one_in=(\d+) sampled=(\d+) sampled_bytes=(\d+) "
                   r"passed=(\d+) no_hash=(\d+)\n", log)
