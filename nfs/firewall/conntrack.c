@@ -141,6 +141,40 @@ ct_tcp_flags(const struct rte_mbuf *m)
 	return th == NULL ? 0 : (uint8_t)(th->tcp_flags & CT_TCP_FLAGS);
 }
 
+/*
+ * ICMP and ICMPv6: an echo request or reply is a packet of the "connection"
+ * of its identifier (put in the key's ports, as Linux keys it by id);
+ * anything else (errors, ...) is tracked by no connection and goes to the
+ * rules.
+ */
+static void
+ct_icmp(const struct rte_mbuf *m, struct ct_pkt *cp)
+{
+	struct sl_pkt_info info;
+	const uint8_t *l4;
+	uint8_t type;
+
+	cp->no_track = 1;
+	if (sl_pkt_parse(m, &info) != 0 || info.l4_off == 0 ||
+	    info.l4_len < 8 || info.later_fragment)
+		return;
+	l4 = rte_pktmbuf_mtod_offset(m, const uint8_t *, info.l4_off);
+	type = l4[0];
+	if (cp->key.proto == IPPROTO_ICMP)
+		cp->echo = type == 8   ? CT_ECHO_REQUEST
+			   : type == 0 ? CT_ECHO_REPLY
+				       : 0;
+	else
+		cp->echo = type == 128   ? CT_ECHO_REQUEST
+			   : type == 129 ? CT_ECHO_REPLY
+					 : 0;
+	if (cp->echo == 0)
+		return;
+	cp->no_track = 0;
+	memcpy(&cp->key.sport, l4 + 4, 2); /* the identifier */
+	cp->key.dport = cp->key.sport;
+}
+
 static uint64_t
 ct_timeout(const struct ct_table *ct, const struct ct_conn *c)
 {
@@ -248,8 +282,15 @@ ct_track(struct ct_table *ct, int32_t pos, const struct ct_pkt *cp,
 		}
 		if (s != c->state)
 			ct_set_state(ct, c, (enum ct_state)s);
-	} else if (dir == 1 && c->state == CT_UDP_NEW) {
-		ct_set_state(ct, c, CT_UDP_EST);
+	} else {
+		/* echo requests from the originator, replies from the other */
+		if (cp->echo != 0 &&
+		    cp->echo != (dir ? CT_ECHO_REPLY : CT_ECHO_REQUEST)) {
+			ct->c.invalid++;
+			return CT_INVALID;
+		}
+		if (dir == 1 && c->state == CT_UDP_NEW)
+			ct_set_state(ct, c, CT_UDP_EST);
 	}
 	c->last_ns = now;
 	ct->c.pkts[ct_group_of(c->state)]++;
@@ -266,6 +307,13 @@ ct_lookup(struct ct_table *ct, const struct rte_mbuf *m,
 	cp->rev = (uint8_t)ct_canonical(&cp->key);
 	cp->tcp = t->proto == IPPROTO_TCP;
 	cp->flags = cp->tcp ? ct_tcp_flags(m) : 0;
+	cp->echo = 0;
+	cp->no_track = 0;
+	if (t->proto == IPPROTO_ICMP || t->proto == IPPROTO_ICMPV6) {
+		ct_icmp(m, cp);
+		if (cp->no_track)
+			return CT_MISS;
+	}
 	pos = rte_hash_lookup(ct->h, &cp->key);
 	if (pos >= 0) {
 		struct ct_conn *c = &ct->conns[pos];
@@ -281,7 +329,8 @@ ct_lookup(struct ct_table *ct, const struct rte_mbuf *m,
 			return ct_track(ct, pos, cp, now);
 		}
 	}
-	if (cp->tcp && !ct_is_syn(cp->flags)) {
+	/* only a SYN, or an echo request, may start a connection */
+	if ((cp->tcp && !ct_is_syn(cp->flags)) || cp->echo == CT_ECHO_REPLY) {
 		ct->c.invalid++;
 		return CT_INVALID;
 	}
@@ -291,7 +340,7 @@ ct_lookup(struct ct_table *ct, const struct rte_mbuf *m,
 enum ct_result
 ct_relookup(struct ct_table *ct, const struct ct_pkt *cp, uint64_t now)
 {
-	int32_t pos = rte_hash_lookup(ct->h, &cp->key);
+	int32_t pos = cp->no_track ? -1 : rte_hash_lookup(ct->h, &cp->key);
 
 	return pos >= 0 ? ct_track(ct, pos, cp, now) : CT_MISS;
 }
@@ -302,6 +351,8 @@ ct_commit(struct ct_table *ct, const struct ct_pkt *cp, uint64_t now)
 	struct ct_conn *c;
 	int32_t pos;
 
+	if (cp->no_track) /* allowed, and nothing to remember */
+		return CT_PASS;
 	if (ct->n_conns >= ct->capacity ||
 	    (pos = rte_hash_add_key(ct->h, &cp->key)) < 0) {
 		ct->c.table_full++;

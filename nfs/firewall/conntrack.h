@@ -76,7 +76,12 @@ struct ct_pkt {
 	uint8_t rev;   /* the packet runs dst -> src of key */
 	uint8_t flags; /* TCP flags, 0 for others */
 	uint8_t tcp;
+	uint8_t echo;     /* ICMP(v6) echo: CT_ECHO_REQUEST or _REPLY, else 0 */
+	uint8_t no_track; /* ICMP(v6) but not an echo: rules only */
 };
+
+#define CT_ECHO_REQUEST 1
+#define CT_ECHO_REPLY 2
 
 /* Counters, since init (one writer: the NF). */
 struct ct_counters {

@@ -92,7 +92,8 @@ def test_outbound_allowed_inbound_refused(launch, node, namespaces, tmp_path, as
     # up...) are allowed by the default and counted there.
     rules.write_text("default: allow\nrules:\n"
                      f"  - {{name: inside-out, action: allow, proto: tcp, src: {INSIDE}}}\n"
-                     "  - {name: no-tcp-in, action: deny, proto: tcp}\n")
+                     "  - {name: no-tcp-in, action: deny, proto: tcp}\n"
+                     f"  - {{name: no-ping-in, action: deny, proto: icmp, src: {OUTSIDE}}}\n")
     run = launch(deployment(
         node,
         ports=[{"name": "left", "device": f"net_tap0,iface={ifs[0]}"},
@@ -112,6 +113,15 @@ def test_outbound_allowed_inbound_refused(launch, node, namespaces, tmp_path, as
                _server(namespaces[0], INSIDE, tmp_path / "in")]
     try:
         before = run.client.call("stats")
+        # ICMP echo: the outside's pings are refused (rule 3), the inside's
+        # get their replies (the default allows the first request; the
+        # replies are packets of its connection).
+        r = sh("ip", "netns", "exec", namespaces[1], "ping", "-c", "2", "-i", "0.2", "-W", "1",
+               INSIDE, check=False)
+        assert r.returncode == 1 and "2 packets transmitted, 0 received" in r.stdout, r.stdout
+        r = sh("ip", "netns", "exec", namespaces[0], "ping", "-c", "3", "-i", "0.2", "-W", "2",
+               OUTSIDE, check=False)
+        assert r.returncode == 0 and "3 packets transmitted, 3 received" in r.stdout, r.stdout
         # Outbound: the SYN is allowed by the rule, every later packet of
         # the connection (the replies too) by its state.
         r = _curl(namespaces[0], OUTSIDE, 10)
@@ -140,6 +150,7 @@ def test_outbound_allowed_inbound_refused(launch, node, namespaces, tmp_path, as
     m = re.search(r"fw-counter: rule=2 name=no-tcp-in action=deny packets=(\d+) ", log)
     assert m, log
     refused = int(m[1])
+    assert "fw-counter: rule=3 name=no-ping-in action=deny packets=2 bytes=196\n" in log, log
     m = re.search(r"fw-counter: rule=default name=- action=allow packets=(\d+) ", log)
     assert m, log
     other = int(m[1])
@@ -147,22 +158,22 @@ def test_outbound_allowed_inbound_refused(launch, node, namespaces, tmp_path, as
     m = re.search(r"fw-counters: end packets=(\d+) allowed=(\d+) denied=(\d+)\n", log)
     assert m, log
     total, allowed, denied = map(int, m.groups())
-    assert denied == refused
+    assert denied == refused + 2
     assert drops == denied  # sluiced counted every drop as the NF's verdict
     m = re.search(r"fw-stats: reason=exit .* packets=(\d+) bytes=\d+ pps=\d+( .*)\n", log)
     assert m, log
     assert int(m[1]) == total  # every packet once
     ct = {k: int(v) for k, v in re.findall(r" (\w+)=(\d+)", m[2])}
     # curl's connection, closed (TIME_WAIT), and the non-TCP flows the
-    # default allowed (each a connection, by timeout); nothing invalid.
+    # default allowed (each a connection, by timeout: the inside's ping
+    # among them); nothing invalid.
     assert ct["conns_closing"] == 1, m[0]
-    assert ct["conns_established"] == 0, m[0]
     assert ct["created"] == 1 + ct["conns_new"] + ct["conns_established"], m[0]
     assert ct["conns"] == ct["created"]
     assert (ct["invalid"], ct["table_full"], ct["expired"], ct["reopened"]) == (0, 0, 0, 0)
     assert ct["pkts_new"] >= 1  # the SYN+ACK
-    assert ct["pkts_established"] >= 3  # the ACK, the request, the page
+    assert ct["pkts_established"] >= 3 + 5  # the ACK, the request, the page; pings
     assert ct["pkts_closing"] >= 3  # FIN, FIN, ACK
-    assert total == 1 + refused + other + sum(ct[f"pkts_{g}"] for g in
+    assert total == 1 + refused + 2 + other + sum(ct[f"pkts_{g}"] for g in
                                              ("new", "established", "closing"))
     assert allowed == total - denied

@@ -228,13 +228,22 @@ test_tcp_reset_reopen(void **state)
 	free(path);
 }
 
+/* An ICMP message of type type with identifier id (echo). */
+static void
+icmp4(struct frame *f, uint32_t src, uint32_t dst, uint8_t type, uint16_t id)
+{
+	frame_ip4(f, IPPROTO_ICMP, src, 0, dst, 0, 8);
+	f->b[34] = type;
+	wr16(f, 38, id);
+}
+
 /* UDP and ICMP: a reply is allowed while the connection lives; after its
  * timeout the rules judge again (at a lookup or at the sweep). */
 static void
 test_udp_icmp_timeouts(void **state)
 {
 	char *path = write_rules(out_only), *out;
-	struct frame f;
+	struct frame f, g;
 	uint64_t t;
 
 	(void)state;
@@ -246,27 +255,38 @@ test_udp_icmp_timeouts(void **state)
 	assert_int_equal(one(2 * SEC, &f), SL_NEXT);
 	assert_int_equal(one(3 * SEC, &f), SL_NEXT); /* 1 s idle < 2 s */
 	assert_int_equal(one(5 * SEC, &f), SL_DROP); /* expired: the rules */
-	/* IPv6 inside: no rule for it, default deny; ICMP by its timeout */
-	frame_ip4(&f, IPPROTO_ICMP, IN_HOST, 0, OUT_HOST, 0, 8);
+	/* ICMP echo: a connection per identifier, by its timeout */
+	icmp4(&f, IN_HOST, OUT_HOST, 8, 0x1234);
 	assert_int_equal(one(6 * SEC, &f), SL_NEXT);
-	frame_ip4(&f, IPPROTO_ICMP, OUT_HOST, 0, IN_HOST, 0, 8);
+	icmp4(&f, OUT_HOST, IN_HOST, 0, 0x1234); /* the reply */
 	assert_int_equal(one(6 * SEC + 900000000ull, &f), SL_NEXT);
+	icmp4(&g, OUT_HOST, IN_HOST, 8, 0x1234); /* a request back: invalid */
+	assert_int_equal(one(6 * SEC + 900000000ull, &g), SL_DROP);
+	icmp4(&g, OUT_HOST, IN_HOST, 8, 0x99); /* a new ping in: the rules */
+	assert_int_equal(one(6 * SEC + 900000000ull, &g), SL_DROP);
+	/* not an echo (3: unreachable): the rules only, no connection */
+	icmp4(&g, OUT_HOST, IN_HOST, 3, 0);
+	assert_int_equal(one(6 * SEC + 900000000ull, &g), SL_DROP);
+	icmp4(&g, IN_HOST, OUT_HOST, 3, 0);
+	assert_int_equal(one(6 * SEC + 900000000ull, &g), SL_NEXT);
 	/* the sweep removes it: a tick a whole sweep period later */
 	t = 6 * SEC + 900000000ull + 1100000000ull;
 	free(tick_output(t));
 	free(tick_output(t + 2 * SEC));
+	/* a reply of no connection cannot start one */
 	assert_int_equal(one(t + 2 * SEC, &f), SL_DROP);
+	/* IPv6 inside: no rule for it, default deny */
 	frame_ip6(&f, IPPROTO_UDP, v6_a, 1, v6_b, 2, 0);
 	assert_int_equal(one(t + 2 * SEC, &f), SL_DROP);
 	out = fini_output();
 	assert_has(out, "fw-counter: rule=1 name=outbound action=allow "
-			"packets=2 bytes=");
-	assert_has(out, "fw-counter: rule=default name=- action=deny "
 			"packets=3 bytes=");
-	assert_has(out, "fw-counters: end packets=8 allowed=5 denied=3\n");
+	assert_has(out, "fw-counter: rule=default name=- action=deny "
+			"packets=4 bytes=");
+	assert_has(out, "fw-counters: end packets=12 allowed=6 denied=6\n");
 	assert_has(out, " conns=0 capacity=65536 conns_new=0 "
 			"conns_established=0 conns_closing=0 pkts_new=0 "
-			"pkts_established=3 pkts_closing=0 invalid=0 "
+			"pkts_established=3 pkts_closing=0 invalid=2 "
 			"table_full=0 created=2 expired=2 reopened=0\n");
 	free(out);
 	unlink(path);
