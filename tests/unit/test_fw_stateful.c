@@ -328,6 +328,53 @@ test_table_full(void **state)
 	free(path);
 }
 
+/* IPv6: the same handshake, both directions finding one entry (v6_b, the
+ * responder, sorts above v6_a and below it). */
+static void
+test_tcp_ipv6(void **state)
+{
+	char *path = write_rules("default: deny\nrules:\n"
+				 "  - {action: allow, src: '2001:db8::1'}\n"),
+	     *out;
+	static const uint8_t low[16] = {0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0,
+					0,    0,    0,    0,    0, 0, 0, 0};
+	struct frame f;
+	const uint8_t *peer[2] = {v6_b, low};
+	unsigned i;
+
+	(void)state;
+	free(start(path, "--stats-ms", "0", NULL));
+	for (i = 0; i < 2; i++) {
+		static const uint8_t fl[6] = {SYN, SYN | ACK, ACK,
+					      ACK, RST,       ACK};
+		static const uint8_t out_dir[6] = {1, 0, 1, 0, 0, 1};
+
+		for (unsigned k = 0; k < 6; k++) {
+			if (out_dir[k])
+				frame_ip6(&f, IPPROTO_TCP, v6_a, 3000, peer[i],
+					  443, 0);
+			else
+				frame_ip6(&f, IPPROTO_TCP, peer[i], 443, v6_a,
+					  3000, 0);
+			f.b[14 + 40 + 13] = fl[k];
+			assert_int_equal(one(SEC, &f), SL_NEXT);
+		}
+		/* from the peer: refused */
+		frame_ip6(&f, IPPROTO_TCP, peer[i], 443, v6_a, 3001, 0);
+		f.b[14 + 40 + 13] = SYN;
+		assert_int_equal(one(SEC, &f), SL_DROP);
+	}
+	out = fini_output();
+	assert_has(out, "fw-counters: end packets=14 allowed=12 denied=2\n");
+	assert_has(out, " conns=2 capacity=65536 conns_new=0 "
+			"conns_established=0 conns_closing=2 pkts_new=2 "
+			"pkts_established=4 pkts_closing=4 invalid=0 "
+			"table_full=0 created=2 ");
+	free(out);
+	unlink(path);
+	free(path);
+}
+
 /* Packets of one new connection in one burst: the first goes to the rules
  * and makes the connection, the others are its packets. */
 static void
@@ -597,6 +644,7 @@ main(void)
 		cmocka_unit_test(test_tcp_reset_reopen),
 		cmocka_unit_test(test_udp_icmp_timeouts),
 		cmocka_unit_test(test_table_full),
+		cmocka_unit_test(test_tcp_ipv6),
 		cmocka_unit_test(test_same_burst),
 		cmocka_unit_test(test_truncations),
 		cmocka_unit_test(test_reload_keeps_connections),
