@@ -573,8 +573,14 @@ fw_init(struct sl_nf *nf, int argc, char **argv)
 	char err[FW_ERR_LEN], note[FW_NOTE_LEN];
 	int rc;
 
-	(void)argc;
-	(void)argv;
+	for (int i = 1; i < argc && !fw->stateful; i++)
+		if (strncmp(argv[i], "--ct", 4) == 0) {
+			fprintf(stderr,
+				FW_PROG ": %s: the --ct-* options need "
+					"--stateful\n",
+				argv[i]);
+			return EINVAL;
+		}
 	if (fw->rules_path == NULL) {
 		fprintf(stderr, FW_PROG ": missing --rules FILE\n");
 		fputs(fw_usage, stderr);

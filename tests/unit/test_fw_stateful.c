@@ -543,6 +543,14 @@ test_args(void **state)
 			  "number of seconds from 1 to 8640000\n",
 			  "--rules", path, "--stateful", "--ct-syn-timeout",
 			  "x", NULL);
+	expect_init_error("sluice-firewall",
+			  "sluice-firewall: --ct-max: the --ct-* options need "
+			  "--stateful\n",
+			  "--rules", path, "--ct-max", "100", NULL);
+	expect_init_error("sluice-firewall",
+			  "sluice-firewall: --ct-udp=9: the --ct-* options "
+			  "need --stateful\n",
+			  "--rules", path, "--ct-udp=9", NULL);
 	unlink(path);
 	free(path);
 }
