@@ -364,12 +364,22 @@ test_tcp_ipv6(void **state)
 		f.b[14 + 40 + 13] = SYN;
 		assert_int_equal(one(SEC, &f), SL_DROP);
 	}
+	/* ICMPv6 echo (128, 129): a request out, its reply; a reply of no
+	 * request (another identifier) is invalid */
+	frame_ip6(&f, IPPROTO_ICMPV6, v6_a, 0, v6_b, 0, 8);
+	assert_int_equal(f.b[54], 128);
+	assert_int_equal(one(SEC, &f), SL_NEXT);
+	frame_ip6(&f, IPPROTO_ICMPV6, v6_b, 0, v6_a, 0, 8);
+	f.b[54] = 129;
+	assert_int_equal(one(SEC, &f), SL_NEXT);
+	f.b[59] = 7; /* identifier 7 */
+	assert_int_equal(one(SEC, &f), SL_DROP);
 	out = fini_output();
-	assert_has(out, "fw-counters: end packets=14 allowed=12 denied=2\n");
-	assert_has(out, " conns=2 capacity=65536 conns_new=0 "
-			"conns_established=0 conns_closing=2 pkts_new=2 "
-			"pkts_established=4 pkts_closing=4 invalid=0 "
-			"table_full=0 created=2 ");
+	assert_has(out, "fw-counters: end packets=17 allowed=14 denied=3\n");
+	assert_has(out, " conns=3 capacity=65536 conns_new=0 "
+			"conns_established=1 conns_closing=2 pkts_new=2 "
+			"pkts_established=5 pkts_closing=4 invalid=1 "
+			"table_full=0 created=3 ");
 	free(out);
 	unlink(path);
 	free(path);
