@@ -67,9 +67,10 @@ def _wire(namespaces: list[str], ifs: list[str]) -> None:
            "nud", "permanent")
 
 
-def _iperf(namespaces: list[str]) -> tuple[float, int, int]:
-    """One iperf3 UDP run, client to server: the rate the server received
-    (bits/s of payload), datagrams sent, datagrams received."""
+def _iperf(namespaces: list[str], streams: int = 1) -> tuple[float, int, int, list[float]]:
+    """One iperf3 UDP run of streams streams, client to server: the rate
+    the server received (bits/s of payload), datagrams sent, datagrams
+    received, and each stream's received rate."""
     server = subprocess.Popen(
         ["ip", "netns", "exec", namespaces[1], "iperf3", "-s", "-B", SERVER, "-1", "-J"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -78,7 +79,8 @@ def _iperf(namespaces: list[str]) -> tuple[float, int, int]:
                                         "sport = :5201", check=False).stdout,
                    10, "iperf3 -s to listen")
         r = sh("ip", "netns", "exec", namespaces[0], "iperf3", "-c", SERVER, "-u", "-b", SEND,
-               "-l", str(LEN), "-t", str(SECONDS), "-J", "--get-server-output",
+               "-l", str(LEN), "-t", str(SECONDS), "-P", str(streams), "-J",
+               "--get-server-output",
                check=False, timeout=SECONDS + 30)
         assert r.returncode == 0, r.stdout[-3000:] + r.stderr
         server.wait(10)
@@ -90,7 +92,9 @@ def _iperf(namespaces: list[str]) -> tuple[float, int, int]:
     assert "server_output_json" in res, sorted(res)
     srv = res["server_output_json"]["end"]["sum"]
     got = srv["packets"] - srv["lost_packets"]
-    return got * LEN * 8 / srv["seconds"], res["end"]["sum"]["packets"], got
+    each = [(u["packets"] - u["lost_packets"]) * LEN * 8 / u["seconds"]
+            for u in (st["udp"] for st in res["server_output_json"]["end"]["streams"])]
+    return got * LEN * 8 / srv["seconds"], res["end"]["sum"]["packets"], got, each
 
 
 @pytest.mark.parametrize("asan", [False, pytest.param(True, marks=needs_asan)],
@@ -113,7 +117,7 @@ def test_iperf3_udp_is_limited_to_the_class_rate(launch, node, namespaces, tmp_p
         chain=["shaper", "bridge", "drop"]), build)
     shp = next(p for p in run.nfs if p.label.startswith("sh"))
     _wire(namespaces, ifs)
-    rate, sent, got = _iperf(namespaces)
+    rate, sent, got, _each = _iperf(namespaces)
     expect = CIR * LEN / FRAME  # the meter counts frames, iperf3 payload
     print(f"sent {sent} datagrams at {SEND}, received {rate / 1e6:.3f} Mbit/s "
           f"(class rate {CIR / 1e6} Mbit/s of frames = {expect / 1e6:.3f} of payload)")
@@ -124,7 +128,7 @@ def test_iperf3_udp_is_limited_to_the_class_rate(launch, node, namespaces, tmp_p
                            value=f"iperf-udp cir={2 * CIR}") == {"applied": 1}
     wait_until(lambda: f"shaper-message: key=rate value=iperf-udp cir={2 * CIR} applied\n"
                in shp.log.read_text(), 10, "the shaper to take the new rate")
-    rate2, sent2, got2 = _iperf(namespaces)
+    rate2, sent2, got2, _each = _iperf(namespaces)
     print(f"then received {rate2 / 1e6:.3f} Mbit/s (class rate {2 * CIR / 1e6} Mbit/s)")
     assert abs(rate2 - 2 * expect) <= 0.10 * 2 * expect, (rate2, 2 * expect)
     st = run.client.call("stats")
@@ -154,3 +158,37 @@ def test_iperf3_udp_is_limited_to_the_class_rate(launch, node, namespaces, tmp_p
     assert total_dropped == dropped
     assert unclassified > 0  # iperf3's TCP control connection, not metered
     assert packets == green + red + non_ip + unclassified
+
+
+def test_iperf3_udp_streams_are_limited_each_per_flow(launch, node, namespaces, tmp_path):
+    """per: flow: two iperf3 UDP streams (two source ports), each limited
+    to the class's 2 Mbit/s on its own meter."""
+    ifs = [f"{ns}i" for ns in namespaces]
+    cfg = tmp_path / "shaper.json"
+    cfg.write_text(json.dumps({"classes": [
+        {"name": "per-stream", "match": {"proto": "udp", "dport": 5201}, "per": "flow",
+         "cir": CIR // 2, "cbs": 20000, "ebs": 0}]}))
+    run = launch(deployment(
+        node,
+        ports=[{"name": "left", "device": f"net_tap0,iface={ifs[0]}"},
+               {"name": "right", "device": f"net_tap1,iface={ifs[1]}"}],
+        nfs=[{"name": "sh", "program": prog("shaper"), "service": "shaper",
+              "args": ["--config", str(cfg), "--stats-ms", "0", "--flows", "64"]},
+             {"name": "br", "program": prog("forward"), "service": "bridge",
+              "args": ["--bridge", "left,right"]}],
+        chain=["shaper", "bridge", "drop"]))
+    shp = next(p for p in run.nfs if p.label.startswith("sh"))
+    _wire(namespaces, ifs)
+    _rate, _sent, _got, each = _iperf(namespaces, streams=2)
+    expect = CIR / 2 * LEN / FRAME
+    print(f"received {[round(r / 1e6, 3) for r in each]} Mbit/s, {expect / 1e6:.3f} each "
+          "expected")
+    assert len(each) == 2
+    for r in each:
+        assert abs(r - expect) <= 0.10 * expect, (each, expect)
+    run.stop()
+    log = shp.log.read_text()
+    m = re.search(r" flows=(\d+) flows_capacity=64 flows_created=(\d+) flows_evicted=0 "
+                  r"flows_full=0\n", log)
+    assert m, log
+    assert int(m[2]) >= 2  # the two streams (and iperf3's hello datagrams' flows)
