@@ -37,6 +37,8 @@ NF_OPTION = {
     "scrubber": "  --prefix PREFIX  scrub packets from this source prefix, e.g. 10.66.6.0/24 or",
     "dpi": "  --rules FILE        steering rules, 'APP -> SERVICE' a line (README.md)",
     "nat": "  --mappings N          the most mappings at once (default 65536)",
+    "sampler": "  --one-in N      sample 1 packet (or flow) in N (default 100)",
+    "shaper": "  --config FILE       the classes, a JSON file (see nfs/shaper/README.md)",
 }
 
 
