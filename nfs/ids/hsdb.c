@@ -181,8 +181,14 @@ chain_expr(const struct ids_content *c, uint32_t n, hs_expr_ext_t *ext)
 			ext->max_offset = c[0].offset + c[0].depth;
 		}
 	} else if (c[0].has_depth) {
-		sb_add(&sb, "^[\\s\\S]{%u,%u}", c[0].offset,
-		       c[0].offset + c[0].depth - c[0].len);
+		uint32_t hi = c[0].offset + c[0].depth - c[0].len;
+
+		if (hi == 0)
+			sb_add(&sb, "^");
+		else if (hi == c[0].offset)
+			sb_add(&sb, "^[\\s\\S]{%u}", hi);
+		else
+			sb_add(&sb, "^[\\s\\S]{%u,%u}", c[0].offset, hi);
 	} else if (c[0].has_offset) {
 		sb_add(&sb, "^[\\s\\S]{%u,}", c[0].offset);
 	}

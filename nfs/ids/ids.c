@@ -344,6 +344,10 @@ ids_flow_get(struct ids_state *st, const struct sl_5tuple *t, int *dir,
 	*dir = ids_canon(t, &key);
 	pos = rte_hash_lookup(st->h, &key);
 	if (pos < 0) {
+		if (st->n_flows >= st->capacity) {
+			st->c.flows_full++;
+			return NULL;
+		}
 		pos = rte_hash_add_key(st->h, &key);
 		if (pos < 0 || (uint32_t)pos >= st->n_slots) {
 			st->c.flows_full++;
@@ -740,6 +744,7 @@ ids_fini(struct sl_nf *nf)
 		return;
 	ids_print(st, "exit", sl_now_ns());
 	ids_state_free(st);
+	sl_nf_set_priv(nf, NULL);
 }
 
 static const char ids_usage[] =
