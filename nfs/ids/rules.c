@@ -495,7 +495,7 @@ parse_option(struct ids_rule *r, const char *name, const char *v, char *err,
 				    "option 'msg': longer than %d bytes",
 				    IDS_MSG_MAX - 1);
 		if (rc == 0)
-			snprintf(r->msg, sizeof(r->msg), "%s", text);
+			memcpy(r->msg, text, strlen(text) + 1);
 		return rc;
 	}
 	if (strcmp(name, "content") == 0) {
