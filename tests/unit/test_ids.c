@@ -752,6 +752,31 @@ test_rule_errors(void **state)
 	expect_init_error(PROG, "sluice-ids: missing --rules FILE\n", NULL);
 }
 
+/* examples/ids.rules loads, and its EICAR rule drops. */
+static void
+test_example_rules(void **state)
+{
+	struct frame f;
+	char *out;
+	int rc;
+
+	(void)state;
+	g_n_msg = 0;
+	out = stub_init_output(&rc, PROG, "--rules",
+			       SL_SOURCE_ROOT "/examples/ids.rules", NULL);
+	assert_int_equal(rc, 0);
+	assert_has(out, "sluice-ids: loaded 5 rules from " SL_SOURCE_ROOT
+			"/examples/ids.rules (Hyperscan ");
+	assert_has(out, "sluice-ids:   sid 3 rev 0 divert to sandbox (line 5): "
+			"exe download\n");
+	free(out);
+	tcp_frame(&f, SRV, 80, CLI, 1234, 0x18, 1,
+		  "X5O!P%@AP[4\\PZX54(P^)7CC)7}$EICAR");
+	assert_int_equal(send1(&f, NULL), SL_DROP);
+	assert_string_equal(alert_sids(), "2,");
+	free(fini_output());
+}
+
 static int
 setup(void **state)
 {
@@ -776,6 +801,7 @@ main(void)
 		cmocka_unit_test(test_table_full_and_timeout),
 		cmocka_unit_test(test_reload),
 		cmocka_unit_test(test_rule_errors),
+		cmocka_unit_test(test_example_rules),
 	};
 
 	return cmocka_run_group_tests_name("ids", tests, setup, stub_teardown);
