@@ -60,10 +60,7 @@ def rules(n: int, seed: int = SEED) -> str:
         src = rng.choice(["any", "any", "10.0.0.0/8", "![192.168.0.0/16,10.1.0.0/16]"])
         direction = rng.choice(["->", "->", "<>"])
         action = "drop" if rng.random() < 0.1 else "alert"
-        if proto == "ip":
-            sport = "any"
-        else:
-            sport = rng.choice(["any", "any", "1024:"])
+        sport = "any" if proto == "ip" else rng.choice(["any", "any", "1024:"])
         out.append(f'{action} {proto} {src} {sport} {direction} any {dport} '
                    f'(msg:"generated {sid}"; {_contents(rng)} sid:{sid}; rev:1;)')
     return "\n".join(out) + "\n"
