@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -277,3 +278,43 @@ def test_divert_sends_the_flow_to_the_monitor(rig):
     # (in 100-byte segments), and all it got it passed on.
     assert mon["rx_pkts"] >= 300 and mon["rx_pkts"] == mon["tx_pkts"], mon
     assert sum(service(stats, "ids")["drops"].values()) == 0, stats
+
+
+def test_reload_and_bad_rule_files(rig):
+    """SIGHUP with a bad file keeps the rules (saying which line is wrong);
+    with a good one the new rules take over. A bad file at start is
+    refused: exit status 1 and the line."""
+    run, rules = rig["run"], rig["tmp"] / "ids.rules"
+    (ids,) = [p for p in run.nfs if p.label == "ids"]
+    rules.write_text(RULES + 'alert tcp any any -> any any (content:"x"; depth:0; sid:9;)\n')
+    run.kill(ids, signal.SIGHUP)
+    line = len(RULES.splitlines()) + 1
+    failed = (f"sluice-ids: reload failed, keeping the 3 current rules: {rules}:{line}: "
+              f"option 'depth': 0 is shorter than the content (1 bytes)\n")
+    wait_until(lambda: failed in ids_log(rig), 10, "the failed reload")
+    rc, got = curl(rig, "split.bin")  # the old rules still alert
+    assert rc == 0 and sha(got) == sha(rig["files"]["split.bin"])
+    wait_until(lambda: "ids-alert: sid=1001 " in ids_log(rig), 10, "the alert of the old rules")
+
+    clean = rig["files"]["clean.bin"]
+    sig = clean[10_000:10_150].decode()  # split over segments too
+    rules.write_text(f'alert tcp any {HTTP_PORT} -> any any (msg:"new"; content:"{sig}"; '
+                     f"sid:4004;)\n")
+    run.kill(ids, signal.SIGHUP)
+    wait_until(lambda: f"sluice-ids: reloaded 1 rules from {rules} " in ids_log(rig), 10,
+               "the reload")
+    rc, got = curl(rig, "clean.bin")
+    assert rc == 0 and sha(got) == sha(clean)
+    wait_until(lambda: "ids-alert: sid=4004 rev=0 action=alert " in ids_log(rig), 10,
+               "the alert of the new rules")
+    st = ids_stats(rig)
+    assert (st["rules"], st["reloads"], st["reloads_failed"]) == ("1", "1", "1"), st
+
+    bad = rig["tmp"] / "bad.rules"
+    bad.write_text("# one good rule, then a typo\n" + RULES.splitlines()[1] + "\n"
+                   'alrt tcp any any -> any any (content:"x"; sid:5;)\n')
+    r = sh(prog("ids", Path(run.build_dir)), "--", "--node", run.node, "-s", "ids2",
+           "--rules", str(bad), check=False)
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert (f"sluice-ids: {bad}:3: unknown action 'alrt' (alert, drop or divert)\n"
+            in r.stderr), r.stderr
