@@ -15,13 +15,16 @@
  * (ChangeDefault of the flow at this service to the rule's service, and
  * the flow's packets are sent there from now on).
  *
- * SIGHUP reads and compiles the file aside; only a whole valid file
+ * SIGHUP reads and compiles the file aside, in a thread, while packets go
+ * on through the old rules; only a whole valid file
  * replaces the rules (open streams are then restarted on the new
  * database), else the old rules stay and the NF says why.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,6 +102,22 @@ struct ids_state {
 	uint32_t alerts_in_sec; /* alerts printed in it */
 	struct ids_counters c;
 	struct sl_stats_line stats;
+	struct ids_build *build; /* the reload being built, or NULL */
+	int reload_again;        /* SIGHUP during a build: reload after it */
+};
+
+/*
+ * A reload in progress: ids_builder() reads and compiles the file in its
+ * own thread (it only reads path); the NF thread sees done
+ * (release/acquire), joins it and takes db, or err.
+ */
+struct ids_build {
+	pthread_t thread;
+	const char *path;
+	int done;
+	int rc;
+	struct ids_db *db;
+	char err[IDS_ERR_LEN];
 };
 
 /* What the match callback needs about the packet being scanned. */
@@ -154,10 +173,11 @@ ids_db_resolve(struct sl_nf *nf, struct ids_db *d, const char *path, int wait,
 	return 0;
 }
 
-/* Reads, checks and compiles the rule file; nothing running changes. */
+/* Reads, checks and compiles the rule file (divert services are looked
+ * up after, on the NF's thread: ids_db_resolve). Nothing running changes
+ * and nothing of the NF is used, so a reload runs it in a thread. */
 static int
-ids_db_load(struct sl_nf *nf, const struct ids_state *st, int wait,
-	    struct ids_db **out, char *err, size_t size)
+ids_db_build(const char *path, struct ids_db **out, char *err, size_t size)
 {
 	struct ids_db *d = calloc(1, sizeof(*d));
 	int rc;
@@ -166,7 +186,7 @@ ids_db_load(struct sl_nf *nf, const struct ids_state *st, int wait,
 		snprintf(err, size, "out of memory");
 		return -ENOMEM;
 	}
-	rc = ids_rules_load(st->rules_path, &d->rs, err, size);
+	rc = ids_rules_load(path, &d->rs, err, size);
 	if (rc == 0) {
 		d->divert_to = calloc(d->rs->n_rules, sizeof(*d->divert_to));
 		d->hits = calloc(d->rs->n_rules, sizeof(*d->hits));
@@ -176,10 +196,7 @@ ids_db_load(struct sl_nf *nf, const struct ids_state *st, int wait,
 		}
 	}
 	if (rc == 0)
-		rc = ids_db_resolve(nf, d, st->rules_path, wait, err, size);
-	if (rc == 0)
-		rc = ids_rules_compile(d->rs, st->rules_path, &d->db, err,
-				       size);
+		rc = ids_rules_compile(d->rs, path, &d->db, err, size);
 	if (rc == 0 && hs_alloc_scratch(d->db, &d->scratch) != HS_SUCCESS) {
 		snprintf(err, size, "cannot allocate Hyperscan scratch space");
 		rc = -ENOMEM;
@@ -462,6 +479,8 @@ ids_scan(struct ids_scan *sc, struct ids_dir *d, uint32_t off, uint32_t len)
 	st->c.scanned_bytes += len;
 }
 
+static void ids_reload_poll(struct ids_state *st, struct sl_nf *nf);
+
 static sl_verdict_t
 ids_pkt(struct sl_nf *nf, struct rte_mbuf *m)
 {
@@ -472,6 +491,8 @@ ids_pkt(struct sl_nf *nf, struct rte_mbuf *m)
 	uint32_t off = 0;
 	int dir, len, rc;
 
+	if (unlikely(st->build != NULL))
+		ids_reload_poll(st, nf); /* between two packets */
 	st->c.pkts++;
 	st->c.bytes += rte_pktmbuf_pkt_len(m);
 	rc = sl_pkt_parse(m, &info);
@@ -609,29 +630,121 @@ ids_close_streams(struct ids_state *st)
 }
 
 static void
-ids_reload(struct sl_nf *nf)
+ids_reload_failed(struct ids_state *st, const char *why)
 {
-	struct ids_state *st = sl_nf_priv(nf);
-	char err[IDS_ERR_LEN];
-	struct ids_db *d;
-	uint64_t now = sl_now_ns();
+	st->c.reloads_failed++;
+	ids_print(st, "reload", sl_now_ns());
+	fprintf(stderr,
+		IDS_PROG ": reload failed, keeping the %" PRIu32
+			 " current rules: %s\n",
+		st->cur->rs->n_rules, why);
+	fflush(stderr);
+}
 
-	if (ids_db_load(nf, st, 0, &d, err, sizeof(err)) != 0) {
-		st->c.reloads_failed++;
-		ids_print(st, "reload", now);
-		fprintf(stderr,
-			IDS_PROG ": reload failed, keeping the %" PRIu32
-				 " current rules: %s\n",
-			st->cur->rs->n_rules, err);
-		fflush(stderr);
+static void *
+ids_builder(void *arg)
+{
+	struct ids_build *b = arg;
+
+	b->rc = ids_db_build(b->path, &b->db, b->err, sizeof(b->err));
+	__atomic_store_n(&b->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* Starts a build in a thread (signals blocked in it, so that SIGHUP and
+ * SIGTERM reach the NF thread); packets go on through the current rules. */
+static void
+ids_reload_start(struct ids_state *st)
+{
+	struct ids_build *b = calloc(1, sizeof(*b));
+	sigset_t all, old;
+	char why[128];
+	int rc;
+
+	if (b == NULL) {
+		ids_reload_failed(st, "out of memory");
+		return;
+	}
+	b->path = st->rules_path;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(&b->thread, NULL, ids_builder, b);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0) {
+		free(b);
+		snprintf(why, sizeof(why),
+			 "cannot start a thread to compile them (%s); send "
+			 "SIGHUP again",
+			 strerror(rc));
+		ids_reload_failed(st, why);
+		return;
+	}
+	st->build = b;
+	fprintf(stderr,
+		IDS_PROG ": reloading %s in the background; packets go on "
+			 "through the %" PRIu32 " current rules until it is "
+			 "compiled\n",
+		st->rules_path, st->cur->rs->n_rules);
+	fflush(stderr);
+}
+
+/* Takes the new rules (their divert services looked up now), or says
+ * why not. */
+static void
+ids_reload_take(struct ids_state *st, struct sl_nf *nf, struct ids_build *b)
+{
+	if (b->rc == 0 && ids_db_resolve(nf, b->db, st->rules_path, 0, b->err,
+					 sizeof(b->err)) != 0) {
+		ids_db_free(b->db);
+		b->rc = -EINVAL;
+	}
+	if (b->rc != 0) {
+		ids_reload_failed(st, b->err);
 		return;
 	}
 	st->c.reloads++;
-	ids_print(st, "reload", now);
+	ids_print(st, "reload", sl_now_ns());
 	ids_close_streams(st);
 	ids_db_free(st->cur);
-	st->cur = d;
+	st->cur = b->db;
 	ids_print_rules(st, "reloaded");
+}
+
+/* If the build has finished, between two packets: swap, then start the
+ * reload a SIGHUP asked for during it. */
+static void
+ids_reload_poll(struct ids_state *st, struct sl_nf *nf)
+{
+	struct ids_build *b = st->build;
+
+	if (b == NULL || !__atomic_load_n(&b->done, __ATOMIC_ACQUIRE))
+		return;
+	pthread_join(b->thread, NULL);
+	st->build = NULL;
+	ids_reload_take(st, nf, b);
+	free(b);
+	if (st->reload_again) {
+		st->reload_again = 0;
+		ids_reload_start(st);
+	}
+}
+
+static void
+ids_reload(struct sl_nf *nf)
+{
+	struct ids_state *st = sl_nf_priv(nf);
+
+	ids_reload_poll(st, nf);
+	if (st->build == NULL) {
+		ids_reload_start(st);
+		return;
+	}
+	st->reload_again = 1; /* the file may have changed since it was read */
+	fprintf(stderr,
+		IDS_PROG ": SIGHUP during a reload: %s will be read again once "
+			 "the current one is compiled\n",
+		st->rules_path);
+	fflush(stderr);
 }
 
 /* ---- callbacks ----------------------------------------------------- */
@@ -641,6 +754,8 @@ ids_tick(struct sl_nf *nf, uint64_t now)
 {
 	struct ids_state *st = sl_nf_priv(nf);
 
+	if (st->build != NULL)
+		ids_reload_poll(st, nf);
 	ids_sweep(st, now);
 	if (sl_stats_line_due(&st->stats, now))
 		ids_print(st, "periodic", now);
@@ -681,6 +796,13 @@ ids_on_reply(struct sl_nf *nf, int64_t id, int result, const char *reason)
 static void
 ids_state_free(struct ids_state *st)
 {
+	if (st->build != NULL) { /* its rules are not used */
+		pthread_join(st->build->thread, NULL);
+		if (st->build->rc == 0)
+			ids_db_free(st->build->db);
+		free(st->build);
+		st->build = NULL;
+	}
 	if (st->flows != NULL)
 		ids_close_streams(st);
 	free(st->flows);
@@ -716,7 +838,13 @@ ids_init(struct sl_nf *nf, int argc, char **argv)
 		fprintf(stderr, IDS_PROG ": missing --rules FILE\n");
 		return EINVAL;
 	}
-	rc = ids_db_load(nf, st, 1, &st->cur, err, sizeof(err));
+	rc = ids_db_build(st->rules_path, &st->cur, err, sizeof(err));
+	if (rc == 0 && ids_db_resolve(nf, st->cur, st->rules_path, 1, err,
+				      sizeof(err)) != 0) {
+		ids_db_free(st->cur);
+		st->cur = NULL;
+		rc = -EINVAL;
+	}
 	if (rc != 0) {
 		fprintf(stderr, IDS_PROG ": %s\n", err);
 		return rc == -ENOMEM ? ENOMEM : EINVAL;
@@ -742,6 +870,16 @@ ids_fini(struct sl_nf *nf)
 
 	if (st == NULL)
 		return;
+	if (st->build != NULL) {
+		st->reload_again = 0;
+		ids_reload_poll(st, nf); /* a finished one is taken as usual */
+	}
+	if (st->build != NULL)
+		fprintf(stderr,
+			IDS_PROG
+			": exiting during a reload: waiting for the "
+			"compile of %s to end; its rules are not used\n",
+			st->rules_path);
 	ids_print(st, "exit", sl_now_ns());
 	ids_state_free(st);
 	sl_nf_set_priv(nf, NULL);

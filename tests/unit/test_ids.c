@@ -587,6 +587,37 @@ test_table_full_and_timeout(void **state)
 	stop();
 }
 
+static void
+do_reload(void *arg)
+{
+	(void)arg;
+	stub_ops->reload(stub_nf());
+}
+
+/* SIGHUP, then ticks until the background compile is taken (at most
+ * 10 s); returns all they printed. */
+static char *
+reload_output(void)
+{
+	char *out = stub_capture_stderr(do_reload, NULL), *t;
+	size_t n;
+
+	assert_non_null(out);
+	for (int i = 0; i < 10000; i++) {
+		if (strstr(out, "reloaded ") || strstr(out, "reload failed"))
+			return out;
+		usleep(1000);
+		t = tick_output(stub_now_ns);
+		n = strlen(out);
+		out = realloc(out, n + strlen(t) + 1);
+		assert_non_null(out);
+		memcpy(out + n, t, strlen(t) + 1);
+		free(t);
+	}
+	fail_msg("the reload did not end: %s", out);
+	return out;
+}
+
 /* SIGHUP: a good file replaces the rules (streams start again), a bad
  * one keeps them and says why, naming the line. */
 static void
@@ -601,8 +632,12 @@ test_reload(void **state)
 	write_rules("alert tcp any any -> any any (content:\"NEW\"; sid:2;)\n"
 		    "alert tcp any any -> any any (content:\"OLD\"; sid:3; "
 		    "rev:2;)\n");
-	out = stub_capture_stderr((void (*)(void *))stub_ops->reload,
-				  stub_nf());
+	out = reload_output();
+	snprintf(want, sizeof(want),
+		 "sluice-ids: reloading %s in the background; packets go on "
+		 "through the 1 current rules until it is compiled\n",
+		 g_path);
+	assert_has(out, want);
 	assert_has(out, "ids-stats: reason=reload ");
 	snprintf(want, sizeof(want),
 		 "sluice-ids: reloaded 2 rules from %s (Hyperscan ", g_path);
@@ -613,15 +648,25 @@ test_reload(void **state)
 	assert_string_equal(alert_sids(), "2,3,");
 	write_rules("alert tcp any any -> any any (content:\"A\"; sid:4;)\n"
 		    "alert tcp any any -> any any (content:\"B\"; sid:4;)\n");
-	out = stub_capture_stderr((void (*)(void *))stub_ops->reload,
-				  stub_nf());
+	out = reload_output();
 	snprintf(want, sizeof(want),
 		 "sluice-ids: reload failed, keeping the 2 current rules: "
 		 "%s:2: sid 4 is already used by the rule on line 1\n",
 		 g_path);
 	assert_has(out, want);
 	free(out);
-	assert_stats(" rules=2 reloads=1 reloads_failed=1\n");
+	/* A divert service is looked up when the compile is taken. */
+	write_rules("divert tcp any any -> any any (content:\"A\"; "
+		    "divert:nowhere; sid:4;)\n");
+	out = reload_output();
+	snprintf(want, sizeof(want),
+		 "sluice-ids: reload failed, keeping the 2 current rules: "
+		 "%s:1: sid 4: option 'divert': no service 'nowhere' (sluice "
+		 "status lists them)\n",
+		 g_path);
+	assert_has(out, want);
+	free(out);
+	assert_stats(" rules=2 reloads=1 reloads_failed=2\n");
 	g_n_msg = 0;
 	c2s(2, 0, "NEW");
 	assert_string_equal(alert_sids(), "2,");
