@@ -498,6 +498,42 @@ test_sets(void **state)
 	stop();
 }
 
+/* IPv6 prefixes and sets; ICMP payload after its 8-byte header; an IPv4
+ * prefix never matches IPv6. */
+static void
+test_ipv6_and_icmp(void **state)
+{
+	struct frame f;
+
+	(void)state;
+	start("alert tcp 2001:db8::/32 any -> [2001:db8::2,10.65.0.0/16] 80 "
+	      "(content:\"cdef\"; sid:1;)\n"
+	      "alert tcp 10.0.0.0/8 any <> any any (content:\"cdef\"; sid:2;)\n"
+	      "alert icmp any any -> any any (content:\"|00 00 00 00|\"; "
+	      "sid:3;)\n"
+	      "alert tcp !2001:db8::1 any -> any any (content:\"cdef\"; "
+	      "sid:4;)\n",
+	      NULL, NULL);
+	g_n_msg = 0;
+	frame_ip6(&f, IPPROTO_TCP, v6_a, 1234, v6_b, 80, 10); /* abcdefghij */
+	assert_int_equal(send1(&f, NULL), SL_NEXT);
+	assert_string_equal(alert_sids(), "1,");
+	assert_has(g_msg[0].value,
+		   "flow=tcp [2001:db8::1]:1234 > [2001:db8::2]:80");
+	g_n_msg = 0;
+	frame_ip6(&f, IPPROTO_TCP, v6_b, 80, v6_a, 1234, 10); /* reply */
+	send1(&f, NULL);
+	assert_string_equal(alert_sids(), "4,");
+	g_n_msg = 0;
+	frame_ip4(&f, IPPROTO_ICMP, CLI, 0, SRV, 0, 3); /* 3 zeros: no */
+	send1(&f, NULL);
+	assert_string_equal(alert_sids(), "");
+	frame_ip4(&f, IPPROTO_ICMP, CLI, 0, SRV, 0, 8);
+	send1(&f, NULL); /* the same flow: 3 + 8 zeros in its stream */
+	assert_string_equal(alert_sids(), "3,");
+	stop();
+}
+
 /* drop: the packet and every later one of the flow, both ways. */
 static void
 test_drop(void **state)
@@ -841,6 +877,7 @@ main(void)
 		cmocka_unit_test(test_distance_within),
 		cmocka_unit_test(test_nocase_and_hex),
 		cmocka_unit_test(test_sets),
+		cmocka_unit_test(test_ipv6_and_icmp),
 		cmocka_unit_test(test_drop),
 		cmocka_unit_test(test_divert),
 		cmocka_unit_test(test_table_full_and_timeout),
