@@ -55,6 +55,7 @@ struct msg {
 
 static struct msg g_msg[MAX_MSG];
 static unsigned g_n_msg;
+static int g_msg_fail; /* sl_message fails while set */
 
 struct cd {
 	struct sl_5tuple t;
@@ -71,6 +72,8 @@ sl_message(struct sl_nf *nf, uint16_t service, const char *key,
 	   const char *value)
 {
 	(void)nf;
+	if (g_msg_fail)
+		return -ENOBUFS;
 	assert_true(g_n_msg < MAX_MSG);
 	g_msg[g_n_msg].service = service;
 	snprintf(g_msg[g_n_msg].key, sizeof(g_msg[0].key), "%s", key);
@@ -134,6 +137,7 @@ start(const char *rules, const char *a1, const char *a2)
 	int rc;
 
 	g_n_msg = 0;
+	g_msg_fail = 0;
 	g_n_cd = 0;
 	g_cd_fail = 0;
 	stub_now_ns = 1 * NS;
@@ -495,6 +499,42 @@ test_sets(void **state)
 	udp_frame(&f, CLI, 5000, SRV, 53, "s1 s3 s4");
 	assert_int_equal(send1(&f, NULL), SL_NEXT);
 	assert_string_equal(alert_sids(), "3,4,");
+	stop();
+}
+
+/* --alert-rate: alerts over it are counted, not printed or sent, and
+ * their action is taken; --alert-to; a Message that cannot be queued is
+ * counted; UDP datagrams of a flow are one stream. */
+static void
+test_alert_rate_and_udp(void **state)
+{
+	struct frame f;
+	char *out;
+
+	(void)state;
+	start("drop udp any any -> any 53 (content:\"BADQUERY\"; sid:1;)\n",
+	      "--alert-rate=1", "--alert-to=sandbox");
+	udp_frame(&f, CLI, 1000, SRV, 53, "xxBAD");
+	assert_int_equal(send1(&f, NULL), SL_NEXT);
+	udp_frame(&f, CLI, 1000, SRV, 53, "QUERY");
+	assert_int_equal(send1(&f, &out), SL_DROP);
+	assert_has(out, "ids-alert: sid=1 rev=0 action=drop flow=udp "
+			"10.65.1.2:1000 > 10.65.2.80:53 msg=\"\"\n");
+	free(out);
+	assert_int_equal(g_n_msg, 1);
+	assert_int_equal(g_msg[0].service, SANDBOX);
+	udp_frame(&f, CLI, 1001, SRV, 53, "BADQUERY"); /* same second */
+	assert_int_equal(send1(&f, &out), SL_DROP);
+	assert_string_equal(out, "");
+	free(out);
+	assert_int_equal(g_n_msg, 1);
+	stub_now_ns = 2 * NS; /* a new second, but no room for the message */
+	g_msg_fail = 1;
+	udp_frame(&f, CLI, 1002, SRV, 53, "BADQUERY");
+	assert_int_equal(send1(&f, NULL), SL_DROP);
+	g_msg_fail = 0;
+	assert_stats(" alerts=3 alerts_quiet=1 dropped_rule=3 dropped_flow=0 "
+		     "diverted=0 divert_failed=0 messages_failed=1 ");
 	stop();
 }
 
@@ -877,6 +917,7 @@ main(void)
 		cmocka_unit_test(test_distance_within),
 		cmocka_unit_test(test_nocase_and_hex),
 		cmocka_unit_test(test_sets),
+		cmocka_unit_test(test_alert_rate_and_udp),
 		cmocka_unit_test(test_ipv6_and_icmp),
 		cmocka_unit_test(test_drop),
 		cmocka_unit_test(test_divert),
