@@ -92,6 +92,7 @@ struct ids_state {
 	int alert_to;           /* --alert-to (service id, -1: own) */
 	uint32_t alert_rate;    /* --alert-rate (per second) */
 	uint64_t stats_ms;      /* --stats-ms */
+	int full_drop;          /* --full: 0 pass, 1 drop */
 
 	struct ids_db *cur;
 	struct rte_hash *h;
@@ -510,7 +511,7 @@ ids_pkt(struct sl_nf *nf, struct rte_mbuf *m)
 	}
 	f = ids_flow_get(st, &t, &dir, sl_now_ns());
 	if (f == NULL)
-		return SL_NEXT; /* flows_full: not inspected */
+		return st->full_drop ? SL_DROP : SL_NEXT; /* flows_full */
 	if (f->dropped) {
 		st->c.dropped_flow++;
 		return SL_DROP;
@@ -887,8 +888,11 @@ ids_fini(struct sl_nf *nf)
 
 static const char ids_usage[] =
 	"usage: " IDS_PROG " [EAL args] -- [libsluice args] --rules FILE"
-	" [--flows N] [--timeout S] [--alert-to SERVICE] [--alert-rate N]"
+	" [--flows N] [--full pass|drop] [--timeout S] [--alert-to SERVICE]"
+	" [--alert-rate N]"
 	" [--stats-ms MS]\n";
+
+static const char *const ids_full_choices[] = {"pass", "drop", NULL};
 
 static const struct sl_nf_opt ids_opts[] = {
 	{.name = "rules",
@@ -931,6 +935,14 @@ static const struct sl_nf_opt ids_opts[] = {
 	 SL_OPT_AT(struct ids_state, alert_rate),
 	 .max = 1000000,
 	 .def = "1000"},
+	{.name = "full",
+	 .type = SL_OPT_CHOICE,
+	 .arg = "pass|drop",
+	 .help = "what to do with packets of new flows when the table is "
+		 "full:\npass them uninspected (default) or drop them",
+	 SL_OPT_AT(struct ids_state, full_drop),
+	 .choices = ids_full_choices,
+	 .what = "pass or drop"},
 	{.name = "stats-ms",
 	 .type = SL_OPT_NUMBER,
 	 .arg = "MS",
