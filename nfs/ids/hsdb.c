@@ -14,13 +14,17 @@
  * those of the match's end) and max_offset (offset + depth); for a longer
  * chain, an anchored prefix ^[\s\S]{OFFSET,OFFSET+DEPTH-LEN} (^ is the
  * start of the stream). A pcre is one more expression with its flags.
- * A rule of one expression reports under the rule's index; a rule of
- * several is a logical combination (HS_FLAG_COMBINATION, "a & b & ...")
- * of quiet sub-expressions. Every reporting expression has
- * HS_FLAG_SINGLEMATCH: a rule fires at most once per stream (one flow
- * direction). No start of match is needed (no HS_FLAG_SOM_LEFTMOST: it
- * would cost stream state), since every position constraint is in the
- * expression.
+ * A rule of one expression reports under the rule's index. A rule of
+ * several (parts) reports each under an id of its own (n_rules + its
+ * index in struct ids_parts, which names the rule and the part's bit):
+ * the NF keeps, per flow direction, which parts of such rules have
+ * matched and fires the rule when all have. (Not Hyperscan's logical
+ * combinations: in stream mode 5.4 reports a combination only once a
+ * later match or the end of the stream comes, so the packet that
+ * completes it would go by.) Every expression has HS_FLAG_SINGLEMATCH: a
+ * rule or part fires at most once per stream (one flow direction). No
+ * start of match is needed (no HS_FLAG_SOM_LEFTMOST: it would cost
+ * stream state), since every position constraint is in the expression.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -42,7 +46,6 @@ struct hs_build {
 	uint32_t *rule;
 	char (*what)[32];
 	uint32_t n, cap;
-	uint32_t next_sub; /* next sub-expression id */
 };
 
 static int
@@ -164,7 +167,7 @@ sb_literal(struct sbuf *sb, const struct ids_content *c)
 		sb_add(sb, ")");
 }
 
-/* The chain of contents [first, last] as one expression, with its ext. */
+/* The chain of contents c[0..n) as one expression, with its ext. */
 static char *
 chain_expr(const struct ids_content *c, uint32_t n, hs_expr_ext_t *ext)
 {
@@ -209,76 +212,101 @@ chain_expr(const struct ids_content *c, uint32_t n, hs_expr_ext_t *ext)
 	return sb.s;
 }
 
-/* Adds rule ri's expressions. */
+/* Records that expression id is part bit of rule ri. */
 static int
-add_rule(struct hs_build *b, const struct ids_rule *r, uint32_t ri,
-	 uint32_t n_rules)
+parts_add(struct ids_parts *p, uint32_t ri, unsigned bit)
 {
-	unsigned sub[IDS_CONTENTS_MAX + IDS_PCRES_MAX];
-	uint32_t n_sub = 0, parts, i, j;
+	if (p->n % 256 == 0) {
+		void *r = realloc(p->rule, (p->n + 256) * sizeof(*p->rule));
+		void *m;
+
+		if (r == NULL)
+			return -ENOMEM;
+		p->rule = r;
+		m = realloc(p->bit, (p->n + 256) * sizeof(*p->bit));
+		if (m == NULL)
+			return -ENOMEM;
+		p->bit = m;
+	}
+	p->rule[p->n] = ri;
+	p->bit[p->n] = (uint8_t)bit;
+	p->n++;
+	return 0;
+}
+
+/* Adds rule ri's expressions: one under id ri, or (several parts) each
+ * under id n_rules + its index in p. */
+static int
+add_rule(struct hs_build *b, struct ids_parts *p, const struct ids_rule *r,
+	 uint32_t ri, uint32_t n_rules)
+{
+	uint32_t parts = r->n_pcres, bit = 0, i, j;
 	hs_expr_ext_t ext;
 	char what[32];
 	int rc;
 
-	parts = r->n_pcres;
 	for (i = 0; i < r->n_contents; i++)
 		parts += !(r->content[i].has_distance ||
 			   r->content[i].has_within);
-	for (i = 0; i < r->n_contents; i = j) {
+	p->mask[ri] = parts == 1 ? 0 : (uint32_t)((1ull << parts) - 1);
+	for (i = 0; i < r->n_contents; i = j, bit++) {
 		for (j = i + 1;
 		     j < r->n_contents &&
 		     (r->content[j].has_distance || r->content[j].has_within);
 		     j++)
 			;
-		unsigned id = parts == 1 ? ri : n_rules + b->next_sub++;
-		unsigned fl = parts == 1 ? HS_FLAG_SINGLEMATCH : HS_FLAG_QUIET;
+		unsigned id = parts == 1 ? ri : n_rules + p->n;
 
 		snprintf(what, sizeof(what), "content %u", i + 1);
-		rc = build_add(b, chain_expr(&r->content[i], j - i, &ext), fl,
-			       id, &ext, ri, what);
+		rc = build_add(b, chain_expr(&r->content[i], j - i, &ext),
+			       HS_FLAG_SINGLEMATCH, id, &ext, ri, what);
+		if (rc == 0 && parts > 1)
+			rc = parts_add(p, ri, bit);
 		if (rc != 0)
 			return rc;
-		sub[n_sub++] = id;
 	}
-	for (i = 0; i < r->n_pcres; i++) {
-		unsigned id = parts == 1 ? ri : n_rules + b->next_sub++;
-		unsigned fl =
-			r->pcre[i].flags |
-			(parts == 1 ? HS_FLAG_SINGLEMATCH : HS_FLAG_QUIET);
+	for (i = 0; i < r->n_pcres; i++, bit++) {
+		unsigned id = parts == 1 ? ri : n_rules + p->n;
 
 		snprintf(what, sizeof(what), "pcre %u", i + 1);
-		rc = build_add(b, strdup(r->pcre[i].re), fl, id, NULL, ri,
-			       what);
+		rc = build_add(b, strdup(r->pcre[i].re),
+			       r->pcre[i].flags | HS_FLAG_SINGLEMATCH, id, NULL,
+			       ri, what);
+		if (rc == 0 && parts > 1)
+			rc = parts_add(p, ri, bit);
 		if (rc != 0)
 			return rc;
-		sub[n_sub++] = id;
 	}
-	if (parts == 1)
-		return 0;
-	struct sbuf sb = {0};
+	return 0;
+}
 
-	for (i = 0; i < n_sub; i++)
-		sb_add(&sb, "%s%u", i ? " & " : "", sub[i]);
-	if (sb.oom) {
-		free(sb.s);
-		return -ENOMEM;
-	}
-	return build_add(b, sb.s, HS_FLAG_COMBINATION | HS_FLAG_SINGLEMATCH, ri,
-			 NULL, ri, "the combination of its parts");
+void
+ids_parts_free(struct ids_parts *p)
+{
+	free(p->rule);
+	free(p->bit);
+	free(p->mask);
+	memset(p, 0, sizeof(*p));
 }
 
 int
 ids_rules_compile(const struct ids_ruleset *rs, const char *path,
-		  struct hs_database **db, char *err, size_t size)
+		  struct hs_database **db, struct ids_parts *parts, char *err,
+		  size_t size)
 {
 	struct hs_build b = {0};
 	hs_compile_error_t *ce = NULL;
 	hs_database_t *out = NULL;
 	int rc = 0;
 
+	memset(parts, 0, sizeof(*parts));
+	parts->mask = calloc(rs->n_rules, sizeof(*parts->mask));
+	if (parts->mask == NULL)
+		rc = -ENOMEM;
 	for (uint32_t i = 0; i < rs->n_rules && rc == 0; i++)
-		rc = add_rule(&b, &rs->rules[i], i, rs->n_rules);
+		rc = add_rule(&b, parts, &rs->rules[i], i, rs->n_rules);
 	if (rc != 0) {
+		ids_parts_free(parts);
 		build_free(&b);
 		snprintf(err, size, "out of memory");
 		return -ENOMEM;
@@ -310,5 +338,7 @@ ids_rules_compile(const struct ids_ruleset *rs, const char *path,
 	build_free(&b);
 	if (rc == 0)
 		*db = out;
+	else
+		ids_parts_free(parts);
 	return rc;
 }

@@ -46,14 +46,22 @@
 #define IDS_NS 1000000000ull
 #define IDS_PRINT_RULES 32
 #define IDS_SERVICE_WAIT_MS 5000
+#define IDS_PARTIALS 8 /* rules of several parts pending per direction */
 
-/* One direction of a flow: its Hyperscan stream and, for TCP, the next
- * sequence number expected. */
+/* A rule of several parts some of which matched in a direction. */
+struct ids_partial {
+	uint32_t rule;
+	uint32_t mask; /* the parts seen */
+};
+
+/* One direction of a flow: its Hyperscan stream, for TCP the next
+ * sequence number expected, and its partly matched rules. */
 struct ids_dir {
 	hs_stream_t *s; /* kept when the slot is reused (hs_reset_stream) */
 	uint32_t next_seq;
 	uint8_t seq_known;
-	uint8_t used; /* s has been opened or reset for this flow */
+	uint8_t n_partials;
+	struct ids_partial partial[IDS_PARTIALS];
 };
 
 /* A flow's slot, at the position rte_hash gives its key. */
@@ -73,6 +81,7 @@ struct ids_db {
 	hs_scratch_t *scratch;
 	int *divert_to; /* [n_rules]: service id of a divert rule */
 	uint64_t *hits; /* [n_rules]: alerts raised */
+	struct ids_parts parts;
 };
 
 struct ids_counters {
@@ -80,7 +89,7 @@ struct ids_counters {
 	uint64_t scanned_bytes, alerts, alerts_quiet, dropped_rule;
 	uint64_t dropped_flow, diverted, divert_failed, messages_failed;
 	uint64_t flows_new, flows_expired, flows_full, tcp_retrans, tcp_gaps;
-	uint64_t hs_errors, requests_applied, requests_rejected;
+	uint64_t hs_errors, partials_full, requests_applied, requests_rejected;
 	uint64_t reloads, reloads_failed;
 };
 
@@ -126,9 +135,9 @@ struct ids_scan {
 	struct ids_state *st;
 	struct sl_nf *nf;
 	struct ids_flow *f;
+	struct ids_dir *d;
 	const struct rte_mbuf *m;
 	const struct sl_5tuple *t; /* the packet's own direction */
-	sl_verdict_t verdict;
 };
 
 /* ---- rule sets ----------------------------------------------------- */
@@ -141,6 +150,7 @@ ids_db_free(struct ids_db *d)
 	hs_free_scratch(d->scratch);
 	hs_free_database(d->db);
 	ids_rules_free(d->rs);
+	ids_parts_free(&d->parts);
 	free(d->divert_to);
 	free(d->hits);
 	free(d);
@@ -197,7 +207,8 @@ ids_db_build(const char *path, struct ids_db **out, char *err, size_t size)
 		}
 	}
 	if (rc == 0)
-		rc = ids_rules_compile(d->rs, path, &d->db, err, size);
+		rc = ids_rules_compile(d->rs, path, &d->db, &d->parts, err,
+				       size);
 	if (rc == 0 && hs_alloc_scratch(d->db, &d->scratch) != HS_SUCCESS) {
 		snprintf(err, size, "cannot allocate Hyperscan scratch space");
 		rc = -ENOMEM;
@@ -303,30 +314,60 @@ ids_divert(struct ids_state *st, struct sl_nf *nf, struct ids_flow *f,
 	st->c.diverted++;
 }
 
-/* Hyperscan's match callback: id is the rule's index. */
+/* Part bit of rule ri matched: 1 when that completes the rule. A rule
+ * with no room left in the direction's partials is counted and missed. */
+static int
+ids_part(struct ids_scan *sc, uint32_t ri, unsigned bit, uint32_t all)
+{
+	struct ids_dir *d = sc->d;
+	unsigned i;
+
+	for (i = 0; i < d->n_partials && d->partial[i].rule != ri; i++)
+		;
+	if (i == d->n_partials) {
+		if (i == IDS_PARTIALS) {
+			sc->st->c.partials_full++;
+			return 0;
+		}
+		d->partial[i].rule = ri;
+		d->partial[i].mask = 0;
+		d->n_partials++;
+	}
+	d->partial[i].mask |= 1u << bit;
+	return d->partial[i].mask == all;
+}
+
+/* Hyperscan's match callback: id is a rule's index, or n_rules + the
+ * index of one part of a rule of several. */
 static int
 ids_on_match(unsigned int id, unsigned long long from, unsigned long long to,
 	     unsigned int flags, void *ctx)
 {
 	struct ids_scan *sc = ctx;
 	const struct ids_db *d = sc->st->cur;
+	uint32_t n = d->rs->n_rules, ri = id;
 	const struct ids_rule *r;
 
 	(void)from;
 	(void)to;
 	(void)flags;
-	if (id >= d->rs->n_rules)
-		return 0; /* a sub-expression cannot report; defensive */
-	r = &d->rs->rules[id];
+	if (id >= n) {
+		if (id - n >= d->parts.n)
+			return 0; /* cannot happen */
+		ri = d->parts.rule[id - n];
+	}
+	r = &d->rs->rules[ri];
 	if (!ids_rule_header_match(r, sc->t))
 		return 0;
-	d->hits[id]++;
+	if (id >= n &&
+	    !ids_part(sc, ri, d->parts.bit[id - n], d->parts.mask[ri]))
+		return 0;
+	d->hits[ri]++;
 	ids_alert(sc, r);
-	if (r->action == IDS_DROP) {
+	if (r->action == IDS_DROP)
 		sc->f->dropped = 1;
-	} else if (r->action == IDS_DIVERT && sc->f->divert_to == 0) {
-		sc->f->divert_to = d->divert_to[id] + 1;
-	}
+	else if (r->action == IDS_DIVERT && sc->f->divert_to == 0)
+		sc->f->divert_to = d->divert_to[ri] + 1;
 	return 0;
 }
 
@@ -376,8 +417,8 @@ ids_flow_get(struct ids_state *st, const struct sl_5tuple *t, int *dir,
 			if (f->dir[d].s != NULL)
 				hs_reset_stream(f->dir[d].s, 0, NULL, NULL,
 						NULL);
-			f->dir[d].used = f->dir[d].s != NULL;
 			f->dir[d].seq_known = 0;
+			f->dir[d].n_partials = 0;
 		}
 		f->in_use = 1;
 		f->dropped = 0;
@@ -473,7 +514,6 @@ ids_scan(struct ids_scan *sc, struct ids_dir *d, uint32_t off, uint32_t len)
 		st->c.hs_errors++;
 		return;
 	}
-	d->used = 1;
 	if (hs_scan_stream(d->s, data, len, 0, st->cur->scratch, ids_on_match,
 			   sc) != HS_SUCCESS)
 		st->c.hs_errors++;
@@ -522,7 +562,7 @@ ids_pkt(struct sl_nf *nf, struct rte_mbuf *m)
 	} else if (len == 0) {
 		st->c.no_payload++;
 	} else {
-		struct ids_scan sc = {st, nf, f, m, &t, SL_NEXT};
+		struct ids_scan sc = {st, nf, f, &f->dir[dir], m, &t};
 
 		ids_scan(&sc, &f->dir[dir], off, (uint32_t)len);
 	}
@@ -558,16 +598,16 @@ ids_print(struct ids_state *st, const char *reason, uint64_t now)
 		" flows_new=%" PRIu64 " flows_expired=%" PRIu64
 		" flows_full=%" PRIu64 " tcp_retrans=%" PRIu64
 		" tcp_gaps=%" PRIu64 " hs_errors=%" PRIu64
-		" requests_ok=%" PRIu64 " requests_failed=%" PRIu64
-		" rules=%" PRIu32 " reloads=%" PRIu64 " reloads_failed=%" PRIu64
-		"\n",
+		" partials_full=%" PRIu64 " requests_ok=%" PRIu64
+		" requests_failed=%" PRIu64 " rules=%" PRIu32
+		" reloads=%" PRIu64 " reloads_failed=%" PRIu64 "\n",
 		head, c->non_ip, c->malformed, c->fragments, c->no_payload,
 		c->scanned_bytes, c->alerts, c->alerts_quiet, c->dropped_rule,
 		c->dropped_flow, c->diverted, c->divert_failed,
 		c->messages_failed, st->n_flows, c->flows_new, c->flows_expired,
 		c->flows_full, c->tcp_retrans, c->tcp_gaps, c->hs_errors,
-		c->requests_applied, c->requests_rejected, st->cur->rs->n_rules,
-		c->reloads, c->reloads_failed);
+		c->partials_full, c->requests_applied, c->requests_rejected,
+		st->cur->rs->n_rules, c->reloads, c->reloads_failed);
 	for (uint32_t i = 0; i < st->cur->rs->n_rules; i++) {
 		const struct ids_rule *r = &st->cur->rs->rules[i];
 
@@ -626,7 +666,7 @@ ids_close_streams(struct ids_state *st)
 			if (x->s != NULL)
 				hs_close_stream(x->s, NULL, NULL, NULL);
 			x->s = NULL;
-			x->used = 0;
+			x->n_partials = 0;
 		}
 }
 

@@ -97,10 +97,22 @@ int ids_rules_parse_text(const char *path, const char *text,
 			 struct ids_ruleset **out, char *err, size_t err_size);
 void ids_rules_free(struct ids_ruleset *rs);
 
-/* Compiles the rules into a stream-mode database: 0, or -EINVAL with
- * "FILE:LINE: sid N: PROBLEM" in err. */
+/* The expressions of rules of several parts: expression id n_rules + k
+ * is part bit[k] of rule rule[k]; mask[r] is all of rule r's parts (0 for
+ * a rule of one expression, which reports under id r). */
+struct ids_parts {
+	uint32_t n;
+	uint32_t *rule;
+	uint8_t *bit;
+	uint32_t *mask; /* [n_rules] */
+};
+
+/* Compiles the rules into a stream-mode database and its parts: 0, or
+ * -EINVAL with "FILE:LINE: sid N: PROBLEM" in err. */
 int ids_rules_compile(const struct ids_ruleset *rs, const char *path,
-		      struct hs_database **db, char *err, size_t err_size);
+		      struct hs_database **db, struct ids_parts *parts,
+		      char *err, size_t err_size);
+void ids_parts_free(struct ids_parts *p);
 
 /* Whether rule r applies to a packet going from t's src to its dst (for
  * <> rules, also the other way). */

@@ -398,6 +398,37 @@ test_overlapping_rules(void **state)
 	stop();
 }
 
+/* A rule of several parts fires on the packet that completes it (that
+ * packet gets its action); each direction keeps at most 8 partly matched
+ * rules: the parts of a 9th are counted (p9, q9) and it is missed. */
+static void
+test_parts(void **state)
+{
+	char rules[4096];
+	size_t k = 0;
+
+	(void)state;
+	k += (size_t)snprintf(rules + k, sizeof(rules) - k,
+			      "drop tcp any any -> any any (content:\"one\"; "
+			      "content:\"two\"; sid:100;)\n");
+	for (int i = 1; i <= 9; i++)
+		k += (size_t)snprintf(rules + k, sizeof(rules) - k,
+				      "alert tcp any any -> any any "
+				      "(content:\"p%d\"; pcre:\"/q%d/\"; "
+				      "sid:%d;)\n",
+				      i, i, i);
+	start(rules, NULL, NULL);
+	assert_int_equal(c2s(1, 0, "two"), SL_NEXT);
+	assert_int_equal(c2s(1, 3, "..one"), SL_DROP);
+	assert_string_equal(alert_sids(), "100,");
+	g_n_msg = 0;
+	c2s(2, 0, "p1p2p3p4p5p6p7p8p9");
+	c2s(2, 18, "q9q8q7q6q5q4q3q2q1");
+	assert_string_equal(alert_sids(), "8,7,6,5,4,3,2,1,");
+	assert_stats(" hs_errors=0 partials_full=2 ");
+	stop();
+}
+
 /* One flow per payload; returns the sids alerted by it. */
 static const char *
 probe(uint16_t sport, const char *payload)
@@ -415,7 +446,9 @@ test_offset_depth(void **state)
 	start("alert tcp any any -> any any (content:\"HELLO\"; offset:2; "
 	      "depth:7; sid:1;)\n"
 	      "alert tcp any any -> any any (content:\"HEAD\"; depth:4; "
-	      "content:\"X\"; distance:0; sid:2;)\n",
+	      "content:\"X\"; distance:0; sid:2;)\n"
+	      "alert tcp any any -> any any (content:\"abc\"; offset:2; "
+	      "depth:5; content:\"Q\"; sid:3;)\n",
 	      NULL, NULL);
 	assert_string_equal(probe(1, "xHELLO"), "");
 	assert_string_equal(probe(2, "xxHELLO"), "1,");
@@ -424,6 +457,12 @@ test_offset_depth(void **state)
 	assert_string_equal(probe(5, "HEADX"), "2,");
 	assert_string_equal(probe(6, "HEAD..X"), "2,");
 	assert_string_equal(probe(7, ".HEADX"), "");
+	/* Two chains (a combination): the anchored one keeps its offsets,
+	 * the other may come before or after it. */
+	assert_string_equal(probe(8, "xxabcQ"), "3,");
+	assert_string_equal(probe(9, "Qxxxabc"), "3,");
+	assert_string_equal(probe(10, "abcQ"), "");
+	assert_string_equal(probe(11, "xxxxxabcQ"), "");
 	stop();
 }
 
@@ -913,6 +952,7 @@ main(void)
 		cmocka_unit_test(test_retransmit_and_gap),
 		cmocka_unit_test(test_both_directions),
 		cmocka_unit_test(test_overlapping_rules),
+		cmocka_unit_test(test_parts),
 		cmocka_unit_test(test_offset_depth),
 		cmocka_unit_test(test_distance_within),
 		cmocka_unit_test(test_nocase_and_hex),
