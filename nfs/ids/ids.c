@@ -23,8 +23,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,97 +36,8 @@
 #include "sluice/nf.h"
 #include "sluice/pkt.h"
 
+#include "ids.h"
 #include "rules.h"
-
-#define IDS_PROG "sluice-ids"
-#define IDS_ERR_LEN 1024
-#define IDS_TICK_MS 100
-#define IDS_NS 1000000000ull
-#define IDS_PRINT_RULES 32
-#define IDS_SERVICE_WAIT_MS 5000
-#define IDS_PARTIALS 8 /* rules of several parts pending per direction */
-
-/* A rule of several parts some of which matched in a direction. */
-struct ids_partial {
-	uint32_t rule;
-	uint32_t mask; /* the parts seen */
-};
-
-/* One direction of a flow: its Hyperscan stream, for TCP the next
- * sequence number expected, and its partly matched rules. */
-struct ids_dir {
-	hs_stream_t *s; /* kept when the slot is reused (hs_reset_stream) */
-	uint32_t next_seq;
-	uint8_t seq_known;
-	uint8_t n_partials;
-	struct ids_partial partial[IDS_PARTIALS];
-};
-
-/* A flow's slot, at the position rte_hash gives its key. */
-struct ids_flow {
-	uint64_t last_ns;
-	struct ids_dir dir[2]; /* 0: the key's direction, 1: the other */
-	uint8_t in_use;
-	uint8_t dropped;   /* a drop rule matched */
-	int32_t divert_to; /* service id + 1 once a divert rule matched */
-	uint8_t diverted;  /* the ChangeDefault was queued */
-};
-
-/* A compiled rule set. */
-struct ids_db {
-	struct ids_ruleset *rs;
-	hs_database_t *db;
-	hs_scratch_t *scratch;
-	int *divert_to; /* [n_rules]: service id of a divert rule */
-	uint64_t *hits; /* [n_rules]: alerts raised */
-	struct ids_parts parts;
-};
-
-struct ids_counters {
-	uint64_t pkts, bytes, non_ip, malformed, fragments, no_payload;
-	uint64_t scanned_bytes, alerts, alerts_quiet, dropped_rule;
-	uint64_t dropped_flow, diverted, divert_failed, messages_failed;
-	uint64_t flows_new, flows_expired, flows_full, tcp_retrans, tcp_gaps;
-	uint64_t hs_errors, partials_full, requests_applied, requests_rejected;
-	uint64_t reloads, reloads_failed;
-};
-
-/* The NF's private context; libsluice stores the options in it. */
-struct ids_state {
-	const char *rules_path; /* --rules */
-	uint32_t capacity;      /* --flows */
-	double timeout_s;       /* --timeout */
-	int alert_to;           /* --alert-to (service id, -1: own) */
-	uint32_t alert_rate;    /* --alert-rate (per second) */
-	uint64_t stats_ms;      /* --stats-ms */
-	int full_drop;          /* --full: 0 pass, 1 drop */
-
-	struct ids_db *cur;
-	struct rte_hash *h;
-	struct ids_flow *flows;
-	uint32_t n_slots, n_flows, sweep_cursor;
-	uint64_t idle_ns, last_sweep_ns;
-	uint64_t alert_sec;     /* second of the alert budget */
-	uint32_t alerts_in_sec; /* alerts printed in it */
-	struct ids_counters c;
-	struct sl_stats_line stats;
-	struct ids_build *build; /* the reload being built, or NULL */
-	int reload_again;        /* SIGHUP during a build: reload after it */
-};
-
-/*
- * A reload in progress: ids_builder() reads and compiles the file in its
- * own thread (it only reads path); the NF thread sees done
- * (release/acquire), joins it and takes db, or err.
- */
-struct ids_build {
-	pthread_t thread;
-	const char *path;
-	int done;
-	int rc;
-	struct ids_db *db;
-	char err[IDS_ERR_LEN];
-};
 
 /* What the match callback needs about the packet being scanned. */
 struct ids_scan {
@@ -139,114 +48,6 @@ struct ids_scan {
 	const struct rte_mbuf *m;
 	const struct sl_5tuple *t; /* the packet's own direction */
 };
-
-/* ---- rule sets ----------------------------------------------------- */
-
-static void
-ids_db_free(struct ids_db *d)
-{
-	if (d == NULL)
-		return;
-	hs_free_scratch(d->scratch);
-	hs_free_database(d->db);
-	ids_rules_free(d->rs);
-	ids_parts_free(&d->parts);
-	free(d->divert_to);
-	free(d->hits);
-	free(d);
-}
-
-/* The services of the divert rules: waited for at start (their NFs may
- * be starting too), looked up once on reload. */
-static int
-ids_db_resolve(struct sl_nf *nf, struct ids_db *d, const char *path, int wait,
-	       char *err, size_t size)
-{
-	for (uint32_t i = 0; i < d->rs->n_rules; i++) {
-		const struct ids_rule *r = &d->rs->rules[i];
-		int id;
-
-		d->divert_to[i] = -1;
-		if (r->action != IDS_DIVERT)
-			continue;
-		id = wait ? sl_service_id_wait(nf, r->divert,
-					       IDS_SERVICE_WAIT_MS)
-			  : sl_service_id(nf, r->divert);
-		if (id < 0) {
-			snprintf(err, size,
-				 "%s:%u: sid %u: option 'divert': no service "
-				 "'%s' (sluice status lists them)",
-				 path, r->line, r->sid, r->divert);
-			return -EINVAL;
-		}
-		d->divert_to[i] = id;
-	}
-	return 0;
-}
-
-/* Reads, checks and compiles the rule file (divert services are looked
- * up after, on the NF's thread: ids_db_resolve). Nothing running changes
- * and nothing of the NF is used, so a reload runs it in a thread. */
-static int
-ids_db_build(const char *path, struct ids_db **out, char *err, size_t size)
-{
-	struct ids_db *d = calloc(1, sizeof(*d));
-	int rc;
-
-	if (d == NULL) {
-		snprintf(err, size, "out of memory");
-		return -ENOMEM;
-	}
-	rc = ids_rules_load(path, &d->rs, err, size);
-	if (rc == 0) {
-		d->divert_to = calloc(d->rs->n_rules, sizeof(*d->divert_to));
-		d->hits = calloc(d->rs->n_rules, sizeof(*d->hits));
-		if (d->divert_to == NULL || d->hits == NULL) {
-			snprintf(err, size, "out of memory");
-			rc = -ENOMEM;
-		}
-	}
-	if (rc == 0)
-		rc = ids_rules_compile(d->rs, path, &d->db, &d->parts, err,
-				       size);
-	if (rc == 0 && hs_alloc_scratch(d->db, &d->scratch) != HS_SUCCESS) {
-		snprintf(err, size, "cannot allocate Hyperscan scratch space");
-		rc = -ENOMEM;
-	}
-	if (rc != 0) {
-		ids_db_free(d);
-		return rc;
-	}
-	*out = d;
-	return 0;
-}
-
-static void
-ids_print_rules(const struct ids_state *st, const char *verb)
-{
-	const struct ids_ruleset *rs = st->cur->rs;
-	size_t ssize = 0;
-
-	hs_stream_size(st->cur->db, &ssize);
-	fprintf(stderr,
-		IDS_PROG ": %s %" PRIu32 " rules from %s (Hyperscan %s, "
-			 "%zu bytes of stream state per flow direction)\n",
-		verb, rs->n_rules, st->rules_path, hs_version(), ssize);
-	for (uint32_t i = 0; i < rs->n_rules && i < IDS_PRINT_RULES; i++) {
-		const struct ids_rule *r = &rs->rules[i];
-
-		fprintf(stderr,
-			IDS_PROG ":   sid %" PRIu32 " rev %" PRIu32
-				 " %s%s%s (line %" PRIu32 "): %s\n",
-			r->sid, r->rev, ids_action_name(r->action),
-			r->divert[0] ? " to " : "", r->divert, r->line,
-			r->msg[0] ? r->msg : "-");
-	}
-	if (rs->n_rules > IDS_PRINT_RULES)
-		fprintf(stderr, IDS_PROG ":   ... and %" PRIu32 " more\n",
-			rs->n_rules - IDS_PRINT_RULES);
-	fflush(stderr);
-}
 
 /* ---- alerts and actions -------------------------------------------- */
 
@@ -520,8 +321,6 @@ ids_scan(struct ids_scan *sc, struct ids_dir *d, uint32_t off, uint32_t len)
 	st->c.scanned_bytes += len;
 }
 
-static void ids_reload_poll(struct ids_state *st, struct sl_nf *nf);
-
 static sl_verdict_t
 ids_pkt(struct sl_nf *nf, struct rte_mbuf *m)
 {
@@ -580,7 +379,7 @@ ids_pkt(struct sl_nf *nf, struct rte_mbuf *m)
 /* ---- counters, expiry, reload -------------------------------------- */
 
 /* The counters line and the rules that fired; format in README.md. */
-static void
+void
 ids_print(struct ids_state *st, const char *reason, uint64_t now)
 {
 	const struct ids_counters *c = &st->c;
@@ -656,7 +455,7 @@ ids_sweep(struct ids_state *st, uint64_t now)
 
 /* Closes every stream (they belong to the database being replaced or
  * freed); flows open new ones on their next packet. */
-static void
+void
 ids_close_streams(struct ids_state *st)
 {
 	for (uint32_t i = 0; i < st->n_slots; i++)
@@ -668,124 +467,6 @@ ids_close_streams(struct ids_state *st)
 			x->s = NULL;
 			x->n_partials = 0;
 		}
-}
-
-static void
-ids_reload_failed(struct ids_state *st, const char *why)
-{
-	st->c.reloads_failed++;
-	ids_print(st, "reload", sl_now_ns());
-	fprintf(stderr,
-		IDS_PROG ": reload failed, keeping the %" PRIu32
-			 " current rules: %s\n",
-		st->cur->rs->n_rules, why);
-	fflush(stderr);
-}
-
-static void *
-ids_builder(void *arg)
-{
-	struct ids_build *b = arg;
-
-	b->rc = ids_db_build(b->path, &b->db, b->err, sizeof(b->err));
-	__atomic_store_n(&b->done, 1, __ATOMIC_RELEASE);
-	return NULL;
-}
-
-/* Starts a build in a thread (signals blocked in it, so that SIGHUP and
- * SIGTERM reach the NF thread); packets go on through the current rules. */
-static void
-ids_reload_start(struct ids_state *st)
-{
-	struct ids_build *b = calloc(1, sizeof(*b));
-	sigset_t all, old;
-	char why[128];
-	int rc;
-
-	if (b == NULL) {
-		ids_reload_failed(st, "out of memory");
-		return;
-	}
-	b->path = st->rules_path;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_create(&b->thread, NULL, ids_builder, b);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (rc != 0) {
-		free(b);
-		snprintf(why, sizeof(why),
-			 "cannot start a thread to compile them (%s); send "
-			 "SIGHUP again",
-			 strerror(rc));
-		ids_reload_failed(st, why);
-		return;
-	}
-	st->build = b;
-	fprintf(stderr,
-		IDS_PROG ": reloading %s in the background; packets go on "
-			 "through the %" PRIu32 " current rules until it is "
-			 "compiled\n",
-		st->rules_path, st->cur->rs->n_rules);
-	fflush(stderr);
-}
-
-/* Takes the new rules (their divert services looked up now), or says
- * why not. */
-static void
-ids_reload_take(struct ids_state *st, struct sl_nf *nf, struct ids_build *b)
-{
-	if (b->rc == 0 && ids_db_resolve(nf, b->db, st->rules_path, 0, b->err,
-					 sizeof(b->err)) != 0) {
-		ids_db_free(b->db);
-		b->rc = -EINVAL;
-	}
-	if (b->rc != 0) {
-		ids_reload_failed(st, b->err);
-		return;
-	}
-	st->c.reloads++;
-	ids_print(st, "reload", sl_now_ns());
-	ids_close_streams(st);
-	ids_db_free(st->cur);
-	st->cur = b->db;
-	ids_print_rules(st, "reloaded");
-}
-
-/* If the build has finished, between two packets: swap, then start the
- * reload a SIGHUP asked for during it. */
-static void
-ids_reload_poll(struct ids_state *st, struct sl_nf *nf)
-{
-	struct ids_build *b = st->build;
-
-	if (b == NULL || !__atomic_load_n(&b->done, __ATOMIC_ACQUIRE))
-		return;
-	pthread_join(b->thread, NULL);
-	st->build = NULL;
-	ids_reload_take(st, nf, b);
-	free(b);
-	if (st->reload_again) {
-		st->reload_again = 0;
-		ids_reload_start(st);
-	}
-}
-
-static void
-ids_reload(struct sl_nf *nf)
-{
-	struct ids_state *st = sl_nf_priv(nf);
-
-	ids_reload_poll(st, nf);
-	if (st->build == NULL) {
-		ids_reload_start(st);
-		return;
-	}
-	st->reload_again = 1; /* the file may have changed since it was read */
-	fprintf(stderr,
-		IDS_PROG ": SIGHUP during a reload: %s will be read again once "
-			 "the current one is compiled\n",
-		st->rules_path);
-	fflush(stderr);
 }
 
 /* ---- callbacks ----------------------------------------------------- */
@@ -837,13 +518,7 @@ ids_on_reply(struct sl_nf *nf, int64_t id, int result, const char *reason)
 static void
 ids_state_free(struct ids_state *st)
 {
-	if (st->build != NULL) { /* its rules are not used */
-		pthread_join(st->build->thread, NULL);
-		if (st->build->rc == 0)
-			ids_db_free(st->build->db);
-		free(st->build);
-		st->build = NULL;
-	}
+	ids_reload_discard(st);
 	if (st->flows != NULL)
 		ids_close_streams(st);
 	free(st->flows);
