@@ -126,7 +126,7 @@ ids_part(struct ids_scan *sc, uint32_t ri, unsigned bit, uint32_t all)
 	for (i = 0; i < d->n_partials && d->partial[i].rule != ri; i++)
 		;
 	if (i == d->n_partials) {
-		if (i == IDS_PARTIALS) {
+		if (i == sc->st->partials) {
 			sc->st->c.partials_full++;
 			return 0;
 		}
@@ -174,6 +174,15 @@ ids_on_match(unsigned int id, unsigned long long from, unsigned long long to,
 
 /* ---- flows --------------------------------------------------------- */
 
+/* The flow at table position pos: slots are slot_size bytes, a struct
+ * ids_flow and its two directions' partials. */
+static inline struct ids_flow *
+ids_slot(const struct ids_state *st, uint32_t pos)
+{
+	return (struct ids_flow *)((char *)st->flows +
+				   (size_t)pos * st->slot_size);
+}
+
 /* The flow's key (the smaller end first) and the packet's direction in
  * it. */
 static int
@@ -213,7 +222,7 @@ ids_flow_get(struct ids_state *st, const struct sl_5tuple *t, int *dir,
 			st->c.flows_full++;
 			return NULL;
 		}
-		f = &st->flows[pos];
+		f = ids_slot(st, (uint32_t)pos);
 		for (int d = 0; d < 2; d++) {
 			if (f->dir[d].s != NULL)
 				hs_reset_stream(f->dir[d].s, 0, NULL, NULL,
@@ -228,7 +237,7 @@ ids_flow_get(struct ids_state *st, const struct sl_5tuple *t, int *dir,
 		st->n_flows++;
 		st->c.flows_new++;
 	}
-	f = &st->flows[pos];
+	f = ids_slot(st, (uint32_t)pos);
 	f->last_ns = now;
 	return f;
 }
@@ -437,7 +446,7 @@ ids_sweep(struct ids_state *st, uint64_t now)
 	st->last_sweep_ns = now;
 	for (; budget > 0; budget--) {
 		uint32_t p = st->sweep_cursor;
-		struct ids_flow *f = &st->flows[p];
+		struct ids_flow *f = ids_slot(st, p);
 		struct sl_5tuple key;
 		void *kp;
 
@@ -460,7 +469,7 @@ ids_close_streams(struct ids_state *st)
 {
 	for (uint32_t i = 0; i < st->n_slots; i++)
 		for (int d = 0; d < 2; d++) {
-			struct ids_dir *x = &st->flows[i].dir[d];
+			struct ids_dir *x = &ids_slot(st, i)->dir[d];
 
 			if (x->s != NULL)
 				hs_close_stream(x->s, NULL, NULL, NULL);
@@ -542,7 +551,9 @@ ids_init(struct sl_nf *nf, int argc, char **argv)
 		.entries = st->capacity,
 		.key_len = sizeof(struct sl_5tuple),
 		.bytes_per_key = 74,
-		.slot_size = sizeof(struct ids_flow),
+		.slot_size =
+			sizeof(struct ids_flow) +
+			2 * (size_t)st->partials * sizeof(struct ids_partial),
 	};
 	char err[IDS_ERR_LEN];
 	void *slots = NULL;
@@ -571,6 +582,14 @@ ids_init(struct sl_nf *nf, int argc, char **argv)
 		return rc;
 	}
 	st->flows = slots;
+	st->slot_size = spec.slot_size;
+	for (uint32_t i = 0; i < st->n_slots; i++) {
+		struct ids_flow *f = ids_slot(st, i);
+		struct ids_partial *part = (struct ids_partial *)(f + 1);
+
+		f->dir[0].partial = part;
+		f->dir[1].partial = part + st->partials;
+	}
 	st->idle_ns = (uint64_t)(st->timeout_s * (double)IDS_NS);
 	st->last_sweep_ns = sl_now_ns();
 	sl_stats_line_start(&st->stats, st->stats_ms * 1000000ull,
@@ -603,7 +622,8 @@ ids_fini(struct sl_nf *nf)
 
 static const char ids_usage[] =
 	"usage: " IDS_PROG " [EAL args] -- [libsluice args] --rules FILE"
-	" [--flows N] [--full pass|drop] [--timeout S] [--alert-to SERVICE]"
+	" [--flows N] [--full pass|drop] [--partials N] [--timeout S]"
+	" [--alert-to SERVICE]"
 	" [--alert-rate N]"
 	" [--stats-ms MS]\n";
 
@@ -625,6 +645,15 @@ static const struct sl_nf_opt ids_opts[] = {
 	 .min = 16,
 	 .max = 4194304,
 	 .def = "65536"},
+	{.name = "partials",
+	 .type = SL_OPT_NUMBER,
+	 .arg = "N",
+	 .help = "rules of several parts partly matched kept per flow "
+		 "direction\n(default 8); a part beyond is lost (partials_full)",
+	 SL_OPT_AT(struct ids_state, partials),
+	 .min = 1,
+	 .max = 64,
+	 .def = "8"},
 	{.name = "timeout",
 	 .type = SL_OPT_NUMBER,
 	 .arg = "S",

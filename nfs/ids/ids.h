@@ -22,7 +22,6 @@
 #define IDS_NS 1000000000ull
 #define IDS_PRINT_RULES 32
 #define IDS_SERVICE_WAIT_MS 5000
-#define IDS_PARTIALS 8 /* rules of several parts pending per direction */
 
 /* A rule of several parts some of which matched in a direction. */
 struct ids_partial {
@@ -37,7 +36,7 @@ struct ids_dir {
 	uint32_t next_seq;
 	uint8_t seq_known;
 	uint8_t n_partials;
-	struct ids_partial partial[IDS_PARTIALS];
+	struct ids_partial *partial; /* [--partials], in the flow's slot */
 };
 
 /* A flow's slot, at the position rte_hash gives its key. */
@@ -83,6 +82,8 @@ struct ids_state {
 	struct rte_hash *h;
 	struct ids_flow *flows;
 	uint32_t n_slots, n_flows, sweep_cursor;
+	uint32_t partials; /* --partials */
+	size_t slot_size;  /* a flow and its 2 x partials */
 	uint64_t idle_ns, last_sweep_ns;
 	uint64_t alert_sec;     /* second of the alert budget */
 	uint32_t alerts_in_sec; /* alerts printed in it */

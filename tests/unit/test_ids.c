@@ -399,8 +399,9 @@ test_overlapping_rules(void **state)
 }
 
 /* A rule of several parts fires on the packet that completes it (that
- * packet gets its action); each direction keeps at most 8 partly matched
- * rules: the parts of a 9th are counted (p9, q9) and it is missed. */
+ * packet gets its action); each direction keeps at most --partials (8)
+ * partly matched rules: the parts of a 9th are counted (p9, q9) and it is
+ * missed; with --partials 2, only 2. */
 static void
 test_parts(void **state)
 {
@@ -425,6 +426,12 @@ test_parts(void **state)
 	c2s(2, 0, "p1p2p3p4p5p6p7p8p9");
 	c2s(2, 18, "q9q8q7q6q5q4q3q2q1");
 	assert_string_equal(alert_sids(), "8,7,6,5,4,3,2,1,");
+	assert_stats(" hs_errors=0 partials_full=2 ");
+	stop();
+	start(rules, "--partials=2", NULL);
+	c2s(2, 0, "p1p2p3");
+	c2s(2, 6, "q3q2q1");
+	assert_string_equal(alert_sids(), "2,1,");
 	assert_stats(" hs_errors=0 partials_full=2 ");
 	stop();
 }
