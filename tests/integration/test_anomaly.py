@@ -43,8 +43,18 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
-from conftest import ROOT, build_dir, port, service, wait_until
+from conftest import (
+    ASAN_BUILD,
+    ROOT,
+    assert_no_sanitizer_report,
+    build_dir,
+    needs_asan,
+    port,
+    service,
+    wait_until,
+)
 from packets import read
 
 from sluice.core.deploy import load_deployment, read_yaml
@@ -90,7 +100,7 @@ def counters(log: str, prefix: str) -> dict[str, str]:
     return dict(kv.split("=", 1) for kv in lines[-1].split()[1:] if "=" in kv)
 
 
-def example(node: str, tmp_path: Path) -> tuple[Path, str, Path]:
+def example(node: str, tmp_path: Path, build: Path) -> tuple[Path, str, Path]:
     """examples/anomaly.yaml with a TAP input, a capture output, the
     detector's window longer than the test, counters only at exit and the
     relative paths made absolute; a probe NF for the orchestrator barrier."""
@@ -101,7 +111,7 @@ def example(node: str, tmp_path: Path) -> tuple[Path, str, Path]:
     dep["ports"] = [{"name": "in", "device": f"net_tap0,iface={ifname}"},
                     {"name": "out", "device": f"net_pcap1,tx_pcap={out}"}]
     for nf in dep["nfs"]:
-        nf["program"] = str(build_dir() / "nfs" / nf["program"][len("sluice-"):]
+        nf["program"] = str(build / "nfs" / nf["program"][len("sluice-"):]
                             / nf["program"])
         args = [str(EXAMPLE.parent / a) if a.endswith((".rules", ".yaml")) else a
                 for a in nf.get("args", [])]
@@ -114,7 +124,7 @@ def example(node: str, tmp_path: Path) -> tuple[Path, str, Path]:
         elif nf["service"] in ("sampler", "ids", "scrubber"):
             args += ["--stats-ms", "0"]
         nf["args"] = args
-    dep["nfs"].append({"name": "probe", "program": str(build_dir() / "nfs/forward/sluice-forward"),
+    dep["nfs"].append({"name": "probe", "program": str(build / "nfs/forward/sluice-forward"),
                        "service": "probe", "replicas": 0})
     dep["policies"].append({"on": "message", "key": "ready", "from": "control",
                             "action": "start", "nf": "probe", "once": True})
@@ -252,17 +262,20 @@ def run(rig: Rig, frames: list[bytes]) -> tuple[int, dict[str, Any]]:
     return cut, st
 
 
-def test_anomaly_example(node, tmp_path):
+@pytest.mark.parametrize("asan", [False, pytest.param(True, marks=needs_asan)],
+                         ids=["release", "asan"])
+def test_anomaly_example(node, tmp_path, asan):
+    build = ASAN_BUILD if asan else build_dir()
     frames = anomaly_mix()
     assert len(set(frames)) == len(frames)  # every frame distinct: a Counter compares them
-    f, ifname, out = example(node, tmp_path)
+    f, ifname, out = example(node, tmp_path, build)
     dep = load_deployment(f)
     run_dir = tmp_path / "run"
     console = tmp_path / "up.out"
     with open(console, "wb") as con:
         up = subprocess.Popen([sys.executable, "-m", "sluice.cli", "up", str(f), "--log-dir",
                                str(run_dir)], stdout=con, stderr=subprocess.STDOUT,
-                              env={**os.environ, "SLUICE_BUILD_DIR": str(build_dir())})
+                              env={**os.environ, "SLUICE_BUILD_DIR": str(build)})
     rig = None
     try:
         wait_until(lambda: up.poll() is not None or b"orchestrator: " in console.read_bytes(),
@@ -284,6 +297,7 @@ def test_anomaly_example(node, tmp_path):
             rc = up.wait(10)
     assert rc == 130, console.read_text()
     logs = {p.name: p.read_text(errors="replace") for p in run_dir.glob("*.log")}
+    assert_no_sanitizer_report("".join(logs.values()))
     check(frames, cut, st, rig, read(out), logs)
 
 
