@@ -116,7 +116,7 @@ def example(node: str, tmp_path: Path, build: Path) -> tuple[Path, str, Path]:
         args = [str(EXAMPLE.parent / a) if a.endswith((".rules", ".yaml")) else a
                 for a in nf.get("args", [])]
         if nf["service"] == "ddos-detect":
-            assert args == ["--pps", "5000", "--protect", "192.168.0.0/24"], args
+            assert args == ["--pps", "10000", "--protect", "192.168.0.0/24"], args
             args = ["--window-ms", "600000", "--threshold", str(THRESHOLD),
                     "--protect", "192.168.0.0/24", "--stats-ms", "0"]
         elif nf["service"] == "sandbox":

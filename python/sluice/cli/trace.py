@@ -19,9 +19,14 @@ def trace_gen(out: Path = typer.Argument(..., help="pcap file to write."),
                                              "clients, and from 30 % of the packets on an "
                                              "attack from --attack-prefix; with the defaults, "
                                              "the capture of examples/ddos.yaml."),
+              anomaly: bool = typer.Option(False, "--anomaly",
+                                           help="The anomaly-detection mix (docs/anomaly.md): "
+                                                "the DDoS mix and 40 HTTP connections asking "
+                                                "for /etc/passwd; with the defaults, the "
+                                                "capture of examples/anomaly.yaml."),
               packets: int = typer.Option(None, "--packets", min=1,
                                           help="Packets (mix: 4096; --size: max(flows, 4096); "
-                                               "--ddos: 6000)."),
+                                               "--ddos: 6000; --anomaly: 8000)."),
               flows: int = typer.Option(None, "--flows", min=1,
                                         help="Flows (mix: 512; --size: 1)."),
               seed: int = typer.Option(1, "--seed", help="Random seed; same seed, same bytes."),
@@ -38,10 +43,11 @@ def trace_gen(out: Path = typer.Argument(..., help="pcap file to write."),
                                        help="--ddos: the attack is TCP SYNs to port 80, not "
                                             "DNS queries.")) -> None:
     """Write a deterministic capture: the HTTP-like demo mix, fixed-size UDP (--size) or
-    the DDoS mix (--ddos)."""
+    the DDoS mix (--ddos) or the anomaly-detection mix (--anomaly)."""
 
     try:
         typer.echo(generate(out, packets=packets, flows=flows, seed=seed, size=size,
-                            ddos=ddos, clients=clients, attack_prefix=attack_prefix, syn=syn))
+                            ddos=ddos, clients=clients, attack_prefix=attack_prefix, syn=syn,
+                            anomaly=anomaly))
     except TraceError as e:
         raise fail(f"sluice trace gen: {e}") from None

@@ -569,6 +569,8 @@ class Deployment(_Strict):
         detector sees nothing in the plain mix of `sluice trace gen`."""
         ddos = any(Path(nf.program).name == "sluice-ddos-detect" for nf in self.nfs)
         cmd = gen_command(path, ddos=ddos)
+        if "--anomaly" in cmd.split():
+            return f"the anomaly-detection capture (a flood and exploits) with `{cmd}`"
         if "--ddos" not in cmd.split():
             return f"a capture with `{cmd}`"
         return f"the DDoS capture (normal clients and an attack) with `{cmd}`"

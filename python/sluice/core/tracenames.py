@@ -23,6 +23,7 @@ ANOMALY_EXPLOIT_PREFIX = "10.77.7.0/24"
 
 # The command that writes the DDoS capture.
 DDOS_GEN_COMMAND = "sluice trace gen --ddos"
+ANOMALY_GEN_COMMAND = "sluice trace gen --anomaly"
 
 # Traces the launcher makes when a deployment reads one that is missing:
 # file name under examples/traces/ -> generator arguments.
@@ -51,7 +52,10 @@ def generated_trace_params(path: Path) -> dict[str, object] | None:
 def gen_command(path: Path, ddos: bool = False) -> str:
     """The command that writes a capture at ``path``: the DDoS mix for a
     DDoS deployment (``ddos``) or a file named like one (``*ddos*``), since
-    the detector sees nothing in the plain HTTP-like mix; else the mix."""
+    the detector sees nothing in the plain HTTP-like mix; the anomaly mix
+    for a file named like one (``*anomaly*``); else the mix."""
+    if "anomaly" in Path(path).name.lower():
+        return f"{ANOMALY_GEN_COMMAND} {path}"
     if ddos or "ddos" in Path(path).name.lower():
         return f"{DDOS_GEN_COMMAND} {path}"
     return f"sluice trace gen {path}"

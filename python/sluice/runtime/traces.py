@@ -680,12 +680,23 @@ def ensure_trace(path: Path) -> bool:
 def generate(out: str | Path, packets: int | None = None, flows: int | None = None,
              seed: int = DEMO_SEED, size: int | None = None, ddos: bool = False,
              clients: int | None = None, attack_prefix: str | None = None,
-             syn: bool = False) -> str:
+             syn: bool = False, anomaly: bool = False) -> str:
     """`sluice trace gen`: writes a
     trace; returns a one-line description. ``ddos``: the DDoS scenario's
     capture (``ddos_mix``: normal clients, and an attack from
-    ``attack_prefix``), with the defaults of examples/traces/ddos.pcap."""
-    if ddos:
+    ``attack_prefix``), with the defaults of examples/traces/ddos.pcap.
+    ``anomaly``: the anomaly-detection capture (``anomaly_mix``: the DDoS
+    mix and exploit connections), as examples/traces/anomaly.pcap."""
+    if anomaly:
+        if ddos or size is not None or flows is not None or clients is not None \
+                or attack_prefix is not None or syn:
+            raise TraceError("--anomaly makes the anomaly-detection mix, which takes "
+                             "--packets and --seed only")
+        frames = anomaly_mix(packets or ANOMALY_PACKETS, seed=seed)
+        n_flood = sum(in_prefix(f, DDOS_ATTACK_PREFIX) for f in frames)
+        kind = (f"anomaly mix (DDoS mix with {n_flood} flood packets from {DDOS_ATTACK_PREFIX}; "
+                f"{ANOMALY_EXPLOITS} exploit connections from {ANOMALY_EXPLOIT_PREFIX})")
+    elif ddos:
         if size is not None or flows is not None:
             raise TraceError("--ddos makes the DDoS mix, which takes --packets, --clients, "
                              "--attack-prefix, --syn and --seed: drop --size and --flows")
