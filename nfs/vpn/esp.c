@@ -165,9 +165,9 @@ vpn_esp_encap(struct vpn_sa *sa, struct rte_mbuf *m, uint32_t l3_off,
 	t[pad] = (uint8_t)pad;
 	t[pad + 1] = nh;
 	sa->seq = seq;
-	sa->ip_id++;
 	vpn_eth(sa, p, addrs, RTE_ETHER_TYPE_IPV4);
 	vpn_outer_ipv4(sa, p + VPN_ETH_LEN, total, tos);
+	sa->ip_id++;
 	uint8_t *esp = p + VPN_ETH_LEN + VPN_OUTER_LEN;
 
 	vpn_put32(esp, sa->spi);

@@ -138,7 +138,7 @@ vpn_pkt(struct sl_nf *nf, struct rte_mbuf *m)
 	st->pkts++;
 	st->bytes += rte_pktmbuf_pkt_len(m);
 	rc = sl_pkt_parse(m, &info);
-	if (info.ip_version == 0 && rc == -ENOENT) {
+	if (rc == 0 && info.ip_version == 0) {
 		st->non_ip++;
 		return SL_NEXT;
 	}
