@@ -181,8 +181,9 @@ def test_tcp_through_two_gateways(launch, node, net, tmp_path: Path) -> None:
         sent = res["end"]["sum_sent"]["bytes"]
         received = res["end"]["sum_received"]["bytes"]
         assert received > 1 << 20, res["end"]
-        print(f"iperf3 through the tunnel: {res['end']['sum_received']['bits_per_second'] / 1e6:.0f}"
-              f" Mbit/s, {sent} bytes sent, {received} received")
+        mbps = res["end"]["sum_received"]["bits_per_second"] / 1e6
+        print(f"iperf3 through the tunnel: {mbps:.0f} Mbit/s, {sent} bytes sent, "
+              f"{received} received")
     finally:
         srv.wait(20)
     for run in runs:
