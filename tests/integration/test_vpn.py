@@ -6,7 +6,12 @@ Sluice gateways.)"""
 
 from __future__ import annotations
 
+import os
 import re
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -150,3 +155,85 @@ def test_interop_with_scapy(launch, node, tmp_path: Path, asan: bool) -> None:
                      r"seq=300\n", log), log
     if asan:
         assert_no_sanitizer_report(log, "sluice-vpn's log")
+
+
+
+@pytest.fixture
+def sender_ns() -> Iterator[str]:
+    """A namespace (no IPv6: it sends nothing of its own) to hold the TAP
+    port the test writes frames into."""
+    ns = f"slv{os.getpid() % 100000}r"
+    subprocess.run(["ip", "netns", "add", ns], check=True)
+    for conf in ("all", "default"):
+        subprocess.run(["ip", "netns", "exec", ns, "sysctl", "-q", "-w",
+                        f"net.ipv6.conf.{conf}.disable_ipv6=1"], check=True)
+    yield ns
+    subprocess.run(["ip", "netns", "del", ns], check=False)
+
+
+def test_bad_file_and_reload(launch, node, sender_ns: str, tmp_path: Path) -> None:
+    """A bad SA file: exit status 1 and one line naming the line. SIGHUP
+    with a bad file keeps the SAs (the next packet still decrypts); with a
+    good one the unchanged SAs keep their replay windows (a replay stays
+    refused)."""
+    conf = tmp_path / "sa.conf"
+    conf.write_text(SA_FILE)
+    tap = f"{sender_ns}i"
+    run = launch(deployment(
+        node,
+        ports=[{"name": "in", "device": f"net_tap0,iface={tap}"},
+               {"name": "out", "device": "net_null0,no-rx=1"}],
+        nfs=[{"name": "vpn", "program": prog("vpn"), "service": "vpn",
+              "args": ["--sa", str(conf)]}],
+        chain=["vpn", "port:out"]))
+    subprocess.run(["ip", "link", "set", tap, "netns", sender_ns], check=True)
+    subprocess.run(["ip", "netns", "exec", sender_ns, "sysctl", "-q", "-w",
+                    f"net.ipv6.conf.{tap}.disable_ipv6=1"], check=True)
+    subprocess.run(["ip", "-n", sender_ns, "link", "set", tap, "up"], check=True)
+    frames = [esp_frame(scapy_in_sa(), r, i + 1) for i, r in enumerate(reply_packets(3))]
+
+    def seen() -> tuple[int, int]:
+        v = service(run.client.call("stats"), "vpn")
+        return v["rx_pkts"], v["drops"]["nf_verdict"]
+
+    def send(frame: bytes, rx: int, drops: int) -> None:
+        (tmp_path / "f.bin").write_bytes(frame)
+        subprocess.run(["ip", "netns", "exec", sender_ns, sys.executable, "-c",
+                        "import sys; from scapy.all import sendp, Raw; "
+                        "sendp(Raw(open(sys.argv[1], 'rb').read()), iface=sys.argv[2], "
+                        "verbose=False)", str(tmp_path / "f.bin"), tap], check=True, timeout=30)
+        # rx: at least (the TAP may have carried a packet of Linux's own
+        # before it moved into the namespace); drops: exactly.
+        try:
+            wait_until(lambda: seen()[0] >= base[0] + rx and seen()[1] == base[1] + drops, 10,
+                       "the vpn's counters")
+        except AssertionError:
+            raise AssertionError(f"(rx, dropped) {seen()}, not {(rx, drops)} + {base}") from None
+
+    base = seen()
+    send(frames[0], 1, 0)
+    bad = tmp_path / "bad.conf"
+    bad.write_text(SA_FILE.replace("cipher aes256-gcm16", "cipher aes-cbc"))
+    r = subprocess.run([prog("vpn"), "--", "--node", node, "--service", "vpn2", "--sa",
+                        str(bad)], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert (f"sluice-vpn: {bad}:3: sa: cipher 'aes-cbc': use aes128-gcm16 or aes256-gcm16\n"
+            in r.stdout + r.stderr), r.stdout + r.stderr
+    vpn = next(p for p in run.nfs if p.label == "vpn")
+    conf.write_text(SA_FILE.replace("key 0x", "key 0xzz", 1))
+    os.kill(vpn.pid, signal.SIGHUP)
+    wait_until(lambda: "reload failed" in vpn.log.read_text(), 10, "the reload to fail")
+    assert (f"sluice-vpn: reload failed, keeping the 2 current SAs and 1 policies: {conf}:2: "
+            "sa: key for aes128-gcm16 must be 20 bytes" in vpn.log.read_text())
+    send(frames[1], 2, 0)  # the SAs are still there
+    conf.write_text(SA_FILE + "sa in spi 0x2002 local 10.64.9.1 remote 10.64.9.2 cipher "
+                    f"aes128-gcm16 key 0x{K_OUT.hex()}\n")
+    os.kill(vpn.pid, signal.SIGHUP)
+    wait_until(lambda: "2 SAs kept their sequence numbers" in vpn.log.read_text(), 10,
+               "the reload")
+    assert "sluice-vpn: reloaded 3 SAs (2 in, 1 out) and 1 policies" in vpn.log.read_text()
+    send(frames[1], 3, 1)  # still a replay
+    send(frames[2], 4, 1)
+    run.stop()
+    c = counters(vpn.log.read_text())
+    assert (c["decrypted"], c["replay"], c["dropped"]) == (3, 1, 1), vpn.log.read_text()
