@@ -37,6 +37,7 @@ const char *const vpn_reason_names[VPN_N_REASONS] = {
 	[VPN_D_SEQ_OVERFLOW] = "seq_overflow",
 	[VPN_D_TOO_BIG] = "too_big",
 	[VPN_D_NO_SA] = "no_sa",
+	[VPN_D_SELECTOR] = "selector",
 	[VPN_D_CRYPTO] = "crypto_error",
 };
 
@@ -266,6 +267,16 @@ vpn_inner(const uint8_t *ct, uint32_t ct_len, uint16_t *type,
 	return ip_len <= len && ip_len >= 20 ? ip_len : 0;
 }
 
+/* RFC 4301 5.2: the inner packet's addresses must be the SA's. */
+static int
+vpn_selected(const struct vpn_sa *sa, const uint8_t *ip, uint16_t type)
+{
+	if (type != RTE_ETHER_TYPE_IPV4)
+		return 0;
+	return (vpn_get32(ip + 12) & sa->sel_src_mask) == sa->sel_src &&
+	       (vpn_get32(ip + 16) & sa->sel_dst_mask) == sa->sel_dst;
+}
+
 /* The outer header: the ESP bytes' offset and length, or 0. */
 static uint32_t
 vpn_outer(struct rte_mbuf *m, uint32_t l3_off, uint32_t *esp_len)
@@ -321,6 +332,8 @@ vpn_esp_decap(const struct vpn_sad *sad, struct rte_mbuf *m, uint32_t l3_off,
 	inner_len = vpn_inner(esp + 16, ct_len, &type, &why);
 	if (inner_len == 0)
 		return why;
+	if (sa->has_sel && !vpn_selected(sa, esp + 16, type))
+		return VPN_D_SELECTOR;
 	/* [eth][outer][esp][iv][inner][pad][icv] -> [eth][inner] */
 	memcpy(addrs, rte_pktmbuf_mtod(m, uint8_t *), sizeof(addrs));
 	rte_pktmbuf_trim(m, (uint16_t)(rte_pktmbuf_data_len(m) - esp_off - 16 -

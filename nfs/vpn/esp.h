@@ -25,8 +25,9 @@ enum vpn_reason {
 	VPN_D_DUMMY,          /* next header 59: a dummy packet */
 	VPN_D_SEQ_OVERFLOW,   /* the outbound SA used all its numbers */
 	VPN_D_TOO_BIG,        /* no room in the buffer for ESP's bytes */
-	VPN_D_NO_SA,  /* plain IP no policy takes (--unprotected drop) */
-	VPN_D_CRYPTO, /* OpenSSL refused (should not happen) */
+	VPN_D_NO_SA,    /* plain IP no policy takes (--unprotected drop) */
+	VPN_D_SELECTOR, /* decrypted, but not what its SA may carry */
+	VPN_D_CRYPTO,   /* OpenSSL refused (should not happen) */
 	VPN_N_REASONS,
 };
 

@@ -201,12 +201,42 @@ enum {
 	F_PORT = 1 << 6,
 	F_SRC = 1 << 7,
 	F_DST = 1 << 8,
+	F_ISRC = 1 << 9,
+	F_IDST = 1 << 10,
 };
 
-static const char *const vpn_sa_fields[] = {"spi",    "local",   "remote",
-					    "cipher", "key",     "esn",
-					    "port",   "eth-src", "eth-dst",
-					    NULL};
+static const char *const vpn_sa_fields[] = {"spi",       "local",     "remote",
+					    "cipher",    "key",       "esn",
+					    "port",      "eth-src",   "eth-dst",
+					    "inner-src", "inner-dst", NULL};
+
+/* inner-src / inner-dst of an inbound SA: what its packets may carry. */
+static int
+vpn_sa_selector(struct vpn_reader *r, struct vpn_sa *sa, int src, const char *v)
+{
+	const char *name = src ? "inner-src" : "inner-dst";
+	int rc;
+
+	if (sa->dir != VPN_IN)
+		return vpn_fail(r,
+				"sa: %s is for 'sa in' (policy lines choose "
+				"what goes into an 'sa out')",
+				name);
+	rc = vpn_parse_prefix(v, src ? &sa->sel_src : &sa->sel_dst,
+			      src ? &sa->sel_src_mask : &sa->sel_dst_mask);
+	if (rc == -2)
+		return vpn_fail(r,
+				"sa: %s '%s' has bits set after the prefix "
+				"length",
+				name, v);
+	if (rc != 0)
+		return vpn_fail(r,
+				"sa: %s '%s' is not an IPv4 prefix (A.B.C.D/N, "
+				"A.B.C.D or any)",
+				name, v);
+	sa->has_sel = 1;
+	return 0;
+}
 
 /* One field of an sa line and its value (NULL for esn). */
 static int
@@ -254,6 +284,9 @@ vpn_sa_field(struct vpn_reader *r, struct vpn_sa *sa, int f, const char *v,
 					"status lists them)",
 					v);
 		return 0;
+	case F_ISRC:
+	case F_IDST:
+		return vpn_sa_selector(r, sa, f == F_ISRC, v);
 	case F_SRC:
 	case F_DST:
 		if (vpn_parse_mac(v, f == F_SRC ? sa->eth_src : sa->eth_dst))
@@ -281,7 +314,8 @@ vpn_sa_fields_read(struct vpn_reader *r, struct vpn_sa *sa, char **tok, int n,
 			return vpn_fail(r,
 					"sa: unknown field '%s' (expected spi, "
 					"local, remote, cipher, key, esn, "
-					"port, eth-src, eth-dst)",
+					"port, eth-src, eth-dst, inner-src, "
+					"inner-dst)",
 					tok[i]);
 		f = 1 << k;
 		if (*seen & (unsigned)f)
@@ -629,8 +663,11 @@ static int
 vpn_sa_same(const struct vpn_sa *a, const struct vpn_sa *b)
 {
 	return a->spi == b->spi && a->dir == b->dir && a->local == b->local &&
-	       a->remote == b->remote && a->key_len == b->key_len &&
-	       a->esn == b->esn && memcmp(a->key, b->key, a->key_len) == 0 &&
+	       a->has_sel == b->has_sel && a->sel_src == b->sel_src &&
+	       a->sel_src_mask == b->sel_src_mask && a->sel_dst == b->sel_dst &&
+	       a->sel_dst_mask == b->sel_dst_mask && a->remote == b->remote &&
+	       a->key_len == b->key_len && a->esn == b->esn &&
+	       memcmp(a->key, b->key, a->key_len) == 0 &&
 	       memcmp(a->salt, b->salt, VPN_SALT_LEN) == 0;
 }
 

@@ -43,7 +43,9 @@ struct vpn_sa {
 	char port_name[32];
 	uint8_t eth_src[6], eth_dst[6];
 	uint8_t set_src, set_dst; /* rewrite the Ethernet addresses */
-	unsigned line;            /* where it was defined */
+	uint8_t has_sel;          /* in: inner-src or inner-dst given */
+	uint32_t sel_src, sel_src_mask, sel_dst, sel_dst_mask; /* in */
+	unsigned line; /* where it was defined */
 	/* running state */
 	EVP_CIPHER_CTX *ctx; /* key set once; the IV per packet */
 	uint64_t seq;        /* out: last sent; in: highest authenticated */

@@ -61,7 +61,8 @@ def sa_file(me: str) -> str:
         f"sa out spi {out_spi:#x} {ep} key {out_key}{out_esn} port wire"
         f" eth-src {MAC[f'gw{mine}-wire']} eth-dst {MAC[f'gw{peer}-wire']}\n"
         f"sa in spi {in_spi:#x} {ep} key {in_key}{in_esn} port lan"
-        f" eth-src {MAC[f'gw{mine}-lan']} eth-dst {MAC[f'ns{mine}']}\n"
+        f" eth-src {MAC[f'gw{mine}-lan']} eth-dst {MAC[f'ns{mine}']}"
+        f" inner-src {other} inner-dst {inside}\n"
         f"policy src {inside} dst {other} sa {out_spi:#x}\n")
 
 
@@ -216,7 +217,7 @@ def test_tcp_through_two_gateways(launch, node, net, tmp_path: Path, asan: bool)
     for c, log in ((ca, logs[0]), (cb, logs[1])):
         assert c["encrypted"] > 1000 and c["decrypted"] > 1000, log
         for why in ("malformed", "unknown_spi", "bad_endpoint", "replay", "outside_window",
-                    "auth_failed", "too_big", "seq_overflow", "crypto_error"):
+                    "auth_failed", "too_big", "seq_overflow", "selector", "crypto_error"):
             assert c[why] == 0, (why, log)
     if asan:
         for run, log in zip(runs, logs, strict=True):

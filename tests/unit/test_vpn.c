@@ -234,7 +234,8 @@ test_kat_encrypt(void **state)
 	assert_has(out, " encrypted=1 decrypted=0 bypass=0 non_ip=0 "
 			"dropped=0 malformed=0 unknown_spi=0 bad_endpoint=0 "
 			"replay=0 outside_window=0 auth_failed=0 dummy=0 "
-			"seq_overflow=0 too_big=0 no_sa=0 crypto_error=0\n");
+			"seq_overflow=0 too_big=0 no_sa=0 selector=0 "
+			"crypto_error=0\n");
 	assert_has(out, "vpn-sa: dir=out spi=0x1001 line=1 packets=1 bytes=45 "
 			"seq=1\n");
 	free(out);
@@ -402,12 +403,52 @@ test_refusals(void **state)
 	assert_has(out, " encrypted=0 decrypted=5 bypass=0 non_ip=1 "
 			"dropped=11 malformed=1 unknown_spi=1 bad_endpoint=1 "
 			"replay=2 outside_window=1 auth_failed=3 dummy=1 "
-			"seq_overflow=0 too_big=0 no_sa=1 crypto_error=0\n");
+			"seq_overflow=0 too_big=0 no_sa=1 selector=0 "
+			"crypto_error=0\n");
 	assert_has(out, "vpn-sa: dir=in spi=0x1001 line=1 packets=5 bytes=225 "
 			"seq=200\n");
 	free(out);
 	drop_file(path);
 	vpn_sad_free(snd);
+}
+
+/* An inbound SA's inner-src/inner-dst: what it may carry (RFC 4301 5.2).
+ * kat128 carries 10.64.1.5 -> 10.64.2.7. */
+static void
+test_selector(void **state)
+{
+	static const char *const files[] = {
+		"sa in spi 0x1001 " EP_B " cipher aes128-gcm16 key " K128
+		" inner-src 10.64.1.0/24 inner-dst 10.64.2.7\n",
+		"sa in spi 0x1001 " EP_B " cipher aes128-gcm16 key " K128
+		" inner-src 10.64.3.0/24\n",
+		"sa in spi 0x1001 " EP_B " cipher aes128-gcm16 key " K128
+		" inner-dst 10.64.2.6\n",
+	};
+	char *out;
+	int rc;
+
+	(void)state;
+	for (unsigned i = 0; i < 3; i++) {
+		char *path = write_file(files[i]);
+		struct rte_mbuf *m;
+
+		free(init_with(&rc, "--sa", path, NULL));
+		assert_int_equal(rc, 0);
+		assert_int_equal(nf_pkt(kat128, sizeof(kat128), &m),
+				 i == 0 ? SL_NEXT : SL_DROP);
+		if (i == 0)
+			assert_frame(m, plain_frame, sizeof(plain_frame));
+		stub_mbuf_free(m);
+		/* authentic either way: the window took it */
+		assert_int_equal(nf_pkt(kat128, sizeof(kat128), NULL), SL_DROP);
+		out = fini_output();
+		assert_has(out, i == 0 ? " decrypted=1 " : " decrypted=0 ");
+		assert_has(out, i == 0 ? " selector=0 " : " selector=1 ");
+		assert_has(out, " replay=1 ");
+		free(out);
+		drop_file(path);
+	}
 }
 
 /* The bitmap on its own: the edges of the window as it moves. */
@@ -613,7 +654,16 @@ static const struct bad_file bad_files[] = {
 	{"sa\n", ":1: sa: the direction '' is not in or out"},
 	{"sa out spi 0x1001 colour blue\n",
 	 ":1: sa: unknown field 'colour' (expected spi, local, remote, "
-	 "cipher, key, esn, port, eth-src, eth-dst)"},
+	 "cipher, key, esn, port, eth-src, eth-dst, inner-src, inner-dst)"},
+	{"sa out spi 300 inner-src 10.64.2.0/24\n",
+	 ":1: sa: inner-src is for 'sa in' (policy lines choose what goes into "
+	 "an 'sa out')"},
+	{"sa in spi 300 inner-dst 10.64.1.0/16\n",
+	 ":1: sa: inner-dst '10.64.1.0/16' has bits set after the prefix "
+	 "length"},
+	{"sa in spi 300 inner-src 10.64.1.0/\n",
+	 ":1: sa: inner-src '10.64.1.0/' is not an IPv4 prefix (A.B.C.D/N, "
+	 "A.B.C.D or any)"},
 	{"sa out spi 255\n", ":1: sa: spi '255' is not a number from 256 to "
 			     "4294967295 (0x100 to 0xffffffff; 1-255 are "
 			     "reserved)"},
@@ -777,6 +827,7 @@ main(void)
 		cmocka_unit_test(test_kat_encrypt),
 		cmocka_unit_test(test_kat_esn),
 		cmocka_unit_test(test_refusals),
+		cmocka_unit_test(test_selector),
 		cmocka_unit_test(test_window),
 		cmocka_unit_test(test_seq_overflow),
 		cmocka_unit_test(test_too_big),
