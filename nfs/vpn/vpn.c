@@ -236,13 +236,14 @@ static const struct sl_nf_opt vpn_opts[] = {
 	 .arg = "N",
 	 .help = "anti-replay window in packets (default 128; 0: off)",
 	 SL_OPT_AT(struct vpn_state, window),
-	 .max = VPN_WINDOW_MAX,
+	 .max = 4096, /* VPN_WINDOW_MAX */
 	 .what = "number",
 	 .def = "128"},
 	{.name = "unprotected",
 	 .type = SL_OPT_CHOICE,
-	 .arg = "pass|drop",
-	 .help = "plain IP no policy takes: pass it on (default) or drop it",
+	 .arg = "ACTION",
+	 .help = "plain IP no policy takes: pass (pass it on, default) or "
+		 "drop",
 	 SL_OPT_AT(struct vpn_state, unprotected),
 	 .choices = vpn_unprot_names,
 	 .what = "pass or drop"},
@@ -372,7 +373,7 @@ static const struct sl_nf_ops vpn_ops = {
 	.usage = vpn_usage,
 	.opts = vpn_opts,
 	.priv_size = sizeof(struct vpn_state),
-	.opts_help_col = 22,
+	.opts_help_col = 24,
 };
 
 int

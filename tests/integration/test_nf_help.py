@@ -34,6 +34,7 @@ NF_OPTION = {
     "flowclass": "  --elephant-to HOP   default next hop for elephants",
     "ddos-detect": "  --threshold N       alarm at N packets in one window (default 10000)",
     "scrubber": "  --prefix PREFIX  scrub packets from this source prefix, e.g. 10.66.6.0/24 or",
+    "vpn": "  --sa FILE             the SAs and policies (see nfs/vpn/README.md)",
 }
 
 
@@ -84,6 +85,7 @@ VALUE_HELP = [
     ("ddos-detect", ["--", "--alarm-to", "-h"]),
     ("ddos-detect", ["--", "--prefix-len6", "-h"]),
     ("scrubber", ["--", "--prefix", "-h"]),
+    ("vpn", ["--", "--sa", "-h"]),
     ("flowclass", ["--", "--ant-to", "--help"]),
     ("monitor", ["--", "--top", "-h"]),
     ("speedtest", ["--", "--size", "-h"]),
