@@ -184,6 +184,14 @@ vpn_print(struct vpn_state *st, const char *reason, uint64_t now)
 			sa->dir == VPN_OUT ? "out" : "in", sa->spi, sa->line,
 			sa->cnt.pkts, sa->cnt.bytes, sa->seq);
 	}
+	for (uint32_t i = 0; i < st->sad->n_pols; i++) {
+		const struct vpn_policy *p = &st->sad->pols[i];
+
+		fprintf(stderr,
+			"vpn-policy: line=%u sa=0x%" PRIx32 " packets=%" PRIu64
+			"\n",
+			p->line, st->sad->sas[p->sa].spi, p->pkts);
+	}
 	fflush(stderr);
 }
 

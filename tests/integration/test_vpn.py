@@ -151,6 +151,7 @@ def test_interop_with_scapy(launch, node, tmp_path: Path, asan: bool) -> None:
         "replay": 1, "auth_failed": 1, "unknown_spi": 1, "outside_window": 1, "malformed": 0,
         "no_sa": 0}, log
     assert f"vpn-sa: dir=out spi=0x1001 line=2 packets={len(plain)} " in log
+    assert f"vpn-policy: line=4 sa=0x1001 packets={len(plain)}\n" in log
     assert re.search(rf"vpn-sa: dir=in spi=0x2001 line=3 packets={len(accepted)} bytes=\d+ "
                      r"seq=300\n", log), log
     if asan:

@@ -238,6 +238,7 @@ test_kat_encrypt(void **state)
 			"crypto_error=0\n");
 	assert_has(out, "vpn-sa: dir=out spi=0x1001 line=1 packets=1 bytes=45 "
 			"seq=1\n");
+	assert_has(out, "vpn-policy: line=2 sa=0x1001 packets=1\n");
 	free(out);
 	drop_file(path);
 }
