@@ -108,6 +108,34 @@ vpn_parse_prefix(const char *s, uint32_t *addr, uint32_t *mask)
 	return (*addr & ~*mask) != 0 ? -2 : 0;
 }
 
+/* "X:Y::Z/N" or "X:Y::Z" (/128); 0, -1 (bad) or -2 (host bits set). */
+static int
+vpn_parse_prefix6(const char *s, uint8_t addr[16], uint8_t mask[16])
+{
+	char buf[64];
+	const char *slash = strchr(s, '/');
+	uint32_t len = 128;
+	size_t n = slash ? (size_t)(slash - s) : strlen(s);
+	int bad = 0;
+
+	if (n >= sizeof(buf))
+		return -1;
+	memcpy(buf, s, n);
+	buf[n] = '\0';
+	if (inet_pton(AF_INET6, buf, addr) != 1)
+		return -1;
+	if (slash != NULL && (!isdigit((unsigned char)slash[1]) ||
+			      vpn_parse_u32(slash + 1, 0, 128, &len) != 0))
+		return -1;
+	for (uint32_t i = 0; i < 16; i++) {
+		uint32_t bits = len > i * 8 ? len - i * 8 : 0;
+
+		mask[i] = bits >= 8 ? 0xff : (uint8_t)(0xff00 >> bits);
+		bad |= addr[i] & ~mask[i];
+	}
+	return bad ? -2 : 0;
+}
+
 static int
 vpn_parse_mac(const char *s, uint8_t mac[6])
 {
@@ -403,9 +431,24 @@ vpn_policy_field(struct vpn_reader *r, struct vpn_policy *p, const char *f,
 		 const char *v, uint32_t *spi)
 {
 	if (strcmp(f, "src") == 0 || strcmp(f, "dst") == 0) {
-		int s = strcmp(f, "src") == 0;
-		int rc = vpn_parse_prefix(v, s ? &p->src : &p->dst,
-					  s ? &p->src_mask : &p->dst_mask);
+		int s = strcmp(f, "src") == 0, rc, fam = 4;
+
+		if (strchr(v, ':') != NULL) {
+			fam = 6;
+			rc = vpn_parse_prefix6(v, s ? p->src6 : p->dst6,
+					       s ? p->src6_mask : p->dst6_mask);
+		} else {
+			rc = vpn_parse_prefix(v, s ? &p->src : &p->dst,
+					      s ? &p->src_mask : &p->dst_mask);
+			if (strcmp(v, "any") == 0)
+				fam = 0;
+		}
+		if (rc == 0 && fam != 0 && p->family != 0 && p->family != fam)
+			return vpn_fail(r,
+					"policy: src and dst are of different "
+					"address families");
+		if (rc == 0 && fam != 0)
+			p->family = (uint8_t)fam;
 
 		if (rc == -2)
 			return vpn_fail(r,
@@ -414,8 +457,9 @@ vpn_policy_field(struct vpn_reader *r, struct vpn_policy *p, const char *f,
 					f, v);
 		if (rc != 0)
 			return vpn_fail(r,
-					"policy: %s '%s' is not an IPv4 prefix "
-					"(A.B.C.D/N, A.B.C.D or any)",
+					"policy: %s '%s' is not a prefix "
+					"(A.B.C.D/N, A.B.C.D, X:Y::Z/N, X:Y::Z "
+					"or any)",
 					f, v);
 	} else if (strcmp(f, "proto") == 0) {
 		uint32_t n;

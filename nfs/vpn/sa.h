@@ -56,9 +56,11 @@ struct vpn_sa {
 
 /* Which plain traffic goes into which outbound SA; first match wins. */
 struct vpn_policy {
-	uint32_t src, src_mask, dst, dst_mask; /* host order */
-	int proto;                             /* -1: any */
-	uint32_t sa;                           /* index into vpn_sad.sas */
+	uint8_t family;                        /* 4, 6, or 0: both */
+	uint32_t src, src_mask, dst, dst_mask; /* IPv4, host order */
+	uint8_t src6[16], src6_mask[16], dst6[16], dst6_mask[16]; /* IPv6 */
+	int proto;                                                /* -1: any */
+	uint32_t sa; /* index into vpn_sad.sas */
 	unsigned line;
 	uint64_t pkts;
 };

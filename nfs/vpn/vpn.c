@@ -66,24 +66,76 @@ vpn_load(struct vpn_state *st, struct vpn_sad **out, char *err, size_t n)
 			    n);
 }
 
-/* First policy that takes the IPv4 packet, or NULL. */
-static const struct vpn_policy *
-vpn_policy_find(struct vpn_sad *sad, const struct rte_ipv4_hdr *ip)
-{
-	uint32_t src = rte_be_to_cpu_32(ip->src_addr);
-	uint32_t dst = rte_be_to_cpu_32(ip->dst_addr);
+/* The plain packet as policies see it. */
+struct vpn_plain {
+	uint8_t family; /* 4 or 6 */
+	uint8_t proto;  /* after IPv6 extension headers */
+	uint8_t tos;    /* IPv4 TOS or IPv6 traffic class */
+	uint32_t len;   /* the IP packet's length */
+	uint32_t src, dst;
+	const uint8_t *src6, *dst6;
+};
 
+static int
+vpn_match6(const uint8_t *a, const uint8_t *want, const uint8_t *mask)
+{
+	for (int i = 0; i < 16; i++)
+		if ((a[i] & mask[i]) != want[i])
+			return 0;
+	return 1;
+}
+
+/* First policy that takes the packet, or NULL. */
+static const struct vpn_policy *
+vpn_policy_find(struct vpn_sad *sad, const struct vpn_plain *x)
+{
 	for (uint32_t i = 0; i < sad->n_pols; i++) {
 		struct vpn_policy *p = &sad->pols[i];
 
-		if ((src & p->src_mask) == p->src &&
-		    (dst & p->dst_mask) == p->dst &&
-		    (p->proto < 0 || p->proto == ip->next_proto_id)) {
+		if (p->family != 0 && p->family != x->family)
+			continue;
+		if (p->proto >= 0 && p->proto != x->proto)
+			continue;
+		if (x->family == 4
+			    ? (x->src & p->src_mask) == p->src &&
+				      (x->dst & p->dst_mask) == p->dst
+			    : p->family == 0 || (vpn_match6(x->src6, p->src6,
+							    p->src6_mask) &&
+						 vpn_match6(x->dst6, p->dst6,
+							    p->dst6_mask))) {
 			p->pkts++;
 			return p;
 		}
 	}
 	return NULL;
+}
+
+/* What policies look at, from the IPv4 or IPv6 header; -1 if neither. */
+static int
+vpn_plain_of(struct rte_mbuf *m, const struct sl_pkt_info *info,
+	     const struct rte_ipv4_hdr *ip, struct vpn_plain *x)
+{
+	const struct rte_ipv6_hdr *ip6;
+
+	if (ip != NULL) {
+		x->family = 4;
+		x->proto = ip->next_proto_id;
+		x->tos = ip->type_of_service;
+		x->len = rte_be_to_cpu_16(ip->total_length);
+		x->src = rte_be_to_cpu_32(ip->src_addr);
+		x->dst = rte_be_to_cpu_32(ip->dst_addr);
+		return 0;
+	}
+	ip6 = info->ip_version == 6 ? sl_pkt_ipv6(m, info) : NULL;
+	if (ip6 == NULL)
+		return -1;
+	x->family = 6;
+	x->proto = info->l4_proto;
+	x->tos = (uint8_t)(rte_be_to_cpu_32(ip6->vtc_flow) >> 20);
+	x->len = 40u + rte_be_to_cpu_16(ip6->payload_len);
+	x->src6 = (const uint8_t *)&ip6->src_addr;
+	x->dst6 = (const uint8_t *)&ip6->dst_addr;
+	return 0;
 }
 
 static sl_verdict_t
@@ -104,11 +156,16 @@ static sl_verdict_t
 vpn_outbound(struct vpn_state *st, struct rte_mbuf *m,
 	     const struct sl_pkt_info *info, const struct rte_ipv4_hdr *ip)
 {
-	const struct vpn_policy *p = ip != NULL ? vpn_policy_find(st->sad, ip)
-						: NULL;
+	const struct vpn_policy *p = NULL;
+	struct vpn_plain x = {0};
 	struct vpn_sa *sa;
 	enum vpn_reason why;
 
+	if (vpn_plain_of(m, info, ip, &x) == 0) {
+		if (info->l3_off + x.len > rte_pktmbuf_pkt_len(m))
+			return vpn_drop(st, VPN_D_MALFORMED); /* cut short */
+		p = vpn_policy_find(st->sad, &x);
+	}
 	if (p == NULL) {
 		if (st->unprotected == VPN_UNPROT_DROP)
 			return vpn_drop(st, VPN_D_NO_SA);
@@ -116,9 +173,8 @@ vpn_outbound(struct vpn_state *st, struct rte_mbuf *m,
 		return SL_NEXT;
 	}
 	sa = &st->sad->sas[p->sa];
-	why = vpn_esp_encap(sa, m, info->l3_off,
-			    rte_be_to_cpu_16(ip->total_length),
-			    ip->type_of_service, 4);
+	why = vpn_esp_encap(sa, m, info->l3_off, x.len, x.tos,
+			    x.family == 4 ? 4 : 41);
 	if (why != VPN_OK)
 		return vpn_drop(st, why);
 	st->encrypted++;
