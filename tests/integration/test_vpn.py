@@ -29,6 +29,7 @@ from conftest import (
 )
 from packets import read, write
 from scapy.layers.inet import IP, TCP, UDP
+from scapy.layers.inet6 import IPv6
 from scapy.layers.ipsec import ESP, SecurityAssociation
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
@@ -43,6 +44,7 @@ SA_FILE = f"""\
 sa out spi 0x1001 local {LOCAL} remote {REMOTE} cipher aes128-gcm16 key 0x{K_OUT.hex()}
 sa in spi 0x2001 local {LOCAL} remote {REMOTE} cipher aes256-gcm16 key 0x{K_IN.hex()}
 policy src 10.64.1.0/24 dst 10.64.2.0/24 sa 0x1001
+policy src 2001:db8:1::/48 dst 2001:db8:2::/48 sa 0x1001
 """
 ETH = Ether(src="02:64:00:00:00:01", dst="02:64:00:00:00:02")
 
@@ -62,10 +64,14 @@ def scapy_in_sa(spi: int = 0x2001) -> SecurityAssociation:
                                tunnel_header=IP(src=REMOTE, dst=LOCAL))
 
 
-def plain_packets() -> list[IP]:
+V6_PLAIN = 2  # plain_packets()'s last ones are IPv6
+
+
+def plain_packets() -> list[IP | IPv6]:
     """Inner packets from 10.64.1.0/24 to 10.64.2.0/24 of every length
-    modulo 4 (so every pad length), TCP and UDP, up to 1400 bytes."""
-    out = []
+    modulo 4 (so every pad length), TCP and UDP, up to 1400 bytes; then
+    V6_PLAIN from 2001:db8:1::/48 to 2001:db8:2::/48."""
+    out: list[IP | IPv6] = []
     for i in range(24):
         size = 28 + (i * 61) % 1372
         l4 = TCP(sport=40000 + i, dport=80, flags="PA") if i % 3 == 0 else UDP(
@@ -73,6 +79,9 @@ def plain_packets() -> list[IP]:
         pkt = IP(src=f"10.64.1.{1 + i % 7}", dst=f"10.64.2.{1 + i % 5}", id=i, tos=i * 4) / l4
         body = (b"SECRET-%02d-" % i) * 200
         out.append(IP(bytes(pkt / Raw(body[:max(0, size - len(pkt))]))))
+    for i in range(V6_PLAIN):
+        out.append(IPv6(bytes(IPv6(src=f"2001:db8:1::{i + 1}", dst="2001:db8:2::1", tc=0x20 + i)
+                              / UDP(sport=5000 + i, dport=53) / Raw(b"SECRET-v6-" * (5 + i)))))
     return out
 
 
@@ -99,6 +108,8 @@ def test_interop_with_scapy(launch, node, tmp_path: Path, asan: bool) -> None:
     plain = plain_packets()
     bypass = ETH / IP(src="10.64.3.1", dst="10.64.4.1") / UDP(sport=1, dport=2) / Raw(b"clear")
     replies = reply_packets(12)
+    reply6 = IPv6(bytes(IPv6(src="2001:db8:2::1", dst="2001:db8:1::1") / UDP(sport=53, dport=5000)
+                        / Raw(b"REPLY-v6")))
     sa_in = scapy_in_sa()
     esp = [esp_frame(sa_in, replies[i], i + 1) for i in range(10)]
     tampered = bytearray(esp_frame(sa_in, replies[10], 11))
@@ -109,8 +120,9 @@ def test_interop_with_scapy(launch, node, tmp_path: Path, asan: bool) -> None:
                  esp_frame(scapy_in_sa(0x3003), replies[0], 1),  # unknown SPI
                  esp_frame(sa_in, replies[10], 300),
                  esp_frame(sa_in, replies[11], 100),  # 300 - 100 >= 128: too old
-                 esp_frame(sa_in, replies[11], 250)])
-    accepted = replies[:10] + [replies[10], replies[11]]
+                 esp_frame(sa_in, replies[11], 250),
+                 esp_frame(sa_in, reply6, 301)])
+    accepted = replies[:10] + [replies[10], replies[11], reply6]
     (tmp_path / "sa.conf").write_text(SA_FILE)
     src, dst = write(tmp_path / "in.pcap", frames), tmp_path / "out.pcap"
     run = launch(deployment(
@@ -133,7 +145,8 @@ def test_interop_with_scapy(launch, node, tmp_path: Path, asan: bool) -> None:
         f = Ether(frame)
         assert f.src == ETH.src and f.dst == ETH.dst, i
         assert f[IP].proto == 50 and (f[IP].src, f[IP].dst) == (LOCAL, REMOTE), f.summary()
-        assert f[IP].tos == p.tos and f[IP].id == i  # the inner TOS; ids from 0
+        tos = p.tos if isinstance(p, IP) else p.tc  # the inner TOS; ids from 0
+        assert f[IP].tos == tos and f[IP].id == i
         assert f[ESP].spi == 0x1001 and f[ESP].seq == i + 1
         assert b"SECRET" not in frame
         assert len(frame) == 14 + 20 + 8 + 8 + len(p) + (-(len(p) + 2) % 4) + 2 + 16
@@ -151,9 +164,10 @@ def test_interop_with_scapy(launch, node, tmp_path: Path, asan: bool) -> None:
         "replay": 1, "auth_failed": 1, "unknown_spi": 1, "outside_window": 1, "malformed": 0,
         "no_sa": 0}, log
     assert f"vpn-sa: dir=out spi=0x1001 line=2 packets={len(plain)} " in log
-    assert f"vpn-policy: line=4 sa=0x1001 packets={len(plain)}\n" in log
+    assert f"vpn-policy: line=4 sa=0x1001 packets={len(plain) - V6_PLAIN}\n" in log
+    assert f"vpn-policy: line=5 sa=0x1001 packets={V6_PLAIN}\n" in log
     assert re.search(rf"vpn-sa: dir=in spi=0x2001 line=3 packets={len(accepted)} bytes=\d+ "
-                     r"seq=300\n", log), log
+                     r"seq=301\n", log), log
     if asan:
         assert_no_sanitizer_report(log, "sluice-vpn's log")
 
@@ -224,7 +238,7 @@ def test_bad_file_and_reload(launch, node, sender_ns: str, tmp_path: Path) -> No
     conf.write_text(SA_FILE.replace("key 0x", "key 0xzz", 1))
     os.kill(vpn.pid, signal.SIGHUP)
     wait_until(lambda: "reload failed" in vpn.log.read_text(), 10, "the reload to fail")
-    assert (f"sluice-vpn: reload failed, keeping the 2 current SAs and 1 policies: {conf}:2: "
+    assert (f"sluice-vpn: reload failed, keeping the 2 current SAs and 2 policies: {conf}:2: "
             "sa: key for aes128-gcm16 must be 20 bytes" in vpn.log.read_text())
     send(frames[1], 2, 0)  # the SAs are still there
     conf.write_text(SA_FILE + "sa in spi 0x2002 local 10.64.9.1 remote 10.64.9.2 cipher "
@@ -232,7 +246,7 @@ def test_bad_file_and_reload(launch, node, sender_ns: str, tmp_path: Path) -> No
     os.kill(vpn.pid, signal.SIGHUP)
     wait_until(lambda: "2 SAs kept their sequence numbers" in vpn.log.read_text(), 10,
                "the reload")
-    assert "sluice-vpn: reloaded 3 SAs (2 in, 1 out) and 1 policies" in vpn.log.read_text()
+    assert "sluice-vpn: reloaded 3 SAs (2 in, 1 out) and 2 policies" in vpn.log.read_text()
     send(frames[1], 3, 1)  # still a replay
     send(frames[2], 4, 1)
     run.stop()
