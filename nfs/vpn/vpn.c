@@ -27,6 +27,7 @@
 
 #define VPN_PROG "sluice-vpn"
 #define VPN_MS 1000000ull
+#define VPN_TICK_MS 100 /* how often --stats-ms is looked at */
 
 enum vpn_unprotected {
 	VPN_UNPROT_PASS = 0,
@@ -431,6 +432,7 @@ static const struct sl_nf_ops vpn_ops = {
 	.init = vpn_init,
 	.process_pkt = vpn_pkt,
 	.tick = vpn_tick,
+	.tick_ms = VPN_TICK_MS,
 	.reload = vpn_reload,
 	.on_message = vpn_message,
 	.fini = vpn_fini,

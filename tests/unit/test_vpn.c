@@ -826,6 +826,37 @@ test_limits(void **state)
 	drop_file(path);
 }
 
+/* --stats-ms: a counters line once the period is up, from tick; and one
+ * on a "stats" message. */
+static void
+test_interval(void **state)
+{
+	char *path = write_file(SA_OK "\n");
+	char *out;
+	int rc;
+
+	(void)state;
+	stub_now_ns = 5000000000ull;
+	free(init_with(&rc, "--sa", path, "--stats-ms", "1000", NULL));
+	assert_int_equal(rc, 0);
+	out = tick_output(5500000000ull);
+	assert_string_equal(out, "");
+	free(out);
+	out = tick_output(6000000000ull);
+	assert_has(out, "vpn-stats: reason=interval uptime=1.0 packets=0 ");
+	assert_has(out, "vpn-sa: dir=out spi=0x1001 line=1 packets=0 bytes=0 "
+			"seq=0\n");
+	free(out);
+	out = msg_output("stats", "");
+	assert_has(out, "vpn-stats: reason=message ");
+	free(out);
+	out = msg_output("other", "");
+	assert_string_equal(out, "");
+	free(out);
+	free(fini_output());
+	drop_file(path);
+}
+
 static void
 do_reload(void *arg)
 {
@@ -903,6 +934,7 @@ main(void)
 		cmocka_unit_test(test_hostile),
 		cmocka_unit_test(test_file_errors),
 		cmocka_unit_test(test_limits),
+		cmocka_unit_test(test_interval),
 		cmocka_unit_test(test_reload),
 	};
 
