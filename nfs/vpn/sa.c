@@ -379,6 +379,14 @@ vpn_sa_ctx(struct vpn_reader *r, struct vpn_sa *sa)
 }
 
 static int
+vpn_same_key(const struct vpn_sa *a, const struct vpn_sa *b)
+{
+	return a->key_len == b->key_len &&
+	       memcmp(a->key, b->key, a->key_len) == 0 &&
+	       memcmp(a->salt, b->salt, VPN_SALT_LEN) == 0;
+}
+
+static int
 vpn_sa_line(struct vpn_reader *r, char **tok, int n)
 {
 	struct vpn_sad *sad = r->sad;
@@ -417,7 +425,18 @@ vpn_sa_line(struct vpn_reader *r, char **tok, int n)
 					"sa: %s SPI 0x%" PRIx32
 					" is already defined on line %u",
 					tok[1], sa->spi, sad->sas[i].line);
-	if (vpn_parse_key(r, sa, key_text) != 0 || vpn_sa_ctx(r, sa) != 0) {
+	if (vpn_parse_key(r, sa, key_text) != 0)
+		return EINVAL;
+	for (uint32_t i = 0; i < sad->n_sas; i++)
+		if (sa->dir == VPN_OUT && sad->sas[i].dir == VPN_OUT &&
+		    vpn_same_key(sa, &sad->sas[i]))
+			return vpn_fail(r,
+					"sa: the key and salt of the 'sa out' "
+					"on line %u: their IVs would repeat "
+					"(AES-GCM needs a nonce used once per "
+					"key)",
+					sad->sas[i].line);
+	if (vpn_sa_ctx(r, sa) != 0) {
 		EVP_CIPHER_CTX_free(sa->ctx);
 		sa->ctx = NULL;
 		return EINVAL;
@@ -715,6 +734,21 @@ vpn_sa_same(const struct vpn_sa *a, const struct vpn_sa *b)
 	       memcmp(a->salt, b->salt, VPN_SALT_LEN) == 0;
 }
 
+/* An outbound SA whose key an old one had goes on from that one's
+ * sequence number, whatever else changed: its IVs never repeat. */
+static void
+vpn_carry_seq(struct vpn_sa *s, const struct vpn_sad *old)
+{
+	if (s->dir != VPN_OUT)
+		return;
+	for (uint32_t k = 0; k < old->n_sas; k++) {
+		const struct vpn_sa *o = &old->sas[k];
+
+		if (o->dir == VPN_OUT && vpn_same_key(s, o) && o->seq > s->seq)
+			s->seq = o->seq;
+	}
+}
+
 uint32_t
 vpn_sad_carry(struct vpn_sad *new_sad, const struct vpn_sad *old)
 {
@@ -741,6 +775,7 @@ vpn_sad_carry(struct vpn_sad *new_sad, const struct vpn_sad *old)
 			n++;
 			break;
 		}
+		vpn_carry_seq(s, old);
 	}
 	return n;
 }

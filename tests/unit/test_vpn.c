@@ -569,7 +569,7 @@ test_seq_overflow(void **state)
 	struct vpn_sad *sad = load_sad("sa out spi 0x1001 " EP_A
 				       " cipher aes128-gcm16 key " K128 "\n"
 				       "sa out spi 0x1002 " EP_A
-				       " cipher aes128-gcm16 key " K128
+				       " cipher aes256-gcm16 key " K256
 				       " esn\n",
 				       128);
 	struct rte_mbuf *m = mk(plain_frame, sizeof(plain_frame));
@@ -777,6 +777,10 @@ static const struct bad_file bad_files[] = {
 	{SA_OK "\npolicy sa\n", ":2: policy: 'sa' needs a value"},
 	{SA_OK "\npolicy sa 0x1001 sa 0x1001\n", ":2: policy: 'sa' given "
 						 "twice"},
+	{SA_OK "\nsa out spi 0x1002 " EP_B " cipher aes128-gcm16 key " K128
+	       "\n",
+	 ":2: sa: the key and salt of the 'sa out' on line 1: their IVs would "
+	 "repeat (AES-GCM needs a nonce used once per key)"},
 	{"policy sa 0x2002\n" SA_OK "\n",
 	 ":1: policy: sa 0x2002: no 'sa out' with that SPI"},
 };
@@ -823,6 +827,41 @@ test_limits(void **state)
 			  PROG ": --replay-window: '5000' is not a number "
 			       "from 0 to 4096",
 			  "--sa", path, "--replay-window", "5000", NULL);
+	drop_file(path);
+}
+
+static void do_reload(void *arg);
+
+/* An outbound SA reloaded with its key but other endpoints goes on
+ * counting: no IV is used twice with one key. */
+static void
+test_reload_keeps_ivs(void **state)
+{
+	char *path = write_file(SA_OK "\npolicy sa 0x1001\n");
+	struct rte_mbuf *m;
+	const uint8_t *p;
+	char *out;
+	int rc;
+
+	(void)state;
+	free(init_with(&rc, "--sa", path, NULL));
+	assert_int_equal(rc, 0);
+	assert_int_equal(nf_pkt(plain_frame, sizeof(plain_frame), NULL),
+			 SL_NEXT);
+	rewrite_file(path,
+		     "sa out spi 0x1005 local 10.64.9.1 remote 10.64.9.3 "
+		     "cipher aes128-gcm16 key " K128 "\npolicy sa 0x1005\n");
+	out = stub_capture_stderr(do_reload, NULL);
+	assert_has(out, PROG ": 0 SAs kept their sequence numbers");
+	free(out);
+	assert_int_equal(nf_pkt(plain_frame, sizeof(plain_frame), &m), SL_NEXT);
+	p = rte_pktmbuf_mtod(m, const uint8_t *);
+	assert_int_equal(p[33], 3);                 /* the new remote */
+	assert_int_equal(p[37], 0x05);              /* the new SPI */
+	assert_int_equal(p[38] | p[39] | p[40], 0); /* sequence number 2 */
+	assert_int_equal(p[41], 2);
+	stub_mbuf_free(m);
+	free(fini_output());
 	drop_file(path);
 }
 
@@ -936,6 +975,7 @@ main(void)
 		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_interval),
 		cmocka_unit_test(test_reload),
+		cmocka_unit_test(test_reload_keeps_ivs),
 	};
 
 	return cmocka_run_group_tests_name("vpn", tests, setup, stub_teardown);
