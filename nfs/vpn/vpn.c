@@ -162,17 +162,16 @@ vpn_outbound(struct vpn_state *st, struct rte_mbuf *m,
 	struct vpn_sa *sa;
 	enum vpn_reason why;
 
-	if (vpn_plain_of(m, info, ip, &x) == 0) {
-		if (info->l3_off + x.len > rte_pktmbuf_pkt_len(m))
-			return vpn_drop(st, VPN_D_MALFORMED); /* cut short */
+	if (vpn_plain_of(m, info, ip, &x) == 0)
 		p = vpn_policy_find(st->sad, &x);
-	}
 	if (p == NULL) {
 		if (st->unprotected == VPN_UNPROT_DROP)
 			return vpn_drop(st, VPN_D_NO_SA);
 		st->bypass++;
 		return SL_NEXT;
 	}
+	if (info->l3_off + x.len > rte_pktmbuf_pkt_len(m))
+		return vpn_drop(st, VPN_D_MALFORMED); /* cut short */
 	sa = &st->sad->sas[p->sa];
 	why = vpn_esp_encap(sa, m, info->l3_off, x.len, x.tos,
 			    x.family == 4 ? 4 : 41);
