@@ -7,6 +7,7 @@ Sluice gateways.)"""
 from __future__ import annotations
 
 import os
+import random
 import re
 import signal
 import subprocess
@@ -252,3 +253,61 @@ def test_bad_file_and_reload(launch, node, sender_ns: str, tmp_path: Path) -> No
     run.stop()
     c = counters(vpn.log.read_text())
     assert (c["decrypted"], c["replay"], c["dropped"]) == (3, 1, 1), vpn.log.read_text()
+
+
+def hostile_frames(seed: int) -> list[bytes]:
+    """ESP frames of the test's SA mutated and cut at random, ESP inside
+    VLAN tags, and random bytes that claim to be ESP."""
+    rnd = random.Random(seed)
+    sa = scapy_in_sa()
+    good = [esp_frame(sa, r, i + 1) for i, r in enumerate(reply_packets(20))]  # one mbuf each
+    out = []
+    for i in range(3000):
+        f = bytearray(rnd.choice(good))
+        for _ in range(rnd.randrange(1, 5)):
+            f[rnd.randrange(14, len(f))] = rnd.randrange(256)
+        if i % 3 == 0:
+            f = f[:rnd.randrange(14, len(f) + 1)]
+        if i % 7 == 0:  # one or two VLAN tags
+            f[12:12] = b"\x81\x00\x00\x07" * (1 + i % 2)
+        out.append(bytes(f))
+    for _ in range(1000):
+        f = bytearray(rnd.randbytes(rnd.randrange(14, 200)))
+        f[12:14] = b"\x08\x00"
+        if len(f) > 23:
+            f[14] = 0x45
+            f[23] = 50
+        out.append(bytes(f))
+    return out + good  # the good ones last: the SA still works
+
+
+@pytest.mark.parametrize("asan", [False, pytest.param(True, marks=needs_asan)],
+                         ids=["release", "asan"])
+def test_hostile_frames(launch, node, tmp_path: Path, asan: bool) -> None:
+    """Thousands of broken and random ESP frames: each counted once, with a
+    reason if refused, nothing crashes, and the good ones still decrypt."""
+    build = ASAN_BUILD if asan else build_dir()
+    frames = hostile_frames(29)
+    (tmp_path / "sa.conf").write_text(SA_FILE)
+    src = write(tmp_path / "in.pcap", frames)
+    run = launch(deployment(
+        node,
+        ports=[{"name": "in", "device": f"net_pcap0,rx_pcap={src}"},
+               {"name": "out", "device": "net_null0,no-rx=1"}],
+        nfs=[{"name": "vpn", "program": prog("vpn", build), "service": "vpn",
+              "args": ["--sa", str(tmp_path / "sa.conf"), "--replay-window", "4096"]}],
+        chain=["vpn", "port:out"]), build=build)
+    wait_until(lambda: port(run.client.call("stats"), "in")["rx_pkts"] == len(frames), 30,
+               "the capture to be read")
+    st = wait_drained(run)
+    run.stop()
+    log = next(p for p in run.nfs if p.label == "vpn").log.read_text()
+    c = counters(log)
+    assert c["packets"] == len(frames), log
+    assert (c["encrypted"] + c["decrypted"] + c["bypass"] + c["non_ip"] + c["dropped"]
+            == len(frames)), log
+    assert c["dropped"] == service(st, "vpn")["drops"]["nf_verdict"] == st["drops_total"]
+    assert c["crypto_error"] == 0 and c["auth_failed"] > 1000, log
+    assert re.search(r"vpn-sa: dir=in spi=0x2001 line=3 packets=\d+ bytes=\d+ seq=20\n", log), log
+    if asan:
+        assert_no_sanitizer_report(log, "sluice-vpn's log")
