@@ -129,11 +129,16 @@ lb_backends_set(struct lb_state *st, const struct lb_config *cfg, char *err,
 		size_t errlen)
 {
 	int ports[cfg->n_backends ? cfg->n_backends : 1];
+	char why[LB_ERR_LEN - 64];
 	uint32_t i;
 
 	for (i = 0; i < cfg->n_backends; i++)
-		if (lb_resolve(st, &cfg->backends[i], &ports[i], err, errlen))
+		if (lb_resolve(st, &cfg->backends[i], &ports[i], why,
+			       sizeof(why))) {
+			snprintf(err, errlen, "%s:%u: %s", st->config_path,
+				 cfg->backends[i].line, why);
 			return EINVAL;
+		}
 	/* The same backend (name, address, port) keeps its slot, and its
 	 * connections; any other is a new one. */
 	for (i = 0; i < st->max_backends; i++) {
