@@ -476,10 +476,10 @@ test_table_full(void **state)
 static uint16_t t0[M], t1[M];
 
 static void
-names(struct lb_maglev_in *in, char (*nm)[8], unsigned n)
+names(struct lb_maglev_in *in, char (*nm)[12], unsigned n)
 {
 	for (unsigned i = 0; i < n; i++) {
-		snprintf(nm[i], 8, "b%u", i + 1);
+		snprintf(nm[i], 12, "b%u", i + 1);
 		in[i].name = nm[i];
 		in[i].weight = 1;
 		in[i].id = (uint16_t)i;
@@ -499,7 +499,7 @@ static void
 test_maglev_properties(void **state)
 {
 	struct lb_maglev_in in[9], r[9];
-	char nm[9][8];
+	char nm[9][12];
 	uint32_t scratch[9], cnt[9];
 	unsigned n, i, j, k;
 
