@@ -11,6 +11,7 @@ running configuration. Also with the ASan+UBSan build."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -75,10 +76,8 @@ def namespaces(tmp_path: Path) -> Iterator[dict[str, str]]:
             # all ours (started below), end with it.
             pids = sh("ip", "netns", "pids", ns, check=False).stdout.split()
             for pid in pids:
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.kill(int(pid), signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
             sh("ip", "netns", "del", ns, check=False)
 
 
@@ -113,7 +112,8 @@ class H(socketserver.BaseRequestHandler):
             if not chunk:
                 return
             data += chunk
-        self.request.sendall(b"HTTP/1.0 200 OK\\r\\nContent-Type: text/plain\\r\\n\\r\\n" + name.encode())
+        head = b"HTTP/1.0 200 OK\\r\\nContent-Type: text/plain\\r\\n\\r\\n"
+        self.request.sendall(head + name.encode())
 socketserver.TCPServer.allow_reuse_address = True
 socketserver.ThreadingTCPServer((addr, 80), H).serve_forever()
 """
