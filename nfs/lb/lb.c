@@ -32,6 +32,7 @@
 #define LB_TICK_MS 100
 #define LB_SWEEP 4096 /* table positions looked at per tick */
 #define LB_NS 1000000000.0
+#define LB_CHUNK 32 /* packets looked up at once (rte_hash: at most 64) */
 
 /* ---- checksums ----------------------------------------------------- */
 
@@ -137,16 +138,18 @@ lb_pick(struct lb_state *st, const struct sl_5tuple *k)
 	return s == LB_MAGLEV_NONE ? NULL : &st->backends[s];
 }
 
-/* The tracked connection of a client's packet, made if new; NULL (the
- * packet counted as a drop) when it cannot be. */
+/* The tracked connection of a client's packet at pos (rte_hash's
+ * answer for its key), made if new; NULL (the packet counted as a drop)
+ * when it cannot be. */
 static struct lb_conn *
-lb_conn_of(struct lb_state *st, const struct sl_5tuple *k,
+lb_conn_of(struct lb_state *st, const struct sl_5tuple *k, int32_t pos,
 	   const struct rte_ether_hdr *eth, uint64_t now)
 {
 	struct lb_backend *b;
 	struct lb_conn *c = NULL;
-	int32_t pos = rte_hash_lookup(st->h, k);
 
+	if (pos < 0) /* maybe made by a packet before it in the burst */
+		pos = rte_hash_lookup(st->h, k);
 	if (pos >= 0) {
 		c = &st->conns[pos];
 		b = &st->backends[c->slot];
@@ -186,16 +189,13 @@ lb_conn_of(struct lb_state *st, const struct sl_5tuple *k,
 /* Client -> VIP: to the connection's backend. */
 static sl_verdict_t
 lb_to_backend(struct lb_state *st, struct rte_mbuf *m, struct lb_l4 *l,
-	      uint64_t now)
+	      const struct sl_5tuple *k, int32_t pos, uint64_t now)
 {
 	struct rte_ether_hdr *eth = sl_pkt_eth(m);
-	struct sl_5tuple k;
 	struct lb_backend *b;
 	struct lb_conn *c;
 
-	lb_key(&k, l->proto, l->ip->src_addr, l->sport, l->ip->dst_addr,
-	       l->dport);
-	c = lb_conn_of(st, &k, eth, now);
+	c = lb_conn_of(st, k, pos, eth, now);
 	if (c == NULL)
 		return SL_DROP;
 	c->last_ns = now;
@@ -212,35 +212,6 @@ lb_to_backend(struct lb_state *st, struct rte_mbuf *m, struct lb_l4 *l,
 	return b->port >= 0 ? SL_OUT(b->port) : SL_NEXT;
 }
 
-/* Backend -> client, of a tracked connection: from the VIP again. 0 if
- * the packet is not one. */
-static int
-lb_to_client(struct lb_state *st, struct rte_mbuf *m, struct lb_l4 *l,
-	     uint64_t now, sl_verdict_t *v)
-{
-	struct rte_ether_hdr *eth;
-	struct sl_5tuple k;
-	struct lb_conn *c;
-	int32_t pos;
-
-	lb_key(&k, l->proto, l->ip->dst_addr, l->dport, st->cfg.vip, l->sport);
-	pos = rte_hash_lookup(st->h, &k);
-	if (pos < 0)
-		return 0;
-	c = &st->conns[pos];
-	if (c->backend_addr != l->ip->src_addr || lb_expired(st, c, now))
-		return 0;
-	c->last_ns = now;
-	lb_tcp_flags(c, l->tcp, 0);
-	lb_set_addr(l->ip, 0, st->cfg.vip, l->tcp, l->udp);
-	eth = sl_pkt_eth(m);
-	memcpy(eth->src_addr.addr_bytes, c->vip_mac, 6);
-	memcpy(eth->dst_addr.addr_bytes, c->client_mac, 6);
-	st->c.to_client++;
-	*v = st->client_port >= 0 ? SL_OUT(st->client_port) : SL_NEXT;
-	return 1;
-}
-
 static sl_verdict_t
 lb_other(struct lb_state *st)
 {
@@ -250,6 +221,30 @@ lb_other(struct lb_state *st)
 	}
 	st->c.other++;
 	return SL_NEXT;
+}
+
+/* Backend -> client, of the tracked connection at pos: from the VIP
+ * again. Any other packet is lb_other's. */
+static sl_verdict_t
+lb_to_client(struct lb_state *st, struct rte_mbuf *m, struct lb_l4 *l,
+	     int32_t pos, uint64_t now)
+{
+	struct rte_ether_hdr *eth;
+	struct lb_conn *c;
+
+	if (pos < 0)
+		return lb_other(st);
+	c = &st->conns[pos];
+	if (c->backend_addr != l->ip->src_addr || lb_expired(st, c, now))
+		return lb_other(st);
+	c->last_ns = now;
+	lb_tcp_flags(c, l->tcp, 0);
+	lb_set_addr(l->ip, 0, st->cfg.vip, l->tcp, l->udp);
+	eth = sl_pkt_eth(m);
+	memcpy(eth->src_addr.addr_bytes, c->vip_mac, 6);
+	memcpy(eth->dst_addr.addr_bytes, c->client_mac, 6);
+	st->c.to_client++;
+	return st->client_port >= 0 ? SL_OUT(st->client_port) : SL_NEXT;
 }
 
 /* The L4 header of a TCP or UDP packet: 0, or -1 if it has none. */
@@ -272,44 +267,98 @@ lb_l4_of(struct rte_mbuf *m, struct sl_pkt_info *info, struct lb_l4 *l)
 	return -1;
 }
 
-static sl_verdict_t
-lb_one(struct lb_state *st, struct rte_mbuf *m, uint64_t now)
+/* What a packet needs: a verdict now, or a lookup of its key. */
+enum lb_kind { LB_DONE, LB_FWD, LB_REPLY };
+
+/* Parses m and decides: LB_DONE with *v set (counted), or LB_FWD (to
+ * the VIP; k is the connection's key) or LB_REPLY (maybe a backend's
+ * reply; k is the key its connection would have). */
+static enum lb_kind
+lb_classify(struct lb_state *st, struct rte_mbuf *m, struct lb_l4 *l,
+	    struct sl_5tuple *k, sl_verdict_t *v)
 {
 	struct sl_pkt_info info;
-	struct lb_l4 l;
-	sl_verdict_t v;
 	int rc;
 
 	st->c.pkts++;
 	st->c.bytes += rte_pktmbuf_pkt_len(m);
 	rc = sl_pkt_parse(m, &info);
-	l.ip = sl_pkt_ipv4(m, &info);
-	if (l.ip == NULL) {
+	l->ip = sl_pkt_ipv4(m, &info);
+	if (l->ip == NULL) {
 		st->c.non_ip++;
-		return lb_other(st);
+		*v = lb_other(st);
+		return LB_DONE;
 	}
-	if (l.ip->dst_addr == st->cfg.vip) {
-		if (info.fragment) {
-			st->c.drop_fragment++;
-			return SL_DROP;
+	if (l->ip->dst_addr != st->cfg.vip) {
+		if (rc != 0 || info.fragment || lb_l4_of(m, &info, l) != 0) {
+			*v = lb_other(st);
+			return LB_DONE;
 		}
-		if (rc != 0 || lb_l4_of(m, &info, &l) != 0) {
-			if (info.l4_proto == IPPROTO_TCP ||
-			    info.l4_proto == IPPROTO_UDP) {
-				st->c.drop_malformed++;
-				return SL_DROP;
-			}
-			return lb_other(st);
-		}
-		if (!lb_config_takes(&st->cfg, l.proto,
-				     rte_be_to_cpu_16(l.dport)))
-			return lb_other(st);
-		return lb_to_backend(st, m, &l, now);
+		lb_key(k, l->proto, l->ip->dst_addr, l->dport, st->cfg.vip,
+		       l->sport);
+		return LB_REPLY;
 	}
-	if (rc == 0 && !info.fragment && lb_l4_of(m, &info, &l) == 0 &&
-	    lb_to_client(st, m, &l, now, &v))
-		return v;
-	return lb_other(st);
+	if (info.fragment) {
+		st->c.drop_fragment++;
+		*v = SL_DROP;
+	} else if (rc != 0 || lb_l4_of(m, &info, l) != 0) {
+		if (info.l4_proto == IPPROTO_TCP ||
+		    info.l4_proto == IPPROTO_UDP) {
+			st->c.drop_malformed++;
+			*v = SL_DROP;
+		} else {
+			*v = lb_other(st);
+		}
+	} else if (!lb_config_takes(&st->cfg, l->proto,
+				    rte_be_to_cpu_16(l->dport))) {
+		*v = lb_other(st);
+	} else {
+		lb_key(k, l->proto, l->ip->src_addr, l->sport, l->ip->dst_addr,
+		       l->dport);
+		return LB_FWD;
+	}
+	return LB_DONE;
+}
+
+/* Up to LB_CHUNK packets: classified, their keys looked up at once
+ * (rte_hash_lookup_bulk), then rewritten. */
+static void
+lb_chunk(struct lb_state *st, struct rte_mbuf **pkts, uint16_t n, uint64_t now)
+{
+	struct sl_5tuple keys[LB_CHUNK];
+	const void *kp[LB_CHUNK];
+	struct lb_l4 l[LB_CHUNK];
+	uint8_t kind[LB_CHUNK], at[LB_CHUNK];
+	int32_t pos[LB_CHUNK];
+	sl_verdict_t v;
+	uint32_t k = 0;
+
+	for (uint16_t i = 0; i < n; i++) {
+		kind[i] =
+			(uint8_t)lb_classify(st, pkts[i], &l[i], &keys[k], &v);
+		if (kind[i] == LB_DONE) {
+			sl_pkt_set_verdict(pkts[i], v);
+			continue;
+		}
+		at[i] = (uint8_t)k;
+		kp[k] = &keys[k];
+		k++;
+	}
+	if (k == 0)
+		return;
+	if (rte_hash_lookup_bulk(st->h, kp, k, pos) != 0)
+		for (uint32_t j = 0; j < k; j++) /* cannot happen */
+			pos[j] = rte_hash_lookup(st->h, kp[j]);
+	for (uint16_t i = 0; i < n; i++) {
+		if (kind[i] == LB_FWD)
+			v = lb_to_backend(st, pkts[i], &l[i], &keys[at[i]],
+					  pos[at[i]], now);
+		else if (kind[i] == LB_REPLY)
+			v = lb_to_client(st, pkts[i], &l[i], pos[at[i]], now);
+		else
+			continue;
+		sl_pkt_set_verdict(pkts[i], v);
+	}
 }
 
 static void
@@ -318,8 +367,9 @@ lb_process(struct sl_nf *nf, struct rte_mbuf **pkts, uint16_t n)
 	struct lb_state *st = sl_nf_priv(nf);
 	uint64_t now = sl_now_ns();
 
-	for (uint16_t i = 0; i < n; i++)
-		sl_pkt_set_verdict(pkts[i], lb_one(st, pkts[i], now));
+	for (uint16_t i = 0; i < n; i += LB_CHUNK)
+		lb_chunk(st, pkts + i, n - i < LB_CHUNK ? n - i : LB_CHUNK,
+			 now);
 }
 
 /* ---- periodic work ------------------------------------------------- */
