@@ -34,6 +34,7 @@ NF_OPTION = {
     "flowclass": "  --elephant-to HOP   default next hop for elephants",
     "ddos-detect": "  --threshold N       alarm at N packets in one window (default 10000)",
     "scrubber": "  --prefix PREFIX  scrub packets from this source prefix, e.g. 10.66.6.0/24 or",
+    "lb": "  --config FILE         the VIP and the backends (nfs/lb/README.md); SIGHUP re-reads it",
 }
 
 

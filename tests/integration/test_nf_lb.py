@@ -234,6 +234,15 @@ def test_http_behind_the_vip(launch, node, namespaces, tmp_path, asan):  # type:
     fourth = requests(namespaces["client"], range(43000, 43000 + 60))
     assert "b3" not in fourth.values() and "FAIL" not in fourth.values(), fourth
 
+    # 5. A bad file at start: one line naming it, exit status 1.
+    bad_cfg = tmp_path / "bad.conf"
+    bad_cfg.write_text(f"vip {VIP}\nbackend b1 {BACKENDS['b1'][0]} via nowhere\n")
+    r = sh(prog("lb", build), "--", "--node", node, "-s", "lb2", "--config", str(bad_cfg),
+           check=False)
+    assert r.returncode == 1, r
+    assert (f"sluice-lb: {bad_cfg}:2: backend 'b1': via 'nowhere': no such port "
+            f"(sluice status lists them)\n") in r.stderr, r.stderr
+
     final = run.stop()
     assert final is not None
     text = lb.log.read_text()
