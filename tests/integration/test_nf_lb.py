@@ -6,7 +6,8 @@ Every request is a curl with its own source port (--local-port), so the
 flows are named and can be sent again: the spread over the backends
 follows their weights (1:2:3), a backend removed at run time (a message)
 loses its flows to the others and no other flow moves, a backend added
-back takes its share of new flows, and a SIGHUP with a bad file keeps the
+back takes its share of new flows, connections held open keep their
+backend while the table sends new ones elsewhere, and a SIGHUP with a bad file keeps the
 running configuration. Also with the ASan+UBSan build."""
 
 from __future__ import annotations
@@ -147,6 +148,56 @@ def requests(ns: str, ports: range) -> dict[int, str]:
     return got
 
 
+# Connections held open across a change of the table: each sends half a
+# request, waits for a line on stdin, then sends the rest and prints the
+# backend that answers.
+HOLDER = """
+import socket, sys
+client, vip, first, n = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+held = []
+for p in range(first, first + n):
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.settimeout(5)
+    s.bind((client, p))
+    s.connect((vip, 80))
+    s.sendall(b"GET / HTTP/1.0\\r\\n")
+    held.append((p, s))
+print("ready", flush=True)
+sys.stdin.readline()
+for p, s in held:
+    try:
+        s.sendall(b"\\r\\n")
+        data = b""
+        while chunk := s.recv(4096):
+            data += chunk
+        print(p, data.partition(b"\\r\\n\\r\\n")[2].decode() or "FAIL")
+    except OSError as e:
+        print(p, "FAIL" + type(e).__name__)
+"""
+
+
+def held_connections(ns: str, root: Path, ports: range, change) -> dict[int, str]:  # type: ignore[no-untyped-def]
+    """Opens a connection per source port, calls change() while they are
+    open, then completes their requests: port -> the backend that answered."""
+    script = root / "holder.py"
+    script.write_text(HOLDER)
+    p = subprocess.Popen(["ip", "netns", "exec", ns, "python3", str(script), CLIENT, VIP,
+                          str(ports.start), str(len(ports))],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout is not None and p.stdin is not None
+        assert p.stdout.readline() == "ready\n"
+        change()
+        out, _ = p.communicate("go\n", timeout=30)
+    finally:
+        p.kill()
+        p.wait()
+    got = {int(a): b for a, b in (ln.split(maxsplit=1) for ln in out.splitlines())}
+    assert sorted(got) == list(ports), out
+    return got
+
+
 def assert_spread(got: dict[int, str], weights: dict[str, int]) -> None:
     n = Counter(got.values())
     total = sum(weights.values())
@@ -221,6 +272,21 @@ def test_http_behind_the_vip(launch, node, namespaces, tmp_path, asan):  # type:
     message(run, lb.log, "backend.add", backend_line("b2"), "applied backends=3")
     third = requests(namespaces["client"], range(42000, 42000 + N))
     assert_spread(third, weights)
+
+    # 3b. Connections established before a change of the table keep
+    # their backend: held open while b1 and b3 are drained (weight 0, so
+    # the table sends every new connection to b2), they are answered by
+    # the backends they started with.
+    def drain() -> None:
+        message(run, lb.log, "backend.weight", "b1 0", "applied backends=3")
+        message(run, lb.log, "backend.weight", "b3 0", "applied backends=3")
+        assert set(requests(namespaces["client"], range(45000, 45020)).values()) == {"b2"}
+
+    held = held_connections(namespaces["client"], tmp_path, range(44000, 44060), drain)
+    n = Counter(held.values())
+    assert set(n) <= set(BACKENDS) and n["b1"] + n["b3"] >= 20, n
+    message(run, lb.log, "backend.weight", "b1 1", "applied backends=3")
+    message(run, lb.log, "backend.weight", "b3 3", "applied backends=3")
 
     # 4. SIGHUP: a bad file keeps the configuration; a good one drains b3.
     cfg.write_text(config() + "backend b4 10.63.0.14 weight much\n")
