@@ -149,7 +149,8 @@ lb_backends_set(struct lb_state *st, const struct lb_config *cfg, char *err,
 			const struct lb_backend_spec *s = &cfg->backends[j];
 
 			if (strcmp(s->name, b->spec.name) == 0 &&
-			    s->addr == b->spec.addr && ports[j] == b->port) {
+			    lb_ip_eq(&s->addr, &b->spec.addr) &&
+			    ports[j] == b->port) {
 				b->spec = *s;
 				keep = 1;
 			}
@@ -168,19 +169,25 @@ int
 lb_backend_add(struct lb_state *st, const char *text, char *err, size_t errlen)
 {
 	struct lb_backend_spec s;
-	char a[16];
+	char a[LB_ADDR_STRLEN];
 	int port;
 
 	if (lb_backend_parse(text, &s, err, errlen) != 0)
 		return EINVAL;
+	if (s.addr.family != st->cfg.vip.family) {
+		lb_addr_format(&s.addr, a, sizeof(a));
+		snprintf(err, errlen, "%s is IPv%u but the vip is IPv%u", a,
+			 s.addr.family, st->cfg.vip.family);
+		return EINVAL;
+	}
 	if (lb_find(st, s.name) != NULL) {
 		snprintf(err, errlen, "backend '%s' exists", s.name);
 		return EEXIST;
 	}
 	for (uint32_t i = 0; i < st->max_backends; i++)
 		if (st->backends[i].live &&
-		    st->backends[i].spec.addr == s.addr) {
-			lb_addr_format(s.addr, a, sizeof(a));
+		    lb_ip_eq(&st->backends[i].spec.addr, &s.addr)) {
+			lb_addr_format(&s.addr, a, sizeof(a));
 			snprintf(err, errlen, "address %s is backend '%s'", a,
 				 st->backends[i].spec.name);
 			return EEXIST;
@@ -244,14 +251,14 @@ lb_backend_weight(struct lb_state *st, const char *text, char *err,
 void
 lb_print_backends(const struct lb_state *st)
 {
-	char a[16];
+	char a[LB_ADDR_STRLEN];
 
 	for (uint32_t i = 0; i < st->max_backends; i++) {
 		const struct lb_backend *b = &st->backends[i];
 
 		if (!b->live)
 			continue;
-		lb_addr_format(b->spec.addr, a, sizeof(a));
+		lb_addr_format(&b->spec.addr, a, sizeof(a));
 		fprintf(stderr,
 			"lb-backend: name=%s addr=%s weight=%" PRIu32
 			" entries=%" PRIu32 " flows=%" PRIu64
@@ -266,12 +273,12 @@ lb_print_backends(const struct lb_state *st)
 static void
 lb_print_config(const struct lb_state *st, const char *verb)
 {
-	char a[16], ports[LB_MAX_PORTS * 6 + 8] = "";
+	char a[LB_ADDR_STRLEN], ports[LB_MAX_PORTS * 6 + 8] = "";
 	const char *proto = st->cfg.proto == LB_PROTO_TCP   ? "tcp"
 			    : st->cfg.proto == LB_PROTO_UDP ? "udp"
 							    : "any";
 
-	lb_addr_format(st->cfg.vip, a, sizeof(a));
+	lb_addr_format(&st->cfg.vip, a, sizeof(a));
 	for (uint32_t i = 0; i < st->cfg.n_ports; i++) {
 		size_t l = strlen(ports);
 

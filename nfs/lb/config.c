@@ -13,25 +13,33 @@
 #define LB_MAX_WORDS 16
 
 void
-lb_addr_format(uint32_t addr, char *buf, size_t size)
+lb_addr_format(const struct lb_ip *addr, char *buf, size_t size)
 {
-	struct in_addr a = {.s_addr = addr};
-
-	if (inet_ntop(AF_INET, &a, buf, (socklen_t)size) == NULL)
+	if (inet_ntop(addr->family == 6 ? AF_INET6 : AF_INET, &addr->u, buf,
+		      (socklen_t)size) == NULL)
 		snprintf(buf, size, "?");
 }
 
-static int
-lb_parse_addr(const char *s, uint32_t *out, char *err, size_t errlen)
+int
+lb_ip_eq(const struct lb_ip *a, const struct lb_ip *b)
 {
-	struct in_addr a;
+	return memcmp(a, b, sizeof(*a)) == 0;
+}
 
-	if (inet_pton(AF_INET, s, &a) != 1) {
-		snprintf(err, errlen, "'%s' is not an IPv4 address", s);
-		return EINVAL;
+static int
+lb_parse_addr(const char *s, struct lb_ip *out, char *err, size_t errlen)
+{
+	memset(out, 0, sizeof(*out));
+	if (inet_pton(AF_INET, s, &out->u.v4) == 1) {
+		out->family = 4;
+		return 0;
 	}
-	*out = a.s_addr;
-	return 0;
+	if (inet_pton(AF_INET6, s, out->u.v6) == 1) {
+		out->family = 6;
+		return 0;
+	}
+	snprintf(err, errlen, "'%s' is not an IPv4 or IPv6 address", s);
+	return EINVAL;
 }
 
 /* A whole number from min to max, digits only. */
@@ -257,7 +265,7 @@ lb_add_backend(char **w, int n, uint32_t line, uint32_t max,
 	       struct lb_config *c, char *err, size_t errlen)
 {
 	struct lb_backend_spec b;
-	char a[16];
+	char a[LB_ADDR_STRLEN];
 
 	if (lb_backend_parse_words(w + 1, n - 1, &b, err, errlen) != 0)
 		return EINVAL;
@@ -271,8 +279,8 @@ lb_add_backend(char **w, int n, uint32_t line, uint32_t max,
 				 b.name, o->line);
 			return EINVAL;
 		}
-		if (o->addr == b.addr) {
-			lb_addr_format(b.addr, a, sizeof(a));
+		if (lb_ip_eq(&o->addr, &b.addr)) {
+			lb_addr_format(&b.addr, a, sizeof(a));
 			snprintf(err, errlen,
 				 "address %s given twice (backend '%s' on "
 				 "line %u)",
@@ -357,6 +365,20 @@ lb_config_read(FILE *f, const char *path, uint32_t max, struct lb_config *c,
 			 "%s: no backend line (backend NAME ADDR [weight W] "
 			 "[mac MAC] [via PORT])",
 			 path);
+		return EINVAL;
+	}
+	for (uint32_t i = 0; i < c->n_backends; i++) {
+		const struct lb_backend_spec *b = &c->backends[i];
+		char a[LB_ADDR_STRLEN];
+
+		if (b->addr.family == c->vip.family)
+			continue;
+		lb_addr_format(&b->addr, a, sizeof(a));
+		snprintf(err, errlen,
+			 "%s:%u: backend '%s': %s is IPv%u but the vip (line "
+			 "%u) is IPv%u",
+			 path, b->line, b->name, a, b->addr.family, vip_line,
+			 c->vip.family);
 		return EINVAL;
 	}
 	return 0;

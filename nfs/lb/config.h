@@ -15,10 +15,24 @@
 #define LB_PROTO_TCP 0x1u
 #define LB_PROTO_UDP 0x2u
 
+/** An IPv4 or IPv6 address, network byte order; unused bytes zero (so
+ * two compare with memcmp). */
+struct lb_ip {
+	uint8_t family; /* 4 or 6; 0: none */
+	uint8_t pad[3];
+	union {
+		uint32_t v4;
+		uint8_t v6[16];
+	} u;
+};
+
+/** Room for lb_addr_format(). */
+#define LB_ADDR_STRLEN 46
+
 /** One backend, as a file line or a backend.add message gives it. */
 struct lb_backend_spec {
 	char name[LB_NAME_MAX];
-	uint32_t addr; /* IPv4, network byte order */
+	struct lb_ip addr;
 	uint32_t weight;
 	uint8_t mac[6];
 	uint8_t has_mac;
@@ -27,8 +41,8 @@ struct lb_backend_spec {
 };
 
 struct lb_config {
-	uint32_t vip;   /* network byte order; 0: no vip line yet */
-	uint32_t proto; /* LB_PROTO_* */
+	struct lb_ip vip;             /* family 0: no vip line yet */
+	uint32_t proto;               /* LB_PROTO_* */
 	uint16_t ports[LB_MAX_PORTS]; /* host order */
 	uint32_t n_ports;             /* 0: every port */
 	struct lb_backend_spec *backends;
@@ -45,7 +59,7 @@ int lb_backend_parse(const char *text, struct lb_backend_spec *b, char *err,
 
 /**
  * Reads the file path into *c: at most max_backends backends, names and
- * addresses unique. 0, or a positive errno with "PATH:LINE: problem" (or
+ * addresses unique, of the VIP's family. 0, or a positive errno with "PATH:LINE: problem" (or
  * "PATH: problem") in err. *c is then empty (nothing to free).
  */
 int lb_config_load(const char *path, uint32_t max_backends, struct lb_config *c,
@@ -57,7 +71,10 @@ void lb_config_free(struct lb_config *c);
  * port (host order). */
 int lb_config_takes(const struct lb_config *c, uint8_t proto, uint16_t port);
 
-/** "a.b.c.d" for an address in network byte order (buf of 16). */
-void lb_addr_format(uint32_t addr, char *buf, size_t size);
+/** The address as text (buf of LB_ADDR_STRLEN). */
+void lb_addr_format(const struct lb_ip *addr, char *buf, size_t size);
+
+/** 1 if a and b are the same address. */
+int lb_ip_eq(const struct lb_ip *a, const struct lb_ip *b);
 
 #endif /* SL_LB_CONFIG_H */

@@ -36,67 +36,88 @@
 
 /* ---- checksums ----------------------------------------------------- */
 
-/* RFC 1624's HC' = ~(~HC + ~m + m') for a 32-bit field changing from
- * old to new; the words are taken as they are in memory (the one's
- * complement sum does not care about byte order). */
+/* RFC 1624's HC' = ~(~HC + ~m + m') for a field of len bytes (even)
+ * changing from old to new; the words are taken as they are in memory
+ * (the one's complement sum does not care about byte order). */
 static inline uint16_t
-lb_csum_update(uint16_t sum, uint32_t old, uint32_t new)
+lb_csum_replace(uint16_t sum, const uint8_t *old, const uint8_t *new,
+		unsigned len)
 {
 	uint32_t s = (uint16_t)~sum;
+	uint16_t o, n;
 
-	s += (uint16_t) ~(old & 0xffff);
-	s += (uint16_t) ~(old >> 16);
-	s += new & 0xffff;
-	s += new >> 16;
+	for (unsigned i = 0; i < len; i += 2) {
+		memcpy(&o, old + i, 2);
+		memcpy(&n, new + i, 2);
+		s += (uint16_t)~o;
+		s += n;
+	}
 	s = (s & 0xffff) + (s >> 16);
 	s = (s & 0xffff) + (s >> 16);
 	return (uint16_t)~s;
 }
 
-/* Rewrites the destination (dst 1) or source address of ip to addr,
- * with the IPv4 and the TCP/UDP checksums. */
-static void
-lb_set_addr(struct rte_ipv4_hdr *ip, int dst, rte_be32_t addr,
-	    struct rte_tcp_hdr *tcp, struct rte_udp_hdr *udp)
-{
-	rte_be32_t old = dst ? ip->dst_addr : ip->src_addr;
-
-	if (dst)
-		ip->dst_addr = addr;
-	else
-		ip->src_addr = addr;
-	ip->hdr_checksum = lb_csum_update(ip->hdr_checksum, old, addr);
-	if (tcp != NULL) {
-		tcp->cksum = lb_csum_update(tcp->cksum, old, addr);
-	} else if (udp != NULL && udp->dgram_cksum != 0) {
-		udp->dgram_cksum = lb_csum_update(udp->dgram_cksum, old, addr);
-		if (udp->dgram_cksum == 0)
-			udp->dgram_cksum = 0xffff;
-	}
-}
-
 /* ---- the packet path ----------------------------------------------- */
 
-/* A packet's L4 view: ports in network byte order. */
+/* A packet's addresses and L4 header: ports in network byte order; src
+ * and dst point at the addresses in the IPv4 or IPv6 header. */
 struct lb_l4 {
-	struct rte_ipv4_hdr *ip;
+	struct rte_ipv4_hdr *ip4; /* NULL for IPv6 */
+	uint8_t *src, *dst;
 	struct rte_tcp_hdr *tcp;
 	struct rte_udp_hdr *udp;
 	uint16_t sport, dport;
 	uint8_t proto;
+	uint8_t alen; /* 4 or 16 */
 };
 
+/* Rewrites the destination (dst 1) or source address to addr (alen
+ * bytes), with the IPv4 header's and the TCP/UDP checksums. */
 static void
-lb_key(struct sl_5tuple *k, uint8_t proto, rte_be32_t src, uint16_t sport,
-       rte_be32_t dst, uint16_t dport)
+lb_set_addr(struct lb_l4 *l, int dst, const uint8_t *addr)
+{
+	uint8_t *f = dst ? l->dst : l->src, old[16];
+
+	memcpy(old, f, l->alen);
+	memcpy(f, addr, l->alen);
+	if (l->ip4 != NULL)
+		l->ip4->hdr_checksum =
+			lb_csum_replace(l->ip4->hdr_checksum, old, addr, 4);
+	if (l->tcp != NULL) {
+		l->tcp->cksum =
+			lb_csum_replace(l->tcp->cksum, old, addr, l->alen);
+	} else if (l->udp != NULL && l->udp->dgram_cksum != 0) {
+		l->udp->dgram_cksum = lb_csum_replace(l->udp->dgram_cksum, old,
+						      addr, l->alen);
+		if (l->udp->dgram_cksum == 0)
+			l->udp->dgram_cksum = 0xffff;
+	}
+}
+
+/* Whether the alen bytes at p are the address a. */
+static inline int
+lb_addr_is(const uint8_t *p, const struct lb_ip *a, unsigned alen)
+{
+	uint32_t v;
+
+	if (alen == 4) {
+		memcpy(&v, p, 4);
+		return v == a->u.v4;
+	}
+	return memcmp(p, a->u.v6, 16) == 0;
+}
+
+static void
+lb_key(struct sl_5tuple *k, const struct lb_l4 *l, const uint8_t *src,
+       uint16_t sport, const uint8_t *dst, uint16_t dport)
 {
 	memset(k, 0, sizeof(*k));
-	k->family = 4;
-	k->proto = proto;
+	k->family = l->alen == 4 ? 4 : 6;
+	k->proto = l->proto;
 	k->sport = sport;
 	k->dport = dport;
-	k->src.v4 = src;
-	k->dst.v4 = dst;
+	memcpy(k->src.v6, src, l->alen);
+	memcpy(k->dst.v6, dst, l->alen);
 }
 
 static int
@@ -176,7 +197,7 @@ lb_conn_of(struct lb_state *st, const struct sl_5tuple *k, int32_t pos,
 		c = &st->conns[pos];
 	}
 	memset(c, 0, sizeof(*c));
-	c->backend_addr = b->spec.addr;
+	c->backend = b->spec.addr;
 	c->slot = (uint16_t)(b - st->backends);
 	c->gen = b->gen;
 	memcpy(c->client_mac, eth->src_addr.addr_bytes, 6);
@@ -201,7 +222,7 @@ lb_to_backend(struct lb_state *st, struct rte_mbuf *m, struct lb_l4 *l,
 	c->last_ns = now;
 	lb_tcp_flags(c, l->tcp, 1);
 	b = &st->backends[c->slot];
-	lb_set_addr(l->ip, 1, b->spec.addr, l->tcp, l->udp);
+	lb_set_addr(l, 1, b->spec.addr.u.v6);
 	if (b->spec.has_mac)
 		memcpy(eth->dst_addr.addr_bytes, b->spec.mac, 6);
 	if (st->has_mac)
@@ -235,11 +256,11 @@ lb_to_client(struct lb_state *st, struct rte_mbuf *m, struct lb_l4 *l,
 	if (pos < 0)
 		return lb_other(st);
 	c = &st->conns[pos];
-	if (c->backend_addr != l->ip->src_addr || lb_expired(st, c, now))
+	if (!lb_addr_is(l->src, &c->backend, l->alen) || lb_expired(st, c, now))
 		return lb_other(st);
 	c->last_ns = now;
 	lb_tcp_flags(c, l->tcp, 0);
-	lb_set_addr(l->ip, 0, st->cfg.vip, l->tcp, l->udp);
+	lb_set_addr(l, 0, st->cfg.vip.u.v6);
 	eth = sl_pkt_eth(m);
 	memcpy(eth->src_addr.addr_bytes, c->vip_mac, 6);
 	memcpy(eth->dst_addr.addr_bytes, c->client_mac, 6);
@@ -283,19 +304,35 @@ lb_classify(struct lb_state *st, struct rte_mbuf *m, struct lb_l4 *l,
 	st->c.pkts++;
 	st->c.bytes += rte_pktmbuf_pkt_len(m);
 	rc = sl_pkt_parse(m, &info);
-	l->ip = sl_pkt_ipv4(m, &info);
-	if (l->ip == NULL) {
+	if (st->cfg.vip.family == 4) {
+		struct rte_ipv4_hdr *ip = sl_pkt_ipv4(m, &info);
+
+		l->ip4 = ip;
+		l->alen = 4;
+		l->src =
+			(uint8_t *)ip + offsetof(struct rte_ipv4_hdr, src_addr);
+		l->dst =
+			(uint8_t *)ip + offsetof(struct rte_ipv4_hdr, dst_addr);
+	} else {
+		struct rte_ipv6_hdr *ip = sl_pkt_ipv6(m, &info);
+
+		l->ip4 = NULL;
+		l->alen = 16;
+		l->src = ip == NULL ? NULL : ip->src_addr;
+		l->dst = ip == NULL ? NULL : ip->dst_addr;
+	}
+	if ((st->cfg.vip.family == 4 && l->ip4 == NULL) ||
+	    (st->cfg.vip.family == 6 && l->dst == NULL)) {
 		st->c.non_ip++;
 		*v = lb_other(st);
 		return LB_DONE;
 	}
-	if (l->ip->dst_addr != st->cfg.vip) {
+	if (!lb_addr_is(l->dst, &st->cfg.vip, l->alen)) {
 		if (rc != 0 || info.fragment || lb_l4_of(m, &info, l) != 0) {
 			*v = lb_other(st);
 			return LB_DONE;
 		}
-		lb_key(k, l->proto, l->ip->dst_addr, l->dport, st->cfg.vip,
-		       l->sport);
+		lb_key(k, l, l->dst, l->dport, st->cfg.vip.u.v6, l->sport);
 		return LB_REPLY;
 	}
 	if (info.fragment) {
@@ -313,8 +350,7 @@ lb_classify(struct lb_state *st, struct rte_mbuf *m, struct lb_l4 *l,
 				    rte_be_to_cpu_16(l->dport))) {
 		*v = lb_other(st);
 	} else {
-		lb_key(k, l->proto, l->ip->src_addr, l->sport, l->ip->dst_addr,
-		       l->dport);
+		lb_key(k, l, l->src, l->sport, l->dst, l->dport);
 		return LB_FWD;
 	}
 	return LB_DONE;

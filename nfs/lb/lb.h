@@ -34,7 +34,7 @@ struct lb_backend {
  * client's 5-tuple (client -> VIP). */
 struct lb_conn {
 	uint64_t last_ns;
-	uint32_t backend_addr; /* network byte order */
+	struct lb_ip backend; /* its address */
 	uint16_t slot, gen;
 	uint8_t client_mac[6]; /* the client's packet's source MAC */
 	uint8_t vip_mac[6];    /* ... and its destination MAC */

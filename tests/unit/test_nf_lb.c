@@ -171,6 +171,8 @@ backend_of(uint16_t sport, uint8_t flags, uint64_t now)
 	return ntohl(a);
 }
 
+static void expect_msg(const char *key, const char *value, const char *want);
+
 static struct lb_state *
 lb(void)
 {
@@ -265,6 +267,93 @@ test_rewrite_both_ways(void **state)
 			"drop_other=0 backends=1\n");
 	assert_has(out, "lb-backend: name=b1 addr=10.63.0.11 weight=1 "
 			"entries=65537 flows=3 packets=3 bytes=");
+	free(out);
+	unlink(path);
+	free(path);
+}
+
+static const uint8_t v6_client[16] = {0x20, 0x01, 0x0d, 0xb8, 0, 0x63, 0, 0,
+				      0,    0,    0,    0,    0, 0,    0, 1};
+static const uint8_t v6_vip[16] = {0x20, 0x01, 0x0d, 0xb8, 0, 0x63, 0, 0,
+				   0,    0,    0,    0,    0, 0,    0, 0x64};
+static const uint8_t v6_b1[16] = {0x20, 0x01, 0x0d, 0xb8, 0, 0x63, 0, 0,
+				  0,    0,    0,    0,    0, 0,    0, 0x0b};
+
+/* The same over IPv6 (no header checksum; the TCP/UDP one covers the
+ * 16-byte addresses). */
+static void
+build6(struct frame *f, const uint8_t *smac, const uint8_t *dmac, uint8_t proto,
+       const uint8_t *src, uint16_t sport, const uint8_t *dst, uint16_t dport,
+       uint8_t flags)
+{
+	uint32_t l3, l4;
+	struct rte_ipv6_hdr *ip;
+
+	memset(f, 0, sizeof(*f));
+	put(f, dmac, 6);
+	put(f, smac, 6);
+	put16(f, 0x86DD);
+	l3 = f->len;
+	put_ipv6(f, proto, src, dst, proto == IPPROTO_TCP ? 30 : 18);
+	l4 = f->len;
+	if (proto == IPPROTO_TCP) {
+		put_tcp(f, sport, dport, 10);
+		f->b[l4 + 13] = flags;
+	} else {
+		put_udp(f, sport, dport, 10);
+	}
+	ip = (struct rte_ipv6_hdr *)(f->b + l3);
+	if (proto == IPPROTO_TCP)
+		((struct rte_tcp_hdr *)(f->b + l4))->cksum =
+			rte_ipv6_udptcp_cksum(ip, f->b + l4);
+	else
+		((struct rte_udp_hdr *)(f->b + l4))->dgram_cksum =
+			rte_ipv6_udptcp_cksum(ip, f->b + l4);
+}
+
+/* An IPv6 VIP: both directions, TCP and UDP; IPv4 is not its. */
+static void
+test_rewrite_ipv6(void **state)
+{
+	char *path = write_file("vip 2001:db8:63::64 ports 80\n"
+				"backend b1 2001:db8:63::b mac "
+				"02:63:00:00:00:0b\n");
+	struct frame f, got, want;
+	const uint8_t protos[2] = {IPPROTO_TCP, IPPROTO_UDP};
+	char *out;
+
+	(void)state;
+	out = init_ok(path, "--mac", "02:63:00:00:00:65", NULL);
+	assert_has(out, ": vip 2001:db8:63::64 proto any ports 80, 1 backends");
+	assert_has(out, "lb-backend: name=b1 addr=2001:db8:63::b weight=1 ");
+	free(out);
+	for (unsigned i = 0; i < 2; i++) {
+		uint16_t sport = (uint16_t)(40000 + i);
+
+		build6(&f, mac_client, mac_vip, protos[i], v6_client, sport,
+		       v6_vip, 80, TCP_SYN);
+		build6(&want, mac_lb, mac_b1, protos[i], v6_client, sport,
+		       v6_b1, 80, TCP_SYN);
+		assert_int_equal(run1(&f, &got), SL_NEXT);
+		assert_frame(&got, &want);
+		build6(&f, mac_b1, mac_client, protos[i], v6_b1, 80, v6_client,
+		       sport, TCP_SYN | TCP_ACK);
+		build6(&want, mac_vip, mac_client, protos[i], v6_vip, 80,
+		       v6_client, sport, TCP_SYN | TCP_ACK);
+		assert_int_equal(run1(&f, &got), SL_NEXT);
+		assert_frame(&got, &want);
+	}
+	/* IPv4 to an IPv6 LB: not its family, passed unchanged. */
+	build(&f, mac_client, mac_vip, IPPROTO_TCP, CLIENT, 5000, VIP, 80,
+	      TCP_SYN, 1);
+	assert_int_equal(run1(&f, &got), SL_NEXT);
+	assert_frame(&got, &f);
+	expect_msg("backend.add", "b2 10.63.0.12",
+		   "result=error: 10.63.0.12 is IPv4 but the vip is IPv6\n");
+	out = fini_output();
+	assert_has(out, " packets=5 ");
+	assert_has(out, " to_backend=2 to_client=2 new_flows=2 moved=0 "
+			"expired=0 flows=2 other=1 non_ip=1 ");
 	free(out);
 	unlink(path);
 	free(path);
@@ -414,7 +503,7 @@ test_timeouts(void **state)
 		k.dst.v4 = htonl(VIP);
 		pos = rte_hash_lookup(lb()->h, &k);
 		assert_true(pos >= 0);
-		ba = ntohl(lb()->conns[pos].backend_addr);
+		ba = ntohl(lb()->conns[pos].backend.u.v4);
 		build(&f, mac_b1, mac_client, IPPROTO_TCP, ba, 80, CLIENT,
 		      40000, TCP_FIN | TCP_ACK, 1);
 	}
@@ -648,8 +737,9 @@ test_messages(void **state)
 		   "result=error: backend 'b1' exists\n");
 	expect_msg("backend.add", "b9 10.63.0.11",
 		   "result=error: address 10.63.0.11 is backend 'b1'\n");
-	expect_msg("backend.add", "b9 10.63.0.300",
-		   "result=error: '10.63.0.300' is not an IPv4 address\n");
+	expect_msg(
+		"backend.add", "b9 10.63.0.300",
+		"result=error: '10.63.0.300' is not an IPv4 or IPv6 address\n");
 	expect_msg("backend.add", "b9 10.63.0.19 via nowhere",
 		   "result=error: backend 'b9': via 'nowhere': no such port "
 		   "(sluice status lists them)\n");
@@ -757,7 +847,7 @@ test_config_errors(void **state)
 	expect_file_error("vip 10.63.0.100\nvip 10.63.0.101\n",
 			  ":2: a second vip line (the first is line 1)");
 	expect_file_error("# c\nvip 10.63.0.1000\n",
-			  ":2: '10.63.0.1000' is not an IPv4 address");
+			  ":2: '10.63.0.1000' is not an IPv4 or IPv6 address");
 	expect_file_error("vip 10.63.0.100 proto sctp\n",
 			  ":1: proto 'sctp': use tcp, udp or any");
 	expect_file_error("vip 10.63.0.100 ports 80,0\n",
@@ -768,6 +858,9 @@ test_config_errors(void **state)
 			  ":1: 'ports' needs a value");
 	expect_file_error("vip\n", ":1: vip needs an address: vip ADDR [proto "
 				   "tcp|udp|any] [ports P,P...]");
+	expect_file_error("backend b1 2001:db8::1\nvip 10.63.0.100\n",
+			  ":1: backend 'b1': 2001:db8::1 is IPv6 but the vip "
+			  "(line 2) is IPv4");
 	expect_file_error("vip 10.63.0.100\nserver a 10.63.0.1\n",
 			  ":2: unknown keyword 'server' (use vip or backend)");
 	expect_file_error("vip 10.63.0.100\nbackend b1 10.63.0.11\n"
@@ -833,6 +926,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rewrite_both_ways),
+		cmocka_unit_test(test_rewrite_ipv6),
 		cmocka_unit_test(test_other_packets),
 		cmocka_unit_test(test_connection_keeps_backend),
 		cmocka_unit_test(test_timeouts),
