@@ -164,7 +164,7 @@ lb_pick(struct lb_state *st, const struct sl_5tuple *k)
  * when it cannot be. */
 static struct lb_conn *
 lb_conn_of(struct lb_state *st, const struct sl_5tuple *k, int32_t pos,
-	   const struct rte_ether_hdr *eth, uint64_t now)
+	   const struct rte_ether_hdr *eth, uint16_t in_port, uint64_t now)
 {
 	struct lb_backend *b;
 	struct lb_conn *c = NULL;
@@ -202,6 +202,7 @@ lb_conn_of(struct lb_state *st, const struct sl_5tuple *k, int32_t pos,
 	c->gen = b->gen;
 	memcpy(c->client_mac, eth->src_addr.addr_bytes, 6);
 	memcpy(c->vip_mac, eth->dst_addr.addr_bytes, 6);
+	c->in_port = in_port;
 	st->c.new_flows++;
 	b->flows++;
 	return c;
@@ -216,7 +217,7 @@ lb_to_backend(struct lb_state *st, struct rte_mbuf *m, struct lb_l4 *l,
 	struct lb_backend *b;
 	struct lb_conn *c;
 
-	c = lb_conn_of(st, k, pos, eth, now);
+	c = lb_conn_of(st, k, pos, eth, sl_pkt_in_port(m), now);
 	if (c == NULL)
 		return SL_DROP;
 	c->last_ns = now;
@@ -265,7 +266,11 @@ lb_to_client(struct lb_state *st, struct rte_mbuf *m, struct lb_l4 *l,
 	memcpy(eth->src_addr.addr_bytes, c->vip_mac, 6);
 	memcpy(eth->dst_addr.addr_bytes, c->client_mac, 6);
 	st->c.to_client++;
-	return st->client_port >= 0 ? SL_OUT(st->client_port) : SL_NEXT;
+	if (st->client_port >= 0)
+		return SL_OUT(st->client_port);
+	if (st->replies == LB_REPLIES_IN_PORT && c->in_port != UINT16_MAX)
+		return SL_OUT(c->in_port);
+	return SL_NEXT;
 }
 
 /* The L4 header of a TCP or UDP packet: 0, or -1 if it has none. */
@@ -474,9 +479,14 @@ static const char lb_usage[] =
 	"usage: " LB_PROG " [EAL args] -- [libsluice args] --config FILE\n"
 	"       [--table-size PRIME] [--flows N] [--max-backends N]\n"
 	"       [--timeout S] [--closed-timeout S] [--mac MAC]\n"
-	"       [--client-port PORT] [--other pass|drop] [--stats-ms MS]\n";
+	"       [--client-port PORT] [--replies next|in-port]\n"
+	"       [--other pass|drop] [--stats-ms MS]\n";
 
 static const char *const lb_others[] = {"pass", "drop", NULL};
+static const char *const lb_replies[] = {"next", "in-port", NULL};
+_Static_assert(LB_OTHER_PASS == 0 && LB_OTHER_DROP == 1 &&
+		       LB_REPLIES_NEXT == 0 && LB_REPLIES_IN_PORT == 1,
+	       "lb_opts: choices are stored as their index");
 
 static const struct sl_nf_opt lb_opts[] = {
 	{.name = "config",
@@ -541,6 +551,15 @@ static const struct sl_nf_opt lb_opts[] = {
 	 .help = "replies to clients leave through PORT (default: the "
 		 "default edge)",
 	 SL_OPT_AT(struct lb_state, client_port)},
+	{.name = "replies",
+	 .type = SL_OPT_CHOICE,
+	 .arg = "WHERE",
+	 .help = "without --client-port, replies follow the default edge "
+		 "(next,\ndefault) or leave through the port their "
+		 "connection came in on\n(in-port)",
+	 SL_OPT_AT(struct lb_state, replies),
+	 .choices = lb_replies,
+	 .what = "next or in-port"},
 	{.name = "other",
 	 .type = SL_OPT_CHOICE,
 	 .arg = "ACTION",

@@ -38,10 +38,12 @@ struct lb_conn {
 	uint16_t slot, gen;
 	uint8_t client_mac[6]; /* the client's packet's source MAC */
 	uint8_t vip_mac[6];    /* ... and its destination MAC */
+	uint16_t in_port;      /* where the client's packet came in */
 	uint8_t fin_client, fin_backend, rst;
 };
 
 enum lb_other { LB_OTHER_PASS = 0, LB_OTHER_DROP };
+enum lb_replies { LB_REPLIES_NEXT = 0, LB_REPLIES_IN_PORT };
 
 struct lb_counters {
 	uint64_t pkts, bytes;
@@ -61,6 +63,7 @@ struct lb_state {
 	double timeout_s, closed_timeout_s, stats_ms;
 	const char *mac_text;
 	int client_port;
+	int replies;
 	int other;
 
 	/* Derived at init. */

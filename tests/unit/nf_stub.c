@@ -143,6 +143,14 @@ sl_pkt_verdict(const struct rte_mbuf *m)
 	return m->dynfield1[0];
 }
 
+/* The ingress port is the mbuf's port field here (0 from stub_mbuf; a
+ * test may set it). */
+uint16_t
+sl_pkt_in_port(const struct rte_mbuf *m)
+{
+	return m->port;
+}
+
 int
 stub_verdict_set(const struct rte_mbuf *m)
 {

@@ -42,7 +42,8 @@ int stub_setup(const char *prog, int (*nf_main)(int argc, char **argv));
 /** A cmocka group teardown: stub_eal_cleanup(). */
 int stub_teardown(void **state);
 
-/** An mbuf whose data is an exact-size heap copy of frame[0..len). */
+/** An mbuf whose data is an exact-size heap copy of frame[0..len).
+ * sl_pkt_in_port() answers its port field (0). */
 struct rte_mbuf *stub_mbuf(const void *frame, uint32_t len);
 void stub_mbuf_free(struct rte_mbuf *m);
 /** Whether the NF set a verdict on m since it was made. */

@@ -124,15 +124,16 @@ build(struct frame *f, const uint8_t *smac, const uint8_t *dmac, uint8_t proto,
 			rte_ipv4_udptcp_cksum(ip, f->b + l4);
 }
 
-/* One frame through ops->process: its verdict, and the frame as the NF
- * left it in *out. */
+/* One frame that came in on port in_port through ops->process: its
+ * verdict, and the frame as the NF left it in *out. */
 static sl_verdict_t
-run1(const struct frame *f, struct frame *out)
+run1_on(uint16_t in_port, const struct frame *f, struct frame *out)
 {
 	struct rte_mbuf *m = stub_mbuf(f->b, f->len);
 	sl_verdict_t v;
 
 	assert_non_null(m);
+	m->port = in_port;
 	stub_ops->process(stub_nf(), &m, 1);
 	assert_true(stub_verdict_set(m));
 	v = sl_pkt_verdict(m);
@@ -142,6 +143,12 @@ run1(const struct frame *f, struct frame *out)
 	}
 	stub_mbuf_free(m);
 	return v;
+}
+
+static sl_verdict_t
+run1(const struct frame *f, struct frame *out)
+{
+	return run1_on(0, f, out);
 }
 
 static void
@@ -355,6 +362,37 @@ test_rewrite_ipv6(void **state)
 	assert_has(out, " to_backend=2 to_client=2 new_flows=2 moved=0 "
 			"expired=0 flows=2 other=1 non_ip=1 ");
 	free(out);
+	unlink(path);
+	free(path);
+}
+
+/* --replies in-port: a reply leaves through the port its connection's
+ * client came in on; by default it follows the default edge. */
+static void
+test_replies_in_port(void **state)
+{
+	char *path = write_file(one_backend);
+	struct frame f;
+
+	(void)state;
+	for (int in = 0; in < 2; in++) {
+		free(init_ok(path, in ? "--replies" : NULL, "in-port", NULL));
+		for (uint16_t p = 0; p < 3; p++) {
+			build(&f, mac_client, mac_vip, IPPROTO_TCP, CLIENT,
+			      (uint16_t)(40000 + p), VIP, 80, TCP_SYN, 1);
+			assert_int_equal(run1_on((uint16_t)(5 + p), &f, NULL),
+					 SL_NEXT);
+		}
+		for (uint16_t p = 0; p < 3; p++) {
+			build(&f, mac_b1, mac_client, IPPROTO_TCP, B1, 80,
+			      CLIENT, (uint16_t)(40000 + p), TCP_ACK, 1);
+			assert_int_equal(run1_on(9, &f, NULL),
+					 in ? SL_OUT(5 + p) : SL_NEXT);
+		}
+		free(fini_output());
+	}
+	expect_init_error(PROG, PROG ": --replies: 'in' is not next or in-port",
+			  "--config", path, "--replies", "in", NULL);
 	unlink(path);
 	free(path);
 }
@@ -990,6 +1028,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rewrite_both_ways),
 		cmocka_unit_test(test_rewrite_ipv6),
+		cmocka_unit_test(test_replies_in_port),
 		cmocka_unit_test(test_other_packets),
 		cmocka_unit_test(test_connection_keeps_backend),
 		cmocka_unit_test(test_timeouts),
