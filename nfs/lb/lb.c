@@ -36,14 +36,15 @@
 
 /* ---- checksums ----------------------------------------------------- */
 
-/* RFC 1624's HC' = ~(~HC + ~m + m') for a field of len bytes (even)
- * changing from old to new; the words are taken as they are in memory
- * (the one's complement sum does not care about byte order). */
-static inline uint16_t
-lb_csum_replace(uint16_t sum, const uint8_t *old, const uint8_t *new,
-		unsigned len)
+/* RFC 1624's HC' = ~(~HC + ~m + m'), in two steps: the sum of ~m + m'
+ * over a field of len bytes (even) changing from old to new, computed
+ * once per rewrite, then applied to each checksum that covers the field.
+ * The words are taken as they are in memory (the one's complement sum
+ * does not care about byte order). */
+static inline uint32_t
+lb_csum_delta(const uint8_t *old, const uint8_t *new, unsigned len)
 {
-	uint32_t s = (uint16_t)~sum;
+	uint32_t s = 0;
 	uint16_t o, n;
 
 	for (unsigned i = 0; i < len; i += 2) {
@@ -52,6 +53,14 @@ lb_csum_replace(uint16_t sum, const uint8_t *old, const uint8_t *new,
 		s += (uint16_t)~o;
 		s += n;
 	}
+	return s;
+}
+
+static inline uint16_t
+lb_csum_apply(uint16_t sum, uint32_t delta)
+{
+	uint32_t s = (uint32_t)(uint16_t)~sum + delta;
+
 	s = (s & 0xffff) + (s >> 16);
 	s = (s & 0xffff) + (s >> 16);
 	return (uint16_t)~s;
@@ -77,18 +86,20 @@ static void
 lb_set_addr(struct lb_l4 *l, int dst, const uint8_t *addr)
 {
 	uint8_t *f = dst ? l->dst : l->src, old[16];
+	uint32_t d;
 
 	memcpy(old, f, l->alen);
 	memcpy(f, addr, l->alen);
-	if (l->ip4 != NULL)
-		l->ip4->hdr_checksum =
-			lb_csum_replace(l->ip4->hdr_checksum, old, addr, 4);
+	if (l->alen == 4) { /* constant lengths: unrolled */
+		d = lb_csum_delta(old, addr, 4);
+		l->ip4->hdr_checksum = lb_csum_apply(l->ip4->hdr_checksum, d);
+	} else {
+		d = lb_csum_delta(old, addr, 16);
+	}
 	if (l->tcp != NULL) {
-		l->tcp->cksum =
-			lb_csum_replace(l->tcp->cksum, old, addr, l->alen);
+		l->tcp->cksum = lb_csum_apply(l->tcp->cksum, d);
 	} else if (l->udp != NULL && l->udp->dgram_cksum != 0) {
-		l->udp->dgram_cksum = lb_csum_replace(l->udp->dgram_cksum, old,
-						      addr, l->alen);
+		l->udp->dgram_cksum = lb_csum_apply(l->udp->dgram_cksum, d);
 		if (l->udp->dgram_cksum == 0)
 			l->udp->dgram_cksum = 0xffff;
 	}
