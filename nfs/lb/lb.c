@@ -88,12 +88,14 @@ lb_set_addr(struct lb_l4 *l, int dst, const uint8_t *addr)
 	uint8_t *f = dst ? l->dst : l->src, old[16];
 	uint32_t d;
 
-	memcpy(old, f, l->alen);
-	memcpy(f, addr, l->alen);
-	if (l->alen == 4) { /* constant lengths: unrolled */
+	if (l->alen == 4) { /* constant lengths: unrolled, no memcpy call */
+		memcpy(old, f, 4);
+		memcpy(f, addr, 4);
 		d = lb_csum_delta(old, addr, 4);
 		l->ip4->hdr_checksum = lb_csum_apply(l->ip4->hdr_checksum, d);
 	} else {
+		memcpy(old, f, 16);
+		memcpy(f, addr, 16);
 		d = lb_csum_delta(old, addr, 16);
 	}
 	if (l->tcp != NULL) {
@@ -123,12 +125,18 @@ lb_key(struct sl_5tuple *k, const struct lb_l4 *l, const uint8_t *src,
        uint16_t sport, const uint8_t *dst, uint16_t dport)
 {
 	memset(k, 0, sizeof(*k));
-	k->family = l->alen == 4 ? 4 : 6;
 	k->proto = l->proto;
 	k->sport = sport;
 	k->dport = dport;
-	memcpy(k->src.v6, src, l->alen);
-	memcpy(k->dst.v6, dst, l->alen);
+	if (l->alen == 4) { /* constant lengths: no memcpy call */
+		k->family = 4;
+		memcpy(&k->src.v4, src, 4);
+		memcpy(&k->dst.v4, dst, 4);
+	} else {
+		k->family = 6;
+		memcpy(k->src.v6, src, 16);
+		memcpy(k->dst.v6, dst, 16);
+	}
 }
 
 static int
