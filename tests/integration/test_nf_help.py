@@ -33,7 +33,9 @@ NF_OPTION = {
     "monitor": "  --top N         flows listed, by bytes (default 10, max 1000)",
     "flowclass": "  --elephant-to HOP   default next hop for elephants",
     "ddos-detect": "  --threshold N       alarm at N packets in one window (default 10000)",
+    "l3fwd": "  --max-routes N    routes per family, neighbours included (default 1024)",
     "scrubber": "  --prefix PREFIX  scrub packets from this source prefix, e.g. 10.66.6.0/24 or",
+    "dpi": "  --rules FILE        steering rules, 'APP -> SERVICE' a line (README.md)",
     "lb": "  --config FILE         the VIP and the backends (nfs/lb/README.md); SIGHUP re-reads it",
 }
 
@@ -85,6 +87,7 @@ VALUE_HELP = [
     ("ddos-detect", ["--", "--alarm-to", "-h"]),
     ("ddos-detect", ["--", "--prefix-len6", "-h"]),
     ("scrubber", ["--", "--prefix", "-h"]),
+    ("dpi", ["--", "--rules", "-h"]),
     ("flowclass", ["--", "--ant-to", "--help"]),
     ("monitor", ["--", "--top", "-h"]),
     ("speedtest", ["--", "--size", "-h"]),

@@ -21,6 +21,9 @@ struct rte_mbuf;
 extern const struct sl_nf_ops *stub_ops;
 /** What sl_now_ns() returns. */
 extern uint64_t stub_now_ns;
+/** EAL's memory (-m, MB) for stub_eal_init(): 128 unless a test that
+ * needs more (sluice-l3fwd's LPM tables) sets it before. */
+extern unsigned int stub_eal_mem_mb;
 
 /** The NF handle to pass to ops. */
 struct sl_nf *stub_nf(void);
@@ -42,8 +45,7 @@ int stub_setup(const char *prog, int (*nf_main)(int argc, char **argv));
 /** A cmocka group teardown: stub_eal_cleanup(). */
 int stub_teardown(void **state);
 
-/** An mbuf whose data is an exact-size heap copy of frame[0..len).
- * sl_pkt_in_port() answers its port field (0). */
+/** An mbuf whose data is an exact-size heap copy of frame[0..len). */
 struct rte_mbuf *stub_mbuf(const void *frame, uint32_t len);
 void stub_mbuf_free(struct rte_mbuf *m);
 /** Whether the NF set a verdict on m since it was made. */

@@ -57,6 +57,14 @@ int sl_lb_main(int argc, char **argv);
 #define TCP_FIN 0x01
 #define TCP_RST 0x04
 
+/* libsluice's sl_pkt_in_port(), which nf_stub.c leaves to the tests
+ * that need it: here the mbuf's port field (0 from stub_mbuf). */
+uint16_t
+sl_pkt_in_port(const struct rte_mbuf *m)
+{
+	return m->port;
+}
+
 static const uint8_t mac_client[6] = {0x02, 0x63, 0, 0, 0, 0x01};
 static const uint8_t mac_vip[6] = {0x02, 0x63, 0, 0, 0, 0x64};
 static const uint8_t mac_lb[6] = {0x02, 0x63, 0, 0, 0, 0x65};
