@@ -36,6 +36,10 @@ NF_OPTION = {
     "l3fwd": "  --max-routes N    routes per family, neighbours included (default 1024)",
     "scrubber": "  --prefix PREFIX  scrub packets from this source prefix, e.g. 10.66.6.0/24 or",
     "dpi": "  --rules FILE        steering rules, 'APP -> SERVICE' a line (README.md)",
+    "nat": "  --mappings N          the most mappings at once (default 65536)",
+    "sampler": "  --one-in N      sample 1 packet (or flow) in N (default 100)",
+    "shaper": "  --config FILE       the classes, a JSON file (see nfs/shaper/README.md)",
+    "lb": "  --config FILE         the VIP and the backends (nfs/lb/README.md); SIGHUP re-reads it",
     "vpn": "  --sa FILE             the SAs and policies (see nfs/vpn/README.md)",
 }
 
