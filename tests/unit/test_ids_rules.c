@@ -54,6 +54,11 @@ static void
 test_rule_errors(void **state)
 {
 	(void)state;
+	refused("bogus tcp any any -> any any " OK_OPTS,
+		":1: unknown action 'bogus' (alert, drop or divert)");
+	refused("alert tcp any any -> any any (content:\"ab\"; depth:1; "
+		"sid:1;)\n",
+		":1: option 'depth': 1 is shorter than the content (2 bytes)");
 	refused("alert sctp any any -> any any " OK_OPTS,
 		":1: unknown protocol 'sctp' (tcp, udp, icmp or ip)");
 	refused("alert tcp any any => any any " OK_OPTS,
