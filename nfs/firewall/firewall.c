@@ -35,6 +35,7 @@
 
 #include "sluice/classifier.h"
 
+#include "conntrack.h"
 #include "rules.h"
 
 #define FW_PROG "sluice-firewall"
@@ -98,6 +99,15 @@ struct fw_state {
 	struct fw_table *table;
 	struct fw_build *build; /* the reload being built, or NULL */
 	int reload_again;       /* SIGHUP during a build: reload after it */
+
+	/* --stateful (conntrack.h): options, then state. */
+	int stateful;
+	uint32_t ct_max;
+	uint32_t ct_timeout[CT_N_TIMEOUTS]; /* seconds, enum ct_timeout */
+	uint64_t stats_ms;
+	struct ct_table ct;
+	struct sl_stats_line stats;
+	uint64_t pkts, bytes; /* every packet, with --stateful */
 };
 
 /* Builds the classifier of a rule set: first match wins. */
@@ -198,23 +208,51 @@ fw_table_load(const struct fw_state *fw, struct fw_table **out, char *err,
 	return 0;
 }
 
-/* Classifies up to FW_CHUNK packets and sets their verdicts. */
-static void
-fw_classify(struct fw_table *tb, struct rte_mbuf **pkts, uint16_t n)
+/* The verdict of a packet the rules judged, in slot: with --stateful, an
+ * allowed one starts a connection, or is dropped when the table is full. */
+static sl_verdict_t
+fw_rule_verdict(struct fw_state *fw, struct fw_table *tb, uint32_t slot,
+		const struct ct_pkt *cp, uint64_t now)
 {
+	if (tb->deny[slot])
+		return SL_DROP;
+	if (cp == NULL)
+		return SL_NEXT;
+	return ct_commit(&fw->ct, cp, now) == CT_PASS ? SL_NEXT : SL_DROP;
+}
+
+/*
+ * Classifies up to FW_CHUNK packets and sets their verdicts. With
+ * --stateful, a packet of a tracked connection (or an invalid one) is
+ * decided by conntrack.c and never reaches the rules.
+ */
+static void
+fw_classify(struct fw_state *fw, struct rte_mbuf **pkts, uint16_t n,
+	    uint64_t now)
+{
+	struct fw_table *tb = fw->table;
 	struct sl_5tuple t[FW_CHUNK];
 	const struct sl_5tuple *tp[FW_CHUNK];
 	uint32_t slot[FW_CHUNK], res[FW_CHUNK];
 	uint16_t idx[FW_CHUNK];
+	struct ct_pkt cp[FW_CHUNK];
+	uint8_t ct[FW_CHUNK]; /* enum ct_result; CT_MISS: judged by rules */
 	uint16_t i, k = 0;
 	int rc;
 
 	for (i = 0; i < n; i++) {
+		ct[i] = CT_MISS;
 		rc = sl_pkt_5tuple(pkts[i], &t[i]);
 		if (unlikely(rc != 0)) {
 			slot[i] = rc == -ENOENT ? tb->slot_non_ip
 						: tb->slot_malformed;
 			continue;
+		}
+		if (fw->stateful) {
+			ct[i] = (uint8_t)ct_lookup(&fw->ct, pkts[i], &t[i], now,
+						   &cp[i]);
+			if (ct[i] != CT_MISS)
+				continue;
 		}
 		slot[i] = tb->slot_default;
 		if (tb->matcher == FW_MATCH_LINEAR) {
@@ -235,12 +273,26 @@ fw_classify(struct fw_table *tb, struct rte_mbuf **pkts, uint16_t n)
 	}
 
 	for (i = 0; i < n; i++) {
-		struct fw_counter *c = &tb->cnt[slot[i]];
+		struct fw_counter *c;
+		int tracked = fw->stateful && ct[i] == CT_MISS &&
+			      slot[i] < tb->slot_non_ip;
 
+		/* an earlier packet of this burst may have made its
+		 * connection: a packet of it, not one for the rules */
+		if (tracked)
+			ct[i] = (uint8_t)ct_relookup(&fw->ct, &cp[i], now);
+		if (ct[i] != CT_MISS) {
+			sl_pkt_set_verdict(pkts[i], ct[i] == CT_PASS ? SL_NEXT
+								     : SL_DROP);
+			continue;
+		}
+		c = &tb->cnt[slot[i]];
 		c->pkts++;
 		c->bytes += rte_pktmbuf_pkt_len(pkts[i]);
 		sl_pkt_set_verdict(pkts[i],
-				   tb->deny[slot[i]] ? SL_DROP : SL_NEXT);
+				   fw_rule_verdict(fw, tb, slot[i],
+						   tracked ? &cp[i] : NULL,
+						   now));
 	}
 }
 
@@ -250,14 +302,21 @@ static void
 fw_process(struct sl_nf *nf, struct rte_mbuf **pkts, uint16_t n)
 {
 	struct fw_state *fw = sl_nf_priv(nf);
+	uint64_t now = 0;
 	uint16_t done, k;
 
 	/* A finished reload takes over before this burst, not inside it. */
 	if (unlikely(fw->build != NULL))
 		fw_reload_poll(fw);
+	if (fw->stateful) {
+		now = sl_now_ns();
+		fw->pkts += n;
+		for (done = 0; done < n; done++)
+			fw->bytes += rte_pktmbuf_pkt_len(pkts[done]);
+	}
 	for (done = 0; done < n; done += k) {
 		k = n - done < FW_CHUNK ? n - done : FW_CHUNK;
-		fw_classify(fw->table, pkts + done, k);
+		fw_classify(fw, pkts + done, k, now);
 	}
 }
 
@@ -272,9 +331,22 @@ fw_print_counter(const char *rule, const char *name, unsigned deny,
 		c->bytes);
 }
 
+/* The --stateful line: the common head and the connection counters. */
+static void
+fw_print_stats(struct fw_state *fw, const char *reason, uint64_t now)
+{
+	char head[SL_STATS_HEAD_LEN], ct[512];
+
+	sl_stats_line_head(&fw->stats, head, sizeof(head), "fw", reason, now,
+			   fw->pkts, fw->bytes);
+	ct_format(&fw->ct, ct, sizeof(ct));
+	fprintf(stderr, "%s%s\n", head, ct);
+	fflush(stderr);
+}
+
 /* The counter report; format documented in README.md. */
 static void
-fw_print_counters(const struct fw_state *fw, const char *reason)
+fw_print_counters(struct fw_state *fw, const char *reason)
 {
 	const struct fw_table *tb = fw->table;
 	uint64_t total = 0, denied = 0;
@@ -289,6 +361,13 @@ fw_print_counters(const struct fw_state *fw, const char *reason)
 		total += tb->cnt[i].pkts;
 		if (tb->deny[i])
 			denied += tb->cnt[i].pkts;
+	}
+	if (fw->stateful) {
+		const struct ct_counters *c = &fw->ct.c;
+
+		total += c->pkts[CT_G_NEW] + c->pkts[CT_G_ESTABLISHED] +
+			 c->pkts[CT_G_CLOSING] + c->invalid;
+		denied += c->invalid + c->table_full;
 	}
 	for (i = 0; i < tb->rs->n_rules; i++) {
 		const char *name = tb->rs->rules[i].name;
@@ -307,6 +386,8 @@ fw_print_counters(const struct fw_state *fw, const char *reason)
 		"fw-counters: end packets=%" PRIu64 " allowed=%" PRIu64
 		" denied=%" PRIu64 "\n",
 		total, total - denied, denied);
+	if (fw->stateful)
+		fw_print_stats(fw, reason, sl_now_ns());
 	fflush(stderr);
 }
 
@@ -342,7 +423,11 @@ fw_print_table(const struct fw_state *fw, const char *verb)
  * prints fw_opts' lines after it. */
 static const char fw_usage[] =
 	"usage: " FW_PROG " [EAL args] -- [libsluice args] --rules FILE"
-	" [--non-ip allow|deny] [--matcher acl|linear]\n";
+	" [--non-ip allow|deny] [--matcher acl|linear]\n"
+	"       [--stateful [--ct-max N] [--ct-syn-timeout S]"
+	" [--ct-established-timeout S]\n"
+	"        [--ct-closing-timeout S] [--ct-udp-timeout S]"
+	" [--ct-icmp-timeout S] [--stats-ms MS]]\n";
 
 static const char *const fw_actions[] = {"allow", "deny", NULL};
 static const char *const fw_matchers[] = {"acl", "linear", NULL};
@@ -372,6 +457,72 @@ static const struct sl_nf_opt fw_opts[] = {
 	 SL_OPT_AT(struct fw_state, matcher),
 	 .choices = fw_matchers,
 	 .what = "acl or linear"},
+	{.name = "stateful",
+	 .type = SL_OPT_FLAG,
+	 .help = "track connections: the rules judge only a connection's "
+		 "first packet",
+	 SL_OPT_AT(struct fw_state, stateful)},
+	{.name = "ct-max",
+	 .type = SL_OPT_NUMBER,
+	 .arg = "N",
+	 .help = "connection table capacity (default 65536)",
+	 SL_OPT_AT(struct fw_state, ct_max),
+	 .min = 16,
+	 .max = 16777216,
+	 .def = "65536"},
+	{.name = "ct-syn-timeout",
+	 .type = SL_OPT_NUMBER,
+	 .arg = "S",
+	 .help = "idle timeout in SYN_SENT, SYN_RECV, seconds (default 60)",
+	 SL_OPT_AT(struct fw_state, ct_timeout[CT_T_SYN]),
+	 .min = 1,
+	 .max = 8640000,
+	 .what = "number of seconds",
+	 .def = "60"},
+	{.name = "ct-established-timeout",
+	 .type = SL_OPT_NUMBER,
+	 .arg = "S",
+	 .help = "idle timeout in ESTABLISHED, seconds (default 432000)",
+	 SL_OPT_AT(struct fw_state, ct_timeout[CT_T_EST]),
+	 .min = 1,
+	 .max = 8640000,
+	 .what = "number of seconds",
+	 .def = "432000"},
+	{.name = "ct-closing-timeout",
+	 .type = SL_OPT_NUMBER,
+	 .arg = "S",
+	 .help = "idle timeout in FIN_WAIT .. CLOSE, seconds (default 120)",
+	 SL_OPT_AT(struct fw_state, ct_timeout[CT_T_CLOSE]),
+	 .min = 1,
+	 .max = 8640000,
+	 .what = "number of seconds",
+	 .def = "120"},
+	{.name = "ct-udp-timeout",
+	 .type = SL_OPT_NUMBER,
+	 .arg = "S",
+	 .help = "idle timeout in UDP, other non-TCP, seconds (default 60)",
+	 SL_OPT_AT(struct fw_state, ct_timeout[CT_T_UDP]),
+	 .min = 1,
+	 .max = 8640000,
+	 .what = "number of seconds",
+	 .def = "60"},
+	{.name = "ct-icmp-timeout",
+	 .type = SL_OPT_NUMBER,
+	 .arg = "S",
+	 .help = "idle timeout in ICMP, ICMPv6, seconds (default 30)",
+	 SL_OPT_AT(struct fw_state, ct_timeout[CT_T_ICMP]),
+	 .min = 1,
+	 .max = 8640000,
+	 .what = "number of seconds",
+	 .def = "30"},
+	{.name = "stats-ms",
+	 .type = SL_OPT_NUMBER,
+	 .arg = "MS",
+	 .help = "with --stateful, print fw-stats every MS (default 5000; "
+		 "0 = at reload and exit only)",
+	 SL_OPT_AT(struct fw_state, stats_ms),
+	 .max = 86400000,
+	 .def = "5000"},
 	{.name = NULL},
 };
 
@@ -389,6 +540,30 @@ fw_state_free(struct fw_state *fw)
 	}
 	fw_table_free(fw->table);
 	fw->table = NULL;
+	if (fw->ct.h != NULL)
+		ct_free(&fw->ct);
+}
+
+/* --stateful: the connection table, and what it was made with. */
+static int
+fw_ct_init(struct sl_nf *nf, struct fw_state *fw)
+{
+	const uint32_t *t = fw->ct_timeout;
+	uint64_t now = sl_now_ns();
+	int rc;
+
+	rc = ct_create(nf, &fw->ct, fw->ct_max, t, now);
+	if (rc != 0)
+		return rc;
+	sl_stats_line_start(&fw->stats, fw->stats_ms * 1000000ull, now);
+	fprintf(stderr,
+		FW_PROG ": stateful: up to %" PRIu32 " connections; timeouts "
+			"syn %" PRIu32 " s, established %" PRIu32
+			" s, closing %" PRIu32 " s, udp %" PRIu32 " s, "
+			"icmp %" PRIu32 " s\n",
+		fw->ct_max, t[CT_T_SYN], t[CT_T_EST], t[CT_T_CLOSE],
+		t[CT_T_UDP], t[CT_T_ICMP]);
+	return 0;
 }
 
 static int
@@ -398,8 +573,14 @@ fw_init(struct sl_nf *nf, int argc, char **argv)
 	char err[FW_ERR_LEN], note[FW_NOTE_LEN];
 	int rc;
 
-	(void)argc;
-	(void)argv;
+	for (int i = 1; i < argc && !fw->stateful; i++)
+		if (strncmp(argv[i], "--ct", 4) == 0) {
+			fprintf(stderr,
+				FW_PROG ": %s: the --ct-* options need "
+					"--stateful\n",
+				argv[i]);
+			return EINVAL;
+		}
 	if (fw->rules_path == NULL) {
 		fprintf(stderr, FW_PROG ": missing --rules FILE\n");
 		fputs(fw_usage, stderr);
@@ -412,6 +593,10 @@ fw_init(struct sl_nf *nf, int argc, char **argv)
 		fprintf(stderr, FW_PROG ": %s\n", err);
 		fw_state_free(fw);
 		return rc == -ENOMEM ? ENOMEM : -rc;
+	}
+	if (fw->stateful && (rc = fw_ct_init(nf, fw)) != 0) {
+		fw_state_free(fw);
+		return rc;
 	}
 	fw_print_table(fw, "loaded");
 	return 0;
@@ -513,6 +698,9 @@ fw_reload_poll(struct fw_state *fw)
 		fputs(b->note, stderr);
 		fw_table_free(fw->table);
 		fw->table = b->table;
+		/* the connections stay; their counters start again with the
+		 * rules' */
+		memset(&fw->ct.c, 0, sizeof(fw->ct.c));
 		fw_print_table(fw, "reloaded");
 	}
 	free(b);
@@ -548,9 +736,13 @@ fw_tick(struct sl_nf *nf, uint64_t now_ns)
 {
 	struct fw_state *fw = sl_nf_priv(nf);
 
-	(void)now_ns;
 	if (fw->build != NULL)
 		fw_reload_poll(fw);
+	if (fw->stateful) {
+		ct_sweep(&fw->ct, now_ns);
+		if (sl_stats_line_due(&fw->stats, now_ns))
+			fw_print_stats(fw, "interval", now_ns);
+	}
 }
 
 static void

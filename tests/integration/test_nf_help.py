@@ -33,7 +33,13 @@ NF_OPTION = {
     "monitor": "  --top N         flows listed, by bytes (default 10, max 1000)",
     "flowclass": "  --elephant-to HOP   default next hop for elephants",
     "ddos-detect": "  --threshold N       alarm at N packets in one window (default 10000)",
+    "l3fwd": "  --max-routes N    routes per family, neighbours included (default 1024)",
     "scrubber": "  --prefix PREFIX  scrub packets from this source prefix, e.g. 10.66.6.0/24 or",
+    "dpi": "  --rules FILE        steering rules, 'APP -> SERVICE' a line (README.md)",
+    "nat": "  --mappings N          the most mappings at once (default 65536)",
+    "sampler": "  --one-in N      sample 1 packet (or flow) in N (default 100)",
+    "shaper": "  --config FILE       the classes, a JSON file (see nfs/shaper/README.md)",
+    "lb": "  --config FILE         the VIP and the backends (nfs/lb/README.md); SIGHUP re-reads it",
     "ids": "  --rules FILE        rule file, Snort/Suricata syntax (nfs/ids/README.md)",
 }
 
@@ -85,6 +91,7 @@ VALUE_HELP = [
     ("ddos-detect", ["--", "--alarm-to", "-h"]),
     ("ddos-detect", ["--", "--prefix-len6", "-h"]),
     ("scrubber", ["--", "--prefix", "-h"]),
+    ("dpi", ["--", "--rules", "-h"]),
     ("flowclass", ["--", "--ant-to", "--help"]),
     ("monitor", ["--", "--top", "-h"]),
     ("speedtest", ["--", "--size", "-h"]),

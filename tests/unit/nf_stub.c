@@ -20,6 +20,7 @@
 
 const struct sl_nf_ops *stub_ops;
 uint64_t stub_now_ns;
+unsigned int stub_eal_mem_mb = 128;
 static void *stub_priv;
 static void *stub_own_priv; /* ops->priv_size bytes, as libsluice makes */
 static int stub_fake_nf;
@@ -165,7 +166,7 @@ stub_eal_init(void)
 {
 	static int done;
 	static int rc;
-	char prefix[64];
+	char prefix[64], mem[16];
 	char *argv[] = {
 		"unit-test",
 		"--no-huge",
@@ -175,7 +176,7 @@ stub_eal_init(void)
 		"-l",
 		"0",
 		"-m",
-		"128",
+		mem,
 		"--log-level=error",
 		prefix,
 		NULL,
@@ -184,6 +185,7 @@ stub_eal_init(void)
 	if (done)
 		return rc;
 	done = 1;
+	snprintf(mem, sizeof(mem), "%u", stub_eal_mem_mb);
 	snprintf(prefix, sizeof(prefix), "--file-prefix=sl_unit_%d",
 		 (int)getpid());
 	rc = rte_eal_init((int)(sizeof(argv) / sizeof(argv[0])) - 1, argv);

@@ -21,6 +21,9 @@ struct rte_mbuf;
 extern const struct sl_nf_ops *stub_ops;
 /** What sl_now_ns() returns. */
 extern uint64_t stub_now_ns;
+/** EAL's memory (-m, MB) for stub_eal_init(): 128 unless a test that
+ * needs more (sluice-l3fwd's LPM tables) sets it before. */
+extern unsigned int stub_eal_mem_mb;
 
 /** The NF handle to pass to ops. */
 struct sl_nf *stub_nf(void);

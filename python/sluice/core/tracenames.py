@@ -16,6 +16,11 @@ DDOS_PACKETS = 6000
 DDOS_CLIENTS = 200
 DDOS_ATTACK_PREFIX = "10.66.6.0/24"
 
+# examples/anomaly.yaml's capture: the DDoS mix and exploit HTTP connections.
+ANOMALY_PACKETS = 8000
+ANOMALY_EXPLOITS = 40
+ANOMALY_EXPLOIT_PREFIX = "10.77.7.0/24"
+
 # The command that writes the DDoS capture.
 DDOS_GEN_COMMAND = "sluice trace gen --ddos"
 
@@ -25,6 +30,8 @@ GENERATED: dict[str, dict[str, object]] = {
     "http-mix.pcap": {"packets": DEMO_PACKETS, "flows": DEMO_FLOWS, "seed": DEMO_SEED},
     "ddos.pcap": {"packets": DDOS_PACKETS, "clients": DDOS_CLIENTS,
                   "attack_prefix": DDOS_ATTACK_PREFIX, "seed": DEMO_SEED},
+    "anomaly.pcap": {"packets": ANOMALY_PACKETS, "exploits": ANOMALY_EXPLOITS,
+                     "exploit_prefix": ANOMALY_EXPLOIT_PREFIX, "seed": DEMO_SEED},
 }
 
 

@@ -35,6 +35,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.tracenames import (  # the names of the known captures, re-exported
+    ANOMALY_EXPLOIT_PREFIX,
+    ANOMALY_EXPLOITS,
+    ANOMALY_PACKETS,
     DDOS_ATTACK_PREFIX,
     DDOS_CLIENTS,
     DDOS_GEN_COMMAND,  # noqa: F401
@@ -532,6 +535,72 @@ def ddos_mix(packets: int = DDOS_PACKETS, clients: int = DDOS_CLIENTS,
     return frames
 
 
+# The request line an anomaly_mix exploit flow sends, split across two TCP
+# segments at EXPLOIT_SPLIT (a signature IDS must match it in stream mode).
+EXPLOIT_REQUEST = (b"GET /cgi-bin/view?file=../../../../etc/passwd HTTP/1.1\r\n"
+                   b"Host: 192.168.0.20\r\nUser-Agent: scan/1.0\r\n\r\n")
+EXPLOIT_SPLIT = EXPLOIT_REQUEST.index(b"/etc/passwd") + 4  # "...../etc" | "/passwd ..."
+
+
+def anomaly_mix(packets: int = ANOMALY_PACKETS, exploits: int = ANOMALY_EXPLOITS,
+                exploit_prefix: str = ANOMALY_EXPLOIT_PREFIX, seed: int = DEMO_SEED
+                ) -> list[bytes]:
+    """SDNFV's anomaly-detection capture (examples/anomaly.yaml): ``ddos_mix``
+    (normal clients and, from 30 % on, a DNS flood from 10.66.6.0/24), and
+    ``exploits`` HTTP connections from hosts of ``exploit_prefix`` to
+    192.168.0.20:80, spread over the capture. Each is a handshake, the
+    request EXPLOIT_REQUEST split in two segments at EXPLOIT_SPLIT (so the
+    signature "/etc/passwd" is in neither alone), a 404 answer and FIN/ACKs:
+    8 frames a connection, all in order. The same arguments give the same
+    bytes."""
+    if not 0 <= exploits <= 250:
+        raise TraceError(f"exploits must be from 0 to 250, got {exploits}")
+    net, plen = _prefix(exploit_prefix, "exploit_prefix")
+    if plen > 24:
+        raise TraceError(f"exploit_prefix: {exploit_prefix} is longer than /24: give room "
+                         f"for {exploits} hosts")
+    base = ddos_mix(max(1, packets - 8 * exploits), seed=seed)
+    rng = random.Random(seed + 1)
+    server = bytes([192, 168, 0, 20])
+    flows: list[list[bytes]] = []
+    for i in range(exploits):
+        cip = struct.pack("!I", net + 1 + i)
+        c = _Ends(CLIENT_MAC, SERVER_MAC, cip, server, rng.randint(32768, 60999), 80, 64)
+        sv = _Ends(SERVER_MAC, CLIENT_MAC, server, cip, 80, c.sport, 58)
+        sc, ss = rng.getrandbits(32), rng.getrandbits(32)
+        ic, is_ = rng.getrandbits(16), rng.getrandbits(16)
+        req1, req2 = EXPLOIT_REQUEST[:EXPLOIT_SPLIT], EXPLOIT_REQUEST[EXPLOIT_SPLIT:]
+        resp = b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n"
+        flows.append([
+            tcp_frame(c, sc, 0, TH_SYN, ic, b""),
+            tcp_frame(sv, ss, sc + 1, TH_SYN | TH_ACK, is_, b""),
+            tcp_frame(c, sc + 1, ss + 1, TH_ACK, ic + 1, b""),
+            tcp_frame(c, sc + 1, ss + 1, TH_PSH | TH_ACK, ic + 2, req1),
+            tcp_frame(c, sc + 1 + len(req1), ss + 1, TH_PSH | TH_ACK, ic + 3, req2),
+            tcp_frame(sv, ss + 1, sc + 1 + len(EXPLOIT_REQUEST), TH_PSH | TH_ACK, is_ + 1,
+                      resp),
+            tcp_frame(c, sc + 1 + len(EXPLOIT_REQUEST), ss + 1 + len(resp), TH_FIN | TH_ACK,
+                      ic + 4, b""),
+            tcp_frame(sv, ss + 1 + len(resp), sc + 2 + len(EXPLOIT_REQUEST), TH_FIN | TH_ACK,
+                      is_ + 2, b""),
+        ])
+    # Each connection's frames at increasing random positions of the base.
+    inserts: list[tuple[int, int, bytes]] = []
+    for fr in flows:
+        at = sorted(rng.randrange(len(base) + 1) for _ in fr)
+        inserts += [(pos, k, f) for k, (pos, f) in enumerate(zip(at, fr, strict=True))]
+    inserts.sort(key=lambda t: (t[0], t[1]))
+    out: list[bytes] = []
+    j = 0
+    for pos, frame in enumerate(base):
+        while j < len(inserts) and inserts[j][0] == pos:
+            out.append(inserts[j][2])
+            j += 1
+        out.append(frame)
+    out += [t[2] for t in inserts[j:]]
+    return out
+
+
 def in_prefix(frame: bytes, prefix: str, src: bool = True) -> bool:
     """Whether an IPv4 frame's source (or destination) address is in ``prefix``."""
     if len(frame) < ETH + IP4 or frame[12:14] != b"\x08\x00":
@@ -594,7 +663,7 @@ def read_pcap(path: str | Path) -> list[bytes]:
 
 # -- the demo trace ---------------------------------------------------------------------
 
-_GENERATORS = {"http-mix.pcap": http_mix, "ddos.pcap": ddos_mix}
+_GENERATORS = {"http-mix.pcap": http_mix, "ddos.pcap": ddos_mix, "anomaly.pcap": anomaly_mix}
 
 
 def ensure_trace(path: Path) -> bool:
