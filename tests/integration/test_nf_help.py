@@ -41,6 +41,7 @@ NF_OPTION = {
     "shaper": "  --config FILE       the classes, a JSON file (see nfs/shaper/README.md)",
     "lb": "  --config FILE         the VIP and the backends (nfs/lb/README.md); SIGHUP re-reads it",
     "vpn": "  --sa FILE             the SAs and policies (see nfs/vpn/README.md)",
+    "ids": "  --rules FILE        rule file, Snort/Suricata syntax (nfs/ids/README.md)",
 }
 
 
