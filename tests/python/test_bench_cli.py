@@ -391,3 +391,14 @@ def test_bench_nfs_points_expand_variants_and_workloads() -> None:
     assert got == [("a", "", "64B"), ("a", "", "http"), ("ids", "10", "64B"),
                    ("ids", "100", "64B")]
     assert nfs.expand("{dir}/r and {root}", Path("/t")) == f"/t/r and {REPO}"
+
+
+def test_ids_bench_json_is_what_ids_rules_writes() -> None:
+    """nfs/ids/bench.json is generated (bench/ids_rules.py --bench-json): it
+    must not drift from the generator, nor the rule counts from its names."""
+    ids_rules = importlib.import_module("ids_rules")
+    got = json.loads((REPO / "nfs" / "ids" / "bench.json").read_text())
+    assert got == ids_rules.bench_json(), "run: .venv/bin/python bench/ids_rules.py --bench-json"
+    for n, v in got["variants"].items():
+        lines = [x for x in v["files"]["ids.rules"].splitlines() if x and not x.startswith("#")]
+        assert len(lines) == int(n)
