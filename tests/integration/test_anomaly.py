@@ -384,6 +384,15 @@ def check(frames: list[bytes], cut: int, st: dict[str, Any], rig: Rig, got: list
                      rf"denied={stray}$", log("fw"), re.M), log("fw")
     m = counters(log("sandbox"), "mon-stats")
     assert (m["packets"], m["ipv4"]) == (str(len(to_sandbox)), str(len(to_sandbox))), m
+    # ... and they are the alerted flows' packets: 4 of each (the monitor
+    # lists each direction, 2 packets each: request and FIN, answer and FIN).
+    top = re.findall(r"^mon-top: rank=\d+ packets=(\d+) bytes=\d+ flow=(.*)$", log("sandbox"),
+                     re.M)
+    per_flow: Counter = Counter()
+    for n, flow in top:
+        assert n == "2", (n, flow)
+        per_flow[key_of_text(flow)] += int(n)
+    assert per_flow == dict.fromkeys(hit, 4), (per_flow, hit)
 
     # sluiced: every drop with its reason, and its counters agree.
     assert st["drops_total"] == len(to_sandbox) + len(scrubbed) + stray, st["drops"]
