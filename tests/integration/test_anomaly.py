@@ -63,6 +63,7 @@ from sluice.runtime.traces import (
     ANOMALY_EXPLOIT_PREFIX,
     DDOS_ATTACK_PREFIX,
     anomaly_mix,
+    ensure_trace,
     in_prefix,
 )
 
@@ -411,3 +412,66 @@ def check(frames: list[bytes], cut: int, st: dict[str, Any], rig: Rig, got: list
     assert edges.get(("firewall", "scrubber"), 0) == len(scrubbed), edges
     assert edges.get(("ddos-detect", "scrubber"), 0) == 0, edges
     assert edges.get(("sampler", "ddos-detect"), 0) == n_ids, edges
+
+
+def test_anomaly_example_as_is(node, tmp_path):
+    """The example file as `sluice up` runs it (the capture made on first
+    use and replayed in a loop, the example's own thresholds), only its node
+    name and its relative paths changed: the flood alarms once, one scrubber
+    is started and drops it, the IDS diverts exploit flows to the sandbox and
+    alerts on nothing else, the firewall denies nothing."""
+    ensure_trace(EXAMPLE.parent / "traces" / "anomaly.pcap")
+    text = EXAMPLE.read_text().replace("name: anomaly,", f"name: {node},")
+    for rel in ("traces/anomaly.pcap", "anomaly.rules", "anomaly-fw.yaml"):
+        text = text.replace(rel, str(EXAMPLE.parent / rel))
+    f = tmp_path / "anomaly.yaml"
+    f.write_text(text)
+    run_dir = tmp_path / "run"
+    console = tmp_path / "up.out"
+    with open(console, "wb") as con:
+        up = subprocess.Popen([sys.executable, "-m", "sluice.cli", "up", str(f), "--log-dir",
+                               str(run_dir)], stdout=con, stderr=subprocess.STDOUT,
+                              env={**os.environ, "SLUICE_BUILD_DIR": str(build_dir())})
+    try:
+        wait_until(lambda: up.poll() is not None or b"orchestrator: " in console.read_bytes(),
+                   60, "sluice up to start the node and its orchestrator")
+        client = Client(node, load_deployment(f).socket_path(), timeout=5.0)
+
+        def working() -> dict[str, Any] | None:
+            st = client.call("stats")
+            names = {s["name"] for s in st["services"]}
+            if "scrubber" not in names:
+                return None
+            ok = (service(st, "scrubber")["drops"].get("nf_verdict", 0) > 10000
+                  and service(st, "sandbox")["rx_pkts"] > 0)
+            return st if ok else None
+
+        st = wait_until(working, 30, "the scrubber and the sandbox at work")
+        client.close()
+    finally:
+        if up.poll() is None:
+            up.send_signal(signal.SIGINT)
+        try:
+            rc = up.wait(60)
+        except subprocess.TimeoutExpired:
+            up.kill()
+            rc = up.wait(10)
+    assert rc == 130, console.read_text()
+    assert port(st, "out")["tx_pkts"] > 0
+    logs = {p.name: p.read_text(errors="replace") for p in run_dir.glob("*.log")}
+    assert_no_sanitizer_report("".join(logs.values()))
+    det = "".join(v for k, v in logs.items() if k.startswith("detect"))
+    assert re.findall(r"^ddos-alarm: prefix=(\S+) ", det, re.M) == [FLOOD], det
+    actions = logs["orchestrator.log"]
+    assert actions.count("start: 'scrubber'") == 1, actions
+    assert f"start: 'scrubber' (args --prefix {FLOOD}): 0 -> 1 instance(s)" in actions, actions
+    ids_log = logs["ids.log"]
+    alerts = re.findall(r"^ids-alert: (.*)$", ids_log, re.M)
+    assert alerts and all(re.match(r"sid=1001 rev=1 action=divert flow=tcp 10\.77\.7\.\d+:\d+ "
+                                   r"> 192\.168\.0\.20:80 ", a) for a in alerts), alerts
+    assert counters(ids_log, "ids-stats")["diverted"] == str(len(alerts))
+    assert re.search(r"^fw-counters: end packets=\d+ allowed=\d+ denied=0$", logs["fw.log"],
+                     re.M), logs["fw.log"]
+    scr = counters("".join(v for k, v in logs.items() if k.startswith("scrubber")),
+                   "scrubber-stats")
+    assert (scr["passed"], scr["requests"], scr["applied"]) == ("0", "1", "1"), scr
