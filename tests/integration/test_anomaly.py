@@ -218,6 +218,11 @@ class Rig:
                        f"sluiced to read {want - base} of {len(frames)} frames", interval=0.005)
             if then is not None:
                 self.accounted()
+                # One more round trip through sluiced's control thread, which
+                # publishes the NFs' messages: an alarm raised in this batch
+                # is on the event socket by its answer (check() asserts the
+                # alarm's packet is in the last batch, so a late one fails).
+                self.call("status")
                 if then():
                     return min(i + BATCH, len(frames))
         return len(frames)
