@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import networkx as nx
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .errors import SluiceError, did_you_mean, kind_of, pydantic_issues, show_value
 from .errors import list_words as _list
@@ -68,7 +68,7 @@ class DeclSpec(_Strict):
 
 class PolicySpec(_Strict):
     name: str
-    match: MatchSpec | list[MatchSpec] = Field(default_factory=list)
+    match: list[MatchSpec] = []
     nfs: list[str]
     order: list[Any] = []
     priority: list[Any] = []
@@ -76,8 +76,13 @@ class PolicySpec(_Strict):
     exit: str = "port:out"
     declare: dict[str, DeclSpec] = {}
 
+    @field_validator("match", mode="before")
+    @classmethod
+    def _match(cls, v: Any) -> Any:
+        return [v] if isinstance(v, dict) else v  # one rule may be written without a list
+
     def matches(self) -> list[MatchSpec]:
-        return [self.match] if isinstance(self.match, MatchSpec) else list(self.match)
+        return list(self.match)
 
 
 class PolicyFile(_Strict):
@@ -125,7 +130,10 @@ def parse_policy(data: Any, source: str = "<policy>", known: Sequence[str] = ())
     """Checks a parsed policy file (``{policy: {...}}``); raises PolicyError
     (lines start with ``source``). ``known``: the NFs that have a declaration
     (an NF of ``nfs`` must be one of them or be declared under ``declare``)."""
-    if not isinstance(data, dict) or "policy" not in data:
+    if isinstance(data, dict) and "policy" not in data:
+        raise PolicyError([f"{source}: no policy: a policy file holds one under policy: (see "
+                           f"{DOC}){did_you_mean(str(next(iter(data), '')), ['policy'])}"])
+    if not isinstance(data, dict):
         got = "nothing" if data is None else kind_of(data)
         raise PolicyError([f"{source}: expected a mapping with the key policy (name, match, "
                            f"nfs, order, priority, position, exit, declare); got {got} "
@@ -163,8 +171,7 @@ def check_policy(spec: PolicySpec, known: Sequence[str]) -> tuple[list[str], lis
                       f"the last NF of the chain sends packets")
     for j, m in enumerate(spec.matches()):
         _, problems = match_params({k: getattr(m, k) for k in type(m).model_fields})
-        at = "policy.match" + (f"[{j}]" if isinstance(spec.match, list) else "")
-        issues += [f"{at}.{k}: {msg}" for k, msg in problems]
+        issues += [f"policy.match[{j}].{k}: {msg}" for k, msg in problems]
     templates: list[Template] = []
     for kind in ("order", "priority", "position"):
         for i, raw in enumerate(getattr(spec, kind)):
