@@ -393,3 +393,31 @@ def test_cli_compile_refuses_a_bad_policy(tmp_path: Path) -> None:
         f"first) already puts firewall first: only one NF can be first"]
     res = runner.invoke(app, ["graph", "compile", str(tmp_path / "none.yaml")])
     assert res.exit_code == 1 and res.output.strip() == f"{tmp_path / 'none.yaml'}: no such file"
+
+
+def test_the_messages_in_docs_graphs_md_are_real() -> None:
+    """The policy and group messages docs/graphs.md shows are what the checks print."""
+    doc = (ROOT / "docs" / "graphs.md").read_text()
+    shown = [x for x in doc.splitlines() if x.startswith(("edge.yaml: ", "par.yaml: "))]
+    assert len(shown) == 7
+    made: list[str] = []
+    for policy in ({"nfs": ["firewall", "idss"]},
+                   {"nfs": ["firewall", "nat", "shaper"],
+                    "order": [["firewall", "before", "nat"], ["nat", "before", "shaper"],
+                              ["firewall", "after", "shaper"]]},
+                   {"nfs": ["firewall", "ids"], "order": [["ids", "before", "firewall"]],
+                    "priority": [["firewall", "ids"]]},
+                   {"nfs": ["firewall", "nat", "ids"],
+                    "position": [["firewall", "first"], ["ids", "first"]]},
+                   {"nfs": ["firewall", "nat"], "order": [["firewall", "before", "natt"]]}):
+        made += [x.replace("p.yaml: ", "edge.yaml: ", 1) for x in issues(policy)]
+    with pytest.raises(GraphError) as e:
+        parse_graphs({"graphs": [{"name": "g", "nodes": {"p1": ["p3"], "p3": ["drop"]},
+                                  "groups": {"p1": {"members": ["a", "ids"],
+                                                    "copies": {"ids": ["l5"]}},
+                                             "p3": {"members": ["b"]}}}]}, "par.yaml")
+    made += e.value.issues
+    assert [x for x in shown if x not in made] == []
+    explained = doc.split("$ sluice graph compile examples/policies/edge.yaml --explain\n")[1]
+    lines = explained.split("```")[0].splitlines()
+    assert lines[0] == edge().explain()[0] and set(lines[2:]) <= set(edge().explain())

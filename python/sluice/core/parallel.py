@@ -197,7 +197,7 @@ def analyse(a: str, x: Ops, b: str, y: Ops) -> Pair:
         reasons.append(f"neither writes: both read the same packet (Table 3: Read then "
                        f"Read: Y)")
     if x.drops or x.routes:
-        did = " or ".join(w for w, on in (("drops", x.drops), ("routes", x.routes)) if on)
+        did = " or ".join(w for w, on in (("drops", x.drops), ("routes away", x.routes)) if on)
         reasons.append(f"{a} {did}: its verdict wins the merge over {b}'s, as in the chain "
                        f"(Table 3 says N for Modify Flow first; {b} also sees the packets "
                        f"{a} {did}, which only its own state notices)")
