@@ -62,7 +62,8 @@ def test_table2_pairs_by_openpath_fig8() -> None:
     op = OPENPATH_OPERATIONS
     ids, mon = op["Intrusion Detection System (IDS)"], op["Traffic Monitor"]
     nat, fw = op["Network Address Translation (NAT)"], op["Firewall"]
-    shaper, vpn = op["WAN Optimization and Bandwidth Shaper"], op["Virtual Private Networking (VPN)"]
+    shaper = op["WAN Optimization and Bandwidth Shaper"]
+    vpn = op["Virtual Private Networking (VPN)"]
     assert openpath_parallel(ids, mon)          # R, R
     assert openpath_parallel(mon, nat)          # R, R/W
     assert not openpath_parallel(nat, mon)      # W then R

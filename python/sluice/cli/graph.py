@@ -9,8 +9,8 @@ from typing import Any
 import typer
 
 from ..core.deploy import load_graphs, read_yaml
-from ..core.parallel import compile_data
 from ..core.graph import batch_refusal, format_match, same_rule, to_rpc
+from ..core.parallel import compile_data
 from ..runtime.client import Client, RpcError, SluiceError, command_text, rule_build_seconds
 from .apps import graph_app
 from .common import (

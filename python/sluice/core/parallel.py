@@ -194,8 +194,8 @@ def analyse(a: str, x: Ops, b: str, y: Ops) -> Pair:
         reasons.append(f"{a} writes {_regions(x.written())}, which {b} does not touch: {a} "
                        f"gets a copy of them")
     if not (x.written() or y.written()):
-        reasons.append(f"neither writes: both read the same packet (Table 3: Read then "
-                       f"Read: Y)")
+        reasons.append("neither writes: both read the same packet (Table 3: Read then "
+                       "Read: Y)")
     if x.drops or x.routes:
         did = " or ".join(w for w, on in (("drops", x.drops), ("routes away", x.routes)) if on)
         reasons.append(f"{a} {did}: its verdict wins the merge over {b}'s, as in the chain "

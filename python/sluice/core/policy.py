@@ -297,7 +297,8 @@ def chain_order(nfs: Sequence[str], templates: Sequence[Template]
                 dag.add_edge(a, b, why=[])
             dag.edges[a, b]["why"].append(t)
     problems: list[str] = []
-    for part in sorted(nx.strongly_connected_components(dag), key=lambda c: min(map(rank.get, c))):
+    parts = nx.strongly_connected_components(dag)
+    for part in sorted(parts, key=lambda c: min(rank[n] for n in c)):
         if len(part) < 2:
             continue
         start = min(part, key=rank.__getitem__)
