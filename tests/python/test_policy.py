@@ -115,7 +115,15 @@ def test_dropper_first_is_parallel_by_merge_order() -> None:
         "firewall, monitor: parallel, no copy: neither writes: both read the same packet "
         "(Table 3: Read then Read: Y); firewall drops: its verdict wins the merge over "
         "monitor's, as in the chain (Table 3 says N for Modify Flow first; monitor also sees "
-        "the packets firewall drops, which only its own state notices)")
+        "the packets firewall drops: monitor has no history, so only its counters notice)")
+    ids = DECLARATIONS["ids"]
+    assert analyse("firewall", DECLARATIONS["firewall"], "ids", ids).text() == (
+        "firewall, ids: not parallel: firewall drops packets that ids would see in parallel, "
+        "and ids has history (its verdicts depend on the packets it saw before): they could "
+        "differ from the chain's (Table 3: Modify Flow first: N); priority [firewall, ids] "
+        "runs them in parallel all the same")
+    assert analyse("firewall", DECLARATIONS["firewall"], "ids", ids, "priority[0]").mode == \
+        PARALLEL
     p = analyse("ids", DECLARATIONS["ids"], "nat", DECLARATIONS["nat"])
     assert p.text() == (
         "ids, nat: not parallel: ids may route the packet away (TO, OUT or a flow request) "
@@ -189,10 +197,10 @@ def test_edge_explain_says_why_for_every_adjacent_pair() -> None:
     assert pairs[2] == (
         "monitor, nat: parallel with a copy: nat writes l3_addr, l3_other, l4_ports, which "
         "monitor reads: nat works on a copy (write after read: Table 3 Y); but nat cannot "
-        "join the group: ids, nat: not parallel: ids may route the packet away (TO, OUT or a "
-        "flow request) and nat writes l3_addr, l3_other, l4_ports, l4_other, payload: a "
-        "packet ids sends away would leave with nat's writes (Table 3: Modify Flow then "
-        "Write: N)")
+        "join the group: firewall, nat: not parallel: firewall drops packets that nat would "
+        "see in parallel, and nat has history (its verdicts depend on the packets it saw "
+        "before): they could differ from the chain's (Table 3: Modify Flow first: N); "
+        "priority [firewall, nat] runs them in parallel all the same")
     assert pairs[3] == ("nat, shaper: not parallel: shaper reads l3_addr, l3_other, l4_ports, "
                         "which nat writes (read after write: Table 3 N)")
     assert lines[-4:] == [
@@ -235,7 +243,7 @@ def test_chain_order_from_templates() -> None:
      ["p.yaml: policy.nfs[1]: policy 'edge': 'idss' is not an NF with a declaration (known: "
       "forward, firewall, monitor, flowclass, ddos-detect, scrubber, nat, l3fwd, lb, vpn, "
       "ids, sampler, shaper, dpi): fix the name, or declare its operations under declare: "
-      "idss: {reads, writes, drops, routes}; did you mean 'ids'?"]),
+      "idss: {reads, writes, drops, routes, history}; did you mean 'ids'?"]),
     ({"nfs": []}, ["p.yaml: policy.nfs: policy 'edge': empty: list the NFs of the service, "
                    "e.g. [firewall, monitor]"]),
     ({"nfs": ["firewall", "nat"], "order": [["firewall", "before", "natt"]]},

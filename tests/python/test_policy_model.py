@@ -4,8 +4,8 @@ and random packets, running the compiled parallel graph gives the same
 output bytes and verdict as running the chain in order.
 
 A packet is a byte string split into the regions of sluice.core.graph.REGIONS.
-A model NF reads its declared regions only; from what it read (and a seed of
-its own) it computes new bytes for some of the bytes of each region it may
+A model NF reads its declared regions only; from what it read, a seed of its
+own and, if it has history, a digest of all it read before, it computes new bytes for some of the bytes of each region it may
 write (all of a region's length changed if it adds or removes headers) and a
 verdict among those it may give (DROP if it drops; OUT or TO to one of two
 places if it routes; NEXT). A parallel group is run as the data plane will:
@@ -14,12 +14,13 @@ regions taken from its copy, the verdict of the first member in merge order
 whose verdict is not NEXT. What leaves is compared: the bytes (a packet
 dropped has none) and the verdict. Three tests show the check can fail: the groups
 OpenPATH's Table 3 alone (Write then Write: Y), adjacent pairs alone
-(Fig. 8's P(m, m+1)) or a router before a writer would allow give other
-bytes."""
+(Fig. 8's P(m, m+1)) a router before a writer, or an NF with history
+after a dropper would allow give other bytes or verdicts."""
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from hypothesis import given, settings
@@ -34,14 +35,21 @@ Verdict = tuple[str, int]
 NEXT: Verdict = ("NEXT", 0)
 
 
-@dataclass(frozen=True)
+@dataclass
 class ModelNF:
     ops: Ops
     seed: int
+    state: bytes = b""  # with history: a digest of every packet it read before
+
+    def fresh(self) -> ModelNF:
+        return ModelNF(self.ops, self.seed)
 
     def run(self, pkt: Packet) -> tuple[Packet, Verdict]:
         seen = b"|".join(r.encode() + b"=" + pkt[r] for r in REGIONS if r in self.ops.reads)
         key = self.seed.to_bytes(8, "little")
+        if self.ops.history:
+            self.state = hashlib.blake2b(self.state + seen, digest_size=8).digest()
+            seen += b"@" + self.state
 
         def h(tag: str) -> bytes:
             return hashlib.blake2b(seen + b"#" + tag.encode(), key=key).digest()
@@ -102,7 +110,7 @@ def run_graph(g: GraphSpec, exit_: str, nfs: dict[str, ModelNF], pkt: Packet
 
 regions = st.frozensets(st.sampled_from(REGIONS))
 ops_st = st.builds(Ops, regions, regions, st.booleans(), st.booleans(),
-                   st.sampled_from([False] * 7 + [True]))
+                   st.sampled_from([False] * 7 + [True]), st.booleans())
 packet_st = st.fixed_dictionaries({r: st.binary(max_size=12) for r in REGIONS})
 
 
@@ -134,7 +142,8 @@ def policies(draw: st.DrawFn) -> tuple[dict[str, object], dict[str, ModelNF]]:
         position = draw(st.lists(st.tuples(pick, st.sampled_from(["first", "last"])),
                                  max_size=1))
     declare = {nf: {"reads": sorted(o.reads), "writes": sorted(o.writes), "drops": o.drops,
-                    "routes": o.routes, "headers": o.headers} for nf, o in ops.items()}
+                    "routes": o.routes, "headers": o.headers, "history": o.history}
+               for nf, o in ops.items()}
     policy = {"name": "p", "nfs": names, "exit": "port:out", "declare": declare,
               "order": [list(t) for t in order], "priority": [list(t) for t in priority],
               "position": [list(t) for t in position]}
@@ -165,9 +174,29 @@ def test_compiled_graph_gives_the_chain_bytes_and_verdict(
                    or "only one NF" in i for i in e.issues), e.issues
         return
     chain_keeps_templates(c.policy.chain, policy)
+    allowed = {(a, b) for a, b in policy["priority"]}  # type: ignore[attr-defined]
+    if consented(c.graph.groups.values(), nfs, allowed):
+        # the operator let an NF with history see packets an earlier member drops or
+        # routes away: from the second packet on its state may differ from the chain's
+        packets = packets[:1]
+    seq = {k: v.fresh() for k, v in nfs.items()}
+    par = {k: v.fresh() for k, v in nfs.items()}
     for pkt in packets:
-        assert output(run_graph(c.graph, "port:out", nfs, pkt)) == \
-            output(run_chain(c.policy.chain, nfs, pkt))
+        assert output(run_graph(c.graph, "port:out", par, pkt)) == \
+            output(run_chain(c.policy.chain, seq, pkt))
+
+
+def consented(groups: Iterable[GroupSpec], nfs: dict[str, ModelNF],
+              allowed: set[tuple[str, str]]) -> bool:
+    """Whether a group has a member with history after one that may drop or
+    route, which a priority template allowed."""
+    for g in groups:
+        for i, a in enumerate(g.members):
+            x = nfs[a].ops
+            if (x.drops or x.routes) and any(nfs[b].ops.history and (a, b) in allowed
+                                             for b in g.members[i + 1:]):
+                return True
+    return False
 
 
 def output(res: tuple[Packet, Verdict]) -> tuple[bytes | None, Verdict]:
@@ -215,3 +244,27 @@ def test_router_then_writer_group_would_leak_writes() -> None:
     nfs = {"r": ModelNF(Ops.of(("l3_addr",), routes=True), 5),
            "w": ModelNF(Ops.of(("l4_ports",), ("l2",)), 6)}
     assert _differs(["r", "w"], nfs, {"w": ["l2"]})
+
+
+def test_history_after_a_dropper_would_change_later_verdicts() -> None:
+    """The second packet: a stateful NF that also saw the packet the first
+    member dropped decides otherwise (Table 3: Modify Flow first: N)."""
+    d = ModelNF(Ops.of(("l3_addr",), drops=True), 7)
+    h = ModelNF(Ops.of(("l4_ports",), drops=True, history=True), 8)
+    grp = GroupSpec(members=["d", "h"], merge=["d", "h"])
+
+    def differs(pkts: list[Packet]) -> bool:
+        seq, par = {"d": d.fresh(), "h": h.fresh()}, {"d": d.fresh(), "h": h.fresh()}
+        return any(output(run_group(grp, par, p)) != output(run_chain(("d", "h"), seq, p))
+                   for p in pkts)
+
+    assert any(differs([{r: bytes([s, t]) for r in REGIONS} for s in range(8)])
+               for t in range(8))
+    c = compile_data({"policy": {"name": "p", "nfs": ["d", "h"], "declare": {
+        "d": {"reads": ["l3_addr"], "drops": True},
+        "h": {"reads": ["l4_ports"], "drops": True, "history": True}}}})
+    assert c.nodes == (("d",), ("h",))
+    c = compile_data({"policy": {"name": "p", "nfs": ["d", "h"], "priority": [["d", "h"]],
+                                 "declare": {"d": {"reads": ["l3_addr"], "drops": True},
+                                             "h": {"reads": ["l4_ports"], "history": True}}}})
+    assert c.nodes == (("d", "h"),)

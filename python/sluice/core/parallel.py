@@ -4,7 +4,9 @@ Each NF declares its operations (``Ops``): the packet regions it reads and
 may write (``graph.REGIONS``: L2, L3 addresses, L3 other fields such as
 TTL, DSCP and the header checksum, L4 ports, L4 other fields such as flags
 and the checksum, payload), whether it may drop, may change routing (TO,
-OUT, SkipMe, RequestMe, ChangeDefault) and adds or removes headers.
+OUT, SkipMe, RequestMe, ChangeDefault), adds or removes headers, and has
+*history* (its verdicts or writes depend on the packets it saw before:
+per-flow state, meters, sampling).
 ``DECLARATIONS`` holds them for every sample NF (from its README and its
 ``SL_ACCESS_*``); a policy's ``declare:`` overrides them.
 
@@ -20,9 +22,14 @@ and, in two cells, stricter or looser, with the reason:
   same region: the join takes each region from one writer's copy, so one
   writer's bytes would be lost;
 * Modify Flow then anything (Table 3: N) is parallel when the second NF
-  writes nothing or the first only drops: verdicts merge in chain order
-  (the first member whose verdict is not NEXT decides, SDNFV §4.2's
-  "priorities associated with each VM"), which is the chain's verdict.
+  writes nothing (or the first only drops) and has no history: verdicts
+  merge in chain order (the first member whose verdict is not NEXT
+  decides, SDNFV §4.2's "priorities associated with each VM"), which is
+  the chain's verdict. An NF with history would also see the packets the
+  first one drops or sends away, and its later verdicts could differ: a
+  Priority template ``[A, B]`` (OpenPATH: "the Priority of one NF over
+  another NF, in parallel execution") says the operator wants them in
+  parallel all the same.
 
 The graph (§5.3): the chain cut, left to right, into the longest runs of
 NFs that are parallel two by two (not only adjacent ones: OpenPATH's
@@ -58,15 +65,16 @@ class Ops:
     drops: bool = False
     routes: bool = False
     headers: bool = False
+    history: bool = False  # its verdicts or writes depend on the packets it saw before
 
     @classmethod
     def of(cls, reads: Iterable[str] = (), writes: Iterable[str] = (), drops: bool = False,
-           routes: bool = False, headers: bool = False) -> Ops:
-        return cls(frozenset(reads), frozenset(writes), drops, routes, headers)
+           routes: bool = False, headers: bool = False, history: bool = False) -> Ops:
+        return cls(frozenset(reads), frozenset(writes), drops, routes, headers, history)
 
     @classmethod
     def from_decl(cls, d: DeclSpec) -> Ops:
-        return cls.of(d.reads, d.writes, d.drops, d.routes, d.headers)
+        return cls.of(d.reads, d.writes, d.drops, d.routes, d.headers, d.history)
 
     def written(self) -> frozenset[str]:
         """The regions it may change: all of them if it adds or removes headers."""
@@ -81,7 +89,8 @@ class Ops:
         if self.written():
             parts.append(f"writes {_regions(self.written())}")
         parts += [w for w, on in (("drops", self.drops), ("routes", self.routes),
-                                  ("adds/removes headers", self.headers)) if on]
+                                  ("adds/removes headers", self.headers),
+                                  ("has history", self.history)) if on]
         return ", ".join(parts)
 
 
@@ -94,21 +103,26 @@ DECLARATIONS: Mapping[str, Ops] = {
     # 5-tuple rules (protocol in l3_other), the ethertype for --non-ip; deny = DROP
     "firewall": Ops.of(_HDR, drops=True),
     "monitor": Ops.of(_HDR),  # counts per class and flow; always NEXT
-    "flowclass": Ops.of(("l3_addr", "l3_other", "l4_ports"), routes=True),  # ChangeDefault
+    "flowclass": Ops.of(("l3_addr", "l3_other", "l4_ports"), routes=True, history=True),  # rates
     "ddos-detect": Ops.of(("l3_addr", "l3_other", "l4_ports", "l4_other")),  # SYNs; Message only
     "scrubber": Ops.of(("l3_addr",), drops=True, routes=True),  # RequestMe, DROP
     # addresses, ports, both checksums, the header embedded in ICMP errors
-    "nat": Ops.of(REGIONS[1:], REGIONS[1:], drops=True, routes=True),
+    "nat": Ops.of(REGIONS[1:], REGIONS[1:], drops=True, routes=True, history=True),
     # MACs, TTL and checksum; OUT(port); drops TTL-expired and unrouted packets
     "l3fwd": Ops.of(("l2", "l3_addr", "l3_other"), ("l2", "l3_other"), drops=True, routes=True),
     # destination address, MACs, checksums; OUT(port)
-    "lb": Ops.of(_HDR, ("l2", "l3_addr", "l3_other", "l4_other"), drops=True, routes=True),
+    "lb": Ops.of(_HDR, ("l2", "l3_addr", "l3_other", "l4_other"), drops=True, routes=True,
+                 history=True),  # connections
     # ESP tunnel: encapsulates and decapsulates
-    "vpn": Ops.of(REGIONS, REGIONS, drops=True, routes=True, headers=True),
-    "ids": Ops.of(REGIONS[1:], drops=True, routes=True),  # signatures; drop, TO, ChangeDefault
-    "sampler": Ops.of(("l3_addr", "l3_other", "l4_ports"), routes=True),  # TO(--to)
-    "shaper": Ops.of(("l3_addr", "l3_other", "l4_ports"), ("l3_other",), drops=True),  # DSCP
-    "dpi": Ops.of(REGIONS[1:], drops=True, routes=True),  # nDPI; TO and DROP by its rules
+    "vpn": Ops.of(REGIONS, REGIONS, drops=True, routes=True, headers=True, history=True),
+    # signatures over a flow's stream; drop, TO, ChangeDefault
+    "ids": Ops.of(REGIONS[1:], drops=True, routes=True, history=True),
+    # TO(--to) 1 in N: the draws follow the packets it sees
+    "sampler": Ops.of(("l3_addr", "l3_other", "l4_ports"), routes=True, history=True),
+    # meters (tokens spent by the packets it sees); remarks DSCP
+    "shaper": Ops.of(("l3_addr", "l3_other", "l4_ports"), ("l3_other",), drops=True, history=True),
+    # nDPI names a flow from its first packets; TO and DROP by its rules
+    "dpi": Ops.of(REGIONS[1:], drops=True, routes=True, history=True),
 }
 
 # OpenPATH Table 2 (operation table): packet operation, and whether the VNF
@@ -165,8 +179,10 @@ def _regions(rs: Iterable[str]) -> str:
     return ", ".join(r for r in REGIONS if r in s)
 
 
-def analyse(a: str, x: Ops, b: str, y: Ops) -> Pair:
-    """Whether ``b`` may run in parallel with ``a``, which is before it, and why."""
+def analyse(a: str, x: Ops, b: str, y: Ops, consent: str = "") -> Pair:
+    """Whether ``b`` may run in parallel with ``a``, which is before it, and
+    why. ``consent``: the priority template ``[a, b]`` (its label), if the
+    policy has one: it lets ``b`` see the packets ``a`` drops or routes away."""
     raw, waw = x.written() & y.reads, x.written() & y.written()
     if raw:
         why = f"{b} reads {_regions(raw)}, which {a} writes (read after write: Table 3 N)"
@@ -183,6 +199,13 @@ def analyse(a: str, x: Ops, b: str, y: Ops) -> Pair:
             f"{a} may route the packet away (TO, OUT or a flow request) and {b} writes "
             f"{_regions(y.written())}: a packet {a} sends away would leave with {b}'s "
             f"writes (Table 3: Modify Flow then Write: N)",))
+    decides = " or ".join(w for w, on in (("drops", x.drops), ("routes away", x.routes)) if on)
+    if decides and y.history and not consent:
+        return Pair(a, b, SEQUENTIAL, (
+            f"{a} {decides} packets that {b} would see in parallel, and {b} has history (its "
+            f"verdicts depend on the packets it saw before): they could differ from the "
+            f"chain's (Table 3: Modify Flow first: N); priority [{a}, {b}] runs them in "
+            f"parallel all the same",))
     reasons = []
     if y.written() & x.reads:
         reasons.append(f"{b} writes {_regions(y.written() & x.reads)}, which {a} reads: {b} "
@@ -196,11 +219,12 @@ def analyse(a: str, x: Ops, b: str, y: Ops) -> Pair:
     if not (x.written() or y.written()):
         reasons.append("neither writes: both read the same packet (Table 3: Read then "
                        "Read: Y)")
-    if x.drops or x.routes:
-        did = " or ".join(w for w, on in (("drops", x.drops), ("routes away", x.routes)) if on)
-        reasons.append(f"{a} {did}: its verdict wins the merge over {b}'s, as in the chain "
+    if decides:
+        seen = (f"{consent} lets {b}, which has history, see them all the same" if y.history
+                else f"{b} has no history, so only its counters notice")
+        reasons.append(f"{a} {decides}: its verdict wins the merge over {b}'s, as in the chain "
                        f"(Table 3 says N for Modify Flow first; {b} also sees the packets "
-                       f"{a} {did}, which only its own state notices)")
+                       f"{a} {decides}: {seen})")
     return Pair(a, b, COPY if x.written() or y.written() else PARALLEL, tuple(reasons))
 
 
@@ -268,7 +292,17 @@ class Compiled:
                 "pairs": [p.to_json() for p in self.pairs], "graph": graph}
 
 
-def group_nodes(chain: tuple[str, ...], ops: Mapping[str, Ops]
+def consents(policy: Policy) -> dict[tuple[str, str], str]:
+    """(a, b) -> the label of the priority template [a, b]."""
+    out: dict[tuple[str, str], str] = {}
+    for t in policy.templates:
+        if t.kind == "priority" and t.b is not None:
+            out.setdefault((t.a, t.b), t.label)
+    return out
+
+
+def group_nodes(chain: tuple[str, ...], ops: Mapping[str, Ops],
+                consent: Mapping[tuple[str, str], str] | None = None
                 ) -> tuple[list[tuple[str, ...]], dict[str, Pair]]:
     """The chain cut into the longest runs parallel two by two, and for each
     NF that starts a run after a parallel adjacent pair, the conflict."""
@@ -276,7 +310,8 @@ def group_nodes(chain: tuple[str, ...], ops: Mapping[str, Ops]
     breaks: dict[str, Pair] = {}
     cur: list[str] = []
     for nf in chain:
-        bad = next((p for p in (analyse(m, ops[m], nf, ops[nf]) for m in cur)
+        bad = next((p for p in (analyse(m, ops[m], nf, ops[nf], (consent or {}).get((m, nf), ""))
+                                for m in cur)
                     if p.mode == SEQUENTIAL), None)
         if cur and bad is not None:
             if bad.a != cur[-1]:
@@ -293,8 +328,10 @@ def compile_policy(policy: Policy, table: Mapping[str, Ops] = DECLARATIONS) -> C
     """The policy's graph with maximal parallel groups (see the module's text)."""
     ops = declarations(policy, table)
     chain = policy.chain
-    pairs = tuple(analyse(a, ops[a], b, ops[b]) for a, b in zip(chain, chain[1:], strict=False))
-    nodes, breaks = group_nodes(chain, ops)
+    ok = consents(policy)
+    pairs = tuple(analyse(a, ops[a], b, ops[b], ok.get((a, b), ""))
+                  for a, b in zip(chain, chain[1:], strict=False))
+    nodes, breaks = group_nodes(chain, ops, ok)
     names: list[str] = []
     groups: dict[str, GroupSpec] = {}
     for members in nodes:

@@ -19,7 +19,7 @@ The templates define the *chain*, the order a packet would see the NFs in
 sequence: Order puts one NF before another, Position puts one first or
 last, Priority ``[A, B]`` (A's verdict wins over B's when they run in
 parallel) puts A before B, so that the parallel graph gives the verdict the
-chain would; the NFs the templates leave free keep the order of ``nfs``.
+chain would, and lets B run beside A even if B has history; the NFs the templates leave free keep the order of ``nfs``.
 ``parse_policy`` checks a file's data (every problem one line naming the
 template); ``sluice.core.parallel.compile_policy`` turns it into a graph
 with parallel groups. docs/graphs.md, "Policies", documents the format.
@@ -64,6 +64,9 @@ class DeclSpec(_Strict):
                                             "RequestMe, ChangeDefault.")
     headers: bool = Field(False, description="It adds or removes headers (a tunnel): it "
                                              "may rewrite every region.")
+    history: bool = Field(False, description="Its verdicts or writes depend on the packets "
+                                             "it saw before (per-flow state, meters, "
+                                             "sampling).")
 
 
 class PolicySpec(_Strict):
@@ -198,7 +201,7 @@ def _nfs_issues(spec: PolicySpec, known: Sequence[str]) -> list[str]:
         if nf not in known and nf not in spec.declare:
             issues.append(f"policy.nfs[{i}]: '{nf}' is not an NF with a declaration (known: "
                           f"{_list(known)}): fix the name, or declare its operations under "
-                          f"declare: {nf}: {{reads, writes, drops, routes}}"
+                          f"declare: {nf}: {{reads, writes, drops, routes, history}}"
                           f"{did_you_mean(nf, known)}")
     return issues
 
