@@ -5,17 +5,18 @@ output bytes and verdict as running the chain in order.
 
 A packet is a byte string split into the regions of sluice.core.graph.REGIONS.
 A model NF reads its declared regions only; from what it read, a seed of its
-own and, if it has history, a digest of all it read before, it computes new bytes for some of the bytes of each region it may
-write (all of a region's length changed if it adds or removes headers) and a
-verdict among those it may give (DROP if it drops; OUT or TO to one of two
-places if it routes; NEXT). A parallel group is run as the data plane will:
-every member on the packet as it entered the group, each member's copied
-regions taken from its copy, the verdict of the first member in merge order
-whose verdict is not NEXT. What leaves is compared: the bytes (a packet
-dropped has none) and the verdict. Three tests show the check can fail: the groups
-OpenPATH's Table 3 alone (Write then Write: Y), adjacent pairs alone
-(Fig. 8's P(m, m+1)) a router before a writer, or an NF with history
-after a dropper would allow give other bytes or verdicts."""
+own and, if it has history, a digest of all it read before, it computes new
+bytes for some of the bytes of each region it may write (a new length for
+every region if it adds or removes headers) and a verdict among those it
+may give (DROP if it drops; OUT or TO to one of two places if it routes;
+NEXT). A parallel group is run as the data plane will: every member on the
+packet as it entered the group, each member's copied regions taken from its
+copy, the verdict of the first member in merge order whose verdict is not
+NEXT. What leaves is compared: the bytes (a packet dropped has none) and
+the verdict. Four tests show the check can fail: the groups OpenPATH's
+Table 3 alone (Write then Write: Y), adjacent pairs alone (Fig. 8's
+P(m, m+1)), a router before a writer, or an NF with history after a
+dropper would allow give other bytes or verdicts."""
 
 from __future__ import annotations
 

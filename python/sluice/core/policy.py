@@ -19,7 +19,8 @@ The templates define the *chain*, the order a packet would see the NFs in
 sequence: Order puts one NF before another, Position puts one first or
 last, Priority ``[A, B]`` (A's verdict wins over B's when they run in
 parallel) puts A before B, so that the parallel graph gives the verdict the
-chain would, and lets B run beside A even if B has history; the NFs the templates leave free keep the order of ``nfs``.
+chain would, and lets B run beside A even if B has history; the NFs the
+templates leave free keep the order of ``nfs``.
 ``parse_policy`` checks a file's data (every problem one line naming the
 template); ``sluice.core.parallel.compile_policy`` turns it into a graph
 with parallel groups. docs/graphs.md, "Policies", documents the format.
