@@ -430,3 +430,31 @@ def test_the_messages_in_docs_graphs_md_are_real() -> None:
     explained = doc.split("$ sluice graph compile examples/policies/edge.yaml --explain\n")[1]
     lines = explained.split("```")[0].splitlines()
     assert lines[0] == edge().explain()[0] and set(lines[2:]) <= set(edge().explain())
+
+
+FLAT_EDGE = {"name": "edge", "entry": "firewall",
+             "nodes": {"firewall": ["ids"], "ids": ["monitor"], "monitor": ["nat"],
+                       "nat": ["shaper"], "shaper": ["port:out"]}}
+
+
+def test_graph_apply_sends_a_policy_and_a_group_flattened(tmp_path: Path) -> None:
+    """`sluice graph apply` takes a policy file, or a graph file with groups
+    (here the graph `--json` printed): sluiced is sent the sequence."""
+    res = runner.invoke(app, ["graph", "apply", str(EDGE), "--dry-run", "--json"])
+    assert res.exit_code == 0, res.output
+    calls = [{"method": "graph.apply", "params": FLAT_EDGE},
+             {"method": "rule.add",
+              "params": {"rules": [{"graph": "edge", "priority": 0, "dst": "192.168.0.0/24"}]}}]
+    assert json.loads(res.output) == calls
+    f = tmp_path / "compiled.yaml"
+    f.write_text(yaml.safe_dump({"graphs": [edge().to_json()["graph"]]}))
+    res = runner.invoke(app, ["graph", "apply", str(f), "--dry-run", "--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output) == calls
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("policy:\n  name: e\n  nfs: [firewall, firewall]\n")
+    res = runner.invoke(app, ["graph", "apply", str(bad), "--dry-run"])
+    assert res.exit_code == 1
+    assert res.output.splitlines() == [
+        f"{bad}: policy.nfs[1]: policy 'e': 'firewall' is listed twice (first at nfs[0]): list "
+        f"each NF once"]
