@@ -46,12 +46,12 @@ from .errors import show_value as show_value
 from .graph import GraphError, GraphSet, GraphSpec, RuleSpec, parse_graphs
 from .graph import validate as validate_graphs
 from .parallel import compile_data
-from .policy import PolicyError
 from .paths import (
     default_build_dir,
     socket_path_for,
 )
 from .paths import repo_root as repo_root  # container.py imports it from here
+from .policy import PolicyError
 from .tracenames import gen_command, generated_trace_params
 
 # Virtual device drivers and the device arguments each accepts (DPDK 22.11;
