@@ -269,3 +269,28 @@ def test_history_after_a_dropper_would_change_later_verdicts() -> None:
                                  "declare": {"d": {"reads": ["l3_addr"], "drops": True},
                                              "h": {"reads": ["l4_ports"], "history": True}}}})
     assert c.nodes == (("d", "h"),)
+
+
+# -- bad input: a PolicyError, never a crash -------------------------------------------
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 3) | st.sampled_from(
+        ["firewall", "nat", "ids", "before", "after", "first", "last", "l2", "payload", "x",
+         "port:out", "drop", "10.0.0.0/8", ""]),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
+        st.sampled_from(["name", "nfs", "order", "priority", "position", "match", "exit",
+                         "declare", "reads", "writes", "drops", "nat", "dst", "y"]),
+        inner, max_size=4),
+    max_leaves=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.sampled_from(["name", "nfs", "order", "priority", "position",
+                                        "match", "exit", "declare", "other"]), _json))
+def test_any_policy_data_is_compiled_or_refused(policy: dict[str, object]) -> None:
+    try:
+        c = compile_data({"policy": {"name": "p", "nfs": ["firewall", "nat"], **policy}})
+    except PolicyError as e:
+        assert e.issues and all(i.startswith("<policy>: ") for i in e.issues)
+    else:
+        assert c.explain() and c.to_json()["graph"]["name"] == c.policy.name
