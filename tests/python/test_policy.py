@@ -308,7 +308,7 @@ def test_chain_order_from_templates() -> None:
       "dst, sport, dport, in_port); did you mean 'dport'?"]),
     ({"nfs": ["firewall"], "orders": []},
      ["p.yaml: policy.orders: unknown key (known keys here: name, match, nfs, order, "
-      "priority, position, exit, declare); did you mean 'order'?"]),
+      "priority, position, exit, hops, declare); did you mean 'order'?"]),
     ({"nfs": ["x"], "declare": {"x": {"reads": "l2", "drops": "yes"}}},
      ["p.yaml: policy.declare.x.reads: expected a list, got a string ('l2')",
       "p.yaml: policy.declare.x.drops: expected true or false, got a string ('yes')"]),
@@ -325,7 +325,7 @@ def test_policy_name_and_file_shape_errors() -> None:
         with pytest.raises(PolicyError) as e:
             compile_data(data, "p.yaml")
         assert str(e.value) == (f"p.yaml: expected a mapping with the key policy (name, "
-                                f"match, nfs, order, priority, position, exit, declare); "
+                                f"match, nfs, order, priority, position, exit, hops, declare); "
                                 f"{text} (see docs/graphs.md)")
     with pytest.raises(PolicyError) as e:
         compile_data({"polic": {}}, "p.yaml")
@@ -364,8 +364,9 @@ def test_flatten_keeps_edges_into_and_out_of_groups() -> None:
         services=["cls", "fw", "mon", "ids", "nat"])
     flat = flatten(gs.graphs[0])
     assert flat.entry == "cls" and not flat.groups
-    assert dict(flat.nodes) == {"cls": ["fw", "drop"], "fw": ["mon"], "mon": ["ids"],
-                                "ids": ["nat", "port:b"], "nat": ["port:out"]}
+    assert dict(flat.nodes) == {"cls": ["fw", "drop"], "fw": ["mon", "port:b"],
+                                "mon": ["ids", "port:b"], "ids": ["nat", "port:b"],
+                                "nat": ["port:out"]}
     with pytest.raises(GraphError) as e:
         parse_graphs({"graphs": [{"name": "g", "nodes": {"par": ["port:out"]},
                                   "groups": {"par": {"members": ["fw", "mom"]}}}]},
@@ -458,3 +459,20 @@ def test_graph_apply_sends_a_policy_and_a_group_flattened(tmp_path: Path) -> Non
     assert res.output.splitlines() == [
         f"{bad}: policy.nfs[1]: policy 'e': 'firewall' is listed twice (first at nfs[0]): list "
         f"each NF once"]
+
+
+def test_hops_give_nfs_their_out_ports() -> None:
+    """An NF that sends OUT (nat, l3fwd, lb) needs the port among its hops."""
+    c = compile_data({"policy": {
+        "name": "h", "nfs": ["monitor", "dpi", "nat"], "exit": "port:out",
+        "hops": {"nat": ["port:in", "drop"], "dpi": ["drop"]}}})
+    assert c.nodes == (("monitor", "dpi"), ("nat",))
+    assert dict(c.graph.nodes) == {"parallel-1": ["nat", "drop"],
+                                   "nat": ["port:out", "port:in", "drop"]}
+    assert to_rpc(c.graph)["nodes"] == {"monitor": ["dpi", "drop"], "dpi": ["nat", "drop"],
+                                        "nat": ["port:out", "port:in", "drop"]}
+    assert issues({"nfs": ["nat"], "hops": {"nat": ["monitor"], "nta": []}}) == [
+        "p.yaml: policy.hops.nat[0]: policy 'edge': 'monitor' is not port:NAME or drop: an "
+        "NF's other next hops are ports (its OUT verdicts) or drop",
+        "p.yaml: policy.hops.nta: policy 'edge': 'nta' is not one of the policy's nfs (nat); "
+        "did you mean 'nat'?"]

@@ -534,8 +534,9 @@ def _l4port(value: Any) -> tuple[Any, str | None]:
 
 def flatten(graph: GraphSpec) -> GraphSpec:
     """The graph with each parallel group replaced by its members in chain
-    order (each member's default is the next one; the last takes the group's
-    next hops): what sluiced runs until it runs groups (issue 30). A packet
+    order (each member's default is the next one, its other hops the group's
+    ports and drop; the last takes all of the group's next hops): what
+    sluiced runs until it runs groups (issue 30). A packet
     gets the same bytes and verdict either way when the group was compiled
     by ``sluice.core.policy``."""
     if not graph.groups:
@@ -552,8 +553,9 @@ def flatten(graph: GraphSpec) -> GraphSpec:
         if grp is None or not grp.members:
             nodes[node] = out
             continue
+        ends = [h for h in out[1:] if h == "drop" or h.startswith("port:")]
         for a, b in zip(grp.members, grp.members[1:], strict=False):
-            nodes[a] = [b]
+            nodes[a] = [b, *ends]
         nodes[grp.members[-1]] = out
     entry = graph.entry_node()
     return GraphSpec(name=graph.name, entry=hop(entry) if entry is not None else None,

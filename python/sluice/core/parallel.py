@@ -346,7 +346,12 @@ def compile_policy(policy: Policy, table: Mapping[str, Ops] = DECLARATIONS) -> C
             m: ops[m].copy_regions() for m in members if ops[m].written()})
         names.append(name)
     spec = policy.spec
-    hops = {n: [names[i + 1] if i + 1 < len(names) else spec.exit] for i, n in enumerate(names)}
+    hops: dict[str, list[str]] = {}
+    for i, (n, members) in enumerate(zip(names, nodes, strict=True)):
+        out = [names[i + 1] if i + 1 < len(names) else spec.exit]
+        for m in members:  # a node's other hops: its NFs' (a group's: its members')
+            out += [h for h in spec.hops.get(m, []) if h not in out]
+        hops[n] = out
     graph = GraphSpec(name=spec.name, entry=names[0], nodes=hops, match=spec.matches(),
                       groups=groups)
     rules = tuple(rule_params(m, spec.name) for m in spec.matches())

@@ -11,6 +11,7 @@ A policy file names the NFs of a service and the templates of OpenPATH
       priority: [[firewall, ids]]          # firewall's verdict wins over ids'
       position: [[firewall, first]]
       exit: port:out                       # where the last NF sends (default port:out)
+      hops: {nat: ["port:out", "port:in"]}  # more next hops an NF may send to (OUT, drop)
       declare:                             # optional: an NF's operations, overriding
         nat: {reads: [l3_addr, l4_ports], writes: [l3_addr, l3_other, l4_ports, l4_other],
               drops: true, routes: true}   # the table of sluice.core.parallel
@@ -78,6 +79,7 @@ class PolicySpec(_Strict):
     priority: list[Any] = []
     position: list[Any] = []
     exit: str = "port:out"
+    hops: dict[str, list[str]] = {}
     declare: dict[str, DeclSpec] = {}
 
     @field_validator("match", mode="before")
@@ -140,7 +142,7 @@ def parse_policy(data: Any, source: str = "<policy>", known: Sequence[str] = ())
     if not isinstance(data, dict):
         got = "nothing" if data is None else kind_of(data)
         raise PolicyError([f"{source}: expected a mapping with the key policy (name, match, "
-                           f"nfs, order, priority, position, exit, declare); got {got} "
+                           f"nfs, order, priority, position, exit, hops, declare); got {got} "
                            f"(see {DOC})"])
     try:
         spec = PolicyFile.model_validate(data).policy
@@ -173,6 +175,15 @@ def check_policy(spec: PolicySpec, known: Sequence[str]) -> tuple[list[str], lis
     if not (ex == "drop" or (ex.startswith("port:") and _PORT_RE.match(ex[5:]))):
         issues.append(f"policy.exit: {show_value(ex)} is not port:NAME or drop: it is where "
                       f"the last NF of the chain sends packets")
+    for nf, hops in spec.hops.items():
+        if nf not in spec.nfs:
+            issues.append(f"policy.hops.{nf}: '{nf}' is not one of the policy's nfs "
+                          f"({', '.join(spec.nfs)}){did_you_mean(nf, spec.nfs)}")
+        for j, h in enumerate(hops):
+            if not (h == "drop" or (h.startswith("port:") and _PORT_RE.match(h[5:]))):
+                issues.append(f"policy.hops.{nf}[{j}]: {show_value(h)} is not port:NAME or "
+                              f"drop: an NF's other next hops are ports (its OUT verdicts) "
+                              f"or drop")
     for j, m in enumerate(spec.matches()):
         _, problems = match_params({k: getattr(m, k) for k in type(m).model_fields})
         issues += [f"policy.match[{j}].{k}: {msg}" for k, msg in problems]
