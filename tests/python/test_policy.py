@@ -476,3 +476,16 @@ def test_hops_give_nfs_their_out_ports() -> None:
         "NF's other next hops are ports (its OUT verdicts) or drop",
         "p.yaml: policy.hops.nta: policy 'edge': 'nta' is not one of the policy's nfs (nat); "
         "did you mean 'nat'?"]
+
+
+def test_sdnfv_fig3_ddos_and_ids_share_the_packet() -> None:
+    """SDNFV §3 (Fig. 3): "the DDoS and IDS services only examine packets ...
+    it is safe to permit both NFs to analyze the same packet at the same time"."""
+    c = compile_data({"policy": {"name": "anomaly", "nfs": ["ddos-detect", "ids"]}})
+    assert c.nodes == (("ddos-detect", "ids"),)
+    assert c.pairs[0].mode == PARALLEL
+    assert c.graph.groups["parallel-1"].copies == {}
+    # the other way round the IDS (it drops, and the detector's counts are
+    # only messages) still shares the packet
+    c = compile_data({"policy": {"name": "anomaly", "nfs": ["ids", "ddos-detect"]}})
+    assert c.nodes == (("ids", "ddos-detect"),)
