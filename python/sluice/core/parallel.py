@@ -100,7 +100,8 @@ DECLARATIONS: Mapping[str, Ops] = {
     # sends everything on (--to, --out, --bridge: by option, not by the packet);
     # --tag-src-mac writes l2 (declare it if used)
     "forward": Ops.of(routes=True),
-    # 5-tuple rules (protocol in l3_other), the ethertype for --non-ip; deny = DROP
+    # 5-tuple rules (protocol in l3_other), the ethertype for --non-ip; deny = DROP;
+    # --stateful (connection tracking) also reads l4_other and has history: declare it
     "firewall": Ops.of(_HDR, drops=True),
     "monitor": Ops.of(_HDR),  # counts per class and flow; always NEXT
     "flowclass": Ops.of(("l3_addr", "l3_other", "l4_ports"), routes=True, history=True),  # rates
