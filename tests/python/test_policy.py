@@ -203,12 +203,13 @@ def test_edge_explain_says_why_for_every_adjacent_pair() -> None:
         "priority [firewall, nat] runs them in parallel all the same")
     assert pairs[3] == ("nat, shaper: not parallel: shaper reads l3_addr, l3_other, l4_ports, "
                         "which nat writes (read after write: Table 3 N)")
-    assert lines[-4:] == [
+    assert lines[-5:] == [
         "graph edge: entry parallel-1, 3 node(s), 1 parallel group(s)",
         "  parallel-1 = [firewall | ids | monitor] (merge firewall > ids > monitor; no copy)"
         " -> nat",
         "  nat -> shaper",
-        "  shaper -> port:out"]
+        "  shaper -> port:out",
+        "rule: dst 192.168.0.0/24 (priority 0) -> graph edge"]
 
 
 def test_copy_members_and_declare_override() -> None:

@@ -48,7 +48,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .graph import ALL_REGIONS, REGIONS, GraphSpec, GroupSpec, rule_params
+from .graph import ALL_REGIONS, REGIONS, GraphSpec, GroupSpec, format_match, rule_params
 from .policy import DeclSpec, Policy, parse_policy
 
 PARALLEL, COPY, SEQUENTIAL = "parallel", "copy", "sequential"
@@ -268,7 +268,7 @@ class Compiled:
         return out + self.lines()
 
     def lines(self) -> list[str]:
-        """The graph, one node a line, groups with their members."""
+        """The graph, one node a line, groups with their members; its rules."""
         g = self.graph
         out = [f"graph {g.name}: entry {g.entry_node()}, {len(self.nodes)} node(s), "
                f"{len(g.groups)} parallel group(s)"]
@@ -280,6 +280,8 @@ class Compiled:
                 text = (f"{name} = [{' | '.join(grp.members)}] (merge "
                         f"{' > '.join(grp.merge_order())}; {copies or 'no copy'})")
             out.append(f"  {text} -> {', '.join(hops)}")
+        out += [f"rule: {format_match(r)} (priority {r['priority']}) -> graph {g.name}"
+                for r in self.rules]
         return out
 
     def to_json(self) -> dict[str, Any]:
