@@ -182,7 +182,7 @@ def test_schema_errors_name_the_graph_and_node() -> None:
         "g.yaml: rule: unknown key (known keys here: graphs, rules); did you mean 'rules'?")
     assert one({"graphs": [{"name": "g", "nodes": {"a": ["drop"]}, "entri": "a"}]}) == (
         "g.yaml: graphs[0].entri: graph 'g': unknown key (known keys here: name, entry, "
-        "nodes, match); did you mean 'entry'?")
+        "nodes, match, groups); did you mean 'entry'?")
     assert one({"graphs": [{"nodes": {"a": ["drop"]}}]}) == (
         "g.yaml: graphs[0].name: missing: this key is required (see docs/graphs.md)")
     assert one(graph("x")) == (

@@ -8,8 +8,9 @@ from typing import Any
 
 import typer
 
-from ..core.deploy import load_graphs
+from ..core.deploy import load_graphs, read_yaml
 from ..core.graph import batch_refusal, format_match, same_rule, to_rpc
+from ..core.parallel import compile_data
 from ..runtime.client import Client, RpcError, SluiceError, command_text, rule_build_seconds
 from .apps import graph_app
 from .common import (
@@ -135,6 +136,30 @@ def _graph_lines(g: dict[str, Any]) -> list[str]:
         text = ", ".join([f"{hops[0]} (default)", *hops[1:]]) if hops else "(no next hop)"
         lines.append(f"  {n:<{width}} -> {text}")
     return lines
+
+
+@graph_app.command("compile")
+@errors
+def graph_compile(file: Path = typer.Argument(..., help="Policy file (policy: name, match, "
+                                                        "nfs, order, priority, position)."),
+                  explain: bool = typer.Option(False, "--explain",
+                                               help="Say, for every adjacent pair of the "
+                                                    "chain, why it runs in parallel, with a "
+                                                    "copy, or not at all."),
+                  as_json: bool = typer.Option(False, "--json",
+                                               help="Print the compiled graph, its chain and "
+                                                    "the analysis as JSON.")) -> None:
+    """Compile a policy into a service graph with parallel groups (issue 30).
+
+    Checks the templates (Order, Priority, Position), runs the dependency
+    analysis on the NFs' declared operations and prints the graph. Nothing
+    is sent to a node; `sluice graph apply` takes the graph (`--json`'s
+    "graph"), its groups run in sequence until sluiced runs them in parallel."""
+    compiled = compile_data(read_yaml(file, "policy file"), str(file))
+    if as_json:
+        _print_json(compiled.to_json())
+        return
+    typer.echo("\n".join(compiled.explain() if explain else compiled.lines()))
 
 
 @graph_app.command("get")

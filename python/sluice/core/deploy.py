@@ -45,11 +45,13 @@ from .errors import list_words as _list
 from .errors import show_value as show_value
 from .graph import GraphError, GraphSet, GraphSpec, RuleSpec, parse_graphs
 from .graph import validate as validate_graphs
+from .parallel import compile_data
 from .paths import (
     default_build_dir,
     socket_path_for,
 )
 from .paths import repo_root as repo_root  # container.py imports it from here
+from .policy import PolicyError
 from .tracenames import gen_command, generated_trace_params
 
 # Virtual device drivers and the device arguments each accepts (DPDK 22.11;
@@ -643,11 +645,15 @@ def load_graphs(path: str | Path, services: Iterable[str] | None = None,
     """Reads and checks a graph file; raises GraphError.
 
     A deployment file is accepted too: its ``graphs`` and ``rules`` are
-    taken, checked against its NFs and ports. ``services`` and ``ports``
-    (if given) are those the graphs may use."""
+    taken, checked against its NFs and ports; and a policy file (``policy:``,
+    docs/graphs.md "Policies"): the graph it compiles to, with its rules.
+    ``services`` and ``ports`` (if given) are those the graphs may use."""
     source = str(path)
     try:
         data = read_yaml(path, "graph file")
+        if isinstance(data, dict) and "policy" in data:
+            graph = compile_data(data, source).graph
+            return parse_graphs({"graphs": [graph.model_dump()]}, source, services, ports)
         if isinstance(data, dict) and {"ports", "nfs", "chain", "node"} & set(data):
             dep = Deployment.from_dict(data, source=source,
                                        base_dir=Path(path).resolve().parent, check_env=False)
@@ -657,7 +663,7 @@ def load_graphs(path: str | Path, services: Iterable[str] | None = None,
                                   f"set by `sluice chain set`, the whole file by `sluice "
                                   f"apply {source}`"])
             return GraphSet(graphs=dep.graphs, rules=dep.rules)
-    except DeploymentError as e:
+    except (DeploymentError, PolicyError) as e:
         raise GraphError(e.issues) from None
     return parse_graphs(data, source, services, ports)
 

@@ -110,6 +110,30 @@ class RuleSpec(MatchSpec):
                        examples=["anomaly"])
 
 
+# The regions of a packet an NF's access declaration names (sluice.core.policy):
+# the bytes a parallel group's member may read or write.
+REGIONS = ("l2", "l3_addr", "l3_other", "l4_ports", "l4_other", "payload")
+ALL_REGIONS = "all"  # a whole copy: a member that adds or removes headers
+
+
+class GroupSpec(_Strict):
+    """A node that is a parallel group (compiled by ``sluice graph compile``):
+    a packet entering it goes to every member at once; sluiced runs the
+    members in sequence (``flatten``) until issue 30's data plane lands."""
+
+    members: list[str] = Field(description="The services of the group, in chain order.",
+                               examples=[["firewall", "ids", "monitor"]])
+    copies: dict[str, list[str]] = Field(
+        {}, description="Member -> the regions it may write (it gets a copy of them; the "
+                        "join takes them from it): " + ", ".join(REGIONS) + ", or all.")
+    merge: list[str] = Field(
+        [], description="The members in the order their verdicts win: the first one whose "
+                        "verdict is not NEXT decides (default: members).")
+
+    def merge_order(self) -> list[str]:
+        return list(self.merge) or list(self.members)
+
+
 class GraphSpec(_Strict):
     name: str
     entry: str | None = Field(None, description="The first node (default: the first of "
@@ -118,6 +142,9 @@ class GraphSpec(_Strict):
         description=f"Service -> its allowed next hops ({HOP_DOC}); the first is the default.",
         examples=[{"fw": ["mon", "drop"], "mon": ["port:out"]}])
     match: list[MatchSpec] = []
+    groups: dict[str, GroupSpec] = Field(
+        {}, description="Nodes that are parallel groups: node name -> its members (docs/"
+                        "graphs.md, \"Parallel groups\").")
 
     @field_validator("nodes", mode="before")
     @classmethod
@@ -253,7 +280,7 @@ def graph_issues(g: GraphSpec, where: str = "graph", services: list[str] | None 
             issues.append(f"{at}: {what}: not a valid service name: use 1-31 letters, "
                           f"digits, '_', '.' or '-', starting with a letter")
             continue
-        if services is not None and node not in services:
+        if services is not None and node not in services and node not in g.groups:
             issues.append(f"{at}: {what}: no NF in nfs has service '{node}' (services: "
                           f"{_list(services)}): add an NF with service '{node}' or fix the "
                           f"name{did_you_mean(node, services)}")
@@ -298,6 +325,46 @@ def graph_issues(g: GraphSpec, where: str = "graph", services: list[str] | None 
     for j, m in enumerate(g.match):
         _, problems = match_params(_fields(m), ports)
         issues += [f"{where}.match[{j}].{k}: {gname}: {msg}" for k, msg in problems]
+    return issues + group_issues(g, where, services)
+
+
+def group_issues(g: GraphSpec, where: str, services: list[str] | None = None) -> list[str]:
+    """Problems of a graph's parallel groups (``groups``)."""
+    issues: list[str] = []
+    seen: dict[str, str] = {}
+    for name, grp in g.groups.items():
+        at = f"{where}.groups.{name}"
+        what = f"graph '{g.name}': group '{name}'"
+        if name not in g.nodes:
+            issues.append(f"{at}: {what} is not a node of this graph: list it under nodes "
+                          f"with its next hops, or remove it")
+        if len(grp.members) < 2:
+            issues.append(f"{at}.members: {what}: a group needs at least 2 members, got "
+                          f"{len(grp.members)}: make a single NF a plain node")
+        for j, m in enumerate(grp.members):
+            if not _SERVICE_RE.match(m):
+                issues.append(f"{at}.members[{j}]: {what}: {m!r} is not a valid service name")
+            elif m in g.nodes:
+                issues.append(f"{at}.members[{j}]: {what}: '{m}' is also a node of the graph: "
+                              f"a service is either a node or a member of one group")
+            elif m in seen:
+                issues.append(f"{at}.members[{j}]: {what}: '{m}' is already a member of "
+                              f"{seen[m]}: a service is in one group at most")
+            elif services is not None and m not in services:
+                issues.append(f"{at}.members[{j}]: {what}: no NF in nfs has service '{m}' "
+                              f"(services: {_list(services)}){did_you_mean(m, services)}")
+            seen.setdefault(m, f"group '{name}'")
+        for m, regions in grp.copies.items():
+            if m not in grp.members:
+                issues.append(f"{at}.copies.{m}: {what}: '{m}' is not a member (members: "
+                              f"{', '.join(grp.members)})")
+            bad = [r for r in regions if r not in REGIONS + (ALL_REGIONS,)]
+            if bad:
+                issues.append(f"{at}.copies.{m}: {what}: {bad[0]!r} is not a region (regions: "
+                              f"{', '.join(REGIONS)}, or all){did_you_mean(bad[0], REGIONS)}")
+        if grp.merge and sorted(grp.merge) != sorted(grp.members):
+            issues.append(f"{at}.merge: {what}: merge must list every member once (members: "
+                          f"{', '.join(grp.members)})")
     return issues
 
 
@@ -465,8 +532,40 @@ def _l4port(value: Any) -> tuple[Any, str | None]:
 
 # -- what sluiced is sent -----------------------------------------------------------
 
+def flatten(graph: GraphSpec) -> GraphSpec:
+    """The graph with each parallel group replaced by its members in chain
+    order (each member's default is the next one, its other hops the group's
+    ports and drop; the last takes all of the group's next hops): what
+    sluiced runs until it runs groups (issue 30). A packet
+    gets the same bytes and verdict either way when the group was compiled
+    by ``sluice.core.policy``."""
+    if not graph.groups:
+        return graph
+    first = {name: grp.members[0] for name, grp in graph.groups.items() if grp.members}
+
+    def hop(h: str) -> str:
+        return first.get(h, h)
+
+    nodes: dict[str, list[str]] = {}
+    for node, hops in graph.nodes.items():
+        grp = graph.groups.get(node)
+        out = [hop(h) for h in hops]
+        if grp is None or not grp.members:
+            nodes[node] = out
+            continue
+        ends = [h for h in out[1:] if h == "drop" or h.startswith("port:")]
+        for a, b in zip(grp.members, grp.members[1:], strict=False):
+            nodes[a] = [b, *ends]
+        nodes[grp.members[-1]] = out
+    entry = graph.entry_node()
+    return GraphSpec(name=graph.name, entry=hop(entry) if entry is not None else None,
+                     nodes=nodes, match=graph.match)
+
+
 def to_rpc(graph: GraphSpec) -> dict[str, Any]:
-    """The params of ``graph.apply``: ``{name, entry, nodes}`` (entry made explicit)."""
+    """The params of ``graph.apply``: ``{name, entry, nodes}`` (entry made
+    explicit; parallel groups flattened to their sequence, see ``flatten``)."""
+    graph = flatten(graph)
     return {"name": graph.name, "entry": graph.entry_node(),
             "nodes": {k: list(v) for k, v in graph.nodes.items()}}
 
