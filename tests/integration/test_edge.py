@@ -23,7 +23,6 @@ environment). Then:
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import ipaddress
 import json
@@ -36,7 +35,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import ROOT, build_dir, service, wait_until
+from conftest import ASAN_BUILD, ROOT, assert_no_sanitizer_report, build_dir, needs_asan, port, \
+    service, wait_until
 
 from sluice.core.deploy import Deployment
 
@@ -153,8 +153,10 @@ def _check_capture(pcap: Path) -> int:
     return from_nat
 
 
-def test_edge_gateway(launch, node, names, bg, tmp_path):
-    build = build_dir()
+@pytest.mark.parametrize("asan", [False, pytest.param(True, marks=needs_asan)],
+                         ids=["release", "asan"])
+def test_edge_gateway(launch, node, names, bg, tmp_path, asan):
+    build = ASAN_BUILD if asan else build_dir()
     names.www.mkdir()
     blob = os.urandom(4 << 20)
     (names.www / "blob").write_bytes(blob)
@@ -163,7 +165,7 @@ def test_edge_gateway(launch, node, names, bg, tmp_path):
     (names.www / "etc" / "passwd").write_text("root:x:0:0::/root:/bin/sh\n")
 
     run = launch(example(node, names, build), build)
-    nfs = {p.name.split("#")[0]: p for p in run.nfs}
+    nfs = {p.label: p for p in run.nfs}
     r = sh("sh", str(SCRIPT), "up", env=names.env(), check=False)
     assert r.returncode == 0, r.stdout + r.stderr
     lan, wan = names.lan_ns, names.wan_ns
@@ -183,8 +185,9 @@ def test_edge_gateway(launch, node, names, bg, tmp_path):
         wait_until(lambda ns=ns, addr=addr: _listening(ns, addr), 15, f"a server on {addr}")
 
     # The download, whole.
-    r = _curl(lan, f"http://{WAN_ADDR}/blob", tmp_path / "blob", 20)
+    r = _curl(lan, f"http://{WAN_ADDR}/blob", tmp_path / "blob", 20, "-w", "%{speed_download}")
     assert r.returncode == 0, r.stderr
+    figures = {"download_bytes_per_s": float(r.stdout)}
     assert hashlib.sha256((tmp_path / "blob").read_bytes()).digest() == \
         hashlib.sha256(blob).digest()
 
@@ -196,6 +199,7 @@ def test_edge_gateway(launch, node, names, bg, tmp_path):
     # the meter's burst (64 kB) on top of the rate over the run
     bound = UPLOAD_BPS * 1.02 + 64_000 * 8 / rx["seconds"]
     assert 2_000_000 < rx["bits_per_second"] <= bound, rx
+    figures["iperf3_upload_bits_per_s"] = rx["bits_per_second"]
 
     # Diverted to the sandbox: the request never reaches the server ...
     r = _curl(lan, f"http://{WAN_ADDR}/etc/passwd", tmp_path / "passwd", 3)
@@ -222,7 +226,9 @@ def test_edge_gateway(launch, node, names, bg, tmp_path):
     assert _check_capture(pcap) > 1000
 
     logs = {k: p.log.read_text() for k, p in nfs.items()}
+    assert_no_sanitizer_report("\n".join(logs.values()) + run.sluiced.log.read_text())
     _check_counters(st, logs)
+    print("edge figures:", json.dumps(figures))
 
 
 def _check_counters(st: dict, logs: dict[str, str]) -> None:
@@ -272,5 +278,8 @@ def _check_counters(st: dict, logs: dict[str, str]) -> None:
     assert int(nat["out"]) > 1000 and int(nat["in"]) > 1000, nat
     assert nat_svc["drops"].get("nf_verdict", 0) == int(nat["dropped"]), (nat_svc, nat)
     assert nat_svc["rx_pkts"] == int(nat["packets"]), (nat_svc, nat)
-    with contextlib.suppress(KeyError):
-        assert st["drops"].get("policy_violation", 0) == 0, st["drops"]
+    # What left by the ports is what the graphs' last hops sent there.
+    assert port(st, "wan")["tx_pkts"] == edges[("nat", "port:wan")], (port(st, "wan"), edges)
+    assert port(st, "lan")["tx_pkts"] == edges[("firewall", "port:lan")], (port(st, "lan"), edges)
+    for s in st["services"]:
+        assert s["drops"].get("policy_violation", 0) == 0, s
