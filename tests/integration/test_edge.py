@@ -35,8 +35,16 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import ASAN_BUILD, ROOT, assert_no_sanitizer_report, build_dir, needs_asan, port, \
-    service, wait_until
+from conftest import (
+    ASAN_BUILD,
+    ROOT,
+    assert_no_sanitizer_report,
+    build_dir,
+    needs_asan,
+    port,
+    service,
+    wait_until,
+)
 
 from sluice.core.deploy import Deployment
 
@@ -223,6 +231,7 @@ def test_edge_gateway(launch, node, names, bg, tmp_path, asan):
     assert "passwd" not in http_log, http_log
     st = run.stop()
     assert st is not None
+    (tmp_path / "stats.json").write_text(json.dumps(st, indent=1))
     assert _check_capture(pcap) > 1000
 
     logs = {k: p.log.read_text() for k, p in nfs.items()}
@@ -278,6 +287,9 @@ def _check_counters(st: dict, logs: dict[str, str]) -> None:
     assert int(nat["out"]) > 1000 and int(nat["in"]) > 1000, nat
     assert nat_svc["drops"].get("nf_verdict", 0) == int(nat["dropped"]), (nat_svc, nat)
     assert nat_svc["rx_pkts"] == int(nat["packets"]), (nat_svc, nat)
+    # Every packet read from a port left by a port or was dropped with a reason.
+    rx = sum(p["rx_pkts"] for p in st["ports"])
+    assert rx == sum(p["tx_pkts"] for p in st["ports"]) + st["drops_total"], st["ports"]
     # What left by the ports is what the graphs' last hops sent there.
     assert port(st, "wan")["tx_pkts"] == edges[("nat", "port:wan")], (port(st, "wan"), edges)
     assert port(st, "lan")["tx_pkts"] == edges[("firewall", "port:lan")], (port(st, "lan"), edges)
