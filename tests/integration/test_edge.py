@@ -225,6 +225,10 @@ def test_edge_gateway(launch, node, names, bg, tmp_path, asan):
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "admin").read_text() == "admin page\n"
 
+    # dumpcap writes what it has read; its last frames (the admin's
+    # connection) are waited for in the file before it is stopped.
+    wait_until(lambda: _syns(pcap, ADMIN) == 1, 15, "the admin's SYN in the capture",
+               interval=0.5)
     bg.stop(cap, signal.SIGINT)
     http_log = (names.run / "http.log").read_text()
     assert "GET /blob" in http_log and "GET /eicar.com" in http_log, http_log
@@ -233,14 +237,24 @@ def test_edge_gateway(launch, node, names, bg, tmp_path, asan):
     assert st is not None
     (tmp_path / "stats.json").write_text(json.dumps(st, indent=1))
     assert _check_capture(pcap) > 1000
+    refused_syns = _syns(pcap, WAN_ADDR)  # the WAN's SYN to the forward, retransmissions too
+    assert refused_syns >= 2 and _syns(pcap, ADMIN) == 1, refused_syns
 
     logs = {k: p.log.read_text() for k, p in nfs.items()}
     assert_no_sanitizer_report("\n".join(logs.values()) + run.sluiced.log.read_text())
-    _check_counters(st, logs)
+    _check_counters(st, logs, refused_syns)
     print("edge figures:", json.dumps(figures))
 
 
-def _check_counters(st: dict, logs: dict[str, str]) -> None:
+def _syns(pcap: Path, src: str) -> int:
+    """SYNs from src to the port forward on the WAN wire."""
+    r = sh("tshark", "-r", str(pcap), "-Y", f"ip.src == {src} && tcp.dstport == 8022 && "
+           "tcp.flags.syn == 1 && tcp.flags.ack == 0", "-T", "fields", "-e", "frame.number",
+           check=False)  # a file dumpcap still writes may end in a cut frame
+    return len(r.stdout.split())
+
+
+def _check_counters(st: dict, logs: dict[str, str], refused_syns: int) -> None:
     ids = _counters(logs["ids"], "ids-stats")
     assert (ids["alerts"], ids["diverted"], ids["divert_failed"]) == ("2", "2", "0"), ids
     assert ids["requests_failed"] == "0", ids
@@ -263,7 +277,7 @@ def _check_counters(st: dict, logs: dict[str, str]) -> None:
     fw_log = logs["fw"]
     default = re.findall(r"^fw-counter: rule=default name=- action=deny packets=(\d+)", fw_log,
                          re.M)
-    assert default and int(default[-1]) >= 1, fw_log[-2000:]
+    assert default and int(default[-1]) >= refused_syns, (refused_syns, fw_log[-2000:])
     end = re.findall(r"^fw-counters: end packets=(\d+) allowed=(\d+) denied=(\d+)", fw_log, re.M)
     assert end, fw_log[-2000:]
     fw_pkts, _, fw_denied = map(int, end[-1])
