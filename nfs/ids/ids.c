@@ -228,6 +228,7 @@ ids_flow_get(struct ids_state *st, const struct sl_5tuple *t, int *dir,
 				hs_reset_stream(f->dir[d].s, 0, NULL, NULL,
 						NULL);
 			f->dir[d].seq_known = 0;
+			f->dir[d].closed = 0;
 			f->dir[d].n_partials = 0;
 		}
 		f->in_use = 1;
@@ -252,6 +253,10 @@ ids_tcp_new(struct ids_state *st, struct ids_dir *d,
 	int32_t diff;
 
 	*skip = 0;
+	if (tcp->tcp_flags & RTE_TCP_RST_FLAG)
+		d->closed = 2;
+	else if (tcp->tcp_flags & RTE_TCP_FIN_FLAG && d->closed == 0)
+		d->closed = 1;
 	if (tcp->tcp_flags & RTE_TCP_SYN_FLAG) {
 		seq++;
 		d->seq_known = 1;
@@ -429,6 +434,18 @@ ids_print(struct ids_state *st, const char *reason, uint64_t now)
 	fflush(stderr);
 }
 
+/* How long flow f may be idle: --closed-timeout once it was reset or
+ * both directions sent a FIN, else --timeout. */
+static uint64_t
+ids_idle_ns(const struct ids_state *st, const struct ids_flow *f)
+{
+	int closed = f->dir[0].closed == 2 || f->dir[1].closed == 2 ||
+		     (f->dir[0].closed && f->dir[1].closed);
+
+	return closed && st->closed_ns < st->idle_ns ? st->closed_ns
+						     : st->idle_ns;
+}
+
 /* Expires idle flows: the whole table is walked once a second, a share
  * of it every tick. Their streams stay in the slot for the next flow. */
 static void
@@ -451,7 +468,7 @@ ids_sweep(struct ids_state *st, uint64_t now)
 		void *kp;
 
 		st->sweep_cursor = p + 1 == st->n_slots ? 0 : p + 1;
-		if (!f->in_use || now - f->last_ns < st->idle_ns ||
+		if (!f->in_use || now - f->last_ns < ids_idle_ns(st, f) ||
 		    rte_hash_get_key_with_position(st->h, (int32_t)p, &kp) != 0)
 			continue;
 		memcpy(&key, kp, sizeof(key));
@@ -591,6 +608,7 @@ ids_init(struct sl_nf *nf, int argc, char **argv)
 		f->dir[1].partial = part + st->partials;
 	}
 	st->idle_ns = (uint64_t)(st->timeout_s * (double)IDS_NS);
+	st->closed_ns = (uint64_t)(st->closed_s * (double)IDS_NS);
 	st->last_sweep_ns = sl_now_ns();
 	sl_stats_line_start(&st->stats, st->stats_ms * 1000000ull,
 			    st->last_sweep_ns);
@@ -623,6 +641,7 @@ ids_fini(struct sl_nf *nf)
 static const char ids_usage[] =
 	"usage: " IDS_PROG " [EAL args] -- [libsluice args] --rules FILE"
 	" [--flows N] [--full pass|drop] [--partials N] [--timeout S]"
+	" [--closed-timeout S]"
 	" [--alert-to SERVICE]"
 	" [--alert-rate N]"
 	" [--stats-ms MS]\n";
@@ -664,6 +683,17 @@ static const struct sl_nf_opt ids_opts[] = {
 	 .frac = 1,
 	 .what = "number of seconds",
 	 .def = "60"},
+	{.name = "closed-timeout",
+	 .type = SL_OPT_NUMBER,
+	 .arg = "S",
+	 .help = "a TCP flow reset, or closed both ways, is forgotten after S "
+		 "idle\nseconds (default 2; at most --timeout)",
+	 SL_OPT_AT(struct ids_state, closed_s),
+	 .min = 0.01,
+	 .max = 86400,
+	 .frac = 1,
+	 .what = "number of seconds",
+	 .def = "2"},
 	{.name = "alert-to",
 	 .type = SL_OPT_SERVICE,
 	 .arg = "SERVICE",

@@ -35,6 +35,7 @@ struct ids_dir {
 	hs_stream_t *s; /* kept when the slot is reused (hs_reset_stream) */
 	uint32_t next_seq;
 	uint8_t seq_known;
+	uint8_t closed; /* a FIN or RST seen in this direction: 1 FIN, 2 RST */
 	uint8_t n_partials;
 	struct ids_partial *partial; /* [--partials], in the flow's slot */
 };
@@ -73,6 +74,7 @@ struct ids_state {
 	const char *rules_path; /* --rules */
 	uint32_t capacity;      /* --flows */
 	double timeout_s;       /* --timeout */
+	double closed_s;        /* --closed-timeout */
 	int alert_to;           /* --alert-to (service id, -1: own) */
 	uint32_t alert_rate;    /* --alert-rate (per second) */
 	uint64_t stats_ms;      /* --stats-ms */
@@ -84,7 +86,7 @@ struct ids_state {
 	uint32_t n_slots, n_flows, sweep_cursor;
 	uint32_t partials; /* --partials */
 	size_t slot_size;  /* a flow and its 2 x partials */
-	uint64_t idle_ns, last_sweep_ns;
+	uint64_t idle_ns, closed_ns, last_sweep_ns;
 	uint64_t alert_sec;     /* second of the alert budget */
 	uint32_t alerts_in_sec; /* alerts printed in it */
 	struct ids_counters c;

@@ -39,6 +39,7 @@ NF_OPTION = {
     "nat": "  --mappings N          the most mappings at once (default 65536)",
     "sampler": "  --one-in N      sample 1 packet (or flow) in N (default 100)",
     "shaper": "  --config FILE       the classes, a JSON file (see nfs/shaper/README.md)",
+    "lb": "  --config FILE         the VIP and the backends (nfs/lb/README.md); SIGHUP re-reads it",
     "ids": "  --rules FILE        rule file, Snort/Suricata syntax (nfs/ids/README.md)",
 }
 
