@@ -54,3 +54,22 @@ def test_doc_shows_the_example() -> None:
     assert blocks, "no yaml block in docs/edge.md"
     assert yaml.safe_load(blocks[0]) == yaml.safe_load(EXAMPLE.read_text()), \
         "docs/edge.md shows a different examples/edge.yaml: copy the file's keys into it"
+
+
+def test_netns_script_matches_the_files() -> None:
+    """The script's addresses are those of the NAT's pool and the firewall's admin rule,
+    and it refuses anything but up and down."""
+    import subprocess
+
+    script = REPO / "examples" / "edge-netns.sh"
+    assert script.stat().st_mode & 0o111, "edge-netns.sh must be executable"
+    text = script.read_text()
+    consts = dict(re.findall(r"^([A-Z_]+)=([0-9.]+)", text, re.M))
+    nat = yaml.safe_load((EXAMPLE.parent / "edge" / "nat.yaml").read_text())
+    assert consts["POOL"] == nat["pool"]
+    fw = yaml.safe_load((EXAMPLE.parent / "edge" / "fw.yaml").read_text())
+    admin = next(r for r in fw["rules"] if r.get("name") == "admin-in")
+    assert (consts["ADMIN"], consts["LAN_ADDR"]) == (admin["src"], admin["dst"])
+    assert nat["forwards"][0]["inside"] == f"{consts['LAN_ADDR']}:{admin['dport']}"
+    r = subprocess.run(["sh", str(script)], capture_output=True, text=True)
+    assert (r.returncode, r.stderr) == (1, "edge-netns.sh: usage: edge-netns.sh up|down\n")
