@@ -14,7 +14,8 @@ environment). Then:
 - a request for /etc/passwd, and a download of the EICAR test file, are
   diverted by the IDS to the sandbox service (a monitor whose edge is
   drop): the request never reaches the server, the download never
-  completes;
+  completes; sluiced published both alerts (nf.message) and applied both
+  ChangeDefaults to the sandbox (flow.request events);
 - a connection from the WAN to the NAT's port forward is refused by the
   stateful firewall (its default deny counts it), and the same from the
   admin address the firewall allows works;
@@ -30,8 +31,10 @@ import os
 import re
 import signal
 import subprocess
+import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -47,6 +50,7 @@ from conftest import (
 )
 
 from sluice.core.deploy import Deployment
+from sluice.runtime.client import Client
 
 EXAMPLE = ROOT / "examples" / "edge.yaml"
 SCRIPT = ROOT / "examples" / "edge-netns.sh"
@@ -117,6 +121,34 @@ def bg() -> Iterator[Bg]:
         b.stop(p)
 
 
+class Events:
+    """sluiced's events, collected by a thread of their own."""
+
+    def __init__(self, run: Any) -> None:
+        self.events: list[dict[str, Any]] = []
+        self._sub = Client(run.node, run.dep.socket_path(), timeout=5.0)
+        ready = threading.Event()
+        threading.Thread(target=self._listen, args=(ready,), daemon=True).start()
+        assert ready.wait(10), "the event subscription did not start"
+
+    def _listen(self, ready: threading.Event) -> None:
+        try:
+            for ev in self._sub.events(on_subscribed=ready.set):
+                self.events.append(ev)
+        except Exception:  # noqa: BLE001 (sluiced stopped)
+            pass
+
+    def wait_count(self, pred: Any, n: int, what: str) -> list[dict[str, Any]]:
+        def found() -> list[dict[str, Any]] | None:
+            got = [e for e in list(self.events) if pred(e)]
+            return got if len(got) >= n else None
+
+        try:
+            return wait_until(found, 10, what)
+        except AssertionError as e:
+            raise AssertionError(f"{e}; events: {self.events}") from None
+
+
 def example(node: str, n: Names, build: Path) -> Deployment:
     """The example's file, with the test's node and interface names."""
     data = yaml.safe_load(EXAMPLE.read_text())
@@ -174,6 +206,7 @@ def test_edge_gateway(launch, node, names, bg, tmp_path, asan):
 
     run = launch(example(node, names, build), build)
     nfs = {p.label: p for p in run.nfs}
+    events = Events(run)
     r = sh("sh", str(SCRIPT), "up", env=names.env(), check=False)
     assert r.returncode == 0, r.stdout + r.stderr
     lan, wan = names.lan_ns, names.wan_ns
@@ -217,6 +250,16 @@ def test_edge_gateway(launch, node, names, bg, tmp_path, asan):
     r = _curl(lan, f"http://{WAN_ADDR}/eicar.com", tmp_path / "eicar", 3)
     assert r.returncode == 28, (r.returncode, r.stderr)
     assert not (tmp_path / "eicar").exists() or EICAR not in (tmp_path / "eicar").read_bytes()
+
+    # Each divert is an alert (nf.message) and a ChangeDefault to the
+    # sandbox that sluiced applied (flow.request).
+    alerts = events.wait_count(lambda e: e["kind"] == "nf.message"
+                               and e["data"].get("key") == "alert", 2, "the IDS's 2 alerts")
+    assert sorted(e["data"]["value"].split()[0] for e in alerts) == ["sid=1001", "sid=1002"]
+    cds = events.wait_count(lambda e: e["kind"] == "flow.request"
+                            and e["data"].get("type") == "change_default", 2,
+                            "the IDS's 2 ChangeDefaults")
+    assert [(e["data"]["result"], e["data"]["to"]) for e in cds] == [("applied", "sandbox")] * 2
 
     # From the WAN: the port forward is refused by the firewall, but for
     # the admin's address.
