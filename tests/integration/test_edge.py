@@ -18,7 +18,8 @@ environment). Then:
   ChangeDefaults to the sandbox (flow.request events);
 - a connection from the WAN to the NAT's port forward is refused by the
   stateful firewall (its default deny counts it), and the same from the
-  admin address the firewall allows works;
+  admin address the firewall allows works; one straight to the LAN's
+  address is dropped by the NAT (no mapping);
 - the counters of sluiced and of every NF agree.
 """
 
@@ -274,6 +275,16 @@ def test_edge_gateway(launch, node, names, bg, tmp_path, asan):
     wait_until(lambda: _syns(pcap, ADMIN) == 1, 15, "the admin's SYN in the capture",
                interval=0.5)
     bg.stop(cap, signal.SIGINT)
+    # Straight to the LAN's address (a WAN host that routes it to the
+    # gateway; after the capture, whose frames the WAN host sent would
+    # carry it): the NAT has no mapping for it and drops it.
+    lan_mac = json.loads(sh("ip", "-n", lan, "-j", "link", "show", names.lan_if).stdout)[0][
+        "address"]
+    sh("ip", "-n", wan, "route", "add", str(LAN_NET), "dev", names.wan_if)
+    sh("ip", "-n", wan, "neigh", "replace", "10.69.1.2", "lladdr", lan_mac, "dev",
+       names.wan_if, "nud", "permanent")
+    r = _curl(wan, "http://10.69.1.2:8022/hello", tmp_path / "direct", 2)
+    assert r.returncode == 28, (r.returncode, r.stderr)
     http_log = (names.run / "http.log").read_text()
     assert "GET /blob" in http_log and "GET /eicar.com" in http_log, http_log
     assert "passwd" not in http_log, http_log
@@ -343,6 +354,7 @@ def _check_counters(st: dict, logs: dict[str, str], refused_syns: int) -> None:
     nat = _counters(logs["nat"], "nat-stats")
     nat_svc = service(st, "nat")
     assert int(nat["out"]) > 1000 and int(nat["in"]) > 1000, nat
+    assert int(nat["drop_no_mapping"]) >= 1, nat  # the WAN's SYN straight to 10.69.1.2
     assert nat_svc["drops"].get("nf_verdict", 0) == int(nat["dropped"]), (nat_svc, nat)
     assert nat_svc["rx_pkts"] == int(nat["packets"]), (nat_svc, nat)
     # Every packet read from a port left by a port or was dropped with a reason.
