@@ -13,7 +13,10 @@
 #include <string.h>
 
 #include <netinet/in.h>
+
 #include <rte_mbuf.h>
+
+#include "sluice/pkt.h"
 
 #include "nat.h"
 
@@ -58,31 +61,18 @@ rd32(const uint8_t *p)
 	return v;
 }
 
-/* RFC 1624 eqn. 3 for one 16-bit word (any byte order, as stored). */
-static inline uint16_t
-ck_update(uint16_t ck, uint16_t old, uint16_t new)
-{
-	uint32_t s = (uint32_t)(uint16_t)~ck + (uint16_t)~old + new;
-
-	s = (s & 0xffff) + (s >> 16);
-	s = (s & 0xffff) + (s >> 16);
-	return (uint16_t)~s;
-}
-
+/* RFC 1624 eqn. 3 for one 16-bit word (any byte order, as stored):
+ * sl_cksum_*() of sluice/pkt.h. */
 static inline void
 ck_fix(const struct nat_ck *c, uint16_t old, uint16_t new)
 {
+	uint32_t d = sl_cksum_delta(&old, &new, 2);
 	uint16_t v;
 
 	if (c->p == NULL)
 		return;
 	v = rd16(c->p);
-	if (c->udp && v == 0)
-		return; /* no checksum */
-	v = ck_update(v, old, new);
-	if (c->udp && v == 0)
-		v = 0xffff;
-	wr16(c->p, v);
+	wr16(c->p, c->udp ? sl_cksum_apply_udp(v, d) : sl_cksum_apply(v, d));
 }
 
 /* Writes v at f and updates the n checksums over it. */
