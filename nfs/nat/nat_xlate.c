@@ -66,13 +66,17 @@ rd32(const uint8_t *p)
 static inline void
 ck_fix(const struct nat_ck *c, uint16_t old, uint16_t new)
 {
-	uint32_t d = sl_cksum_delta(&old, &new, 2);
 	uint16_t v;
 
 	if (c->p == NULL)
 		return;
 	v = rd16(c->p);
-	wr16(c->p, c->udp ? sl_cksum_apply_udp(v, d) : sl_cksum_apply(v, d));
+	if (c->udp && v == 0)
+		return; /* no checksum */
+	v = sl_cksum_update16(v, old, new);
+	if (c->udp && v == 0)
+		v = 0xffff;
+	wr16(c->p, v);
 }
 
 /* Writes v at f and updates the n checksums over it. */
