@@ -112,30 +112,9 @@ sent_free(void)
 
 /* ---- files and frames ------------------------------------------------- */
 
-static inline char *
-write_file(const char *text)
-{
-	char *path = malloc(64);
-	int fd;
+#define write_file(text) nf_test_write_file("sl_l3_test_", "", text)
 
-	assert_non_null(path);
-	snprintf(path, 64, "/tmp/sl_l3_test_XXXXXX");
-	fd = mkstemp(path);
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
-	close(fd);
-	return path;
-}
-
-static inline void
-rewrite_file(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
-}
+#define rewrite_file nf_test_rewrite_file
 
 static const char __attribute__((unused))
 routes[] = "# the test's router\n"

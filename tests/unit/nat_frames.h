@@ -24,6 +24,7 @@
 #include "sluice/nf.h"
 
 #include "nf_stub.h"
+#include "nf_test.h"
 #include "pkt_build.h"
 
 #define L3 14
@@ -180,22 +181,6 @@ swap_macs(struct frame *f)
 
 /* A temporary .yaml file holding text (the caller unlinks and frees its
  * path). */
-static inline char *
-write_file(const char *text)
-{
-	char *path = malloc(64);
-	FILE *f;
-	int fd;
-
-	assert_non_null(path);
-	snprintf(path, 64, "/tmp/sl_nat_test_XXXXXX.yaml");
-	fd = mkstemps(path, 5);
-	assert_true(fd >= 0);
-	f = fdopen(fd, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
-	return path;
-}
+#define write_file(text) nf_test_write_file("sl_nat_test_", ".yaml", text)
 
 #endif /* SL_TEST_NAT_FRAMES_H */

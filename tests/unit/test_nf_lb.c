@@ -70,33 +70,9 @@ static const uint8_t mac_vip[6] = {0x02, 0x63, 0, 0, 0, 0x64};
 static const uint8_t mac_lb[6] = {0x02, 0x63, 0, 0, 0, 0x65};
 static const uint8_t mac_b1[6] = {0x02, 0x63, 0, 0, 0, 0x0b};
 
-static char *
-write_file(const char *text)
-{
-	char *path = malloc(64);
-	FILE *f;
-	int fd;
+#define write_file(text) nf_test_write_file("sl_lb_test_", "", text)
 
-	assert_non_null(path);
-	snprintf(path, 64, "/tmp/sl_lb_test_XXXXXX");
-	fd = mkstemp(path);
-	assert_true(fd >= 0);
-	f = fdopen(fd, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
-	return path;
-}
-
-static void
-rewrite_file(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
-}
+#define rewrite_file nf_test_rewrite_file
 
 /* A whole frame, both checksums right: Ethernet, IPv4, TCP (flags) or
  * UDP (udp_csum 0: none), 10 bytes of payload. */
