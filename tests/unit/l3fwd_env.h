@@ -149,14 +149,7 @@ static const uint8_t __attribute__((unused))
 v6_router_a[16] = {0xfd, 0x62, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
 
 /* Sets the IPv4 header checksum of a frame built by frame_ip4(). */
-static inline void
-fix4(struct frame *f)
-{
-	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(f->b + 14);
-
-	ip->hdr_checksum = 0;
-	ip->hdr_checksum = rte_ipv4_cksum(ip);
-}
+#define fix4(f) frame_ip4_hdr_cksum(f, 14)
 
 static inline void
 udp4(struct frame *f, uint32_t src, uint32_t dst, uint8_t ttl)

@@ -82,7 +82,6 @@ build(struct frame *f, const uint8_t *smac, const uint8_t *dmac, uint8_t proto,
       int udp_csum)
 {
 	uint32_t l3, l4;
-	struct rte_ipv4_hdr *ip;
 
 	memset(f, 0, sizeof(*f));
 	put(f, dmac, 6);
@@ -97,15 +96,7 @@ build(struct frame *f, const uint8_t *smac, const uint8_t *dmac, uint8_t proto,
 	} else {
 		put_udp(f, sport, dport, 10);
 	}
-	ip = (struct rte_ipv4_hdr *)(f->b + l3);
-	ip->hdr_checksum = 0;
-	ip->hdr_checksum = rte_ipv4_cksum(ip);
-	if (proto == IPPROTO_TCP)
-		((struct rte_tcp_hdr *)(f->b + l4))->cksum =
-			rte_ipv4_udptcp_cksum(ip, f->b + l4);
-	else if (udp_csum)
-		((struct rte_udp_hdr *)(f->b + l4))->dgram_cksum =
-			rte_ipv4_udptcp_cksum(ip, f->b + l4);
+	frame_ip4_cksums(f, l3, !udp_csum);
 }
 
 /* One frame that came in on port in_port through ops->process: its
