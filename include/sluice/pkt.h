@@ -83,6 +83,48 @@ uint32_t sl_5tuple_hash(const struct sl_5tuple *t);
 /** Formats a 5-tuple as "proto src:sport > dst:dport" into buf. */
 int sl_5tuple_format(const struct sl_5tuple *t, char *buf, uint32_t size);
 
+/** Turns t around: source and destination (addresses and ports) swapped. */
+static inline void
+sl_5tuple_swap(struct sl_5tuple *t)
+{
+	uint16_t p;
+
+	if (t->family == 4) {
+		uint32_t v = t->src.v4;
+
+		t->src.v4 = t->dst.v4;
+		t->dst.v4 = v;
+	} else {
+		uint8_t x[16];
+
+		__builtin_memcpy(x, t->src.v6, 16);
+		__builtin_memcpy(t->src.v6, t->dst.v6, 16);
+		__builtin_memcpy(t->dst.v6, x, 16);
+	}
+	p = t->sport;
+	t->sport = t->dport;
+	t->dport = p;
+}
+
+/**
+ * Puts t in its canonical direction, the one both directions of a
+ * connection share as a per-flow table key: the lower address (compared
+ * as bytes, network order), then the lower port, as the source.
+ *
+ * @return 1 if t had to be turned around (sl_5tuple_swap()), else 0.
+ */
+static inline int
+sl_5tuple_canonical(struct sl_5tuple *t)
+{
+	int c = t->family == 4 ? __builtin_memcmp(&t->src.v4, &t->dst.v4, 4)
+			       : __builtin_memcmp(t->src.v6, t->dst.v6, 16);
+
+	if (c < 0 || (c == 0 && t->sport <= t->dport))
+		return 0;
+	sl_5tuple_swap(t);
+	return 1;
+}
+
 /**
  * Parses the form sl_5tuple_format() writes ("tcp 10.0.0.1:1234 >
  * 10.0.0.2:80", "udp [2001:db8::1]:53 > [2001:db8::2]:53",

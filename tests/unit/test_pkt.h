@@ -38,5 +38,6 @@ void test_cksum_addresses(void **state);
 void test_cksum_word(void **state);
 void test_cksum_host_order(void **state);
 void test_cksum_udp_zero(void **state);
+void test_5tuple_canonical(void **state);
 
 #endif
