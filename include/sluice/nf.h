@@ -390,8 +390,7 @@ int sl_opt_number(const char *prog, const char *opt, const char *s, double min,
  * "PATH: cannot open: STRERROR", "PATH: out of memory", "PATH: read
  * error", "PATH: larger than MAX bytes".
  *
- * @return 0, or a negative errno (that of fopen(), -ENOMEM, -EIO,
- *   -EFBIG).
+ * @return 0, or a positive errno (that of fopen(), ENOMEM, EIO, EFBIG).
  */
 int sl_read_file(const char *path, size_t max, char **text, size_t *len,
 		 char *err, size_t err_size);

@@ -415,7 +415,7 @@ fw_rules_load(const char *path, struct fw_ruleset **out, char *err,
 	}
 	rc = sl_read_file(path, FW_MAX_FILE, &text, &len, err, err_size);
 	if (rc != 0)
-		return rc;
+		return -rc; /* this file's convention: a negative errno */
 	rc = fw_rules_parse(text, len, format, path, out, err, err_size);
 	free(text);
 	return rc;

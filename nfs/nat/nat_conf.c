@@ -523,7 +523,7 @@ nat_conf_load(const char *path, struct nat_conf **out, char *err,
 
 	rc = sl_read_file(path, NAT_MAX_FILE, &text, &len, err, err_size);
 	if (rc != 0)
-		return rc;
+		return -rc; /* this file's convention: a negative errno */
 	rc = nat_conf_parse(text, len, path, out, err, err_size);
 	free(text);
 	return rc;

@@ -193,7 +193,7 @@ sl_read_file(const char *path, size_t max, char **text, size_t *len, char *err,
 	*text = NULL;
 	*len = 0;
 	if (f == NULL) {
-		rc = -errno;
+		rc = errno;
 		snprintf(err, err_size, "%s: cannot open: %s", path,
 			 strerror(errno));
 		return rc;
@@ -202,16 +202,16 @@ sl_read_file(const char *path, size_t max, char **text, size_t *len, char *err,
 	if (buf == NULL) {
 		fclose(f);
 		snprintf(err, err_size, "%s: out of memory", path);
-		return -ENOMEM;
+		return ENOMEM;
 	}
 	n = fread(buf, 1, max + 1, f);
-	rc = ferror(f) ? -EIO : 0;
+	rc = ferror(f) ? EIO : 0;
 	fclose(f);
 	if (rc != 0) {
 		snprintf(err, err_size, "%s: read error", path);
 	} else if (n > max) {
 		snprintf(err, err_size, "%s: larger than %zu bytes", path, max);
-		rc = -EFBIG;
+		rc = EFBIG;
 	}
 	if (rc != 0) {
 		free(buf);

@@ -123,21 +123,21 @@ test_read_file(void **state)
 	free(text);
 	/* One byte over the bound. */
 	assert_int_equal(sl_read_file(path, 9, &text, &len, err, sizeof(err)),
-			 -EFBIG);
+			 EFBIG);
 	assert_null(text);
 	assert_int_equal(len, 0);
 	snprintf(want, sizeof(want), "%s: larger than 9 bytes", path);
 	assert_string_equal(err, want);
 	assert_int_equal(unlink(path), 0);
 	assert_int_equal(sl_read_file(path, 9, &text, &len, err, sizeof(err)),
-			 -ENOENT);
+			 ENOENT);
 	assert_null(text);
 	snprintf(want, sizeof(want), "%s: cannot open: %s", path,
 		 strerror(ENOENT));
 	assert_string_equal(err, want);
 	/* A directory opens but does not read. */
 	assert_int_equal(sl_read_file("/tmp", 9, &text, &len, err, sizeof(err)),
-			 -EIO);
+			 EIO);
 	assert_string_equal(err, "/tmp: read error");
 }
 
