@@ -384,6 +384,18 @@ int sl_opt_number(const char *prog, const char *opt, const char *s, double min,
 		  double max, int frac, double *out);
 
 /**
+ * Reads the whole file at path, at most max bytes, for an NF's
+ * configuration: *text (malloc'd, the caller frees it; NUL-terminated
+ * after its *len bytes). On an error *text is NULL and err holds one of
+ * "PATH: cannot open: STRERROR", "PATH: out of memory", "PATH: read
+ * error", "PATH: larger than MAX bytes".
+ *
+ * @return 0, or a positive errno (that of fopen(), ENOMEM, EIO, EFBIG).
+ */
+int sl_read_file(const char *path, size_t max, char **text, size_t *len,
+		 char *err, size_t err_size);
+
+/**
  * An NF's counters line, printed every --stats-ms, on a "stats" message
  * and at exit: when it is due, and its common head.
  */

@@ -83,6 +83,48 @@ uint32_t sl_5tuple_hash(const struct sl_5tuple *t);
 /** Formats a 5-tuple as "proto src:sport > dst:dport" into buf. */
 int sl_5tuple_format(const struct sl_5tuple *t, char *buf, uint32_t size);
 
+/** Turns t around: source and destination (addresses and ports) swapped. */
+static inline void
+sl_5tuple_swap(struct sl_5tuple *t)
+{
+	uint16_t p;
+
+	if (t->family == 4) {
+		uint32_t v = t->src.v4;
+
+		t->src.v4 = t->dst.v4;
+		t->dst.v4 = v;
+	} else {
+		uint8_t x[16];
+
+		__builtin_memcpy(x, t->src.v6, 16);
+		__builtin_memcpy(t->src.v6, t->dst.v6, 16);
+		__builtin_memcpy(t->dst.v6, x, 16);
+	}
+	p = t->sport;
+	t->sport = t->dport;
+	t->dport = p;
+}
+
+/**
+ * Puts t in its canonical direction, the one both directions of a
+ * connection share as a per-flow table key: the lower address (compared
+ * as bytes, network order), then the lower port, as the source.
+ *
+ * @return 1 if t had to be turned around (sl_5tuple_swap()), else 0.
+ */
+static inline int
+sl_5tuple_canonical(struct sl_5tuple *t)
+{
+	int c = t->family == 4 ? __builtin_memcmp(&t->src.v4, &t->dst.v4, 4)
+			       : __builtin_memcmp(t->src.v6, t->dst.v6, 16);
+
+	if (c < 0 || (c == 0 && t->sport <= t->dport))
+		return 0;
+	sl_5tuple_swap(t);
+	return 1;
+}
+
 /**
  * Parses the form sl_5tuple_format() writes ("tcp 10.0.0.1:1234 >
  * 10.0.0.2:80", "udp [2001:db8::1]:53 > [2001:db8::2]:53",
@@ -188,6 +230,88 @@ struct rte_tcp_hdr *sl_pkt_tcp(const struct rte_mbuf *m,
  */
 struct rte_udp_hdr *sl_pkt_udp(const struct rte_mbuf *m,
 			       const struct sl_pkt_info *info);
+/** @} */
+
+/**
+ * @name Incremental checksum update (RFC 1624)
+ *
+ * An NF that rewrites a field an Internet checksum covers (an address,
+ * a port, the TTL, the DSCP, an ICMP type) updates the checksum with
+ * RFC 1624's eqn. 3, HC' = ~(~HC + ~m + m'), rather than summing the
+ * whole header or datagram again. The one's complement sum does not care
+ * about byte order (RFC 1071): the checksum, the old and the new words
+ * only have to be in the same order, so words taken from the packet as
+ * they are stored (memcpy of 2 bytes, network order) and the checksum
+ * field as stored give the field to store. The caller guarantees that
+ * the checksum was right before the change (as a full computation gave
+ * it): then the result is to the bit what a full computation over the
+ * changed bytes gives (RFC 1624 section 3; tests/unit/test_pkt_cksum.c
+ * checks it). These read and write nothing: the caller rewrites the field
+ * and stores the checksum.
+ * @{
+ */
+
+/**
+ * The sum of ~m + m' over a field of len bytes changing from old to new,
+ * 16-bit words as they are in memory: computed once per rewrite, then
+ * given to sl_cksum_apply() for each checksum that covers the field.
+ * len is even and at most 65534 (the sum cannot overflow); old and new
+ * may be unaligned and must not overlap the bytes being written (copy
+ * the old field first). Constant lengths (4, 16) unroll at -O2.
+ */
+static inline uint32_t
+sl_cksum_delta(const void *old, const void *new, unsigned int len)
+{
+	const uint8_t *o = (const uint8_t *)old, *n = (const uint8_t *)new;
+	uint32_t s = 0;
+
+	for (unsigned int i = 0; i < len; i += 2) {
+		uint16_t ow, nw;
+
+		__builtin_memcpy(&ow, o + i, 2);
+		__builtin_memcpy(&nw, n + i, 2);
+		s += (uint16_t)~ow;
+		s += nw;
+	}
+	return s;
+}
+
+/**
+ * The checksum cksum (in the order of the words summed into delta) after
+ * the change whose sl_cksum_delta() is delta.
+ */
+static inline uint16_t
+sl_cksum_apply(uint16_t cksum, uint32_t delta)
+{
+	uint32_t s = (uint32_t)(uint16_t)~cksum + delta;
+
+	s = (s & 0xffff) + (s >> 16);
+	s = (s & 0xffff) + (s >> 16);
+	return (uint16_t)~s;
+}
+
+/**
+ * The checksum cksum after one 16-bit word changes from old_word to
+ * new_word (all three in the same byte order, e.g. as stored).
+ */
+static inline uint16_t
+sl_cksum_update16(uint16_t cksum, uint16_t old_word, uint16_t new_word)
+{
+	return sl_cksum_apply(cksum, (uint32_t)(uint16_t)~old_word + new_word);
+}
+
+/**
+ * sl_cksum_apply() for a UDP checksum (RFC 768): 0 means the datagram
+ * carries none and stays 0; a computed 0 is sent as 0xffff.
+ */
+static inline uint16_t
+sl_cksum_apply_udp(uint16_t cksum, uint32_t delta)
+{
+	if (cksum == 0)
+		return 0;
+	cksum = sl_cksum_apply(cksum, delta);
+	return cksum == 0 ? 0xffff : cksum;
+}
 /** @} */
 
 #ifdef __cplusplus

@@ -105,45 +105,6 @@ struct dpi_state {
 
 /* ---- flows --------------------------------------------------------- */
 
-static void
-dpi_swap(struct sl_5tuple *t)
-{
-	uint8_t x[16];
-	uint16_t p;
-
-	if (t->family == 4) {
-		uint32_t v = t->src.v4;
-
-		t->src.v4 = t->dst.v4;
-		t->dst.v4 = v;
-	} else {
-		memcpy(x, t->src.v6, 16);
-		memcpy(t->src.v6, t->dst.v6, 16);
-		memcpy(t->dst.v6, x, 16);
-	}
-	p = t->sport;
-	t->sport = t->dport;
-	t->dport = p;
-}
-
-/* Puts t in its canonical direction (lower address, then lower port,
- * first); returns 1 if it had to be turned around. */
-static int
-dpi_canonical(struct sl_5tuple *t)
-{
-	size_t alen = t->family == 4 ? 4 : 16;
-	const uint8_t *a = t->family == 4 ? (const uint8_t *)&t->src.v4
-					  : t->src.v6;
-	const uint8_t *b = t->family == 4 ? (const uint8_t *)&t->dst.v4
-					  : t->dst.v6;
-	int c = memcmp(a, b, alen);
-
-	if (c < 0 || (c == 0 && t->sport <= t->dport))
-		return 0;
-	dpi_swap(t);
-	return 1;
-}
-
 /* The flow in the direction of its first packet. */
 static void
 dpi_format(const struct sl_5tuple *key, int reversed, char *buf, uint32_t sz)
@@ -151,7 +112,7 @@ dpi_format(const struct sl_5tuple *key, int reversed, char *buf, uint32_t sz)
 	struct sl_5tuple t = *key;
 
 	if (reversed)
-		dpi_swap(&t);
+		sl_5tuple_swap(&t);
 	sl_5tuple_format(&t, buf, sz);
 }
 
@@ -437,7 +398,7 @@ dpi_chunk(struct dpi_state *st, struct sl_nf *nf, struct rte_mbuf **pkts,
 				st->malformed++;
 			continue;
 		}
-		rev[nk] = (uint8_t)dpi_canonical(&keys[nk]);
+		rev[nk] = (uint8_t)sl_5tuple_canonical(&keys[nk]);
 		kp[nk] = &keys[nk];
 		idx[nk++] = i;
 	}

@@ -96,38 +96,6 @@ ct_free(struct ct_table *ct)
 	ct->conns = NULL;
 }
 
-/* Puts t in canonical order (the lower address, then port, as src);
- * 1 if it was turned around. */
-static int
-ct_canonical(struct sl_5tuple *t)
-{
-	int c;
-	uint16_t p;
-
-	if (t->family == 4)
-		c = memcmp(&t->src.v4, &t->dst.v4, 4);
-	else
-		c = memcmp(t->src.v6, t->dst.v6, 16);
-	if (c < 0 || (c == 0 && t->sport <= t->dport))
-		return 0;
-	if (t->family == 4) {
-		uint32_t v = t->src.v4;
-
-		t->src.v4 = t->dst.v4;
-		t->dst.v4 = v;
-	} else {
-		uint8_t x[16];
-
-		memcpy(x, t->src.v6, 16);
-		memcpy(t->src.v6, t->dst.v6, 16);
-		memcpy(t->dst.v6, x, 16);
-	}
-	p = t->sport;
-	t->sport = t->dport;
-	t->dport = p;
-	return 1;
-}
-
 /* The TCP flags (SYN, ACK, FIN, RST) of m, or 0 if it has no TCP header. */
 static uint8_t
 ct_tcp_flags(const struct rte_mbuf *m)
@@ -304,7 +272,7 @@ ct_lookup(struct ct_table *ct, const struct rte_mbuf *m,
 	int32_t pos;
 
 	cp->key = *t;
-	cp->rev = (uint8_t)ct_canonical(&cp->key);
+	cp->rev = (uint8_t)sl_5tuple_canonical(&cp->key);
 	cp->tcp = t->proto == IPPROTO_TCP;
 	cp->flags = cp->tcp ? ct_tcp_flags(m) : 0;
 	cp->echo = 0;

@@ -20,6 +20,8 @@
 #include <jansson.h>
 #include <yaml.h>
 
+#include "sluice/nf.h"
+
 #include "rules.h"
 
 #define FW_YAML_MAX_DEPTH 32
@@ -397,7 +399,6 @@ fw_rules_load(const char *path, struct fw_ruleset **out, char *err,
 	enum fw_format format;
 	char *text = NULL;
 	size_t len = 0;
-	FILE *f;
 	int rc;
 
 	if (dot != NULL &&
@@ -412,32 +413,10 @@ fw_rules_load(const char *path, struct fw_ruleset **out, char *err,
 			 path);
 		return -EINVAL;
 	}
-	f = fopen(path, "rb");
-	if (f == NULL) {
-		rc = -errno;
-		snprintf(err, err_size, "%s: cannot open: %s", path,
-			 strerror(errno));
-		return rc;
-	}
-	text = malloc(FW_MAX_FILE + 1);
-	if (text == NULL) {
-		fclose(f);
-		snprintf(err, err_size, "%s: out of memory", path);
-		return -ENOMEM;
-	}
-	len = fread(text, 1, FW_MAX_FILE + 1, f);
-	rc = ferror(f) ? -EIO : 0;
-	fclose(f);
+	rc = sl_read_file(path, FW_MAX_FILE, &text, &len, err, err_size);
 	if (rc != 0)
-		snprintf(err, err_size, "%s: read error", path);
-	else if (len > FW_MAX_FILE) {
-		snprintf(err, err_size, "%s: larger than %u bytes", path,
-			 FW_MAX_FILE);
-		rc = -EFBIG;
-	} else {
-		rc = fw_rules_parse(text, len, format, path, out, err,
-				    err_size);
-	}
+		return -rc; /* this file's convention: a negative errno */
+	rc = fw_rules_parse(text, len, format, path, out, err, err_size);
 	free(text);
 	return rc;
 }

@@ -7,6 +7,8 @@
 #include <rte_byteorder.h>
 #include <rte_ip.h>
 
+#include "sluice/pkt.h"
+
 #include "icmp.h"
 
 #define L3_ICMP_HDR 8 /* type, code, checksum, 4 unused bytes */
@@ -108,7 +110,7 @@ echo_type(uint8_t *icmp, uint8_t type)
 	icmp[0] = type;
 	memcpy(&new, icmp, 2);
 	memcpy(&ck, icmp + 2, 2);
-	ck = l3_cksum_adjust(ck, old, new);
+	ck = sl_cksum_update16(ck, old, new);
 	memcpy(icmp + 2, &ck, 2);
 }
 

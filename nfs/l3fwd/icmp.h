@@ -79,17 +79,4 @@ int l3_ns_reply(struct rte_ether_hdr *eth, struct rte_ipv6_hdr *ip,
 		uint32_t icmp_len, const uint8_t *addr,
 		const struct rte_ether_addr *mac);
 
-/* RFC 1624's incremental update of an IPv4 header checksum (network
- * order) for a 16-bit word (network order) changing from old to new. */
-static inline uint16_t
-l3_cksum_adjust(uint16_t cksum, uint16_t old_word, uint16_t new_word)
-{
-	uint32_t s =
-		(uint16_t)~cksum + (uint32_t)(uint16_t)~old_word + new_word;
-
-	s = (s & 0xffff) + (s >> 16);
-	s = (s & 0xffff) + (s >> 16);
-	return (uint16_t)~s;
-}
-
 #endif /* SL_L3FWD_ICMP_H */

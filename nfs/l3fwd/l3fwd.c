@@ -364,7 +364,7 @@ l3_route4(struct l3_state *st, struct rte_mbuf *m,
 	memcpy(&old, &ip->time_to_live, 2);
 	ip->time_to_live--;
 	memcpy(&new, &ip->time_to_live, 2);
-	ip->hdr_checksum = l3_cksum_adjust(ip->hdr_checksum, old, new);
+	ip->hdr_checksum = sl_cksum_update16(ip->hdr_checksum, old, new);
 	return l3_out(st, m, &t->nh[nh]);
 }
 

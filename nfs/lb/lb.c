@@ -34,38 +34,6 @@
 #define LB_NS 1000000000.0
 #define LB_CHUNK 32 /* packets looked up at once (rte_hash: at most 64) */
 
-/* ---- checksums ----------------------------------------------------- */
-
-/* RFC 1624's HC' = ~(~HC + ~m + m'), in two steps: the sum of ~m + m'
- * over a field of len bytes (even) changing from old to new, computed
- * once per rewrite, then applied to each checksum that covers the field.
- * The words are taken as they are in memory (the one's complement sum
- * does not care about byte order). */
-static inline uint32_t
-lb_csum_delta(const uint8_t *old, const uint8_t *new, unsigned len)
-{
-	uint32_t s = 0;
-	uint16_t o, n;
-
-	for (unsigned i = 0; i < len; i += 2) {
-		memcpy(&o, old + i, 2);
-		memcpy(&n, new + i, 2);
-		s += (uint16_t)~o;
-		s += n;
-	}
-	return s;
-}
-
-static inline uint16_t
-lb_csum_apply(uint16_t sum, uint32_t delta)
-{
-	uint32_t s = (uint32_t)(uint16_t)~sum + delta;
-
-	s = (s & 0xffff) + (s >> 16);
-	s = (s & 0xffff) + (s >> 16);
-	return (uint16_t)~s;
-}
-
 /* ---- the packet path ----------------------------------------------- */
 
 /* A packet's addresses and L4 header: ports in network byte order; src
@@ -91,19 +59,18 @@ lb_set_addr(struct lb_l4 *l, int dst, const uint8_t *addr)
 	if (l->alen == 4) { /* constant lengths: unrolled, no memcpy call */
 		memcpy(old, f, 4);
 		memcpy(f, addr, 4);
-		d = lb_csum_delta(old, addr, 4);
-		l->ip4->hdr_checksum = lb_csum_apply(l->ip4->hdr_checksum, d);
+		d = sl_cksum_delta(old, addr, 4);
+		l->ip4->hdr_checksum = sl_cksum_apply(l->ip4->hdr_checksum, d);
 	} else {
 		memcpy(old, f, 16);
 		memcpy(f, addr, 16);
-		d = lb_csum_delta(old, addr, 16);
+		d = sl_cksum_delta(old, addr, 16);
 	}
 	if (l->tcp != NULL) {
-		l->tcp->cksum = lb_csum_apply(l->tcp->cksum, d);
-	} else if (l->udp != NULL && l->udp->dgram_cksum != 0) {
-		l->udp->dgram_cksum = lb_csum_apply(l->udp->dgram_cksum, d);
-		if (l->udp->dgram_cksum == 0)
-			l->udp->dgram_cksum = 0xffff;
+		l->tcp->cksum = sl_cksum_apply(l->tcp->cksum, d);
+	} else if (l->udp != NULL) {
+		l->udp->dgram_cksum =
+			sl_cksum_apply_udp(l->udp->dgram_cksum, d);
 	}
 }
 

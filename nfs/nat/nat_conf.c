@@ -15,6 +15,8 @@
 
 #include <yaml.h>
 
+#include "sluice/nf.h"
+
 #include "nat_conf.h"
 
 #define NAT_DEFAULT_LO 1024
@@ -517,34 +519,12 @@ nat_conf_load(const char *path, struct nat_conf **out, char *err,
 {
 	char *text;
 	size_t len;
-	FILE *f;
 	int rc;
 
-	f = fopen(path, "rb");
-	if (f == NULL) {
-		rc = -errno;
-		snprintf(err, err_size, "%s: cannot open: %s", path,
-			 strerror(errno));
-		return rc;
-	}
-	text = malloc(NAT_MAX_FILE + 1);
-	if (text == NULL) {
-		fclose(f);
-		snprintf(err, err_size, "%s: out of memory", path);
-		return -ENOMEM;
-	}
-	len = fread(text, 1, NAT_MAX_FILE + 1, f);
-	rc = ferror(f) ? -EIO : 0;
-	fclose(f);
-	if (rc != 0) {
-		snprintf(err, err_size, "%s: read error", path);
-	} else if (len > NAT_MAX_FILE) {
-		snprintf(err, err_size, "%s: larger than %u bytes", path,
-			 NAT_MAX_FILE);
-		rc = -EFBIG;
-	} else {
-		rc = nat_conf_parse(text, len, path, out, err, err_size);
-	}
+	rc = sl_read_file(path, NAT_MAX_FILE, &text, &len, err, err_size);
+	if (rc != 0)
+		return -rc; /* this file's convention: a negative errno */
+	rc = nat_conf_parse(text, len, path, out, err, err_size);
 	free(text);
 	return rc;
 }

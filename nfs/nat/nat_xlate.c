@@ -13,7 +13,10 @@
 #include <string.h>
 
 #include <netinet/in.h>
+
 #include <rte_mbuf.h>
+
+#include "sluice/pkt.h"
 
 #include "nat.h"
 
@@ -58,17 +61,8 @@ rd32(const uint8_t *p)
 	return v;
 }
 
-/* RFC 1624 eqn. 3 for one 16-bit word (any byte order, as stored). */
-static inline uint16_t
-ck_update(uint16_t ck, uint16_t old, uint16_t new)
-{
-	uint32_t s = (uint32_t)(uint16_t)~ck + (uint16_t)~old + new;
-
-	s = (s & 0xffff) + (s >> 16);
-	s = (s & 0xffff) + (s >> 16);
-	return (uint16_t)~s;
-}
-
+/* RFC 1624 eqn. 3 for one 16-bit word (any byte order, as stored):
+ * sl_cksum_*() of sluice/pkt.h. */
 static inline void
 ck_fix(const struct nat_ck *c, uint16_t old, uint16_t new)
 {
@@ -79,7 +73,7 @@ ck_fix(const struct nat_ck *c, uint16_t old, uint16_t new)
 	v = rd16(c->p);
 	if (c->udp && v == 0)
 		return; /* no checksum */
-	v = ck_update(v, old, new);
+	v = sl_cksum_update16(v, old, new);
 	if (c->udp && v == 0)
 		v = 0xffff;
 	wr16(c->p, v);

@@ -264,14 +264,11 @@ sh_set_dscp(struct rte_mbuf *m, const struct sl_pkt_info *info, uint8_t dscp)
 					  ip4->type_of_service);
 		uint8_t tos = (uint8_t)(dscp << 2 | (ip4->type_of_service & 3));
 		uint16_t new = (uint16_t)(ip4->version_ihl << 8 | tos);
-		uint32_t sum = (uint16_t)~rte_be_to_cpu_16(ip4->hdr_checksum);
+		uint16_t ck = rte_be_to_cpu_16(ip4->hdr_checksum);
 
-		sum += (uint16_t)~old;
-		sum += new;
-		sum = (sum & 0xffff) + (sum >> 16);
-		sum = (sum & 0xffff) + (sum >> 16);
 		ip4->type_of_service = tos;
-		ip4->hdr_checksum = rte_cpu_to_be_16((uint16_t)~sum);
+		ip4->hdr_checksum =
+			rte_cpu_to_be_16(sl_cksum_update16(ck, old, new));
 		return;
 	}
 	ip6 = sl_pkt_ipv6(m, info);

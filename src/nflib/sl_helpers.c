@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * libsluice: helpers for NF code (sluice/nf.h, "helpers for NF code"): an
- * NF-private rte_hash with per-position state, numeric options and the
- * counters line. They use only the public NF API, so that the NF unit tests
+ * NF-private rte_hash with per-position state, numeric options, the
+ * counters line and reading a configuration file. They use only the public NF API, so that the NF unit tests
  * can link this file beside their libsluice stand-in (tests/unit/nf_stub.c).
  */
 #include <ctype.h>
@@ -179,4 +179,46 @@ sl_stats_line_head(struct sl_stats_line *l, char *buf, size_t size,
 		 tag, reason, up, pkts, bytes, pps);
 	l->last_ns = now;
 	l->last_pkts = pkts;
+}
+
+int
+sl_read_file(const char *path, size_t max, char **text, size_t *len, char *err,
+	     size_t err_size)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf;
+	size_t n;
+	int rc;
+
+	*text = NULL;
+	*len = 0;
+	if (f == NULL) {
+		rc = errno;
+		snprintf(err, err_size, "%s: cannot open: %s", path,
+			 strerror(errno));
+		return rc;
+	}
+	buf = malloc(max + 1);
+	if (buf == NULL) {
+		fclose(f);
+		snprintf(err, err_size, "%s: out of memory", path);
+		return ENOMEM;
+	}
+	n = fread(buf, 1, max + 1, f);
+	rc = ferror(f) ? EIO : 0;
+	fclose(f);
+	if (rc != 0) {
+		snprintf(err, err_size, "%s: read error", path);
+	} else if (n > max) {
+		snprintf(err, err_size, "%s: larger than %zu bytes", path, max);
+		rc = EFBIG;
+	}
+	if (rc != 0) {
+		free(buf);
+		return rc;
+	}
+	buf[n] = '\0';
+	*text = buf;
+	*len = n;
+	return 0;
 }

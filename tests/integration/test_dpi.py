@@ -10,7 +10,6 @@ the ``web`` service, which sluiced's counters and the DPI's own show.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import signal
@@ -20,8 +19,10 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import netns
 import pytest
 from conftest import deployment, port, prog, service, wait_until
+from netns import sh
 from scapy.all import DNS, DNSQR
 
 from sluice.runtime.client import Client
@@ -29,39 +30,17 @@ from sluice.runtime.client import Client
 CLIENT, SERVER = "10.67.0.1", "10.67.0.2"
 
 
-def sh(*args: str, check: bool = True, timeout: float = 30) -> subprocess.CompletedProcess:
-    return subprocess.run(args, capture_output=True, text=True, check=check, timeout=timeout)
-
-
 @pytest.fixture
 def namespaces():
-    tag = f"{os.getpid() % 100000}"
-    names = [f"sld{tag}c", f"sld{tag}s"]
-    for ns in names:
-        sh("ip", "netns", "add", ns)
-    yield names
-    for ns in names:
-        sh("ip", "netns", "del", ns, check=False)
+    names = [f"sld{netns.tag()}{x}" for x in "cs"]
+    with netns.namespaces(names):
+        yield names
 
 
 def wire(namespaces: list[str], ifs: list[str]) -> None:
     """Moves each TAP interface into its namespace with its address, and
     makes each side know the other's MAC for good (no ARP, no IPv6)."""
-    macs = []
-    for ns, ifname, addr in zip(namespaces, ifs, (CLIENT, SERVER), strict=True):
-        for conf in ("all", "default"):
-            sh("ip", "netns", "exec", ns, "sysctl", "-q", "-w",
-               f"net.ipv6.conf.{conf}.disable_ipv6=1")
-        sh("ip", "link", "set", ifname, "netns", ns)
-        sh("ip", "-n", ns, "addr", "add", f"{addr}/24", "dev", ifname)
-        sh("ip", "-n", ns, "link", "set", ifname, "up")
-        sh("ip", "-n", ns, "link", "set", "lo", "up")
-        macs.append(json.loads(sh("ip", "-n", ns, "-j", "link", "show", ifname).stdout)[0]
-                    ["address"])
-    for ns, ifname, addr, mac in zip(namespaces, ifs, (SERVER, CLIENT), reversed(macs),
-                                     strict=True):
-        sh("ip", "-n", ns, "neigh", "replace", addr, "lladdr", mac, "dev", ifname,
-           "nud", "permanent")
+    netns.wire_pair(namespaces, ifs, (CLIENT, SERVER))
 
 
 class Events:

@@ -6,13 +6,12 @@ replies of the inside's connection pass although no rule allows them."""
 
 from __future__ import annotations
 
-import json
-import os
 import re
 import subprocess
 import time
 from pathlib import Path
 
+import netns
 import pytest
 from conftest import (
     ASAN_BUILD,
@@ -24,42 +23,21 @@ from conftest import (
     service,
     wait_until,
 )
+from netns import sh
 
 INSIDE, OUTSIDE = "10.66.1.1", "10.66.1.2"
 
 
-def sh(*args: str, check: bool = True, timeout: float = 30) -> subprocess.CompletedProcess:
-    return subprocess.run(args, capture_output=True, text=True, check=check, timeout=timeout)
-
-
 @pytest.fixture
 def namespaces():
-    tag = f"{os.getpid() % 100000}"
-    names = [f"sls{tag}f", f"sls{tag}g"]  # inside, outside
-    for ns in names:
-        sh("ip", "netns", "add", ns)
-    yield names
-    for ns in names:
-        sh("ip", "netns", "del", ns, check=False)
+    names = [f"sls{netns.tag()}{x}" for x in "fg"]  # inside, outside
+    with netns.namespaces(names):
+        yield names
 
 
 def _wire(namespaces: list[str], ifs: list[str]) -> None:
-    macs = []
-    for ns, ifname, addr in zip(namespaces, ifs, (INSIDE, OUTSIDE), strict=True):
-        for conf in ("all", "default"):
-            sh("ip", "netns", "exec", ns, "sysctl", "-q", "-w",
-               f"net.ipv6.conf.{conf}.disable_ipv6=1")
-        sh("ip", "link", "set", ifname, "netns", ns)
-        sh("ip", "-n", ns, "addr", "add", f"{addr}/24", "dev", ifname)
-        sh("ip", "-n", ns, "link", "set", ifname, "up")
-        sh("ip", "-n", ns, "link", "set", "lo", "up")
-        macs.append(json.loads(sh("ip", "-n", ns, "-j", "link", "show", ifname).stdout)[0]
-                    ["address"])
     # No ARP: the TCP packets are the only IP traffic on the wire.
-    for ns, ifname, addr, mac in zip(namespaces, ifs, (OUTSIDE, INSIDE), reversed(macs),
-                                     strict=True):
-        sh("ip", "-n", ns, "neigh", "replace", addr, "lladdr", mac, "dev", ifname,
-           "nud", "permanent")
+    netns.wire_pair(namespaces, ifs, (INSIDE, OUTSIDE))
 
 
 def _server(ns: str, addr: str, root: Path) -> subprocess.Popen:

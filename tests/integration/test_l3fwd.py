@@ -13,12 +13,11 @@ none itself: the routes file has the hosts' MACs (neigh lines)."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
-import subprocess
 from pathlib import Path
 
+import netns
 import pytest
 import yaml
 from conftest import (
@@ -31,13 +30,10 @@ from conftest import (
     service,
     wait_until,
 )
+from netns import sh
 from scapy.all import IP, Ether, rdpcap
 
 HOSTS = "abc"
-
-
-def sh(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-    return subprocess.run(args, capture_output=True, text=True, check=check, timeout=60)
 
 
 def router_mac(i: int) -> str:
@@ -46,13 +42,9 @@ def router_mac(i: int) -> str:
 
 @pytest.fixture
 def namespaces():
-    tag = f"{os.getpid() % 100000}"
-    names = [f"sll{tag}{h}" for h in HOSTS]
-    for ns in names:
-        sh("ip", "netns", "add", ns)
-    yield names
-    for ns in names:
-        sh("ip", "netns", "del", ns, check=False)
+    names = [f"sll{netns.tag()}{h}" for h in HOSTS]
+    with netns.namespaces(names):
+        yield names
 
 
 def _host_setup(ns: str, ifname: str, i: int) -> str:

@@ -14,7 +14,6 @@ in the header an ICMP error carries."""
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import ipaddress
 import json
@@ -25,8 +24,10 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
+import netns
 import pytest
 from conftest import ASAN_BUILD, build_dir, deployment, needs_asan, prog, service, wait_until
+from netns import ns_run, sh
 
 INSIDE_NET = ipaddress.ip_network("10.61.1.0/24")
 POOL = ipaddress.ip_network("10.61.9.0/29")
@@ -46,32 +47,13 @@ forwards:
 """
 
 
-def sh(*args: str, check: bool = True, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run(args, capture_output=True, text=True, check=check, timeout=timeout)
-
-
-def ns_run(ns: str, *args: str, **kw) -> subprocess.CompletedProcess:
-    return sh("ip", "netns", "exec", ns, *args, **kw)
-
-
 @pytest.fixture
 def namespaces() -> Iterator[list[str]]:
-    tag = f"{os.getpid() % 100000}"
-    names = [f"sln{tag}a", f"sln{tag}b"]  # inside, outside
-    for ns in names:
-        sh("ip", "netns", "add", ns)
-        # An empty resolv.conf in the namespaces (ip netns exec mounts it
-        # on /etc/resolv.conf): no program asks the host's name server,
-        # an address outside this test's, through the NAT.
-        etc = Path("/etc/netns") / ns
-        etc.mkdir(parents=True, exist_ok=True)
-        (etc / "resolv.conf").write_text("")
-    yield names
-    for ns in names:
-        sh("ip", "netns", "del", ns, check=False)
-        (Path("/etc/netns") / ns / "resolv.conf").unlink(missing_ok=True)
-        with contextlib.suppress(OSError):
-            (Path("/etc/netns") / ns).rmdir()
+    names = [f"sln{netns.tag()}{x}" for x in "ab"]  # inside, outside
+    # An empty resolv.conf in the namespaces: no program asks the host's
+    # name server, an address outside this test's, through the NAT.
+    with netns.namespaces(names, resolv=True):
+        yield names
 
 
 class Bg:
@@ -111,26 +93,16 @@ def bg() -> Iterator[Bg]:
 
 def _setup_namespaces(namespaces: list[str], ifs: list[str]) -> None:
     inside, outside = namespaces
-    macs = []
-    for ns, ifname, addr in zip(namespaces, ifs, (IN_ADDR, OUT_ADDR), strict=True):
-        for conf in ("all", "default"):  # nothing of Linux's own on the wire
-            ns_run(ns, "sysctl", "-q", "-w", f"net.ipv6.conf.{conf}.disable_ipv6=1")
-        sh("ip", "link", "set", ifname, "netns", ns)
-        sh("ip", "-n", ns, "addr", "add", f"{addr}/24", "dev", ifname)
-        sh("ip", "-n", ns, "link", "set", ifname, "up")
-        sh("ip", "-n", ns, "link", "set", "lo", "up")
-        macs.append(json.loads(sh("ip", "-n", ns, "-j", "link", "show", ifname).stdout)[0]
-                    ["address"])
+    macs = [netns.host(ns, i, a) for ns, i, a in zip(namespaces, ifs, (IN_ADDR, OUT_ADDR),
+                                                       strict=True)]
     # NAT is a bump in the wire (it rewrites IP, not Ethernet): the inside
     # host's gateway and the outside host's route to the pool are the other
     # namespace's MAC, for good (no ARP, which would carry inside addresses).
     sh("ip", "-n", inside, "route", "add", "default", "via", IN_GW, "dev", ifs[0], "onlink")
-    sh("ip", "-n", inside, "neigh", "replace", IN_GW, "lladdr", macs[1], "dev", ifs[0],
-       "nud", "permanent")
+    netns.neigh(inside, ifs[0], IN_GW, macs[1])
     sh("ip", "-n", outside, "route", "add", str(POOL), "dev", ifs[1])
     for a in POOL:
-        sh("ip", "-n", outside, "neigh", "replace", str(a), "lladdr", macs[0], "dev", ifs[1],
-           "nud", "permanent")
+        netns.neigh(outside, ifs[1], str(a), macs[0])
 
 
 def _listening(ns: str, addr: str) -> bool:

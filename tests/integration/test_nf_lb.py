@@ -12,8 +12,6 @@ running configuration. Also with the ASan+UBSan build."""
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
 import signal
 import subprocess
@@ -21,6 +19,7 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
+import netns
 import pytest
 from conftest import (
     ASAN_BUILD,
@@ -31,6 +30,7 @@ from conftest import (
     prog,
     wait_until,
 )
+from netns import sh
 
 CLIENT = "10.63.0.1"
 VIP = "10.63.0.100"
@@ -41,10 +41,6 @@ N = 300  # requests per round
 # The spread of N flows over weights 1:2:3 (50, 100, 150): the binomial
 # standard deviation is at most 8.7; 30 is 3.5 of them for the widest.
 SPREAD = 30
-
-
-def sh(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(args, capture_output=True, text=True, check=check, timeout=60)
 
 
 def mac(name: str) -> str:
@@ -65,35 +61,19 @@ def config(weights: dict[str, int] | None = None) -> str:
 
 @pytest.fixture
 def namespaces(tmp_path: Path) -> Iterator[dict[str, str]]:
-    tag = f"{os.getpid() % 100000}"
+    tag = netns.tag()
     names = {"client": f"slb{tag}c", **{b: f"slb{tag}{b[1:]}" for b in BACKENDS}}
-    for ns in names.values():
-        sh("ip", "netns", "add", ns)
-    try:
+    # http.server runs in the namespaces: the pids of each, all ours
+    # (started below), are killed before it is deleted.
+    with netns.namespaces(names.values(), kill=True):
         yield names
-    finally:
-        for ns in names.values():
-            # http.server runs in the namespace: the pids of the namespace,
-            # all ours (started below), end with it.
-            pids = sh("ip", "netns", "pids", ns, check=False).stdout.split()
-            for pid in pids:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(int(pid), signal.SIGKILL)
-            sh("ip", "netns", "del", ns, check=False)
 
 
 def setup_ns(ns: str, ifname: str, addr: str, ifmac: str, peer: str, peer_mac: str) -> None:
     """The namespace's TAP interface: address, MAC, no IPv6, and the one
     neighbour it talks to, for good (no ARP)."""
-    for conf in ("all", "default"):
-        sh("ip", "netns", "exec", ns, "sysctl", "-q", "-w", f"net.ipv6.conf.{conf}.disable_ipv6=1")
-    sh("ip", "link", "set", ifname, "netns", ns)
-    sh("ip", "-n", ns, "link", "set", ifname, "address", ifmac)
-    sh("ip", "-n", ns, "addr", "add", f"{addr}/24", "dev", ifname)
-    sh("ip", "-n", ns, "link", "set", ifname, "up")
-    sh("ip", "-n", ns, "link", "set", "lo", "up")
-    sh("ip", "-n", ns, "neigh", "replace", peer, "lladdr", peer_mac, "dev", ifname,
-       "nud", "permanent")
+    netns.host(ns, ifname, addr, mac=ifmac)
+    netns.neigh(ns, ifname, peer, peer_mac)
 
 
 # A tiny HTTP server that answers its name and closes first, with no

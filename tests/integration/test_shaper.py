@@ -10,10 +10,10 @@ shaper's counters add up to what went through."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 
+import netns
 import pytest
 from conftest import (
     ASAN_BUILD,
@@ -25,6 +25,7 @@ from conftest import (
     service,
     wait_until,
 )
+from netns import sh
 
 CLIENT, SERVER = "10.66.3.1", "10.66.3.2"
 CIR = 4_000_000  # bits/s
@@ -34,37 +35,15 @@ FRAME = 14 + 20 + 8 + LEN
 SECONDS = 4
 
 
-def sh(*args: str, check: bool = True, timeout: float = 30) -> subprocess.CompletedProcess:
-    return subprocess.run(args, capture_output=True, text=True, check=check, timeout=timeout)
-
-
 @pytest.fixture
 def namespaces():
-    tag = f"{os.getpid() % 100000}"
-    names = [f"sls{tag}s", f"sls{tag}t"]  # client, server
-    for ns in names:
-        sh("ip", "netns", "add", ns)
-    yield names
-    for ns in names:
-        sh("ip", "netns", "del", ns, check=False)
+    names = [f"sls{netns.tag()}{x}" for x in "st"]  # client, server
+    with netns.namespaces(names):
+        yield names
 
 
 def _wire(namespaces: list[str], ifs: list[str]) -> None:
-    macs = []
-    for ns, ifname, addr in zip(namespaces, ifs, (CLIENT, SERVER), strict=True):
-        for conf in ("all", "default"):
-            sh("ip", "netns", "exec", ns, "sysctl", "-q", "-w",
-               f"net.ipv6.conf.{conf}.disable_ipv6=1")
-        sh("ip", "link", "set", ifname, "netns", ns)
-        sh("ip", "-n", ns, "addr", "add", f"{addr}/24", "dev", ifname)
-        sh("ip", "-n", ns, "link", "set", ifname, "up")
-        sh("ip", "-n", ns, "link", "set", "lo", "up")
-        macs.append(json.loads(sh("ip", "-n", ns, "-j", "link", "show", ifname).stdout)[0]
-                    ["address"])
-    for ns, ifname, addr, mac in zip(namespaces, ifs, (SERVER, CLIENT), reversed(macs),
-                                     strict=True):
-        sh("ip", "-n", ns, "neigh", "replace", addr, "lladdr", mac, "dev", ifname,
-           "nud", "permanent")
+    netns.wire_pair(namespaces, ifs, (CLIENT, SERVER))
 
 
 def _iperf(namespaces: list[str], streams: int = 1) -> tuple[float, int, int, list[float]]:

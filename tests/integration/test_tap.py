@@ -3,27 +3,17 @@ sluiced's TAP interfaces, ping each other through a chain of NFs."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-
+import netns
 import pytest
 from conftest import deployment, port, prog, service
-
-
-def sh(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-    return subprocess.run(args, capture_output=True, text=True, check=check, timeout=60)
+from netns import sh
 
 
 @pytest.fixture
 def namespaces():
-    tag = f"{os.getpid() % 100000}"
-    names = [f"slt{tag}a", f"slt{tag}b"]
-    for ns in names:
-        sh("ip", "netns", "add", ns)
-    yield names
-    for ns in names:
-        sh("ip", "netns", "del", ns, check=False)
+    names = [f"slt{netns.tag()}{x}" for x in "ab"]
+    with netns.namespaces(names):
+        yield names
 
 
 def test_two_namespaces_ping_through_a_chain(launch, node, namespaces):
@@ -38,26 +28,12 @@ def test_two_namespaces_ping_through_a_chain(launch, node, namespaces):
               "args": ["--bridge", "left,right"]}],
         chain=["monitor", "bridge", "drop"]))
     addrs = [f"10.99.0.{i + 1}" for i in range(2)]
-    macs = []
-    for ns, ifname, addr in zip(namespaces, ifs, addrs, strict=True):
-        # No IPv6 in the namespace (its interface gets the namespace's
-        # default), so Linux sends nothing of its own there (no neighbour
-        # discovery, no MLD); IPv4 multicast has nothing to report either.
-        for conf in ("all", "default"):
-            sh("ip", "netns", "exec", ns, "sysctl", "-q", "-w",
-               f"net.ipv6.conf.{conf}.disable_ipv6=1")
-        sh("ip", "link", "set", ifname, "netns", ns)
-        sh("ip", "-n", ns, "addr", "add", f"{addr}/24", "dev", ifname)
-        sh("ip", "-n", ns, "link", "set", ifname, "up")
-        sh("ip", "-n", ns, "link", "set", "lo", "up")
-        macs.append(json.loads(sh("ip", "-n", ns, "-j", "link", "show", ifname).stdout)[0]
-                    ["address"])
+    # No IPv6 in the namespace (its interface gets the namespace's
+    # default), so Linux sends nothing of its own there (no neighbour
+    # discovery, no MLD); IPv4 multicast has nothing to report either.
     # Each side knows the other's address for good: no ARP either. The
     # pings are then the only packets on the wire.
-    for ns, ifname, addr, mac in zip(namespaces, ifs, reversed(addrs), reversed(macs),
-                                     strict=True):
-        sh("ip", "-n", ns, "neigh", "replace", addr, "lladdr", mac, "dev", ifname,
-           "nud", "permanent")
+    netns.wire_pair(namespaces, ifs, (addrs[0], addrs[1]))
     # While an interface moves to its namespace it is down: a packet sent
     # to it then (IPv6 neighbour discovery of the other side, from before
     # the move) fails and is counted as tx_full. Count from here on.

@@ -112,30 +112,9 @@ sent_free(void)
 
 /* ---- files and frames ------------------------------------------------- */
 
-static inline char *
-write_file(const char *text)
-{
-	char *path = malloc(64);
-	int fd;
+#define write_file(text) nf_test_write_file("sl_l3_test_", "", text)
 
-	assert_non_null(path);
-	snprintf(path, 64, "/tmp/sl_l3_test_XXXXXX");
-	fd = mkstemp(path);
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
-	close(fd);
-	return path;
-}
-
-static inline void
-rewrite_file(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
-}
+#define rewrite_file nf_test_rewrite_file
 
 static const char __attribute__((unused))
 routes[] = "# the test's router\n"
@@ -170,14 +149,7 @@ static const uint8_t __attribute__((unused))
 v6_router_a[16] = {0xfd, 0x62, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
 
 /* Sets the IPv4 header checksum of a frame built by frame_ip4(). */
-static inline void
-fix4(struct frame *f)
-{
-	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(f->b + 14);
-
-	ip->hdr_checksum = 0;
-	ip->hdr_checksum = rte_ipv4_cksum(ip);
-}
+#define fix4(f) frame_ip4_hdr_cksum(f, 14)
 
 static inline void
 udp4(struct frame *f, uint32_t src, uint32_t dst, uint8_t ttl)

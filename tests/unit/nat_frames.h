@@ -24,35 +24,14 @@
 #include "sluice/nf.h"
 
 #include "nf_stub.h"
+#include "nf_test.h"
 #include "pkt_build.h"
 
 #define L3 14
 
 /* Computes every checksum of an Ethernet/IPv4 frame in full: IPv4, and
  * TCP, UDP (unless udp_none) or ICMP over the whole datagram. */
-static inline void
-fix_cksums(struct frame *f, int udp_none)
-{
-	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(f->b + L3);
-	uint8_t *l4 = f->b + L3 + 20;
-	uint16_t len = (uint16_t)(ntohs(ip->total_length) - 20);
-
-	ip->hdr_checksum = 0;
-	ip->hdr_checksum = rte_ipv4_cksum(ip);
-	if (ip->next_proto_id == IPPROTO_TCP) {
-		wr16(f, L3 + 36, 0);
-		memcpy(l4 + 16, &(uint16_t){rte_ipv4_udptcp_cksum(ip, l4)}, 2);
-	} else if (ip->next_proto_id == IPPROTO_UDP) {
-		wr16(f, L3 + 26, 0);
-		if (!udp_none)
-			memcpy(l4 + 6,
-			       &(uint16_t){rte_ipv4_udptcp_cksum(ip, l4)}, 2);
-	} else if (ip->next_proto_id == IPPROTO_ICMP) {
-		wr16(f, L3 + 22, 0);
-		memcpy(l4 + 2, &(uint16_t){(uint16_t)~rte_raw_cksum(l4, len)},
-		       2);
-	}
-}
+#define fix_cksums(f, udp_none) frame_ip4_cksums(f, L3, udp_none)
 
 static inline void
 mk(struct frame *f, uint8_t proto, uint32_t src, uint16_t sport, uint32_t dst,
@@ -155,16 +134,13 @@ fragment(struct frame *f, const struct frame *full, uint32_t cut, int k)
 {
 	uint32_t l4len = full->len - L3 - 20;
 	uint32_t from = k == 0 ? 0 : cut, n = k == 0 ? cut : l4len - cut;
-	struct rte_ipv4_hdr *ip;
 
 	memset(f, 0, sizeof(*f));
 	put(f, full->b, L3 + 20);
 	put(f, full->b + L3 + 20 + from, n);
 	wr16(f, L3 + 2, (uint16_t)(20 + n));
 	wr16(f, L3 + 6, (uint16_t)(k == 0 ? 0x2000 : cut / 8));
-	ip = (struct rte_ipv4_hdr *)(f->b + L3);
-	ip->hdr_checksum = 0;
-	ip->hdr_checksum = rte_ipv4_cksum(ip);
+	frame_ip4_hdr_cksum(f, L3);
 }
 
 /* A hairpinned frame goes back to the MAC it came from. */
@@ -180,22 +156,6 @@ swap_macs(struct frame *f)
 
 /* A temporary .yaml file holding text (the caller unlinks and frees its
  * path). */
-static inline char *
-write_file(const char *text)
-{
-	char *path = malloc(64);
-	FILE *f;
-	int fd;
-
-	assert_non_null(path);
-	snprintf(path, 64, "/tmp/sl_nat_test_XXXXXX.yaml");
-	fd = mkstemps(path, 5);
-	assert_true(fd >= 0);
-	f = fdopen(fd, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
-	return path;
-}
+#define write_file(text) nf_test_write_file("sl_nat_test_", ".yaml", text)
 
 #endif /* SL_TEST_NAT_FRAMES_H */

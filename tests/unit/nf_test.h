@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,6 +28,37 @@ assert_has(const char *text, const char *line)
 {
 	if (strstr(text, line) == NULL)
 		fail_msg("missing \"%s\" in:\n%s", line, text);
+}
+
+/* A new file /tmp/<name>XXXXXX<suffix> (suffix "" for none) holding
+ * text, for an NF's configuration; the caller unlinks and frees the path. */
+static inline char *
+nf_test_write_file(const char *name, const char *suffix, const char *text)
+{
+	char *path = malloc(64);
+	FILE *f;
+	int fd;
+
+	assert_non_null(path);
+	snprintf(path, 64, "/tmp/%sXXXXXX%s", name, suffix);
+	fd = mkstemps(path, (int)strlen(suffix));
+	assert_true(fd >= 0);
+	f = fdopen(fd, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+	return path;
+}
+
+/* Replaces the contents of the file at path with text (before a reload). */
+static inline void
+nf_test_rewrite_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
 }
 
 struct nf_test_send {

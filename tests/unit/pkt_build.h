@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Frame builders for the C unit tests. Include after <cmocka.h>.
+ * Frame builders for the C unit tests, and checksums computed in full
+ * (DPDK's) for the frames they build. Include after <cmocka.h>.
  */
 #ifndef SL_TEST_PKT_BUILD_H
 #define SL_TEST_PKT_BUILD_H
@@ -9,6 +10,8 @@
 #include <string.h>
 
 #include <netinet/in.h>
+
+#include <rte_ip.h>
 
 #define MAX_FRAME 256
 
@@ -59,6 +62,45 @@ wr16(struct frame *f, uint32_t off, uint16_t v)
 {
 	f->b[off] = (uint8_t)(v >> 8);
 	f->b[off + 1] = (uint8_t)v;
+}
+
+/* The IPv4 header checksum of the header at offset l3, in full. */
+static inline void
+frame_ip4_hdr_cksum(struct frame *f, uint32_t l3)
+{
+	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(f->b + l3);
+
+	ip->hdr_checksum = 0;
+	ip->hdr_checksum = rte_ipv4_cksum(ip);
+}
+
+/* Every checksum of the IPv4 datagram at offset l3, in full: its header,
+ * and TCP's, UDP's (udp_none: 0, none) or ICMP's over the whole datagram
+ * (the total length's). */
+static inline void
+frame_ip4_cksums(struct frame *f, uint32_t l3, int udp_none)
+{
+	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(f->b + l3);
+	uint32_t hl = (uint32_t)(ip->version_ihl & 0xf) * 4;
+	uint8_t *l4 = f->b + l3 + hl;
+	uint16_t len = (uint16_t)(ntohs(ip->total_length) - hl), ck;
+
+	frame_ip4_hdr_cksum(f, l3);
+	if (ip->next_proto_id == IPPROTO_TCP) {
+		wr16(f, l3 + hl + 16, 0);
+		ck = rte_ipv4_udptcp_cksum(ip, l4);
+		memcpy(l4 + 16, &ck, 2);
+	} else if (ip->next_proto_id == IPPROTO_UDP) {
+		wr16(f, l3 + hl + 6, 0);
+		if (!udp_none) {
+			ck = rte_ipv4_udptcp_cksum(ip, l4);
+			memcpy(l4 + 6, &ck, 2);
+		}
+	} else if (ip->next_proto_id == IPPROTO_ICMP) {
+		wr16(f, l3 + hl + 2, 0);
+		ck = (uint16_t)~rte_raw_cksum(l4, len);
+		memcpy(l4 + 2, &ck, 2);
+	}
 }
 
 /* Ethernet header with n_tags VLAN tags (tpid/tci pairs) then type. */

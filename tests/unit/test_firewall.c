@@ -44,33 +44,9 @@ int sl_fw_main(int argc, char **argv);
 /* init with the given arguments (NULL-terminated); returns its stderr. */
 #define init_with(rc, ...) stub_init_output(rc, "sluice-firewall", __VA_ARGS__)
 
-static char *
-write_file(const char *suffix, const char *text)
-{
-	char *path = malloc(64);
-	FILE *f;
-	int fd;
+#define write_file(suffix, text) nf_test_write_file("sl_fw_test_", suffix, text)
 
-	assert_non_null(path);
-	snprintf(path, 64, "/tmp/sl_fw_test_XXXXXX%s", suffix);
-	fd = mkstemps(path, (int)strlen(suffix));
-	assert_true(fd >= 0);
-	f = fdopen(fd, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
-	return path;
-}
-
-static void
-rewrite_file(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
-}
+#define rewrite_file nf_test_rewrite_file
 
 static void
 do_reload(void *arg)

@@ -55,23 +55,7 @@ static const char out_only[] = "default: deny\n"
 			       "  - {name: outbound, action: allow, "
 			       "src: 10.66.1.0/24}\n";
 
-static char *
-write_rules(const char *text)
-{
-	char *path = malloc(64);
-	FILE *f;
-	int fd;
-
-	assert_non_null(path);
-	snprintf(path, 64, "/tmp/sl_fwst_test_XXXXXX.yaml");
-	fd = mkstemps(path, 5);
-	assert_true(fd >= 0);
-	f = fdopen(fd, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
-	return path;
-}
+#define write_rules(text) nf_test_write_file("sl_fwst_test_", ".yaml", text)
 
 /* A TCP/IPv4 frame with the given flags and payload bytes. */
 static void

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -98,6 +99,48 @@ test_tag_length(void **state)
 	}
 }
 
+/* sl_read_file(): the whole file, NUL-terminated; each error's text. */
+static void
+test_read_file(void **state)
+{
+	char path[] = "/tmp/sl_helpers_test_XXXXXX", err[256], want[300];
+	char *text = (char *)1;
+	size_t len = 7;
+	FILE *f;
+	int fd;
+
+	(void)state;
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	f = fdopen(fd, "w");
+	assert_non_null(f);
+	fputs("0123456789", f);
+	fclose(f);
+	assert_int_equal(sl_read_file(path, 10, &text, &len, err, sizeof(err)),
+			 0);
+	assert_int_equal(len, 10);
+	assert_string_equal(text, "0123456789");
+	free(text);
+	/* One byte over the bound. */
+	assert_int_equal(sl_read_file(path, 9, &text, &len, err, sizeof(err)),
+			 EFBIG);
+	assert_null(text);
+	assert_int_equal(len, 0);
+	snprintf(want, sizeof(want), "%s: larger than 9 bytes", path);
+	assert_string_equal(err, want);
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(sl_read_file(path, 9, &text, &len, err, sizeof(err)),
+			 ENOENT);
+	assert_null(text);
+	snprintf(want, sizeof(want), "%s: cannot open: %s", path,
+		 strerror(ENOENT));
+	assert_string_equal(err, want);
+	/* A directory opens but does not read. */
+	assert_int_equal(sl_read_file("/tmp", 9, &text, &len, err, sizeof(err)),
+			 EIO);
+	assert_string_equal(err, "/tmp: read error");
+}
+
 static int
 setup(void **state)
 {
@@ -118,6 +161,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_tag_length),
+		cmocka_unit_test(test_read_file),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

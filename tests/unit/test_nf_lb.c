@@ -70,33 +70,9 @@ static const uint8_t mac_vip[6] = {0x02, 0x63, 0, 0, 0, 0x64};
 static const uint8_t mac_lb[6] = {0x02, 0x63, 0, 0, 0, 0x65};
 static const uint8_t mac_b1[6] = {0x02, 0x63, 0, 0, 0, 0x0b};
 
-static char *
-write_file(const char *text)
-{
-	char *path = malloc(64);
-	FILE *f;
-	int fd;
+#define write_file(text) nf_test_write_file("sl_lb_test_", "", text)
 
-	assert_non_null(path);
-	snprintf(path, 64, "/tmp/sl_lb_test_XXXXXX");
-	fd = mkstemp(path);
-	assert_true(fd >= 0);
-	f = fdopen(fd, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
-	return path;
-}
-
-static void
-rewrite_file(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
-}
+#define rewrite_file nf_test_rewrite_file
 
 /* A whole frame, both checksums right: Ethernet, IPv4, TCP (flags) or
  * UDP (udp_csum 0: none), 10 bytes of payload. */
@@ -106,7 +82,6 @@ build(struct frame *f, const uint8_t *smac, const uint8_t *dmac, uint8_t proto,
       int udp_csum)
 {
 	uint32_t l3, l4;
-	struct rte_ipv4_hdr *ip;
 
 	memset(f, 0, sizeof(*f));
 	put(f, dmac, 6);
@@ -121,15 +96,7 @@ build(struct frame *f, const uint8_t *smac, const uint8_t *dmac, uint8_t proto,
 	} else {
 		put_udp(f, sport, dport, 10);
 	}
-	ip = (struct rte_ipv4_hdr *)(f->b + l3);
-	ip->hdr_checksum = 0;
-	ip->hdr_checksum = rte_ipv4_cksum(ip);
-	if (proto == IPPROTO_TCP)
-		((struct rte_tcp_hdr *)(f->b + l4))->cksum =
-			rte_ipv4_udptcp_cksum(ip, f->b + l4);
-	else if (udp_csum)
-		((struct rte_udp_hdr *)(f->b + l4))->dgram_cksum =
-			rte_ipv4_udptcp_cksum(ip, f->b + l4);
+	frame_ip4_cksums(f, l3, !udp_csum);
 }
 
 /* One frame that came in on port in_port through ops->process: its

@@ -955,6 +955,11 @@ main(void)
 		cmocka_unit_test(test_hdr_malformed),
 		cmocka_unit_test(test_hdr_stale_info),
 		cmocka_unit_test(test_fuzz),
+		cmocka_unit_test(test_cksum_addresses),
+		cmocka_unit_test(test_cksum_word),
+		cmocka_unit_test(test_cksum_host_order),
+		cmocka_unit_test(test_cksum_udp_zero),
+		cmocka_unit_test(test_5tuple_canonical),
 	};
 
 	return cmocka_run_group_tests_name("pkt", tests, NULL, NULL);

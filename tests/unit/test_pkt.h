@@ -33,4 +33,11 @@ void test_hdr_malformed(void **state);
 void test_hdr_stale_info(void **state);
 void test_fuzz(void **state);
 
+/* The tests of test_pkt_cksum.c. */
+void test_cksum_addresses(void **state);
+void test_cksum_word(void **state);
+void test_cksum_host_order(void **state);
+void test_cksum_udp_zero(void **state);
+void test_5tuple_canonical(void **state);
+
 #endif

@@ -40,33 +40,9 @@ int sl_sh_main(int argc, char **argv);
 #define G SL_NEXT
 #define D SL_DROP
 
-static char *
-write_cfg(const char *text)
-{
-	char *path = malloc(64);
-	FILE *f;
-	int fd;
+#define write_cfg(text) nf_test_write_file("sl_sh_test_", ".json", text)
 
-	assert_non_null(path);
-	snprintf(path, 64, "/tmp/sl_sh_test_XXXXXX.json");
-	fd = mkstemps(path, 5);
-	assert_true(fd >= 0);
-	f = fdopen(fd, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
-	return path;
-}
-
-static void
-rewrite(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
-}
+#define rewrite nf_test_rewrite_file
 
 /* The IPv4 header checksum of the header at off, from scratch. */
 static uint16_t

@@ -113,33 +113,9 @@ static const uint8_t kat6[134] = {
 #define BUF_ROOM 2048
 #define HEADROOM 128
 
-static char *
-write_file(const char *text)
-{
-	char *path = malloc(64);
-	FILE *f;
-	int fd;
+#define write_file(text) nf_test_write_file("sl_vpn_test_", "", text)
 
-	assert_non_null(path);
-	snprintf(path, 64, "/tmp/sl_vpn_test_XXXXXX");
-	fd = mkstemp(path);
-	assert_true(fd >= 0);
-	f = fdopen(fd, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
-	return path;
-}
-
-static void
-rewrite_file(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
-}
+#define rewrite_file nf_test_rewrite_file
 
 static void
 drop_file(char *path)
