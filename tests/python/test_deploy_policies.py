@@ -124,3 +124,11 @@ def test_sluice_apply_pushes_a_new_policys_graph_and_rule(tmp_path: Path) -> Non
         ("graph.apply", {"name": "p", "entry": "fwd", "nodes": {"fwd": ["port:out"]}}),
         ("rule.add", {"rules": [{"graph": "p", "priority": 0, "proto": "udp"}]})]
     assert orch.apply(new) == ["apply: nothing to change: d2.yaml is what runs"]
+
+
+def test_sluice_apply_removes_the_graph_of_a_policy_gone_from_the_file(tmp_path: Path) -> None:
+    policy = {"name": "p", "match": {"proto": "udp"}, "nfs": ["fwd"], "declare": {"fwd": {}}}
+    orch, _runner, sluiced, _clock, _lines = make(tmp_path, graph_policies=[policy])
+    out = orch.apply(Deployment.from_dict(BASE, source="d2.yaml", check_env=False))
+    assert out == ["graph: p removed (0 rule(s) with it)"]
+    assert ("graph.remove", {"name": "p"}) in sluiced.calls
