@@ -90,8 +90,9 @@ def test_put_policy_applies_its_graph_flattened_and_adds_its_rules_once(
     assert got["rules"] == [{"id": 1, "added": True, "graph": "web", "priority": 0,
                              "proto": "tcp", "dport": 80}]
     assert got["compiled"]["graph"]["groups"]["parallel-1"]["members"] == ["fw", "mon"]
-    calls = [(q["method"], q["params"]) for q in fake[1].requests]
-    assert calls[0] == ("graph.apply", {"name": "web", "entry": "fw",
+    calls = [(q["method"], q.get("params")) for q in fake[1].requests]
+    assert calls[0] == ("nf.list", None)
+    assert calls[1] == ("graph.apply", {"name": "web", "entry": "fw",
                                         "nodes": {"fw": ["mon"], "mon": ["port:out"]}})
     assert calls[-1] == ("rule.add", {"rules": [{"graph": "web", "priority": 0,
                                                   "proto": "tcp", "dport": 80}]})
@@ -100,9 +101,26 @@ def test_put_policy_applies_its_graph_flattened_and_adds_its_rules_once(
     assert r.json()["graph"]["version"] == 2
     assert r.json()["rules"] == [{"id": 1, "added": False, "graph": "web", "priority": 0,
                                   "proto": "tcp", "dport": 80}]
-    assert [q["method"] for q in fake[1].requests[n:]] == ["graph.apply", "rule.list"]
+    assert [q["method"] for q in fake[1].requests[n:]] == ["nf.list", "graph.apply",
+                                                            "rule.list"]
     assert api.get("/api/v1/graphs/web").json()["nodes"] == {"fw": ["mon"],
                                                               "mon": ["port:out"]}
+
+
+def test_put_policy_takes_a_services_operations_from_its_program(api: TestClient,
+                                                                 fake: Any) -> None:
+    # GET /nfs: fw runs /b/sluice-firewall, mon /b/sluice-monitor: no declare needed
+    r = api.put("/api/v1/policies/web", json={"nfs": ["fw", "mon"]})
+    assert r.status_code == 200, r.json()
+    ops = [x for x in r.json()["compiled"]["explain"] if x.startswith(("  fw: ", "  mon: "))]
+    want = compile_data({"policy": {"name": "web", "nfs": ["firewall", "monitor"]}}).explain()
+    assert [x.split(": ", 1)[1] for x in ops] == [
+        x.split(": ", 1)[1] for x in want if x.startswith(("  firewall: ", "  monitor: "))]
+    assert r.json()["compiled"]["nodes"] == [["fw", "mon"]]
+    # POST /graphs/compile asks sluiced nothing: there fw is not an NF it knows
+    r = api.post("/api/v1/graphs/compile", json={"name": "web", "nfs": ["fw", "mon"]})
+    assert r.status_code == 422 and r.json()["detail"].startswith(
+        "nfs[0]: policy 'web': 'fw' is not an NF with a declaration (known: ")
 
 
 def test_put_policy_refuses_a_name_other_than_the_paths(api: TestClient, fake: Any) -> None:

@@ -45,7 +45,7 @@ from .errors import list_words as _list
 from .errors import show_value as show_value
 from .graph import GraphError, GraphSet, GraphSpec, RuleSpec, parse_graphs
 from .graph import validate as validate_graphs
-from .parallel import DECLARATIONS, Ops, compile_data
+from .parallel import Ops, compile_data, service_table
 from .paths import (
     default_build_dir,
     socket_path_for,
@@ -430,12 +430,7 @@ class Deployment(_Strict):
     def declaration_table(self) -> dict[str, Ops]:
         """The operations of every NF a policy may name: the sample NFs' (by
         kind) and each service's, from its first NF's program (sluice-KIND)."""
-        table = dict(DECLARATIONS)
-        for nf in self.nfs:
-            kind = Path(nf.program).name.removeprefix("sluice-")
-            if nf.service not in table and kind in DECLARATIONS:
-                table[nf.service] = DECLARATIONS[kind]
-        return table
+        return service_table((nf.service, nf.program) for nf in self.nfs)
 
     def _graph_issues(self, ports: list[str]) -> list[str]:
         """The graphs' and rules' problems; a policy's graph's are named by

@@ -3,10 +3,11 @@ out) and PUT /policies/{name} (compiled, then applied with its rules)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from ...core.graph import same_rule, to_rpc
-from ...core.parallel import Compiled, compile_data
+from ...core.parallel import DECLARATIONS, Compiled, Ops, compile_data, service_table
 from ...core.policy import PolicyError
 from ...runtime.client import rule_build_seconds
 from ..bodies import name_path
@@ -21,11 +22,11 @@ _ERRORS_422 = {**_ERRORS, 422: {"model": _ERRORS[409]["model"], "description": (
     "problem), or sluiced refused its graph or rules (its message).")}}
 
 
-def compile_body(data: dict[str, Any]) -> Compiled:
+def compile_body(data: dict[str, Any], table: Mapping[str, Ops] = DECLARATIONS) -> Compiled:
     """The policy of a body compiled; ApiError 422 with the compiler's lines
     (``nfs[1]: policy 'edge': ...``) if it is wrong."""
     try:
-        return compile_data({"policy": data}, "")
+        return compile_data({"policy": data}, "", table)
     except PolicyError as e:
         raise ApiError(422, "\n".join(m.removeprefix(": ").removeprefix("policy.")
                                       for m in e.issues)) from None
@@ -49,12 +50,16 @@ def graph_compile(body: PolicyBody) -> Any:
 def policy_apply(sluiced: SluicedDep, body: PolicyBody, name: str = name_path()) -> Any:
     """Compile a policy and apply it: its graph (named by the path) is created or
     replaced like PUT /graphs/{name} (parallel groups sent flattened), then the
-    rules of its match the node does not have yet are added in one batch."""
+    rules of its match the node does not have yet are added in one batch. A
+    service of the node has the operations of its NFs' program (GET /nfs)."""
     data = body.data()
     if "name" in data and data["name"] != name:
         raise ApiError(422, f"name: {data['name']!r} is not the path's {name!r}: leave it "
                             f"out or give the same (PUT {PREFIX}/policies/{name})")
-    c = compile_body({**data, "name": name})
+    nfs = sluiced.call("nf.list")
+    table = service_table((str(n.get("service")), str(n.get("prog")))
+                          for n in (nfs if isinstance(nfs, list) else []) if isinstance(n, dict))
+    c = compile_body({**data, "name": name}, table)
     res = _rest_note(sluiced.call("graph.apply", **to_rpc(c.graph)))
     return {"graph": res, "rules": add_rules(sluiced, list(c.rules)),
             "compiled": compiled_json(c)}
