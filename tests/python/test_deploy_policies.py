@@ -132,3 +132,17 @@ def test_sluice_apply_removes_the_graph_of_a_policy_gone_from_the_file(tmp_path:
     out = orch.apply(Deployment.from_dict(BASE, source="d2.yaml", check_env=False))
     assert out == ["graph: p removed (0 rule(s) with it)"]
     assert ("graph.remove", {"name": "p"}) in sluiced.calls
+
+
+def test_the_example_of_docs_deployment_md_compiles_as_it_says() -> None:
+    doc = (Path(__file__).parents[2] / "docs" / "deployment.md").read_text()
+    section = doc.split("### `graph_policies`", 1)[1]
+    block = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+    d = Deployment.from_dict({"ports": PORTS, **yaml.safe_load(block)}, source="doc",
+                             check_env=False)
+    (g,) = d.all_graphs()
+    assert g.groups["parallel-1"].members == ["fw", "monitor"]
+    assert g.nodes == {"parallel-1": ["nat"], "nat": ["port:out"]}
+    assert d.rule_params() == [{"graph": "edge", "priority": 0, "dst": "192.168.0.0/24"}]
+    assert "policy graph(s) edge (1 parallel group(s))" in d.describe()
+    assert "`policy graph(s) edge (1 parallel group(s))`" in " ".join(section.split())
