@@ -58,6 +58,9 @@ TEMPLATES: dict[tuple[str, str], tuple[dict[str, str], dict[str, str], Any]] = {
                                                                "mon": ["port:out"]},
                                                      "entry": "fw"}),
     ("DELETE", "/graphs/{name}"): ({"name": "g1"}, {}, None),
+    ("POST", "/graphs/compile"): ({}, {}, {"name": "p1", "nfs": ["firewall", "monitor"]}),
+    ("PUT", "/policies/{name}"): ({"name": "p1"}, {}, {"nfs": ["fw", "mon"], "declare": {
+        "fw": {"reads": ["l3_addr"]}, "mon": {}}}),
     ("GET", "/rules"): ({}, {}, None),
     ("POST", "/rules"): ({}, {}, {"graph": "default", "priority": 5, "proto": "udp",
                                   "src": "10.0.0.0/8", "dst": "10.0.1.0/24",
@@ -348,13 +351,17 @@ def valid_request(method: str, path: str) -> tuple[str, Any]:
     return url + ("?" + urlencode(query) if query else ""), body
 
 
+# Routes that call no method of sluiced (the policy compiler runs in the API).
+LOCAL = {("POST", f"{PREFIX}/graphs/compile")}
+
+
 def test_every_route_has_a_template(app: Any) -> None:
     """A new route needs a valid request in TEMPLATES (the error checks below use it)."""
     calls = endpoint_methods()
     for method, path, _ in routes(app):
         if path.startswith(PREFIX) and method != "WS":
             assert (method, path.removeprefix(PREFIX)) in TEMPLATES, (method, path)
-            assert (method, _shape(path)) in calls, (method, path)
+            assert (method, _shape(path)) in calls or (method, path) in LOCAL, (method, path)
 
 
 @pytest.mark.parametrize("fail,status,detail", [

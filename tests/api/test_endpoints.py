@@ -364,7 +364,8 @@ def test_openapi_spec_has_typed_responses(api: TestClient) -> None:
         "/api/v1/services/{service}/scale", "/api/v1/stats", "/api/v1/stats/schema",
         "/api/v1/chain",
         "/api/v1/rx/pause", "/api/v1/rx/resume", "/api/v1/events", "/api/v1/graphs",
-        "/api/v1/graphs/{name}", "/api/v1/rules", "/api/v1/rule-batches",
+        "/api/v1/graphs/{name}", "/api/v1/graphs/compile", "/api/v1/policies/{name}",
+        "/api/v1/rules", "/api/v1/rule-batches",
         "/api/v1/rules/{rule_id}", "/api/v1/flows",
         "/api/v1/flows/{flow}", "/api/v1/flow-requests", "/api/v1/flow-requests/{request_id}",
         "/metrics"}

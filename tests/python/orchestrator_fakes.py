@@ -210,7 +210,7 @@ def make(tmp_path: Path, **changes: Any) -> tuple[Orchestrator, FakeRunner, Fake
     dep = Deployment.from_dict({**BASE, **changes}, source="d.yaml", check_env=False)
     runner = FakeRunner(dep, tmp_path)
     sluiced = FakeSluiced(runner)
-    sluiced.graphs = {g.name: to_rpc(g) for g in dep.graphs}
+    sluiced.graphs = {g.name: to_rpc(g) for g in dep.all_graphs()}
     sluiced.chain = list(dep.chain)
     clock = Clock()
     lines: list[str] = []

@@ -391,6 +391,21 @@ def test_launcher_says_a_graph_names_a_service_no_nf_runs(fake: Path) -> None:
     no_processes_left(fake)
 
 
+def test_launcher_applies_a_policys_compiled_graph_flattened(fake: Path) -> None:
+    said: list[str] = []
+    policy = {"name": "pol", "match": {"proto": "udp"}, "nfs": ["monitor", "forward"]}
+    with Launcher(graph_deployment(fake, graphs=[], rules=[], graph_policies=[policy]),
+                  log_dir=fake / "run", say=said.append):
+        pass
+    assert calls(fake)[:3] == [
+        ["chain.set", {"hops": ["forward", "port:out"]}],
+        ["graph.apply", {"name": "pol", "entry": "monitor",
+                         "nodes": {"monitor": ["forward"], "forward": ["port:out"]}}],
+        ["rule.add", {"rules": [{"graph": "pol", "priority": 0, "proto": "udp"}]}]]
+    assert "graph pol applied (version 1): 1 node(s), entry parallel-1" in said
+    no_processes_left(fake)
+
+
 def test_launcher_without_graphs_sends_only_the_chain(fake: Path) -> None:
     with Launcher(graph_deployment(fake, graphs=[], rules=[]), log_dir=fake / "run"):
         pass

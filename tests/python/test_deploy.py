@@ -298,7 +298,7 @@ def test_from_dict_names_its_source(site: Path) -> None:
     with pytest.raises(DeploymentError) as e:
         Deployment.from_dict({"ports": [], "chain": ["drop"], "x": 1}, source="<test>")
     assert str(e.value) == ("<test>: x: unknown key (known keys here: node, ports, nfs, chain, "
-                            "graphs, rules, restart, policies)")
+                            "graphs, rules, restart, policies, graph_policies)")
 
 
 @pytest.mark.parametrize("device", [

@@ -315,6 +315,84 @@ class GraphRemoved(_Model):
     rules_removed: int = Field(description="The graph's rules, removed with it.")
 
 
+def _loose(description: str, shape: dict[str, Any]) -> Any:
+    """A policy body's field: documented with its shape, checked by
+    sluice.core.policy (its messages, not pydantic's)."""
+    return Field(None, description=description, json_schema_extra=shape)
+
+
+_NAMES = {"type": "array", "items": {"type": "string"}}
+_PAIRS = {"type": "array", "items": _NAMES}
+
+
+class PolicyBody(BaseModel):
+    """A policy: what a policy file has under ``policy:`` (docs/graphs.md,
+    "Policies"). Checked by the policy compiler: a problem is 422 with its
+    messages, one a line."""
+
+    model_config = ConfigDict(extra="allow")
+    name: Any = _loose("The policy's name, the graph's (PUT /policies/{name}: the path's; "
+                       "leave it out or give the same).", {"type": "string"})
+    match: Any = _loose("The rules that send new flows to the graph: one match (proto, src, "
+                        "dst, sport, dport, in_port, priority) or a list of them.",
+                        {"anyOf": [{"type": "object"}, {"type": "array",
+                                                        "items": {"type": "object"}}]})
+    nfs: Any = _loose("The NFs (services) of the service.", _NAMES)
+    order: Any = _loose("Order templates: [NF, before|after, NF].", _PAIRS)
+    priority: Any = _loose("Priority templates: [NF, NF], the first one's verdict wins.",
+                           _PAIRS)
+    position: Any = _loose("Position templates: [NF, first|last].", _PAIRS)
+    exit: Any = _loose("Where the last NF sends: port:NAME or drop (default port:out).",
+                       {"type": "string"})
+    hops: Any = _loose("NF -> its other next hops (port:NAME or drop).",
+                       {"type": "object", "additionalProperties": _NAMES})
+    declare: Any = _loose("NF -> its operations (reads, writes, drops, routes, headers, "
+                          "history), for an NF the compiler has no declaration of.",
+                          {"type": "object", "additionalProperties": {"type": "object"}})
+
+    def data(self) -> dict[str, Any]:
+        """The fields the request gave (unknown ones too: the compiler names them)."""
+        return {**self.model_dump(exclude_unset=True), **(self.model_extra or {})}
+
+
+class CompiledGraph(_Model):
+    name: str
+    entry: str | None
+    nodes: dict[str, list[str]] = Field(description="Node -> its next hops (the first is "
+                                                    "the default); a group is one node.")
+    groups: dict[str, Any] = Field(description="Parallel group -> members, copies, merge "
+                                               "(docs/graphs.md, \"Parallel groups\").")
+    match: list[dict[str, Any]] = Field(description="Its rules (rule.add params, without "
+                                                    "graph).")
+
+
+class CompiledPolicy(_Model):
+    policy: str
+    chain: list[str] = Field(description="The order the templates give the NFs.")
+    nodes: list[list[str]] = Field(description="The chain cut into the graph's nodes: one "
+                                               "NF, or a parallel group's members.")
+    pairs: list[dict[str, Any]] = Field(description="Every adjacent pair of the chain: how "
+                                                    "it runs (parallel, copy, sequential) "
+                                                    "and why.")
+    graph: CompiledGraph
+    explain: list[str] = Field(description="What `sluice graph compile --explain` prints: "
+                                           "the templates, each NF's operations, each "
+                                           "pair's reasons, the graph and its rules.")
+
+
+class PolicyRule(_Model):
+    id: int
+    added: bool = Field(description="False: the node had this rule already (same graph, "
+                                    "priority and match), it was not added again.")
+
+
+class PolicyApplied(_Model):
+    graph: GraphApplied = Field(description="sluiced's graph.apply answer (the groups are "
+                                            "sent flattened to their members in sequence).")
+    rules: list[PolicyRule] = Field(description="The policy's match rules, in order.")
+    compiled: CompiledPolicy
+
+
 _PORTS_DOC = schema.PORTS_DOC
 
 

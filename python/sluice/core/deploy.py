@@ -45,7 +45,7 @@ from .errors import list_words as _list
 from .errors import show_value as show_value
 from .graph import GraphError, GraphSet, GraphSpec, RuleSpec, parse_graphs
 from .graph import validate as validate_graphs
-from .parallel import compile_data
+from .parallel import Ops, compile_data, service_table
 from .paths import (
     default_build_dir,
     socket_path_for,
@@ -314,8 +314,12 @@ class Deployment(_Strict):
     rules: list[RuleSpec] = []
     restart: RestartSpec = RestartSpec()
     policies: list[Policy] = []
+    graph_policies: list[Any] = Field(
+        [], description="Policies (docs/graphs.md, \"Policies\"), each compiled at load into "
+                        "a graph with its rules, applied like those of graphs.")
 
     _source: str = PrivateAttr(default="<deployment>")
+    _policy_graphs: list[GraphSpec] = PrivateAttr(default_factory=list)
     _base_dir: Path = PrivateAttr(default_factory=Path.cwd)
 
     # -- loading ---------------------------------------------------------------
@@ -342,7 +346,8 @@ class Deployment(_Strict):
                                    for m in pydantic_issues(e, cls, data)]) from None
         dep._source = source
         dep._base_dir = Path(base_dir).resolve() if base_dir is not None else Path.cwd()
-        issues = dep.structure_issues()
+        issues = dep._compile_policies()
+        issues += dep.structure_issues()
         if check_env:
             issues += dep.environment_issues(build_dir)
         if issues:
@@ -398,8 +403,7 @@ class Deployment(_Strict):
                     issues.append(f"nfs[{i}].program: {problem}")
         issues += self._chain_issues(list(port_names))
         issues += self._policy_issues()
-        issues += validate_graphs(self.graphs, self.rules, self.services(), list(port_names),
-                                  allow_default=False)
+        issues += self._graph_issues(list(port_names))
         n_inst = sum(nf.replicas for nf in self.nfs)
         if self.node.max_nfs is not None and n_inst > self.node.max_nfs:
             issues.append(f"node.max_nfs: {self.node.max_nfs} is fewer than the {n_inst} NF "
@@ -409,6 +413,45 @@ class Deployment(_Strict):
             issues.append(f"node.max_services: {self.node.max_services} is fewer than the "
                           f"{n_svc} services of the NFs: raise it to at least {n_svc}")
         return issues
+
+    def _compile_policies(self) -> list[str]:
+        """Compiles ``graph_policies`` into ``_policy_graphs``; the problems,
+        one line each, naming ``graph_policies[N].KEY``."""
+        table = self.declaration_table()
+        issues: list[str] = []
+        self._policy_graphs = []
+        for n, item in enumerate(self.graph_policies):
+            try:
+                self._policy_graphs.append(compile_data({"policy": item}, "", table).graph)
+            except PolicyError as e:
+                issues += [f"graph_policies[{n}]{m.removeprefix(': policy')}" for m in e.issues]
+        return issues
+
+    def declaration_table(self) -> dict[str, Ops]:
+        """The operations of every NF a policy may name: the sample NFs' (by
+        kind) and each service's, from its first NF's program (sluice-KIND)."""
+        return service_table((nf.service, nf.program) for nf in self.nfs)
+
+    def _graph_issues(self, ports: list[str]) -> list[str]:
+        """The graphs' and rules' problems; a policy's graph's are named by
+        its ``graph_policies[N]`` (a key of the graph it compiled to after it)."""
+        def where(x: re.Match[str]) -> str:
+            i, key = int(x[2]), x[3] or ""
+            if i < len(self.graphs) or key in ("", ".name"):
+                return x[1] + self.graph_where(i) + key
+            return f"{x[1]}{self.graph_where(i)}: its compiled graph's {key[1:]}"
+        return [re.sub(r"(^|at )graphs\[(\d+)\]([.\w\[\]-]*)", where, m)
+                for m in validate_graphs(self.all_graphs(), self.rules, self.services(), ports,
+                                         allow_default=False)]
+
+    def all_graphs(self) -> list[GraphSpec]:
+        """The graphs to apply: ``graphs``, then those ``graph_policies`` compile to."""
+        return [*self.graphs, *self._policy_graphs]
+
+    def graph_where(self, i: int) -> str:
+        """The key of ``all_graphs()[i]``: ``graphs[i]`` or ``graph_policies[N]``."""
+        n = len(self.graphs)
+        return f"graphs[{i}]" if i < n else f"graph_policies[{i - n}]"
 
     def _chain_issues(self, ports: list[str]) -> list[str]:
         issues: list[str] = []
@@ -621,6 +664,9 @@ class Deployment(_Strict):
                 f"chain {' -> '.join(self.chain)}")
         if self.graphs:
             text += f", graph(s) {', '.join(g.name for g in self.graphs)}"
+        if self._policy_graphs:
+            text += (f", policy graph(s) {', '.join(g.name for g in self._policy_graphs)} "
+                     f"({sum(len(g.groups) for g in self._policy_graphs)} parallel group(s))")
         n_rules = len(self.rule_params())
         if n_rules:
             text += f", {n_rules} rule(s)"
@@ -628,7 +674,7 @@ class Deployment(_Strict):
 
     def rule_params(self) -> list[dict[str, Any]]:
         """The ``rule.add`` params of every rule: each graph's ``match``, then ``rules``."""
-        return GraphSet(graphs=self.graphs, rules=self.rules).rule_params()
+        return GraphSet(graphs=self.all_graphs(), rules=self.rules).rule_params()
 
 
 def load_deployment(path: str | Path, check_env: bool = True,
@@ -657,12 +703,12 @@ def load_graphs(path: str | Path, services: Iterable[str] | None = None,
         if isinstance(data, dict) and {"ports", "nfs", "chain", "node"} & set(data):
             dep = Deployment.from_dict(data, source=source,
                                        base_dir=Path(path).resolve().parent, check_env=False)
-            if not dep.graphs and not dep.rules:
+            if not dep.all_graphs() and not dep.rules:
                 raise GraphError([f"{source}: a deployment with no graphs and no rules: "
                                   f"nothing for `sluice graph apply` to apply; its chain is "
                                   f"set by `sluice chain set`, the whole file by `sluice "
                                   f"apply {source}`"])
-            return GraphSet(graphs=dep.graphs, rules=dep.rules)
+            return GraphSet(graphs=dep.all_graphs(), rules=dep.rules)
     except (DeploymentError, PolicyError) as e:
         raise GraphError(e.issues) from None
     return parse_graphs(data, source, services, ports)

@@ -229,6 +229,20 @@ def analyse(a: str, x: Ops, b: str, y: Ops, consent: str = "") -> Pair:
     return Pair(a, b, COPY if x.written() or y.written() else PARALLEL, tuple(reasons))
 
 
+def service_table(services: Iterable[tuple[str, str]],
+                  table: Mapping[str, Ops] = DECLARATIONS) -> dict[str, Ops]:
+    """``table`` with each service of ``services`` ((service, program) pairs:
+    a deployment's NFs, sluiced's nf.list) given the operations of its
+    program's NF kind (``sluice-firewall``: the firewall's); a service the
+    table names already, or whose program it does not know, is left as is."""
+    out = dict(table)
+    for service, program in services:
+        kind = program.rsplit("/", 1)[-1].removeprefix("sluice-")
+        if service not in out and kind in table:
+            out[service] = table[kind]
+    return out
+
+
 def declarations(policy: Policy, table: Mapping[str, Ops] = DECLARATIONS) -> dict[str, Ops]:
     """Every NF of the policy's operations: its ``declare:`` or the table's."""
     out = {}

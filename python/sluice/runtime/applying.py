@@ -88,8 +88,8 @@ class ControlApply:
         self.orch, self.old, self.new, self.note, self.log = orch, old, new, note, log
         self.rules = orch.run.rules
         self.resync = orch.resync
-        self.old_graphs = {g.name: to_rpc(g) for g in old.graphs}
-        self.new_graphs = {g.name: to_rpc(g) for g in new.graphs}
+        self.old_graphs = {g.name: to_rpc(g) for g in old.all_graphs()}
+        self.new_graphs = {g.name: to_rpc(g) for g in new.all_graphs()}
         self.gone = [n for n in self.old_graphs if n not in self.new_graphs] + \
             sorted(orch.stale_graphs - self.old_graphs.keys() - self.new_graphs.keys())
         self.pos = {rid: i for i, (_, rid) in enumerate(self.rules)}  # a rule's place before

@@ -80,7 +80,7 @@ METHODS: dict[str, tuple[str | None, str | None]] = {
     "chain.get": ("sluice chain get", "GET /chain"),
     "chain.set": ("sluice chain set", "PUT /chain"),
     "graph.get": ("sluice graph get", "GET /graphs, GET /graphs/{name}"),
-    "graph.apply": ("sluice graph apply", "PUT /graphs/{name}"),
+    "graph.apply": ("sluice graph apply", "PUT /graphs/{name}, PUT /policies/{name}"),
     "graph.remove": ("sluice graph remove", "DELETE /graphs/{name}"),
     "rule.list": ("sluice rule list", "GET /rules"),
     "rule.add": ("sluice rule add", "POST /rules, POST /rule-batches"),

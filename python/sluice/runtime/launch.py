@@ -232,7 +232,7 @@ class Launcher:
                 self.nfs.append(p)
         self.say(f"started {len(self.nfs)} NF instance(s); waiting for them to register")
         self._wait_registered()
-        hold = bool(d.graphs or d.rule_params())
+        hold = bool(d.all_graphs() or d.rule_params())
         if hold:
             # Read nothing until the graphs and rules are in: the first
             # packet of every flow is then classified by them.
@@ -252,11 +252,11 @@ class Launcher:
         classified to the chain; with rules added, ``flow.delete {all}``
         makes their next packet go by the rules."""
         d = self.dep
-        for i, g in enumerate(d.graphs):
+        for i, g in enumerate(d.all_graphs()):
             try:
                 res = self.client.call("graph.apply", **to_rpc(g))
             except RpcError as e:
-                raise LaunchError(f"{d.source}: graphs[{i}]: graph '{g.name}': sluiced "
+                raise LaunchError(f"{d.source}: {d.graph_where(i)}: graph '{g.name}': sluiced "
                                   f"refused it: {e.message}") from None
             self.say(f"graph {g.name} applied (version {res.get('version')}): "
                      f"{len(g.nodes)} node(s), entry {g.entry_node()}")

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
-from . import events, flows, graphs, node, requests, rules, services, stats
+from . import events, flows, graphs, node, policies, requests, rules, services, stats
 from .table import Routes
 
 ROUTES: tuple[Routes, ...] = (node.router, services.router, stats.router, graphs.chain_router,
-                              node.rx_router, events.router, graphs.router, rules.router,
+                              node.rx_router, events.router, policies.router, graphs.router,
+                              rules.router,
                               flows.router, requests.router, services.scale_router,
                               stats.metrics_router)
 
