@@ -94,3 +94,32 @@ def wire_pair(names: list[str], ifs: list[str], addrs: tuple[str, str]) -> list[
     for ns, ifname, addr, mac in zip(names, ifs, reversed(addrs), reversed(macs), strict=True):
         neigh(ns, ifname, addr, mac)
     return macs
+
+
+class Bg:
+    """A test's background processes in namespaces (servers, iperf3), each
+    with its output in a log; stop_all() ends them by pid at the end."""
+
+    def __init__(self) -> None:
+        self.procs: list[subprocess.Popen] = []
+
+    def start(self, ns: str, *args: str, log: Path) -> subprocess.Popen:
+        f = open(log, "wb")  # noqa: SIM115 (the process writes it)
+        p = subprocess.Popen(["ip", "netns", "exec", ns, *args], stdout=f,
+                             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        f.close()
+        self.procs.append(p)
+        return p
+
+    def stop(self, p: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
+        if p.poll() is None:
+            p.send_signal(sig)
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait(5)
+
+    def stop_all(self) -> None:
+        for p in self.procs:
+            self.stop(p)

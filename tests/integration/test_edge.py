@@ -49,6 +49,7 @@ from conftest import (
     service,
     wait_until,
 )
+from netns import Bg
 
 from sluice.core.deploy import Deployment
 from sluice.runtime.client import Client
@@ -90,36 +91,11 @@ def names(tmp_path: Path) -> Iterator[Names]:
     sh("sh", str(SCRIPT), "down", check=False, env=n.env())
 
 
-class Bg:
-    """Background processes of the test, stopped (by pid) at the end."""
-
-    def __init__(self) -> None:
-        self.procs: list[subprocess.Popen] = []
-
-    def start(self, ns: str, *args: str, log: Path) -> subprocess.Popen:
-        f = open(log, "wb")  # noqa: SIM115 (the process writes it)
-        p = subprocess.Popen(["ip", "netns", "exec", ns, *args], stdout=f,
-                             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        f.close()
-        self.procs.append(p)
-        return p
-
-    def stop(self, p: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
-        if p.poll() is None:
-            p.send_signal(sig)
-            try:
-                p.wait(10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait(5)
-
-
 @pytest.fixture
 def bg() -> Iterator[Bg]:
     b = Bg()
     yield b
-    for p in b.procs:
-        b.stop(p)
+    b.stop_all()
 
 
 class Events:

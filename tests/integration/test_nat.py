@@ -20,14 +20,13 @@ import json
 import os
 import re
 import signal
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import netns
 import pytest
 from conftest import ASAN_BUILD, build_dir, deployment, needs_asan, prog, service, wait_until
-from netns import ns_run, sh
+from netns import Bg, ns_run, sh
 
 INSIDE_NET = ipaddress.ip_network("10.61.1.0/24")
 POOL = ipaddress.ip_network("10.61.9.0/29")
@@ -54,34 +53,6 @@ def namespaces() -> Iterator[list[str]]:
     # name server, an address outside this test's, through the NAT.
     with netns.namespaces(names, resolv=True):
         yield names
-
-
-class Bg:
-    """Background processes of the test, stopped (by pid) at the end."""
-
-    def __init__(self) -> None:
-        self.procs: list[subprocess.Popen] = []
-
-    def start(self, ns: str, *args: str, log: Path) -> subprocess.Popen:
-        f = open(log, "wb")  # noqa: SIM115 (the process writes it)
-        p = subprocess.Popen(["ip", "netns", "exec", ns, *args], stdout=f,
-                             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        f.close()
-        self.procs.append(p)
-        return p
-
-    def stop(self, p: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
-        if p.poll() is None:
-            p.send_signal(sig)
-            try:
-                p.wait(10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait(5)
-
-    def stop_all(self) -> None:
-        for p in self.procs:
-            self.stop(p)
 
 
 @pytest.fixture
